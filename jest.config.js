@@ -1,0 +1,24 @@
+/** @type {import('jest').Config} */
+const swc = {
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+    target: 'es2022',
+  },
+  module: { type: 'commonjs' },
+  sourceMaps: 'inline',
+};
+module.exports = {
+  testEnvironment: 'node',
+  rootDir: '.',
+  roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/src', '<rootDir>/test'],
+  testMatch: ['**/*.spec.ts', '**/*.e2e.ts'],
+  transform: { '^.+\\.(t|j)s$': ['@swc/jest', swc] },
+  // NestJS 12 and a few of its dependencies ship ESM only; jest's loader must transform them.
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@nestjs|uid|file-type|load-esm|@standard-schema|cookie|set-cookie-parser|toad-cache)/)',
+  ],
+  globalSetup: '<rootDir>/test/support/global-setup.js',
+  globalTeardown: '<rootDir>/test/support/global-teardown.js',
+  testTimeout: 30000,
+};

@@ -1,0 +1,100 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * The configuration contract of ARCHITECTURE section 7. Invalid values stop the process at
+ * start with a message naming the variable.
+ */
+export interface Config {
+  port: number;
+  /** Interface to listen on; 0.0.0.0 in containers. */
+  host: string;
+  dataDir: string;
+  /** PostgreSQL for read models, and for events when eventstoreUrl is unset; null = PGlite in dataDir. */
+  databaseUrl: string | null;
+  eventstoreUrl: string | null;
+  /** null = in-memory limiter/cache (single process). */
+  redisUrl: string | null;
+  /** null = generated into the data dir on first start. */
+  adminToken: string | null;
+  /** null = the built-in catalog. */
+  catalogPath: string | null;
+  /** 32 bytes; null = generated into the data dir on first start. */
+  encryptionKey: Buffer | null;
+  /** Base URL of the simulated upstream; null = start one in-process when the catalog needs it. */
+  simulatorUrl: string | null;
+  /** How long a gateway waits for the upstream before giving up (ms). */
+  upstreamTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const text = (name: string): string | null => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? null : v.trim();
+  };
+  const url = (name: string, protocols: string[]): string | null => {
+    const v = text(name);
+    if (v === null) return null;
+    let parsed: URL;
+    try {
+      parsed = new URL(v);
+    } catch {
+      throw new ConfigError(name, `not a URL (expected ${protocols.join(' or ')}...)`);
+    }
+    if (!protocols.includes(parsed.protocol)) {
+      throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
+    }
+    return v;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const v = text(name);
+    if (v === null) return fallback;
+    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+      throw new ConfigError(name, `expected an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
+    }
+    return Number(v);
+  };
+
+  const catalogPath = text('SVC_CATALOG');
+  if (catalogPath !== null && !existsSync(catalogPath)) {
+    throw new ConfigError('SVC_CATALOG', `no such file: ${catalogPath}`);
+  }
+  const keyText = text('SVC_ENCRYPTION_KEY');
+  let encryptionKey: Buffer | null = null;
+  if (keyText !== null) {
+    encryptionKey = Buffer.from(keyText, 'base64');
+    if (encryptionKey.length !== 32 || encryptionKey.toString('base64') !== keyText) {
+      throw new ConfigError('SVC_ENCRYPTION_KEY', 'expected 32 bytes encoded in base64 (openssl rand -base64 32)');
+    }
+  }
+  const adminToken = text('SVC_ADMIN_TOKEN');
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError('SVC_ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+
+  return {
+    port: integer('PORT', 8080, 0, 65535),
+    host: text('HOST') ?? 'localhost',
+    dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    adminToken,
+    catalogPath: catalogPath === null ? null : resolve(catalogPath),
+    encryptionKey,
+    simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
+    upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
+  };
+}

@@ -1,0 +1,104 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { Pool, type PoolClient, type PoolConfig } from 'pg';
+
+/**
+ * One SQL interface over node-postgres and PGlite, so the event store and the read models
+ * run the same statements on a real server and on the embedded default.
+ */
+export interface SqlExecutor {
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+}
+
+export interface SqlRunner extends SqlExecutor {
+  readonly dialect: 'postgres' | 'pglite';
+  /** Runs several statements separated by semicolons (schema DDL); no parameters. */
+  exec(sql: string): Promise<void>;
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+// int8 and numeric come back as strings from both drivers: money and revisions are bigint,
+// and a JavaScript number would silently round them.
+const INT8 = 20;
+const NUMERIC = 1700;
+
+export class PgSqlRunner implements SqlRunner {
+  readonly dialect = 'postgres' as const;
+  private constructor(readonly pool: Pool) {}
+
+  static async connect(config: PoolConfig): Promise<PgSqlRunner> {
+    const pool = new Pool({ max: 10, ...config });
+    // An idle client that loses its connection must not crash the process.
+    pool.on('error', () => undefined);
+    return new PgSqlRunner(pool);
+  }
+
+  async query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
+    const r = await this.pool.query(sql, params as unknown[]);
+    return { rows: r.rows as T[] };
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const client: PoolClient = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn({
+        query: async <R>(sql: string, params?: unknown[]) => ({
+          rows: (await client.query(sql, params as unknown[])).rows as R[],
+        }),
+      });
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+export class PgliteSqlRunner implements SqlRunner {
+  readonly dialect = 'pglite' as const;
+  private constructor(readonly db: PGlite) {}
+
+  /** `dataDir` undefined means in memory. */
+  static async open(dataDir?: string): Promise<PgliteSqlRunner> {
+    const keepText = (x: string) => x;
+    const db = await PGlite.create(dataDir, { parsers: { [INT8]: keepText, [NUMERIC]: keepText } });
+    return new PgliteSqlRunner(db);
+  }
+
+  async query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
+    const r = await this.db.query<T>(sql, params as unknown[]);
+    return { rows: r.rows };
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.db.exec(sql);
+  }
+
+  // PGlite has one backend session: a statement issued on `db` while a transaction is open
+  // waits for it, so everything inside `fn` must go through `tx`.
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx: Transaction) =>
+      fn({
+        query: async <R>(sql: string, params?: unknown[]) => ({
+          rows: (await tx.query<R>(sql, params as unknown[])).rows,
+        }),
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
