@@ -1,0 +1,82 @@
+import { accountDecider, accountStream, availableNano, type AccountCommand } from '../../ledger/src/account';
+import { ManualClock } from '../../platform/src/clock';
+import type { SqlRunner } from '../../platform/src/sql';
+import { freshPgRunner } from '../../platform/src/testing/pg';
+import { AggregateStore } from './aggregate-store';
+import { DomainError } from './decider';
+import { SqlEventStore } from './sql-event-store';
+
+const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
+  type: 'PlaceHold',
+  holdId,
+  keyId: 'k',
+  amountNano,
+  model: 'm',
+  endpoint: '/v1/chat/completions',
+  ttlMs: 60_000,
+});
+
+describe('aggregate store on PostgreSQL (two processes sharing one account)', () => {
+  let sql: SqlRunner;
+  let store: SqlEventStore;
+  let other: SqlEventStore;
+  const clock = new ManualClock();
+
+  beforeAll(async () => {
+    sql = await freshPgRunner('agg');
+    store = new SqlEventStore(sql);
+    await store.init();
+    other = new SqlEventStore(sql);
+  });
+
+  afterAll(async () => {
+    await store.close();
+    await other.close();
+    await sql.close();
+  });
+
+  it('records decided events with the injected time and the caller metadata', async () => {
+    clock.set('2026-11-02T10:00:00Z');
+    const r = await new AggregateStore(store, clock).handle(accountDecider, accountStream('meta'), { type: 'OpenAccount', accountId: 'meta' }, { actor: 'k1' });
+    expect(r.appended?.nextRevision).toBe(0n);
+    const [event] = await store.readStream(accountStream('meta'));
+    expect(event.metadata).toEqual({ actor: 'k1', at: '2026-11-02T10:00:00.000Z' });
+  });
+
+  it('decides again on fresh state before refusing: credits added by another process count', async () => {
+    const a = new AggregateStore(store, clock);
+    const b = new AggregateStore(other, clock);
+    await a.handle(accountDecider, accountStream('x'), { type: 'OpenAccount', accountId: 'x' });
+    await a.handle(accountDecider, accountStream('x'), { type: 'AddCredits', amountNano: 100n, reason: 'signup' });
+    // b adds credits; a's cached state still says 100.
+    await b.handle(accountDecider, accountStream('x'), { type: 'AddCredits', amountNano: 900n, reason: 'purchase' });
+    const r = await a.handle(accountDecider, accountStream('x'), hold('h1', 1000n));
+    expect(r.events.map((e) => e.type)).toEqual(['HoldPlaced']);
+    expect(availableNano(r.state)).toBe(0n);
+  });
+
+  it('never overdraws under concurrency from two processes: exactly the affordable holds succeed', async () => {
+    const a = new AggregateStore(store, clock);
+    const b = new AggregateStore(other, clock);
+    const stream = accountStream('hot');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'hot' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 50n * 7n, reason: 'signup' });
+    const results = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).handle(accountDecider, stream, hold(`h${i}`, 7n))),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+    // 350 nano affords 50 holds of 7; 40 are asked: all fit.
+    expect(ok).toHaveLength(40);
+    expect(refused).toEqual([]);
+    const more = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).handle(accountDecider, stream, hold(`m${i}`, 7n))));
+    expect(more.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    for (const r of more.filter((r) => r.status === 'rejected')) {
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(DomainError);
+      expect(((r as PromiseRejectedResult).reason as DomainError).code).toBe('insufficient_quota');
+    }
+    const state = await new AggregateStore(store, clock).load(accountDecider, stream);
+    expect(availableNano(state)).toBe(0n);
+    expect(Object.keys(state.holds)).toHaveLength(50);
+  }, 30_000);
+});

@@ -1,0 +1,32 @@
+/**
+ * A pure decider (Emmett style): `decide(command, state, now) -> events` and
+ * `evolve(state, event) -> state`. Domain code imports nothing else: no NestJS, no database,
+ * no clock of its own.
+ */
+export interface DomainEvent<Type extends string = string, Data = unknown> {
+  type: Type;
+  data: Data;
+}
+
+export interface Decider<Command, State, Event extends DomainEvent> {
+  readonly initialState: () => State;
+  decide(command: Command, state: State, now: Date): Event[];
+  evolve(state: State, event: Event): State;
+}
+
+/** A rule of the domain said no. `code` is stable and mapped to an API error at the edge. */
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** Replays events onto the initial state (for tests, auditors and aggregate loading). */
+export function fold<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>, events: E[]): S {
+  return events.reduce(decider.evolve, decider.initialState());
+}

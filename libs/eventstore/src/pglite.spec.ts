@@ -1,0 +1,33 @@
+import { PgliteSqlRunner } from '../../platform/src/sql';
+import { SqlEventStore } from './sql-event-store';
+import { eventStoreContract } from './testing/contract';
+import { sqlEventStoreContract } from './testing/sql-contract';
+
+// One in-memory PGlite for the file (PGlite.create costs seconds); the suites keep their
+// tests apart with unique stream names.
+//
+// No late-commit test here, unlike postgres.spec.ts: PGlite has a single backend session and
+// runs one transaction at a time, so a transaction can never commit "late" behind another.
+let runner: PgliteSqlRunner;
+beforeAll(async () => {
+  runner = await PgliteSqlRunner.open();
+});
+afterAll(async () => {
+  await runner?.close();
+});
+
+async function openStore(): Promise<SqlEventStore> {
+  const store = new SqlEventStore(runner, { pollIntervalMs: 50 });
+  await store.init();
+  return store;
+}
+
+eventStoreContract('pglite', async () => {
+  const store = await openStore();
+  return { store, cleanup: () => store.close() };
+});
+
+sqlEventStoreContract('pglite', async () => {
+  const store = await openStore();
+  return { store, runner, cleanup: () => store.close() };
+});

@@ -1,0 +1,125 @@
+/**
+ * The event store port (ARCHITECTURE section 3). Every adapter (postgres, pglite,
+ * eventstoredb) implements it and passes the same contract suite in ./testing/contract.ts.
+ */
+
+/** Revisions count from 0, as in EventStoreDB: the first event of a stream is revision 0n. */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
+
+/**
+ * Opaque, comparable global position. Every adapter encodes its position as two unsigned
+ * 64-bit numbers zero-padded to 20 digits, `"<major>/<minor>"`, so that plain string
+ * comparison orders positions (see ./position.ts). The empty string is "before everything".
+ */
+export type Position = string;
+
+export interface EventMetadata {
+  correlationId?: string;
+  causationId?: string;
+  actor?: string;
+  ip?: string;
+  /** ISO date-time the command was decided at (from the injected clock, never the store's). */
+  at?: string;
+  [key: string]: unknown;
+}
+
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  /** uuid; re-appending the same ids at the same place is an idempotent no-op. */
+  id: string;
+  type: Type;
+  data: Data;
+  metadata?: EventMetadata;
+}
+
+export interface RecordedEvent<Type extends string = string, Data = unknown> {
+  id: string;
+  type: Type;
+  data: Data;
+  metadata: EventMetadata;
+  stream: string;
+  revision: bigint;
+  position: Position;
+}
+
+export interface AppendResult {
+  /** Revision of the last event now in the stream (so the next expected revision). */
+  nextRevision: bigint;
+  /** Position of the last appended event. */
+  position: Position;
+}
+
+export interface ReadStreamOptions {
+  fromRevision?: bigint;
+  direction?: 'forwards' | 'backwards';
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events strictly after this position. */
+  after?: Position;
+  maxCount?: number;
+}
+
+export interface SubscribeOptions {
+  after?: Position;
+  filter?: { streamPrefixes?: string[]; eventTypes?: string[] };
+}
+
+export interface Subscription {
+  /** Resolves once no handler call is running and none will start. */
+  stop(): Promise<void>;
+}
+
+export interface EventStore {
+  readonly name: 'postgres' | 'pglite' | 'eventstoredb';
+  /** Creates tables and the like; idempotent. */
+  init(): Promise<void>;
+  append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
+  /** A stream that does not exist reads as []. */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Global order; never skips an event whose transaction committed late. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /**
+   * Catch-up then live. The handler is awaited: events are delivered one at a time, in
+   * global order. A handler error stops the subscription and is passed to `onError`.
+   */
+  subscribeToAll(
+    options: SubscribeOptions,
+    handler: (event: RecordedEvent) => Promise<void> | void,
+    onError?: (err: unknown) => void,
+  ): Subscription;
+  /**
+   * Calls `listener` (without arguments) soon after events may have been appended by this or
+   * another process. A hint for readers to poll again; it never decides what they read.
+   * Returns an unsubscribe function.
+   */
+  watchAppends(listener: () => void): () => void;
+  /** Number of events strictly after `after` (all when omitted); for lag and progress. */
+  countEventsAfter(after?: Position): Promise<number>;
+  close(): Promise<void>;
+}
+
+export class WrongExpectedVersionError extends Error {
+  override readonly name = 'WrongExpectedVersionError';
+  constructor(
+    readonly stream: string,
+    readonly expected: ExpectedRevision,
+    /** Current last revision, or -1n when the stream does not exist. */
+    readonly actual: bigint,
+  ) {
+    super(`Wrong expected version on ${stream}: expected ${String(expected)}, actual ${actual}`);
+  }
+}
+
+export class AppendTooLargeError extends Error {
+  override readonly name = 'AppendTooLargeError';
+  constructor(
+    readonly stream: string,
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`Append to ${stream} is ${bytes} bytes; the limit is ${limit}`);
+  }
+}
+
+export const DEFAULT_MAX_APPEND_BYTES = 1024 * 1024;

@@ -1,0 +1,153 @@
+import type { PoolClient } from 'pg';
+import { PgSqlRunner, type SqlExecutor } from '../../platform/src/sql';
+import { freshPgRunner } from '../../platform/src/testing/pg';
+import type { NewEvent, RecordedEvent } from './port';
+import { START, decodePosition } from './position';
+import { SqlEventStore } from './sql-event-store';
+import { eventStoreContract } from './testing/contract';
+import { sqlEventStoreContract } from './testing/sql-contract';
+import { randomUUID } from 'node:crypto';
+
+const POLL_MS = 50;
+
+async function openStore(runner: PgSqlRunner): Promise<SqlEventStore> {
+  const store = new SqlEventStore(runner, { pollIntervalMs: POLL_MS });
+  await store.init();
+  return store;
+}
+
+eventStoreContract('postgres', async () => {
+  const runner = await freshPgRunner('es');
+  const store = await openStore(runner);
+  const closing: (() => Promise<void>)[] = [() => store.close(), () => runner.close()];
+  return {
+    store,
+    // Another pool on the same schema stands for another process. It defaults to
+    // SERIALIZABLE, a setting a DBA may choose: appends must still conflict cleanly.
+    makeSecondStore: async () => {
+      const second = await PgSqlRunner.connect({
+        connectionString: process.env.DATABASE_URL,
+        options: `-c search_path=${runner.schema} -c default_transaction_isolation=serializable`,
+      });
+      const secondStore = await openStore(second);
+      closing.unshift(() => secondStore.close(), () => second.close());
+      return secondStore;
+    },
+    cleanup: async () => {
+      for (const close of closing) await close();
+    },
+  };
+});
+
+sqlEventStoreContract('postgres', async () => {
+  const runner = await freshPgRunner('es');
+  const store = await openStore(runner);
+  return {
+    store,
+    runner,
+    cleanup: async () => {
+      await store.close();
+      await runner.close();
+    },
+  };
+});
+
+describe('SqlEventStore on PostgreSQL server', () => {
+  let runner: PgSqlRunner & { schema: string };
+  let store: SqlEventStore;
+  beforeAll(async () => {
+    runner = await freshPgRunner('es');
+    store = await openStore(runner);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await runner?.close();
+  });
+
+  const event = (type: string): NewEvent => ({ id: randomUUID(), type, data: {} });
+
+  it('delivers an event whose transaction commits after a later one (late commit)', async () => {
+    const received: RecordedEvent[] = [];
+    const subscription = store.subscribeToAll({ after: START }, (e) => {
+      received.push(e);
+    });
+    const w = event('Before');
+    await store.append('late-w', [w], 'no_stream');
+    await waitFor(() => received.length === 1); // the reader is live and has processed W
+    const checkpoint = received[0].position;
+
+    // A takes its transaction id and seq first and stays open, on its own connection.
+    const a = event('A');
+    const b = event('B');
+    const connection = await runner.pool.connect();
+    try {
+      await connection.query('BEGIN');
+      const aResult = await store.appendInTransaction(executorOn(connection), 'late-x', [a], 'no_stream');
+      // B starts after A, commits before it.
+      const bResult = await store.append('late-y', [b], 'no_stream');
+
+      const { minor: aSeq, major: aTx } = decodePosition(aResult.position);
+      const { minor: bSeq, major: bTx } = decodePosition(bResult.position);
+      expect(aSeq < bSeq && aTx < bTx).toBe(true);
+
+      // The naive reader ("committed rows with seq > checkpoint") sees B now and moves past A's seq...
+      const naive = (after: string) =>
+        runner.query<{ id: string; seq: string }>(
+          'SELECT id::text AS id, seq::text AS seq FROM events WHERE seq > $1::bigint ORDER BY seq',
+          [after],
+        );
+      const naiveBatch = (await naive(decodePosition(checkpoint).minor.toString())).rows;
+      expect(naiveBatch.map((r) => r.id)).toEqual([b.id]);
+
+      // ...while ours holds B back as long as an older transaction may still commit.
+      expect(await store.readAll({ after: checkpoint })).toEqual([]);
+      expect(await store.countEventsAfter(checkpoint)).toBe(0);
+      await sleep(6 * POLL_MS);
+      expect(received).toHaveLength(1);
+
+      await connection.query('COMMIT');
+      await waitFor(() => received.length === 3);
+      expect(received.map((e) => e.id)).toEqual([w.id, a.id, b.id]);
+      expect(received.map((e) => e.position)).toEqual([checkpoint, aResult.position, bResult.position]);
+      expect((await store.readAll({ after: checkpoint })).map((e) => e.id)).toEqual([a.id, b.id]);
+
+      // The naive reader, resuming from its checkpoint, has lost A for good.
+      expect((await naive(naiveBatch[0].seq)).rows).toEqual([]);
+    } finally {
+      await connection.query('ROLLBACK').catch(() => undefined); // only if an assertion failed mid-way
+      connection.release();
+      await subscription.stop();
+    }
+  });
+
+  it("gives the LISTEN connection back when the last watcher leaves and on close()", async () => {
+    const watcher = new SqlEventStore(runner);
+    const checkedOut = () => runner.pool.totalCount - runner.pool.idleCount;
+    const unwatch = watcher.watchAppends(() => undefined);
+    await waitFor(() => checkedOut() === 1);
+    unwatch();
+    await waitFor(() => checkedOut() === 0);
+    watcher.watchAppends(() => undefined);
+    await waitFor(() => checkedOut() === 1);
+    await watcher.close();
+    expect(checkedOut()).toBe(0);
+  });
+});
+
+function executorOn(connection: PoolClient): SqlExecutor {
+  return {
+    query: async <T>(sql: string, params?: unknown[]) => ({ rows: (await connection.query(sql, params)).rows as T[] }),
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}

@@ -1,0 +1,477 @@
+import type { Pool, PoolClient } from 'pg';
+import { PgSqlRunner, type SqlExecutor, type SqlRunner } from '../../platform/src/sql';
+import { assertAppendSize, checkExpected, eventFilter } from './common';
+import {
+  DEFAULT_MAX_APPEND_BYTES,
+  WrongExpectedVersionError,
+  type AppendResult,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from './port';
+import { START, decodePosition, encodePosition } from './position';
+
+export interface SqlEventStoreOptions {
+  /** Appends whose events weigh more (see common.ts appendBytes) are refused. */
+  maxAppendBytes?: number;
+  /** How often a live subscription polls when nothing wakes it. */
+  pollIntervalMs?: number;
+}
+
+/** NOTIFY channel shared by every store of the database; a wake-up hint, never data. */
+const NOTIFY_CHANNEL = 'eventstore_appended';
+/** Events a subscription reads per round trip. */
+const SUBSCRIPTION_BATCH = 256;
+/** Delay before a lost LISTEN connection is re-established. */
+const LISTEN_RETRY_MS = 1000;
+
+// `tx` orders global reads, so it must keep growing: a logical copy (pg_dump/restore) into
+// another cluster must first move that cluster's transaction counter past max(tx)
+// (pg_resetwal -e/-x), or new events would sort before, and hide behind, the copied ones.
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS events (
+  stream     text        NOT NULL,
+  revision   bigint      NOT NULL,
+  id         uuid        NOT NULL,
+  seq        bigserial   NOT NULL,
+  tx         xid8        NOT NULL DEFAULT pg_current_xact_id(),
+  type       text        NOT NULL,
+  data       jsonb       NOT NULL,
+  metadata   jsonb       NOT NULL DEFAULT '{}',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (stream, revision),
+  UNIQUE (stream, id)
+)`,
+  `CREATE INDEX IF NOT EXISTS events_tx_seq ON events (tx, seq)`,
+];
+
+/**
+ * Global reads only see events whose writing transaction is older than every transaction
+ * still running (`tx < xmin` of a fresh snapshot). A transaction that took its id (and its
+ * `seq` numbers) early but commits late is still running while later ones are committed;
+ * a reader that took "everything committed, ordered by seq" would move its checkpoint past
+ * it and never see it. Below xmin nothing can appear any more, so ordering by (tx, seq) and
+ * resuming strictly after the last (tx, seq) read never skips an event. The price: a long
+ * transaction anywhere on the server delays (never loses) delivery until it ends.
+ */
+const VISIBLE_AFTER = `tx < pg_snapshot_xmin(pg_current_snapshot()) AND (tx, seq) > ($1::text::xid8, $2::text::bigint)`;
+
+// Numbers are read as text (exact in JavaScript), under their own names: an ORDER BY must
+// therefore name the table's column (`events.revision`), or it would sort the text.
+const COLUMNS = `stream, revision::text AS revision, id::text AS id, type, data, metadata,
+  tx::text AS tx, seq::text AS seq`;
+
+interface EventRow {
+  stream: string;
+  revision: string;
+  id: string;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  tx: string;
+  seq: string;
+}
+
+interface StoredRef {
+  revision: string;
+  tx: string;
+  seq: string;
+}
+
+interface ExistingRef extends StoredRef {
+  id: string;
+}
+
+/**
+ * The event store on PostgreSQL (node-postgres pool) or PGlite, one implementation for
+ * both: the SQL is the same, only the wake-up of other processes differs (LISTEN/NOTIFY on a
+ * server; PGlite's data directory belongs to one process, so in-process signals suffice).
+ *
+ * `close()` stops this store's subscriptions and its LISTEN connection; the runner belongs
+ * to the caller (it is shared with the read models) and stays open.
+ */
+export class SqlEventStore implements EventStore {
+  readonly name: 'postgres' | 'pglite';
+  private readonly maxAppendBytes: number;
+  private readonly pollIntervalMs: number;
+  private readonly listeners = new Set<{ listener: () => void }>();
+  private readonly subscriptions = new Set<Subscription>();
+  private pgListener?: PgAppendListener;
+  private readonly stoppingListeners = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(
+    private readonly runner: SqlRunner,
+    options: SqlEventStoreOptions = {},
+  ) {
+    this.name = runner.dialect;
+    this.maxAppendBytes = options.maxAppendBytes ?? DEFAULT_MAX_APPEND_BYTES;
+    this.pollIntervalMs = options.pollIntervalMs ?? 200;
+  }
+
+  async init(): Promise<void> {
+    // Two processes starting together could both attempt CREATE ... IF NOT EXISTS and one
+    // would fail on the catalog's unique index; a transaction-scoped lock serialises them.
+    await this.runner.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('eventstore.init', 0))`);
+      for (const statement of SCHEMA) await tx.query(statement);
+    });
+  }
+
+  /**
+   * Empty `events`: the expectation is checked and the stream's current state returned
+   * ({ nextRevision: -1n, position: START } for a missing stream); nothing is written. This
+   * gives callers a cheap "assert the stream is still at revision N".
+   */
+  async append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    assertAppendSize(stream, events, this.maxAppendBytes);
+    const result = await this.runner.transaction(async (tx) => {
+      // If the server's or role's default isolation were REPEATABLE READ or SERIALIZABLE, the
+      // snapshot would be taken by the lock statement *before* it waits, and the revision read
+      // after the wait would miss the append that held the lock. READ COMMITTED takes a fresh
+      // snapshot per statement. It writes nothing, so the lock stays the first real step.
+      await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      return this.appendSteps(tx, stream, events, expected);
+    });
+    if (events.length > 0) this.signalAppend();
+    return result;
+  }
+
+  /**
+   * The append's statements on a transaction the caller opened and will commit (the
+   * events are visible, and NOTIFY is sent, only then; in-process watchers are not called).
+   * The transaction must be READ COMMITTED and must not have written anything yet: both are
+   * checked. For callers that must hold an append's transaction open (the late-commit test).
+   */
+  async appendInTransaction(
+    tx: SqlExecutor,
+    stream: string,
+    events: NewEvent[],
+    expected: ExpectedRevision,
+  ): Promise<AppendResult> {
+    assertAppendSize(stream, events, this.maxAppendBytes);
+    return this.appendSteps(tx, stream, events, expected);
+  }
+
+  private async appendSteps(
+    tx: SqlExecutor,
+    stream: string,
+    events: NewEvent[],
+    expected: ExpectedRevision,
+  ): Promise<AppendResult> {
+    const ids = events.map((e) => e.id.toLowerCase());
+    if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
+
+    // FIRST statement: the per-stream lock. A transaction id is assigned at the first write,
+    // so the append that waited here necessarily gets a higher xid than the one it waited
+    // for: within a stream, (tx, seq) order is revision order, and global readers (ordered
+    // by tx) see each stream's events in revision order.
+    const [guard] = (
+      await tx.query<{ xid_assigned: boolean; isolation: string }>(
+        `SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS xid_assigned,
+                current_setting('transaction_isolation') AS isolation
+           FROM pg_advisory_xact_lock(hashtextextended($1, 0))`,
+        [stream],
+      )
+    ).rows;
+    if (guard.xid_assigned) throw new Error('append: the transaction has already written');
+    if (guard.isolation !== 'read committed') {
+      throw new Error(`append: needs READ COMMITTED, not ${guard.isolation}`);
+    }
+
+    const [state] = (
+      await tx.query<{ revision: string | null; tx: string | null; seq: string | null; existing: ExistingRef[] }>(
+        `SELECT last.revision, last.tx, last.seq,
+                (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'revision', revision::text,
+                                   'tx', tx::text, 'seq', seq::text) ORDER BY events.revision), '[]')
+                   FROM events
+                  WHERE stream = $1
+                    AND id IN (SELECT jsonb_array_elements_text($2::text::jsonb)::uuid)) AS existing
+           FROM (SELECT 1) AS one
+           LEFT JOIN LATERAL (SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq
+                                FROM events WHERE stream = $1
+                               ORDER BY events.revision DESC LIMIT 1) AS last ON true`,
+        [stream, JSON.stringify(ids)],
+      )
+    ).rows;
+    const current = state.revision === null ? -1n : BigInt(state.revision);
+
+    if (state.existing.length > 0) {
+      return this.originalResult(stream, ids, expected, current, state.existing);
+    }
+    checkExpected(stream, expected, current);
+    if (events.length === 0) {
+      return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
+    }
+
+    const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
+    const [last] = (
+      await tx.query<StoredRef>(
+        `WITH inserted AS (
+           INSERT INTO events (stream, revision, id, type, data, metadata)
+           SELECT $1, $2::text::bigint + e.ordinality, (e.value->>'id')::uuid, e.value->>'type',
+                  e.value->'data', e.value->'metadata'
+             FROM jsonb_array_elements($3::text::jsonb) WITH ORDINALITY AS e(value, ordinality)
+           RETURNING revision, tx, seq)
+         SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq
+           FROM inserted ORDER BY inserted.revision DESC LIMIT 1`,
+        [stream, current.toString(), JSON.stringify(payload)],
+      )
+    ).rows;
+    if (this.runner.dialect === 'postgres') {
+      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, '']);
+    }
+    return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
+  }
+
+  /**
+   * Some of the ids are already in the stream. It is a retry of an append that succeeded
+   * when all of them are there, contiguous and in order, and (for an exact expected
+   * revision) right after that revision; 'any', 'stream_exists' and 'no_stream' accept the
+   * run wherever it is. Then the original result is returned and nothing is written.
+   * Anything else is a conflict.
+   */
+  private originalResult(
+    stream: string,
+    ids: string[],
+    expected: ExpectedRevision,
+    current: bigint,
+    existing: ExistingRef[],
+  ): AppendResult {
+    const byId = new Map(existing.map((row) => [row.id, row]));
+    const first = byId.get(ids[0]);
+    const isOriginal =
+      first !== undefined &&
+      (typeof expected !== 'bigint' || BigInt(first.revision) === expected + 1n) &&
+      ids.every((id, i) => byId.get(id)?.revision === (BigInt(first.revision) + BigInt(i)).toString());
+    if (!isOriginal) throw new WrongExpectedVersionError(stream, expected, current);
+    const last = byId.get(ids[ids.length - 1])!;
+    return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const backwards = options.direction === 'backwards';
+    const from =
+      options.fromRevision === undefined ? '' : `AND revision ${backwards ? '<=' : '>='} $3::text::bigint`;
+    const { rows } = await this.runner.query<EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE stream = $1 ${from}
+        ORDER BY events.revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
+      options.fromRevision === undefined
+        ? [stream, options.maxCount ?? null]
+        : [stream, options.maxCount ?? null, options.fromRevision.toString()],
+    );
+    return rows.map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const { rows } = await this.runner.query<EventRow>(
+      `SELECT ${COLUMNS} FROM events WHERE ${VISIBLE_AFTER} ORDER BY events.tx, events.seq LIMIT $3`,
+      [...afterParams(options.after), options.maxCount ?? null],
+    );
+    return rows.map(toRecorded);
+  }
+
+  async countEventsAfter(after?: Position): Promise<number> {
+    const { rows } = await this.runner.query<{ n: string }>(
+      `SELECT count(*)::text AS n FROM events WHERE ${VISIBLE_AFTER}`,
+      afterParams(after),
+    );
+    return Number(rows[0].n);
+  }
+
+  /**
+   * Catch-up and live are the same loop: read a batch after the last position, hand the
+   * events over one by one, and when the batch was not full wait for a wake-up
+   * (watchAppends) or the poll interval. Filtered-out events advance the position too.
+   * Any error, the handler's or a read's, stops the subscription and goes to `onError`;
+   * the caller resubscribes from its own checkpoint.
+   */
+  subscribeToAll(
+    options: SubscribeOptions,
+    handler: (event: RecordedEvent) => Promise<void> | void,
+    onError: (err: unknown) => void = (err) => console.error('event store subscription stopped', err),
+  ): Subscription {
+    if (this.closed) throw new Error('SqlEventStore is closed');
+    const matches = eventFilter(options.filter);
+    let position = options.after ?? START;
+    let stopped = false;
+    let signalled = false; // an append was signalled since the last read began
+    let wake: (() => void) | undefined;
+
+    const unwatch = this.watchAppends(() => {
+      signalled = true;
+      wake?.();
+    });
+    const idle = () =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.pollIntervalMs);
+        function done() {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve();
+        }
+        wake = done;
+      });
+
+    const run = async () => {
+      while (!stopped) {
+        signalled = false;
+        const batch = await this.readAll({ after: position, maxCount: SUBSCRIPTION_BATCH });
+        for (const event of batch) {
+          if (stopped) return;
+          if (matches(event)) await handler(event);
+          position = event.position;
+        }
+        if (batch.length < SUBSCRIPTION_BATCH && !signalled && !stopped) await idle();
+      }
+    };
+    const finished = run()
+      .catch(onError)
+      .finally(() => {
+        stopped = true;
+        unwatch();
+        this.subscriptions.delete(subscription);
+      });
+    const subscription: Subscription = {
+      stop: async () => {
+        stopped = true;
+        wake?.();
+        await finished;
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  watchAppends(listener: () => void): () => void {
+    const entry = { listener };
+    this.listeners.add(entry);
+    if (!this.closed && !this.pgListener && this.runner instanceof PgSqlRunner) {
+      this.pgListener = new PgAppendListener(this.runner.pool, () => this.signalAppend());
+    }
+    return () => {
+      if (!this.listeners.delete(entry) || this.listeners.size > 0 || !this.pgListener) return;
+      const stopping = this.pgListener.stop();
+      this.pgListener = undefined;
+      this.stoppingListeners.add(stopping);
+      void stopping.finally(() => this.stoppingListeners.delete(stopping));
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.stop()));
+    this.listeners.clear();
+    await this.pgListener?.stop();
+    this.pgListener = undefined;
+    await Promise.all(this.stoppingListeners);
+  }
+
+  private signalAppend(): void {
+    for (const { listener } of this.listeners) {
+      try {
+        listener();
+      } catch {
+        // A watcher is only told to look again; its failure is not the append's concern.
+      }
+    }
+  }
+}
+
+/**
+ * One pooled connection kept in LISTEN, so appends by other processes wake this one's
+ * readers. Losing it only costs latency (subscriptions keep polling), so it is re-opened
+ * in the background; its timers are unref'd and `stop()` hands the connection back
+ * destroyed (a LISTENing session must not return to the pool), so neither the process nor
+ * `pool.end()` is kept waiting.
+ */
+class PgAppendListener {
+  private client?: PoolClient;
+  private readonly connecting: Promise<void>[] = [];
+  private retry?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly onNotify: () => void,
+  ) {
+    this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    await Promise.all(this.connecting);
+    this.drop();
+  }
+
+  private connect(): void {
+    const attempt = (async () => {
+      let client: PoolClient | undefined;
+      try {
+        client = await this.pool.connect();
+        const own = client;
+        own.on('error', () => {
+          if (this.client === own) {
+            this.drop();
+            this.scheduleRetry();
+          }
+        });
+        own.on('notification', () => this.onNotify());
+        await own.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        if (this.stopped) {
+          own.release(true);
+          return;
+        }
+        this.client = own;
+        // Appends committed before LISTEN took effect woke nobody: look once now.
+        this.onNotify();
+      } catch {
+        client?.release(true);
+        this.scheduleRetry();
+      }
+    })();
+    this.connecting.push(attempt);
+    void attempt.finally(() => this.connecting.splice(this.connecting.indexOf(attempt), 1));
+  }
+
+  private drop(): void {
+    this.client?.release(true);
+    this.client = undefined;
+  }
+
+  private scheduleRetry(): void {
+    if (this.stopped || this.pool.ending || this.pool.ended) return;
+    this.retry = setTimeout(() => this.connect(), LISTEN_RETRY_MS);
+    this.retry.unref();
+  }
+}
+
+function afterParams(after: Position | undefined): [string, string] {
+  if (!after) return ['0', '0']; // below every real (tx, seq): xid 0 is never assigned, seq starts at 1
+  const { major, minor } = decodePosition(after);
+  return [major.toString(), minor.toString()];
+}
+
+function toPosition(tx: string, seq: string): Position {
+  return encodePosition(BigInt(tx), BigInt(seq));
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.id,
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    stream: row.stream,
+    revision: BigInt(row.revision),
+    position: toPosition(row.tx, row.seq),
+  };
+}
