@@ -1,0 +1,29 @@
+import { Inject, Module } from '@nestjs/common';
+import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import type { AggregateStore, Handled } from '../../eventstore/src/aggregate-store';
+import type { EventMetadata } from '../../eventstore/src/port';
+import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
+import { keyDecider, keyStream, type KeyCommand, type KeyEvent, type KeyState } from './key';
+
+/** A command for the key aggregate, through the command bus. */
+export class IdentityCommand extends Command<Handled<KeyState, KeyEvent>> {
+  constructor(
+    readonly keyId: string,
+    readonly command: KeyCommand,
+    readonly metadata: EventMetadata = {},
+  ) {
+    super();
+  }
+}
+
+@CommandHandler(IdentityCommand)
+export class IdentityCommandHandler implements ICommandHandler<IdentityCommand> {
+  constructor(@Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore) {}
+
+  execute({ keyId, command, metadata }: IdentityCommand) {
+    return this.aggregates.handle(keyDecider, keyStream(keyId), command, metadata);
+  }
+}
+
+@Module({ providers: [IdentityCommandHandler] })
+export class IdentityModule {}
