@@ -1,0 +1,261 @@
+/**
+ * Adapter for any upstream that speaks the OpenAI wire format (OpenAI, OpenRouter, vLLM, Ollama,
+ * llama.cpp, the simulator). It forwards a body that the gateway has already validated and mapped
+ * to the upstream's model id, and turns every failure into a ProviderError that says whether a
+ * retry or a fallback model makes sense.
+ */
+import { isRecord } from './json';
+import { ProviderError } from './provider-error';
+import { readSse } from './sse';
+import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from './wire';
+
+/** Request fields of the OpenAI chat API. `stream` and `stream_options` are set by the adapter. */
+export const OPENAI_CHAT_PARAMS: readonly string[] = [
+  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop',
+  'seed', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'n',
+  'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'reasoning_effort',
+  'modalities', 'audio', 'prediction', 'user', 'safety_identifier', 'prompt_cache_key',
+  'metadata', 'store', 'service_tier', 'verbosity', 'web_search_options',
+];
+
+/**
+ * What routers (OpenRouter) and open-weight servers (vLLM, Ollama, llama.cpp) accept on top.
+ * OpenAI itself answers 400 to these, hence a separate list chosen per upstream.
+ */
+export const ROUTER_CHAT_PARAMS: readonly string[] = [
+  ...OPENAI_CHAT_PARAMS,
+  'top_k', 'min_p', 'repetition_penalty', 'reasoning', 'include_reasoning', 'provider',
+];
+
+const EMBEDDING_PARAMS: ReadonlySet<string> = new Set(['model', 'input', 'dimensions', 'encoding_format', 'user']);
+
+export interface OpenAiCompatibleOptions {
+  /** Including the version prefix, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+  apiKey: string;
+  /**
+   * Non-streamed: the whole call. Streamed: the wait for the response headers, then for each
+   * piece of the stream (an idle timeout, so a long generation is not cut). Default 120 s.
+   */
+  timeoutMs?: number;
+  /** Sent with every request, e.g. OpenRouter's `HTTP-Referer` and `X-Title`. */
+  headers?: Record<string, string>;
+  /** Chat request fields forwarded upstream; the rest (gateway-only fields) is dropped. */
+  chatParams?: readonly string[];
+}
+
+export interface NormalizedUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
+export interface ChatCompletionResult {
+  response: ChatCompletion;
+  usage: NormalizedUsage;
+  latencyMs: number;
+}
+
+export interface EmbeddingsResult {
+  response: EmbeddingsResponse;
+  usage: NormalizedUsage;
+  latencyMs: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+export class OpenAiCompatibleProvider {
+  private readonly baseUrl: string;
+  private readonly headers: Record<string, string>;
+  private readonly timeoutMs: number;
+  private readonly chatParams: ReadonlySet<string>;
+
+  constructor(options: OpenAiCompatibleOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.headers = {
+      ...options.headers,
+      authorization: `Bearer ${options.apiKey}`,
+      'content-type': 'application/json',
+    };
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.chatParams = new Set(options.chatParams ?? OPENAI_CHAT_PARAMS);
+  }
+
+  async chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult> {
+    const payload = pick(body, this.chatParams);
+    const { json, latencyMs } = await this.postJson('/chat/completions', payload, signal);
+    if (!isRecord(json) || !Array.isArray(json.choices)) {
+      throw invalidResponse('chat completion without a choices array', json);
+    }
+    return { response: json as ChatCompletion, usage: normalizeUsage(json.usage), latencyMs };
+  }
+
+  /**
+   * Yields every chunk, the trailing usage chunk (empty `choices`) included: usage is always
+   * requested, because billing needs it whether or not the client asked. Ends normally only
+   * after `[DONE]`; a stream cut short throws a `network` ProviderError after the chunks that
+   * did arrive, so callers can tell it from a clean finish.
+   */
+  async *streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk> {
+    const requested = (body as { stream_options?: unknown }).stream_options;
+    const payload = {
+      ...pick(body, this.chatParams),
+      stream: true,
+      stream_options: { ...(isRecord(requested) ? requested : {}), include_usage: true },
+    };
+    const deadline = new Deadline(this.timeoutMs, signal);
+    try {
+      const response = await this.post('/chat/completions', payload, deadline, 'text/event-stream');
+      if (!response.body) throw invalidResponse('stream response without a body', undefined);
+      for await (const event of readSse(deadline.whileReading(response.body))) {
+        if (event.data === '[DONE]') return;
+        const chunk = parseJson(event.data);
+        // OpenAI and OpenRouter report a failure after the headers as an error event.
+        if (isRecord(chunk) && isRecord(chunk.error)) throw streamedError(chunk);
+        yield chunk as ChatChunk;
+      }
+      throw new ProviderError({ kind: 'network', status: 502, message: 'upstream stream ended before [DONE]' });
+    } catch (error) {
+      throw deadline.failure(error);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  async embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult> {
+    const { json, latencyMs } = await this.postJson('/embeddings', pick(body, EMBEDDING_PARAMS), signal);
+    if (!isRecord(json) || !Array.isArray(json.data)) {
+      throw invalidResponse('embeddings response without a data array', json);
+    }
+    return { response: json as EmbeddingsResponse, usage: normalizeUsage(json.usage), latencyMs };
+  }
+
+  private async postJson(path: string, payload: object, signal: AbortSignal | undefined) {
+    const started = performance.now();
+    const deadline = new Deadline(this.timeoutMs, signal);
+    try {
+      const response = await this.post(path, payload, deadline, 'application/json');
+      const json = parseJson(await response.text());
+      return { json, latencyMs: performance.now() - started };
+    } catch (error) {
+      throw deadline.failure(error);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async post(path: string, payload: object, deadline: Deadline, accept: string): Promise<Response> {
+    const response = await fetch(this.baseUrl + path, {
+      method: 'POST',
+      headers: { ...this.headers, accept },
+      body: JSON.stringify(payload),
+      signal: deadline.signal,
+    });
+    if (!response.ok) throw await httpError(response);
+    return response;
+  }
+}
+
+/** Usage in the gateway's terms; absent members are 0. Reasoning is inside completionTokens. */
+export function normalizeUsage(usage: unknown): NormalizedUsage {
+  const u = isRecord(usage) ? usage : {};
+  const prompt = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
+  const completion = isRecord(u.completion_tokens_details) ? u.completion_tokens_details : {};
+  return {
+    promptTokens: count(u.prompt_tokens),
+    completionTokens: count(u.completion_tokens),
+    cachedTokens: count(prompt.cached_tokens),
+    reasoningTokens: count(completion.reasoning_tokens),
+  };
+}
+
+/**
+ * The adapter's own abort signal: it fires when the upstream stays silent for `ms`, and follows
+ * the caller's signal. Time spent by the consumer between two stream pieces is not counted, so a
+ * slow client cannot turn into an upstream timeout.
+ */
+class Deadline {
+  readonly signal: AbortSignal;
+  private readonly timeout = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly callerSignal: AbortSignal | undefined,
+  ) {
+    this.signal = callerSignal ? AbortSignal.any([callerSignal, this.timeout.signal]) : this.timeout.signal;
+    this.arm();
+  }
+
+  async *whileReading(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const bytes of source) {
+      this.dispose();
+      yield bytes;
+      this.arm();
+    }
+  }
+
+  /** The error to throw for `error`: a cancellation by the caller is rethrown as it is. */
+  failure(error: unknown): unknown {
+    if (this.callerSignal?.aborted) return this.callerSignal.reason;
+    if (this.timeout.signal.aborted) {
+      return new ProviderError({ kind: 'timeout', status: 504, message: `upstream did not answer within ${this.ms} ms` });
+    }
+    if (error instanceof ProviderError) return error;
+    // fetch wraps the socket error (ECONNREFUSED, "other side closed") in a TypeError's cause.
+    const { message, cause } = (error ?? {}) as { message?: string; cause?: { message?: string } };
+    const detail = cause?.message ?? message ?? String(error);
+    return new ProviderError({ kind: 'network', status: 502, message: `upstream connection failed: ${detail}`, cause: error });
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => this.timeout.abort(), this.ms);
+  }
+}
+
+async function httpError(response: Response): Promise<ProviderError> {
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Proxies in front of upstreams answer with HTML or plain text; keep it as it is.
+  }
+  const message = isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string'
+    ? body.error.message
+    : `upstream answered HTTP ${response.status}`;
+  return new ProviderError({ kind: 'http', status: response.status, message, upstreamBody: body });
+}
+
+function streamedError(chunk: Record<string, unknown>): ProviderError {
+  const error = chunk.error as Record<string, unknown>;
+  const code = error.code;
+  const status = typeof code === 'number' && code >= 400 && code <= 599 ? code : 502;
+  const message = typeof error.message === 'string' ? error.message : 'upstream reported an error mid-stream';
+  return new ProviderError({ kind: 'http', status, message, upstreamBody: chunk });
+}
+
+function invalidResponse(message: string, body: unknown): ProviderError {
+  return new ProviderError({ kind: 'invalid_response', status: 502, message: `invalid upstream response: ${message}`, upstreamBody: body });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalidResponse('body is not JSON', text);
+  }
+}
+
+function pick(body: object, fields: ReadonlySet<string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).filter(([key]) => fields.has(key)));
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}

@@ -1,0 +1,170 @@
+/**
+ * The simulated chat model: a request and its directives become one Reply, rendered either as a
+ * `chat.completion` or as `chat.completion.chunk`s. Both renderings come from the same Reply, so
+ * a streamed answer always carries the same text and usage as the non-streamed one.
+ */
+import { isRecord } from '../json';
+import { countChatPromptTokens, countTextTokens, truncateToTokens } from '../tokens';
+import type { ChatChunk, ChatCompletion, ChatDelta, ChatUsage, ToolCall } from '../wire';
+import type { SimDirectives } from './directives';
+import { SimError } from './http';
+
+export interface ChatRequest {
+  model: string;
+  messages: unknown[];
+  stream: boolean;
+  includeUsage: boolean;
+  /** `max_completion_tokens`, else `max_tokens`. */
+  maxTokens: number | undefined;
+}
+
+export interface Reply {
+  reasoning: string;
+  /** null when the reply is a tool call. */
+  content: string | null;
+  toolCall: ToolCall | null;
+  finishReason: 'stop' | 'length' | 'tool_calls';
+  usage: ChatUsage;
+}
+
+export interface ReplyMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (!isRecord(body)) throw new SimError(400, 'request body must be a JSON object');
+  if (typeof body.model !== 'string' || body.model === '') throw new SimError(400, 'model is required', 'model');
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    throw new SimError(400, 'messages must be a non-empty array', 'messages');
+  }
+  const cap = body.max_completion_tokens ?? body.max_tokens;
+  if (cap !== undefined && cap !== null && !(Number.isInteger(cap) && (cap as number) >= 1)) {
+    throw new SimError(400, 'max_tokens must be a positive integer', body.max_completion_tokens === undefined ? 'max_tokens' : 'max_completion_tokens');
+  }
+  return {
+    model: body.model,
+    messages: body.messages,
+    stream: body.stream === true,
+    includeUsage: isRecord(body.stream_options) && body.stream_options.include_usage === true,
+    maxTokens: typeof cap === 'number' ? cap : undefined,
+  };
+}
+
+/** Text of the last user message; an array content contributes its text parts. */
+export function lastUserText(messages: readonly unknown[]): string {
+  const last = messages.findLast((m) => isRecord(m) && m.role === 'user');
+  if (!isRecord(last)) return '';
+  if (typeof last.content === 'string') return last.content;
+  if (!Array.isArray(last.content)) return '';
+  return last.content
+    .filter((part) => isRecord(part) && part.type === 'text' && typeof part.text === 'string')
+    .map((part) => (part as { text: string }).text)
+    .join('\n');
+}
+
+export function planReply(request: ChatRequest, directives: SimDirectives, echo: string, toolCallId: string): Reply {
+  const budget = request.maxTokens ?? Number.POSITIVE_INFINITY;
+  const reasoning = words('think', Math.min(directives.reasoning_tokens ?? 0, budget));
+  const reasoningTokens = countTextTokens(reasoning);
+  const promptTokens = countChatPromptTokens(request.messages);
+  const usage = (outputTokens: number): ChatUsage => ({
+    prompt_tokens: promptTokens,
+    completion_tokens: reasoningTokens + outputTokens,
+    total_tokens: promptTokens + reasoningTokens + outputTokens,
+    prompt_tokens_details: { cached_tokens: Math.min(directives.cached_tokens ?? 0, promptTokens) },
+    completion_tokens_details: { reasoning_tokens: reasoningTokens },
+  });
+
+  if (directives.tool_call) {
+    const fn = { name: directives.tool_call.name, arguments: JSON.stringify(directives.tool_call.arguments ?? {}) };
+    return {
+      reasoning,
+      content: null,
+      toolCall: { id: toolCallId, type: 'function', function: fn },
+      finishReason: 'tool_calls',
+      usage: usage(countTextTokens(fn.name) + countTextTokens(fn.arguments)),
+    };
+  }
+  const wanted = directives.malformed_json
+    ? `{"answer": ${JSON.stringify(echo)}, "items": [1, 2,`
+    : directives.completion_tokens !== undefined
+      ? words('token', directives.completion_tokens)
+      : `Echo: ${echo}`;
+  const content = truncateToTokens(wanted, budget - reasoningTokens);
+  return {
+    reasoning,
+    content,
+    toolCall: null,
+    finishReason: content === wanted ? 'stop' : 'length',
+    usage: usage(countTextTokens(content)),
+  };
+}
+
+export function completion(reply: Reply, meta: ReplyMeta): ChatCompletion {
+  return {
+    id: meta.id,
+    object: 'chat.completion',
+    created: meta.created,
+    model: meta.model,
+    system_fingerprint: 'fp_sim',
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: reply.content,
+          refusal: null,
+          ...(reply.reasoning ? { reasoning: reply.reasoning } : {}),
+          ...(reply.toolCall ? { tool_calls: [reply.toolCall] } : {}),
+        },
+        logprobs: null,
+        finish_reason: reply.finishReason,
+      },
+    ],
+    usage: reply.usage,
+  };
+}
+
+/**
+ * The stream of a reply in three parts, so the server can cut it after some output: the role
+ * chunk, one chunk per piece of output (reasoning, then content or the tool call), and the end
+ * (finish chunk, then the usage chunk when it was asked for).
+ */
+export function chunks(reply: Reply, meta: ReplyMeta, includeUsage: boolean) {
+  const chunk = (delta: ChatDelta, finishReason: string | null = null): ChatChunk => ({
+    id: meta.id,
+    object: 'chat.completion.chunk',
+    created: meta.created,
+    model: meta.model,
+    system_fingerprint: 'fp_sim',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...(includeUsage ? { usage: null } : {}),
+  });
+
+  const output = pieces(reply.reasoning).map((reasoning) => chunk({ reasoning }));
+  if (reply.toolCall) {
+    const { id, type, function: fn } = reply.toolCall;
+    output.push(chunk({ tool_calls: [{ index: 0, id, type, function: { name: fn.name, arguments: '' } }] }));
+    for (const part of fn.arguments.match(/[\s\S]{1,8}/gu) ?? []) {
+      output.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
+    }
+  } else {
+    output.push(...pieces(reply.content ?? '').map((content) => chunk({ content })));
+  }
+
+  const end = [chunk({}, reply.finishReason)];
+  if (includeUsage) end.push({ ...chunk({}), choices: [], usage: reply.usage });
+  return { role: chunk({ role: 'assistant', content: reply.content === null ? null : '' }), output, end };
+}
+
+/** `n` tokens of text: every ` word` is one o200k token. */
+function words(word: string, n: number): string {
+  return n === 0 ? '' : word + ` ${word}`.repeat(n - 1);
+}
+
+/** Word-sized pieces whose concatenation is exactly `text`. */
+function pieces(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}

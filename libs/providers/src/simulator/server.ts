@@ -1,0 +1,155 @@
+/**
+ * The simulated upstream (ARCHITECTURE section 8): a real HTTP server speaking the OpenAI wire
+ * format, so the gateway always exercises its real HTTP adapters. Deterministic: the same request
+ * gets the same text and usage; ids come from a per-server counter. Behaviour is steered by
+ * `#sim` directives, documented in ./directives.ts.
+ *
+ * Routes: POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings, GET /v1/models. Every
+ * route wants `Authorization: Bearer <anything>`; any model name is accepted. The chat model
+ * answers `Echo: <last user message without its #sim lines>`, cut to the request's token cap,
+ * and reports prompt_tokens with countChatPromptTokens, the gateway's own estimate.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chunks, completion, lastUserText, parseChatRequest, planReply } from './chat';
+import { DirectiveError, parseDirectives } from './directives';
+import { embeddingsResponse, parseEmbeddingsRequest } from './embeddings';
+import { errorBody, readJson, sendJson, SimError, write } from './http';
+
+export interface SimulatorOptions {
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  host?: string;
+}
+
+export interface Simulator {
+  /** Base URL including the version prefix, e.g. `http://127.0.0.1:41234/v1`. */
+  readonly url: string;
+  readonly port: number;
+  /** HTTP requests received so far, answered or not. */
+  readonly requests: number;
+  /** Stops listening and drops open connections, streams and delayed answers included. */
+  close(): Promise<void>;
+}
+
+/** The models GET /v1/models lists; the other endpoints accept any model name. */
+export const SIMULATOR_MODELS = ['sim/echo', 'sim/small-8k', 'sim/embed'] as const;
+const MODELS_CREATED = 1_767_225_600; // 2026-01-01, fixed so the listing is deterministic
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Aborted when the connection closes, so pending delays stop instead of writing to nobody. */
+  signal: AbortSignal;
+  nextId(): number;
+}
+
+const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
+  'POST /v1/chat/completions': chatCompletions,
+  'POST /v1/embeddings': embeddings,
+  'GET /v1/models': models,
+};
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const { port = 0, host = '127.0.0.1' } = options;
+  let requests = 0;
+  let lastId = 0;
+  const server = createServer((req, res) => {
+    requests++;
+    const closed = new AbortController();
+    res.on('close', () => closed.abort());
+    handle({ req, res, signal: closed.signal, nextId: () => ++lastId }).catch((error: unknown) => {
+      if (closed.signal.aborted) return;
+      if (res.headersSent) res.destroy();
+      else sendJson(res, ...answerFor(error));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/v1`,
+    port: bound,
+    get requests() {
+      return requests;
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(x: Exchange): Promise<void> {
+  const path = new URL(x.req.url ?? '/', 'http://simulator').pathname;
+  const route = ROUTES[`${x.req.method} ${path}`];
+  if (!route) throw new SimError(404, `unknown route ${x.req.method} ${path}`, null, 'unknown_url');
+  if (!/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
+    throw new SimError(401, 'missing or malformed Authorization: Bearer header', null, 'invalid_api_key');
+  }
+  await route(x);
+}
+
+function answerFor(error: unknown): [number, unknown] {
+  const sim =
+    error instanceof SimError ? error
+    : error instanceof DirectiveError ? new SimError(400, error.message, null, 'invalid_sim_directive')
+    : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
+  return [sim.status, errorBody(sim)];
+}
+
+async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<void> {
+  const request = parseChatRequest(await readJson(req));
+  const { directives, text } = parseDirectives(lastUserText(request.messages));
+  if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
+  if (directives.fail !== undefined) {
+    throw new SimError(directives.fail, `simulated failure (#sim fail ${directives.fail})`, null, 'sim_failure');
+  }
+  const cut = directives.cut_after_chunks;
+  if (cut !== undefined && !request.stream) {
+    req.socket.destroy();
+    return;
+  }
+
+  const n = nextId();
+  const reply = planReply(request, directives, text, `call_sim_${n}`);
+  const meta = { id: `chatcmpl-sim-${n}`, created: Math.floor(Date.now() / 1000), model: request.model };
+  if (!request.stream) {
+    sendJson(res, 200, completion(reply, meta));
+    return;
+  }
+
+  const { role, output, end } = chunks(reply, meta, request.includeUsage);
+  const sequence = cut === undefined ? [role, ...output, ...end] : [role, ...output.slice(0, cut)];
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  for (const [i, chunk] of sequence.entries()) {
+    if (i > 0 && directives.chunk_delay_ms) await sleep(directives.chunk_delay_ms, undefined, { signal });
+    await write(res, `data: ${JSON.stringify(chunk)}\n\n`);
+  }
+  if (cut !== undefined) {
+    req.socket.destroy();
+    return;
+  }
+  await write(res, 'data: [DONE]\n\n');
+  res.end();
+}
+
+async function embeddings({ req, res, signal }: Exchange): Promise<void> {
+  const request = parseEmbeddingsRequest(await readJson(req));
+  const { delay_ms, fail } = request.directives;
+  if (delay_ms) await sleep(delay_ms, undefined, { signal });
+  if (fail !== undefined) throw new SimError(fail, `simulated failure (#sim fail ${fail})`, null, 'sim_failure');
+  sendJson(res, 200, embeddingsResponse(request));
+}
+
+async function models({ res }: Exchange): Promise<void> {
+  const data = SIMULATOR_MODELS.map((id) => ({ id, object: 'model', created: MODELS_CREATED, owned_by: 'simulator' }));
+  sendJson(res, 200, { object: 'list', data });
+}
