@@ -1,0 +1,177 @@
+import { AggregateStore } from '../../eventstore/src/aggregate-store';
+import { SqlEventStore } from '../../eventstore/src/sql-event-store';
+import { IdentityCommand } from '../../identity/src/identity.module';
+import { keyDecider, keyStream } from '../../identity/src/key';
+import { accountDecider, accountStream, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
+import { ManualClock } from '../../platform/src/clock';
+import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
+import { freshPgRunner } from '../../platform/src/testing/pg';
+import { ALL_PROJECTIONS, ProjectionRunner, type Projection } from './index';
+
+const stats: GenerationStats = {
+  model: 'sim/echo',
+  provider: 'sim',
+  endpoint: '/v1/chat/completions',
+  prompt_tokens: 12,
+  completion_tokens: 7,
+  cached_tokens: 2,
+  reasoning_tokens: 1,
+  latency_ms: 30,
+  ttft_ms: null,
+};
+
+/** A few accounts with credits, charged, released and open holds, and keys (one revoked). */
+async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Promise<string> {
+  let last = '';
+  const account = async (id: string, command: AccountCommand) => {
+    const r = await aggregates.handle(accountDecider, accountStream(id), command);
+    clock.advance(1000);
+    if (r.appended) last = r.appended.position;
+  };
+  for (const id of ['a1', 'a2', 'a3']) {
+    await account(id, { type: 'OpenAccount', accountId: id });
+    await account(id, { type: 'AddCredits', amountNano: 5_000_000_000n, reason: 'signup' });
+    for (let i = 0; i < 4; i++) {
+      const holdId = `${id}-h${i}`;
+      await account(id, { type: 'PlaceHold', holdId, keyId: `${id}-k`, amountNano: 40_000n + BigInt(i), model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 });
+      if (i === 0) await account(id, { type: 'ChargeUsage', holdId, amountNano: 12_345n, stats });
+      if (i === 1) await account(id, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503' });
+      if (i === 2) await account(id, { type: 'ChargeUsage', holdId, amountNano: 99n, stats: { ...stats, completion_tokens: 0 } });
+    }
+    const keyId = `${id}-k`;
+    const created = await aggregates.handle(keyDecider, keyStream(keyId), {
+      type: 'CreateKey',
+      keyId,
+      accountId: id,
+      name: `key of ${id}`,
+      scope: 'full',
+      environment: 'test',
+      secretHash: `hash-${id}`,
+      secretHint: 'svc_test_...abcd',
+    });
+    last = created.appended!.position;
+    if (id === 'a2') last = (await aggregates.handle(keyDecider, keyStream(keyId), { type: 'RevokeKey' })).appended!.position;
+  }
+  return last;
+}
+
+async function snapshot(sql: SqlRunner, projection: Projection): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const table of projection.tables) out[table] = (await sql.query(`SELECT * FROM ${table} ORDER BY 1`)).rows;
+  return out;
+}
+
+describe.each([
+  ['pglite', () => PgliteSqlRunner.open()],
+  ['postgres', () => freshPgRunner('proj')],
+])('projection runner on %s', (_name, open) => {
+  let sql: SqlRunner;
+  let store: SqlEventStore;
+  let runner: ProjectionRunner;
+  let clock: ManualClock;
+  let last: string;
+
+  beforeAll(async () => {
+    sql = await open();
+    store = new SqlEventStore(sql);
+    await store.init();
+    runner = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { idleMs: 50 });
+    await runner.init();
+    clock = new ManualClock();
+    runner.start();
+    last = await writeHistory(new AggregateStore(store, clock), clock);
+    await runner.waitFor(last, undefined, 10_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    await runner?.stop();
+    await store?.close();
+    await sql?.close();
+  });
+
+  it('projects balances, holds, generations and keys from the log', async () => {
+    const { rows } = await sql.query<Record<string, string>>('SELECT * FROM credit_accounts WHERE account_id = $1', ['a1']);
+    // One charge of 12,345 nano; one hold of 40,003 still open.
+    expect(rows[0]).toMatchObject({ purchased_nano: '5000000000', used_nano: '12345', held_nano: '40003', open_holds: 1 });
+    const gens = await sql.query<{ id: string; status: string; cost_nano: string }>("SELECT id, status, cost_nano FROM generations WHERE account_id = 'a1' ORDER BY id");
+    expect(gens.rows).toEqual([
+      { id: 'a1-h0', status: 'completed', cost_nano: '12345' },
+      { id: 'a1-h1', status: 'failed', cost_nano: '0' },
+      { id: 'a1-h2', status: 'not_billed', cost_nano: '0' },
+      { id: 'a1-h3', status: 'in_progress', cost_nano: '0' },
+    ]);
+    const keys = await sql.query<{ key_id: string; revoked: boolean }>('SELECT key_id, revoked_at IS NOT NULL AS revoked FROM api_keys ORDER BY key_id');
+    expect(keys.rows).toEqual([
+      { key_id: 'a1-k', revoked: false },
+      { key_id: 'a2-k', revoked: true },
+      { key_id: 'a3-k', revoked: false },
+    ]);
+  });
+
+  it('reports every projection caught up (lag 0) at the last position', async () => {
+    const status = await runner.status();
+    expect(status.map((s) => s.name).sort()).toEqual(ALL_PROJECTIONS.map((p) => p.name).sort());
+    for (const s of status) expect(s).toMatchObject({ lag: 0, position: last });
+  });
+
+  it.each(ALL_PROJECTIONS.map((p) => [p.name, p] as const))('rebuilding %s from 0 yields exactly the live rows', async (_n, projection) => {
+    const live = await snapshot(sql, projection);
+    expect(Object.values(live).some((rows) => rows.length > 0)).toBe(true);
+    const progress: [number, number][] = [];
+    const replayed = await runner.rebuild(projection.name, (done, total) => progress.push([done, total]));
+    expect(replayed).toBe(await store.countEventsAfter(''));
+    expect(progress.at(-1)).toEqual([replayed, replayed]);
+    expect(await snapshot(sql, projection)).toEqual(live);
+  });
+
+  it('applies a batch and its checkpoint in one transaction: a failing handler leaves neither', async () => {
+    let calls = 0;
+    const failing: Projection = {
+      name: 'probe',
+      tables: ['probe_rows'],
+      schema: ['CREATE TABLE IF NOT EXISTS probe_rows (event_id text PRIMARY KEY)'],
+      handlers: {
+        // Writes a row for the first CreditsAdded of the batch, then fails on the second.
+        CreditsAdded: async (e, tx) => {
+          if (++calls === 2) throw new Error('boom');
+          await tx.query('INSERT INTO probe_rows (event_id) VALUES ($1)', [e.id]);
+        },
+      },
+    };
+    const isolated = new ProjectionRunner(sql, store, [failing]);
+    await isolated.init();
+    await expect(isolated.catchUp('probe')).rejects.toThrow('boom');
+    expect(calls).toBe(2);
+    const { rows } = await sql.query<{ position: string }>("SELECT position FROM projection_checkpoints WHERE name = 'probe'");
+    expect(rows[0].position).toBe('');
+    expect((await sql.query('SELECT * FROM probe_rows')).rows).toEqual([]);
+  });
+
+  it('lets a reader wait for its own write, and times out when it cannot arrive', async () => {
+    const clock2 = new ManualClock();
+    const r = await new AggregateStore(store, clock2).handle(accountDecider, accountStream('a4'), { type: 'OpenAccount', accountId: 'a4' });
+    await runner.waitFor(r.appended!.position, ['credits'], 5000);
+    expect((await sql.query("SELECT 1 FROM credit_accounts WHERE account_id = 'a4'")).rows).toHaveLength(1);
+    await expect(runner.waitFor(`${'9'.repeat(20)}/${'0'.repeat(20)}`, ['credits'], 100)).rejects.toThrow('did not reach');
+  });
+});
+
+describe('two runners on one PostgreSQL database', () => {
+  it('never apply the same events twice', async () => {
+    const sql = await freshPgRunner('proj2');
+    const store = new SqlEventStore(sql);
+    await store.init();
+    const clock = new ManualClock();
+    const last = await writeHistory(new AggregateStore(store, clock), clock);
+    const a = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { batchSize: 3 });
+    const b = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { batchSize: 3 });
+    await a.init();
+    await b.init();
+    await Promise.all([a.catchUpAll(), b.catchUpAll(), a.catchUpAll(), b.catchUpAll()]);
+    const { rows } = await sql.query<{ used_nano: string; purchased_nano: string }>('SELECT used_nano, purchased_nano FROM credit_accounts ORDER BY account_id');
+    expect(rows).toEqual(Array.from({ length: 3 }, () => ({ used_nano: '12345', purchased_nano: '5000000000' })));
+    expect((await a.status()).every((s) => s.position === last && s.lag === 0)).toBe(true);
+    await store.close();
+    await sql.close();
+  }, 30_000);
+});
