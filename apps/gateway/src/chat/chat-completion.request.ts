@@ -1,0 +1,89 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayNotEmpty,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  Min,
+  ValidateBy,
+  ValidateNested,
+  type ValidationOptions,
+} from 'class-validator';
+
+const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
+
+/** Message content: a string, an array of parts, or null (an assistant turn with tool calls). */
+function IsMessageContent(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isMessageContent',
+      validator: {
+        validate: (value: unknown) => value === null || typeof value === 'string' || (Array.isArray(value) && value.every((p) => typeof p === 'object' && p !== null)),
+        defaultMessage: () => 'content must be a string, an array of content parts, or null.',
+      },
+    },
+    options,
+  );
+}
+
+export class ChatMessage {
+  @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}.` })
+  role!: string;
+
+  @IsOptional()
+  @IsMessageContent()
+  content?: string | object[] | null;
+
+  @IsOptional()
+  @IsString()
+  name?: string;
+}
+
+/**
+ * The fields of spec 4.2 the gateway itself acts on. Every other field passes through to the
+ * provider untouched; only these are checked here.
+ */
+export class ChatCompletionRequest {
+  @IsString({ message: 'model must be a string.' })
+  @IsNotEmpty({ message: 'model must not be empty.' })
+  model!: string;
+
+  @IsArray({ message: 'messages must be an array.' })
+  @ArrayNotEmpty({ message: 'messages must contain at least one message.' })
+  @ValidateNested({ each: true })
+  @Type(() => ChatMessage)
+  messages!: ChatMessage[];
+
+  @IsOptional()
+  @IsInt({ message: 'max_tokens must be an integer.' })
+  @Min(1, { message: 'max_tokens must be at least 1.' })
+  max_tokens?: number;
+
+  @IsOptional()
+  @IsInt({ message: 'max_completion_tokens must be an integer.' })
+  @Min(1, { message: 'max_completion_tokens must be at least 1.' })
+  max_completion_tokens?: number;
+
+  /** Spec 4.2 rule 2: n must be 1. */
+  @IsOptional()
+  @IsInt({ message: 'n must be 1.' })
+  @Min(1, { message: 'n must be 1.' })
+  @Max(1, { message: 'n must be 1.' })
+  n?: number;
+
+  @IsOptional()
+  @IsBoolean({ message: 'stream must be a boolean.' })
+  stream?: boolean;
+
+  @IsOptional()
+  @IsObject({ message: 'stream_options must be an object.' })
+  stream_options?: { include_usage?: boolean };
+
+  [extra: string]: unknown;
+}

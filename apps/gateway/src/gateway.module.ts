@@ -1,0 +1,26 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { CqrsModule } from '@nestjs/cqrs';
+import { IdentityModule } from '../../../libs/identity/src/identity.module';
+import { LedgerModule } from '../../../libs/ledger/src/ledger.module';
+import { ProjectionQueriesModule } from '../../../libs/projections/src/queries.module';
+import type { Runtime } from '../../../src/runtime';
+import { AccountController } from './account/account.controller';
+import { ReadYourWrites } from './account/read-your-writes';
+import { ChatCompletionsController } from './chat/chat-completions.controller';
+import { ChatCompletionsService } from './chat/chat-completions.service';
+import { ApiKeyGuard } from './http/auth.guard';
+import { ApiErrorFilter } from './http/error.filter';
+import { RuntimeModule } from './runtime.module';
+
+@Module({})
+export class GatewayModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    return {
+      module: GatewayModule,
+      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
+      controllers: [ChatCompletionsController, AccountController],
+      providers: [ChatCompletionsService, ReadYourWrites, ApiKeyGuard, { provide: APP_FILTER, useClass: ApiErrorFilter }],
+    };
+  }
+}

@@ -1,0 +1,78 @@
+import { HttpException } from '@nestjs/common';
+import { DomainError } from '../../../../libs/eventstore/src/decider';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { ProviderError } from '../../../../libs/providers/src/provider-error';
+
+/**
+ * Turns whatever a request ended with into the spec's error object (section 2.1) and status
+ * (section 7). Only errors nobody expected become 500.
+ */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return fromDomain(err);
+  if (err instanceof ProviderError) return fromProvider(err);
+  if (err instanceof HttpException) return fromHttpException(err);
+  const fastify = fromFastify(err);
+  if (fastify) return fastify;
+  return ApiError.internal();
+}
+
+function fromDomain(err: DomainError): ApiError {
+  switch (err.code) {
+    case 'insufficient_quota':
+      return new ApiError(
+        402,
+        'insufficient_quota',
+        'Your credit balance does not cover the worst case of this request (its input plus max_tokens, or 4,096 output tokens when unset). Top up or lower max_tokens.',
+        'insufficient_quota',
+      );
+    case 'account_not_found':
+      return ApiError.permission('The account of this key does not exist.', 'account_not_found');
+    default:
+      return ApiError.invalidRequest(err.message, null, err.code);
+  }
+}
+
+function fromProvider(err: ProviderError): ApiError {
+  if (err.kind === 'timeout') return new ApiError(504, 'api_error', 'The model provider did not answer in time. Safe to retry.', 'upstream_timeout');
+  if (err.kind === 'http' && (err.status === 503 || err.status === 529)) {
+    return new ApiError(503, 'service_unavailable', 'The model is temporarily unavailable. Safe to retry.', 'model_unavailable');
+  }
+  if (err.kind === 'http' && !err.retryable && err.status !== 401 && err.status !== 403) {
+    // The provider refused the request itself (400, 404, 422): the caller's to fix.
+    return ApiError.invalidRequest(`The model provider rejected the request: ${upstreamMessage(err)}`, null, 'upstream_rejected');
+  }
+  return new ApiError(502, 'api_error', 'The model provider failed. Safe to retry.', 'upstream_error');
+}
+
+function upstreamMessage(err: ProviderError): string {
+  const body = err.upstreamBody as { error?: { message?: unknown } } | undefined;
+  return typeof body?.error?.message === 'string' ? body.error.message : err.message;
+}
+
+function fromHttpException(err: HttpException): ApiError {
+  const status = err.getStatus();
+  if (status === 404) return ApiError.notFound(err.message, 'route_not_found');
+  if (status === 413) return new ApiError(413, 'invalid_request_error', 'The request body is larger than 10 MB.', 'request_too_large');
+  if (status >= 400 && status < 500) return new ApiError(status, 'invalid_request_error', err.message);
+  return ApiError.internal();
+}
+
+/** Errors Fastify raises before a route runs: bad JSON, wrong content type, body too large. */
+function fromFastify(err: unknown): ApiError | null {
+  const e = err as { code?: unknown; statusCode?: unknown; message?: unknown };
+  if (typeof e?.code !== 'string' || !e.code.startsWith('FST_')) return null;
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'invalid_request_error', 'The request body is larger than 10 MB.', 'request_too_large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'invalid_request_error', 'Send the request body as application/json.', 'unsupported_media_type');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return ApiError.invalidRequest('The request body is empty; send a JSON object.', null, 'invalid_json');
+    default:
+      if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+        return new ApiError(e.statusCode, 'invalid_request_error', `The request could not be read: ${String(e.message)}`, 'invalid_json');
+      }
+      return null;
+  }
+}

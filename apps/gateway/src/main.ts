@@ -1,0 +1,20 @@
+import 'reflect-metadata';
+import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
+import { createRuntime } from '../../../src/runtime';
+import { createGatewayApp } from './app';
+
+/**
+ * The HTTP edge alone, for production: stateless, scaled out behind a load balancer. The
+ * worker process keeps the projections it reads up to date.
+ */
+runMain(async () => {
+  const config = configOrExit();
+  const runtime = await createRuntime(config);
+  const app = await createGatewayApp(runtime);
+  await app.listen({ port: config.port, host: config.host });
+  console.log(`svc-gateway listening on ${config.host}:${config.port}`);
+  closeOnSignals(async () => {
+    await app.close();
+    await runtime.close();
+  });
+});

@@ -1,0 +1,24 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { AGGREGATE_STORE, EVENT_STORE } from '../../../libs/eventstore/src/tokens';
+import { CLOCK } from '../../../libs/platform/src/clock';
+import { CONFIG, READ_DB } from '../../../libs/platform/src/tokens';
+import type { Runtime } from '../../../src/runtime';
+
+export const RUNTIME = Symbol('RUNTIME');
+
+/** Exposes the process's runtime (built outside Nest) to every module. */
+@Global()
+@Module({})
+export class RuntimeModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    const providers = [
+      { provide: RUNTIME, useValue: runtime },
+      { provide: CONFIG, useValue: runtime.config },
+      { provide: CLOCK, useValue: runtime.clock },
+      { provide: READ_DB, useValue: runtime.sql },
+      { provide: EVENT_STORE, useValue: runtime.store },
+      { provide: AGGREGATE_STORE, useValue: runtime.aggregates },
+    ];
+    return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };
+  }
+}

@@ -1,0 +1,72 @@
+import 'reflect-metadata';
+import { CommandBus } from '@nestjs/cqrs';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createGatewayApp } from '../apps/gateway/src/app';
+import type { Config } from '../libs/platform/src/config';
+import { devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
+import { closeOnSignals, configOrExit, runMain } from './process';
+import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
+
+export interface Started {
+  url: string;
+  keys: DevKeys;
+  created: boolean;
+  runtime: Runtime;
+  app: NestFastifyApplication;
+  close(): Promise<void>;
+}
+
+/**
+ * Gateway and worker in one process on the embedded defaults: what `npm start` runs, and
+ * what the end-to-end tests start.
+ */
+export async function startAll(config: Config, options: RuntimeOptions & { logger?: boolean } = {}): Promise<Started> {
+  const runtime = await createRuntime(config, options);
+  let app: NestFastifyApplication | undefined;
+  try {
+    runtime.projections.start();
+    app = await createGatewayApp(runtime, { logger: options.logger ?? true });
+    const { keys, created } = await ensureDevKeys(runtime, app.get(CommandBus));
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.getHttpServer().address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
+    const started = app;
+    return {
+      url: `http://${host}:${port}/v1`,
+      keys,
+      created,
+      runtime,
+      app,
+      close: async () => {
+        await started.close();
+        await runtime.close();
+      },
+    };
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await runtime.close();
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const config = configOrExit();
+  const started = await startAll(config);
+  const { keys } = started;
+  console.log(
+    [
+      '',
+      `svc-gateway is ready on ${started.url}`,
+      started.created ? `A dev account with $10.00 of credits was created; its keys are in ${devKeysPath(config.dataDir)}:` : `Dev keys (from ${devKeysPath(config.dataDir)}):`,
+      `  account_id      ${keys.account_id}`,
+      `  api_key         ${keys.api_key}`,
+      `  management_key  ${keys.management_key}`,
+      `  admin_token     ${keys.admin_token}`,
+      '',
+    ].join('\n'),
+  );
+  closeOnSignals(() => started.close());
+}
+
+if (require.main === module) runMain(main);

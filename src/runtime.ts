@@ -1,0 +1,146 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BUILTIN_CATALOG_PATH, loadCatalog, type Catalog } from '../libs/catalog/src/catalog';
+import { AggregateStore } from '../libs/eventstore/src/aggregate-store';
+import type { EventStore } from '../libs/eventstore/src/port';
+import { SqlEventStore } from '../libs/eventstore/src/sql-event-store';
+import { systemClock, type Clock } from '../libs/platform/src/clock';
+import type { Config } from '../libs/platform/src/config';
+import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
+import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
+import { OpenAiCompatibleProvider } from '../libs/providers/src/openai-compatible';
+import { startSimulator } from '../libs/providers/src/simulator';
+
+/**
+ * Everything a process of the service needs, wired from the configuration: the read-model
+ * database, the event store, the projection runner, the catalog and the upstream clients.
+ * The gateway, the worker, `npm start` and the CLI all build one of these.
+ */
+export interface Runtime {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly sql: SqlRunner;
+  readonly store: EventStore;
+  readonly aggregates: AggregateStore;
+  readonly projections: ProjectionRunner;
+  readonly catalog: Catalog;
+  readonly providers: ReadonlyMap<string, OpenAiCompatibleProvider>;
+  /** Base URL of the in-process simulated upstream, when this process started one. */
+  readonly simulatorUrl: string | null;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  clock?: Clock;
+  /** PGlite in memory instead of in the data directory (tests). */
+  inMemory?: boolean;
+  /** False for processes that never call a model (worker, CLI): no upstream clients, no simulator. */
+  withProviders?: boolean;
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch(() => undefined);
+  };
+  try {
+    const sql = await openReadDb(config, options.inMemory ?? false, closers);
+
+    const store = config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql);
+    closers.push(() => store.close());
+    await store.init();
+
+    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS);
+    closers.push(() => projections.stop());
+    await projections.init();
+
+    const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
+    const withProviders = options.withProviders ?? true;
+    let simulatorUrl = config.simulatorUrl;
+    let startedSimulator: string | null = null;
+    if (withProviders && catalog.usesSimulator() && simulatorUrl === null) {
+      const simulator = await startSimulator({ port: 0 });
+      closers.push(() => simulator.close());
+      simulatorUrl = startedSimulator = simulator.url;
+    }
+    const providers = new Map<string, OpenAiCompatibleProvider>();
+    for (const model of withProviders ? catalog.models : []) {
+      for (const { provider } of model.providers) {
+        if (providers.has(provider.name)) continue;
+        const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
+        providers.set(provider.name, new OpenAiCompatibleProvider({ baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs }));
+      }
+    }
+
+    const clock = options.clock ?? systemClock;
+    return {
+      config,
+      clock,
+      sql,
+      store,
+      aggregates: new AggregateStore(store, clock),
+      projections,
+      catalog,
+      providers,
+      simulatorUrl: startedSimulator,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Loaded only when configured: the gRPC client is heavy and most processes never need it. */
+async function openEventStoreDb(url: string): Promise<EventStore> {
+  type Adapter = typeof import('../libs/eventstore/src/eventstoredb-event-store');
+  const { EventStoreDbEventStore } = require('../libs/eventstore/src/eventstoredb-event-store') as Adapter;
+  return new EventStoreDbEventStore(url);
+}
+
+async function openReadDb(config: Config, inMemory: boolean, closers: (() => Promise<void>)[]): Promise<SqlRunner> {
+  let sql: SqlRunner;
+  if (config.databaseUrl) sql = await PgSqlRunner.connect({ connectionString: config.databaseUrl });
+  else if (inMemory) sql = await PgliteSqlRunner.open();
+  else {
+    const dir = join(config.dataDir, 'pglite');
+    mkdirSync(dir, { recursive: true });
+    // PGlite is one process's database: a second process opening the same files corrupts them.
+    const release = lockDataDir(config.dataDir);
+    closers.push(async () => release());
+    sql = await PgliteSqlRunner.open(dir);
+  }
+  closers.push(() => sql.close());
+  return sql;
+}
+
+export class DataDirInUseError extends Error {
+  override readonly name = 'DataDirInUseError';
+}
+
+/** A pid file in the data directory; a stale one (its process gone) is taken over. */
+function lockDataDir(dataDir: string): () => void {
+  const path = join(dataDir, 'svc.pid');
+  try {
+    const pid = Number(readFileSync(path, 'utf8'));
+    if (pid !== process.pid && isAlive(pid)) {
+      throw new DataDirInUseError(
+        `${dataDir} is in use by process ${pid} (embedded PGlite allows one process). Stop it first, or set DATABASE_URL to share a PostgreSQL server.`,
+      );
+    }
+  } catch (err) {
+    if (err instanceof DataDirInUseError) throw err;
+  }
+  writeFileSync(path, String(process.pid));
+  return () => rmSync(path, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

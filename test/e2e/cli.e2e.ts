@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
+import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
+import { accountDecider, accountStream } from '../../libs/ledger/src/account';
+import { ManualClock } from '../../libs/platform/src/clock';
+import { PgSqlRunner } from '../../libs/platform/src/sql';
+import { buildCli } from '../../src/cli';
+
+/** `cli projections status|rebuild` against PostgreSQL, in a schema of its own. */
+describe('operator CLI: projections', () => {
+  const schema = `cli_${randomBytes(5).toString('hex')}`;
+  const saved = { ...process.env };
+  let lines: string[];
+  let log: jest.SpyInstance;
+
+  const cli = async (...args: string[]) => {
+    lines = [];
+    await buildCli().exitOverride().parseAsync(['node', 'cli', ...args]);
+    return lines.join('\n');
+  };
+
+  beforeAll(async () => {
+    const base = process.env.DATABASE_URL!;
+    const admin = await PgSqlRunner.connect({ connectionString: base, max: 1 });
+    await admin.exec(`CREATE SCHEMA ${schema}`);
+    await admin.close();
+    const url = new URL(base);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    process.env = { ...saved, DATABASE_URL: url.toString() };
+    delete process.env.EVENTSTORE_URL;
+
+    // Ten events: three accounts opened and credited, two holds placed, two released.
+    const sql = await PgSqlRunner.connect({ connectionString: url.toString(), max: 2 });
+    const store = new SqlEventStore(sql);
+    await store.init();
+    const aggregates = new AggregateStore(store, new ManualClock());
+    for (const id of ['c1', 'c2', 'c3']) {
+      await aggregates.handle(accountDecider, accountStream(id), { type: 'OpenAccount', accountId: id });
+      await aggregates.handle(accountDecider, accountStream(id), { type: 'AddCredits', amountNano: 10n, reason: 'signup' });
+    }
+    for (const h of ['h1', 'h2']) {
+      await aggregates.handle(accountDecider, accountStream('c1'), { type: 'PlaceHold', holdId: h, keyId: 'k', amountNano: 1n, model: 'm', endpoint: '/v1/x', ttlMs: 1 });
+      await aggregates.handle(accountDecider, accountStream('c1'), { type: 'ReleaseHold', holdId: h, errorCode: 'x' });
+    }
+    await store.close();
+    await sql.close();
+    log = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.join(' ')));
+  }, 30_000);
+
+  afterAll(() => {
+    log?.mockRestore();
+    process.env = saved;
+  });
+
+  it('reports every projection behind by the whole log before any runner ran', async () => {
+    const out = await cli('projections', 'status');
+    expect(out).toMatch(/^credits\s+10\s+\(start\)$/m);
+    expect(out).toMatch(/^generations\s+10\s+\(start\)$/m);
+    expect(out).toMatch(/^api_keys\s+10\s+\(start\)$/m);
+  });
+
+  it('rebuilds one projection from position 0, then reports it caught up', async () => {
+    const out = await cli('projections', 'rebuild', 'credits');
+    expect(out).toContain('credits: rebuilt from 10 events');
+    const status = await cli('projections', 'status');
+    expect(status).toMatch(/^credits\s+0\s+\d{20}\/\d{20}$/m);
+    expect(status).toMatch(/^generations\s+10\s+\(start\)$/m);
+  });
+
+  it('rebuilds all projections when no name is given', async () => {
+    const out = await cli('projections', 'rebuild');
+    for (const name of ['api_keys', 'credits', 'generations']) expect(out).toContain(`${name}: rebuilt from 10 events`);
+    expect(await cli('projections', 'status')).not.toMatch(/\(start\)/);
+  });
+
+  it('refuses an unknown projection by name', async () => {
+    await expect(cli('projections', 'rebuild', 'nope')).rejects.toThrow(/unknown projection nope/);
+  });
+});

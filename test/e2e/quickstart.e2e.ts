@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '..', '..');
+const MAIN = join(ROOT, 'dist', 'src', 'main.js');
+
+/**
+ * The README's quick start, exactly as printed (only the port and data directory moved to a
+ * temporary place): the built `npm start` process on embedded defaults, with no database
+ * server configured, then the curl and openai SDK examples.
+ */
+function readmeBlock(marker: RegExp): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => m[2]);
+  const block = blocks.find((b) => marker.test(b));
+  if (!block) throw new Error(`README has no code block matching ${marker}`);
+  return block;
+}
+
+function startServer(dataDir: string): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0' };
+  // No database, event store or Redis: the embedded defaults must be enough.
+  delete env.DATABASE_URL;
+  delete env.EVENTSTORE_URL;
+  delete env.REDIS_URL;
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /ready on http:\/\/localhost:(\d+)\/v1/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, port: Number(m[1]), output: () => output });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.on('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+describe('README quick start on a fresh data directory', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-quickstart-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  beforeAll(() => {
+    if (!existsSync(MAIN)) throw new Error('dist/src/main.js is missing: `npm test` builds it first (npm run build)');
+  });
+
+  it('starts, prints and writes dev keys, answers the README examples, and reuses the keys on restart', async () => {
+    const first = await startServer(dataDir);
+    const keys = JSON.parse(readFileSync(join(dataDir, 'dev-keys.json'), 'utf8'));
+    expect(Object.keys(keys).sort()).toEqual(['account_id', 'admin_token', 'api_key', 'management_key']);
+    expect(keys.api_key).toMatch(/^svc_test_/);
+    expect(first.output()).toContain(keys.api_key);
+    expect(first.output()).toContain('$10.00');
+
+    const local = (text: string) => text.replaceAll('localhost:8080', `localhost:${first.port}`).replaceAll('./.svc-data', dataDir);
+
+    const curl = await run('bash', ['-euo', 'pipefail', '-c', local(readmeBlock(/curl .*\/v1\/chat\/completions/))], { cwd: ROOT });
+    const answer = JSON.parse(curl.stdout);
+    expect(answer.choices[0].message.content).toBe('Echo: Hello!');
+    expect(answer.usage.cost).toBeGreaterThan(0);
+
+    const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');
+    mkdirSync(scratch, { recursive: true });
+    writeFileSync(join(scratch, 'example.mjs'), local(readmeBlock(/new OpenAI\(/)));
+    const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.api_key } });
+    expect(sdk.stdout).toContain('Echo: Hello!');
+    expect(sdk.stdout).toMatch(/cost/);
+
+    expect(await stop(first.child)).toBe(0);
+
+    const second = await startServer(dataDir);
+    expect(JSON.parse(readFileSync(join(dataDir, 'dev-keys.json'), 'utf8'))).toEqual(keys);
+    expect(second.output()).toContain(keys.api_key);
+    const credits = await fetch(`http://localhost:${second.port}/v1/credits`, { headers: { authorization: `Bearer ${keys.api_key}` } });
+    const balance = ((await credits.json()) as { data: { balance: number } }).data.balance;
+    expect(balance).toBeLessThan(10);
+    expect(await stop(second.child)).toBe(0);
+  }, 120_000);
+
+  it('stops at start with a message naming a wrong variable', async () => {
+    const result = await run(process.execPath, [MAIN], { cwd: ROOT, env: { ...process.env, SVC_DATA_DIR: dataDir, PORT: 'eighty' } }).catch((e) => e);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('PORT');
+  });
+});
