@@ -1,0 +1,20 @@
+# One image for the gateway and the worker; docker-compose.yml picks the entry point.
+FROM node:20.20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY apps ./apps
+COPY libs ./libs
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20.20-bookworm-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 SVC_DATA_DIR=/home/node/svc-data
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+USER node
+EXPOSE 8080
+CMD ["node", "dist/apps/gateway/src/main.js"]
