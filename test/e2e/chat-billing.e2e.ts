@@ -174,6 +174,15 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
     expect(unknown.json).toEqual({ error: { message: expect.stringContaining('/v1/nowhere'), type: 'not_found_error', code: 'route_not_found', param: null } });
   });
 
+  it('refuses a body over 10 MB with 413 and the error object (spec 8)', async () => {
+    const before = await credits();
+    const huge = JSON.stringify({ model: 'sim/echo', messages: [{ role: 'user', content: 'x'.repeat(10 * 1024 * 1024) }] });
+    const r = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: huge });
+    expect(r.status).toBe(413);
+    expect(r.json.error).toMatchObject({ type: 'invalid_request_error', code: 'request_too_large' });
+    expect(await credits()).toEqual(before);
+  });
+
   it('hides other accounts\' generations and asks for the id', async () => {
     expect((await call('GET', '/generation?id=gen-doesnotexist', { key: gw.keys.api_key })).status).toBe(404);
     const missing = await call('GET', '/generation', { key: gw.keys.api_key });

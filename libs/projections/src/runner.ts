@@ -200,11 +200,9 @@ export class ProjectionRunner {
       await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [projection.name, to]);
       return true;
     });
-    this.local.delete(projection.name);
-    if (committed) {
-      this.local.set(projection.name, to);
-      for (const notify of [...this.advanced]) notify();
-    }
+    if (committed) this.advance(projection.name, to);
+    // Otherwise forget the checkpoint: the next step reads where the other runner left it.
+    else this.local.delete(projection.name);
     return events.length;
   }
 
@@ -213,7 +211,12 @@ export class ProjectionRunner {
     if (known !== undefined) return known;
     const { rows } = await this.sql.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [name]);
     const position = rows[0]?.position ?? START;
-    this.local.set(name, position);
+    this.advance(name, position);
     return position;
+  }
+
+  private advance(name: string, position: Position): void {
+    this.local.set(name, position);
+    for (const notify of [...this.advanced]) notify();
   }
 }
