@@ -1,10 +1,9 @@
 import 'reflect-metadata';
 import { SingleBar, Presets } from 'cli-progress';
 import { NestFactory } from '@nestjs/core';
-import { CommandBus } from '@nestjs/cqrs';
 import { Command } from 'commander';
 import { GatewayModule } from '../apps/gateway/src/gateway.module';
-import { ensureDevKeys } from './dev-bootstrap';
+import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { configOrExit, runMain } from './process';
 import { createRuntime, type Runtime } from './runtime';
 
@@ -64,7 +63,7 @@ export function buildCli(): Command {
         runtime.projections.start();
         const context = await NestFactory.createApplicationContext(GatewayModule.forRoot(runtime), { logger: false });
         try {
-          const { keys } = await ensureDevKeys(runtime, context.get(CommandBus));
+          const { keys } = await ensureDevKeys(context, runtime.config, devAdminToken(runtime.config));
           console.log(JSON.stringify(keys, null, 2));
         } finally {
           await context.close();

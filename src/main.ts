@@ -1,9 +1,8 @@
 import 'reflect-metadata';
-import { CommandBus } from '@nestjs/cqrs';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
 import type { Config } from '../libs/platform/src/config';
-import { devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
+import { devAdminToken, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
 
@@ -21,12 +20,13 @@ export interface Started {
  * what the end-to-end tests start.
  */
 export async function startAll(config: Config, options: RuntimeOptions & { logger?: boolean } = {}): Promise<Started> {
-  const runtime = await createRuntime(config, options);
+  const adminToken = devAdminToken(config);
+  const runtime = await createRuntime(config, { ...options, adminToken });
   let app: NestFastifyApplication | undefined;
   try {
     runtime.projections.start();
     app = await createGatewayApp(runtime, { logger: options.logger ?? true });
-    const { keys, created } = await ensureDevKeys(runtime, app.get(CommandBus));
+    const { keys, created } = await ensureDevKeys(app, config, adminToken);
     await app.listen({ port: config.port, host: config.host });
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -27,6 +27,8 @@ export interface Runtime {
   readonly providers: ReadonlyMap<string, OpenAiCompatibleProvider>;
   /** Base URL of the in-process simulated upstream, when this process started one. */
   readonly simulatorUrl: string | null;
+  /** Bearer token of the operator API; null disables it. */
+  readonly adminToken: string | null;
   close(): Promise<void>;
 }
 
@@ -36,6 +38,8 @@ export interface RuntimeOptions {
   inMemory?: boolean;
   /** False for processes that never call a model (worker, CLI): no upstream clients, no simulator. */
   withProviders?: boolean;
+  /** Overrides SVC_ADMIN_TOKEN (the dev setup generates one). */
+  adminToken?: string | null;
 }
 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -83,6 +87,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       catalog,
       providers,
       simulatorUrl: startedSimulator,
+      adminToken: options.adminToken === undefined ? config.adminToken : options.adminToken,
       close,
     };
   } catch (err) {

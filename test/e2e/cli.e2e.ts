@@ -56,7 +56,8 @@ describe('operator CLI: projections', () => {
     const out = await cli('projections', 'status');
     expect(out).toMatch(/^credits\s+10\s+\(start\)$/m);
     expect(out).toMatch(/^generations\s+10\s+\(start\)$/m);
-    expect(out).toMatch(/^api_keys\s+10\s+\(start\)$/m);
+    expect(out).toMatch(/^identity\s+10\s+\(start\)$/m);
+    expect(out).toMatch(/^audit_log\s+10\s+\(start\)$/m);
   });
 
   it('rebuilds one projection from position 0, then reports it caught up', async () => {
@@ -69,7 +70,7 @@ describe('operator CLI: projections', () => {
 
   it('rebuilds all projections when no name is given', async () => {
     const out = await cli('projections', 'rebuild');
-    for (const name of ['api_keys', 'credits', 'generations']) expect(out).toContain(`${name}: rebuilt from 10 events`);
+    for (const name of ['identity', 'credits', 'generations', 'key_usage', 'audit_log']) expect(out).toContain(`${name}: rebuilt from 10 events`);
     expect(await cli('projections', 'status')).not.toMatch(/\(start\)/);
   });
 

@@ -11,6 +11,11 @@ import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
+import { AdminController } from './admin/admin.controller';
+import { AdminGuard } from './admin/admin.guard';
+import { AdminService } from './admin/admin.service';
+import { CurrentKeyController, KeysController } from './keys/keys.controller';
+import { KeysService } from './keys/keys.service';
 import { RuntimeModule } from './runtime.module';
 
 @Module({})
@@ -19,8 +24,16 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
-      controllers: [ChatCompletionsController, AccountController],
-      providers: [ChatCompletionsService, ReadYourWrites, ApiKeyGuard, { provide: APP_FILTER, useClass: ApiErrorFilter }],
+      controllers: [ChatCompletionsController, AccountController, KeysController, CurrentKeyController, AdminController],
+      providers: [
+        ChatCompletionsService,
+        ReadYourWrites,
+        KeysService,
+        AdminService,
+        ApiKeyGuard,
+        AdminGuard,
+        { provide: APP_FILTER, useClass: ApiErrorFilter },
+      ],
     };
   }
 }

@@ -1,12 +1,44 @@
 import { ApiError } from '../../platform/src/errors';
-import { authenticate, keyFromHeaders, type KeyRecord } from './authenticate';
+import { assertModelAllowed, authenticate, authorize, keyFromHeaders, type Caller, type SecretMatch } from './authenticate';
 import { generateKeySecret, hashKeySecret } from './secrets';
 
-describe('authentication (spec 5)', () => {
-  const secret = generateKeySecret('test');
-  const record: KeyRecord = { keyId: 'k1', accountId: 'a1', scope: 'full', environment: 'test', secretHash: hashKeySecret(secret), revoked: false };
-  const lookup = async (hash: string) => (hash === record.secretHash ? record : null);
+const NOW = new Date('2026-11-02T10:00:00Z');
+const secret = generateKeySecret('test');
+const record: SecretMatch = {
+  keyId: 'k1',
+  accountId: 'a1',
+  workspaceId: 'a1',
+  orgId: null,
+  createdBy: 'a1',
+  name: 'k',
+  project: null,
+  environment: 'test',
+  scope: 'full',
+  limit_nano: null,
+  limit_reset: 'monthly',
+  allowed_models: null,
+  allowed_ips: null,
+  allowed_referrers: null,
+  rpm_limit: null,
+  tpm_limit: null,
+  expires_at: null,
+  secretHint: 'svc_test_...',
+  createdAt: '2026-11-01T00:00:00.000Z',
+  updatedAt: '2026-11-01T00:00:00.000Z',
+  revokedAt: null,
+  secretHash: hashKeySecret(secret),
+  secretValidUntil: null,
+  orgActive: true,
+};
+const finding = (over: Partial<SecretMatch> = {}) => async (hash: string) => (hash === record.secretHash ? { ...record, ...over } : null);
 
+const failure = async (promise: Promise<unknown>) => {
+  const err = await promise.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(ApiError);
+  return (err as ApiError).toBody().error;
+};
+
+describe('authentication (spec 5)', () => {
   it('reads the key from Bearer or x-api-key', () => {
     expect(keyFromHeaders({ authorization: `Bearer ${secret}` })).toBe(secret);
     expect(keyFromHeaders({ authorization: `bearer   ${secret}` })).toBe(secret);
@@ -15,19 +47,70 @@ describe('authentication (spec 5)', () => {
     expect(keyFromHeaders({})).toBeNull();
   });
 
-  it('accepts a known key and names its account', async () => {
-    await expect(authenticate(secret, lookup)).resolves.toEqual({ keyId: 'k1', accountId: 'a1', scope: 'full', environment: 'test' });
+  it('accepts a known key and returns its record without secret details', async () => {
+    const caller = await authenticate(secret, finding(), NOW);
+    expect(caller.keyId).toBe('k1');
+    expect(caller).not.toHaveProperty('secretHash');
+    expect(caller).not.toHaveProperty('secretValidUntil');
   });
 
   it.each([
-    ['missing', null, lookup, 'missing_api_key'],
-    ['malformed', 'sk-123', lookup, 'invalid_api_key'],
-    ['unknown', generateKeySecret('test'), lookup, 'invalid_api_key'],
-    ['revoked', secret, async () => ({ ...record, revoked: true }), 'invalid_api_key'],
-  ])('refuses a %s key with 401 authentication_error', async (_what, key, find, code) => {
-    const err = await authenticate(key as string | null, find as typeof lookup).catch((e) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err.status).toBe(401);
-    expect(err.toBody().error).toMatchObject({ type: 'authentication_error', code });
+    ['missing', null, finding(), 'missing_api_key'],
+    ['malformed', 'sk-123', finding(), 'invalid_api_key'],
+    ['unknown', generateKeySecret('test'), finding(), 'invalid_api_key'],
+    ['revoked', secret, finding({ revokedAt: '2026-11-01T12:00:00.000Z' }), 'invalid_api_key'],
+    ['expired', secret, finding({ expires_at: NOW.toISOString() }), 'key_expired'],
+    ['rotated out', secret, finding({ secretValidUntil: NOW.toISOString() }), 'invalid_api_key'],
+    ['of a deleted organization', secret, finding({ orgActive: false }), 'invalid_api_key'],
+  ])('refuses a %s key with 401 authentication_error', async (_what, key, lookup, code) => {
+    const error = await failure(authenticate(key as string | null, lookup, NOW));
+    expect(error).toMatchObject({ type: 'authentication_error', code });
+  });
+
+  it('accepts a rotated-out secret until its grace period ends and a key until it expires', async () => {
+    const later = new Date(NOW.getTime() + 1000).toISOString();
+    await expect(authenticate(secret, finding({ secretValidUntil: later, expires_at: later }), NOW)).resolves.toMatchObject({ keyId: 'k1' });
+  });
+});
+
+describe('authorization (spec 5.3-5.6)', () => {
+  const caller = (over: Partial<Caller> = {}): Caller => ({ ...record, ...over });
+  const from = { ip: '203.0.113.5' };
+  const denied = (fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as ApiError).toBody().error;
+    }
+    return null;
+  };
+
+  it.each([
+    ['full', 'model_call', null],
+    ['full', 'lookup', null],
+    ['full', 'management', 'management_key_required'],
+    ['read_only', 'model_call', 'read_only_key'],
+    ['read_only', 'lookup', null],
+    ['read_only', 'management', 'management_key_required'],
+    ['management', 'model_call', 'management_key_used_for_model_call'],
+    ['management', 'lookup', null],
+    ['management', 'management', null],
+  ] as const)('a %s key on a %s operation -> %p', (scope, operation, code) => {
+    const error = denied(() => authorize(caller({ scope }), operation, from));
+    expect(error === null ? null : error.code).toBe(code);
+    if (error) expect(error.type).toBe('permission_error');
+  });
+
+  it('checks IP and referrer restrictions before the scope', () => {
+    expect(denied(() => authorize(caller({ scope: 'read_only', allowed_ips: ['10.0.0.0/8'] }), 'model_call', from))?.code).toBe('ip_not_allowed');
+    expect(denied(() => authorize(caller({ allowed_ips: ['203.0.113.0/24'] }), 'model_call', from))).toBeNull();
+    expect(denied(() => authorize(caller({ allowed_referrers: ['app.example.com'] }), 'lookup', from))?.code).toBe('referrer_not_allowed');
+    expect(denied(() => authorize(caller({ allowed_referrers: ['app.example.com'] }), 'lookup', { ...from, origin: 'https://app.example.com' }))).toBeNull();
+  });
+
+  it('answers a model outside the allowlist like an unknown model (404)', () => {
+    const error = denied(() => assertModelAllowed(caller({ allowed_models: ['sim/small-8k'] }), 'sim/echo'));
+    expect(error).toMatchObject({ type: 'not_found_error', code: 'model_not_found', param: 'model' });
+    expect(denied(() => assertModelAllowed(caller({ allowed_models: ['sim/echo'] }), 'sim/echo'))).toBeNull();
   });
 });

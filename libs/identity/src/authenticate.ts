@@ -1,22 +1,34 @@
 import { ApiError } from '../../platform/src/errors';
-import type { KeyEnvironment, KeyScope } from './key';
+import type { KeySettings } from './key';
+import { ipAllowed, referrerAllowed } from './restrictions';
 import { hashesEqual, hashKeySecret, isKeySecretShape } from './secrets';
 
-export interface KeyRecord {
+/** A key as the read model knows it. */
+export interface KeyRecord extends KeySettings {
   keyId: string;
+  /** The account billed: the workspace owner. */
   accountId: string;
-  scope: KeyScope;
-  environment: KeyEnvironment;
-  secretHash: string;
-  revoked: boolean;
+  workspaceId: string;
+  orgId: string | null;
+  createdBy: string;
+  secretHint: string;
+  createdAt: string;
+  updatedAt: string;
+  revokedAt: string | null;
 }
 
-export interface Caller {
-  keyId: string;
-  accountId: string;
-  scope: KeyScope;
-  environment: KeyEnvironment;
+/** What a secret's lookup finds: the key, and how long this particular secret works. */
+export interface SecretMatch extends KeyRecord {
+  /** The stored hash the lookup matched, compared again here in constant time. */
+  secretHash: string;
+  /** Until when this secret works (a rotated-out secret); null = while the key lives. */
+  secretValidUntil: string | null;
+  /** False when the key's organization was deleted or its creator left it. */
+  orgActive: boolean;
 }
+
+/** The authenticated caller of a request: its key. */
+export type Caller = KeyRecord;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
 export function keyFromHeaders(headers: Record<string, string | string[] | undefined>): string | null {
@@ -30,14 +42,68 @@ export function keyFromHeaders(headers: Record<string, string | string[] | undef
 }
 
 /**
- * Spec 5.5: missing, invalid, revoked or expired keys are 401 `authentication_error`; the
- * message never says which, so a caller cannot probe for revoked keys.
+ * Spec 5.5: missing, invalid, revoked or expired keys are 401 `authentication_error`. A revoked
+ * key reads as invalid, so nobody can probe which keys once existed; an expired key says so,
+ * which only its holder can learn.
  */
-export async function authenticate(secret: string | null, lookup: (hash: string) => Promise<KeyRecord | null>): Promise<Caller> {
+export async function authenticate(secret: string | null, lookup: (hash: string) => Promise<SecretMatch | null>, now: Date): Promise<Caller> {
   if (secret === null) throw ApiError.authentication('Missing API key: send it as "Authorization: Bearer <key>" or "x-api-key".', 'missing_api_key');
   if (!isKeySecretShape(secret)) throw ApiError.authentication('Invalid API key.');
   const hash = hashKeySecret(secret);
-  const record = await lookup(hash);
-  if (!record || !hashesEqual(record.secretHash, hash) || record.revoked) throw ApiError.authentication('Invalid API key.');
-  return { keyId: record.keyId, accountId: record.accountId, scope: record.scope, environment: record.environment };
+  const match = await lookup(hash);
+  const at = now.getTime();
+  if (
+    !match ||
+    !hashesEqual(match.secretHash, hash) ||
+    match.revokedAt !== null ||
+    !match.orgActive ||
+    (match.secretValidUntil !== null && Date.parse(match.secretValidUntil) <= at)
+  ) {
+    throw ApiError.authentication('Invalid API key.');
+  }
+  if (match.expires_at !== null && Date.parse(match.expires_at) <= at) throw ApiError.authentication('This API key has expired.', 'key_expired');
+  const { secretHash: _hash, secretValidUntil: _until, orgActive: _active, ...caller } = match;
+  return caller;
+}
+
+/** What a route does, for spec 5.3 and 5.6. */
+export type Operation = 'model_call' | 'lookup' | 'management';
+
+export interface RequestOrigin {
+  ip: string;
+  origin?: string;
+  referer?: string;
+}
+
+/**
+ * Spec 5.3-5.6 and 7 (403 row): restrictions first (the key is used from the wrong place),
+ * then what the key's scope allows.
+ */
+export function authorize(caller: Caller, operation: Operation, from: RequestOrigin): void {
+  if (caller.allowed_ips && !ipAllowed(from.ip, caller.allowed_ips)) {
+    throw ApiError.permission(`This key may not be used from ${from.ip}.`, 'ip_not_allowed');
+  }
+  if (caller.allowed_referrers && !referrerAllowed(from.origin, from.referer, caller.allowed_referrers)) {
+    throw ApiError.permission('This key may only be used from its allowed domains (checked against Origin, then Referer).', 'referrer_not_allowed');
+  }
+  switch (operation) {
+    case 'model_call':
+      if (caller.scope === 'management') throw ApiError.permission('A management key cannot call models; use a full key.', 'management_key_used_for_model_call');
+      if (caller.scope === 'read_only') throw ApiError.permission('A read-only key cannot make billed calls.', 'read_only_key');
+      return;
+    case 'management':
+      if (caller.scope !== 'management') throw ApiError.permission('This operation needs a management key.', 'management_key_required');
+      return;
+    case 'lookup':
+      return;
+  }
+}
+
+/** Spec 7 (404 row): a model the key may not use answers like a model that does not exist. */
+export function modelNotFound(id: string): ApiError {
+  return ApiError.notFound(`The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`, 'model_not_found', 'model');
+}
+
+export function assertModelAllowed(caller: Caller, modelId: string): void {
+  if (caller.allowed_models && !caller.allowed_models.includes(modelId)) throw modelNotFound(modelId);
 }

@@ -4,12 +4,24 @@ import type { AggregateStore, Handled } from '../../eventstore/src/aggregate-sto
 import type { EventMetadata } from '../../eventstore/src/port';
 import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
 import { keyDecider, keyStream, type KeyCommand, type KeyEvent, type KeyState } from './key';
+import { orgDecider, orgStream, type OrgCommand, type OrgEvent, type OrgState } from './organization';
 
 /** A command for the key aggregate, through the command bus. */
 export class IdentityCommand extends Command<Handled<KeyState, KeyEvent>> {
   constructor(
     readonly keyId: string,
     readonly command: KeyCommand,
+    readonly metadata: EventMetadata = {},
+  ) {
+    super();
+  }
+}
+
+/** A command for the organization aggregate, through the command bus. */
+export class OrganizationCommand extends Command<Handled<OrgState, OrgEvent>> {
+  constructor(
+    readonly orgId: string,
+    readonly command: OrgCommand,
     readonly metadata: EventMetadata = {},
   ) {
     super();
@@ -25,5 +37,14 @@ export class IdentityCommandHandler implements ICommandHandler<IdentityCommand> 
   }
 }
 
-@Module({ providers: [IdentityCommandHandler] })
+@CommandHandler(OrganizationCommand)
+export class OrganizationCommandHandler implements ICommandHandler<OrganizationCommand> {
+  constructor(@Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore) {}
+
+  execute({ orgId, command, metadata }: OrganizationCommand) {
+    return this.aggregates.handle(orgDecider, orgStream(orgId), command, metadata);
+  }
+}
+
+@Module({ providers: [IdentityCommandHandler, OrganizationCommandHandler] })
 export class IdentityModule {}

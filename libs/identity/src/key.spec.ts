@@ -1,27 +1,97 @@
 import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
-import { keyDecider, type KeyEvent } from './key';
+import { keyDecider, MAX_ROTATION_GRACE_SECONDS, type KeyEvent, type KeySettings } from './key';
 import { generateKeySecret, hashesEqual, hashKeySecret, isKeySecretShape, secretHint } from './secrets';
 
+// The spec helper's clock reads 2026-11-02T10:00:00Z.
 const spec = deciderSpec(keyDecider);
+const settings: KeySettings = {
+  name: 'dev',
+  project: null,
+  environment: 'test',
+  scope: 'full',
+  limit_nano: null,
+  limit_reset: 'monthly',
+  allowed_models: null,
+  allowed_ips: null,
+  allowed_referrers: null,
+  rpm_limit: null,
+  tpm_limit: null,
+  expires_at: null,
+};
 const created: KeyEvent = {
   type: 'KeyCreated',
-  data: { key_id: 'k1', account_id: 'a1', name: 'dev', scope: 'full', environment: 'test', secret_hash: 'ab', secret_hint: 'svc_test_...wxyz' },
+  data: {
+    key_id: 'k1',
+    account_id: 'a1',
+    workspace_id: 'o1',
+    org_id: 'o1',
+    created_by: 'm1',
+    ...settings,
+    secret_hash: 'h1',
+    secret_hint: 'svc_test_...wxyz',
+  },
 };
+const revoked: KeyEvent = { type: 'KeyRevoked', data: { key_id: 'k1', account_id: 'a1' } };
 
 describe('key decider', () => {
   it('creates a key once, recording only the hash of its secret', () => {
-    spec
-      .given([])
-      .when({ type: 'CreateKey', keyId: 'k1', accountId: 'a1', name: 'dev', scope: 'full', environment: 'test', secretHash: 'ab', secretHint: 'svc_test_...wxyz' })
-      .then([created]);
+    const create = {
+      type: 'CreateKey' as const,
+      keyId: 'k1',
+      accountId: 'a1',
+      workspaceId: 'o1',
+      orgId: 'o1',
+      createdBy: 'm1',
+      settings,
+      secretHash: 'h1',
+      secretHint: 'svc_test_...wxyz',
+    };
+    spec.given([]).when(create).then([created]);
+    spec.given([created]).when(create).thenThrows('key_exists');
+  });
+
+  it('records only the fields an update really changes', () => {
     spec
       .given([created])
-      .when({ type: 'CreateKey', keyId: 'k1', accountId: 'a1', name: 'dev', scope: 'full', environment: 'test', secretHash: 'cd', secretHint: 'x' })
-      .thenThrows('key_exists');
+      .when({ type: 'UpdateKey', changes: { name: 'dev', rpm_limit: 10, allowed_models: ['sim/echo'] } })
+      .then([{ type: 'KeyUpdated', data: { key_id: 'k1', account_id: 'a1', changes: { rpm_limit: 10, allowed_models: ['sim/echo'] } } }]);
+    spec.given([created]).when({ type: 'UpdateKey', changes: { name: 'dev', limit_reset: 'monthly' } }).then([]);
+    spec.given([created, revoked]).when({ type: 'UpdateKey', changes: { name: 'x' } }).thenThrows('key_revoked');
+    spec.given([]).when({ type: 'UpdateKey', changes: { name: 'x' } }).thenThrows('key_not_found');
+  });
+
+  it('rotates the secret, keeping the previous one for the grace period', () => {
+    spec
+      .given([created])
+      .when({ type: 'RotateKey', secretHash: 'h2', secretHint: 'svc_test_...abcd', graceSeconds: 3600 })
+      .then([
+        {
+          type: 'KeyRotated',
+          data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h2', secret_hint: 'svc_test_...abcd', previous_secret_hash: 'h1', previous_valid_until: '2026-11-02T11:00:00.000Z' },
+        },
+      ]);
+  });
+
+  it('rotates again from the latest secret; no grace stops the old secret at once', () => {
+    const rotated: KeyEvent = {
+      type: 'KeyRotated',
+      data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h2', secret_hint: 'x', previous_secret_hash: 'h1', previous_valid_until: null },
+    };
+    spec
+      .given([created, rotated])
+      .when({ type: 'RotateKey', secretHash: 'h3', secretHint: 'y', graceSeconds: 0 })
+      .then([{ type: 'KeyRotated', data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h3', secret_hint: 'y', previous_secret_hash: 'h2', previous_valid_until: null } }]);
+  });
+
+  it.each([-1, 1.5, MAX_ROTATION_GRACE_SECONDS + 1])('refuses a grace period of %p seconds', (graceSeconds) => {
+    spec.given([created]).when({ type: 'RotateKey', secretHash: 'h2', secretHint: 'x', graceSeconds }).thenThrows('invalid_grace_period');
+  });
+
+  it('does not rotate a revoked key', () => {
+    spec.given([created, revoked]).when({ type: 'RotateKey', secretHash: 'h2', secretHint: 'x', graceSeconds: 0 }).thenThrows('key_revoked');
   });
 
   it('revokes an existing key; revoking again changes nothing', () => {
-    const revoked: KeyEvent = { type: 'KeyRevoked', data: { key_id: 'k1', account_id: 'a1' } };
     spec.given([created]).when({ type: 'RevokeKey' }).then([revoked]);
     spec.given([created, revoked]).when({ type: 'RevokeKey' }).then([]);
     spec.given([]).when({ type: 'RevokeKey' }).thenThrows('key_not_found');

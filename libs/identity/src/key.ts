@@ -5,20 +5,55 @@ export const keyStream = (keyId: string) => `key-${keyId}`;
 
 export type KeyScope = 'full' | 'read_only' | 'management';
 export type KeyEnvironment = 'live' | 'test';
+export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
+
+/** The settable fields of spec 4.19, as recorded (money in nano-USD strings, expiry as a date). */
+export interface KeySettings {
+  name: string;
+  project: string | null;
+  environment: KeyEnvironment;
+  scope: KeyScope;
+  /** Spend limit per `limit_reset` period, nano-USD; null = none. */
+  limit_nano: string | null;
+  limit_reset: LimitReset;
+  allowed_models: string[] | null;
+  allowed_ips: string[] | null;
+  allowed_referrers: string[] | null;
+  rpm_limit: number | null;
+  tpm_limit: number | null;
+  /** ISO date-time; null = never expires. */
+  expires_at: string | null;
+}
 
 export type KeyEvent =
   | DomainEvent<
       'KeyCreated',
-      {
+      KeySettings & {
         key_id: string;
+        /** The account billed for the key's use: the workspace owner. */
         account_id: string;
-        name: string;
-        scope: KeyScope;
-        environment: KeyEnvironment;
+        /** Where the key lives: the account itself, or an organization. */
+        workspace_id: string;
+        org_id: string | null;
+        /** The account that created the key (an organization member, or the account). */
+        created_by: string;
         /** SHA-256 of the secret; the secret itself is never recorded. */
         secret_hash: string;
         /** What a user may see again: prefix and last four characters. */
         secret_hint: string;
+      }
+    >
+  | DomainEvent<'KeyUpdated', { key_id: string; account_id: string; changes: Partial<KeySettings> }>
+  | DomainEvent<
+      'KeyRotated',
+      {
+        key_id: string;
+        account_id: string;
+        secret_hash: string;
+        secret_hint: string;
+        previous_secret_hash: string;
+        /** Until when the previous secret still works; null = it stopped at the rotation. */
+        previous_valid_until: string | null;
       }
     >
   | DomainEvent<'KeyRevoked', { key_id: string; account_id: string }>;
@@ -28,24 +63,40 @@ export type KeyCommand =
       type: 'CreateKey';
       keyId: string;
       accountId: string;
-      name: string;
-      scope: KeyScope;
-      environment: KeyEnvironment;
+      workspaceId: string;
+      orgId: string | null;
+      createdBy: string;
+      settings: KeySettings;
       secretHash: string;
       secretHint: string;
     }
+  | { type: 'UpdateKey'; changes: Partial<KeySettings> }
+  | { type: 'RotateKey'; secretHash: string; secretHint: string; graceSeconds: number }
   | { type: 'RevokeKey' };
 
 export interface KeyState {
   keyId: string | null;
   accountId: string | null;
+  secretHash: string | null;
+  settings: KeySettings | null;
   revoked: boolean;
 }
 
-export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
-  initialState: () => ({ keyId: null, accountId: null, revoked: false }),
+/** Longest grace period during which a rotated secret keeps working. */
+export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 
-  decide(command, state) {
+function requireLive(state: KeyState): { keyId: string; accountId: string; secretHash: string } {
+  if (state.keyId === null || state.accountId === null || state.secretHash === null) {
+    throw new DomainError('key_not_found', 'The key does not exist.');
+  }
+  if (state.revoked) throw new DomainError('key_revoked', 'The key is revoked.');
+  return { keyId: state.keyId, accountId: state.accountId, secretHash: state.secretHash };
+}
+
+export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
+  initialState: () => ({ keyId: null, accountId: null, secretHash: null, settings: null, revoked: false }),
+
+  decide(command, state, now) {
     switch (command.type) {
       case 'CreateKey':
         if (state.keyId !== null) throw new DomainError('key_exists', 'The key already exists.');
@@ -55,14 +106,47 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
             data: {
               key_id: command.keyId,
               account_id: command.accountId,
-              name: command.name,
-              scope: command.scope,
-              environment: command.environment,
+              workspace_id: command.workspaceId,
+              org_id: command.orgId,
+              created_by: command.createdBy,
+              ...command.settings,
               secret_hash: command.secretHash,
               secret_hint: command.secretHint,
             },
           },
         ];
+
+      case 'UpdateKey': {
+        const { keyId, accountId } = requireLive(state);
+        const current = state.settings as KeySettings;
+        // Only what actually changes is recorded, so the audit log shows real changes.
+        const changes = Object.fromEntries(
+          Object.entries(command.changes).filter(([field, value]) => JSON.stringify(current[field as keyof KeySettings]) !== JSON.stringify(value)),
+        ) as Partial<KeySettings>;
+        if (Object.keys(changes).length === 0) return [];
+        return [{ type: 'KeyUpdated', data: { key_id: keyId, account_id: accountId, changes } }];
+      }
+
+      case 'RotateKey': {
+        const { keyId, accountId, secretHash } = requireLive(state);
+        if (!Number.isInteger(command.graceSeconds) || command.graceSeconds < 0 || command.graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
+          throw new DomainError('invalid_grace_period', `The grace period must be 0 to ${MAX_ROTATION_GRACE_SECONDS} seconds.`);
+        }
+        return [
+          {
+            type: 'KeyRotated',
+            data: {
+              key_id: keyId,
+              account_id: accountId,
+              secret_hash: command.secretHash,
+              secret_hint: command.secretHint,
+              previous_secret_hash: secretHash,
+              previous_valid_until: command.graceSeconds === 0 ? null : new Date(now.getTime() + command.graceSeconds * 1000).toISOString(),
+            },
+          },
+        ];
+      }
+
       case 'RevokeKey':
         if (state.keyId === null || state.accountId === null) throw new DomainError('key_not_found', 'The key does not exist.');
         if (state.revoked) return [];
@@ -72,8 +156,14 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
 
   evolve(state, event) {
     switch (event.type) {
-      case 'KeyCreated':
-        return { keyId: event.data.key_id, accountId: event.data.account_id, revoked: false };
+      case 'KeyCreated': {
+        const { key_id, account_id, workspace_id: _w, org_id: _o, created_by: _c, secret_hash, secret_hint: _h, ...settings } = event.data;
+        return { keyId: key_id, accountId: account_id, secretHash: secret_hash, settings, revoked: false };
+      }
+      case 'KeyUpdated':
+        return { ...state, settings: { ...(state.settings as KeySettings), ...event.data.changes } };
+      case 'KeyRotated':
+        return { ...state, secretHash: event.data.secret_hash };
       case 'KeyRevoked':
         return { ...state, revoked: true };
       default:

@@ -1,12 +1,16 @@
-import { apiKeysProjection } from './read-models/api-keys';
+import { auditLogProjection } from './read-models/audit-log';
 import { creditsProjection } from './read-models/credits';
 import { generationsProjection } from './read-models/generations';
+import { identityProjection } from './read-models/identity';
+import { keyUsageProjection } from './read-models/key-usage';
 
 export * from './projection';
 export * from './runner';
-export * from './read-models/api-keys';
+export * from './read-models/audit-log';
 export * from './read-models/credits';
 export * from './read-models/generations';
+export * from './read-models/identity';
+export * from './read-models/key-usage';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [apiKeysProjection, creditsProjection, generationsProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, auditLogProjection];

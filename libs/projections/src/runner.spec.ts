@@ -1,7 +1,6 @@
 import { AggregateStore } from '../../eventstore/src/aggregate-store';
 import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import { IdentityCommand } from '../../identity/src/identity.module';
-import { keyDecider, keyStream } from '../../identity/src/key';
+import { keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
 import { accountDecider, accountStream, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
 import { ManualClock } from '../../platform/src/clock';
 import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
@@ -18,6 +17,21 @@ const stats: GenerationStats = {
   reasoning_tokens: 1,
   latency_ms: 30,
   ttft_ms: null,
+};
+
+const KEY_SETTINGS: KeySettings = {
+  name: 'k',
+  project: null,
+  environment: 'test',
+  scope: 'full',
+  limit_nano: null,
+  limit_reset: 'monthly',
+  allowed_models: ['sim/echo'],
+  allowed_ips: null,
+  allowed_referrers: null,
+  rpm_limit: 5,
+  tpm_limit: null,
+  expires_at: null,
 };
 
 /** A few accounts with credits, charged, released and open holds, and keys (one revoked). */
@@ -43,9 +57,10 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       type: 'CreateKey',
       keyId,
       accountId: id,
-      name: `key of ${id}`,
-      scope: 'full',
-      environment: 'test',
+      workspaceId: id,
+      orgId: null,
+      createdBy: id,
+      settings: { ...KEY_SETTINGS, name: `key of ${id}` },
       secretHash: `hash-${id}`,
       secretHint: 'svc_test_...abcd',
     });

@@ -4,12 +4,13 @@ import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
 import { GetCreditsQuery, GetGenerationQuery } from '../../../../libs/projections/src/queries.module';
-import { ApiKeyGuard, CallerParam } from '../http/auth.guard';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ReadYourWrites } from './read-your-writes';
 
 /** Spec 4.20: read from projections, after this process's own writes for the account. */
 @Controller('v1')
 @UseGuards(ApiKeyGuard)
+@Requires('lookup')
 export class AccountController {
   constructor(
     private readonly queries: QueryBus,

@@ -2,20 +2,20 @@ import { Body, Controller, HttpCode, Post, Res, UseGuards } from '@nestjs/common
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { ApiError } from '../../../../libs/platform/src/errors';
-import { ApiKeyGuard, CallerParam, requireModelScope } from '../http/auth.guard';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { bodyValidation } from '../http/validation';
 import { ChatCompletionRequest } from './chat-completion.request';
 import { ChatCompletionsService } from './chat-completions.service';
 
 @Controller('v1/chat')
 @UseGuards(ApiKeyGuard)
+@Requires('model_call')
 export class ChatCompletionsController {
   constructor(private readonly chat: ChatCompletionsService) {}
 
   @Post('completions')
   @HttpCode(200)
   async create(@CallerParam() caller: Caller, @Body(bodyValidation()) body: ChatCompletionRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    requireModelScope(caller);
     if (body.stream === true) {
       throw ApiError.invalidRequest('Streaming is not available on this server yet; send stream: false.', 'stream', 'unsupported_parameter');
     }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { CatalogModel } from '../../../../libs/catalog/src/catalog';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { assertModelAllowed, modelNotFound, type Caller } from '../../../../libs/identity/src/authenticate';
 import type { GenerationStats } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
 import { costOfUsage, worstCaseCost } from '../../../../libs/ledger/src/pricing';
@@ -36,7 +36,7 @@ export class ChatCompletionsService {
   ) {}
 
   async create(caller: Caller, request: ChatCompletionRequest): Promise<ChatCompletionResponse> {
-    const model = this.resolveModel(request.model);
+    const model = this.resolveModel(caller, request.model);
     const generationId = `gen-${randomBytes(12).toString('hex')}`;
     const ledger = (command: LedgerCommand['command']) =>
       this.commands.execute(new LedgerCommand(caller.accountId, command, { actor: caller.keyId, correlationId: generationId }));
@@ -100,11 +100,10 @@ export class ChatCompletionsService {
     };
   }
 
-  private resolveModel(id: string): CatalogModel {
+  private resolveModel(caller: Caller, id: string): CatalogModel {
     const model = this.runtime.catalog.get(id);
-    if (!model || model.type !== 'chat') {
-      throw ApiError.notFound(`The model '${id}' does not exist or is not a chat model. GET /v1/models lists the models you can use.`, 'model_not_found', 'model');
-    }
+    if (!model || model.type !== 'chat') throw modelNotFound(id);
+    assertModelAllowed(caller, id);
     return model;
   }
 }

@@ -1,33 +1,55 @@
-import { createParamDecorator, Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { authenticate, keyFromHeaders, type Caller } from '../../../../libs/identity/src/authenticate';
+import { authenticate, authorize, keyFromHeaders, type Caller, type Operation } from '../../../../libs/identity/src/authenticate';
+import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import type { SqlRunner } from '../../../../libs/platform/src/sql';
 import { READ_DB } from '../../../../libs/platform/src/tokens';
-import { findKeyByHash } from '../../../../libs/projections/src';
+import { findKeyBySecretHash } from '../../../../libs/projections/src';
 
 type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
 
-/** Spec 5: every /v1 endpoint takes the key as Bearer or x-api-key. */
+const OPERATION = 'svc:operation';
+
+/** What a route does, checked against the key's scope (spec 5.3, 5.6). Every /v1 route says it. */
+export const Requires = (operation: Operation) => SetMetadata(OPERATION, operation);
+
+/**
+ * Spec 5: every /v1 endpoint takes the key as Bearer or x-api-key, then checks the key's
+ * restrictions and scope. Keys are read from the identity projection on every request, so a
+ * revocation is seen by every process as soon as it is projected.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  constructor(@Inject(READ_DB) private readonly sql: SqlRunner) {}
+  constructor(
+    @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly reflector: Reflector,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    const operation = this.reflector.getAllAndOverride<Operation | undefined>(OPERATION, [context.getHandler(), context.getClass()]);
+    if (!operation) throw new Error(`route ${context.getClass().name}.${context.getHandler().name} does not declare what it requires`);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    request.caller = await authenticate(keyFromHeaders(request.headers), (hash) => findKeyByHash(this.sql, hash));
+    const caller = await authenticate(keyFromHeaders(request.headers), (hash) => findKeyBySecretHash(this.sql, hash), this.clock.now());
+    const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
+    authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
+    request.caller = caller;
     return true;
   }
-}
-
-/** Spec 5.3: a management key provisions keys and presets but cannot call models. */
-export function requireModelScope(caller: Caller): void {
-  if (caller.scope === 'management') throw ApiError.permission('A management key cannot call models; use a full key.', 'management_key_used_for_model_call');
-  if (caller.scope === 'read_only') throw ApiError.permission('A read-only key cannot make billed calls.', 'read_only_key');
 }
 
 export const CallerParam = createParamDecorator((_: unknown, context: ExecutionContext): Caller => {
   const caller = context.switchToHttp().getRequest<AuthenticatedRequest>().caller;
   if (!caller) throw ApiError.authentication();
   return caller;
+});
+
+/** Who did it, for the audit log: the calling key, its account and the client's IP. */
+export const ActorParam = createParamDecorator((_: unknown, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+  const caller = request.caller;
+  if (!caller) throw ApiError.authentication();
+  return { actor: `key:${caller.keyId}`, actor_account: caller.createdBy, ip: request.ip };
 });

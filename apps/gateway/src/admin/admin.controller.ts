@@ -1,0 +1,98 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, UseGuards } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { EventMetadata } from '../../../../libs/eventstore/src/port';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { nanoToUsd } from '../../../../libs/platform/src/money';
+import { bodyValidation } from '../http/validation';
+import { KeysService } from '../keys/keys.service';
+import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest } from './admin.request';
+import { AdminGuard } from './admin.guard';
+import { AdminService } from './admin.service';
+import type { CreditsRow } from '../../../../libs/projections/src';
+
+const actor = (request: FastifyRequest): EventMetadata => ({ actor: 'admin', ip: request.ip });
+
+function presentCredits(accountId: string, row: CreditsRow) {
+  return {
+    account_id: accountId,
+    total_credits: nanoToUsd(row.purchasedNano),
+    total_usage: nanoToUsd(row.usedNano),
+    balance: nanoToUsd(row.purchasedNano - row.usedNano),
+  };
+}
+
+/** The operator and companion-app API (README: Operator API). */
+@Controller('admin')
+@UseGuards(AdminGuard)
+export class AdminController {
+  constructor(
+    private readonly admin: AdminService,
+    private readonly keys: KeysService,
+  ) {}
+
+  @Post('accounts')
+  @HttpCode(201)
+  async createAccount(@Req() request: FastifyRequest, @Body(bodyValidation()) body: CreateAccountRequest) {
+    return { id: await this.admin.createAccount(body.initial_credits_usd, actor(request)) };
+  }
+
+  @Get('accounts/:id')
+  async account(@Param('id') id: string) {
+    return { data: presentCredits(id, await this.admin.credits(id)) };
+  }
+
+  @Post('accounts/:id/credits')
+  @HttpCode(200)
+  async addCredits(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: AddCreditsRequest) {
+    await this.admin.addCredits(id, body.amount_usd, actor(request));
+    return { data: presentCredits(id, await this.admin.credits(id)) };
+  }
+
+  @Post('accounts/:id/keys')
+  @HttpCode(201)
+  async createKey(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: AdminKeyRequest) {
+    const { org_id, ...settings } = body;
+    const { record, secret } = await this.keys.create(await this.admin.keyOwner(id, org_id), settings, actor(request));
+    const [data] = await this.keys.present([record]);
+    return { data, key: secret };
+  }
+
+  @Post('orgs')
+  @HttpCode(201)
+  async createOrg(@Req() request: FastifyRequest, @Body(bodyValidation()) body: CreateOrgRequest) {
+    return { id: await this.admin.createOrg(body.owner_account_id, body.name, actor(request)) };
+  }
+
+  @Delete('orgs/:id')
+  async deleteOrg(@Req() request: FastifyRequest, @Param('id') id: string) {
+    await this.admin.changeOrg(id, { type: 'DeleteOrg' }, actor(request));
+    return { data: { id, deleted: true } };
+  }
+
+  @Post('orgs/:id/members')
+  @HttpCode(201)
+  async addMember(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: MemberRequest) {
+    await this.admin.changeOrg(id, { type: 'AddMember', accountId: body.account_id, role: body.role }, actor(request));
+    return { data: { org_id: id, account_id: body.account_id, role: body.role } };
+  }
+
+  @Patch('orgs/:id/members/:account')
+  async changeRole(@Req() request: FastifyRequest, @Param('id') id: string, @Param('account') account: string, @Body(bodyValidation()) body: MemberRoleRequest) {
+    await this.admin.changeOrg(id, { type: 'ChangeMemberRole', accountId: account, role: body.role }, actor(request));
+    return { data: { org_id: id, account_id: account, role: body.role } };
+  }
+
+  @Delete('orgs/:id/members/:account')
+  async removeMember(@Req() request: FastifyRequest, @Param('id') id: string, @Param('account') account: string) {
+    await this.admin.changeOrg(id, { type: 'RemoveMember', accountId: account }, actor(request));
+    return { data: { org_id: id, account_id: account, removed: true } };
+  }
+
+  @Get('audit-log')
+  async auditLog(@Query('account_id') accountId: unknown, @Query('limit') limit: unknown) {
+    if (accountId !== undefined && (typeof accountId !== 'string' || accountId === '')) throw ApiError.invalidRequest('account_id must be a string.', 'account_id');
+    const n = limit === undefined ? 100 : Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw ApiError.invalidRequest('limit must be an integer from 1 to 1000.', 'limit');
+    return { data: await this.admin.auditLog((accountId as string | undefined) ?? null, n) };
+  }
+}

@@ -1,0 +1,48 @@
+import { IsIn, IsNumber, IsOptional, IsString, MaxLength, Min, MinLength } from 'class-validator';
+import { KeyRequest } from '../keys/key.request';
+
+export class CreateAccountRequest {
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  initial_credits_usd?: number;
+}
+
+export class AddCreditsRequest {
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'amount_usd must be a number of USD.' })
+  @Min(0.000000001, { message: 'amount_usd must be positive.' })
+  amount_usd!: number;
+}
+
+/** Same body as POST /v1/keys; `org_id` creates the key inside an organization the account belongs to. */
+export class AdminKeyRequest extends KeyRequest {
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  org_id?: string;
+}
+
+export class CreateOrgRequest {
+  @IsString({ message: 'owner_account_id must be a string.' })
+  @MinLength(1)
+  owner_account_id!: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  name?: string;
+}
+
+export class MemberRequest {
+  @IsString({ message: 'account_id must be a string.' })
+  @MinLength(1)
+  account_id!: string;
+
+  @IsIn(['admin', 'member'], { message: 'role must be admin or member (the owner is set when the organization is created).' })
+  role!: 'admin' | 'member';
+}
+
+export class MemberRoleRequest {
+  @IsIn(['admin', 'member'], { message: 'role must be admin or member.' })
+  role!: 'admin' | 'member';
+}

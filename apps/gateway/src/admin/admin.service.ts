@@ -1,0 +1,110 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { randomBytes } from 'node:crypto';
+import { DomainError } from '../../../../libs/eventstore/src/decider';
+import type { EventMetadata, Position } from '../../../../libs/eventstore/src/port';
+import { OrganizationCommand } from '../../../../libs/identity/src/identity.module';
+import type { OrgCommand } from '../../../../libs/identity/src/organization';
+import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { usdToNano } from '../../../../libs/platform/src/money';
+import { getCredits, getOrg, listAuditLog, orgRoleOf, type AuditEntry, type CreditsRow } from '../../../../libs/projections/src';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../runtime.module';
+import type { KeyOwner } from '../keys/keys.service';
+
+export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
+
+/** Accounts, credits and organizations for the operator and the companion app. */
+@Injectable()
+export class AdminService {
+  constructor(
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly commands: CommandBus,
+  ) {}
+
+  async createAccount(initialCreditsUsd: number | undefined, metadata: EventMetadata): Promise<string> {
+    const accountId = newAccountId();
+    let last = (await this.commands.execute(new LedgerCommand(accountId, { type: 'OpenAccount', accountId }, metadata))).appended!.position;
+    if (initialCreditsUsd) last = await this.addCredits(accountId, initialCreditsUsd, metadata);
+    await this.settle(last, 'credits');
+    return accountId;
+  }
+
+  async addCredits(accountId: string, amountUsd: number, metadata: EventMetadata): Promise<Position> {
+    let amountNano: bigint;
+    try {
+      amountNano = usdToNano(amountUsd);
+    } catch {
+      throw ApiError.invalidRequest('amount_usd must be a positive USD amount with at most 9 decimals.', 'amount_usd');
+    }
+    const result = await this.commands
+      .execute(new LedgerCommand(accountId, { type: 'AddCredits', amountNano, reason: 'admin' }, metadata))
+      .catch((err: unknown) => {
+        throw err instanceof DomainError && err.code === 'account_not_found' ? accountNotFound(accountId) : err;
+      });
+    const position = result.appended!.position;
+    await this.settle(position, 'credits');
+    return position;
+  }
+
+  async credits(accountId: string): Promise<CreditsRow> {
+    const row = await getCredits(this.runtime.sql, accountId);
+    if (!row) throw accountNotFound(accountId);
+    return row;
+  }
+
+  /** A key of the account itself, or (with orgId) of an organization it owns or belongs to. */
+  async keyOwner(accountId: string, orgId: string | undefined): Promise<KeyOwner> {
+    await this.credits(accountId);
+    if (orgId === undefined) return { accountId, workspaceId: accountId, orgId: null, createdBy: accountId };
+    const org = await this.activeOrg(orgId);
+    if ((await orgRoleOf(this.runtime.sql, orgId, accountId)) === null) {
+      throw ApiError.invalidRequest(`Account ${accountId} is not part of organization ${orgId}.`, 'org_id', 'not_a_member');
+    }
+    // Spec 1: keys created inside an organization bill the owner's balance.
+    return { accountId: org.ownerAccountId, workspaceId: orgId, orgId, createdBy: accountId };
+  }
+
+  async createOrg(ownerAccountId: string, name: string | undefined, metadata: EventMetadata): Promise<string> {
+    await this.credits(ownerAccountId);
+    const orgId = `org_${randomBytes(8).toString('hex')}`;
+    await this.org(orgId, { type: 'CreateOrg', orgId, ownerAccountId, name: name ?? orgId }, metadata);
+    return orgId;
+  }
+
+  async changeOrg(orgId: string, command: Exclude<OrgCommand, { type: 'CreateOrg' }>, metadata: EventMetadata): Promise<void> {
+    await this.activeOrg(orgId);
+    if (command.type === 'AddMember') await this.credits(command.accountId);
+    await this.org(orgId, command, metadata);
+  }
+
+  auditLog(accountId: string | null, limit: number): Promise<AuditEntry[]> {
+    return listAuditLog(this.runtime.sql, accountId, limit);
+  }
+
+  private async activeOrg(orgId: string) {
+    const org = await getOrg(this.runtime.sql, orgId);
+    if (!org || org.deleted) throw ApiError.notFound(`No organization with id '${orgId}'.`, 'org_not_found');
+    return org;
+  }
+
+  private async org(orgId: string, command: OrgCommand, metadata: EventMetadata): Promise<void> {
+    const result = await this.commands.execute(new OrganizationCommand(orgId, command, metadata)).catch((err: unknown) => {
+      if (err instanceof DomainError) {
+        const status = err.code === 'member_not_found' ? 404 : 409;
+        throw new ApiError(status, status === 404 ? 'not_found_error' : 'invalid_request_error', err.message, err.code);
+      }
+      throw err;
+    });
+    if (result.appended) await this.settle(result.appended.position, 'identity');
+  }
+
+  private settle(position: Position, projection: string): Promise<void> {
+    return this.runtime.projections.waitFor(position, [projection]);
+  }
+}
+
+function accountNotFound(accountId: string): ApiError {
+  return ApiError.notFound(`No account with id '${accountId}'.`, 'account_not_found');
+}

@@ -1,0 +1,69 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import type { EventMetadata } from '../../../../libs/eventstore/src/port';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { bodyValidation } from '../http/validation';
+import { KeyRequest, RotateKeyRequest } from './key.request';
+import { KeysService } from './keys.service';
+
+/** Spec 4.19 (management key only), plus rotation, whose path the spec leaves open. */
+@Controller('v1/keys')
+@UseGuards(ApiKeyGuard)
+@Requires('management')
+export class KeysController {
+  constructor(private readonly keys: KeysService) {}
+
+  @Post()
+  @HttpCode(201)
+  async create(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body(bodyValidation()) body: KeyRequest) {
+    const { record, secret } = await this.keys.create(this.keys.ownerFor(caller), body, actor);
+    const [data] = await this.keys.present([record]);
+    return { data, key: secret };
+  }
+
+  @Get()
+  async list(@CallerParam() caller: Caller) {
+    return { data: await this.keys.present(await this.keys.list(await this.keys.managerOf(caller))) };
+  }
+
+  @Get(':id')
+  async get(@CallerParam() caller: Caller, @Param('id') id: string) {
+    const [data] = await this.keys.present([await this.keys.get(await this.keys.managerOf(caller), id)]);
+    return { data };
+  }
+
+  @Patch(':id')
+  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation()) body: KeyRequest) {
+    const [data] = await this.keys.present([await this.keys.update(await this.keys.managerOf(caller), id, body, actor)]);
+    return { data };
+  }
+
+  @Delete(':id')
+  async revoke(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string) {
+    const [data] = await this.keys.present([await this.keys.revoke(await this.keys.managerOf(caller), id, actor)]);
+    return { data };
+  }
+
+  /** Replaces the secret; the old one keeps working for `grace_period_seconds` (default 0). */
+  @Post(':id/rotate')
+  @HttpCode(200)
+  async rotate(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation()) body: RotateKeyRequest) {
+    const { record, secret } = await this.keys.rotate(await this.keys.managerOf(caller), id, body.grace_period_seconds ?? 0, actor);
+    const [data] = await this.keys.present([record]);
+    return { data, key: secret };
+  }
+}
+
+/** Spec 4.20: the calling key's own record, with limits and usage per period. */
+@Controller('v1/key')
+@UseGuards(ApiKeyGuard)
+@Requires('lookup')
+export class CurrentKeyController {
+  constructor(private readonly keys: KeysService) {}
+
+  @Get()
+  async get(@CallerParam() caller: Caller) {
+    const [data] = await this.keys.present([caller]);
+    return { data };
+  }
+}

@@ -1,0 +1,83 @@
+import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { KeyEvent } from '../../../identity/src/key';
+import type { OrgEvent } from '../../../identity/src/organization';
+import type { SqlExecutor } from '../../../platform/src/sql';
+import { eventTime, type Projection } from '../projection';
+
+type Audited = KeyEvent | OrgEvent;
+
+/** What each audited event says happened, to what, in whose account (spec 1, audit log). */
+const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data']) => { action: string; account: string; target: string; details: object } } = {
+  KeyCreated: (d) => ({ action: 'key.created', account: d.account_id, target: d.key_id, details: { name: d.name, scope: d.scope, environment: d.environment, org_id: d.org_id } }),
+  KeyUpdated: (d) => ({ action: 'key.updated', account: d.account_id, target: d.key_id, details: { fields: Object.keys(d.changes).sort() } }),
+  KeyRotated: (d) => ({ action: 'key.rotated', account: d.account_id, target: d.key_id, details: { previous_valid_until: d.previous_valid_until } }),
+  KeyRevoked: (d) => ({ action: 'key.revoked', account: d.account_id, target: d.key_id, details: {} }),
+  OrgCreated: (d) => ({ action: 'org.created', account: d.owner_account_id, target: d.org_id, details: { name: d.name } }),
+  MemberAdded: (d) => ({ action: 'org.member_added', account: d.owner_account_id, target: d.org_id, details: { account_id: d.account_id, role: d.role } }),
+  MemberRoleChanged: (d) => ({ action: 'org.member_role_changed', account: d.owner_account_id, target: d.org_id, details: { account_id: d.account_id, role: d.role } }),
+  MemberRemoved: (d) => ({ action: 'org.member_removed', account: d.owner_account_id, target: d.org_id, details: { account_id: d.account_id } }),
+  OrgDeleted: (d) => ({ action: 'org.deleted', account: d.owner_account_id, target: d.org_id, details: {} }),
+};
+
+async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
+  const entry = (ENTRIES as Record<string, (d: unknown) => { action: string; account: string; target: string; details: object }>)[event.type](event.data);
+  const m = event.metadata;
+  await tx.query(
+    `INSERT INTO audit_log (event_id, at, account_id, actor, actor_account_id, ip, action, target_id, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [event.id, eventTime(event), entry.account, m.actor ?? 'unknown', m.actor_account ?? null, m.ip ?? null, entry.action, entry.target, JSON.stringify(entry.details)],
+  );
+}
+
+/** Who created, updated, rotated or revoked keys and who changed organizations, with IP and time. */
+export const auditLogProjection: Projection = {
+  name: 'audit_log',
+  tables: ['audit_log'],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS audit_log (
+      event_id text PRIMARY KEY,
+      at timestamptz NOT NULL,
+      account_id text NOT NULL,
+      actor text NOT NULL,
+      actor_account_id text,
+      ip text,
+      action text NOT NULL,
+      target_id text NOT NULL,
+      details jsonb NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS audit_log_account ON audit_log (account_id, at)`,
+    `CREATE INDEX IF NOT EXISTS audit_log_actor_account ON audit_log (actor_account_id, at)`,
+  ],
+  handlers: Object.fromEntries(Object.keys(ENTRIES).map((type) => [type, record])),
+};
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  account_id: string;
+  actor: string;
+  actor_account_id: string | null;
+  ip: string | null;
+  action: string;
+  target_id: string;
+  details: Record<string, unknown>;
+}
+
+/** Entries about an account, or made by it, newest first. */
+export async function listAuditLog(sql: SqlExecutor, accountId: string | null, limit = 100): Promise<AuditEntry[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT * FROM audit_log WHERE $1::text IS NULL OR account_id = $1 OR actor_account_id = $1 ORDER BY at DESC, event_id LIMIT $2`,
+    [accountId, limit],
+  );
+  return rows.map((r) => ({
+    id: r.event_id,
+    at: new Date(r.at).toISOString(),
+    account_id: r.account_id,
+    actor: r.actor,
+    actor_account_id: r.actor_account_id,
+    ip: r.ip,
+    action: r.action,
+    target_id: r.target_id,
+    details: r.details,
+  }));
+}

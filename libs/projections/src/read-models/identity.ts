@@ -1,0 +1,215 @@
+import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { KeyRecord, SecretMatch } from '../../../identity/src/authenticate';
+import type { KeyEvent, KeyEnvironment, KeyScope, KeySettings, LimitReset } from '../../../identity/src/key';
+import type { OrgEvent, OrgRole } from '../../../identity/src/organization';
+import type { SqlExecutor } from '../../../platform/src/sql';
+import { eventTime, type Projection } from '../projection';
+
+type Ev<E extends { type: string; data: unknown }, T extends E['type']> = RecordedEvent<T, Extract<E, { type: T }>['data']>;
+type K<T extends KeyEvent['type']> = Ev<KeyEvent, T>;
+type O<T extends OrgEvent['type']> = Ev<OrgEvent, T>;
+
+const SETTINGS_COLUMNS = [
+  'name',
+  'project',
+  'environment',
+  'scope',
+  'limit_nano',
+  'limit_reset',
+  'allowed_models',
+  'allowed_ips',
+  'allowed_referrers',
+  'rpm_limit',
+  'tpm_limit',
+  'expires_at',
+] as const satisfies readonly (keyof KeySettings)[];
+const JSON_COLUMNS = new Set(['allowed_models', 'allowed_ips', 'allowed_referrers']);
+
+const value = (column: string, v: unknown) => (JSON_COLUMNS.has(column) && v !== null ? JSON.stringify(v) : v);
+
+/**
+ * Keys, their secrets (current and, during a rotation's grace period, previous) and
+ * organizations: one projection, because authentication joins them and must see them at
+ * one position of the log.
+ */
+export const identityProjection: Projection = {
+  name: 'identity',
+  tables: ['api_key_secrets', 'api_keys', 'org_members', 'organizations'],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS api_keys (
+      key_id text PRIMARY KEY,
+      account_id text NOT NULL,
+      workspace_id text NOT NULL,
+      org_id text,
+      created_by text NOT NULL,
+      name text NOT NULL,
+      project text,
+      environment text NOT NULL,
+      scope text NOT NULL,
+      limit_nano bigint,
+      limit_reset text NOT NULL,
+      allowed_models jsonb,
+      allowed_ips jsonb,
+      allowed_referrers jsonb,
+      rpm_limit integer,
+      tpm_limit integer,
+      expires_at timestamptz,
+      secret_hint text NOT NULL,
+      created_at timestamptz NOT NULL,
+      updated_at timestamptz NOT NULL,
+      revoked_at timestamptz
+    )`,
+    `CREATE INDEX IF NOT EXISTS api_keys_workspace ON api_keys (workspace_id, created_at)`,
+    `CREATE TABLE IF NOT EXISTS api_key_secrets (
+      secret_hash text PRIMARY KEY,
+      key_id text NOT NULL,
+      valid_until timestamptz
+    )`,
+    `CREATE TABLE IF NOT EXISTS organizations (
+      org_id text PRIMARY KEY,
+      owner_account_id text NOT NULL,
+      name text NOT NULL,
+      created_at timestamptz NOT NULL,
+      deleted_at timestamptz
+    )`,
+    `CREATE TABLE IF NOT EXISTS org_members (
+      org_id text NOT NULL,
+      account_id text NOT NULL,
+      role text NOT NULL,
+      added_at timestamptz NOT NULL,
+      PRIMARY KEY (org_id, account_id)
+    )`,
+  ],
+  handlers: {
+    KeyCreated: async (e: K<'KeyCreated'>, tx) => {
+      const d = e.data;
+      const columns = ['key_id', 'account_id', 'workspace_id', 'org_id', 'created_by', ...SETTINGS_COLUMNS, 'secret_hint', 'created_at', 'updated_at'];
+      const values = [d.key_id, d.account_id, d.workspace_id, d.org_id, d.created_by, ...SETTINGS_COLUMNS.map((c) => value(c, d[c])), d.secret_hint, eventTime(e), eventTime(e)];
+      await tx.query(`INSERT INTO api_keys (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, values);
+      await tx.query('INSERT INTO api_key_secrets (secret_hash, key_id) VALUES ($1, $2)', [d.secret_hash, d.key_id]);
+    },
+    KeyUpdated: async (e: K<'KeyUpdated'>, tx) => {
+      const changes = Object.entries(e.data.changes).filter(([c]) => (SETTINGS_COLUMNS as readonly string[]).includes(c));
+      const sets = changes.map(([c], i) => `${c} = $${i + 3}`);
+      await tx.query(`UPDATE api_keys SET ${['updated_at = $2', ...sets].join(', ')} WHERE key_id = $1`, [
+        e.data.key_id,
+        eventTime(e),
+        ...changes.map(([c, v]) => value(c, v)),
+      ]);
+    },
+    KeyRotated: async (e: K<'KeyRotated'>, tx) => {
+      const d = e.data;
+      await tx.query('INSERT INTO api_key_secrets (secret_hash, key_id) VALUES ($1, $2)', [d.secret_hash, d.key_id]);
+      if (d.previous_valid_until === null) await tx.query('DELETE FROM api_key_secrets WHERE secret_hash = $1', [d.previous_secret_hash]);
+      else await tx.query('UPDATE api_key_secrets SET valid_until = $2 WHERE secret_hash = $1', [d.previous_secret_hash, d.previous_valid_until]);
+      await tx.query('UPDATE api_keys SET secret_hint = $2, updated_at = $3 WHERE key_id = $1', [d.key_id, d.secret_hint, eventTime(e)]);
+    },
+    KeyRevoked: async (e: K<'KeyRevoked'>, tx) => {
+      await tx.query('UPDATE api_keys SET revoked_at = $2, updated_at = $2 WHERE key_id = $1', [e.data.key_id, eventTime(e)]);
+    },
+    OrgCreated: async (e: O<'OrgCreated'>, tx) => {
+      await tx.query('INSERT INTO organizations (org_id, owner_account_id, name, created_at) VALUES ($1, $2, $3, $4)', [
+        e.data.org_id,
+        e.data.owner_account_id,
+        e.data.name,
+        eventTime(e),
+      ]);
+    },
+    MemberAdded: async (e: O<'MemberAdded'>, tx) => {
+      await tx.query('INSERT INTO org_members (org_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)', [e.data.org_id, e.data.account_id, e.data.role, eventTime(e)]);
+    },
+    MemberRoleChanged: async (e: O<'MemberRoleChanged'>, tx) => {
+      await tx.query('UPDATE org_members SET role = $3 WHERE org_id = $1 AND account_id = $2', [e.data.org_id, e.data.account_id, e.data.role]);
+    },
+    MemberRemoved: async (e: O<'MemberRemoved'>, tx) => {
+      await tx.query('DELETE FROM org_members WHERE org_id = $1 AND account_id = $2', [e.data.org_id, e.data.account_id]);
+    },
+    OrgDeleted: async (e: O<'OrgDeleted'>, tx) => {
+      await tx.query('UPDATE organizations SET deleted_at = $2 WHERE org_id = $1', [e.data.org_id, eventTime(e)]);
+    },
+  },
+};
+
+export type ApiKeyRow = KeyRecord;
+
+const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string | Date).toISOString());
+
+function toRow(r: Record<string, any>): ApiKeyRow {
+  return {
+    keyId: r.key_id,
+    accountId: r.account_id,
+    workspaceId: r.workspace_id,
+    orgId: r.org_id,
+    createdBy: r.created_by,
+    name: r.name,
+    project: r.project,
+    environment: r.environment as KeyEnvironment,
+    scope: r.scope as KeyScope,
+    limit_nano: r.limit_nano,
+    limit_reset: r.limit_reset as LimitReset,
+    allowed_models: r.allowed_models,
+    allowed_ips: r.allowed_ips,
+    allowed_referrers: r.allowed_referrers,
+    rpm_limit: r.rpm_limit,
+    tpm_limit: r.tpm_limit,
+    expires_at: iso(r.expires_at),
+    secretHint: r.secret_hint,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    revokedAt: iso(r.revoked_at),
+  };
+}
+
+export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string): Promise<SecretMatch | null> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT k.*, s.secret_hash, s.valid_until,
+            (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active
+       FROM api_key_secrets s
+       JOIN api_keys k ON k.key_id = s.key_id
+       LEFT JOIN organizations o ON o.org_id = k.org_id
+       LEFT JOIN org_members m ON m.org_id = k.org_id AND m.account_id = k.created_by
+      WHERE s.secret_hash = $1`,
+    [secretHash],
+  );
+  const r = rows[0];
+  return r ? { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true } : null;
+}
+
+export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {
+  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM api_keys WHERE key_id = $1', [keyId]);
+  return rows[0] ? toRow(rows[0]) : null;
+}
+
+/** Keys of a workspace, newest first; `createdBy` narrows to one member's keys. */
+export async function listKeys(sql: SqlExecutor, workspaceId: string, createdBy?: string): Promise<ApiKeyRow[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT * FROM api_keys WHERE workspace_id = $1 AND ($2::text IS NULL OR created_by = $2) ORDER BY created_at DESC, key_id`,
+    [workspaceId, createdBy ?? null],
+  );
+  return rows.map(toRow);
+}
+
+export interface OrgRow {
+  orgId: string;
+  ownerAccountId: string;
+  name: string;
+  deleted: boolean;
+}
+
+export async function getOrg(sql: SqlExecutor, orgId: string): Promise<OrgRow | null> {
+  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM organizations WHERE org_id = $1', [orgId]);
+  const r = rows[0];
+  return r ? { orgId: r.org_id, ownerAccountId: r.owner_account_id, name: r.name, deleted: r.deleted_at !== null } : null;
+}
+
+/** An account's role in an organization that still exists; null when it has none. */
+export async function orgRoleOf(sql: SqlExecutor, orgId: string, accountId: string): Promise<OrgRole | null> {
+  const { rows } = await sql.query<{ role: OrgRole }>(
+    `SELECT 'owner' AS role FROM organizations WHERE org_id = $1 AND owner_account_id = $2 AND deleted_at IS NULL
+     UNION ALL
+     SELECT m.role FROM org_members m JOIN organizations o ON o.org_id = m.org_id
+      WHERE m.org_id = $1 AND m.account_id = $2 AND o.deleted_at IS NULL`,
+    [orgId, accountId],
+  );
+  return rows[0]?.role ?? null;
+}

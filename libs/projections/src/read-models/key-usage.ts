@@ -1,0 +1,57 @@
+import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { AccountEvent } from '../../../ledger/src/account';
+import type { SqlExecutor } from '../../../platform/src/sql';
+import { eventTime, type Projection } from '../projection';
+
+/** Spend per key per UTC day, for key usage per period (spec 2.2). */
+export const keyUsageProjection: Projection = {
+  name: 'key_usage',
+  tables: ['key_usage_daily'],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS key_usage_daily (
+      key_id text NOT NULL,
+      day date NOT NULL,
+      cost_nano bigint NOT NULL,
+      PRIMARY KEY (key_id, day)
+    )`,
+  ],
+  handlers: {
+    UsageCharged: async (e: RecordedEvent<'UsageCharged', Extract<AccountEvent, { type: 'UsageCharged' }>['data']>, tx) => {
+      await tx.query(
+        `INSERT INTO key_usage_daily (key_id, day, cost_nano) VALUES ($1, ($2::timestamptz AT TIME ZONE 'UTC')::date, $3)
+         ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,
+        [e.data.key_id, eventTime(e), e.data.amount_nano],
+      );
+    },
+  },
+};
+
+export interface KeyUsage {
+  lifetimeNano: bigint;
+  dailyNano: bigint;
+  /** Since Monday 00:00 UTC (spec 3.3). */
+  weeklyNano: bigint;
+  monthlyNano: bigint;
+}
+
+/** Usage of keys per period, as of `now` (the injected clock). */
+export async function keyUsage(sql: SqlExecutor, keyIds: string[], now: Date): Promise<Map<string, KeyUsage>> {
+  const { rows } = await sql.query<{ key_id: string; lifetime: string; daily: string; weekly: string; monthly: string }>(
+    `WITH today AS (SELECT ($2::timestamptz AT TIME ZONE 'UTC')::date AS d)
+     SELECT key_id,
+            SUM(cost_nano)::text AS lifetime,
+            COALESCE(SUM(cost_nano) FILTER (WHERE day = today.d), 0)::text AS daily,
+            COALESCE(SUM(cost_nano) FILTER (WHERE day >= date_trunc('week', today.d)::date), 0)::text AS weekly,
+            COALESCE(SUM(cost_nano) FILTER (WHERE day >= date_trunc('month', today.d)::date), 0)::text AS monthly
+       FROM key_usage_daily, today
+      WHERE key_id = ANY($1::text[]) AND day <= today.d
+      GROUP BY key_id`,
+    [keyIds, now.toISOString()],
+  );
+  const zero: KeyUsage = { lifetimeNano: 0n, dailyNano: 0n, weeklyNano: 0n, monthlyNano: 0n };
+  const out = new Map(keyIds.map((id) => [id, zero]));
+  for (const r of rows) {
+    out.set(r.key_id, { lifetimeNano: BigInt(r.lifetime), dailyNano: BigInt(r.daily), weeklyNano: BigInt(r.weekly), monthlyNano: BigInt(r.monthly) });
+  }
+  return out;
+}
