@@ -1,11 +1,19 @@
 import 'reflect-metadata';
 import { SingleBar, Presets } from 'cli-progress';
+import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Command } from 'commander';
+import { AdminService } from '../apps/gateway/src/admin/admin.service';
 import { GatewayModule } from '../apps/gateway/src/gateway.module';
+import { bodyValidation } from '../apps/gateway/src/http/validation';
+import { KeyRequest } from '../apps/gateway/src/keys/key.request';
+import { KeysService } from '../apps/gateway/src/keys/keys.service';
+import { nanoToUsd } from '../libs/platform/src/money';
 import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { configOrExit, runMain } from './process';
 import { createRuntime, type Runtime } from './runtime';
+
+const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
 /** Operator CLI: `npm run cli -- <command>`. */
 async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> {
@@ -15,6 +23,22 @@ async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> 
   } finally {
     await runtime.close();
   }
+}
+
+/**
+ * The gateway's services without its HTTP server. This process projects too (safe beside a
+ * worker), so what a command writes is readable when it prints.
+ */
+function withServices<T>(fn: (context: INestApplicationContext, runtime: Runtime) => Promise<T>): Promise<T> {
+  return withRuntime(async (runtime) => {
+    runtime.projections.start();
+    const context = await NestFactory.createApplicationContext(GatewayModule.forRoot(runtime), { logger: false });
+    try {
+      return await fn(context, runtime);
+    } finally {
+      await context.close();
+    }
+  });
 }
 
 export function buildCli(): Command {
@@ -58,17 +82,96 @@ export function buildCli(): Command {
     .command('dev-keys')
     .description('create on first use, then print, the dev account ($10.00) and its keys; written to $SVC_DATA_DIR/dev-keys.json')
     .action(() =>
-      withRuntime(async (runtime) => {
-        // The keys must authenticate when printed, so this process projects too (safe beside a worker).
-        runtime.projections.start();
-        const context = await NestFactory.createApplicationContext(GatewayModule.forRoot(runtime), { logger: false });
-        try {
-          const { keys } = await ensureDevKeys(context, runtime.config, devAdminToken(runtime.config));
-          console.log(JSON.stringify(keys, null, 2));
-        } finally {
-          await context.close();
-        }
+      withServices(async (context, runtime) => {
+        const { keys } = await ensureDevKeys(context, runtime.config, devAdminToken(runtime.config));
+        print(keys);
       }),
+    );
+
+  // The operator API's operations (README: Operator API), recorded with actor "cli".
+  const cli = { actor: 'cli' };
+  const accounts = program.command('accounts').description('accounts and credits');
+  accounts
+    .command('create')
+    .option('--credits <usd>', 'initial credits in USD', Number)
+    .action((options: { credits?: number }) =>
+      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, cli) })),
+    );
+  accounts
+    .command('credit <account> <usd>')
+    .description('add credits to an account')
+    .action((account: string, usd: string) =>
+      withServices(async (context) => {
+        const admin = context.get(AdminService);
+        await admin.addCredits(account, Number(usd), cli);
+        const row = await admin.credits(account);
+        print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(row.purchasedNano - row.usedNano) });
+      }),
+    );
+
+  program
+    .command('keys')
+    .command('create <account>')
+    .description('create a key and print its secret once; --body takes the JSON body of POST /v1/keys')
+    .option('--org <id>', 'create it inside this organization (the account must belong to it)')
+    .option('--body <json>', 'name, scope, environment, limit, allowed_models, ... as in POST /v1/keys', '{}')
+    .action((account: string, options: { org?: string; body: string }) =>
+      withServices(async (context) => {
+        let raw: unknown;
+        try {
+          raw = JSON.parse(options.body);
+        } catch {
+          throw new Error('--body is not JSON');
+        }
+        const body = (await bodyValidation().transform(raw, { type: 'body', metatype: KeyRequest })) as KeyRequest;
+        const keys = context.get(KeysService);
+        const { record, secret } = await keys.create(await context.get(AdminService).keyOwner(account, options.org), body, cli);
+        const [data] = await keys.present([record]);
+        print({ data, key: secret });
+      }),
+    );
+
+  const orgs = program.command('orgs').description('organizations and their members');
+  orgs
+    .command('create <owner-account>')
+    .option('--name <name>')
+    .action((owner: string, options: { name?: string }) =>
+      withServices(async (context) => print({ id: await context.get(AdminService).createOrg(owner, options.name, cli) })),
+    );
+  orgs
+    .command('add-member <org> <account> <role>')
+    .description('role: admin or member')
+    .action((org: string, account: string, role: string) =>
+      withServices(async (context) => {
+        if (role !== 'admin' && role !== 'member') throw new Error('role must be admin or member');
+        await context.get(AdminService).changeOrg(org, { type: 'AddMember', accountId: account, role }, cli);
+        print({ org_id: org, account_id: account, role });
+      }),
+    );
+  orgs
+    .command('remove-member <org> <account>')
+    .action((org: string, account: string) =>
+      withServices(async (context) => {
+        await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, cli);
+        print({ org_id: org, account_id: account, removed: true });
+      }),
+    );
+  orgs
+    .command('delete <org>')
+    .action((org: string) =>
+      withServices(async (context) => {
+        await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, cli);
+        print({ id: org, deleted: true });
+      }),
+    );
+
+  program
+    .command('audit-log')
+    .description('who changed keys and organizations, newest first')
+    .option('--account <id>', 'entries about this account or made by it')
+    .option('--limit <n>', 'at most this many', Number, 100)
+    .action((options: { account?: string; limit: number }) =>
+      withServices(async (context) => print(await context.get(AdminService).auditLog(options.account ?? null, options.limit))),
     );
   return program;
 }

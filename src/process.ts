@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, type Config } from '../libs/platform/src/config';
+import { ApiError } from '../libs/platform/src/errors';
 
 /** Reads the configuration, or stops the process naming the variable that is wrong. */
 export function configOrExit(): Config {
@@ -28,7 +29,8 @@ export function closeOnSignals(close: () => Promise<void>): void {
 
 export function runMain(main: () => Promise<void>): void {
   main().catch((err) => {
-    console.error(err);
+    // A refusal the API would answer with an error object is a message, not a crash.
+    console.error(err instanceof ApiError ? `${err.type}${err.code ? ` (${err.code})` : ''}: ${err.message}` : err);
     process.exit(1);
   });
 }

@@ -77,4 +77,20 @@ describe('operator CLI: projections', () => {
   it('refuses an unknown projection by name', async () => {
     await expect(cli('projections', 'rebuild', 'nope')).rejects.toThrow(/unknown projection nope/);
   });
+
+  it('runs the operator API\'s operations: accounts, credits, keys, organizations, audit log', async () => {
+    const owner = JSON.parse(await cli('accounts', 'create', '--credits', '2')).id;
+    const member = JSON.parse(await cli('accounts', 'create')).id;
+    expect(JSON.parse(await cli('accounts', 'credit', member, '0.5'))).toMatchObject({ account_id: member, total_credits: 0.5, balance: 0.5 });
+    const org = JSON.parse(await cli('orgs', 'create', owner, '--name', 'Acme')).id;
+    expect(JSON.parse(await cli('orgs', 'add-member', org, member, 'member'))).toMatchObject({ role: 'member' });
+    const key = JSON.parse(await cli('keys', 'create', member, '--org', org, '--body', '{"name": "ci", "scope": "read_only", "limit": 1}'));
+    expect(key.key).toMatch(/^svc_live_/);
+    expect(key.data).toMatchObject({ name: 'ci', scope: 'read_only', limit: 1, organization_id: org, created_by: member });
+    await expect(cli('keys', 'create', member, '--body', '{"scope": "root"}')).rejects.toMatchObject({ param: 'scope' });
+
+    const log = JSON.parse(await cli('audit-log', '--account', owner));
+    expect(log.map((e: { action: string }) => e.action)).toEqual(['key.created', 'org.member_added', 'org.created']);
+    expect(log[0]).toMatchObject({ actor: 'cli', account_id: owner, actor_account_id: null, target_id: key.data.id });
+  }, 30_000);
 });

@@ -2,15 +2,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../libs/platform/src/config';
+import { freshPgRunner } from '../../libs/platform/src/testing/pg';
 import { startAll, type Started } from '../../src/main';
+import type { RuntimeOptions } from '../../src/runtime';
 
 /**
  * Starts the whole service (gateway, projections, simulated upstream) on the embedded
  * defaults in a fresh data directory, on an ephemeral port.
  */
-export async function startGateway(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'svc-e2e-'))) {
+export async function startGateway(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'svc-e2e-')), options: RuntimeOptions = {}) {
   const config = loadConfig({ SVC_DATA_DIR: dataDir, PORT: '0', ...env });
-  const started: Started = await startAll(config, { logger: false });
+  const started: Started = await startAll(config, { logger: false, ...options });
   return Object.assign(started, {
     dataDir,
     removeDataDir: () => rmSync(dataDir, { recursive: true, force: true }),
@@ -18,6 +20,17 @@ export async function startGateway(env: Record<string, string> = {}, dataDir = m
 }
 
 /** A fetch against the gateway that returns status, headers and parsed JSON. */
+export type Call = ReturnType<typeof api>;
+
+/** A PostgreSQL URL on the run's database whose search_path is a fresh schema. */
+export async function freshPgSchemaUrl(prefix: string): Promise<string> {
+  const runner = await freshPgRunner(prefix);
+  await runner.close();
+  const url = new URL(process.env.DATABASE_URL!);
+  url.searchParams.set('options', `-c search_path=${runner.schema}`);
+  return url.toString();
+}
+
 export function api(baseUrl: string) {
   return async (method: string, path: string, { key, body, headers = {} }: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
     const response = await fetch(`${baseUrl}${path}`, {

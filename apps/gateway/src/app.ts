@@ -7,9 +7,11 @@ import { GatewayModule } from './gateway.module';
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
 export async function createGatewayApp(runtime: Runtime, { logger = true } = {}): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: true });
+  const { trustProxy } = runtime.config;
+  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: trustProxy.length > 0 ? trustProxy : false });
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
-    logger: logger ? ['error', 'warn', 'log'] : false,
+    // Route mapping at start is Nest's 'log' level: noise in production logs.
+    logger: logger ? ['error', 'warn'] : false,
   });
   await app.init();
   return app;

@@ -12,7 +12,7 @@ runMain(async () => {
   const runtime = await createRuntime(config);
   const app = await createGatewayApp(runtime);
   await app.listen({ port: config.port, host: config.host });
-  console.log(`svc-gateway listening on ${config.host}:${config.port}`);
+  console.log(`svc-gateway listening on ${await app.getUrl()}`);
   closeOnSignals(async () => {
     await app.close();
     await runtime.close();

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
 
 /**
  * The configuration contract of ARCHITECTURE section 7. Invalid values stop the process at
@@ -25,6 +26,12 @@ export interface Config {
   simulatorUrl: string | null;
   /** How long a gateway waits for the upstream before giving up (ms). */
   upstreamTimeoutMs: number;
+  /**
+   * Proxies whose X-Forwarded-For is believed (addresses or CIDR ranges); empty = none, and
+   * the client IP is the socket's. Trusting every proxy would let callers forge their IP
+   * and walk past a key's IP allowlist.
+   */
+  trustProxy: string[];
 }
 
 export class ConfigError extends Error {
@@ -38,6 +45,17 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+function addressList(variable: string, value: string | null): string[] {
+  if (value === null) return [];
+  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (!ipaddr.isValid(entry) && !ipaddr.isValidCIDR(entry)) {
+      throw new ConfigError(variable, `expected IP addresses or CIDR ranges separated by commas, got ${JSON.stringify(entry)}`);
+    }
+  }
+  return entries;
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const text = (name: string): string | null => {
@@ -96,5 +114,6 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey,
     simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
     upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
   };
 }
