@@ -1,5 +1,6 @@
 import { ApiError } from '../../platform/src/errors';
 import { assertModelAllowed, authenticate, authorize, keyFromHeaders, type Caller, type SecretMatch } from './authenticate';
+import { DEFAULT_KEY_SETTINGS } from './key';
 import { generateKeySecret, hashKeySecret } from './secrets';
 
 const NOW = new Date('2026-11-02T10:00:00Z');
@@ -10,18 +11,8 @@ const record: SecretMatch = {
   workspaceId: 'a1',
   orgId: null,
   createdBy: 'a1',
-  name: 'k',
-  project: null,
+  ...DEFAULT_KEY_SETTINGS,
   environment: 'test',
-  scope: 'full',
-  limit_nano: null,
-  limit_reset: 'monthly',
-  allowed_models: null,
-  allowed_ips: null,
-  allowed_referrers: null,
-  rpm_limit: null,
-  tpm_limit: null,
-  expires_at: null,
   secretHint: 'svc_test_...',
   createdAt: '2026-11-01T00:00:00.000Z',
   updatedAt: '2026-11-01T00:00:00.000Z',

@@ -1,23 +1,10 @@
 import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
-import { keyDecider, MAX_ROTATION_GRACE_SECONDS, type KeyEvent, type KeySettings } from './key';
+import { DEFAULT_KEY_SETTINGS, keyDecider, MAX_ROTATION_GRACE_SECONDS, type KeyEvent, type KeySettings } from './key';
 import { generateKeySecret, hashesEqual, hashKeySecret, isKeySecretShape, secretHint } from './secrets';
 
 // The spec helper's clock reads 2026-11-02T10:00:00Z.
 const spec = deciderSpec(keyDecider);
-const settings: KeySettings = {
-  name: 'dev',
-  project: null,
-  environment: 'test',
-  scope: 'full',
-  limit_nano: null,
-  limit_reset: 'monthly',
-  allowed_models: null,
-  allowed_ips: null,
-  allowed_referrers: null,
-  rpm_limit: null,
-  tpm_limit: null,
-  expires_at: null,
-};
+const settings: KeySettings = { ...DEFAULT_KEY_SETTINGS, name: 'dev', environment: 'test' };
 const created: KeyEvent = {
   type: 'KeyCreated',
   data: {

@@ -25,6 +25,22 @@ export interface KeySettings {
   expires_at: string | null;
 }
 
+/** Spec 4.19 defaults: a live full key, no spend limit, resetting monthly, no restrictions. */
+export const DEFAULT_KEY_SETTINGS: Readonly<KeySettings> = {
+  name: 'Unnamed key',
+  project: null,
+  environment: 'live',
+  scope: 'full',
+  limit_nano: null,
+  limit_reset: 'monthly',
+  allowed_models: null,
+  allowed_ips: null,
+  allowed_referrers: null,
+  rpm_limit: null,
+  tpm_limit: null,
+  expires_at: null,
+};
+
 export type KeyEvent =
   | DomainEvent<
       'KeyCreated',

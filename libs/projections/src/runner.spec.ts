@@ -1,6 +1,6 @@
 import { AggregateStore } from '../../eventstore/src/aggregate-store';
 import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import { keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
+import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
 import { accountDecider, accountStream, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
 import { ManualClock } from '../../platform/src/clock';
 import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
@@ -19,20 +19,7 @@ const stats: GenerationStats = {
   ttft_ms: null,
 };
 
-const KEY_SETTINGS: KeySettings = {
-  name: 'k',
-  project: null,
-  environment: 'test',
-  scope: 'full',
-  limit_nano: null,
-  limit_reset: 'monthly',
-  allowed_models: ['sim/echo'],
-  allowed_ips: null,
-  allowed_referrers: null,
-  rpm_limit: 5,
-  tpm_limit: null,
-  expires_at: null,
-};
+const KEY_SETTINGS: KeySettings = { ...DEFAULT_KEY_SETTINGS, environment: 'test', allowed_models: ['sim/echo'], rpm_limit: 5 };
 
 /** A few accounts with credits, charged, released and open holds, and keys (one revoked). */
 async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Promise<string> {

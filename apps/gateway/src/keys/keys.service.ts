@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventMetadata } from '../../../../libs/eventstore/src/port';
 import type { Caller, KeyRecord } from '../../../../libs/identity/src/authenticate';
 import { IdentityCommand } from '../../../../libs/identity/src/identity.module';
-import type { KeyCommand, KeySettings } from '../../../../libs/identity/src/key';
+import { DEFAULT_KEY_SETTINGS, type KeyCommand, type KeySettings } from '../../../../libs/identity/src/key';
 import { canManageKey, type KeyManager } from '../../../../libs/identity/src/permissions';
 import { generateKeySecret, hashKeySecret, secretHint } from '../../../../libs/identity/src/secrets';
 import { ApiError } from '../../../../libs/platform/src/errors';
@@ -125,7 +125,7 @@ export class KeysService {
   private settings(body: KeyRequest, now: Date): KeySettings;
   private settings(body: KeyRequest, now: Date, current: KeySettings): Partial<KeySettings>;
   private settings(body: KeyRequest, now: Date, current?: KeySettings): KeySettings | Partial<KeySettings> {
-    const environment = body.environment ?? current?.environment ?? 'live';
+    const environment = body.environment ?? current?.environment ?? DEFAULT_KEY_SETTINGS.environment;
     const defaults = DEFAULT_RATE_LIMITS[environment];
     // Spec 5.4 and 8: a key can only lower its rate limits.
     if (body.rpm_limit != null && body.rpm_limit > defaults.requests_per_minute) {
@@ -159,21 +159,7 @@ export class KeysService {
     };
     const changes = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<KeySettings>;
     if (current) return changes;
-    return {
-      name: 'Unnamed key',
-      project: null,
-      environment,
-      scope: 'full',
-      limit_nano: null,
-      limit_reset: 'monthly',
-      allowed_models: null,
-      allowed_ips: null,
-      allowed_referrers: null,
-      rpm_limit: null,
-      tpm_limit: null,
-      expires_at: null,
-      ...changes,
-    };
+    return { ...DEFAULT_KEY_SETTINGS, ...changes };
   }
 }
 
