@@ -122,6 +122,63 @@ describe('identity', () => {
     });
   });
 
+  describe('every scope x operation x restriction (spec 5, 7)', () => {
+    type Scope = 'full' | 'read_only' | 'management';
+    type Op = 'model call' | 'lookup' | 'management';
+    type Restriction = 'model' | 'ip' | 'cidr' | 'referrer' | 'expired' | 'revoked';
+    const scopes: Scope[] = ['full', 'read_only', 'management'];
+    const ops: Op[] = ['model call', 'lookup', 'management'];
+    const restrictions: Record<Restriction, Record<string, unknown>> = {
+      model: { allowed_models: ['sim/small-8k'] },
+      ip: { allowed_ips: ['198.51.100.7'] },
+      cidr: { allowed_ips: ['198.51.100.0/24', '2001:db8::/32'] },
+      referrer: { allowed_referrers: ['app.example.com'] },
+      expired: { expires_in_days: 1 },
+      revoked: {},
+    };
+    // Each request comes from outside the key's allowlists, with no Origin or Referer.
+    const from = { 'x-forwarded-for': '2001:db9::1' };
+    const secrets = new Map<string, string>();
+
+    beforeAll(async () => {
+      const acc = await account();
+      const management = (await adminKey(acc, { scope: 'management' })).secret;
+      for (const scope of scopes) {
+        for (const [restriction, body] of Object.entries(restrictions)) {
+          const key = await adminKey(acc, { scope, ...body });
+          secrets.set(`${scope}/${restriction}`, key.secret);
+          if (restriction === 'revoked') expect((await call('DELETE', `/v1/keys/${key.id}`, { key: management })).status).toBe(200);
+        }
+      }
+      clock.advance(24 * 3600 * 1000);
+    });
+
+    /** The rules: 401 before restrictions, restrictions before scope, scope before the model allowlist. */
+    const expected = (scope: Scope, op: Op, restriction: Restriction): [number, string | null] => {
+      if (restriction === 'revoked') return [401, 'invalid_api_key'];
+      if (restriction === 'expired') return [401, 'key_expired'];
+      if (restriction === 'ip' || restriction === 'cidr') return [403, 'ip_not_allowed'];
+      if (restriction === 'referrer') return [403, 'referrer_not_allowed'];
+      if (op === 'management') return scope === 'management' ? [200, null] : [403, 'management_key_required'];
+      if (op === 'lookup') return [200, null];
+      if (scope === 'management') return [403, 'management_key_used_for_model_call'];
+      if (scope === 'read_only') return [403, 'read_only_key'];
+      return [404, 'model_not_found'];
+    };
+    const rows = scopes.flatMap((scope) => ops.flatMap((op) => (Object.keys(restrictions) as Restriction[]).map((r) => [scope, op, r] as const)));
+
+    it.each(rows)('%s key, %s, %s restriction', async (scope, op, restriction) => {
+      const key = secrets.get(`${scope}/${restriction}`)!;
+      const r =
+        op === 'model call'
+          ? await call('POST', '/v1/chat/completions', { key, body: chat, headers: from })
+          : await call('GET', op === 'lookup' ? '/v1/credits' : '/v1/keys', { key, headers: from });
+      const [status, code] = expected(scope, op, restriction);
+      expect(r.status).toBe(status);
+      if (code !== null) expect(r.json.error.code).toBe(code);
+    });
+  });
+
   describe('key management (spec 4.19, 4.20)', () => {
     let acc: string;
     let management: string;
@@ -219,7 +276,9 @@ describe('identity', () => {
       expect(own.json.data).toMatchObject({ id, limit: 1, limit_reset: 'daily', rate_limit: expect.objectContaining({ requests_per_minute: 600 }) });
       for (const field of ['usage', 'usage_daily', 'usage_weekly', 'usage_monthly']) expect(usdToNano(own.json.data[field])).toBe(costNano);
       expect(usdToNano(own.json.data.limit_remaining)).toBe(1_000_000_000n - costNano);
-      expect(own.json.data.limit_resets_at).toBe('2026-11-04T00:00:00.000Z');
+      const nextMidnight = new Date(clock.now());
+      nextMidnight.setUTCHours(24, 0, 0, 0);
+      expect(own.json.data.limit_resets_at).toBe(nextMidnight.toISOString());
       const listed = (await call('GET', '/v1/keys', { key: management })).json.data.find((k: { id: string }) => k.id === id);
       expect(usdToNano(listed.usage_monthly)).toBe(costNano);
       expect(listed.limit_remaining).toBe(own.json.data.limit_remaining);
