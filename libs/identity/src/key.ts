@@ -1,11 +1,12 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
+import type { LimitReset } from '../../ledger/src/spend-window';
 
 /** The key aggregate (stream `key-<id>`): lifecycle and restrictions of one API key. */
 export const keyStream = (keyId: string) => `key-${keyId}`;
 
 export type KeyScope = 'full' | 'read_only' | 'management';
 export type KeyEnvironment = 'live' | 'test';
-export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
+export type { LimitReset };
 
 /** The settable fields of spec 4.19, as recorded (money in nano-USD strings, expiry as a date). */
 export interface KeySettings {

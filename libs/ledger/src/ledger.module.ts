@@ -1,9 +1,10 @@
-import { Inject, Module } from '@nestjs/common';
+import { Inject, Logger, Module } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { AggregateStore, Handled } from '../../eventstore/src/aggregate-store';
+import { DomainError } from '../../eventstore/src/decider';
 import type { EventMetadata } from '../../eventstore/src/port';
 import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
-import { accountDecider, accountStream, type AccountCommand, type AccountEvent, type AccountState } from './account';
+import { accountDecider, accountStream, isLimitRefusal, type AccountCommand, type AccountEvent, type AccountState, type PlaceHold } from './account';
 
 /** A command for the account aggregate, through the command bus. */
 export class LedgerCommand extends Command<Handled<AccountState, AccountEvent>> {
@@ -18,10 +19,33 @@ export class LedgerCommand extends Command<Handled<AccountState, AccountEvent>> 
 
 @CommandHandler(LedgerCommand)
 export class LedgerCommandHandler implements ICommandHandler<LedgerCommand> {
+  private readonly logger = new Logger('ledger');
+
   constructor(@Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore) {}
 
-  execute({ accountId, command, metadata }: LedgerCommand) {
-    return this.aggregates.handle(accountDecider, accountStream(accountId), command, metadata);
+  async execute({ accountId, command, metadata }: LedgerCommand) {
+    const stream = accountStream(accountId);
+    try {
+      return await this.aggregates.handle(accountDecider, stream, command, metadata);
+    } catch (err) {
+      if (command.type === 'PlaceHold' && err instanceof DomainError && isLimitRefusal(err.code)) {
+        await this.recordRefusal(stream, command, metadata);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * A refusal throws, so it cannot carry its KeySpendCapReached / DailyLimitReached event: a
+   * second decision records it (once per window; later refusals decide nothing and append
+   * nothing). Best effort: the caller gets its 429 either way, and the next refusal retries.
+   */
+  private async recordRefusal(stream: string, hold: PlaceHold, metadata: EventMetadata): Promise<void> {
+    try {
+      await this.aggregates.handle(accountDecider, stream, { type: 'RecordLimitRefusal', hold }, metadata);
+    } catch (err) {
+      this.logger.warn(`could not record a spend limit refusal on ${stream}: ${(err as Error).message}`);
+    }
   }
 }
 

@@ -10,7 +10,7 @@ import { generateKeySecret, hashKeySecret, secretHint } from '../../../../libs/i
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd, usdToNano } from '../../../../libs/platform/src/money';
 import { DEFAULT_RATE_LIMITS, effectiveRateLimits } from '../../../../libs/platform/src/rate-limits';
-import { windowResetsAt } from '../../../../libs/platform/src/utc-windows';
+import { windowResetsAt } from '../../../../libs/ledger/src/spend-window';
 import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../runtime.module';
