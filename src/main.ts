@@ -5,6 +5,8 @@ import type { Config } from '../libs/platform/src/config';
 import { devAdminToken, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
+import { startBackground } from './background';
+import type { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
 
 export interface Started {
   url: string;
@@ -12,6 +14,7 @@ export interface Started {
   created: boolean;
   runtime: Runtime;
   app: NestFastifyApplication;
+  sweeper: HoldExpirySweeper;
   close(): Promise<void>;
 }
 
@@ -24,8 +27,8 @@ export async function startAll(config: Config, options: RuntimeOptions & { logge
   const runtime = await createRuntime(config, { ...options, adminToken });
   let app: NestFastifyApplication | undefined;
   try {
-    runtime.projections.start();
     app = await createGatewayApp(runtime, { logger: options.logger ?? true });
+    const background = startBackground(runtime, app);
     const { keys, created } = await ensureDevKeys(app, config, adminToken);
     await app.listen({ port: config.port, host: config.host });
     const address = app.getHttpServer().address();
@@ -38,8 +41,10 @@ export async function startAll(config: Config, options: RuntimeOptions & { logge
       created,
       runtime,
       app,
+      sweeper: background.sweeper,
       close: async () => {
         await started.close();
+        await background.stop();
         await runtime.close();
       },
     };

@@ -1,50 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { api, freshPgSchemaUrl, startGateway } from '../support/gateway';
+import { spawnGateway } from '../support/second-gateway';
 
-const ROOT = join(__dirname, '..', '..');
-const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
 const ADMIN_TOKEN = 'admin-token-for-revocation-tests';
-
-/** A second, separate gateway process (the production entry point) on the same PostgreSQL. */
-function spawnGateway(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: ADMIN_TOKEN };
-  delete env.EVENTSTORE_URL;
-  const child = spawn(process.execPath, [GATEWAY], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const fail = (why: string) => {
-      child.kill('SIGKILL');
-      reject(new Error(`second gateway ${why}:\n${output}`));
-    };
-    const timer = setTimeout(() => fail('did not start'), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(output);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`second gateway exited with ${code}:\n${output}`));
-    });
-  });
-}
 
 describe('revocation is immediate across gateway processes (spec 3.3, 5.5)', () => {
   let first: Awaited<ReturnType<typeof startGateway>>;
   let second: { child: ChildProcess; url: string };
 
   beforeAll(async () => {
-    if (!existsSync(GATEWAY)) throw new Error('dist is missing: `npm test` builds it first (npm run build)');
     const databaseUrl = await freshPgSchemaUrl('revoke');
     first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN });
-    second = await spawnGateway(databaseUrl);
+    second = await spawnGateway(databaseUrl, ADMIN_TOKEN);
   }, 60_000);
 
   afterAll(async () => {

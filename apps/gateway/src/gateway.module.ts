@@ -16,7 +16,7 @@ import { AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CurrentKeyController, KeysController } from './keys/keys.controller';
 import { KeysService } from './keys/keys.service';
-import { RuntimeModule } from './runtime.module';
+import { RuntimeModule } from '../../../src/runtime.module';
 
 @Module({})
 export class GatewayModule {

@@ -1,11 +1,19 @@
 import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { startBackground } from '../../../src/background';
 import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '../../../src/runtime';
+import { WorkerModule } from './worker.module';
 
-/** Background work: keeps every projection up to date from the event log. */
+/** Background work: projections from the event log, and expiry of holds nobody settled. */
 runMain(async () => {
   const runtime = await createRuntime(configOrExit(), { withProviders: false });
-  runtime.projections.start();
-  console.log(`svc-worker running projections: ${runtime.projections.projections.map((p) => p.name).join(', ')}`);
-  closeOnSignals(() => runtime.close());
+  const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: ['error', 'warn'] });
+  const background = startBackground(runtime, context);
+  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry`);
+  closeOnSignals(async () => {
+    await background.stop();
+    await context.close();
+    await runtime.close();
+  });
 });

@@ -51,3 +51,4 @@ export class LedgerCommandHandler implements ICommandHandler<LedgerCommand> {
 
 @Module({ providers: [LedgerCommandHandler] })
 export class LedgerModule {}
+

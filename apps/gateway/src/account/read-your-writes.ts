@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Position } from '../../../../libs/eventstore/src/port';
 import { ProjectionTimeoutError } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../runtime.module';
+import { RUNTIME } from '../../../../src/runtime.module';
 
 /**
  * ARCHITECTURE section 6: a read that must see the caller's own write waits for the

@@ -5,7 +5,7 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
 import { bodyValidation } from '../http/validation';
 import { KeysService } from '../keys/keys.service';
-import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest } from './admin.request';
+import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, UpdateAccountRequest } from './admin.request';
 import { AdminGuard } from './admin.guard';
 import { AdminService } from './admin.service';
 import type { CreditsRow } from '../../../../libs/projections/src';
@@ -18,6 +18,7 @@ function presentCredits(accountId: string, row: CreditsRow) {
     total_credits: nanoToUsd(row.purchasedNano),
     total_usage: nanoToUsd(row.usedNano),
     balance: nanoToUsd(row.purchasedNano - row.usedNano),
+    daily_limit_usd: row.dailyLimitNano === null ? null : nanoToUsd(row.dailyLimitNano),
   };
 }
 
@@ -38,6 +39,13 @@ export class AdminController {
 
   @Get('accounts/:id')
   async account(@Param('id') id: string) {
+    return { data: presentCredits(id, await this.admin.credits(id)) };
+  }
+
+  /** The account's daily spend limit (spec 8): `{"daily_limit_usd": n | null}`. */
+  @Patch('accounts/:id')
+  async updateAccount(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: UpdateAccountRequest) {
+    await this.admin.setDailyLimit(id, body.daily_limit_usd, actor(request));
     return { data: presentCredits(id, await this.admin.credits(id)) };
   }
 

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../runtime.module';
+import { RUNTIME } from '../../../../src/runtime.module';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 

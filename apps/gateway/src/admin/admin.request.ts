@@ -1,4 +1,4 @@
-import { IsIn, IsNumber, IsOptional, IsString, MaxLength, Min, MinLength } from 'class-validator';
+import { IsIn, IsNumber, IsOptional, IsString, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
 import { KeyRequest } from '../keys/key.request';
 
 export class CreateAccountRequest {
@@ -45,4 +45,12 @@ export class MemberRequest {
 export class MemberRoleRequest {
   @IsIn(['admin', 'member'], { message: 'role must be admin or member.' })
   role!: 'admin' | 'member';
+}
+
+export class UpdateAccountRequest {
+  /** The account's daily spend limit in USD (resets 00:00 UTC); null removes it. */
+  @ValidateIf((_, v) => v !== null)
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'daily_limit_usd must be a number of USD or null.' })
+  @Min(0, { message: 'daily_limit_usd must not be negative.' })
+  daily_limit_usd!: number | null;
 }

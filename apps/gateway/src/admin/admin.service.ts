@@ -5,12 +5,13 @@ import { DomainError } from '../../../../libs/eventstore/src/decider';
 import type { EventMetadata, Position } from '../../../../libs/eventstore/src/port';
 import { OrganizationCommand } from '../../../../libs/identity/src/identity.module';
 import type { OrgCommand } from '../../../../libs/identity/src/organization';
+import type { AccountCommand } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { usdToNano } from '../../../../libs/platform/src/money';
 import { getCredits, getOrg, listAuditLog, orgRoleOf, type AuditEntry, type CreditsRow } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../runtime.module';
+import { RUNTIME } from '../../../../src/runtime.module';
 import type { KeyOwner } from '../keys/keys.service';
 
 export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
@@ -38,14 +39,27 @@ export class AdminService {
     } catch {
       throw ApiError.invalidRequest('amount_usd must be a positive USD amount with at most 9 decimals.', 'amount_usd');
     }
-    const result = await this.commands
-      .execute(new LedgerCommand(accountId, { type: 'AddCredits', amountNano, reason: 'admin' }, metadata))
-      .catch((err: unknown) => {
-        throw err instanceof DomainError && err.code === 'account_not_found' ? accountNotFound(accountId) : err;
-      });
-    const position = result.appended!.position;
-    await this.settle(position, 'credits');
-    return position;
+    return (await this.ledger(accountId, { type: 'AddCredits', amountNano, reason: 'admin' }, metadata))!;
+  }
+
+  /** A command for an existing account; returns the position once the credits read model has it. */
+  private async ledger(accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<Position | null> {
+    const result = await this.commands.execute(new LedgerCommand(accountId, command, metadata)).catch((err: unknown) => {
+      throw err instanceof DomainError && err.code === 'account_not_found' ? accountNotFound(accountId) : err;
+    });
+    if (!result.appended) return null;
+    await this.settle(result.appended.position, 'credits');
+    return result.appended.position;
+  }
+
+  async setDailyLimit(accountId: string, limitUsd: number | null, metadata: EventMetadata): Promise<void> {
+    let limitNano: bigint | null;
+    try {
+      limitNano = limitUsd === null ? null : usdToNano(limitUsd);
+    } catch {
+      throw ApiError.invalidRequest('daily_limit_usd must be a USD amount with at most 9 decimals, or null.', 'daily_limit_usd');
+    }
+    await this.ledger(accountId, { type: 'SetDailyLimit', limitNano }, metadata);
   }
 
   async credits(accountId: string): Promise<CreditsRow> {

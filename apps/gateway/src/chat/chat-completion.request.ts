@@ -85,5 +85,14 @@ export class ChatCompletionRequest {
   @IsObject({ message: 'stream_options must be an object.' })
   stream_options?: { include_usage?: boolean };
 
+  /** The end user (spec 4.2), reported in activity. */
+  @IsOptional()
+  @IsString({ message: 'safety_identifier must be a string.' })
+  safety_identifier?: string;
+
+  @IsOptional()
+  @IsString({ message: 'user must be a string.' })
+  user?: string;
+
   [extra: string]: unknown;
 }

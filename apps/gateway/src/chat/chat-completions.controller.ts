@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { ApiError } from '../../../../libs/platform/src/errors';
@@ -15,11 +15,20 @@ export class ChatCompletionsController {
 
   @Post('completions')
   @HttpCode(200)
-  async create(@CallerParam() caller: Caller, @Body(bodyValidation()) body: ChatCompletionRequest, @Res({ passthrough: true }) reply: FastifyReply) {
+  async create(
+    @CallerParam() caller: Caller,
+    @Body(bodyValidation()) body: ChatCompletionRequest,
+    @Headers('x-client-request-id') clientRequestId: string | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    if (clientRequestId !== undefined && clientRequestId.length > 255) {
+      throw ApiError.invalidRequest('X-Client-Request-Id must be at most 255 characters.', 'X-Client-Request-Id');
+    }
+    if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
     if (body.stream === true) {
       throw ApiError.invalidRequest('Streaming is not available on this server yet; send stream: false.', 'stream', 'unsupported_parameter');
     }
-    const { generationId, body: response } = await this.chat.create(caller, body);
+    const { generationId, body: response } = await this.chat.create(caller, body, { clientRequestId });
     void reply.header('x-svc-generation-id', generationId);
     return response;
   }

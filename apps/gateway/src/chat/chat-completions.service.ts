@@ -12,12 +12,17 @@ import type { ChatCompletion } from '../../../../libs/providers/src/wire';
 import { countChatPromptTokens } from '../../../../libs/providers/src/tokens';
 import type { Runtime } from '../../../../src/runtime';
 import { ReadYourWrites } from '../account/read-your-writes';
-import { RUNTIME } from '../runtime.module';
+import { RUNTIME } from '../../../../src/runtime.module';
 import type { ChatCompletionRequest } from './chat-completion.request';
 
 const ENDPOINT = '/v1/chat/completions';
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
 const HOLD_GRACE_MS = 15 * 60_000;
+
+export interface RequestContext {
+  /** X-Client-Request-Id (spec 4): echoed back and stored on the generation. */
+  clientRequestId?: string;
+}
 
 export interface ChatCompletionResponse {
   generationId: string;
@@ -35,11 +40,18 @@ export class ChatCompletionsService {
     private readonly reads: ReadYourWrites,
   ) {}
 
-  async create(caller: Caller, request: ChatCompletionRequest): Promise<ChatCompletionResponse> {
+  async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
     const model = this.resolveModel(caller, request.model);
     const generationId = `gen-${randomBytes(12).toString('hex')}`;
-    const ledger = (command: LedgerCommand['command']) =>
-      this.commands.execute(new LedgerCommand(caller.accountId, command, { actor: caller.keyId, correlationId: generationId }));
+    // Ids, not content: the end user's id and the client's request id go with the events.
+    const user = request.safety_identifier ?? request.user;
+    const metadata = {
+      actor: `key:${caller.keyId}`,
+      correlationId: generationId,
+      ...(context.clientRequestId ? { client_request_id: context.clientRequestId } : {}),
+      ...(typeof user === 'string' ? { user } : {}),
+    };
+    const ledger = (command: LedgerCommand['command']) => this.commands.execute(new LedgerCommand(caller.accountId, command, metadata));
 
     // Step 7, spec 1 rule 1: hold the worst case before anything is spent.
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
@@ -52,6 +64,8 @@ export class ChatCompletionsService {
       model: model.id,
       endpoint: ENDPOINT,
       ttlMs: this.runtime.config.upstreamTimeoutMs + HOLD_GRACE_MS,
+      // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
+      keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
     this.reads.wrote(caller.accountId, placed.appended?.position);
 

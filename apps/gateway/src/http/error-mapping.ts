@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { DomainError } from '../../../../libs/eventstore/src/decider';
+import { isLimitRefusal } from '../../../../libs/ledger/src/account';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
 
@@ -7,9 +8,9 @@ import { ProviderError } from '../../../../libs/providers/src/provider-error';
  * Turns whatever a request ended with into the spec's error object (section 2.1) and status
  * (section 7). Only errors nobody expected become 500.
  */
-export function toApiError(err: unknown): ApiError {
+export function toApiError(err: unknown, now: Date): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof DomainError) return fromDomain(err);
+  if (err instanceof DomainError) return fromDomain(err, now);
   if (err instanceof ProviderError) return fromProvider(err);
   if (err instanceof HttpException) return fromHttpException(err);
   const fastify = fromFastify(err);
@@ -17,7 +18,24 @@ export function toApiError(err: unknown): ApiError {
   return ApiError.internal();
 }
 
-function fromDomain(err: DomainError): ApiError {
+const LIMIT_MESSAGES: Record<string, string> = {
+  daily_spend_cap_reached: "This key's daily spend limit is reached; it resets at 00:00 UTC.",
+  weekly_spend_cap_reached: "This key's weekly spend limit is reached; it resets on Monday at 00:00 UTC.",
+  monthly_spend_cap_reached: "This key's monthly spend limit is reached; it resets on the 1st at 00:00 UTC.",
+  key_limit_reached: "This key's lifetime spend limit is reached.",
+  daily_spend_limit_reached: "The account's daily spend limit is reached; it resets at 00:00 UTC.",
+};
+
+/** Spec 7 (429 insufficient_quota row): a spend limit says when it resets. */
+function limitReached(err: DomainError, now: Date): ApiError {
+  const resetsAt = typeof err.details.resets_at === 'string' ? Date.parse(err.details.resets_at) : NaN;
+  const headers: Record<string, string> = {};
+  if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
+  return new ApiError(429, 'insufficient_quota', LIMIT_MESSAGES[err.code], err.code, null, headers);
+}
+
+function fromDomain(err: DomainError, now: Date): ApiError {
+  if (isLimitRefusal(err.code)) return limitReached(err, now);
   switch (err.code) {
     case 'insufficient_quota':
       return new ApiError(

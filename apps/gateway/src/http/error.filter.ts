@@ -1,4 +1,5 @@
-import { Catch, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { Catch, Inject, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
 import type { FastifyReply } from 'fastify';
 import { toApiError } from './error-mapping';
 
@@ -7,9 +8,11 @@ import { toApiError } from './error-mapping';
 export class ApiErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
+  constructor(@Inject(CLOCK) private readonly clock: Clock) {}
+
   catch(err: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const apiError = toApiError(err);
+    const apiError = toApiError(err, this.clock.now());
     if (apiError.status >= 500 && apiError.code === 'internal_error') {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }

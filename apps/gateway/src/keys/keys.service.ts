@@ -13,7 +13,7 @@ import { DEFAULT_RATE_LIMITS, effectiveRateLimits } from '../../../../libs/platf
 import { windowResetsAt } from '../../../../libs/ledger/src/spend-window';
 import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../runtime.module';
+import { RUNTIME } from '../../../../src/runtime.module';
 import type { KeyRequest } from './key.request';
 
 /** Where a new key lives and who pays for it. */

@@ -20,7 +20,8 @@ export const keyUsageProjection: Projection = {
       await tx.query(
         `INSERT INTO key_usage_daily (key_id, day, cost_nano) VALUES ($1, ($2::timestamptz AT TIME ZONE 'UTC')::date, $3)
          ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,
-        [e.data.key_id, eventTime(e), e.data.amount_nano],
+        // The decider counts a charge in the window of charged_at (absent on the oldest events).
+        [e.data.key_id, e.data.charged_at ?? eventTime(e), e.data.amount_nano],
       );
     },
   },

@@ -1,8 +1,8 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { AGGREGATE_STORE, EVENT_STORE } from '../../../libs/eventstore/src/tokens';
-import { CLOCK } from '../../../libs/platform/src/clock';
-import { CONFIG, READ_DB } from '../../../libs/platform/src/tokens';
-import type { Runtime } from '../../../src/runtime';
+import { AGGREGATE_STORE, EVENT_STORE } from '../libs/eventstore/src/tokens';
+import { CLOCK } from '../libs/platform/src/clock';
+import { CONFIG, READ_DB } from '../libs/platform/src/tokens';
+import type { Runtime } from './runtime';
 
 export const RUNTIME = Symbol('RUNTIME');
 

@@ -1,0 +1,13 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { LedgerModule } from '../../../libs/ledger/src/ledger.module';
+import type { Runtime } from '../../../src/runtime';
+import { RuntimeModule } from '../../../src/runtime.module';
+
+/** The worker's command bus: background jobs decide through the same handlers as the gateway. */
+@Module({})
+export class WorkerModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    return { module: WorkerModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule] };
+  }
+}

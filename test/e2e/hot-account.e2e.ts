@@ -1,0 +1,63 @@
+import type { ChildProcess } from 'node:child_process';
+import { accountStream } from '../../libs/ledger/src/account';
+import { worstCaseCost } from '../../libs/ledger/src/pricing';
+import { nanoToUsdString, usdToNano } from '../../libs/platform/src/money';
+import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { api, freshPgSchemaUrl, startGateway } from '../support/gateway';
+import { spawnGateway } from '../support/second-gateway';
+
+const ADMIN_TOKEN = 'admin-token-for-hot-account-tests';
+// Every request stays in flight for a while, so all 200 holds are decided while none has settled.
+const messages = [{ role: 'user', content: 'hold on\n#sim {"delay_ms": 1500}' }];
+const body = { model: 'sim/echo', messages, max_tokens: 100 };
+
+/**
+ * Spec 1, rule 1 under concurrency (issue: ledger): two gateway processes on one PostgreSQL,
+ * 200 requests in flight on one account that can afford exactly 50 worst cases.
+ */
+describe('a hot account never overdraws', () => {
+  let first: Awaited<ReturnType<typeof startGateway>>;
+  let second: { child: ChildProcess; url: string };
+
+  beforeAll(async () => {
+    const databaseUrl = await freshPgSchemaUrl('hot');
+    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN });
+    second = await spawnGateway(databaseUrl, ADMIN_TOKEN);
+  }, 60_000);
+
+  afterAll(async () => {
+    second?.child.removeAllListeners('exit');
+    second?.child.kill('SIGTERM');
+    await first?.close();
+    first?.removeDataDir();
+  });
+
+  it('exactly 50 of 200 concurrent requests from two processes get a hold; the rest get 402; the balance stays >= 0', async () => {
+    const one = api(first.url.replace(/\/v1$/, ''));
+    const two = api(second.url);
+    const worstCase = worstCaseCost(countChatPromptTokens(messages), body.max_tokens, first.runtime.catalog.get('sim/echo')!.prices);
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: Number(nanoToUsdString(50n * worstCase)) }, headers: admin })).json.id;
+    const key = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: {}, headers: admin })).json.key;
+
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => (i % 2 ? one : two)('POST', '/v1/chat/completions', { key, body })),
+    );
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(150);
+    for (const r of results.filter((r) => r.status === 402)) expect(r.json.error.type).toBe('insufficient_quota');
+    // Both processes admitted some: the contention really crossed processes.
+    expect(new Set(results.map((r, i) => (r.status === 200 ? i % 2 : -1)).filter((p) => p >= 0)).size).toBe(2);
+
+    const charged = results.filter((r) => r.status === 200).reduce((sum, r) => sum + usdToNano(r.json.usage.cost), 0n);
+    // The other process's last charge may come after this one's: wait for the whole stream.
+    const [last] = await first.runtime.store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 });
+    await first.runtime.projections.waitFor(last.position, ['credits']);
+    const credits = (await one('GET', '/v1/credits', { key })).json.data;
+    expect(credits.open_holds).toBe(0);
+    expect(usdToNano(credits.total_usage)).toBe(charged);
+    expect(usdToNano(credits.balance)).toBe(50n * worstCase - charged);
+    expect(credits.balance).toBeGreaterThanOrEqual(0);
+  }, 60_000);
+});

@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
+
+/** A second, separate gateway process (the production entry point) on the same PostgreSQL. */
+export function spawnGateway(databaseUrl: string, adminToken: string): Promise<{ child: ChildProcess; url: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: adminToken };
+  delete env.EVENTSTORE_URL;
+  if (!existsSync(GATEWAY)) throw new Error('dist is missing: `npm test` builds it first (npm run build)');
+  const child = spawn(process.execPath, [GATEWAY], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const fail = (why: string) => {
+      child.kill('SIGKILL');
+      reject(new Error(`second gateway ${why}:\n${output}`));
+    };
+    const timer = setTimeout(() => fail('did not start'), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1] });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`second gateway exited with ${code}:\n${output}`));
+    });
+  });
+}
