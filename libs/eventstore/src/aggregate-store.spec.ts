@@ -79,4 +79,24 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(availableNano(state)).toBe(0n);
     expect(Object.keys(state.holds)).toHaveLength(50);
   }, 30_000);
+
+  it('batches the commands in flight on a hot stream: few appends, no conflicts in one process, exact refusals', async () => {
+    const aggregates = new AggregateStore(store, clock);
+    const stream = accountStream('batched');
+    await aggregates.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'batched' });
+    await aggregates.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 100n * 3n, reason: 'signup' });
+    const before = { ...aggregates.stats };
+    const results = await Promise.allSettled(Array.from({ length: 256 }, (_, i) => aggregates.handle(accountDecider, stream, hold(`b${i}`, 3n))));
+    const placed = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ events: { type: string }[] }>[];
+    expect(placed).toHaveLength(100);
+    expect(placed.every((r) => r.value.events.length === 1 && r.value.events[0].type === 'HoldPlaced')).toBe(true);
+    expect(results.filter((r) => r.status === 'rejected').every((r) => ((r as PromiseRejectedResult).reason as DomainError).code === 'insufficient_quota')).toBe(true);
+    expect(aggregates.stats.commands - before.commands).toBe(256);
+    expect(aggregates.stats.conflicts - before.conflicts).toBe(0);
+    // The first command goes alone; the rest queue behind it and go in a few batches.
+    expect(aggregates.stats.appends - before.appends).toBeLessThanOrEqual(4);
+    const events = await store.readStream(stream);
+    expect(events.filter((e) => e.type === 'HoldPlaced')).toHaveLength(100);
+    expect(new Set(events.map((e) => e.data && (e.data as { hold_id?: string }).hold_id).filter(Boolean)).size).toBe(100);
+  });
 });

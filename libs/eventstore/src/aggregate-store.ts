@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../platform/src/clock';
 import { DomainError, type Decider, type DomainEvent } from './decider';
-import { WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore } from './port';
+import { AppendTooLargeError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
 
 interface Cached<S> {
   state: S;
@@ -10,20 +10,50 @@ interface Cached<S> {
 }
 
 export interface Handled<S, E> {
+  /** The events this command decided. */
   events: E[];
+  /** The stream's state after the append that carried them. */
   state: S;
   /** null when the decision produced no events. */
   appended: AppendResult | null;
 }
 
+/** Counters for benchmarks and tests: how much batching and how many conflicts there were. */
+export interface AggregateStoreStats {
+  commands: number;
+  appends: number;
+  conflicts: number;
+}
+
+interface Pending {
+  command: unknown;
+  metadata: EventMetadata;
+  resolve(result: Handled<unknown, DomainEvent>): void;
+  reject(err: unknown): void;
+}
+
+interface StreamQueue {
+  decider: Decider<unknown, unknown, DomainEvent>;
+  pending: Pending[];
+}
+
+type Outcome = { events: DomainEvent[] } | { error: unknown };
+
+/** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
+const MAX_BATCH = 128;
+
 /**
  * Loads an aggregate, decides, appends with the expected revision, and retries on a
- * concurrency conflict. Aggregate state stays in memory between commands: a command reads
- * only the events appended since, and commands on one stream run one at a time in this process.
+ * concurrency conflict. Aggregate state stays in memory between commands, and the commands
+ * that queue up on one stream while an append is in flight are decided one after the other
+ * on the evolving state and written by the next append, with one expected-revision check:
+ * a hot account with hundreds of requests in flight costs a few appends, not hundreds of
+ * conflicts. Across processes, optimistic concurrency with reload and retry.
  */
 export class AggregateStore {
   private readonly cache = new Map<string, Cached<unknown>>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly queues = new Map<string, StreamQueue>();
+  readonly stats: AggregateStoreStats = { commands: 0, appends: 0, conflicts: 0 };
 
   constructor(
     private readonly store: EventStore,
@@ -37,17 +67,17 @@ export class AggregateStore {
     command: C,
     metadata: EventMetadata = {},
   ): Promise<Handled<S, E>> {
-    const previous = this.queues.get(stream) ?? Promise.resolve();
-    const run = previous.then(
-      () => this.decideAndAppend(decider, stream, command, metadata),
-      () => this.decideAndAppend(decider, stream, command, metadata),
-    );
-    const settled = run.catch(() => undefined);
-    this.queues.set(stream, settled);
-    void settled.then(() => {
-      if (this.queues.get(stream) === settled) this.queues.delete(stream);
+    this.stats.commands++;
+    return new Promise((resolve, reject) => {
+      let queue = this.queues.get(stream);
+      const start = !queue;
+      if (!queue) {
+        queue = { decider: decider as unknown as StreamQueue['decider'], pending: [] };
+        this.queues.set(stream, queue);
+      }
+      queue.pending.push({ command, metadata, resolve: resolve as Pending['resolve'], reject });
+      if (start) void this.drain(stream, queue);
     });
-    return run;
   }
 
   /** The current state of a stream (catching up with events appended elsewhere). */
@@ -55,47 +85,74 @@ export class AggregateStore {
     return (await this.catchUp(decider, stream)).state;
   }
 
-  private async decideAndAppend<C, S, E extends DomainEvent>(
-    decider: Decider<C, S, E>,
-    stream: string,
-    command: C,
-    metadata: EventMetadata,
-  ): Promise<Handled<S, E>> {
+  private async drain(stream: string, queue: StreamQueue): Promise<void> {
+    while (queue.pending.length > 0) {
+      await this.decideBatch(queue.decider, stream, queue.pending.splice(0, MAX_BATCH));
+    }
+    this.queues.delete(stream);
+  }
+
+  /** Settles every command of the batch; never throws. */
+  private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<void> {
     const maxRetries = this.options.maxRetries ?? 20;
-    // First use in this process: read the stream rather than deciding on an empty state.
-    let current = this.cache.has(stream) ? this.cached(decider, stream) : await this.catchUp(decider, stream);
-    for (let attempt = 0; ; attempt++) {
-      const now = this.clock.now();
-      let events: E[];
-      try {
-        events = decider.decide(command, current.state, now);
-      } catch (err) {
+    try {
+      // First use in this process: read the stream rather than deciding on an empty state.
+      let current = this.cache.has(stream) ? this.cached(decider, stream) : await this.catchUp(decider, stream);
+      let fresh = false;
+      for (let attempt = 0; ; attempt++) {
+        const now = this.clock.now();
+        const at = now.toISOString();
+        let state = current.state;
+        const outcomes: Outcome[] = [];
+        const events: NewEvent[] = [];
+        for (const { command, metadata } of batch) {
+          try {
+            const decided = decider.decide(command, state, now);
+            state = decided.reduce(decider.evolve, state);
+            outcomes.push({ events: decided });
+            for (const e of decided) events.push({ id: randomUUID(), type: e.type, data: e.data, metadata: { ...metadata, at } });
+          } catch (error) {
+            outcomes.push({ error });
+          }
+        }
         // A refusal decided on a state another process has moved on from would be wrong
         // (credits added elsewhere, say): decide again on fresh state before refusing.
-        if (err instanceof DomainError) {
-          const fresh = await this.catchUp(decider, stream);
-          if (fresh.revision !== current.revision) {
-            current = fresh;
+        if (!fresh && outcomes.some((o) => 'error' in o && o.error instanceof DomainError)) {
+          fresh = true;
+          const latest = await this.catchUp(decider, stream);
+          if (latest.revision !== current.revision) {
+            current = latest;
             continue;
           }
         }
-        throw err;
+        let appended: AppendResult | null = null;
+        if (events.length > 0) {
+          try {
+            appended = await this.store.append(stream, events, current.revision < 0n ? 'no_stream' : current.revision);
+            this.stats.appends++;
+          } catch (err) {
+            if (err instanceof AppendTooLargeError && batch.length > 1) {
+              // Too much for one append: decide the commands one by one instead.
+              for (const single of batch) await this.decideBatch(decider, stream, [single]);
+              return;
+            }
+            if (!(err instanceof WrongExpectedVersionError) || attempt >= maxRetries) throw err;
+            this.stats.conflicts++;
+            current = await this.catchUp(decider, stream);
+            fresh = true;
+            continue;
+          }
+          this.remember(stream, { state, revision: appended.nextRevision });
+        }
+        batch.forEach((pending, i) => {
+          const outcome = outcomes[i];
+          if ('error' in outcome) pending.reject(outcome.error);
+          else pending.resolve({ events: outcome.events, state, appended: outcome.events.length > 0 ? appended : null });
+        });
+        return;
       }
-      if (events.length === 0) return { events, state: current.state, appended: null };
-      const at = now.toISOString();
-      try {
-        const appended = await this.store.append(
-          stream,
-          events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data, metadata: { ...metadata, at } })),
-          current.revision < 0n ? 'no_stream' : current.revision,
-        );
-        const state = events.reduce(decider.evolve, current.state);
-        this.remember(stream, { state, revision: appended.nextRevision });
-        return { events, state, appended };
-      } catch (err) {
-        if (!(err instanceof WrongExpectedVersionError) || attempt >= maxRetries) throw err;
-        current = await this.catchUp(decider, stream);
-      }
+    } catch (err) {
+      for (const pending of batch) pending.reject(err);
     }
   }
 
