@@ -1,10 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
 import { accountStream } from '../../libs/ledger/src/account';
 import { worstCaseCost } from '../../libs/ledger/src/pricing';
 import { nanoToUsdString, usdToNano } from '../../libs/platform/src/money';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
-import { api, freshPgSchemaUrl, startGateway } from '../support/gateway';
-import { spawnGateway } from '../support/second-gateway';
+import { twoGateways } from '../support/second-gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-hot-account-tests';
 // Every request stays in flight for a while, so all 200 holds are decided while none has settled.
@@ -16,25 +14,10 @@ const body = { model: 'sim/echo', messages, max_tokens: 100 };
  * 200 requests in flight on one account that can afford exactly 50 worst cases.
  */
 describe('a hot account never overdraws', () => {
-  let first: Awaited<ReturnType<typeof startGateway>>;
-  let second: { child: ChildProcess; url: string };
-
-  beforeAll(async () => {
-    const databaseUrl = await freshPgSchemaUrl('hot');
-    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN });
-    second = await spawnGateway(databaseUrl, ADMIN_TOKEN);
-  }, 60_000);
-
-  afterAll(async () => {
-    second?.child.removeAllListeners('exit');
-    second?.child.kill('SIGTERM');
-    await first?.close();
-    first?.removeDataDir();
-  });
+  const gateways = twoGateways('hot', ADMIN_TOKEN);
 
   it('exactly 50 of 200 concurrent requests from two processes get a hold; the rest get 402; the balance stays >= 0', async () => {
-    const one = api(first.url.replace(/\/v1$/, ''));
-    const two = api(second.url);
+    const { first, one, two } = gateways;
     const worstCase = worstCaseCost(countChatPromptTokens(messages), body.max_tokens, first.runtime.catalog.get('sim/echo')!.prices);
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: Number(nanoToUsdString(50n * worstCase)) }, headers: admin })).json.id;

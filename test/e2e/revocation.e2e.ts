@@ -1,29 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
-import { api, freshPgSchemaUrl, startGateway } from '../support/gateway';
-import { spawnGateway } from '../support/second-gateway';
+import { twoGateways } from '../support/second-gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-revocation-tests';
 
 describe('revocation is immediate across gateway processes (spec 3.3, 5.5)', () => {
-  let first: Awaited<ReturnType<typeof startGateway>>;
-  let second: { child: ChildProcess; url: string };
-
-  beforeAll(async () => {
-    const databaseUrl = await freshPgSchemaUrl('revoke');
-    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN });
-    second = await spawnGateway(databaseUrl, ADMIN_TOKEN);
-  }, 60_000);
-
-  afterAll(async () => {
-    second?.child.removeAllListeners('exit');
-    second?.child.kill('SIGTERM');
-    await first?.close();
-    first?.removeDataDir();
-  });
+  const gateways = twoGateways('revoke', ADMIN_TOKEN);
 
   it('once DELETE /v1/keys/{id} has answered on one process, the other refuses the key', async () => {
-    const one = api(first.url.replace(/\/v1$/, ''));
-    const two = api(second.url);
+    const { one, two } = gateways;
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: 1 }, headers: admin })).json.id;
     const management = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: { scope: 'management' }, headers: admin })).json.key;

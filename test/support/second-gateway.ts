@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { api, freshPgSchemaUrl, startGateway, type Call } from './gateway';
 
 const ROOT = join(__dirname, '..', '..');
 const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
@@ -33,4 +34,35 @@ export function spawnGateway(databaseUrl: string, adminToken: string): Promise<{
       reject(new Error(`second gateway exited with ${code}:\n${output}`));
     });
   });
+}
+
+export interface TwoGateways {
+  /** In this process, running the projections; `.url` ends in /v1. */
+  first: Awaited<ReturnType<typeof startGateway>>;
+  second: { child: ChildProcess; url: string };
+  /** Calls on each, from the root (paths start with /v1 or /admin). */
+  one: Call;
+  two: Call;
+}
+
+/**
+ * Two gateway processes on one fresh PostgreSQL schema, started before and stopped after the
+ * enclosing describe block: this process's (with projections) and a spawned production one.
+ */
+export function twoGateways(schemaPrefix: string, adminToken: string): TwoGateways {
+  const both = {} as TwoGateways;
+  beforeAll(async () => {
+    const databaseUrl = await freshPgSchemaUrl(schemaPrefix);
+    both.first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken });
+    both.second = await spawnGateway(databaseUrl, adminToken);
+    both.one = api(both.first.url.replace(/\/v1$/, ''));
+    both.two = api(both.second.url);
+  }, 60_000);
+  afterAll(async () => {
+    both.second?.child.removeAllListeners('exit');
+    both.second?.child.kill('SIGTERM');
+    await both.first?.close();
+    both.first?.removeDataDir();
+  });
+  return both;
 }
