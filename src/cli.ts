@@ -8,6 +8,7 @@ import { GatewayModule } from '../apps/gateway/src/gateway.module';
 import { bodyValidation } from '../apps/gateway/src/http/validation';
 import { KeyRequest } from '../apps/gateway/src/keys/key.request';
 import { KeysService } from '../apps/gateway/src/keys/keys.service';
+import { auditFindings, formatLedgerAudit, ledgerAuditJson, LedgerAuditFailedError, runLedgerAudit } from '../libs/ledger/src/auditor';
 import { nanoToUsd } from '../libs/platform/src/money';
 import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { configOrExit, runMain } from './process';
@@ -78,6 +79,28 @@ export function buildCli(): Command {
         }
       }),
     );
+
+  program
+    .command('ledger')
+    .description('the money ledger, from the event log')
+    .command('audit')
+    .description(
+      'replay the account streams alone: balance, open holds and per-key window spend at an instant, the ledger invariants, and (without --at) the credits and key usage projections compared; exits 1 on any finding',
+    )
+    .option('--account <id>', 'only this account')
+    .option('--at <time>', 'ISO date-time: the ledger as it stood then (default: now, whole log)')
+    .option('--json', 'print the report as JSON')
+    .action((options: { account?: string; at?: string; json?: boolean }) =>
+      withRuntime(async (runtime) => {
+        const at = options.at === undefined ? undefined : new Date(options.at);
+        if (at && Number.isNaN(at.getTime())) throw new Error(`--at is not a date-time: ${options.at}`);
+        const report = await runLedgerAudit(runtime.store, runtime.sql, { account: options.account, at, now: runtime.clock.now() });
+        console.log(options.json ? ledgerAuditJson(report) : formatLedgerAudit(report).join('\n'));
+        // An error makes runMain exit 1, so scripts and cron can alert on a failed audit.
+        if (auditFindings(report) > 0) throw new LedgerAuditFailedError(report);
+      }),
+    );
+
   program
     .command('dev-keys')
     .description('create on first use, then print, the dev account ($10.00) and its keys; written to $SVC_DATA_DIR/dev-keys.json')
