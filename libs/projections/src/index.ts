@@ -1,3 +1,4 @@
+import { activityProjection } from './read-models/activity';
 import { auditLogProjection } from './read-models/audit-log';
 import { creditsProjection } from './read-models/credits';
 import { generationsProjection } from './read-models/generations';
@@ -6,6 +7,7 @@ import { keyUsageProjection } from './read-models/key-usage';
 
 export * from './projection';
 export * from './runner';
+export * from './read-models/activity';
 export * from './read-models/audit-log';
 export * from './read-models/credits';
 export * from './read-models/generations';
@@ -13,4 +15,4 @@ export * from './read-models/identity';
 export * from './read-models/key-usage';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, auditLogProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection];

@@ -2,8 +2,9 @@ import { Inject, Module } from '@nestjs/common';
 import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { SqlRunner } from '../../platform/src/sql';
 import { READ_DB } from '../../platform/src/tokens';
+import { getActivity, type ActivityFilter, type ActivityRow } from './read-models/activity';
 import { getCredits, type CreditsRow } from './read-models/credits';
-import { getGeneration, type GenerationRow } from './read-models/generations';
+import { getWorkspaceGenerations, type GenerationRow } from './read-models/generations';
 
 export class GetCreditsQuery extends Query<CreditsRow | null> {
   constructor(readonly accountId: string) {
@@ -11,8 +12,18 @@ export class GetCreditsQuery extends Query<CreditsRow | null> {
   }
 }
 
-export class GetGenerationQuery extends Query<GenerationRow | null> {
-  constructor(readonly id: string) {
+/** The workspace's generations among `ids` (GET /v1/generation, POST /v1/generations/lookup). */
+export class LookupGenerationsQuery extends Query<GenerationRow[]> {
+  constructor(
+    readonly workspaceId: string,
+    readonly ids: readonly string[],
+  ) {
+    super();
+  }
+}
+
+export class GetActivityQuery extends Query<ActivityRow[]> {
+  constructor(readonly filter: ActivityFilter) {
     super();
   }
 }
@@ -25,13 +36,21 @@ export class GetCreditsHandler implements IQueryHandler<GetCreditsQuery> {
   }
 }
 
-@QueryHandler(GetGenerationQuery)
-export class GetGenerationHandler implements IQueryHandler<GetGenerationQuery> {
+@QueryHandler(LookupGenerationsQuery)
+export class LookupGenerationsHandler implements IQueryHandler<LookupGenerationsQuery> {
   constructor(@Inject(READ_DB) private readonly sql: SqlRunner) {}
-  execute(query: GetGenerationQuery) {
-    return getGeneration(this.sql, query.id);
+  execute(query: LookupGenerationsQuery) {
+    return getWorkspaceGenerations(this.sql, query.workspaceId, query.ids);
   }
 }
 
-@Module({ providers: [GetCreditsHandler, GetGenerationHandler] })
+@QueryHandler(GetActivityQuery)
+export class GetActivityHandler implements IQueryHandler<GetActivityQuery> {
+  constructor(@Inject(READ_DB) private readonly sql: SqlRunner) {}
+  execute(query: GetActivityQuery) {
+    return getActivity(this.sql, query.filter);
+  }
+}
+
+@Module({ providers: [GetCreditsHandler, LookupGenerationsHandler, GetActivityHandler] })
 export class ProjectionQueriesModule {}

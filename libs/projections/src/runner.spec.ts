@@ -59,7 +59,10 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
 
 async function snapshot(sql: SqlRunner, projection: Projection): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
-  for (const table of projection.tables) out[table] = (await sql.query(`SELECT * FROM ${table} ORDER BY 1`)).rows;
+  // Sorted on every column, so tables whose first column repeats compare in a stable order.
+  for (const table of projection.tables) {
+    out[table] = (await sql.query(`SELECT * FROM ${table}`)).rows.map((r) => JSON.stringify(r)).sort();
+  }
   return out;
 }
 

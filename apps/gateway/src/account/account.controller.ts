@@ -1,10 +1,16 @@
-import { Controller, Get, Query as QueryParam, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
-import { GetCreditsQuery, GetGenerationQuery } from '../../../../libs/projections/src/queries.module';
+import { getKey } from '../../../../libs/projections/src';
+import { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery } from '../../../../libs/projections/src/queries.module';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { bodyValidation } from '../http/validation';
+import { presentActivity, presentGeneration } from './account.presenter';
+import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
 import { ReadYourWrites } from './read-your-writes';
 
 /** Spec 4.20: read from projections, after this process's own writes for the account. */
@@ -15,6 +21,7 @@ export class AccountController {
   constructor(
     private readonly queries: QueryBus,
     private readonly reads: ReadYourWrites,
+    @Inject(RUNTIME) private readonly runtime: Runtime,
   ) {}
 
   @Get('credits')
@@ -39,28 +46,62 @@ export class AccountController {
   async generation(@CallerParam() caller: Caller, @QueryParam('id') id: unknown) {
     if (typeof id !== 'string' || id === '') throw ApiError.invalidRequest("Query parameter 'id' is required.", 'id');
     await this.reads.settle(caller.accountId, 'generations');
-    const g = await this.queries.execute(new GetGenerationQuery(id));
-    // Another account's generation is as unknown as a missing one.
-    if (!g || g.accountId !== caller.accountId) throw ApiError.notFound(`No generation with id '${id}'.`, 'generation_not_found', 'id');
+    // Another workspace's generation is as unknown as a missing one.
+    const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [id]));
+    if (!g) throw ApiError.notFound(`No generation with id '${id}'.`, 'generation_not_found', 'id');
+    return { data: presentGeneration(g) };
+  }
+
+  /** Each id in request order (repeats once); another workspace's id reads as not found. */
+  @Post('generations/lookup')
+  @HttpCode(200)
+  async lookup(@CallerParam() caller: Caller, @Body(bodyValidation()) body: GenerationsLookupRequest) {
+    const ids = [...new Set(body.ids)];
+    await this.reads.settle(caller.accountId, 'generations');
+    const rows = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, ids));
+    const byId = new Map(rows.map((g) => [g.id, g]));
     return {
-      data: {
-        id: g.id,
-        model: g.model,
-        provider: g.provider,
-        endpoint: g.endpoint,
-        status: g.status,
-        key_id: g.keyId,
-        created_at: g.createdAt.toISOString(),
-        finished_at: g.finishedAt?.toISOString() ?? null,
-        tokens_prompt: g.promptTokens,
-        tokens_completion: g.completionTokens,
-        tokens_cached: g.cachedTokens,
-        tokens_reasoning: g.reasoningTokens,
-        total_cost: nanoToUsd(g.costNano),
-        latency_ms: g.latencyMs,
-        time_to_first_token_ms: g.ttftMs,
-        error_code: g.errorCode,
-      },
+      data: ids.map((id) => {
+        const g = byId.get(id);
+        return g ? { found: true, ...presentGeneration(g) } : { id, found: false };
+      }),
     };
+  }
+
+  @Get('activity')
+  async activity(@CallerParam() caller: Caller, @QueryParam() query: Record<string, unknown>) {
+    const window = activityWindow(this.runtime.clock.now());
+    const filters = parseActivityQuery(query, window);
+    const keyId = await this.activityKey(caller, filters.keyId);
+    await this.reads.settle(caller.accountId, 'activity');
+    const rows = await this.queries.execute(
+      new GetActivityQuery({
+        accountId: caller.accountId,
+        workspaceId: caller.workspaceId,
+        keyId,
+        from: filters.date ?? window.from,
+        to: filters.date ?? window.to,
+        user: filters.user,
+      }),
+    );
+    return { data: rows.map((r) => presentActivity(r, keyId)) };
+  }
+
+  /**
+   * Whose activity (spec 4.20): a management key sees its whole workspace, or one key of it
+   * (null = all); any other key sees only itself, and asking for another key is forbidden.
+   */
+  private async activityKey(caller: Caller, requested: string | null): Promise<string | null> {
+    if (caller.scope !== 'management') {
+      if (requested !== null && requested !== caller.keyId) {
+        throw ApiError.permission('Only a management key can read the activity of other keys.', 'management_key_required');
+      }
+      return caller.keyId;
+    }
+    if (requested === null) return null;
+    const key = await getKey(this.runtime.sql, requested);
+    // A key of another workspace is as unknown as a missing one (as on GET /v1/keys/{id}).
+    if (!key || key.workspaceId !== caller.workspaceId) throw ApiError.notFound(`No key with id '${requested}' in this workspace.`, 'key_not_found', 'key_id');
+    return requested;
   }
 }

@@ -26,23 +26,32 @@ export const generationsProjection: Projection = {
       latency_ms integer,
       ttft_ms integer,
       error_code text,
+      client_request_id text,
       created_at timestamptz NOT NULL,
       finished_at timestamptz
     )`,
+    // Read models created before X-Client-Request-Id was recorded gain the column in place.
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS client_request_id text`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
   handlers: {
     HoldPlaced: async (e: Ev<'HoldPlaced'>, tx) => {
       const d = e.data;
+      // The client's X-Client-Request-Id travels in the metadata: it is the caller's, not the ledger's.
+      const clientRequestId = e.metadata.client_request_id;
       await tx.query(
-        `INSERT INTO generations (id, account_id, key_id, model, endpoint, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, 'in_progress', $6)`,
-        [d.hold_id, d.account_id, d.key_id, d.model, d.endpoint, eventTime(e)],
+        `INSERT INTO generations (id, account_id, key_id, model, endpoint, status, client_request_id, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7)`,
+        [d.hold_id, d.account_id, d.key_id, d.model, d.endpoint, typeof clientRequestId === 'string' ? clientRequestId : null, eventTime(e)],
       );
     },
     UsageCharged: async (e: Ev<'UsageCharged'>, tx) => finish(tx, e, 'completed', e.data.amount_nano, null),
     HoldReleased: async (e: Ev<'HoldReleased'>, tx) =>
       finish(tx, e, e.data.reason === 'zero_completion' ? 'not_billed' : 'failed', '0', e.data.error_code ?? null),
+    // Never settled (the process died mid-request): nothing is known of its usage, nothing is charged.
+    HoldExpired: async (e: Ev<'HoldExpired'>, tx) => {
+      await tx.query(`UPDATE generations SET status = 'expired', cost_nano = 0, finished_at = $2 WHERE id = $1`, [e.data.hold_id, eventTime(e)]);
+    },
   },
 };
 
@@ -77,6 +86,8 @@ async function finish(
   );
 }
 
+export type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired';
+
 export interface GenerationRow {
   id: string;
   accountId: string;
@@ -84,7 +95,7 @@ export interface GenerationRow {
   model: string;
   endpoint: string;
   provider: string | null;
-  status: string;
+  status: GenerationStatus;
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
@@ -93,14 +104,24 @@ export interface GenerationRow {
   latencyMs: number | null;
   ttftMs: number | null;
   errorCode: string | null;
+  clientRequestId: string | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
 
-export async function getGeneration(sql: SqlExecutor, id: string): Promise<GenerationRow | null> {
-  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM generations WHERE id = $1', [id]);
-  const r = rows[0];
-  if (!r) return null;
+/**
+ * The generations among `ids` made with a key of the workspace (issue: ledger, lookup is
+ * scoped to the caller's workspace); the others are simply absent.
+ */
+export async function getWorkspaceGenerations(sql: SqlExecutor, workspaceId: string, ids: readonly string[]): Promise<GenerationRow[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    'SELECT g.* FROM generations g JOIN api_keys k ON k.key_id = g.key_id WHERE k.workspace_id = $1 AND g.id = ANY($2::text[])',
+    [workspaceId, ids],
+  );
+  return rows.map(toRow);
+}
+
+function toRow(r: Record<string, any>): GenerationRow {
   return {
     id: r.id,
     accountId: r.account_id,
@@ -117,6 +138,7 @@ export async function getGeneration(sql: SqlExecutor, id: string): Promise<Gener
     latencyMs: r.latency_ms,
     ttftMs: r.ttft_ms,
     errorCode: r.error_code,
+    clientRequestId: r.client_request_id,
     createdAt: new Date(r.created_at),
     finishedAt: r.finished_at === null ? null : new Date(r.finished_at),
   };
