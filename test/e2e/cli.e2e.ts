@@ -1,36 +1,18 @@
-import { randomBytes } from 'node:crypto';
 import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
 import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
 import { accountDecider, accountStream } from '../../libs/ledger/src/account';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { PgSqlRunner } from '../../libs/platform/src/sql';
-import { buildCli } from '../../src/cli';
+import { cliHarness } from '../support/cli';
 
 /** `cli projections status|rebuild` against PostgreSQL, in a schema of its own. */
 describe('operator CLI: projections', () => {
-  const schema = `cli_${randomBytes(5).toString('hex')}`;
-  const saved = { ...process.env };
-  let lines: string[];
-  let log: jest.SpyInstance;
-
-  const cli = async (...args: string[]) => {
-    lines = [];
-    await buildCli().exitOverride().parseAsync(['node', 'cli', ...args]);
-    return lines.join('\n');
-  };
+  const harness = cliHarness('cli');
+  const cli = harness.run;
 
   beforeAll(async () => {
-    const base = process.env.DATABASE_URL!;
-    const admin = await PgSqlRunner.connect({ connectionString: base, max: 1 });
-    await admin.exec(`CREATE SCHEMA ${schema}`);
-    await admin.close();
-    const url = new URL(base);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    process.env = { ...saved, DATABASE_URL: url.toString() };
-    delete process.env.EVENTSTORE_URL;
-
     // Ten events: three accounts opened and credited, two holds placed, two released.
-    const sql = await PgSqlRunner.connect({ connectionString: url.toString(), max: 2 });
+    const sql = await PgSqlRunner.connect({ connectionString: harness.url, max: 2 });
     const store = new SqlEventStore(sql);
     await store.init();
     const aggregates = new AggregateStore(store, new ManualClock());
@@ -44,13 +26,7 @@ describe('operator CLI: projections', () => {
     }
     await store.close();
     await sql.close();
-    log = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.join(' ')));
   }, 30_000);
-
-  afterAll(() => {
-    log?.mockRestore();
-    process.env = saved;
-  });
 
   it('reports every projection behind by the whole log before any runner ran', async () => {
     const out = await cli('projections', 'status');

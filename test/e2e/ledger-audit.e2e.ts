@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
 import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
 import { accountDecider, accountStream, type AccountCommand } from '../../libs/ledger/src/account';
@@ -7,25 +6,18 @@ import { stats } from '../../libs/ledger/src/testing/account-fixtures';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { PgSqlRunner } from '../../libs/platform/src/sql';
 import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from '../../libs/projections/src';
-import { buildCli } from '../../src/cli';
+import { cliHarness } from '../support/cli';
 
 const USD = 1_000_000_000n;
 
 /** `cli ledger audit` against PostgreSQL, in a schema of its own, on a history written by the real decider. */
 describe('operator CLI: ledger audit', () => {
-  const schema = `ledger_audit_${randomBytes(5).toString('hex')}`;
-  const saved = { ...process.env };
+  const harness = cliHarness('ledger_audit');
   let sql: PgSqlRunner;
   let store: SqlEventStore;
   let aggregates: AggregateStore;
-  let lines: string[];
-  let log: jest.SpyInstance;
 
-  const cli = async (...args: string[]) => {
-    lines = [];
-    await buildCli().exitOverride().parseAsync(['node', 'cli', 'ledger', 'audit', ...args]);
-    return lines.join('\n');
-  };
+  const cli = (...args: string[]) => harness.run('ledger', 'audit', ...args);
   /** The output of a run that fails, and the error it fails with (runMain turns it into exit status 1). */
   const failing = async (...args: string[]) => {
     const error = await cli(...args).then(
@@ -33,20 +25,11 @@ describe('operator CLI: ledger audit', () => {
       (err: Error) => err,
     );
     expect(error).toBeInstanceOf(Error);
-    return { out: lines.join('\n'), error: error! };
+    return { out: harness.output.join('\n'), error: error! };
   };
 
   beforeAll(async () => {
-    const base = process.env.DATABASE_URL!;
-    const admin = await PgSqlRunner.connect({ connectionString: base, max: 1 });
-    await admin.exec(`CREATE SCHEMA ${schema}`);
-    await admin.close();
-    const url = new URL(base);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    process.env = { ...saved, DATABASE_URL: url.toString() };
-    delete process.env.EVENTSTORE_URL;
-
-    sql = await PgSqlRunner.connect({ connectionString: url.toString(), max: 2 });
+    sql = await PgSqlRunner.connect({ connectionString: harness.url, max: 2 });
     store = new SqlEventStore(sql);
     await store.init();
     const clock = new ManualClock(new Date('2026-11-02T10:00:00.000Z')); // a Monday
@@ -83,12 +66,9 @@ describe('operator CLI: ledger audit', () => {
     const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS);
     await projections.init();
     await projections.catchUpAll();
-    log = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.join(' ')));
   }, 30_000);
 
   afterAll(async () => {
-    log?.mockRestore();
-    process.env = saved;
     await store?.close();
     await sql?.close();
   });
