@@ -1,7 +1,6 @@
 import { accountStream } from '../../libs/ledger/src/account';
-import { worstCaseCost } from '../../libs/ledger/src/pricing';
 import { nanoToUsdString, usdToNano } from '../../libs/platform/src/money';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { chatWorstCase } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-hot-account-tests';
@@ -18,7 +17,7 @@ describe('a hot account never overdraws', () => {
 
   it('exactly 50 of 200 concurrent requests from two processes get a hold; the rest get 402; the balance stays >= 0', async () => {
     const { first, one, two } = gateways;
-    const worstCase = worstCaseCost(countChatPromptTokens(messages), body.max_tokens, first.runtime.catalog.get('sim/echo')!.prices);
+    const worstCase = chatWorstCase(first.runtime, 'sim/echo', messages, body.max_tokens);
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: Number(nanoToUsdString(50n * worstCase)) }, headers: admin })).json.id;
     const key = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: {}, headers: admin })).json.key;

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { accountDecider, accountStream } from '../../libs/ledger/src/account';
-import { worstCaseCost } from '../../libs/ledger/src/pricing';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { nanoToUsdString } from '../../libs/platform/src/money';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway, type Call } from '../support/gateway';
+import { api, chatWorstCase, startGateway, type Call } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-spend-limit-tests';
 const messages = [{ role: 'user', content: 'spend a little' }];
@@ -26,7 +24,7 @@ describe('spend limits and hold expiry', () => {
   beforeAll(async () => {
     gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN }, undefined, { clock });
     call = api(gw.url.replace(/\/v1$/, ''));
-    worstCase = worstCaseCost(countChatPromptTokens(messages), MAX_TOKENS, gw.runtime.catalog.get('sim/echo')!.prices);
+    worstCase = chatWorstCase(gw.runtime, 'sim/echo', messages, MAX_TOKENS);
   }, 60_000);
 
   afterAll(async () => {

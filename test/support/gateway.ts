@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../../libs/platform/src/config';
 import { freshPgRunner } from '../../libs/platform/src/testing/pg';
 import { startAll, type Started } from '../../src/main';
-import type { RuntimeOptions } from '../../src/runtime';
+import type { Runtime, RuntimeOptions } from '../../src/runtime';
+import { worstCaseCost } from '../../libs/ledger/src/pricing';
+import { countChatPromptTokens } from '../../libs/providers/src/tokens';
 
 /**
  * Starts the whole service (gateway, projections, simulated upstream) on the embedded
@@ -51,4 +53,16 @@ export function api(baseUrl: string) {
     }
     return { status: response.status, headers: response.headers, json };
   };
+}
+
+/**
+ * What the gateway holds for a chat request (spec 1, rule 1): the worst case at the dearest
+ * provider of the model, since any of them may answer.
+ */
+export function chatWorstCase(runtime: Runtime, modelId: string, messages: unknown[], maxTokens: number | null): bigint {
+  const prompt = countChatPromptTokens(messages);
+  return runtime.catalog
+    .get(modelId)!
+    .providers.map((route) => worstCaseCost(prompt, maxTokens, route.prices))
+    .reduce((a, b) => (b > a ? b : a));
 }

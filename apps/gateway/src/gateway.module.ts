@@ -16,6 +16,7 @@ import { AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
 import { CurrentKeyController, KeysController } from './keys/keys.controller';
 import { KeysService } from './keys/keys.service';
+import { ModelsController } from './models/models.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
 
 @Module({})
@@ -24,7 +25,7 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
-      controllers: [ChatCompletionsController, AccountController, KeysController, CurrentKeyController, AdminController],
+      controllers: [ChatCompletionsController, AccountController, KeysController, CurrentKeyController, AdminController, ModelsController],
       providers: [
         ChatCompletionsService,
         ReadYourWrites,

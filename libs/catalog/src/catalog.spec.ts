@@ -1,5 +1,7 @@
 import { CatalogError, loadCatalog, parseCatalog } from './catalog';
 
+const usd = (n: number) => BigInt(Math.round(n * 1e9));
+
 describe('catalog', () => {
   it('the built-in catalog has the simulated models with non-zero prices, cached input included', () => {
     const catalog = loadCatalog();
@@ -9,31 +11,185 @@ describe('catalog', () => {
       expect(m!.prices.inputPerM).toBeGreaterThan(0n);
       expect(m!.prices.cachedInputPerM).toBeGreaterThan(0n);
       expect(m!.prices.cachedInputPerM).toBeLessThan(m!.prices.inputPerM);
+      expect(m!.deprecation).toBeNull();
     }
     expect(catalog.get('sim/echo')!.prices.outputPerM).toBe(8_000_000_000n);
-    expect(catalog.get('sim/small-8k')!.contextLength).toBe(8192);
     expect(catalog.usesSimulator()).toBe(true);
+  });
+
+  it('the built-in sim/echo has tools, vision and 128K, sim/small-8k 8K without them, sim/embed embeds', () => {
+    const catalog = loadCatalog();
+    const echo = catalog.get('sim/echo')!;
+    expect(echo).toMatchObject({ type: 'chat', contextLength: 128000, inputModalities: ['text', 'image'] });
+    expect(echo.supportedParameters).toEqual(expect.arrayContaining(['tools', 'response_format', 'reasoning']));
+    const small = catalog.get('sim/small-8k')!;
+    expect(small).toMatchObject({ type: 'chat', contextLength: 8192, inputModalities: ['text'] });
+    expect(small.supportedParameters).not.toContain('tools');
+    expect(small.providers.every((r) => !r.tools)).toBe(true);
+    expect(catalog.get('sim/embed')).toMatchObject({ type: 'embedding', outputModalities: ['embeddings'] });
+  });
+
+  it('the built-in sim/echo has two simulator providers in order, the second dearer', () => {
+    const echo = loadCatalog().get('sim/echo')!;
+    expect(echo.providers.map((r) => [r.provider.name, r.provider.baseUrl, r.upstreamModel])).toEqual([
+      ['sim', 'simulator', 'sim/echo'],
+      ['sim-backup', 'simulator', 'sim/echo'],
+    ]);
+    // The first provider bills the model's prices, which the chat billing tests rely on.
+    expect(echo.providers[0].prices).toEqual(echo.prices);
+    expect(echo.providers[1].prices).toMatchObject({ inputPerM: usd(2.5), outputPerM: usd(10), cachedInputPerM: usd(0.625) });
+    expect(echo.providers.map((r) => [r.quantization, r.tools, r.dataCollection, r.zdr])).toEqual([
+      ['bf16', true, 'deny', true],
+      ['fp8', true, 'allow', false],
+    ]);
   });
 
   const base = {
     providers: { up: { adapter: 'openai', base_url: 'https://api.example.com/v1', api_key_env: 'UP_KEY' } },
     models: [{ id: 'x/m', type: 'chat', context_length: 1000, pricing: { input: 1, output: '2.5' }, providers: [{ provider: 'up', upstream_model: 'm' }] }],
   };
+  const model = (fields: Record<string, unknown>) => ({ ...base.models[0], ...fields });
+  const withModels = (...models: Record<string, unknown>[]) => ({ ...base, models });
+  const parse = (doc: unknown) => parseCatalog(doc, 'test', { UP_KEY: 'k' });
 
-  it('reads keys from the environment and defaults the cached price to the input price', () => {
+  it('reads keys from the environment and fills in the defaults', () => {
     const m = parseCatalog(base, 'test', { UP_KEY: 'sk-1' }).get('x/m')!;
     expect(m.providers[0].provider.apiKey).toBe('sk-1');
-    expect(m.prices).toEqual({ inputPerM: 1_000_000_000n, outputPerM: 2_500_000_000n, cachedInputPerM: 1_000_000_000n });
+    expect(m).toEqual({
+      id: 'x/m',
+      name: 'x/m',
+      type: 'chat',
+      created: 0,
+      ownedBy: 'x',
+      contextLength: 1000,
+      inputModalities: ['text'],
+      outputModalities: ['text'],
+      supportedParameters: [],
+      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null },
+      deprecation: null,
+      uptime: null,
+      providers: [
+        { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
+      ],
+    });
   });
 
-  it.each([
-    [{ ...base, models: [{ ...base.models[0], pricing: { input: 'cheap', output: 1 } }] }, 'models[0].pricing.input'],
-    [{ ...base, models: [{ ...base.models[0], providers: [{ provider: 'nope', upstream_model: 'm' }] }] }, 'unknown provider nope'],
-    [{ ...base, models: [base.models[0], base.models[0]] }, 'duplicate id x/m'],
-    [{ ...base, models: [{ ...base.models[0], context_length: 0 }] }, 'models[0].context_length'],
-  ])('names the place of a mistake (%#)', (doc, message) => {
-    expect(() => parseCatalog(doc, 'test', { UP_KEY: 'k' })).toThrow(CatalogError);
-    expect(() => parseCatalog(doc, 'test', { UP_KEY: 'k' })).toThrow(message);
+  it('reads every field of a model and of its providers', () => {
+    const doc = {
+      providers: { ...base.providers, other: { adapter: 'openai', base_url: 'simulator', api_key: 'sk-2' } },
+      models: [
+        {
+          id: 'acme/vision-1',
+          name: 'Acme Vision',
+          type: 'chat',
+          created: '2026-03-01T12:00:00+02:00',
+          owned_by: 'acme-labs',
+          context_length: 32768,
+          input_modalities: ['text', 'image', 'file'],
+          output_modalities: ['text'],
+          supported_parameters: ['tools', 'max_tokens'],
+          pricing: { input: '0.15', output: '0.6', cached_input: '0.075', per_image: '0.001' },
+          uptime: 0.997,
+          deprecation: { sunset: '2027-01-01T00:00:00Z', replacement: 'acme/vision-2', announced: '2026-12-01' },
+          providers: [
+            { provider: 'up', upstream_model: 'vision-1', quantization: 'fp8', tools: false, data_collection: 'deny', zdr: true },
+            { provider: 'other', upstream_model: 'v1', pricing: { input: '0.2', output: '0.8' } },
+          ],
+        },
+        { ...base.models[0], id: 'acme/vision-2', supported_parameters: ['tools'] },
+      ],
+    };
+    const m = parse(doc).get('acme/vision-1')!;
+    expect(m).toMatchObject({
+      name: 'Acme Vision',
+      created: Date.parse('2026-03-01T10:00:00Z') / 1000,
+      ownedBy: 'acme-labs',
+      contextLength: 32768,
+      inputModalities: ['text', 'image', 'file'],
+      supportedParameters: ['tools', 'max_tokens'],
+      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001) },
+      uptime: 0.997,
+      deprecation: { sunset: new Date('2027-01-01T00:00:00Z'), replacement: 'acme/vision-2', announced: new Date('2026-12-01T00:00:00Z') },
+    });
+    expect(m.providers[0]).toMatchObject({ upstreamModel: 'vision-1', prices: m.prices, quantization: 'fp8', tools: false, dataCollection: 'deny', zdr: true });
+    // A provider's own prices are complete: cached input defaults to its own input price.
+    expect(m.providers[1]).toMatchObject({ upstreamModel: 'v1', tools: true, quantization: 'unknown', dataCollection: 'allow', zdr: false });
+    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null });
+    expect(m.providers[1].provider).toMatchObject({ name: 'other', baseUrl: 'simulator', apiKey: 'sk-2' });
+  });
+
+  it('lets a model priced per query, second or image leave out its token prices', () => {
+    const catalog = parse(
+      withModels(
+        model({ id: 'web/search', type: 'search', pricing: { per_query: '0.005' } }),
+        model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' } }),
+      ),
+    );
+    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null });
+    expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
+  });
+
+  it('reads a deprecation without announcement or replacement, and a time zone offset', () => {
+    const d = parse(withModels(model({ deprecation: { sunset: '2026-12-01T01:00:00+01:00', replacement: null } }))).get('x/m')!.deprecation;
+    expect(d).toEqual({ sunset: new Date('2026-12-01T00:00:00Z'), replacement: null, announced: null });
+  });
+
+  const mistakes: [unknown, string][] = [
+    [{ ...base, extra: 1 }, 'top level.extra: unknown field'],
+    [{ ...base, providers: { up: { ...base.providers.up, base_ur: 'x' } } }, 'providers.up.base_ur: unknown field'],
+    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai'],
+    [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
+    [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],
+    [withModels(model({ pricing: { input: 1, output: 1, per_query: '-1' } })), 'models[0].pricing.per_query: expected a USD price per query'],
+    [withModels(model({ pricing: { input: 1, output: 1, per_second: 'x' } })), 'models[0].pricing.per_second'],
+    [withModels(model({ pricing: { input: 1, output: 1, per_image: 'x' } })), 'models[0].pricing.per_image'],
+    [withModels(model({ pricing: { input: 1, output: 1, cached_input: 2 } })), 'models[0].pricing.cached_input: must not exceed the input price'],
+    [withModels(model({ pricing: { input: 1, output: 1, cahced_input: 0.5 } })), 'models[0].pricing.cahced_input: unknown field'],
+    [withModels(model({ providers: [{ provider: 'nope', upstream_model: 'm' }] })), 'models[0].providers[0].provider: unknown provider nope'],
+    [withModels(base.models[0], base.models[0]), 'models[1].id: duplicate id x/m (also models[0])'],
+    [withModels(model({ context_length: 0 })), 'models[0].context_length'],
+    [withModels(model({ deprecaton: {} })), 'models[0].deprecaton: unknown field'],
+    [withModels(model({ id: 'x/m:free' })), 'models[0].id: "x/m:free": use letters'],
+    [withModels(model({ id: 'x//m' })), 'models[0].id: "x//m"'],
+    [withModels(model({ id: 'count' })), 'models[0].id: "count" is reserved'],
+    [withModels(model({ type: 'chatbot' })), 'models[0].type: expected one of chat, embedding'],
+    [withModels(model({ created: 'yesterday' })), 'models[0].created: expected an ISO 8601 date-time'],
+    [withModels(model({ owned_by: '' })), 'models[0].owned_by'],
+    [withModels(model({ input_modalities: ['text', 'smell'] })), 'models[0].input_modalities[1]: expected one of text, image'],
+    [withModels(model({ output_modalities: 'text' })), 'models[0].output_modalities: expected a list'],
+    [withModels(model({ supported_parameters: ['Max Tokens'] })), 'models[0].supported_parameters[0]: expected a request parameter name'],
+    [withModels(model({ supported_parameters: ['seed', 'seed'] })), 'models[0].supported_parameters: lists an entry twice'],
+    [withModels(model({ uptime: 1.5 })), 'models[0].uptime: expected a fraction from 0 to 1'],
+    [withModels(model({ uptime: '99%' })), 'models[0].uptime'],
+    [withModels(model({ providers: [] })), 'models[0].providers: expected a list of at least one provider'],
+    [withModels(model({ providers: [{ provider: 'up' }] })), 'models[0].providers[0].upstream_model'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', pricing: { input: 1 } }] })), 'models[0].providers[0].pricing.output: required'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', quantization: 'q4' }] })), 'models[0].providers[0].quantization: expected one of int4'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', tools: true }] })), 'models[0].providers[0].tools: the model does not list tools'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', data_collection: 'maybe' }] })), 'models[0].providers[0].data_collection: expected one of allow, deny'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', zdr: 'yes' }] })), 'models[0].providers[0].zdr: expected true or false'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'a' }, { provider: 'up', upstream_model: 'b' }] })), 'models[0].providers: lists a provider twice'],
+    [withModels(model({ deprecation: { replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601'],
+    [withModels(model({ deprecation: { sunset: '2026-12-01T00:00:00', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-12-01T00:00:00"'],
+    [withModels(model({ deprecation: { sunset: '2026-02-30T00:00:00Z', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-02-30T00:00:00Z"'],
+    [withModels(model({ deprecation: { sunset: '2026-12-01' } })), 'models[0].deprecation.replacement: required'],
+    [withModels(model({ deprecation: { sunset: '2026-12-01', replacement: null, announced: '2026-12-02' } })), 'models[0].deprecation.announced: must not be after the sunset'],
+    [withModels(model({ deprecation: { sunset: '2026-12-01', replacement: 'x/gone' } })), 'models[0].deprecation.replacement: unknown model x/gone'],
+    [
+      withModels(model({ deprecation: { sunset: '2026-12-01', replacement: 'x/e' } }), model({ id: 'x/e', type: 'embedding' })),
+      'models[0].deprecation.replacement: x/e is of type embedding, x/m of type chat',
+    ],
+    [
+      withModels(
+        model({ id: 'x/a', deprecation: { sunset: '2026-12-01', replacement: 'x/b' } }),
+        model({ id: 'x/b', deprecation: { sunset: '2027-12-01', replacement: 'x/a' } }),
+      ),
+      'models[0].deprecation.replacement: replacements loop: x/a -> x/b -> x/a',
+    ],
+  ];
+  it.each(mistakes.map(([doc, message]) => [message, doc]))('names the place of a mistake: %s', (message, doc) => {
+    expect(() => parse(doc)).toThrow(CatalogError);
+    expect(() => parse(doc)).toThrow(`test: ${message}`);
   });
 
   it('refuses a provider whose key variable is unset', () => {

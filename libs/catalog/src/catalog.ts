@@ -2,20 +2,64 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import type { TokenPrices } from '../../ledger/src/pricing';
-import { usdToNano } from '../../platform/src/money';
+import { usdToNano, type Nano } from '../../platform/src/money';
 
-/** A model of the catalog (spec 2.8: type, modalities, context, parameters, prices). */
+/*
+ * Closed vocabularies: a typo in the catalog file or in a GET /v1/models filter is an error
+ * that names the place, never a silently empty result. Extend them here when a new kind of
+ * model or modality arrives.
+ */
+export const MODEL_TYPES = ['chat', 'embedding', 'rerank', 'moderation', 'search', 'image', 'audio', 'video'] as const;
+export type ModelType = (typeof MODEL_TYPES)[number];
+export const MODALITIES = ['text', 'image', 'audio', 'video', 'file', 'embeddings'] as const;
+export type Modality = (typeof MODALITIES)[number];
+export const QUANTIZATIONS = ['int4', 'int8', 'fp4', 'fp6', 'fp8', 'fp16', 'bf16', 'fp32', 'unknown'] as const;
+export type Quantization = (typeof QUANTIZATIONS)[number];
+/** Supported parameters are request-body field names; the set stays open (new parameters need no code). */
+export const PARAMETER_NAME = /^[a-z][a-z0-9_]*$/;
+/**
+ * Model ids: no `:` (it starts a suffix such as `:nitro`), no `@` (presets), nothing a URL path
+ * would have to escape except `/`, so `GET /v1/models/{id}` takes the id as it is.
+ */
+const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9._-]+)*$/;
+/** `GET /v1/models/count` is a route of its own. */
+const RESERVED_IDS = ['count'];
+
+/** A model of the catalog (spec 2.8: type, modalities, context, parameters, prices, deprecation, uptime). */
 export interface CatalogModel {
   id: string;
   name: string;
-  type: string;
+  type: ModelType;
+  /** Unix seconds, the `created` of /v1/models; 0 when the file does not say. */
+  created: number;
+  ownedBy: string;
   contextLength: number;
-  inputModalities: string[];
-  outputModalities: string[];
+  inputModalities: Modality[];
+  outputModalities: Modality[];
   supportedParameters: string[];
-  prices: TokenPrices;
-  /** Tried in order. */
+  /** The model's list prices; what a request is billed is the answering route's `prices`. */
+  prices: ModelPrices;
+  /** Scheduled retirement (spec 9); see ./deprecation for what it means at a given time. */
+  deprecation: Deprecation | null;
+  /** Fraction of successful requests, 0 to 1, as the file states it; null when unknown. */
+  uptime: number | null;
+  /** In preference order. */
   providers: CatalogRoute[];
+}
+
+/** Nano-USD. Token prices per million tokens; the others per unit, null where they do not apply. */
+export interface ModelPrices extends TokenPrices {
+  perQuery: Nano | null;
+  perSecond: Nano | null;
+  perImage: Nano | null;
+}
+
+export interface Deprecation {
+  /** From this instant the model no longer answers: its replacement does, or 410. */
+  sunset: Date;
+  replacement: string | null;
+  /** When the retirement becomes public; null = as soon as the catalog carries it. */
+  announced: Date | null;
 }
 
 export interface CatalogProvider {
@@ -26,9 +70,19 @@ export interface CatalogProvider {
   apiKey: string;
 }
 
+/** One provider serving a model. */
 export interface CatalogRoute {
   provider: CatalogProvider;
   upstreamModel: string;
+  /** Billed when this provider answers: its own prices in the file, else the model's. */
+  prices: ModelPrices;
+  quantization: Quantization;
+  /** Whether tool calls work through this provider. */
+  tools: boolean;
+  /** Whether the provider may keep or train on prompts. */
+  dataCollection: 'allow' | 'deny';
+  /** Zero data retention. */
+  zdr: boolean;
 }
 
 export class CatalogError extends Error {
@@ -68,71 +122,189 @@ export function loadCatalog(path: string = BUILTIN_CATALOG_PATH, env: Record<str
   return parseCatalog(doc, path, env);
 }
 
+const TOP_FIELDS = ['providers', 'models'];
+const PROVIDER_FIELDS = ['adapter', 'base_url', 'api_key', 'api_key_env'];
+const MODEL_FIELDS = [
+  'id',
+  'name',
+  'type',
+  'created',
+  'owned_by',
+  'context_length',
+  'input_modalities',
+  'output_modalities',
+  'supported_parameters',
+  'pricing',
+  'deprecation',
+  'uptime',
+  'providers',
+];
+const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image'];
+const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
+const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'quantization', 'tools', 'data_collection', 'zdr'];
+/** A time zone is required: a sunset must mean the same instant on every server. */
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+
 export function parseCatalog(doc: unknown, source: string, env: Record<string, string | undefined> = {}): Catalog {
   const fail = (where: string, what: string): never => {
     throw new CatalogError(`${source}: ${where}: ${what}`);
   };
   const obj = (v: unknown, where: string) =>
-    typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : fail(where, 'expected a mapping');
+    typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
+      ? (v as Record<string, unknown>)
+      : fail(where, 'expected a mapping');
+  // Unknown fields are refused: a misspelt optional field (`deprecaton:`) would otherwise vanish.
+  const fields = (v: unknown, where: string, known: string[]) => {
+    const o = obj(v, where);
+    for (const key of Object.keys(o)) {
+      if (!known.includes(key)) fail(`${where}.${key}`, `unknown field (known: ${known.join(', ')})`);
+    }
+    return o;
+  };
   const str = (v: unknown, where: string) => (typeof v === 'string' && v.length > 0 ? v : fail(where, 'expected a non-empty string'));
-  const strings = (v: unknown, where: string) =>
-    Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fail(where, 'expected a list of strings');
-  const price = (v: unknown, where: string) => {
+  const bool = (v: unknown, where: string) => (typeof v === 'boolean' ? v : fail(where, 'expected true or false'));
+  const oneOf = <T extends string>(v: unknown, where: string, allowed: readonly T[]): T =>
+    allowed.includes(v as T) ? (v as T) : fail(where, `expected one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  const list = <T>(v: unknown, where: string, item: (x: unknown, where: string) => T): T[] => {
+    if (!Array.isArray(v)) return fail(where, 'expected a list');
+    const items = v.map((x, i) => item(x, `${where}[${i}]`));
+    if (new Set(items).size !== items.length) fail(where, 'lists an entry twice');
+    return items;
+  };
+  const date = (v: unknown, where: string): Date => {
+    if (v instanceof Date && !Number.isNaN(v.getTime())) return v; // a YAML 1.1 timestamp
+    const m = typeof v === 'string' ? ISO_DATE_TIME.exec(v) : null;
+    const at = m ? Date.parse(m[0]) : NaN;
+    // Date.parse rolls 2026-02-30 over into March: the calendar date must exist as written.
+    const day = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))).toISOString().slice(0, 10) : '';
+    if (!m || Number.isNaN(at) || day !== m[0].slice(0, 10)) {
+      return fail(where, `expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got ${JSON.stringify(v)}`);
+    }
+    return new Date(at);
+  };
+  const usd = (v: unknown, where: string, unit: string) => {
     try {
       return usdToNano(typeof v === 'number' ? v : str(v, where));
     } catch {
-      return fail(where, `expected a USD price per million tokens, got ${JSON.stringify(v)}`);
+      return fail(where, `expected a USD price ${unit}, got ${JSON.stringify(v)}`);
     }
   };
+  const prices = (v: unknown, where: string): ModelPrices => {
+    const p = fields(v, where, PRICE_FIELDS);
+    const perUnit = (key: string, unit: string) => (p[key] === undefined ? null : usd(p[key], `${where}.${key}`, unit));
+    const perQuery = perUnit('per_query', 'per query');
+    const perSecond = perUnit('per_second', 'per second');
+    const perImage = perUnit('per_image', 'per image');
+    // A forgotten token price must not mean "free"; only a model billed per unit may leave them out.
+    const billedPerUnit = perQuery !== null || perSecond !== null || perImage !== null;
+    const perToken = (key: string) =>
+      p[key] !== undefined
+        ? usd(p[key], `${where}.${key}`, 'per million tokens')
+        : billedPerUnit
+          ? 0n
+          : fail(`${where}.${key}`, 'required (write 0 for free), unless the model is priced per_query, per_second or per_image');
+    const inputPerM = perToken('input');
+    const cachedInputPerM = p.cached_input === undefined ? inputPerM : usd(p.cached_input, `${where}.cached_input`, 'per million tokens');
+    if (cachedInputPerM > inputPerM) fail(`${where}.cached_input`, 'must not exceed the input price');
+    return { inputPerM, outputPerM: perToken('output'), cachedInputPerM, perQuery, perSecond, perImage };
+  };
 
-  const root = obj(doc, 'top level');
+  const root = fields(doc, 'top level', TOP_FIELDS);
   const providers = new Map<string, CatalogProvider>();
   for (const [name, raw] of Object.entries(obj(root.providers, 'providers'))) {
-    const p = obj(raw, `providers.${name}`);
-    if (p.adapter !== 'openai') fail(`providers.${name}.adapter`, 'supported adapters: openai');
-    let apiKey = typeof p.api_key === 'string' ? p.api_key : '';
+    const at = `providers.${name}`;
+    const p = fields(raw, at, PROVIDER_FIELDS);
+    oneOf(p.adapter, `${at}.adapter`, ['openai'] as const);
+    let apiKey = p.api_key === undefined ? '' : str(p.api_key, `${at}.api_key`);
     if (p.api_key_env !== undefined) {
-      const variable = str(p.api_key_env, `providers.${name}.api_key_env`);
-      apiKey = env[variable] ?? fail(`providers.${name}.api_key_env`, `environment variable ${variable} is not set`);
+      const variable = str(p.api_key_env, `${at}.api_key_env`);
+      apiKey = env[variable] ?? fail(`${at}.api_key_env`, `environment variable ${variable} is not set`);
     }
-    providers.set(name, { name, adapter: 'openai', baseUrl: str(p.base_url, `providers.${name}.base_url`), apiKey });
+    providers.set(name, { name, adapter: 'openai', baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
   }
 
   if (!Array.isArray(root.models)) fail('models', 'expected a list');
   const models = (root.models as unknown[]).map((raw, i): CatalogModel => {
     const at = `models[${i}]`;
-    const m = obj(raw, at);
-    const pricing = obj(m.pricing, `${at}.pricing`);
+    const m = fields(raw, at, MODEL_FIELDS);
+    const id = str(m.id, `${at}.id`);
+    if (!MODEL_ID.test(id)) fail(`${at}.id`, `${JSON.stringify(id)}: use letters, digits, ".", "_", "-", and "/" between non-empty parts (no ":" or "@", which start suffixes and presets)`);
+    if (RESERVED_IDS.includes(id)) fail(`${at}.id`, `"${id}" is reserved by the API`);
     const context = m.context_length;
     if (!Number.isInteger(context) || (context as number) <= 0) fail(`${at}.context_length`, 'expected a positive integer');
-    if (!Array.isArray(m.providers) || m.providers.length === 0) fail(`${at}.providers`, 'expected at least one provider');
+    const uptime = m.uptime;
+    if (uptime !== undefined && (typeof uptime !== 'number' || !(uptime >= 0 && uptime <= 1))) fail(`${at}.uptime`, 'expected a fraction from 0 to 1 (0.999)');
+    const supportedParameters = list(m.supported_parameters ?? [], `${at}.supported_parameters`, (x, w) =>
+      typeof x === 'string' && PARAMETER_NAME.test(x) ? x : fail(w, 'expected a request parameter name such as max_tokens'),
+    );
+    const modelPrices = prices(m.pricing, `${at}.pricing`);
+    if (!Array.isArray(m.providers) || m.providers.length === 0) fail(`${at}.providers`, 'expected a list of at least one provider');
+    const routes = (m.providers as unknown[]).map((raw, j): CatalogRoute => {
+      const where = `${at}.providers[${j}]`;
+      const r = fields(raw, where, ROUTE_FIELDS);
+      const name = str(r.provider, `${where}.provider`);
+      const tools = r.tools === undefined ? supportedParameters.includes('tools') : bool(r.tools, `${where}.tools`);
+      if (tools && !supportedParameters.includes('tools')) fail(`${where}.tools`, 'the model does not list tools in supported_parameters');
+      return {
+        provider: providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`),
+        upstreamModel: str(r.upstream_model, `${where}.upstream_model`),
+        prices: r.pricing === undefined ? modelPrices : prices(r.pricing, `${where}.pricing`),
+        quantization: r.quantization === undefined ? 'unknown' : oneOf(r.quantization, `${where}.quantization`, QUANTIZATIONS),
+        tools,
+        dataCollection: r.data_collection === undefined ? 'allow' : oneOf(r.data_collection, `${where}.data_collection`, ['allow', 'deny'] as const),
+        zdr: r.zdr === undefined ? false : bool(r.zdr, `${where}.zdr`),
+      };
+    });
+    // Provider routing (`order`, `only`, `ignore`) names providers: each may appear once per model.
+    if (new Set(routes.map((r) => r.provider.name)).size !== routes.length) fail(`${at}.providers`, 'lists a provider twice');
     return {
-      id: str(m.id, `${at}.id`),
-      name: typeof m.name === 'string' ? m.name : str(m.id, `${at}.id`),
-      type: str(m.type, `${at}.type`),
+      id,
+      name: m.name === undefined ? id : str(m.name, `${at}.name`),
+      type: oneOf(m.type, `${at}.type`, MODEL_TYPES),
+      created: m.created === undefined ? 0 : Math.floor(date(m.created, `${at}.created`).getTime() / 1000),
+      ownedBy: m.owned_by === undefined ? (id.includes('/') ? id.slice(0, id.indexOf('/')) : 'svc') : str(m.owned_by, `${at}.owned_by`),
       contextLength: context as number,
-      inputModalities: strings(m.input_modalities ?? ['text'], `${at}.input_modalities`),
-      outputModalities: strings(m.output_modalities ?? ['text'], `${at}.output_modalities`),
-      supportedParameters: strings(m.supported_parameters ?? [], `${at}.supported_parameters`),
-      prices: {
-        inputPerM: price(pricing.input, `${at}.pricing.input`),
-        outputPerM: price(pricing.output, `${at}.pricing.output`),
-        cachedInputPerM: price(pricing.cached_input ?? pricing.input, `${at}.pricing.cached_input`),
-      },
-      providers: (m.providers as unknown[]).map((r, j) => {
-        const route = obj(r, `${at}.providers[${j}]`);
-        const name = str(route.provider, `${at}.providers[${j}].provider`);
-        return {
-          provider: providers.get(name) ?? fail(`${at}.providers[${j}].provider`, `unknown provider ${name}`),
-          upstreamModel: str(route.upstream_model, `${at}.providers[${j}].upstream_model`),
-        };
-      }),
+      inputModalities: list(m.input_modalities ?? ['text'], `${at}.input_modalities`, (x, w) => oneOf(x, w, MODALITIES)),
+      outputModalities: list(m.output_modalities ?? ['text'], `${at}.output_modalities`, (x, w) => oneOf(x, w, MODALITIES)),
+      supportedParameters,
+      prices: modelPrices,
+      deprecation: m.deprecation === undefined ? null : deprecation(m.deprecation, `${at}.deprecation`),
+      uptime: uptime === undefined ? null : (uptime as number),
+      providers: routes,
     };
   });
-  const seen = new Set<string>();
-  for (const m of models) {
-    if (seen.has(m.id)) fail('models', `duplicate id ${m.id}`);
-    seen.add(m.id);
+
+  function deprecation(v: unknown, where: string): Deprecation {
+    const d = fields(v, where, DEPRECATION_FIELDS);
+    const sunset = date(d.sunset, `${where}.sunset`);
+    // Required, null included: "no replacement" (410 after the sunset) must be a decision, not an omission.
+    if (!('replacement' in d)) fail(`${where}.replacement`, 'required: the id of the model to use instead, or null');
+    const replacement = d.replacement === null ? null : str(d.replacement, `${where}.replacement`);
+    const announced = d.announced === undefined ? null : date(d.announced, `${where}.announced`);
+    if (announced && announced > sunset) fail(`${where}.announced`, 'must not be after the sunset');
+    return { sunset, replacement, announced };
   }
+
+  const index = new Map<string, number>();
+  models.forEach((m, i) => {
+    if (index.has(m.id)) fail(`models[${i}].id`, `duplicate id ${m.id} (also models[${index.get(m.id)}])`);
+    index.set(m.id, i);
+  });
+  models.forEach((m, i) => {
+    const replacement = m.deprecation?.replacement;
+    if (replacement === undefined || replacement === null) return;
+    const where = `models[${i}].deprecation.replacement`;
+    const target = models[index.get(replacement) ?? -1] ?? fail(where, `unknown model ${replacement}`);
+    // A redirect answers the same endpoint: an embedding model cannot stand in for a chat model.
+    if (target.type !== m.type) fail(where, `${replacement} is of type ${target.type}, ${m.id} of type ${m.type}`);
+    // After every sunset of a loop nothing would answer: refuse it now rather than 410 later.
+    const chain = [m.id];
+    for (let next: CatalogModel | undefined = target; next; ) {
+      if (chain.includes(next.id)) fail(where, `replacements loop: ${[...chain, next.id].join(' -> ')}`);
+      chain.push(next.id);
+      const after: string | null | undefined = next.deprecation?.replacement;
+      next = after ? models[index.get(after) ?? -1] : undefined;
+    }
+  });
   return new Catalog(models);
 }

@@ -1,5 +1,6 @@
 import { Type } from 'class-transformer';
 import {
+  ArrayMaxSize,
   ArrayNotEmpty,
   IsArray,
   IsBoolean,
@@ -59,6 +60,13 @@ export class ChatCompletionRequest {
   @ValidateNested({ each: true })
   @Type(() => ChatMessage)
   messages!: ChatMessage[];
+
+  /** Spec 4.2 rule 6 and section 8: up to 2 fallback models, tried in order after `model`. */
+  @IsOptional()
+  @IsArray({ message: 'models must be an array of model ids.' })
+  @ArrayMaxSize(2, { message: 'models lists at most 2 fallback models.' })
+  @IsString({ each: true, message: 'models must be an array of model ids.' })
+  models?: string[];
 
   @IsOptional()
   @IsInt({ message: 'max_tokens must be an integer.' })

@@ -1,19 +1,27 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { CatalogModel } from '../../../../libs/catalog/src/catalog';
-import { assertModelAllowed, modelNotFound, type Caller } from '../../../../libs/identity/src/authenticate';
-import type { GenerationStats } from '../../../../libs/ledger/src/account';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { resolveModel } from '../../../../libs/catalog/src/deprecation';
+import type { Handled } from '../../../../libs/eventstore/src/aggregate-store';
+import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
-import { costOfUsage, worstCaseCost } from '../../../../libs/ledger/src/pricing';
+import { costOfUsage, worstCaseCost, type TokenUsage } from '../../../../libs/ledger/src/pricing';
 import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsd } from '../../../../libs/platform/src/money';
-import type { ChatCompletion } from '../../../../libs/providers/src/wire';
-import { countChatPromptTokens } from '../../../../libs/providers/src/tokens';
+import { nanoToUsd, type Nano } from '../../../../libs/platform/src/money';
+import { normalizeUsage } from '../../../../libs/providers/src/openai-compatible';
+import { ProviderError } from '../../../../libs/providers/src/provider-error';
+import { countChatPromptTokens, countTextTokens } from '../../../../libs/providers/src/tokens';
+import type { ChatCompletion, ChatUsage } from '../../../../libs/providers/src/wire';
 import type { Runtime } from '../../../../src/runtime';
-import { ReadYourWrites } from '../account/read-your-writes';
 import { RUNTIME } from '../../../../src/runtime.module';
+import { ReadYourWrites } from '../account/read-your-writes';
+import { toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
+import { ChatStreamRelay, openStream, type Delivered, type StreamOutcome } from './chat-stream';
+import { allFailed, pricesOf, targetsOf, worthAnotherTry, type Failure, type Target } from './fallbacks';
 
 const ENDPOINT = '/v1/chat/completions';
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
@@ -26,10 +34,31 @@ export interface RequestContext {
 
 export interface ChatCompletionResponse {
   generationId: string;
+  /** Deprecation headers of the requested model (spec 9). */
+  headers: Record<string, string>;
   body: Omit<ChatCompletion, 'usage'> & { usage: Record<string, unknown> & { cost: number } };
 }
 
-/** ARCHITECTURE section 5, steps 3 and 7-10, for a non-streamed chat completion. */
+export interface ChatStreamResponse {
+  generationId: string;
+  /** Deprecation headers of the requested model (spec 9), sent before the first event. */
+  headers: Record<string, string>;
+  /** `text/event-stream` text, already flowing. */
+  body: Readable;
+}
+
+/** One request from its hold to its settlement. */
+interface Generation {
+  id: string;
+  /** The primary model, then the fallbacks, each through its providers in catalog order. */
+  targets: Target[];
+  /** The prompt as the gateway counts it: what is billed when the upstream never reported usage. */
+  promptTokens: number;
+  headers: Record<string, string>;
+  ledger(command: AccountCommand): Promise<Handled<AccountState, AccountEvent>>;
+}
+
+/** ARCHITECTURE section 5, steps 3 and 7-10, for a chat completion, streamed or not. */
 @Injectable()
 export class ChatCompletionsService {
   private readonly logger = new Logger('chat');
@@ -41,83 +70,205 @@ export class ChatCompletionsService {
   ) {}
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
-    const model = this.resolveModel(caller, request.model);
-    const generationId = `gen-${randomBytes(12).toString('hex')}`;
+    const generation = await this.begin(caller, request, context);
+    const { target, value: result } = await this.firstAnswer(generation, ({ route, provider }) =>
+      provider.chatCompletion({ ...request, model: route.upstreamModel, stream: false }),
+    );
+
+    // Step 9: charge the actual cost, or nothing for zero completion tokens (spec 1 rule 3).
+    const charged = await this.charge(generation, target, result.usage, { latency_ms: Math.round(result.latencyMs), ttft_ms: null });
+
+    // Step 10, spec 1 rule 2: our id, the model that answered, and the cost charged.
+    const upstream = result.response;
+    return {
+      generationId: generation.id,
+      headers: generation.headers,
+      body: { ...upstream, id: generation.id, model: target.model.id, usage: { ...(upstream.usage ?? {}), cost: nanoToUsd(charged) } },
+    };
+  }
+
+  /**
+   * Resolves once the first output of some provider has arrived: until then every failure can
+   * still fall back, and reaches the client as a JSON error with its status. From then on the
+   * relay owns the generation, and settles it when the upstream is done, client or no client.
+   */
+  async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatStreamResponse> {
+    const generation = await this.begin(caller, request, context);
+    const { target, value: opened } = await this.firstAnswer(generation, ({ route, provider }) =>
+      openStream(provider.streamChatCompletion({ ...request, model: route.upstreamModel })),
+    );
+    const relay = new ChatStreamRelay({
+      id: generation.id,
+      model: target.model.id,
+      includeUsage: request.stream_options?.include_usage === true,
+      settle: (outcome) => this.settleStream(generation, target, outcome),
+      errorEvent: (failure) => midStreamError(failure, this.runtime.clock.now()).toBody(),
+    });
+    relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${generation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
+    return { generationId: generation.id, headers: generation.headers, body: relay.body };
+  }
+
+  /** Steps 3 and 7: resolve every model of the request, then hold the worst case. */
+  private async begin(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
+    const { models, headers } = this.resolveModels(caller, request);
+    const targets = targetsOf(models, this.runtime.providers);
+    const id = `gen-${randomBytes(12).toString('hex')}`;
     // Ids, not content: the end user's id and the client's request id go with the events.
     const user = request.safety_identifier ?? request.user;
     const metadata = {
       actor: `key:${caller.keyId}`,
-      correlationId: generationId,
+      correlationId: id,
       ...(context.clientRequestId ? { client_request_id: context.clientRequestId } : {}),
       ...(typeof user === 'string' ? { user } : {}),
     };
-    const ledger = (command: LedgerCommand['command']) => this.commands.execute(new LedgerCommand(caller.accountId, command, metadata));
+    const ledger = async (command: AccountCommand) => {
+      const handled = await this.commands.execute(new LedgerCommand(caller.accountId, command, metadata));
+      this.reads.wrote(caller.accountId, handled.appended?.position);
+      return handled;
+    };
 
-    // Step 7, spec 1 rule 1: hold the worst case before anything is spent.
+    // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
+    // the hold covers the dearest; it is held once and settled once.
+    const promptTokens = countChatPromptTokens(request.messages);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
-    const worstCase = worstCaseCost(countChatPromptTokens(request.messages), maxOutput, model.prices);
-    const placed = await ledger({
+    const worstCase = targets.map((t) => worstCaseCost(promptTokens, maxOutput, pricesOf(t))).reduce((a, b) => (b > a ? b : a));
+    await ledger({
       type: 'PlaceHold',
-      holdId: generationId,
+      holdId: id,
       keyId: caller.keyId,
       amountNano: worstCase,
-      model: model.id,
+      model: models[0].id,
       endpoint: ENDPOINT,
       ttlMs: this.runtime.config.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
-    this.reads.wrote(caller.accountId, placed.appended?.position);
+    return { id, targets, promptTokens, headers, ledger };
+  }
 
-    // Step 8.
-    const route = model.providers[0];
-    const provider = this.runtime.providers.get(route.provider.name);
-    if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
+  /**
+   * Step 8 with spec 4.2 rule 6: each target in turn until one answers. A provider-side failure
+   * moves on; any other error, or the last failure, releases the hold (spec 1 rule 3: an error
+   * is not billed) and is the answer.
+   */
+  private async firstAnswer<T>(generation: Generation, call: (target: Target) => Promise<T>): Promise<{ target: Target; value: T }> {
     const started = performance.now();
-    let result;
-    try {
-      result = await provider.chatCompletion({ ...request, model: route.upstreamModel, stream: false });
-    } catch (err) {
-      // Spec 1 rule 3: a request that ends in an error is not billed.
-      const status = (err as { status?: unknown }).status;
-      const released = await ledger({
-        type: 'ReleaseHold',
-        holdId: generationId,
-        errorCode: typeof status === 'number' ? `upstream_${status}` : 'upstream_error',
-        stats: { model: model.id, provider: route.provider.name, endpoint: ENDPOINT, latency_ms: Math.round(performance.now() - started) },
-      });
-      this.reads.wrote(caller.accountId, released.appended?.position);
-      throw err;
+    const failures: Failure[] = [];
+    for (const target of generation.targets) {
+      try {
+        return { target, value: await call(target) };
+      } catch (err) {
+        if (worthAnotherTry(err)) {
+          failures.push({ target, error: err });
+          this.logger.warn(`${generation.id}: ${target.model.id} via ${target.route.provider.name} failed (${err.message}); trying the next`);
+          continue;
+        }
+        await this.release(generation, target, err, performance.now() - started);
+        throw err;
+      }
     }
+    const last = failures[failures.length - 1];
+    await this.release(generation, last.target, last.error, performance.now() - started);
+    throw allFailed(failures);
+  }
 
-    // Step 9: charge the actual cost, or nothing for zero completion tokens (spec 1 rule 3).
+  private async release(generation: Generation, target: Target, err: unknown, latencyMs: number): Promise<void> {
+    const status = err instanceof ProviderError ? err.status : undefined;
+    await generation.ledger({
+      type: 'ReleaseHold',
+      holdId: generation.id,
+      errorCode: status === undefined ? 'upstream_error' : `upstream_${status}`,
+      stats: { ...this.who(target), latency_ms: Math.round(latencyMs) },
+    });
+  }
+
+  /**
+   * Spec 1 rules 3 and 4 for a stream. A clean finish is billed from the upstream's usage; a
+   * stream cut short only for what it delivered (the prompt as counted here, plus the tokens of
+   * the text that arrived), and not at all when nothing arrived.
+   */
+  private async settleStream(generation: Generation, target: Target, outcome: StreamOutcome) {
+    const usage = outcome.usage ? normalizeUsage(outcome.usage) : deliveredUsage(generation.promptTokens, outcome.delivered);
+    if (outcome.failure !== null && usage.completionTokens === 0) {
+      await this.release(generation, target, outcome.failure, outcome.latencyMs);
+      return { ...wireUsage(usage), cost: 0 };
+    }
+    const charged = await this.charge(generation, target, usage, { latency_ms: outcome.latencyMs, ttft_ms: outcome.ttftMs });
+    return { ...(outcome.usage ?? wireUsage(usage)), cost: nanoToUsd(charged) };
+  }
+
+  /** Charges `usage` at the prices of the model that answered; resolves with the amount charged. */
+  private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>): Promise<Nano> {
     const stats: GenerationStats = {
-      model: model.id,
-      provider: route.provider.name,
-      endpoint: ENDPOINT,
-      prompt_tokens: result.usage.promptTokens,
-      completion_tokens: result.usage.completionTokens,
-      cached_tokens: result.usage.cachedTokens,
-      reasoning_tokens: result.usage.reasoningTokens,
-      latency_ms: Math.round(result.latencyMs),
-      ttft_ms: null,
+      ...this.who(target),
+      prompt_tokens: usage.promptTokens,
+      completion_tokens: usage.completionTokens,
+      cached_tokens: usage.cachedTokens,
+      reasoning_tokens: usage.reasoningTokens,
+      ...timing,
     };
-    const settled = await ledger({ type: 'ChargeUsage', holdId: generationId, amountNano: costOfUsage(result.usage, model.prices), stats });
-    this.reads.wrote(caller.accountId, settled.appended?.position);
-    const charged = settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
-
-    // Step 10, spec 1 rule 2: our id, the model that answered, and the cost charged.
-    const upstream = result.response;
-    return {
-      generationId,
-      body: { ...upstream, id: generationId, model: model.id, usage: { ...(upstream.usage ?? {}), cost: nanoToUsd(charged) } },
-    };
+    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOfUsage(usage, pricesOf(target)), stats });
+    return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
   }
 
-  private resolveModel(caller: Caller, id: string): CatalogModel {
-    const model = this.runtime.catalog.get(id);
-    if (!model || model.type !== 'chat') throw modelNotFound(id);
-    assertModelAllowed(caller, id);
-    return model;
+  private who(target: Target) {
+    return { model: target.model.id, provider: target.route.provider.name, endpoint: ENDPOINT };
   }
+
+  /**
+   * The primary model, then the fallbacks of `models` (spec 4.2 rule 6), each known, allowed and
+   * not retired (spec 9: a retired model answers through its replacement, or 410).
+   */
+  private resolveModels(caller: Caller, request: ChatCompletionRequest): { models: CatalogModel[]; headers: Record<string, string> } {
+    const resolve = (id: string) =>
+      resolveModel(this.runtime.catalog, id, this.runtime.clock.now(), { allowedModels: caller.allowed_models, type: 'chat' });
+    const primary = resolve(request.model);
+    const models = [primary.model];
+    (request.models ?? []).forEach((id, i) => {
+      let model: CatalogModel;
+      try {
+        model = resolve(id).model;
+      } catch (err) {
+        // The same answer as for `model`, naming the entry of `models` at fault.
+        throw err instanceof ApiError ? new ApiError(err.status, err.type, err.message, err.code, `models[${i}]`, err.headers) : err;
+      }
+      // Naming a model twice would only try the same providers again.
+      if (!models.includes(model)) models.push(model);
+    });
+    return { models, headers: primary.headers };
+  }
+}
+
+/** What a stream cut short delivered, counted the way the simulator and OpenAI count output. */
+function deliveredUsage(promptTokens: number, delivered: Delivered): TokenUsage {
+  const reasoning = countTextTokens(delivered.reasoning);
+  const tools = delivered.toolNames || delivered.toolArguments ? countTextTokens(delivered.toolNames) + countTextTokens(delivered.toolArguments) : 0;
+  return {
+    promptTokens,
+    completionTokens: reasoning + countTextTokens(delivered.content) + tools,
+    cachedTokens: 0,
+    reasoningTokens: reasoning,
+  };
+}
+
+function wireUsage(usage: TokenUsage): ChatUsage {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedTokens },
+    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+  };
+}
+
+/** The error event of a stream that broke off after its first byte. */
+function midStreamError(failure: unknown, now: Date): ApiError {
+  const mapped = toApiError(failure, now);
+  if (!(failure instanceof ProviderError)) return mapped;
+  return new ApiError(
+    mapped.status,
+    mapped.type,
+    'The model provider broke off the stream: the answer above is incomplete, and only what was delivered is billed. Safe to retry.',
+    mapped.code,
+  );
 }

@@ -6,6 +6,10 @@
  *
  * - `{"fail": 503}`: answer that status (400-599) with an OpenAI error body, before any output,
  *   streamed requests included. Also on embeddings.
+ * - `{"fail_models": {"sim/echo": 503}}`: the same, only for requests whose `model` (the upstream
+ *   model id) is a key of the map; other models answer normally. The same prompt goes to every
+ *   model of a fallback chain, so this is how a test fails the primary and not the fallback.
+ *   `fail` wins when both are given. Also on embeddings.
  * - `{"delay_ms": 200}`: wait before answering (before a `fail` too). Also on embeddings.
  * - `{"completion_tokens": 12}`: content of exactly 12 tokens; 0 gives empty content.
  * - `{"chunk_delay_ms": 50}`: wait before every stream chunk after the first.
@@ -28,6 +32,7 @@ import { isRecord } from '../json';
 
 export interface SimDirectives {
   fail?: number;
+  fail_models?: Record<string, number>;
   delay_ms?: number;
   completion_tokens?: number;
   chunk_delay_ms?: number;
@@ -41,9 +46,11 @@ export interface SimDirectives {
 export class DirectiveError extends Error {}
 
 const isCount = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
+const isFailStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 400 && (v as number) <= 599;
 
 const VALID: { [K in keyof Required<SimDirectives>]: (value: unknown) => boolean } = {
-  fail: (v) => Number.isInteger(v) && (v as number) >= 400 && (v as number) <= 599,
+  fail: isFailStatus,
+  fail_models: (v) => isRecord(v) && Object.values(v).every(isFailStatus),
   delay_ms: isCount,
   completion_tokens: isCount,
   chunk_delay_ms: isCount,
@@ -79,4 +86,10 @@ export function parseDirectives(text: string): { directives: SimDirectives; text
     }
   }
   return { directives: directives as SimDirectives, text: kept.join('\n').trim() };
+}
+
+/** The status a request for `model` must fail with (`fail`, else `fail_models`), if any. */
+export function failureFor(directives: SimDirectives, model: string): number | undefined {
+  const perModel = directives.fail_models;
+  return directives.fail ?? (perModel && Object.hasOwn(perModel, model) ? perModel[model] : undefined);
 }

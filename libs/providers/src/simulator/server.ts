@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chunks, completion, lastUserText, parseChatRequest, planReply } from './chat';
-import { DirectiveError, parseDirectives } from './directives';
+import { DirectiveError, failureFor, parseDirectives, type SimDirectives } from './directives';
 import { embeddingsResponse, parseEmbeddingsRequest } from './embeddings';
 import { errorBody, readJson, sendJson, SimError, write } from './http';
 
@@ -109,9 +109,7 @@ async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<
   const request = parseChatRequest(await readJson(req));
   const { directives, text } = parseDirectives(lastUserText(request.messages));
   if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
-  if (directives.fail !== undefined) {
-    throw new SimError(directives.fail, `simulated failure (#sim fail ${directives.fail})`, null, 'sim_failure');
-  }
+  failIfAsked(directives, request.model);
   const cut = directives.cut_after_chunks;
   if (cut !== undefined && !request.stream) {
     req.socket.destroy();
@@ -143,10 +141,17 @@ async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<
 
 async function embeddings({ req, res, signal }: Exchange): Promise<void> {
   const request = parseEmbeddingsRequest(await readJson(req));
-  const { delay_ms, fail } = request.directives;
+  const { delay_ms } = request.directives;
   if (delay_ms) await sleep(delay_ms, undefined, { signal });
-  if (fail !== undefined) throw new SimError(fail, `simulated failure (#sim fail ${fail})`, null, 'sim_failure');
+  failIfAsked(request.directives, request.model);
   sendJson(res, 200, embeddingsResponse(request));
+}
+
+function failIfAsked(directives: SimDirectives, model: string): void {
+  const status = failureFor(directives, model);
+  if (status === undefined) return;
+  const which = directives.fail === undefined ? `fail_models ${model}` : 'fail';
+  throw new SimError(status, `simulated failure (#sim ${which} ${status})`, null, 'sim_failure');
 }
 
 async function models({ res }: Exchange): Promise<void> {

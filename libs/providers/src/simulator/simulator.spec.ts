@@ -147,10 +147,30 @@ describe('#sim directives', () => {
     expect(body.error.code).toBe('sim_failure');
   });
 
+  it('fail_models: fails only the listed upstream models; fail wins over it', async () => {
+    const text = '#sim {"fail_models": {"sim/echo": 503, "sim/other": 429}}';
+    const echo = await post('/chat/completions', chatBody(text));
+    expect([echo.status, echo.body.error.code]).toEqual([503, 'sim_failure']);
+    expect(echo.body.error.message).toContain('fail_models sim/echo');
+    const other = await post('/chat/completions', { ...chatBody(text), model: 'sim/other' });
+    expect(other.status).toBe(429);
+    const small = await post('/chat/completions', { ...chatBody(`hi\n${text}`), model: 'sim/small-8k' });
+    expect([small.status, small.body.choices[0].message.content]).toEqual([200, 'Echo: hi']);
+    const both = await post('/chat/completions', { ...chatBody(`#sim {"fail": 502, "fail_models": {"sim/echo": 503}}`), model: 'sim/small-8k' });
+    expect(both.status).toBe(502);
+  });
+
+  it('fail_models: a streamed request of a listed model gets the JSON error before any event', async () => {
+    const { status, contentType } = await post('/chat/completions', chatBody('#sim {"fail_models": {"sim/echo": 500}}', { stream: true }));
+    expect([status, contentType]).toEqual([500, 'application/json']);
+  });
+
   it.each([
     ['#sim {"fail": 503', 'invalid JSON'],
     ['#sim {"fial": 503}', 'unknown directive "fial"'],
     ['#sim {"fail": 200}', 'invalid value for "fail"'],
+    ['#sim {"fail_models": {"sim/echo": 200}}', 'invalid value for "fail_models"'],
+    ['#sim {"fail_models": [503]}', 'invalid value for "fail_models"'],
     ['#sim {"completion_tokens": -1}', 'invalid value for "completion_tokens"'],
     ['#sim [1]', 'expected a JSON object'],
   ])('reject %s with a 400', async (text, message) => {

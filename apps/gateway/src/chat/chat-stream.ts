@@ -1,0 +1,158 @@
+/**
+ * A streamed chat completion between the upstream and the client (spec 4.2 and 6.2): the
+ * upstream's chunks under the service's id and model, then the usage chunk with `cost` when the
+ * client asked for it, then `[DONE]`. A stream that breaks off ends with an error event and no
+ * `[DONE]`, so a client can never take a cut answer for a whole one.
+ */
+import { PassThrough } from 'node:stream';
+import { isRecord } from '../../../../libs/providers/src/json';
+import type { ChatChunk, ChatUsage } from '../../../../libs/providers/src/wire';
+
+/** An upstream stream whose first output has arrived, and nothing of it sent yet. */
+export interface OpenedStream {
+  /** The chunks read so far: the role chunk(s) and the first one with output. */
+  head: ChatChunk[];
+  rest: AsyncIterator<ChatChunk>;
+  /** performance.now() when the upstream call started. */
+  startedAt: number;
+}
+
+/**
+ * Reads the upstream until its first output (or its end). Until then the client has received
+ * nothing, so a failure can still move on to the next provider or model, or be answered as a
+ * JSON error with its status: an upstream that dies right after its role chunk is an outage,
+ * not a stream to cut.
+ */
+export async function openStream(upstream: AsyncIterator<ChatChunk>): Promise<OpenedStream> {
+  const startedAt = performance.now();
+  const head: ChatChunk[] = [];
+  for (;;) {
+    const next = await upstream.next();
+    if (next.done) break;
+    head.push(next.value);
+    if (!isPreamble(next.value)) break;
+  }
+  return { head, rest: upstream, startedAt };
+}
+
+/** Text the upstream delivered, counted for billing when it never reported its usage. */
+export interface Delivered {
+  content: string;
+  reasoning: string;
+  toolNames: string;
+  toolArguments: string;
+}
+
+export interface StreamOutcome {
+  /** The upstream's own usage report; null when the stream broke off before it. */
+  usage: ChatUsage | null;
+  delivered: Delivered;
+  /** From the start of the upstream call to its first output. */
+  ttftMs: number | null;
+  latencyMs: number;
+  /** What broke the stream off; null for a clean finish. */
+  failure: unknown;
+}
+
+export interface RelayOptions {
+  /** The generation id and the catalog model, on every chunk (spec 1 rule 2). */
+  id: string;
+  model: string;
+  includeUsage: boolean;
+  /** Bills the outcome; resolves with the usage billed and its cost in USD. */
+  settle(outcome: StreamOutcome): Promise<ChatUsage & { cost: number }>;
+  /** The `{"error": {...}}` event for what broke the stream off. */
+  errorEvent(failure: unknown): object;
+}
+
+export class ChatStreamRelay {
+  /**
+   * The response body, in SSE text. Fastify destroys it when the client goes away; the relay
+   * then keeps reading the upstream without writing, because a generation whose client left
+   * still completes and is billed (spec 1 rule 4).
+   */
+  readonly body = new PassThrough();
+  private readonly delivered: Delivered = { content: '', reasoning: '', toolNames: '', toolArguments: '' };
+  private usage: ChatUsage | null = null;
+  private firstOutputAt: number | null = null;
+  private created = Math.floor(Date.now() / 1000);
+
+  constructor(private readonly options: RelayOptions) {}
+
+  /** Runs until the upstream is done and the generation settled; never rejects for an upstream failure. */
+  async run(opened: OpenedStream): Promise<void> {
+    const { head, rest, startedAt } = opened;
+    if (head.length > 0 && typeof head[0].created === 'number') this.created = head[0].created;
+    let failure: unknown = null;
+    try {
+      for (const chunk of head) this.relay(chunk);
+      for (let next = await rest.next(); !next.done; next = await rest.next()) this.relay(next.value);
+    } catch (error) {
+      failure = error;
+    }
+
+    const outcome: StreamOutcome = {
+      usage: this.usage,
+      delivered: this.delivered,
+      ttftMs: this.firstOutputAt === null ? null : Math.round(this.firstOutputAt - startedAt),
+      latencyMs: Math.round(performance.now() - startedAt),
+      failure,
+    };
+    try {
+      const billed = await this.options.settle(outcome);
+      if (failure === null) {
+        if (this.options.includeUsage) this.write(this.chunk({ choices: [], usage: billed }));
+        this.write('[DONE]');
+      }
+    } catch (error) {
+      // The answer went out but its cost is unknown: the client must not see a clean finish.
+      failure ??= error;
+    } finally {
+      if (failure !== null) this.write(this.options.errorEvent(failure));
+      this.body.end();
+    }
+  }
+
+  private relay(chunk: ChatChunk): void {
+    if (isRecord(chunk.usage)) this.usage = chunk.usage as ChatUsage;
+    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+    if (this.firstOutputAt === null && choices.some((c) => hasOutput(c.delta))) this.firstOutputAt = performance.now();
+    for (const { delta } of choices) this.collect(delta);
+    // The upstream's usage chunk (empty choices) is never forwarded: the adapter asks for usage
+    // whether or not the client did, and the client's usage chunk must carry the cost.
+    if (choices.length === 0) return;
+    const { usage: _, ...fields } = chunk;
+    this.write({ ...fields, id: this.options.id, model: this.options.model, ...(this.options.includeUsage ? { usage: null } : {}) });
+  }
+
+  private collect(delta: ChatChunk['choices'][number]['delta'] | undefined): void {
+    if (!delta) return;
+    if (typeof delta.content === 'string') this.delivered.content += delta.content;
+    if (typeof delta.reasoning === 'string') this.delivered.reasoning += delta.reasoning;
+    for (const call of delta.tool_calls ?? []) {
+      this.delivered.toolNames += call.function?.name ?? '';
+      this.delivered.toolArguments += call.function?.arguments ?? '';
+    }
+  }
+
+  private chunk(fields: Partial<ChatChunk>): object {
+    return { id: this.options.id, object: 'chat.completion.chunk', created: this.created, model: this.options.model, ...fields };
+  }
+
+  private write(event: object | '[DONE]'): void {
+    // A client that left has its body destroyed: writing to it would only raise errors.
+    if (this.body.destroyed) return;
+    this.body.write(`data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`);
+  }
+}
+
+/** A chunk before any output: the role chunk OpenAI-style upstreams open with. */
+function isPreamble(chunk: ChatChunk): boolean {
+  if (isRecord(chunk.usage)) return false;
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  return choices.every((c) => c.finish_reason == null && !hasOutput(c.delta));
+}
+
+function hasOutput(delta: ChatChunk['choices'][number]['delta'] | undefined): boolean {
+  return !!delta && (!!delta.content || !!delta.reasoning || (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0));
+}

@@ -1,0 +1,50 @@
+import type { CatalogModel, ModelPrices } from '../../../../libs/catalog/src/catalog';
+import { deprecationAt } from '../../../../libs/catalog/src/deprecation';
+import { nanoToUsdString, type Nano } from '../../../../libs/platform/src/money';
+
+/**
+ * A model as GET /v1/models shows it: OpenAI's model object (`id`, `object`, `created`,
+ * `owned_by`) plus the catalog facts of spec 2.8, in OpenRouter's field names where it has them.
+ */
+export function presentModel(model: CatalogModel, now: Date) {
+  const deprecation = deprecationAt(model, now);
+  return {
+    id: model.id,
+    object: 'model' as const,
+    created: model.created,
+    owned_by: model.ownedBy,
+    name: model.name,
+    type: model.type,
+    context_length: model.contextLength,
+    architecture: { input_modalities: model.inputModalities, output_modalities: model.outputModalities },
+    supported_parameters: model.supportedParameters,
+    pricing: presentPrices(model.prices),
+    deprecated: deprecation !== null,
+    sunset: deprecation?.sunset.toISOString() ?? null,
+    replacement: deprecation?.replacement ?? null,
+    uptime: model.uptime,
+  };
+}
+
+/**
+ * USD as exact decimal strings, as OpenRouter does: token prices per token (`prompt`,
+ * `completion`, `input_cache_read`), the others per unit and only where the model has them
+ * (`request` per query, `image` per image, `second` per second).
+ */
+export function presentPrices(prices: ModelPrices): Record<string, string> {
+  return {
+    prompt: perToken(prices.inputPerM),
+    completion: perToken(prices.outputPerM),
+    input_cache_read: perToken(prices.cachedInputPerM),
+    ...(prices.perQuery !== null ? { request: nanoToUsdString(prices.perQuery) } : {}),
+    ...(prices.perImage !== null ? { image: nanoToUsdString(prices.perImage) } : {}),
+    ...(prices.perSecond !== null ? { second: nanoToUsdString(prices.perSecond) } : {}),
+  };
+}
+
+/** Nano-USD per million tokens is exactly USD per token with 15 decimals: shift, never divide. */
+export function perToken(nanoPerMillion: Nano): string {
+  const digits = nanoPerMillion.toString().padStart(16, '0');
+  const fraction = digits.slice(-15).replace(/0+$/, '');
+  return `${BigInt(digits.slice(0, -15))}${fraction ? `.${fraction}` : ''}`;
+}
