@@ -55,6 +55,19 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(availableNano(r.state)).toBe(0n);
   });
 
+  it('decides again on fresh state before deciding to do nothing: a hold placed elsewhere is expired', async () => {
+    const worker = new AggregateStore(store, clock);
+    const gateway = new AggregateStore(other, clock);
+    const stream = accountStream('stale');
+    await worker.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'stale' });
+    await worker.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 100n, reason: 'signup' });
+    // The worker has the account cached; the gateway places a hold the worker has not seen.
+    await gateway.handle(accountDecider, stream, hold('gone', 10n));
+    clock.advance(60_000);
+    const swept = await worker.handle(accountDecider, stream, { type: 'ExpireHolds' });
+    expect(swept.events.map((e) => e.type)).toEqual(['HoldExpired']);
+  });
+
   it('never overdraws under concurrency from two processes: exactly the affordable holds succeed', async () => {
     const a = new AggregateStore(store, clock);
     const b = new AggregateStore(other, clock);

@@ -115,9 +115,10 @@ export class AggregateStore {
             outcomes.push({ error });
           }
         }
-        // A refusal decided on a state another process has moved on from would be wrong
-        // (credits added elsewhere, say): decide again on fresh state before refusing.
-        if (!fresh && outcomes.some((o) => 'error' in o && o.error instanceof DomainError)) {
+        // A refusal or a decision to do nothing, taken on a state another process has moved on
+        // from, would be wrong (credits added elsewhere; a hold placed elsewhere now due to
+        // expire) and no append would catch it: decide again on fresh state first.
+        if (!fresh && outcomes.some((o) => ('error' in o ? o.error instanceof DomainError : o.events.length === 0))) {
           fresh = true;
           const latest = await this.catchUp(decider, stream);
           if (latest.revision !== current.revision) {
