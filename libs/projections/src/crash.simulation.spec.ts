@@ -16,6 +16,7 @@ import { creditsProjection } from './read-models/credits';
 import { generationsProjection } from './read-models/generations';
 import { keyUsageProjection } from './read-models/key-usage';
 import { ProjectionRunner } from './runner';
+import { Random } from '../../ledger/src/testing/random';
 
 /**
  * Seeded simulation of the ledger's read models with crashes between append and projection
@@ -59,39 +60,6 @@ const USD = 1_000_000_000n;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-
-/** mulberry32, as in the decider simulation: the same seed replays the same run. */
-class Random {
-  private state: number;
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-  next(): number {
-    let t = (this.state = (this.state + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  }
-  int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
-  }
-  nano(min: bigint, max: bigint): bigint {
-    return min + BigInt(Math.floor(this.next() * Number(max - min + 1n)));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)]!;
-  }
-  shuffle<T>(items: T[]): T[] {
-    for (let i = items.length - 1; i > 0; i--) {
-      const j = this.int(0, i);
-      [items[i], items[j]] = [items[j]!, items[i]!];
-    }
-    return items;
-  }
-}
 
 const show = (value: unknown) => JSON.stringify(value, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))?.slice(0, 4000);
 
