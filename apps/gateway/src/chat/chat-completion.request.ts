@@ -47,8 +47,9 @@ export class ChatMessage {
 }
 
 /**
- * The fields of spec 4.2 the gateway itself acts on. Every other field passes through to the
- * provider untouched; only these are checked here.
+ * The fields of spec 4.2 whose shape is checked here. The controller then applies the request
+ * rules (request-rules.ts, plugins/): fields spec 4.2 does not list are dropped and reported in
+ * `x-svc-ignored-params`; the other listed fields pass through to the provider.
  */
 export class ChatCompletionRequest {
   @IsString({ message: 'model must be a string.' })
@@ -101,6 +102,10 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsString({ message: 'user must be a string.' })
   user?: string;
+
+  /** Read by the plugin step (spec 4.2 rules 8 and 9), never forwarded upstream. */
+  plugins?: unknown;
+  transforms?: unknown;
 
   [extra: string]: unknown;
 }

@@ -2,9 +2,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { CatalogModel } from '../../../../libs/catalog/src/catalog';
+import type { CatalogRoute } from '../../../../libs/catalog/src/catalog';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { resolveModel } from '../../../../libs/catalog/src/deprecation';
+import { ProviderStats } from '../../../../libs/catalog/src/provider-stats';
+import { parseModelId, parseProviderPreferences, requestParameters, routeTargets, suffixFields } from '../../../../libs/catalog/src/routing';
 import type { Handled } from '../../../../libs/eventstore/src/aggregate-store';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
@@ -21,7 +23,7 @@ import { ReadYourWrites } from '../account/read-your-writes';
 import { toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
 import { ChatStreamRelay, openStream, type Delivered, type StreamOutcome } from './chat-stream';
-import { allFailed, pricesOf, targetsOf, worthAnotherTry, type Failure, type Target } from './fallbacks';
+import { allFailed, pricesOf, targetsOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './fallbacks';
 
 const ENDPOINT = '/v1/chat/completions';
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
@@ -50,7 +52,7 @@ export interface ChatStreamResponse {
 /** One request from its hold to its settlement. */
 interface Generation {
   id: string;
-  /** The primary model, then the fallbacks, each through its providers in catalog order. */
+  /** The primary model, then the fallbacks, each through the providers routing chose, in order. */
   targets: Target[];
   /** The prompt as the gateway counts it: what is billed when the upstream never reported usage. */
   promptTokens: number;
@@ -62,6 +64,8 @@ interface Generation {
 @Injectable()
 export class ChatCompletionsService {
   private readonly logger = new Logger('chat');
+  /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
+  private readonly providerStats = new ProviderStats();
 
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
@@ -71,9 +75,10 @@ export class ChatCompletionsService {
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
     const generation = await this.begin(caller, request, context);
-    const { target, value: result } = await this.firstAnswer(generation, ({ route, provider }) =>
-      provider.chatCompletion({ ...request, model: route.upstreamModel, stream: false }),
+    const { target, value: result } = await this.firstAnswer(generation, (target) =>
+      target.provider.chatCompletion({ ...upstreamBody(request, target), stream: false }),
     );
+    this.measure(target, result.latencyMs, null, result.usage.completionTokens);
 
     // Step 9: charge the actual cost, or nothing for zero completion tokens (spec 1 rule 3).
     const charged = await this.charge(generation, target, result.usage, { latency_ms: Math.round(result.latencyMs), ttft_ms: null });
@@ -94,8 +99,8 @@ export class ChatCompletionsService {
    */
   async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatStreamResponse> {
     const generation = await this.begin(caller, request, context);
-    const { target, value: opened } = await this.firstAnswer(generation, ({ route, provider }) =>
-      openStream(provider.streamChatCompletion({ ...request, model: route.upstreamModel })),
+    const { target, value: opened } = await this.firstAnswer(generation, (target) =>
+      openStream(target.provider.streamChatCompletion(upstreamBody(request, target))),
     );
     const relay = new ChatStreamRelay({
       id: generation.id,
@@ -137,7 +142,7 @@ export class ChatCompletionsService {
       holdId: id,
       keyId: caller.keyId,
       amountNano: worstCase,
-      model: models[0].id,
+      model: models[0].model.id,
       endpoint: ENDPOINT,
       ttlMs: this.runtime.config.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
@@ -194,6 +199,8 @@ export class ChatCompletionsService {
       return { ...wireUsage(usage), cost: 0 };
     }
     const charged = await this.charge(generation, target, usage, { latency_ms: outcome.latencyMs, ttft_ms: outcome.ttftMs });
+    // A stream cut short says nothing reliable about the provider's speed.
+    if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, usage.completionTokens);
     return { ...(outcome.usage ?? wireUsage(usage)), cost: nanoToUsd(charged) };
   }
 
@@ -211,32 +218,62 @@ export class ChatCompletionsService {
     return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
   }
 
+  private measure(target: Target, latencyMs: number, ttftMs: number | null, completionTokens: number): void {
+    this.providerStats.record(target.model.id, target.route.provider.name, { latencyMs, ttftMs, completionTokens });
+  }
+
   private who(target: Target) {
     return { model: target.model.id, provider: target.route.provider.name, endpoint: ENDPOINT };
   }
 
   /**
    * The primary model, then the fallbacks of `models` (spec 4.2 rule 6), each known, allowed and
-   * not retired (spec 9: a retired model answers through its replacement, or 410).
+   * not retired (spec 9: a retired model answers through its replacement, or 410), with its
+   * suffixes (spec 1) and the providers that `provider` (spec 4.2) leaves, in routing order.
+   * The primary must have a matching provider (404 otherwise); a fallback model without one is
+   * left out, since it could not answer under the caller's constraints anyway.
    */
-  private resolveModels(caller: Caller, request: ChatCompletionRequest): { models: CatalogModel[]; headers: Record<string, string> } {
-    const resolve = (id: string) =>
-      resolveModel(this.runtime.catalog, id, this.runtime.clock.now(), { allowedModels: caller.allowed_models, type: 'chat' });
-    const primary = resolve(request.model);
-    const models = [primary.model];
-    (request.models ?? []).forEach((id, i) => {
-      let model: CatalogModel;
+  resolveModels(caller: Caller, request: ChatCompletionRequest): { models: RoutedModel[]; headers: Record<string, string> } {
+    const preferences = parseProviderPreferences(request.provider);
+    const parameters = requestParameters(request);
+    const route = (requested: string, primary: boolean) => {
+      const { id, suffixes } = parseModelId(requested);
+      const resolved = resolveModel(this.runtime.catalog, id, this.runtime.clock.now(), { allowedModels: caller.allowed_models, type: 'chat' });
+      const fields = suffixFields(resolved.model, suffixes, request);
+      let routes: readonly CatalogRoute[];
       try {
-        model = resolve(id).model;
+        routes = routeTargets(resolved.model, { preferences, suffixes, parameters }, this.providerStats);
+      } catch (err) {
+        if (primary || !(err instanceof ApiError && err.code === 'no_provider_available')) throw err;
+        routes = [];
+      }
+      return { routed: { model: resolved.model, routes, fields }, headers: resolved.headers };
+    };
+    const primary = route(request.model, true);
+    const models = [primary.routed];
+    (request.models ?? []).forEach((id, i) => {
+      let routed: RoutedModel;
+      try {
+        routed = route(id, false).routed;
       } catch (err) {
         // The same answer as for `model`, naming the entry of `models` at fault.
-        throw err instanceof ApiError ? new ApiError(err.status, err.type, err.message, err.code, `models[${i}]`, err.headers) : err;
+        throw err instanceof ApiError && err.param === 'model' ? new ApiError(err.status, err.type, err.message, err.code, `models[${i}]`, err.headers) : err;
       }
       // Naming a model twice would only try the same providers again.
-      if (!models.includes(model)) models.push(model);
+      if (routed.routes.length > 0 && !models.some((m) => m.model === routed.model)) models.push(routed);
     });
     return { models, headers: primary.headers };
   }
+}
+
+/**
+ * What goes upstream: the request with this target's suffix fields, under the provider's own
+ * model id. `provider` stays here: the gateway has routed already, and an upstream router would
+ * read our provider names as its own.
+ */
+function upstreamBody(request: ChatCompletionRequest, target: Target): Record<string, unknown> {
+  const { provider: _routed, ...rest } = request;
+  return { ...rest, ...target.fields, model: target.route.upstreamModel };
 }
 
 /** What a stream cut short delivered, counted the way the simulator and OpenAI count output. */

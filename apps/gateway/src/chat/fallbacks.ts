@@ -13,6 +13,15 @@ export interface Target {
   model: CatalogModel;
   route: CatalogRoute;
   provider: OpenAiCompatibleProvider;
+  /** Fields this model's suffixes add to the upstream request (`:thinking`); empty otherwise. */
+  fields: Record<string, unknown>;
+}
+
+/** A model of the request with the providers routing chose for it, in the order to try them. */
+export interface RoutedModel {
+  model: CatalogModel;
+  routes: readonly CatalogRoute[];
+  fields: Record<string, unknown>;
 }
 
 export interface Failure {
@@ -21,15 +30,15 @@ export interface Failure {
 }
 
 /**
- * Every provider of the primary model in catalog order, then those of each fallback model. A
- * provider missing from the runtime is a configuration error, found here, before any hold.
+ * The routed providers of the primary model, then those of each fallback model. A provider
+ * missing from the runtime is a configuration error, found here, before any hold.
  */
-export function targetsOf(models: readonly CatalogModel[], providers: ReadonlyMap<string, OpenAiCompatibleProvider>): Target[] {
-  return models.flatMap((model) =>
-    model.providers.map((route) => {
+export function targetsOf(models: readonly RoutedModel[], providers: ReadonlyMap<string, OpenAiCompatibleProvider>): Target[] {
+  return models.flatMap(({ model, routes, fields }) =>
+    routes.map((route) => {
       const provider = providers.get(route.provider.name);
       if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
-      return { model, route, provider };
+      return { model, route, provider, fields };
     }),
   );
 }
