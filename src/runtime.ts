@@ -8,7 +8,8 @@ import { systemClock, type Clock } from '../libs/platform/src/clock';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
 import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
-import { OpenAiCompatibleProvider } from '../libs/providers/src/openai-compatible';
+import { createChatProvider } from '../libs/providers/src/adapters';
+import type { ChatProvider } from '../libs/providers/src/openai-compatible';
 import { startSimulator } from '../libs/providers/src/simulator';
 
 /**
@@ -24,7 +25,8 @@ export interface Runtime {
   readonly aggregates: AggregateStore;
   readonly projections: ProjectionRunner;
   readonly catalog: Catalog;
-  readonly providers: ReadonlyMap<string, OpenAiCompatibleProvider>;
+  /** The upstream client of each catalog provider, by name, in that provider's wire format. */
+  readonly providers: ReadonlyMap<string, ChatProvider>;
   /** Base URL of the in-process simulated upstream, when this process started one. */
   readonly simulatorUrl: string | null;
   /** Bearer token of the operator API; null disables it. */
@@ -67,12 +69,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       closers.push(() => simulator.close());
       simulatorUrl = startedSimulator = simulator.url;
     }
-    const providers = new Map<string, OpenAiCompatibleProvider>();
+    const providers = new Map<string, ChatProvider>();
     for (const model of withProviders ? catalog.models : []) {
       for (const { provider } of model.providers) {
         if (providers.has(provider.name)) continue;
         const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
-        providers.set(provider.name, new OpenAiCompatibleProvider({ baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs }));
+        const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs };
+        providers.set(provider.name, createChatProvider(provider.adapter, options));
       }
     }
 

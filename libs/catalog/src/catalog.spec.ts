@@ -44,6 +44,16 @@ describe('catalog', () => {
     ]);
   });
 
+  it('the built-in sim/claude-echo is served through the anthropic adapter of the simulator', () => {
+    const claude = loadCatalog().get('sim/claude-echo')!;
+    expect(claude).toMatchObject({ type: 'chat', inputModalities: ['text', 'image'] });
+    expect(claude.supportedParameters).toEqual(expect.arrayContaining(['tools', 'tool_choice', 'reasoning']));
+    expect(claude.prices.cachedInputPerM).toBeGreaterThan(0n);
+    expect(claude.providers.map((r) => [r.provider.name, r.provider.adapter, r.provider.baseUrl, r.tools])).toEqual([
+      ['sim-anthropic', 'anthropic', 'simulator', true],
+    ]);
+  });
+
   const base = {
     providers: { up: { adapter: 'openai', base_url: 'https://api.example.com/v1', api_key_env: 'UP_KEY' } },
     models: [{ id: 'x/m', type: 'chat', context_length: 1000, pricing: { input: 1, output: '2.5' }, providers: [{ provider: 'up', upstream_model: 'm' }] }],
@@ -137,7 +147,11 @@ describe('catalog', () => {
   const mistakes: [unknown, string][] = [
     [{ ...base, extra: 1 }, 'top level.extra: unknown field'],
     [{ ...base, providers: { up: { ...base.providers.up, base_ur: 'x' } } }, 'providers.up.base_ur: unknown field'],
-    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai'],
+    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai, anthropic'],
+    [
+      { providers: { up: { ...base.providers.up, adapter: 'anthropic' } }, models: [model({ type: 'embedding' })] },
+      'models[0].providers[0].provider: up uses the anthropic adapter, which serves chat models only',
+    ],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],
     [withModels(model({ pricing: { input: 1, output: 1, per_query: '-1' } })), 'models[0].pricing.per_query: expected a USD price per query'],

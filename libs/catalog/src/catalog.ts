@@ -62,9 +62,12 @@ export interface Deprecation {
   announced: Date | null;
 }
 
+export const ADAPTERS = ['openai', 'anthropic'] as const;
+
 export interface CatalogProvider {
   name: string;
-  adapter: 'openai';
+  /** The wire format: OpenAI chat completions, or Anthropic's native Messages API. */
+  adapter: (typeof ADAPTERS)[number];
   /** `simulator` resolves to the simulated upstream at start. */
   baseUrl: string;
   apiKey: string;
@@ -214,13 +217,13 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
   for (const [name, raw] of Object.entries(obj(root.providers, 'providers'))) {
     const at = `providers.${name}`;
     const p = fields(raw, at, PROVIDER_FIELDS);
-    oneOf(p.adapter, `${at}.adapter`, ['openai'] as const);
+    const adapter = oneOf(p.adapter, `${at}.adapter`, ADAPTERS);
     let apiKey = p.api_key === undefined ? '' : str(p.api_key, `${at}.api_key`);
     if (p.api_key_env !== undefined) {
       const variable = str(p.api_key_env, `${at}.api_key_env`);
       apiKey = env[variable] ?? fail(`${at}.api_key_env`, `environment variable ${variable} is not set`);
     }
-    providers.set(name, { name, adapter: 'openai', baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
+    providers.set(name, { name, adapter, baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
   }
 
   if (!Array.isArray(root.models)) fail('models', 'expected a list');
@@ -237,6 +240,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const supportedParameters = list(m.supported_parameters ?? [], `${at}.supported_parameters`, (x, w) =>
       typeof x === 'string' && PARAMETER_NAME.test(x) ? x : fail(w, 'expected a request parameter name such as max_tokens'),
     );
+    const type = oneOf(m.type, `${at}.type`, MODEL_TYPES);
     const modelPrices = prices(m.pricing, `${at}.pricing`);
     if (!Array.isArray(m.providers) || m.providers.length === 0) fail(`${at}.providers`, 'expected a list of at least one provider');
     const routes = (m.providers as unknown[]).map((raw, j): CatalogRoute => {
@@ -245,8 +249,11 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const name = str(r.provider, `${where}.provider`);
       const tools = r.tools === undefined ? supportedParameters.includes('tools') : bool(r.tools, `${where}.tools`);
       if (tools && !supportedParameters.includes('tools')) fail(`${where}.tools`, 'the model does not list tools in supported_parameters');
+      const provider = providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`);
+      // The Messages API is chat only: an embedding model behind it would fail on every request.
+      if (provider.adapter === 'anthropic' && type !== 'chat') fail(`${where}.provider`, `${name} uses the anthropic adapter, which serves chat models only`);
       return {
-        provider: providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`),
+        provider,
         upstreamModel: str(r.upstream_model, `${where}.upstream_model`),
         prices: r.pricing === undefined ? modelPrices : prices(r.pricing, `${where}.pricing`),
         quantization: r.quantization === undefined ? 'unknown' : oneOf(r.quantization, `${where}.quantization`, QUANTIZATIONS),
@@ -260,7 +267,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     return {
       id,
       name: m.name === undefined ? id : str(m.name, `${at}.name`),
-      type: oneOf(m.type, `${at}.type`, MODEL_TYPES),
+      type,
       created: m.created === undefined ? 0 : Math.floor(date(m.created, `${at}.created`).getTime() / 1000),
       ownedBy: m.owned_by === undefined ? (id.includes('/') ? id.slice(0, id.indexOf('/')) : 'svc') : str(m.owned_by, `${at}.owned_by`),
       contextLength: context as number,

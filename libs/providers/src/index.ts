@@ -1,10 +1,21 @@
+export {
+  AnthropicProvider,
+  ANTHROPIC_VERSION,
+  chatChunks as anthropicChatChunks,
+  DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
+  toChatCompletion as anthropicToChatCompletion,
+  toMessagesRequest,
+  type AnthropicOptions,
+} from './anthropic';
 export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS } from './tokens';
 export {
   normalizeUsage,
   OPENAI_CHAT_PARAMS,
+  OpenAiCompatibleAdapter,
   OpenAiCompatibleProvider,
   ROUTER_CHAT_PARAMS,
   type ChatCompletionResult,
+  type ChatProvider,
   type EmbeddingsResult,
   type NormalizedUsage,
   type OpenAiCompatibleOptions,

@@ -63,9 +63,20 @@ export interface EmbeddingsResult {
   latencyMs: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 120_000;
+/**
+ * What the gateway calls on an upstream, whatever its wire format: requests and answers are in
+ * the OpenAI shape, and every failure is a ProviderError. Each adapter translates at its edge.
+ */
+export interface ChatProvider {
+  chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult>;
+  /** OpenAI chunks, the usage chunk last; a stream cut short throws a `network` ProviderError. */
+  streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk>;
+  embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult>;
+}
 
-export class OpenAiCompatibleProvider {
+export const DEFAULT_TIMEOUT_MS = 120_000;
+
+export class OpenAiCompatibleAdapter implements ChatProvider {
   private readonly baseUrl: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
@@ -157,6 +168,13 @@ export class OpenAiCompatibleProvider {
   }
 }
 
+/**
+ * The name the gateway already uses. As a value it is the class (`new OpenAiCompatibleProvider`);
+ * as a type it is the ChatProvider shape, so code typed with it also takes other adapters.
+ */
+export const OpenAiCompatibleProvider = OpenAiCompatibleAdapter;
+export type OpenAiCompatibleProvider = ChatProvider;
+
 /** Usage in the gateway's terms; absent members are 0. Reasoning is inside completionTokens. */
 export function normalizeUsage(usage: unknown): NormalizedUsage {
   const u = isRecord(usage) ? usage : {};
@@ -175,7 +193,7 @@ export function normalizeUsage(usage: unknown): NormalizedUsage {
  * the caller's signal. Time spent by the consumer between two stream pieces is not counted, so a
  * slow client cannot turn into an upstream timeout.
  */
-class Deadline {
+export class Deadline {
   readonly signal: AbortSignal;
   private readonly timeout = new AbortController();
   private timer: NodeJS.Timeout | undefined;
@@ -218,7 +236,8 @@ class Deadline {
   }
 }
 
-async function httpError(response: Response): Promise<ProviderError> {
+/** Reads OpenAI's `{error: {message}}` and Anthropic's `{type: "error", error: {message}}` alike. */
+export async function httpError(response: Response): Promise<ProviderError> {
   const text = await response.text();
   let body: unknown = text;
   try {
@@ -240,11 +259,11 @@ function streamedError(chunk: Record<string, unknown>): ProviderError {
   return new ProviderError({ kind: 'http', status, message, upstreamBody: chunk });
 }
 
-function invalidResponse(message: string, body: unknown): ProviderError {
+export function invalidResponse(message: string, body: unknown): ProviderError {
   return new ProviderError({ kind: 'invalid_response', status: 502, message: `invalid upstream response: ${message}`, upstreamBody: body });
 }
 
-function parseJson(text: string): unknown {
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {

@@ -147,7 +147,7 @@ export function chunks(reply: Reply, meta: ReplyMeta, includeUsage: boolean) {
   if (reply.toolCall) {
     const { id, type, function: fn } = reply.toolCall;
     output.push(chunk({ tool_calls: [{ index: 0, id, type, function: { name: fn.name, arguments: '' } }] }));
-    for (const part of fn.arguments.match(/[\s\S]{1,8}/gu) ?? []) {
+    for (const part of argumentPieces(fn.arguments)) {
       output.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
     }
   } else {
@@ -164,7 +164,12 @@ function words(word: string, n: number): string {
   return n === 0 ? '' : word + ` ${word}`.repeat(n - 1);
 }
 
-/** Word-sized pieces whose concatenation is exactly `text`. */
-function pieces(text: string): string[] {
+/** Word-sized pieces whose concatenation is exactly `text`: one stream chunk each. */
+export function pieces(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** Tool call arguments streamed in pieces of 8 characters. */
+export function argumentPieces(json: string): string[] {
+  return json.match(/[\s\S]{1,8}/gu) ?? [];
 }

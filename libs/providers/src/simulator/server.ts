@@ -4,10 +4,21 @@
  * gets the same text and usage; ids come from a per-server counter. Behaviour is steered by
  * `#sim` directives, documented in ./directives.ts.
  *
- * Routes: POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings, GET /v1/models. Every
- * route wants `Authorization: Bearer <anything>`; any model name is accepted. The chat model
- * answers `Echo: <last user message without its #sim lines>`, cut to the request's token cap,
- * and reports prompt_tokens with countChatPromptTokens, the gateway's own estimate.
+ * Routes: POST /v1/chat/completions (JSON or SSE), POST /v1/embeddings, GET /v1/models, which
+ * want `Authorization: Bearer <anything>` and answer errors with OpenAI bodies; and POST
+ * /v1/messages, the Anthropic Messages format (JSON or SSE events `message_start`, `ping`,
+ * `content_block_start` / `_delta` / `_stop`, `message_delta`, `message_stop`), which wants
+ * `x-api-key: <anything>` (else 401) and `anthropic-version` (else 400) and answers errors as
+ * `{type: "error", error: {type, message}}`. Any model name is accepted.
+ *
+ * The chat model answers `Echo: <last user message without its #sim lines>`, cut to the
+ * request's token cap, and reports prompt_tokens with countChatPromptTokens, the gateway's own
+ * estimate. /v1/messages is the same model (see ./messages.ts): same text and counts, with
+ * `cached_tokens` as `cache_read_input_tokens` (and left out of `input_tokens`), reasoning as a
+ * `thinking` block, a tool call as a `tool_use` block, finish reasons as `end_turn`,
+ * `max_tokens`, `tool_use`. `fail`, `fail_models`, `delay_ms`, `chunk_delay_ms` (between
+ * events) and `cut_after_chunks` (counting content deltas after `message_start` and `ping`)
+ * behave as on chat completions.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +27,7 @@ import { chunks, completion, lastUserText, parseChatRequest, planReply } from '.
 import { DirectiveError, failureFor, parseDirectives, type SimDirectives } from './directives';
 import { embeddingsResponse, parseEmbeddingsRequest } from './embeddings';
 import { errorBody, readJson, sendJson, SimError, write } from './http';
+import { anthropicErrorBody, checkAnthropicHeaders, message, messageEvents, parseMessagesRequest, upToDeltas } from './messages';
 
 export interface SimulatorOptions {
   /** 0 (the default) picks a free port. */
@@ -49,7 +61,11 @@ const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/chat/completions': chatCompletions,
   'POST /v1/embeddings': embeddings,
   'GET /v1/models': models,
+  'POST /v1/messages': messages,
 };
+
+const ANTHROPIC_PATH = '/v1/messages';
+const pathOf = (req: IncomingMessage) => new URL(req.url ?? '/', 'http://simulator').pathname;
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const { port = 0, host = '127.0.0.1' } = options;
@@ -62,7 +78,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     handle({ req, res, signal: closed.signal, nextId: () => ++lastId }).catch((error: unknown) => {
       if (closed.signal.aborted) return;
       if (res.headersSent) res.destroy();
-      else sendJson(res, ...answerFor(error));
+      else sendJson(res, ...answerFor(error, pathOf(req) === ANTHROPIC_PATH));
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -88,21 +104,22 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 }
 
 async function handle(x: Exchange): Promise<void> {
-  const path = new URL(x.req.url ?? '/', 'http://simulator').pathname;
+  const path = pathOf(x.req);
   const route = ROUTES[`${x.req.method} ${path}`];
   if (!route) throw new SimError(404, `unknown route ${x.req.method} ${path}`, null, 'unknown_url');
-  if (!/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
+  if (path === ANTHROPIC_PATH) checkAnthropicHeaders(x.req.headers);
+  else if (!/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
     throw new SimError(401, 'missing or malformed Authorization: Bearer header', null, 'invalid_api_key');
   }
   await route(x);
 }
 
-function answerFor(error: unknown): [number, unknown] {
+function answerFor(error: unknown, anthropic: boolean): [number, unknown] {
   const sim =
     error instanceof SimError ? error
     : error instanceof DirectiveError ? new SimError(400, error.message, null, 'invalid_sim_directive')
     : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
-  return [sim.status, errorBody(sim)];
+  return [sim.status, anthropic ? anthropicErrorBody(sim) : errorBody(sim)];
 }
 
 async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<void> {
@@ -137,6 +154,37 @@ async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<
   }
   await write(res, 'data: [DONE]\n\n');
   res.end();
+}
+
+/** The Anthropic rendering of chatCompletions: same directives, same reply. */
+async function messages({ req, res, signal, nextId }: Exchange): Promise<void> {
+  const request = parseMessagesRequest(await readJson(req));
+  const { directives, text } = parseDirectives(lastUserText(request.messages));
+  if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
+  failIfAsked(directives, request.model);
+  const cut = directives.cut_after_chunks;
+  if (cut !== undefined && !request.stream) {
+    req.socket.destroy();
+    return;
+  }
+
+  const n = nextId();
+  const meta = { id: `msg_sim_${n}`, model: request.model, toolUseId: `toolu_sim_${n}` };
+  const reply = planReply(request, directives, text, meta.toolUseId);
+  if (!request.stream) {
+    sendJson(res, 200, message(reply, meta));
+    return;
+  }
+
+  const { start, body, end } = messageEvents(reply, meta);
+  const sequence = cut === undefined ? [...start, ...body, ...end] : [...start, ...upToDeltas(body, cut)];
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  for (const [i, { event, data }] of sequence.entries()) {
+    if (i > 0 && directives.chunk_delay_ms) await sleep(directives.chunk_delay_ms, undefined, { signal });
+    await write(res, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+  if (cut !== undefined) req.socket.destroy();
+  else res.end();
 }
 
 async function embeddings({ req, res, signal }: Exchange): Promise<void> {
