@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { AdminService } from '../apps/gateway/src/admin/admin.service';
 import { KeysService } from '../apps/gateway/src/keys/keys.service';
 import type { Config } from '../libs/platform/src/config';
+import { generateEncryptionKey } from '../libs/platform/src/crypto';
 
 export interface DevKeys {
   account_id: string;
@@ -27,6 +28,33 @@ export function readDevKeys(dataDir: string): DevKeys | null {
 /** SVC_ADMIN_TOKEN, else the dev token of the data directory, else a new one. */
 export function devAdminToken(config: Config): string {
   return config.adminToken ?? readDevKeys(config.dataDir)?.admin_token ?? randomBytes(24).toString('base64url');
+}
+
+export function devEncryptionKeyPath(dataDir: string): string {
+  return join(dataDir, 'encryption.key');
+}
+
+/**
+ * SVC_ENCRYPTION_KEY, else the dev key of the data directory, else a new one written there
+ * (mode 0600) so that provider keys saved in one run still open in the next. Only `npm start`
+ * (startAll) does this: the production gateway without SVC_ENCRYPTION_KEY refuses BYOK
+ * instead, since a key generated next to the data it protects protects nothing.
+ */
+export function devEncryptionKey(config: Config): Buffer {
+  if (config.encryptionKey) return config.encryptionKey;
+  const path = devEncryptionKeyPath(config.dataDir);
+  if (!existsSync(path)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    try {
+      // 'wx': of two processes starting at once, one writes and the other reads its key.
+      writeFileSync(path, `${generateEncryptionKey()}\n`, { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${path} does not hold a 32-byte base64 key; delete it to generate a new one (saved provider keys are then lost).`);
+  return key;
 }
 
 /**

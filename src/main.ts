@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
 import type { Config } from '../libs/platform/src/config';
-import { devAdminToken, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
+import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
 import { startBackground } from './background';
@@ -22,7 +22,8 @@ export interface Started {
  * Gateway and worker in one process on the embedded defaults: what `npm start` runs, and
  * what the end-to-end tests start.
  */
-export async function startAll(config: Config, options: RuntimeOptions & { logger?: boolean } = {}): Promise<Started> {
+export async function startAll(given: Config, options: RuntimeOptions & { logger?: boolean } = {}): Promise<Started> {
+  const config: Config = { ...given, encryptionKey: devEncryptionKey(given) };
   const adminToken = devAdminToken(config);
   const runtime = await createRuntime(config, { ...options, adminToken });
   let app: NestFastifyApplication | undefined;

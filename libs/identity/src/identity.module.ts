@@ -5,6 +5,7 @@ import type { EventMetadata } from '../../eventstore/src/port';
 import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
 import { keyDecider, keyStream, type KeyCommand, type KeyEvent, type KeyState } from './key';
 import { orgDecider, orgStream, type OrgCommand, type OrgEvent, type OrgState } from './organization';
+import { settingsDecider, settingsStream, type SettingsCommand, type SettingsEvent, type SettingsState } from './settings';
 
 /** A command for the key aggregate, through the command bus. */
 export class IdentityCommand extends Command<Handled<KeyState, KeyEvent>> {
@@ -22,6 +23,17 @@ export class OrganizationCommand extends Command<Handled<OrgState, OrgEvent>> {
   constructor(
     readonly orgId: string,
     readonly command: OrgCommand,
+    readonly metadata: EventMetadata = {},
+  ) {
+    super();
+  }
+}
+
+/** A command for an account's settings (stream `settings-<account>`), through the command bus. */
+export class SettingsCommandMessage extends Command<Handled<SettingsState, SettingsEvent>> {
+  constructor(
+    readonly accountId: string,
+    readonly command: SettingsCommand,
     readonly metadata: EventMetadata = {},
   ) {
     super();
@@ -46,5 +58,14 @@ export class OrganizationCommandHandler implements ICommandHandler<OrganizationC
   }
 }
 
-@Module({ providers: [IdentityCommandHandler, OrganizationCommandHandler] })
+@CommandHandler(SettingsCommandMessage)
+export class SettingsCommandHandler implements ICommandHandler<SettingsCommandMessage> {
+  constructor(@Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore) {}
+
+  execute({ accountId, command, metadata }: SettingsCommandMessage) {
+    return this.aggregates.handle(settingsDecider, settingsStream(accountId), command, metadata);
+  }
+}
+
+@Module({ providers: [IdentityCommandHandler, OrganizationCommandHandler, SettingsCommandHandler] })
 export class IdentityModule {}

@@ -4,6 +4,7 @@ import { creditsProjection } from './read-models/credits';
 import { generationsProjection } from './read-models/generations';
 import { identityProjection } from './read-models/identity';
 import { keyUsageProjection } from './read-models/key-usage';
+import { providerKeysProjection } from './read-models/provider-keys';
 
 export * from './projection';
 export * from './runner';
@@ -13,6 +14,7 @@ export * from './read-models/credits';
 export * from './read-models/generations';
 export * from './read-models/identity';
 export * from './read-models/key-usage';
+export * from './read-models/provider-keys';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection];

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { providerKeyContext, settingsDecider, settingsStream } from '../../identity/src/settings';
+import { sealSecret } from '../../platform/src/crypto';
 import { AggregateStore } from '../../eventstore/src/aggregate-store';
 import { SqlEventStore } from '../../eventstore/src/sql-event-store';
 import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
@@ -53,6 +56,14 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
     });
     last = created.appended!.position;
     if (id === 'a2') last = (await aggregates.handle(keyDecider, keyStream(keyId), { type: 'RevokeKey' })).appended!.position;
+    const saved = await aggregates.handle(settingsDecider, settingsStream(id), {
+      type: 'SaveProviderKey',
+      accountId: id,
+      provider: 'sim',
+      encryptedKey: sealSecret(randomBytes(32), `sk-${id}`, providerKeyContext(id, 'sim')),
+      hint: '...abcd',
+    });
+    last = saved.appended!.position;
   }
   return last;
 }

@@ -1,11 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Req, UseGuards } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '../../../../libs/eventstore/src/port';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
 import { bodyValidation } from '../http/validation';
 import { KeysService } from '../keys/keys.service';
-import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, UpdateAccountRequest } from './admin.request';
+import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
 import { AdminGuard } from './admin.guard';
 import { AdminService } from './admin.service';
 import type { CreditsRow } from '../../../../libs/projections/src';
@@ -63,6 +63,23 @@ export class AdminController {
     const { record, secret } = await this.keys.create(await this.admin.keyOwner(id, org_id), settings, actor(request));
     const [data] = await this.keys.present([record]);
     return { data, key: secret };
+  }
+
+  /** BYOK (issue 5): the answer carries a hint of the key, never the key. */
+  @Put('accounts/:id/provider-keys/:provider')
+  async saveProviderKey(@Req() request: FastifyRequest, @Param('id') id: string, @Param('provider') provider: string, @Body(bodyValidation()) body: ProviderKeyRequest) {
+    return { data: await this.admin.saveProviderKey(id, provider, body.api_key, actor(request)) };
+  }
+
+  @Delete('accounts/:id/provider-keys/:provider')
+  async deleteProviderKey(@Req() request: FastifyRequest, @Param('id') id: string, @Param('provider') provider: string) {
+    await this.admin.deleteProviderKey(id, provider, actor(request));
+    return { data: { provider, deleted: true } };
+  }
+
+  @Get('accounts/:id/provider-keys')
+  async providerKeys(@Param('id') id: string) {
+    return { data: (await this.admin.providerKeys(id)).map((k) => ({ provider: k.provider, hint: k.hint, saved_at: k.savedAt })) };
   }
 
   @Post('orgs')

@@ -1,4 +1,4 @@
-import { IsIn, IsNumber, IsOptional, IsString, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import { IsIn, IsNumber, IsOptional, IsString, Matches, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
 import { KeyRequest } from '../keys/key.request';
 
 export class CreateAccountRequest {
@@ -53,4 +53,13 @@ export class UpdateAccountRequest {
   @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'daily_limit_usd must be a number of USD or null.' })
   @Min(0, { message: 'daily_limit_usd must not be negative.' })
   daily_limit_usd!: number | null;
+}
+
+/** BYOK: the account's own key of a provider of the catalog. */
+export class ProviderKeyRequest {
+  @IsString({ message: 'api_key must be a string.' })
+  @MaxLength(1000, { message: 'api_key must be at most 1000 characters.' })
+  // It goes into an Authorization header: whitespace or control characters would break it.
+  @Matches(/^[\x21-\x7e]+$/, { message: 'api_key must be non-empty printable ASCII without spaces.' })
+  api_key!: string;
 }

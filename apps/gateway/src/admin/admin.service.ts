@@ -1,17 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
+import type { CatalogProvider } from '../../../../libs/catalog/src/catalog';
 import { DomainError } from '../../../../libs/eventstore/src/decider';
 import type { EventMetadata, Position } from '../../../../libs/eventstore/src/port';
-import { OrganizationCommand } from '../../../../libs/identity/src/identity.module';
+import { OrganizationCommand, SettingsCommandMessage } from '../../../../libs/identity/src/identity.module';
+import { providerKeyContext, providerKeyHint, type SettingsCommand } from '../../../../libs/identity/src/settings';
+import { sealSecret } from '../../../../libs/platform/src/crypto';
 import type { OrgCommand } from '../../../../libs/identity/src/organization';
 import type { AccountCommand } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { usdToNano } from '../../../../libs/platform/src/money';
-import { getCredits, getOrg, listAuditLog, orgRoleOf, type AuditEntry, type CreditsRow } from '../../../../libs/projections/src';
+import { getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, type AuditEntry, type CreditsRow, type ProviderKeyRow } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
+import { byokUnavailable } from '../http/error-mapping';
 import type { KeyOwner } from '../keys/keys.service';
 
 export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
@@ -91,6 +95,46 @@ export class AdminService {
     await this.activeOrg(orgId);
     if (command.type === 'AddMember') await this.credits(command.accountId);
     await this.org(orgId, command, metadata);
+  }
+
+  /** BYOK: seals the key (it is recorded and stored only sealed) and returns its hint. */
+  async saveProviderKey(accountId: string, provider: string, apiKey: string, metadata: EventMetadata): Promise<{ provider: string; hint: string }> {
+    const encryptionKey = this.runtime.config.encryptionKey;
+    if (encryptionKey === null) throw byokUnavailable();
+    this.catalogProvider(provider);
+    await this.credits(accountId);
+    const hint = providerKeyHint(apiKey);
+    const encryptedKey = sealSecret(encryptionKey, apiKey, providerKeyContext(accountId, provider));
+    await this.settings(accountId, { type: 'SaveProviderKey', accountId, provider, encryptedKey, hint }, metadata);
+    return { provider, hint };
+  }
+
+  /** Deleting needs no encryption key: an operator can always take a key out of use. */
+  async deleteProviderKey(accountId: string, provider: string, metadata: EventMetadata): Promise<void> {
+    this.catalogProvider(provider);
+    await this.credits(accountId);
+    await this.settings(accountId, { type: 'DeleteProviderKey', accountId, provider }, metadata);
+  }
+
+  async providerKeys(accountId: string): Promise<ProviderKeyRow[]> {
+    await this.credits(accountId);
+    return listProviderKeys(this.runtime.sql, accountId);
+  }
+
+  /** Issue 5: a key is saved for a provider the catalog routes to, nothing else. */
+  private catalogProvider(provider: string): CatalogProvider {
+    const known = new Map(this.runtime.catalog.models.flatMap((m) => m.providers.map((r) => [r.provider.name, r.provider] as const)));
+    const found = known.get(provider);
+    if (!found) throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
+    return found;
+  }
+
+  private async settings(accountId: string, command: SettingsCommand, metadata: EventMetadata): Promise<void> {
+    const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
+      if (err instanceof DomainError && err.code === 'provider_key_not_found') throw ApiError.notFound(err.message, err.code);
+      throw err;
+    });
+    if (result.appended) await this.settle(result.appended.position, 'provider_keys');
   }
 
   auditLog(accountId: string | null, limit: number): Promise<AuditEntry[]> {

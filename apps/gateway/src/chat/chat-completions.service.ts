@@ -10,20 +10,21 @@ import { parseModelId, parseProviderPreferences, requestParameters, routeTargets
 import type { Handled } from '../../../../libs/eventstore/src/aggregate-store';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
-import { costOfUsage, worstCaseCost, type TokenUsage } from '../../../../libs/ledger/src/pricing';
+import type { TokenUsage } from '../../../../libs/ledger/src/pricing';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd, type Nano } from '../../../../libs/platform/src/money';
 import { normalizeUsage } from '../../../../libs/providers/src/openai-compatible';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
+import { sealedProviderKeys } from '../../../../libs/projections/src/read-models/provider-keys';
 import { countChatPromptTokens, countTextTokens } from '../../../../libs/providers/src/tokens';
 import type { ChatCompletion, ChatUsage } from '../../../../libs/providers/src/wire';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
-import { toApiError } from '../http/error-mapping';
+import { byokKeyRejected, toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
 import { ChatStreamRelay, openStream, type Delivered, type StreamOutcome } from './chat-stream';
-import { allFailed, pricesOf, targetsOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './fallbacks';
+import { allFailed, costOf, OwnProviders, targetsOf, worstCaseOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './fallbacks';
 
 const ENDPOINT = '/v1/chat/completions';
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
@@ -66,12 +67,17 @@ export class ChatCompletionsService {
   private readonly logger = new Logger('chat');
   /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
   private readonly providerStats = new ProviderStats();
+  /** BYOK clients, per account and provider. */
+  private readonly own: OwnProviders;
 
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
-  ) {}
+  ) {
+    const { config } = runtime;
+    this.own = new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs });
+  }
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
     const generation = await this.begin(caller, request, context);
@@ -116,7 +122,9 @@ export class ChatCompletionsService {
   /** Steps 3 and 7: resolve every model of the request, then hold the worst case. */
   private async begin(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
     const { models, headers } = this.resolveModels(caller, request);
-    const targets = targetsOf(models, this.runtime.providers);
+    // BYOK: the account's own keys replace the operator's for their providers. Read on every
+    // request (one indexed row set) so a deleted key stops being used at once.
+    const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, await sealedProviderKeys(this.runtime.sql, caller.accountId)));
     const id = `gen-${randomBytes(12).toString('hex')}`;
     // Ids, not content: the end user's id and the client's request id go with the events.
     const user = request.safety_identifier ?? request.user;
@@ -133,10 +141,10 @@ export class ChatCompletionsService {
     };
 
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
-    // the hold covers the dearest; it is held once and settled once.
+    // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const promptTokens = countChatPromptTokens(request.messages);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
-    const worstCase = targets.map((t) => worstCaseCost(promptTokens, maxOutput, pricesOf(t))).reduce((a, b) => (b > a ? b : a));
+    const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput)).reduce((a, b) => (b > a ? b : a));
     await ledger({
       type: 'PlaceHold',
       holdId: id,
@@ -168,6 +176,13 @@ export class ChatCompletionsService {
           this.logger.warn(`${generation.id}: ${target.model.id} via ${target.route.provider.name} failed (${err.message}); trying the next`);
           continue;
         }
+        // Spec 7: a provider refusing the caller's own key is the caller's to fix. It is not
+        // retried anywhere else: other providers or models would run on the operator's key at
+        // full price, which is not what a BYOK account asked for.
+        if (target.byok && err instanceof ProviderError && err.kind === 'http' && (err.status === 401 || err.status === 403)) {
+          await this.release(generation, target, err, performance.now() - started, 'byok_key_rejected');
+          throw byokKeyRejected(err, target.route.provider.name);
+        }
         await this.release(generation, target, err, performance.now() - started);
         throw err;
       }
@@ -177,12 +192,12 @@ export class ChatCompletionsService {
     throw allFailed(failures);
   }
 
-  private async release(generation: Generation, target: Target, err: unknown, latencyMs: number): Promise<void> {
+  private async release(generation: Generation, target: Target, err: unknown, latencyMs: number, errorCode?: string): Promise<void> {
     const status = err instanceof ProviderError ? err.status : undefined;
     await generation.ledger({
       type: 'ReleaseHold',
       holdId: generation.id,
-      errorCode: status === undefined ? 'upstream_error' : `upstream_${status}`,
+      errorCode: errorCode ?? (status === undefined ? 'upstream_error' : `upstream_${status}`),
       stats: { ...this.who(target), latency_ms: Math.round(latencyMs) },
     });
   }
@@ -214,7 +229,7 @@ export class ChatCompletionsService {
       reasoning_tokens: usage.reasoningTokens,
       ...timing,
     };
-    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOfUsage(usage, pricesOf(target)), stats });
+    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOf(target, usage), stats });
     return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
   }
 
@@ -222,8 +237,12 @@ export class ChatCompletionsService {
     this.providerStats.record(target.model.id, target.route.provider.name, { latencyMs, ttftMs, completionTokens });
   }
 
+  /**
+   * A BYOK generation records its provider as `<name>:byok`: GenerationStats has no field for it
+   * yet, and the suffix keeps BYOK usage apart in the activity figures.
+   */
   private who(target: Target) {
-    return { model: target.model.id, provider: target.route.provider.name, endpoint: ENDPOINT };
+    return { model: target.model.id, provider: target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name, endpoint: ENDPOINT };
   }
 
   /**

@@ -2,17 +2,24 @@
  * Spec 4.2 rule 6 and section 7: the order in which a chat request is tried, and what the caller
  * is told when every try failed.
  */
-import type { CatalogModel, CatalogRoute } from '../../../../libs/catalog/src/catalog';
-import type { TokenPrices } from '../../../../libs/ledger/src/pricing';
+import type { CatalogModel, CatalogProvider, CatalogRoute } from '../../../../libs/catalog/src/catalog';
+import { providerKeyContext } from '../../../../libs/identity/src/settings';
+import { costOfUsage, worstCaseCost, type TokenPrices, type TokenUsage } from '../../../../libs/ledger/src/pricing';
+import { openSecret, SecretDecryptionError } from '../../../../libs/platform/src/crypto';
 import { ApiError } from '../../../../libs/platform/src/errors';
+import { ceilDiv, type Nano } from '../../../../libs/platform/src/money';
+import { createChatProvider } from '../../../../libs/providers/src/adapters';
 import type { OpenAiCompatibleProvider } from '../../../../libs/providers/src/openai-compatible';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
+import { byokUnavailable } from '../http/error-mapping';
 
 /** One way to answer: a model of the request through one of the providers that serve it. */
 export interface Target {
   model: CatalogModel;
   route: CatalogRoute;
   provider: OpenAiCompatibleProvider;
+  /** True when `provider` calls the upstream with the billed account's own key (BYOK). */
+  byok: boolean;
   /** Fields this model's suffixes add to the upstream request (`:thinking`); empty otherwise. */
   fields: Record<string, unknown>;
 }
@@ -31,16 +38,102 @@ export interface Failure {
 
 /**
  * The routed providers of the primary model, then those of each fallback model. A provider
- * missing from the runtime is a configuration error, found here, before any hold.
+ * missing from the runtime is a configuration error, found here, before any hold. `own` gives
+ * the billed account's BYOK client of a provider, which then replaces the operator's.
  */
-export function targetsOf(models: readonly RoutedModel[], providers: ReadonlyMap<string, OpenAiCompatibleProvider>): Target[] {
+export function targetsOf(
+  models: readonly RoutedModel[],
+  providers: ReadonlyMap<string, OpenAiCompatibleProvider>,
+  own: (provider: CatalogProvider) => OpenAiCompatibleProvider | null = () => null,
+): Target[] {
   return models.flatMap(({ model, routes, fields }) =>
     routes.map((route) => {
+      const byok = own(route.provider);
+      if (byok) return { model, route, provider: byok, byok: true, fields };
       const provider = providers.get(route.provider.name);
       if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
-      return { model, route, provider, fields };
+      return { model, route, provider, byok: false, fields };
     }),
   );
+}
+
+/**
+ * What a BYOK request is billed: this share of what the same request would have cost on the
+ * operator's key (README, "Bring your own key"). A constant for now: a configuration variable
+ * needs a place in the shared configuration contract.
+ */
+export const BYOK_FEE_PERCENT = 5n;
+
+const byokFee = (cost: Nano): Nano => ceilDiv(cost * BYOK_FEE_PERCENT, 100n);
+
+/**
+ * The charge for `usage` answered by `target`: the cost at its prices, or the BYOK fee on that
+ * cost (rounded up to the nano, like every other charge).
+ */
+export function costOf(target: Target, usage: TokenUsage): Nano {
+  const cost = costOfUsage(usage, pricesOf(target));
+  return target.byok ? byokFee(cost) : cost;
+}
+
+/** Spec 1 rule 1 for `target`: the worst case, and for BYOK the fee on it (the fee is monotone, so it still bounds the charge). */
+export function worstCaseOf(target: Target, promptTokens: number, maxOutputTokens: number | null): Nano {
+  const worst = worstCaseCost(promptTokens, maxOutputTokens, pricesOf(target));
+  return target.byok ? byokFee(worst) : worst;
+}
+
+/** Most BYOK clients kept; past it the oldest is dropped (it is rebuilt on its next use). */
+const MAX_OWN_CLIENTS = 1000;
+
+/**
+ * The BYOK clients of accounts: one per account, provider and sealed key, so the key is opened
+ * once, and a key saved again (a new ciphertext) gets a new client without any invalidation.
+ */
+export class OwnProviders {
+  private readonly clients = new Map<string, OpenAiCompatibleProvider>();
+
+  constructor(
+    private readonly options: { encryptionKey: Buffer | null; simulatorUrl: string | null; timeoutMs: number },
+  ) {}
+
+  /** `sealed`: the account's sealed keys by provider name, as the provider_keys read model has them. */
+  resolver(accountId: string, sealed: ReadonlyMap<string, string>): (provider: CatalogProvider) => OpenAiCompatibleProvider | null {
+    return (provider) => {
+      const key = sealed.get(provider.name);
+      if (key === undefined) return null;
+      const cacheKey = `${accountId}\u0000${provider.name}\u0000${key}`;
+      const cached = this.clients.get(cacheKey);
+      if (cached) return cached;
+      const client = createChatProvider(provider.adapter, {
+        baseUrl: this.baseUrlOf(provider),
+        apiKey: this.open(accountId, provider.name, key),
+        timeoutMs: this.options.timeoutMs,
+      });
+      if (this.clients.size >= MAX_OWN_CLIENTS) this.clients.delete(this.clients.keys().next().value as string);
+      this.clients.set(cacheKey, client);
+      return client;
+    };
+  }
+
+  /**
+   * A saved key that cannot be opened is refused rather than quietly replaced by the operator's
+   * key: the account asked for its own provider account to be used, and billed the fee.
+   */
+  private open(accountId: string, provider: string, sealed: string): string {
+    if (this.options.encryptionKey === null) throw byokUnavailable(`a ${provider} key is saved for this account, but this gateway has no SVC_ENCRYPTION_KEY`);
+    try {
+      return openSecret(this.options.encryptionKey, sealed, providerKeyContext(accountId, provider));
+    } catch (err) {
+      if (err instanceof SecretDecryptionError) throw byokUnavailable(`the ${provider} key saved for this account does not open with this gateway's SVC_ENCRYPTION_KEY; save it again`);
+      throw err;
+    }
+  }
+
+  /** The upstream of the route, as src/runtime.ts resolves it for the operator's clients. */
+  private baseUrlOf(provider: CatalogProvider): string {
+    if (provider.baseUrl !== 'simulator') return provider.baseUrl;
+    if (this.options.simulatorUrl === null) throw ApiError.internal('the simulated upstream is not running');
+    return this.options.simulatorUrl;
+  }
 }
 
 /**

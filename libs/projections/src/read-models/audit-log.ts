@@ -1,10 +1,11 @@
 import type { RecordedEvent } from '../../../eventstore/src/port';
 import type { KeyEvent } from '../../../identity/src/key';
 import type { OrgEvent } from '../../../identity/src/organization';
+import type { SettingsEvent } from '../../../identity/src/settings';
 import type { SqlExecutor } from '../../../platform/src/sql';
 import { eventTime, type Projection } from '../projection';
 
-type Audited = KeyEvent | OrgEvent;
+type Audited = KeyEvent | OrgEvent | SettingsEvent;
 
 /** What each audited event says happened, to what, in whose account (spec 1, audit log). */
 const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data']) => { action: string; account: string; target: string; details: object } } = {
@@ -17,6 +18,9 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
   MemberRoleChanged: (d) => ({ action: 'org.member_role_changed', account: d.owner_account_id, target: d.org_id, details: { account_id: d.account_id, role: d.role } }),
   MemberRemoved: (d) => ({ action: 'org.member_removed', account: d.owner_account_id, target: d.org_id, details: { account_id: d.account_id } }),
   OrgDeleted: (d) => ({ action: 'org.deleted', account: d.owner_account_id, target: d.org_id, details: {} }),
+  // The hint only: the audit log is read by people, and even a ciphertext has no business there.
+  ProviderKeySaved: (d) => ({ action: 'provider_key.saved', account: d.account_id, target: d.provider, details: { provider: d.provider, hint: d.hint } }),
+  ProviderKeyDeleted: (d) => ({ action: 'provider_key.deleted', account: d.account_id, target: d.provider, details: { provider: d.provider } }),
 };
 
 async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {

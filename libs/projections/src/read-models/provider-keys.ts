@@ -1,0 +1,56 @@
+import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { SettingsEvent } from '../../../identity/src/settings';
+import type { SqlExecutor } from '../../../platform/src/sql';
+import { eventTime, type Projection } from '../projection';
+
+type S<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
+
+/**
+ * The provider keys of BYOK, still sealed: the chat path opens one only when a request needs
+ * it, so the plaintext never sits in the database either.
+ */
+export const providerKeysProjection: Projection = {
+  name: 'provider_keys',
+  tables: ['provider_keys'],
+  schema: [
+    `CREATE TABLE IF NOT EXISTS provider_keys (
+      account_id text NOT NULL,
+      provider text NOT NULL,
+      encrypted_key text NOT NULL,
+      hint text NOT NULL,
+      saved_at timestamptz NOT NULL,
+      PRIMARY KEY (account_id, provider)
+    )`,
+  ],
+  handlers: {
+    ProviderKeySaved: async (e: S<'ProviderKeySaved'>, tx) => {
+      const d = e.data;
+      await tx.query(
+        `INSERT INTO provider_keys (account_id, provider, encrypted_key, hint, saved_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (account_id, provider) DO UPDATE SET encrypted_key = EXCLUDED.encrypted_key, hint = EXCLUDED.hint, saved_at = EXCLUDED.saved_at`,
+        [d.account_id, d.provider, d.encrypted_key, d.hint, eventTime(e)],
+      );
+    },
+    ProviderKeyDeleted: async (e: S<'ProviderKeyDeleted'>, tx) => {
+      await tx.query('DELETE FROM provider_keys WHERE account_id = $1 AND provider = $2', [e.data.account_id, e.data.provider]);
+    },
+  },
+};
+
+export interface ProviderKeyRow {
+  provider: string;
+  hint: string;
+  savedAt: string;
+}
+
+/** What an operator may see of an account's provider keys: names, hints and when. */
+export async function listProviderKeys(sql: SqlExecutor, accountId: string): Promise<ProviderKeyRow[]> {
+  const { rows } = await sql.query<Record<string, any>>('SELECT provider, hint, saved_at FROM provider_keys WHERE account_id = $1 ORDER BY provider', [accountId]);
+  return rows.map((r) => ({ provider: r.provider, hint: r.hint, savedAt: new Date(r.saved_at).toISOString() }));
+}
+
+/** The sealed keys of an account by provider name, for the chat path. */
+export async function sealedProviderKeys(sql: SqlExecutor, accountId: string): Promise<Map<string, string>> {
+  const { rows } = await sql.query<{ provider: string; encrypted_key: string }>('SELECT provider, encrypted_key FROM provider_keys WHERE account_id = $1', [accountId]);
+  return new Map(rows.map((r) => [r.provider, r.encrypted_key]));
+}

@@ -1,0 +1,231 @@
+import OpenAI from 'openai';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { createGatewayApp } from '../../apps/gateway/src/app';
+import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
+import { settingsStream } from '../../libs/identity/src/settings';
+import { loadConfig } from '../../libs/platform/src/config';
+import { usdToNano } from '../../libs/platform/src/money';
+import { createRuntime } from '../../src/runtime';
+import { api, startGateway } from '../support/gateway';
+
+const OPERATOR_KEY = 'sk-operator-0000000000000000';
+const CALLER_KEY = 'sk-caller-1111111111111111wxyz';
+const REJECTED_KEY = 'sk-revoked-2222222222222222';
+// What the stub reports: 11 prompt and 7 completion tokens at the model's $2 / $8 per M.
+const USAGE = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+const FULL_COST = 11n * 2000n + 7n * 8000n; // 78_000 nano-USD
+const FEE = (FULL_COST * 5n + 99n) / 100n; // 5 %, rounded up: 3_900 nano-USD
+
+/**
+ * A stand-in for a model provider: answers like OpenAI, remembers the Authorization header of
+ * each call, and rejects REJECTED_KEY with a 401 as OpenAI does for a revoked key.
+ */
+async function startUpstream(): Promise<{ url: string; seen: string[]; close(): Promise<void> }> {
+  const seen: string[] = [];
+  const body = async (req: IncomingMessage) => {
+    let text = '';
+    for await (const chunk of req) text += chunk;
+    return JSON.parse(text) as { stream?: boolean; model: string };
+  };
+  const server: Server = createServer(async (req, res) => {
+    const request = await body(req);
+    seen.push(String(req.headers.authorization));
+    if (req.headers.authorization === `Bearer ${REJECTED_KEY}`) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } }));
+      return;
+    }
+    const base = { id: 'chatcmpl-stub', created: 1, model: request.model };
+    if (request.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE })}\n\n`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: USAGE }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    seen,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The built-in catalog plus `test/byok`, served by the stub provider `stub` on the operator's key. */
+function catalogWithStub(dir: string, upstreamUrl: string): string {
+  const catalog = parse(readFileSync(BUILTIN_CATALOG_PATH, 'utf8'));
+  catalog.providers.stub = { adapter: 'openai', base_url: upstreamUrl, api_key: OPERATOR_KEY };
+  const echo = catalog.models.find((m: { id: string }) => m.id === 'sim/echo');
+  catalog.models.push({ ...echo, id: 'test/byok', name: 'BYOK test', providers: [{ provider: 'stub', upstream_model: 'stub-model' }] });
+  const path = join(dir, 'catalog.yaml');
+  writeFileSync(path, stringify(catalog));
+  return path;
+}
+
+describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let dir: string;
+  let env: Record<string, string>;
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let call: ReturnType<typeof api>;
+  let client: OpenAI;
+
+  const start = async () => {
+    gw = await startGateway(env, dir);
+    call = api(gw.url.replace(/\/v1$/, ''));
+    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
+  };
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    dir = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
+    env = { SVC_CATALOG: catalogWithStub(dir, upstream.url) };
+    await start();
+  }, 60_000);
+
+  afterAll(async () => {
+    await gw?.close();
+    gw?.removeDataDir();
+    await upstream?.close();
+  });
+
+  const admin = (method: string, path: string, body?: unknown) => call(method, `/admin${path}`, { key: gw.keys.admin_token, body });
+  const keysPath = () => `/accounts/${gw.keys.account_id}/provider-keys`;
+  const balance = async () => usdToNano((await call('GET', '/v1/credits', { key: gw.keys.api_key })).json.data.balance);
+  const held = async () => (await call('GET', '/v1/credits', { key: gw.keys.api_key })).json.data.held as number;
+  const settingsEvents = () => gw.runtime.store.readStream(settingsStream(gw.keys.account_id));
+  /** Everything the log holds of the events, positions included (bigint as text). */
+  const logText = (events: unknown[]) => JSON.stringify(events, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+  const ask = () => client.chat.completions.create({ model: 'test/byok', messages: [{ role: 'user', content: 'hello' }], max_tokens: 50 }).withResponse();
+
+  it('saves a key through the operator API, answering and listing only its hint', async () => {
+    const saved = await admin('PUT', `${keysPath()}/stub`, { api_key: CALLER_KEY });
+    expect(saved.status).toBe(200);
+    expect(saved.json).toEqual({ data: { provider: 'stub', hint: '...wxyz' } });
+
+    const listed = await admin('GET', keysPath());
+    expect(listed.status).toBe(200);
+    expect(listed.json.data).toEqual([{ provider: 'stub', hint: '...wxyz', saved_at: expect.any(String) }]);
+    expect(JSON.stringify(listed.json)).not.toContain(CALLER_KEY);
+  });
+
+  it('records only the ciphertext in the settings stream, and audits the change', async () => {
+    const events = await settingsEvents();
+    expect(events.map((e) => e.type)).toEqual(['ProviderKeySaved']);
+    expect(logText(events)).not.toContain(CALLER_KEY.slice(-16));
+    expect((events[0].data as { encrypted_key: string }).encrypted_key).toMatch(/^v1:/);
+
+    const audit = await admin('GET', `/audit-log?account_id=${gw.keys.account_id}`);
+    expect(audit.json.data).toContainEqual(expect.objectContaining({ action: 'provider_key.saved', actor: 'admin', target_id: 'stub', details: { provider: 'stub', hint: '...wxyz' } }));
+  });
+
+  it('calls the upstream with the caller key and bills only the fee, to the nano', async () => {
+    const before = await balance();
+    const calls = upstream.seen.length;
+    const { data, response } = await ask();
+    expect(upstream.seen.slice(calls)).toEqual([`Bearer ${CALLER_KEY}`]);
+    expect(usdToNano((data.usage as unknown as { cost: number }).cost)).toBe(FEE);
+    expect(before - (await balance())).toBe(FEE);
+    expect(await held()).toBe(0);
+
+    const generation = (await call('GET', `/v1/generation?id=${response.headers.get('x-svc-generation-id')}`, { key: gw.keys.api_key })).json.data;
+    expect(generation.provider).toBe('stub:byok');
+  });
+
+  it('bills only the fee for a stream too', async () => {
+    const before = await balance();
+    const stream = await client.chat.completions.create({ model: 'test/byok', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    let cost: number | undefined;
+    for await (const chunk of stream) if (chunk.usage) cost = (chunk.usage as unknown as { cost: number }).cost;
+    expect(usdToNano(cost!)).toBe(FEE);
+    // The stream settles after its last event: wait for the balance to move.
+    for (let i = 0; i < 50 && before - (await balance()) !== FEE; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(before - (await balance())).toBe(FEE);
+    expect(upstream.seen.at(-1)).toBe(`Bearer ${CALLER_KEY}`);
+  });
+
+  it('keeps the generated dev encryption key (0600) and opens saved keys after a restart', async () => {
+    const keyFile = join(dir, 'encryption.key');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const key = readFileSync(keyFile, 'utf8');
+    await gw.close();
+    await start();
+    expect(readFileSync(keyFile, 'utf8')).toBe(key);
+    await ask();
+    expect(upstream.seen.at(-1)).toBe(`Bearer ${CALLER_KEY}`);
+  }, 30_000);
+
+  it('answers byok_key_rejected when the provider refuses the caller key, without billing or retrying it', async () => {
+    expect((await admin('PUT', `${keysPath()}/stub`, { api_key: REJECTED_KEY })).json.data.hint).toBe('...2222');
+    const before = await balance();
+    const calls = upstream.seen.length;
+    const error = await ask().then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    expect(error?.status).toBe(401);
+    expect(error?.error).toMatchObject({ code: 'byok_key_rejected', type: 'authentication_error' });
+    expect(upstream.seen.slice(calls)).toEqual([`Bearer ${REJECTED_KEY}`]);
+    expect(await balance()).toBe(before);
+    expect(await held()).toBe(0);
+  });
+
+  it('returns to the operator key and full billing once the key is deleted', async () => {
+    const deleted = await admin('DELETE', `${keysPath()}/stub`);
+    expect(deleted.status).toBe(200);
+    expect((await admin('GET', keysPath())).json.data).toEqual([]);
+    const audit = await admin('GET', `/audit-log?account_id=${gw.keys.account_id}`);
+    expect(audit.json.data.map((e: { action: string }) => e.action)).toContain('provider_key.deleted');
+    const events = await settingsEvents();
+    expect(events.map((e) => e.type)).toEqual(['ProviderKeySaved', 'ProviderKeySaved', 'ProviderKeyDeleted']);
+    expect(logText(events)).not.toContain(CALLER_KEY.slice(-16));
+    expect(logText(events)).not.toContain(REJECTED_KEY.slice(-16));
+
+    const before = await balance();
+    const { data } = await ask();
+    expect(upstream.seen.at(-1)).toBe(`Bearer ${OPERATOR_KEY}`);
+    expect(usdToNano((data.usage as unknown as { cost: number }).cost)).toBe(FULL_COST);
+    expect(before - (await balance())).toBe(FULL_COST);
+  });
+
+  it('refuses a provider outside the catalog, an unknown key and a malformed one', async () => {
+    const unknown = await admin('PUT', `${keysPath()}/nobody`, { api_key: CALLER_KEY });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.code).toBe('provider_not_found');
+    const missing = await admin('DELETE', `${keysPath()}/stub`);
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.code).toBe('provider_key_not_found');
+    expect((await admin('PUT', `${keysPath()}/stub`, { api_key: 'has space' })).status).toBe(400);
+    expect((await admin('PUT', `${keysPath()}/stub`, {})).status).toBe(400);
+    expect((await admin('PUT', `/accounts/acc_missing/provider-keys/stub`, { api_key: CALLER_KEY })).status).toBe(404);
+  });
+});
+
+describe('bring your own key without SVC_ENCRYPTION_KEY (the production gateway)', () => {
+  it('refuses to save a provider key with 503 byok_unavailable', async () => {
+    // createRuntime + createGatewayApp, as apps/gateway/src/main.ts starts it: no dev key is generated.
+    const config = loadConfig({ SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-e2e-')), PORT: '0' });
+    expect(config.encryptionKey).toBeNull();
+    const runtime = await createRuntime(config, { inMemory: true, adminToken: 'admin-token-0123456789' });
+    const app = await createGatewayApp(runtime, { logger: false });
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.getHttpServer().address() as AddressInfo;
+      const call = api(`http://127.0.0.1:${port}`);
+      const created = await call('POST', '/admin/accounts', { key: 'admin-token-0123456789', body: {} });
+      const saved = await call('PUT', `/admin/accounts/${created.json.id}/provider-keys/sim`, { key: 'admin-token-0123456789', body: { api_key: CALLER_KEY } });
+      expect(saved.status).toBe(503);
+      expect(saved.json.error).toMatchObject({ type: 'service_unavailable', code: 'byok_unavailable' });
+    } finally {
+      await app.close();
+      await runtime.close();
+    }
+  }, 30_000);
+});
