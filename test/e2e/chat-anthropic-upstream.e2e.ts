@@ -6,7 +6,7 @@
 import OpenAI from 'openai';
 import { usdToNano } from '../../libs/platform/src/money';
 import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway } from '../support/gateway';
+import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/claude-echo prices ($3 / $15 / $0.30 per M), in nano-USD per token.
 const INPUT = 3000n;
@@ -15,20 +15,12 @@ const CACHED = 300n;
 const MODEL = 'sim/claude-echo';
 
 describe('chat completions through the Anthropic adapter (issue 5, provider adapters)', () => {
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
-  beforeAll(async () => {
-    gw = await startGateway();
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
-  }, 60_000);
-
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  beforeAll(async () => void ({ gw, client, call } = await startWithClient()), 60_000);
+  afterAll(() => stopGateway(gw));
 
   const balanceNano = async () => usdToNano((await call('GET', '/credits', { key: gw.keys.api_key })).json.data.balance);
   const costNano = (usage: unknown) => usdToNano((usage as { cost: number }).cost);

@@ -1,26 +1,18 @@
 import OpenAI from 'openai';
 import { usdToNano } from '../../libs/platform/src/money';
-import { api, startGateway } from '../support/gateway';
+import { api, startGateway, startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $8 / M output (nano-USD per token).
 const INPUT_NANO_PER_TOKEN = 2000n;
 const OUTPUT_NANO_PER_TOKEN = 8000n;
 
 describe('a billed chat completion end to end, with the official openai SDK (issue: foundation)', () => {
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
-  beforeAll(async () => {
-    gw = await startGateway();
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
-  }, 60_000);
-
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  beforeAll(async () => void ({ gw, client, call } = await startWithClient()), 60_000);
+  afterAll(() => stopGateway(gw));
 
   const credits = async () => {
     const r = await call('GET', '/credits', { key: gw.keys.api_key });

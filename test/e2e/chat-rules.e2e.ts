@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { usdToNano } from '../../libs/platform/src/money';
 import { compressMessages } from '../../libs/providers/src/plugins/context-compression';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway } from '../support/gateway';
+import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // Nano-USD per token, from the built-in catalog: sim/small-8k $0.10 / $0.40 per M.
 const SMALL = { input: 100n, output: 400n };
@@ -28,20 +28,12 @@ function longConversation(): Message[] {
 }
 
 describe('chat request rules and plugins (issue 5: request rules, plugins; spec 4.2 rules 1, 4, 5, 7-9)', () => {
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
-  beforeAll(async () => {
-    gw = await startGateway();
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
-  }, 60_000);
-
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  beforeAll(async () => void ({ gw, client, call } = await startWithClient()), 60_000);
+  afterAll(() => stopGateway(gw));
 
   afterEach(() => jest.restoreAllMocks());
 

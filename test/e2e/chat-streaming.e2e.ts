@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { accountStream } from '../../libs/ledger/src/account';
 import { usdToNano } from '../../libs/platform/src/money';
 import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway } from '../support/gateway';
+import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $0.50 / M cached input, $8 / M output.
 const INPUT_NANO = 2000n;
@@ -13,20 +13,12 @@ const OUTPUT_NANO = 8000n;
 type Usage = OpenAI.CompletionUsage & { cost: number };
 
 describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 6.2)', () => {
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
-  beforeAll(async () => {
-    gw = await startGateway();
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
-  }, 60_000);
-
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  beforeAll(async () => void ({ gw, client, call } = await startWithClient()), 60_000);
+  afterAll(() => stopGateway(gw));
 
   const credits = async () => {
     const r = await call('GET', '/credits', { key: gw.keys.api_key });

@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,4 +66,17 @@ export function chatWorstCase(runtime: Runtime, modelId: string, messages: unkno
     .get(modelId)!
     .providers.map((route) => worstCaseCost(prompt, maxTokens, route.prices))
     .reduce((a, b) => (b > a ? b : a));
+}
+
+export type StartedGateway = Awaited<ReturnType<typeof startGateway>>;
+
+/** A gateway on embedded defaults, the official openai SDK on its dev key, and a raw caller. */
+export async function startWithClient(env: Record<string, string> = {}, dataDir?: string, options: RuntimeOptions = {}) {
+  const gw = await startGateway(env, dataDir, options);
+  return { gw, client: new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 }), call: api(gw.url) };
+}
+
+export async function stopGateway(gw: StartedGateway | undefined): Promise<void> {
+  await gw?.close();
+  gw?.removeDataDir();
 }
