@@ -122,69 +122,82 @@ function answerFor(error: unknown, anthropic: boolean): [number, unknown] {
   return [sim.status, anthropic ? anthropicErrorBody(sim) : errorBody(sim)];
 }
 
-async function chatCompletions({ req, res, signal, nextId }: Exchange): Promise<void> {
-  const request = parseChatRequest(await readJson(req));
-  const { directives, text } = parseDirectives(lastUserText(request.messages));
-  if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
-  failIfAsked(directives, request.model);
-  const cut = directives.cut_after_chunks;
-  if (cut !== undefined && !request.stream) {
-    req.socket.destroy();
-    return;
-  }
+async function chatCompletions(exchange: Exchange): Promise<void> {
+  const request = parseChatRequest(await readJson(exchange.req));
+  const steered = await steer(exchange, request);
+  if (!steered) return;
+  const { directives, text, cut } = steered;
 
-  const n = nextId();
+  const n = exchange.nextId();
   const reply = planReply(request, directives, text, `call_sim_${n}`);
   const meta = { id: `chatcmpl-sim-${n}`, created: Math.floor(Date.now() / 1000), model: request.model };
   if (!request.stream) {
-    sendJson(res, 200, completion(reply, meta));
+    sendJson(exchange.res, 200, completion(reply, meta));
     return;
   }
 
   const { role, output, end } = chunks(reply, meta, request.includeUsage);
   const sequence = cut === undefined ? [role, ...output, ...end] : [role, ...output.slice(0, cut)];
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  for (const [i, chunk] of sequence.entries()) {
-    if (i > 0 && directives.chunk_delay_ms) await sleep(directives.chunk_delay_ms, undefined, { signal });
-    await write(res, `data: ${JSON.stringify(chunk)}\n\n`);
-  }
-  if (cut !== undefined) {
-    req.socket.destroy();
-    return;
-  }
-  await write(res, 'data: [DONE]\n\n');
-  res.end();
+  const frames = sequence.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`);
+  await stream(exchange, frames, directives, cut !== undefined, 'data: [DONE]\n\n');
 }
 
 /** The Anthropic rendering of chatCompletions: same directives, same reply. */
-async function messages({ req, res, signal, nextId }: Exchange): Promise<void> {
-  const request = parseMessagesRequest(await readJson(req));
+async function messages(exchange: Exchange): Promise<void> {
+  const request = parseMessagesRequest(await readJson(exchange.req));
+  const steered = await steer(exchange, request);
+  if (!steered) return;
+  const { directives, text, cut } = steered;
+
+  const n = exchange.nextId();
+  const meta = { id: `msg_sim_${n}`, model: request.model, toolUseId: `toolu_sim_${n}` };
+  const reply = planReply(request, directives, text, meta.toolUseId);
+  if (!request.stream) {
+    sendJson(exchange.res, 200, message(reply, meta));
+    return;
+  }
+
+  const { start, body, end } = messageEvents(reply, meta);
+  const sequence = cut === undefined ? [...start, ...body, ...end] : [...start, ...upToDeltas(body, cut)];
+  const frames = sequence.map(({ event, data }) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  await stream(exchange, frames, directives, cut !== undefined);
+}
+
+/**
+ * The directives both chat formats share, before any output: wait, fail, or (non-streamed with
+ * cut_after_chunks) drop the connection without an answer, in which case it returns null.
+ */
+async function steer(
+  { req, signal }: Exchange,
+  request: { messages: Parameters<typeof lastUserText>[0]; model: string; stream: boolean },
+): Promise<{ directives: SimDirectives; text: string; cut: number | undefined } | null> {
   const { directives, text } = parseDirectives(lastUserText(request.messages));
   if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
   failIfAsked(directives, request.model);
   const cut = directives.cut_after_chunks;
   if (cut !== undefined && !request.stream) {
     req.socket.destroy();
-    return;
+    return null;
   }
+  return { directives, text, cut };
+}
 
-  const n = nextId();
-  const meta = { id: `msg_sim_${n}`, model: request.model, toolUseId: `toolu_sim_${n}` };
-  const reply = planReply(request, directives, text, meta.toolUseId);
-  if (!request.stream) {
-    sendJson(res, 200, message(reply, meta));
-    return;
-  }
-
-  const { start, body, end } = messageEvents(reply, meta);
-  const sequence = cut === undefined ? [...start, ...body, ...end] : [...start, ...upToDeltas(body, cut)];
+/**
+ * Writes the frames of a stream, `chunk_delay_ms` apart, then the terminator; a cut stream
+ * ends by dropping the socket instead.
+ */
+async function stream({ req, res, signal }: Exchange, frames: string[], directives: SimDirectives, cut: boolean, terminator = ''): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  for (const [i, { event, data }] of sequence.entries()) {
+  for (const [i, frame] of frames.entries()) {
     if (i > 0 && directives.chunk_delay_ms) await sleep(directives.chunk_delay_ms, undefined, { signal });
-    await write(res, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    await write(res, frame);
   }
-  if (cut !== undefined) req.socket.destroy();
-  else res.end();
+  if (cut) {
+    req.socket.destroy();
+    return;
+  }
+  if (terminator) await write(res, terminator);
+  res.end();
 }
 
 async function embeddings({ req, res, signal }: Exchange): Promise<void> {
