@@ -2,7 +2,7 @@ import type { EventMetadata } from '../../libs/eventstore/src/port';
 import { accountDecider, accountStream, type AccountCommand } from '../../libs/ledger/src/account';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { usdToNano } from '../../libs/platform/src/money';
-import { api, startGateway, type Call } from '../support/gateway';
+import { api, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-account-endpoint-tests';
 const CHAT = '/v1/chat/completions';
@@ -97,10 +97,7 @@ describe('account read endpoints', () => {
     call = api(gw.url.replace(/\/v1$/, ''));
   }, 60_000);
 
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  afterAll(() => stopGateway(gw));
 
   describe('GET /v1/generation and POST /v1/generations/lookup', () => {
     let a: string;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
 import { ManualClock } from '../../libs/platform/src/clock';
-import { api, startGateway } from '../support/gateway';
+import { api, startGateway, stopGateway } from '../support/gateway';
 
 const SUNSET = '2026-12-01T00:00:00.000Z';
 
@@ -34,10 +34,7 @@ describe('model deprecation on chat completions (spec 9)', () => {
     call = api(gw.url);
   }, 60_000);
 
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  afterAll(() => stopGateway(gw));
 
   it('before the sunset the model answers, with Deprecation, Sunset and the replacement', async () => {
     const r = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: body('old/replaced') });

@@ -8,7 +8,7 @@ import { accountStream } from '../../libs/ledger/src/account';
 import { usdToNano } from '../../libs/platform/src/money';
 import { startSimulator, type Simulator } from '../../libs/providers/src/simulator';
 import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway } from '../support/gateway';
+import { startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 // Nano-USD per token, from the built-in catalog: sim/echo $2 / $8 per M, sim/small-8k $0.10 / $0.40.
 const PRICES = { 'sim/echo': { input: 2000n, output: 8000n }, 'sim/small-8k': { input: 100n, output: 400n } };
@@ -42,25 +42,22 @@ function catalogWithTwoRoutes(dir: string): string {
 
 describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7, 8)', () => {
   let sim: Simulator;
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
   beforeAll(async () => {
     // A simulator of the test's own, so its request counter shows which upstreams were called.
     sim = await startSimulator();
     const dir = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
-    gw = await startGateway(
+    ({ gw, client, call } = await startWithClient(
       { SVC_SIMULATOR_URL: sim.url, SVC_CATALOG: catalogWithTwoRoutes(dir), SVC_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) },
       dir,
-    );
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
+    ));
   }, 60_000);
 
   afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
+    await stopGateway(gw);
     await sim?.close();
   });
 

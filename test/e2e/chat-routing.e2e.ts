@@ -8,7 +8,7 @@ import { accountStream } from '../../libs/ledger/src/account';
 import { usdToNano } from '../../libs/platform/src/money';
 import { startSimulator, type Simulator } from '../../libs/providers/src/simulator';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
-import { api, startGateway } from '../support/gateway';
+import { startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 /** Nano-USD per token of each provider of the test models. */
 const PRICES = { premium: { input: 6000n, output: 24000n }, private: { input: 2000n, output: 8000n }, cheap: { input: 500n, output: 2000n } };
@@ -44,21 +44,18 @@ type Completion = OpenAI.ChatCompletion & { usage: OpenAI.CompletionUsage & { co
 
 describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and rule 10)', () => {
   let sim: Simulator;
-  let gw: Awaited<ReturnType<typeof startGateway>>;
+  let gw: StartedGateway;
   let client: OpenAI;
-  let call: ReturnType<typeof api>;
+  let call: Call;
 
   beforeAll(async () => {
     sim = await startSimulator();
     const dir = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
-    gw = await startGateway({ SVC_SIMULATOR_URL: sim.url, SVC_CATALOG: routingCatalog(dir) }, dir);
-    client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    call = api(gw.url);
+    ({ gw, client, call } = await startWithClient({ SVC_SIMULATOR_URL: sim.url, SVC_CATALOG: routingCatalog(dir) }, dir));
   }, 60_000);
 
   afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
+    await stopGateway(gw);
     await sim?.close();
   });
 

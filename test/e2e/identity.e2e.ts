@@ -1,6 +1,6 @@
 import { ManualClock } from '../../libs/platform/src/clock';
 import { usdToNano } from '../../libs/platform/src/money';
-import { api, startGateway, type Call } from '../support/gateway';
+import { api, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-identity-tests';
 const chat = { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 };
@@ -34,10 +34,7 @@ describe('identity', () => {
     call = api(gw.url.replace(/\/v1$/, ''));
   }, 60_000);
 
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  afterAll(() => stopGateway(gw));
 
   describe('the authorization matrix (spec 5 and 7)', () => {
     const keys: Record<string, string> = {};

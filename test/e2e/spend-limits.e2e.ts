@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { accountDecider, accountStream } from '../../libs/ledger/src/account';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { nanoToUsdString } from '../../libs/platform/src/money';
-import { api, chatWorstCase, startGateway, type Call } from '../support/gateway';
+import { api, chatWorstCase, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-spend-limit-tests';
 const messages = [{ role: 'user', content: 'spend a little' }];
@@ -27,10 +27,7 @@ describe('spend limits and hold expiry', () => {
     worstCase = chatWorstCase(gw.runtime, 'sim/echo', messages, MAX_TOKENS);
   }, 60_000);
 
-  afterAll(async () => {
-    await gw?.close();
-    gw?.removeDataDir();
-  });
+  afterAll(() => stopGateway(gw));
 
   const account = async () => (await admin('POST', '/admin/accounts', { initial_credits_usd: 5 })).json.id as string;
   /** A key whose limit is exactly one request's worst case: the first fits, then the cap is reached. */

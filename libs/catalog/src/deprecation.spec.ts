@@ -1,5 +1,5 @@
+import { errorOf } from '../../platform/src/testing/errors';
 import { modelNotFound } from '../../identity/src/authenticate';
-import { ApiError } from '../../platform/src/errors';
 import { Catalog, parseCatalog } from './catalog';
 import { deprecationAt, deprecationNoticesDue, resolveModel } from './deprecation';
 
@@ -17,16 +17,6 @@ const catalogOf = (...models: ReturnType<typeof model>[]) =>
 const at = (iso: string) => new Date(iso);
 const unix = (iso: string) => `@${Date.parse(iso) / 1000}`;
 
-/** What an ApiError thrown by `fn` says; fails when nothing is thrown. */
-function errorOf(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('expected an ApiError');
-}
 
 describe('resolveModel', () => {
   const catalog = catalogOf(

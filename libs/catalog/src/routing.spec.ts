@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/src/errors';
+import { errorOf } from '../../platform/src/testing/errors';
 import { parseCatalog, type CatalogModel } from './catalog';
 import { ProviderStats } from './provider-stats';
 import { parseModelId, parseProviderPreferences, requestParameters, routeTargets, suffixFields, type ProviderPreferences, type Suffix } from './routing';
@@ -40,15 +40,6 @@ function route(preferences: ProviderPreferences = {}, options: { suffixes?: Suff
   );
 }
 
-function errorOf(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('expected an ApiError');
-}
 
 /** a fast (200 tokens/s, 400 ms to first token), b slow (20 tokens/s, 50 ms), c unmeasured, d medium (100 tokens/s, 100 ms). */
 function measured(): ProviderStats {
