@@ -4,7 +4,7 @@ import { freshPgRunner } from '../../platform/src/testing/pg';
 import type { NewEvent, RecordedEvent } from './port';
 import { START, decodePosition } from './position';
 import { SqlEventStore } from './sql-event-store';
-import { eventStoreContract } from './testing/contract';
+import { eventStoreContract, sleep, waitFor } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
 import { randomUUID } from 'node:crypto';
 
@@ -138,16 +138,4 @@ function executorOn(connection: PoolClient): SqlExecutor {
   return {
     query: async <T>(sql: string, params?: unknown[]) => ({ rows: (await connection.query(sql, params)).rows as T[] }),
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
 }

@@ -555,11 +555,12 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
   });
 }
 
-function sleep(ms: number): Promise<void> {
+export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+/** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
+export async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
