@@ -12,7 +12,7 @@ import { isRecord } from './json';
 import {
   Deadline,
   DEFAULT_TIMEOUT_MS,
-  httpError,
+  postUpstream,
   invalidResponse,
   normalizeUsage,
   parseJson,
@@ -98,15 +98,8 @@ export class AnthropicProvider implements ChatProvider {
     throw new ProviderError({ kind: 'http', status: 400, message: 'the Anthropic adapter has no embeddings endpoint' });
   }
 
-  private async post(payload: object, deadline: Deadline, accept: string): Promise<Response> {
-    const response = await fetch(this.url, {
-      method: 'POST',
-      headers: { ...this.headers, accept },
-      body: JSON.stringify(payload),
-      signal: deadline.signal,
-    });
-    if (!response.ok) throw await httpError(response);
-    return response;
+  private post(payload: object, deadline: Deadline, accept: string): Promise<Response> {
+    return postUpstream(this.url, { ...this.headers, accept }, payload, deadline);
   }
 }
 

@@ -156,16 +156,16 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     }
   }
 
-  private async post(path: string, payload: object, deadline: Deadline, accept: string): Promise<Response> {
-    const response = await fetch(this.baseUrl + path, {
-      method: 'POST',
-      headers: { ...this.headers, accept },
-      body: JSON.stringify(payload),
-      signal: deadline.signal,
-    });
-    if (!response.ok) throw await httpError(response);
-    return response;
+  private post(path: string, payload: object, deadline: Deadline, accept: string): Promise<Response> {
+    return postUpstream(this.baseUrl + path, { ...this.headers, accept }, payload, deadline);
   }
+}
+
+/** POSTs JSON to an upstream under the deadline; an error status becomes a ProviderError. */
+export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<Response> {
+  const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(payload), signal: deadline.signal });
+  if (!response.ok) throw await httpError(response);
+  return response;
 }
 
 /**
