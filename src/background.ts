@@ -1,6 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
+import { deprecationNoticesDue } from '../libs/catalog/src/deprecation';
+import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '../libs/catalog/src/notices';
 import { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
+import { PeriodicTask } from '../libs/platform/src/periodic';
 import { LedgerCommand } from '../libs/ledger/src/ledger.module';
 import { accountsWithExpiredHolds } from '../libs/projections/src';
 import type { Runtime } from './runtime';
@@ -21,14 +24,39 @@ export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext
   );
 }
 
+/**
+ * Records the catalog's due `model.deprecated` notices (spec 6.1, 9) on the catalog-notices
+ * stream; resolves with how many were new. Several workers may run it: the stream's expected
+ * revision makes each notice land once.
+ */
+export async function recordDeprecationNotices(runtime: Runtime): Promise<number> {
+  const due = deprecationNoticesDue(runtime.catalog, runtime.clock.now());
+  if (due.length === 0) return 0;
+  const { events } = await runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due }, { actor: 'catalog' });
+  return events.length;
+}
+
+/** How often due deprecation notices are looked for: a week's notice need not be to the second. */
+const NOTICE_INTERVAL_MS = 10 * 60_000;
+
+export interface Background {
+  sweeper: HoldExpirySweeper;
+  recordDeprecationNotices(): Promise<number>;
+  stop(): Promise<void>;
+}
+
 /** Projections and sweepers: what the worker runs, and `npm start` beside the gateway. */
-export function startBackground(runtime: Runtime, app: INestApplicationContext): { sweeper: HoldExpirySweeper; stop(): Promise<void> } {
+export function startBackground(runtime: Runtime, app: INestApplicationContext): Background {
   runtime.projections.start();
   const sweeper = holdExpirySweeper(runtime, app);
   sweeper.start();
+  const notices = new PeriodicTask(() => recordDeprecationNotices(runtime), NOTICE_INTERVAL_MS);
+  notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   return {
     sweeper,
+    recordDeprecationNotices: () => recordDeprecationNotices(runtime),
     stop: async () => {
+      await notices.stop();
       await sweeper.stop();
       await runtime.projections.stop();
     },

@@ -5,7 +5,7 @@ import type { Config } from '../libs/platform/src/config';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
-import { startBackground } from './background';
+import { startBackground, type Background } from './background';
 import type { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
 
 export interface Started {
@@ -15,6 +15,7 @@ export interface Started {
   runtime: Runtime;
   app: NestFastifyApplication;
   sweeper: HoldExpirySweeper;
+  background: Background;
   close(): Promise<void>;
 }
 
@@ -43,6 +44,7 @@ export async function startAll(given: Config, options: RuntimeOptions & { logger
       runtime,
       app,
       sweeper: background.sweeper,
+      background,
       close: async () => {
         await started.close();
         await background.stop();

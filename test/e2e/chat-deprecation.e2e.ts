@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
+import { CATALOG_NOTICES_STREAM } from '../../libs/catalog/src/notices';
+import { waitFor } from '../../libs/eventstore/src/testing/contract';
 import { ManualClock } from '../../libs/platform/src/clock';
 import { api, startGateway, stopGateway } from '../support/gateway';
 
@@ -44,6 +46,23 @@ describe('model deprecation on chat completions (spec 9)', () => {
     expect(r.headers.get('sunset')).toBe(new Date(SUNSET).toUTCString());
     expect(r.headers.get('x-svc-model-replacement')).toBe('sim/echo');
     expect((await call('POST', '/chat/completions', { key: gw.keys.api_key, body: body('sim/echo') })).headers.get('deprecation')).toBeNull();
+  });
+
+  it('records model.deprecated once at the announcement and once a week before the sunset (spec 6.1)', async () => {
+    const notices = async () =>
+      (await gw.runtime.store.readStream(CATALOG_NOTICES_STREAM)).map((e) => `${(e.data as { model: string }).model}:${(e.data as { kind: string }).kind}`);
+    // The background records the due notices at start; a pass now finds nothing new.
+    await waitFor(async () => (await notices()).length === 2);
+    expect(await gw.background.recordDeprecationNotices()).toBe(0);
+    expect((await notices()).sort()).toEqual(['old/orphan:announced', 'old/replaced:announced']);
+
+    clock.set('2026-11-24T00:00:00Z');
+    expect(await gw.background.recordDeprecationNotices()).toBe(2);
+    expect(await gw.background.recordDeprecationNotices()).toBe(0);
+    expect((await notices()).slice(2).sort()).toEqual(['old/orphan:final', 'old/replaced:final']);
+    const [event] = await gw.runtime.store.readStream(CATALOG_NOTICES_STREAM);
+    expect(event.type).toBe('ModelDeprecated');
+    expect(event.data).toMatchObject({ sunset: SUNSET });
   });
 
   it('after the sunset the replacement answers, streamed too, naming the model it replaced', async () => {

@@ -1,4 +1,5 @@
 import type { Clock } from '../../platform/src/clock';
+import { PeriodicTask } from '../../platform/src/periodic';
 import { EXPIRE_BATCH } from './account';
 
 export interface HoldExpiryPorts {
@@ -15,13 +16,14 @@ export interface HoldExpiryPorts {
  * own state, so a stale read model costs at most an ExpireHolds that expires nothing.
  */
 export class HoldExpirySweeper {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> = Promise.resolve();
+  private readonly task: PeriodicTask;
 
   constructor(
     private readonly ports: HoldExpiryPorts,
-    private readonly intervalMs = 30_000,
-  ) {}
+    intervalMs = 30_000,
+  ) {
+    this.task = new PeriodicTask(() => this.sweepOnce(), intervalMs);
+  }
 
   /** One pass over every due account; returns the number of holds expired. */
   async sweepOnce(): Promise<number> {
@@ -34,16 +36,10 @@ export class HoldExpirySweeper {
   }
 
   start(onError: (err: unknown) => void = (err) => console.error('hold expiry failed:', err)): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      this.running = this.running.then(() => this.sweepOnce()).catch(onError);
-    }, this.intervalMs);
-    this.timer.unref();
+    this.task.start(onError);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }

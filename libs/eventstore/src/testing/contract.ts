@@ -560,9 +560,9 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
-export async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await sleep(10);
   }
