@@ -10,7 +10,7 @@ import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/s
 import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
 import { createChatProvider } from '../libs/providers/src/adapters';
 import type { ChatProvider } from '../libs/providers/src/openai-compatible';
-import { startSimulator } from '../libs/providers/src/simulator';
+import { startSimulator, type Simulator } from '../libs/providers/src/simulator';
 
 /**
  * Everything a process of the service needs, wired from the configuration: the read-model
@@ -29,6 +29,8 @@ export interface Runtime {
   readonly providers: ReadonlyMap<string, ChatProvider>;
   /** Base URL of the in-process simulated upstream, when this process started one. */
   readonly simulatorUrl: string | null;
+  /** That simulated upstream (tests read what it received). */
+  readonly simulator: Simulator | null;
   /** Bearer token of the operator API; null disables it. */
   readonly adminToken: string | null;
   close(): Promise<void>;
@@ -63,18 +65,18 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
     const withProviders = options.withProviders ?? true;
     let simulatorUrl = config.simulatorUrl;
-    let startedSimulator: string | null = null;
+    let simulator: Simulator | null = null;
     if (withProviders && catalog.usesSimulator() && simulatorUrl === null) {
-      const simulator = await startSimulator({ port: 0 });
-      closers.push(() => simulator.close());
-      simulatorUrl = startedSimulator = simulator.url;
+      const started = (simulator = await startSimulator({ port: 0 }));
+      closers.push(() => started.close());
+      simulatorUrl = started.url;
     }
     const providers = new Map<string, ChatProvider>();
     for (const model of withProviders ? catalog.models : []) {
       for (const { provider } of model.providers) {
         if (providers.has(provider.name)) continue;
         const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
-        const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs };
+        const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs, dialect: provider.dialect };
         providers.set(provider.name, createChatProvider(provider.adapter, options));
       }
     }
@@ -89,7 +91,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       projections,
       catalog,
       providers,
-      simulatorUrl: startedSimulator,
+      simulatorUrl: simulator?.url ?? null,
+      simulator,
       adminToken: options.adminToken === undefined ? config.adminToken : options.adminToken,
       close,
     };

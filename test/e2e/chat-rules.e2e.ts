@@ -272,4 +272,61 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
       await expectRefused({ model: 'sim/echo', messages: user('hi'), ...extra }, 400, { type: 'invalid_request_error', param });
     });
   });
+
+  describe('reasoning and caching hints (spec 2.6, 4.2 reasoning fields and rule 11)', () => {
+    /** The body the simulated upstream received for the last request. */
+    const lastUpstreamBody = () => gw.runtime.simulator!.received.at(-1) as Record<string, unknown>;
+
+    it('passes prompt_cache_key and cache_control through to the upstream untouched', async () => {
+      const messages = [
+        { role: 'system', content: [{ type: 'text', text: 'A long, stable prefix.', cache_control: { type: 'ephemeral' } }] },
+        { role: 'user', content: 'hi' },
+      ];
+      expect((await post({ model: 'sim/echo', messages, prompt_cache_key: 'tenant-42' })).status).toBe(200);
+      expect(lastUpstreamBody()).toMatchObject({ prompt_cache_key: 'tenant-42', messages });
+    });
+
+    it(':thinking and reasoning.effort reach an OpenAI-dialect upstream as reasoning_effort', async () => {
+      expect((await post({ model: 'sim/echo:thinking', messages: user('hi') })).status).toBe(200);
+      expect(lastUpstreamBody()).toMatchObject({ reasoning_effort: 'medium' });
+      expect(lastUpstreamBody()).not.toHaveProperty('reasoning');
+      expect((await post({ model: 'sim/echo', messages: user('hi'), reasoning: { effort: 'high' }, reasoning_effort: 'low' })).status).toBe(200);
+      expect(lastUpstreamBody()).toMatchObject({ reasoning_effort: 'low' });
+    });
+
+    it('returns the reasoning text, and with reasoning.exclude bills it without returning it (SDK)', async () => {
+      const ask = user('think first\n#sim {"reasoning_tokens": 12}');
+      const { data: shown } = await chat({ model: 'sim/echo', messages: ask });
+      const message = shown.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning?: string };
+      expect(message.reasoning).toEqual(expect.any(String));
+      expect(shown.usage!.completion_tokens_details!.reasoning_tokens).toBe(12);
+
+      const { data: hidden } = await chat({ model: 'sim/echo', messages: ask, reasoning: { exclude: true } } as Params);
+      expect(hidden.choices[0].message).not.toHaveProperty('reasoning');
+      expect(hidden.choices[0].message.content).toBe(message.content);
+      expect(hidden.usage!.completion_tokens_details!.reasoning_tokens).toBe(12);
+      expect((hidden.usage as unknown as { cost: number }).cost).toBe((shown.usage as unknown as { cost: number }).cost);
+    });
+
+    it('include_reasoning: false hides the reasoning of a stream too', async () => {
+      const stream = await client.chat.completions.create({
+        model: 'sim/echo',
+        messages: user('think first\n#sim {"reasoning_tokens": 12}'),
+        stream: true,
+        stream_options: { include_usage: true },
+        include_reasoning: false,
+      } as OpenAI.ChatCompletionCreateParamsStreaming);
+      let content = '';
+      let usage: OpenAI.CompletionUsage | null | undefined;
+      for await (const chunk of stream) {
+        for (const choice of chunk.choices) {
+          expect(choice.delta).not.toHaveProperty('reasoning');
+          content += choice.delta.content ?? '';
+        }
+        usage = chunk.usage ?? usage;
+      }
+      expect(content).toContain('Echo: think first');
+      expect(usage!.completion_tokens_details!.reasoning_tokens).toBe(12);
+    });
+  });
 });

@@ -65,6 +65,8 @@ describe('catalog', () => {
   it('reads keys from the environment and fills in the defaults', () => {
     const m = parseCatalog(base, 'test', { UP_KEY: 'sk-1' }).get('x/m')!;
     expect(m.providers[0].provider.apiKey).toBe('sk-1');
+    expect(m.providers[0].provider.dialect).toBe('openai');
+    expect(parseCatalog({ ...base, providers: { up: { ...base.providers.up, dialect: 'router' } } }, 'test', { UP_KEY: 'k' }).get('x/m')!.providers[0].provider.dialect).toBe('router');
     expect(m).toEqual({
       id: 'x/m',
       name: 'x/m',
@@ -183,6 +185,8 @@ describe('catalog', () => {
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', data_collection: 'maybe' }] })), 'models[0].providers[0].data_collection: expected one of allow, deny'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', zdr: 'yes' }] })), 'models[0].providers[0].zdr: expected true or false'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'a' }, { provider: 'up', upstream_model: 'b' }] })), 'models[0].providers: lists a provider twice'],
+    [{ ...base, providers: { up: { ...base.providers.up, dialect: 'vllm' } } }, 'providers.up.dialect: expected one of openai, router'],
+    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'anthropic', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ deprecation: { replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601'],
     [withModels(model({ deprecation: { sunset: '2026-12-01T00:00:00', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-12-01T00:00:00"'],
     [withModels(model({ deprecation: { sunset: '2026-02-30T00:00:00Z', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-02-30T00:00:00Z"'],

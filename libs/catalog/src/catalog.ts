@@ -63,11 +63,18 @@ export interface Deprecation {
 }
 
 export const ADAPTERS = ['openai', 'anthropic'] as const;
+export const DIALECTS = ['openai', 'router'] as const;
 
 export interface CatalogProvider {
   name: string;
   /** The wire format: OpenAI chat completions, or Anthropic's native Messages API. */
   adapter: (typeof ADAPTERS)[number];
+  /**
+   * For the openai adapter, which request fields the upstream takes: `openai` (OpenAI's own API,
+   * which refuses router fields) or `router` (OpenRouter, vLLM, Ollama, llama.cpp: also `top_k`,
+   * `min_p`, `reasoning`, `include_reasoning`...).
+   */
+  dialect: (typeof DIALECTS)[number];
   /** `simulator` resolves to the simulated upstream at start. */
   baseUrl: string;
   apiKey: string;
@@ -126,7 +133,7 @@ export function loadCatalog(path: string = BUILTIN_CATALOG_PATH, env: Record<str
 }
 
 const TOP_FIELDS = ['providers', 'models'];
-const PROVIDER_FIELDS = ['adapter', 'base_url', 'api_key', 'api_key_env'];
+const PROVIDER_FIELDS = ['adapter', 'dialect', 'base_url', 'api_key', 'api_key_env'];
 const MODEL_FIELDS = [
   'id',
   'name',
@@ -223,7 +230,9 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const variable = str(p.api_key_env, `${at}.api_key_env`);
       apiKey = env[variable] ?? fail(`${at}.api_key_env`, `environment variable ${variable} is not set`);
     }
-    providers.set(name, { name, adapter, baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
+    if (adapter === 'anthropic' && p.dialect !== undefined) fail(`${at}.dialect`, 'applies to the openai adapter only');
+    const dialect = p.dialect === undefined ? 'openai' : oneOf(p.dialect, `${at}.dialect`, DIALECTS);
+    providers.set(name, { name, adapter, dialect, baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
   }
 
   if (!Array.isArray(root.models)) fail('models', 'expected a list');

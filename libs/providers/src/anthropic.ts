@@ -12,6 +12,7 @@ import { isRecord } from './json';
 import {
   Deadline,
   DEFAULT_TIMEOUT_MS,
+  excludesReasoning,
   postUpstream,
   invalidResponse,
   normalizeUsage,
@@ -149,8 +150,7 @@ export function toMessagesRequest(body: Json): MessagesRequest {
   request.max_tokens = typeof cap === 'number' ? cap : DEFAULT_MAX_TOKENS;
   const thinking = thinkingOf(body, request.max_tokens as number);
   if (thinking) request.thinking = thinking;
-  const reasoning = isRecord(body.reasoning) ? body.reasoning : {};
-  return { request, excludeReasoning: reasoning.exclude === true || body.include_reasoning === false };
+  return { request, excludeReasoning: excludesReasoning(body) };
 }
 
 /**

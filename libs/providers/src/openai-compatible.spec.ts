@@ -194,6 +194,18 @@ describe('against a scripted upstream', () => {
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2, top_k: 5 });
   });
 
+  it('gives OpenAI reasoning as reasoning_effort, and a router the reasoning fields as they are', async () => {
+    respond = json(200, completionJson);
+    const reasoning = { effort: 'high', max_tokens: 100 };
+    const body = chatBody('hi', { reasoning, include_reasoning: true });
+    await scripted().chatCompletion(body);
+    await scripted().chatCompletion({ ...body, reasoning_effort: 'low' });
+    await scripted({ chatParams: ROUTER_CHAT_PARAMS }).chatCompletion(body);
+    expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'high' });
+    expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'low' });
+    expect(received[2].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning, include_reasoning: true });
+  });
+
   it('asks for a stream with usage, keeping the other stream options', async () => {
     respond = sse(['data: [DONE]\n\n']);
     await drain(scripted().streamChatCompletion(chatBody('hi', { stream_options: { include_obfuscation: false } })));

@@ -44,6 +44,31 @@ export interface OpenAiCompatibleOptions {
   chatParams?: readonly string[];
 }
 
+/**
+ * `reasoning.exclude` or `include_reasoning: false` (spec 4.2): the model may think, but the
+ * caller does not get the thinking. Upstreams that do not know these fields would return it.
+ */
+export function excludesReasoning(body: Record<string, unknown>): boolean {
+  return (isRecord(body.reasoning) && body.reasoning.exclude === true) || body.include_reasoning === false;
+}
+
+/**
+ * OpenAI's own API takes reasoning only as `reasoning_effort`; the gateway's `reasoning.effort`
+ * (and the `:thinking` suffix, which sets it) becomes that field when the caller did not give
+ * it. `reasoning.max_tokens` has no OpenAI equivalent and stays behind.
+ */
+function withReasoningEffort(body: Record<string, unknown>): Record<string, unknown> {
+  const effort = isRecord(body.reasoning) ? body.reasoning.effort : undefined;
+  return typeof effort === 'string' && body.reasoning_effort == null ? { ...body, reasoning_effort: effort } : body;
+}
+
+/** The answer without its thinking, for a caller who excluded it. */
+function withoutReasoning<T extends { reasoning?: unknown; reasoning_details?: unknown }>(message: T | undefined): T | undefined {
+  if (!message) return message;
+  const { reasoning: _text, reasoning_details: _details, ...rest } = message;
+  return rest as T;
+}
+
 export interface NormalizedUsage {
   promptTokens: number;
   completionTokens: number;
@@ -94,12 +119,15 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
   }
 
   async chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult> {
-    const payload = pick(body, this.chatParams);
-    const { json, latencyMs } = await this.postJson('/chat/completions', payload, signal);
+    const { json, latencyMs } = await this.postJson('/chat/completions', this.payload(body), signal);
     if (!isRecord(json) || !Array.isArray(json.choices)) {
       throw invalidResponse('chat completion without a choices array', json);
     }
-    return { response: json as ChatCompletion, usage: normalizeUsage(json.usage), latencyMs };
+    const response = json as ChatCompletion;
+    if (excludesReasoning(body as Record<string, unknown>)) {
+      response.choices = response.choices.map((choice) => ({ ...choice, message: withoutReasoning(choice.message)! }));
+    }
+    return { response, usage: normalizeUsage(json.usage), latencyMs };
   }
 
   /**
@@ -111,10 +139,11 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
   async *streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk> {
     const requested = (body as { stream_options?: unknown }).stream_options;
     const payload = {
-      ...pick(body, this.chatParams),
+      ...this.payload(body),
       stream: true,
       stream_options: { ...(isRecord(requested) ? requested : {}), include_usage: true },
     };
+    const exclude = excludesReasoning(body as Record<string, unknown>);
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
       const response = await this.post('/chat/completions', payload, deadline, 'text/event-stream');
@@ -124,6 +153,9 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
         const chunk = parseJson(event.data);
         // OpenAI and OpenRouter report a failure after the headers as an error event.
         if (isRecord(chunk) && isRecord(chunk.error)) throw streamedError(chunk);
+        if (exclude && isRecord(chunk) && Array.isArray(chunk.choices)) {
+          (chunk as ChatChunk).choices = (chunk as ChatChunk).choices.map((choice) => ({ ...choice, delta: withoutReasoning(choice.delta)! }));
+        }
         yield chunk as ChatChunk;
       }
       throw new ProviderError({ kind: 'network', status: 502, message: 'upstream stream ended before [DONE]' });
@@ -132,6 +164,12 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     } finally {
       deadline.dispose();
     }
+  }
+
+  /** The request as this upstream takes it: its own fields only, reasoning in its own terms. */
+  private payload(body: object): Record<string, unknown> {
+    const forwarded = this.chatParams.has('reasoning') ? (body as Record<string, unknown>) : withReasoningEffort(body as Record<string, unknown>);
+    return pick(forwarded, this.chatParams);
   }
 
   async embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult> {

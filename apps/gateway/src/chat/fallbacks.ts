@@ -107,6 +107,7 @@ export class OwnProviders {
         baseUrl: this.baseUrlOf(provider),
         apiKey: this.open(accountId, provider.name, key),
         timeoutMs: this.options.timeoutMs,
+        dialect: provider.dialect,
       });
       if (this.clients.size >= MAX_OWN_CLIENTS) this.clients.delete(this.clients.keys().next().value as string);
       this.clients.set(cacheKey, client);

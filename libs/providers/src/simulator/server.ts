@@ -41,6 +41,8 @@ export interface Simulator {
   readonly port: number;
   /** HTTP requests received so far, answered or not. */
   readonly requests: number;
+  /** The JSON bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent upstream. */
+  readonly received: readonly unknown[];
   /** Stops listening and drops open connections, streams and delayed answers included. */
   close(): Promise<void>;
 }
@@ -55,7 +57,11 @@ interface Exchange {
   /** Aborted when the connection closes, so pending delays stop instead of writing to nobody. */
   signal: AbortSignal;
   nextId(): number;
+  /** The request's JSON body, kept in `received`. */
+  body(): Promise<unknown>;
 }
+
+const RECEIVED_KEPT = 50;
 
 const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/chat/completions': chatCompletions,
@@ -71,11 +77,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const { port = 0, host = '127.0.0.1' } = options;
   let requests = 0;
   let lastId = 0;
+  const received: unknown[] = [];
+  const body = async (req: IncomingMessage) => {
+    const json = await readJson(req);
+    received.push(json);
+    if (received.length > RECEIVED_KEPT) received.shift();
+    return json;
+  };
   const server = createServer((req, res) => {
     requests++;
     const closed = new AbortController();
     res.on('close', () => closed.abort());
-    handle({ req, res, signal: closed.signal, nextId: () => ++lastId }).catch((error: unknown) => {
+    handle({ req, res, signal: closed.signal, nextId: () => ++lastId, body: () => body(req) }).catch((error: unknown) => {
       if (closed.signal.aborted) return;
       if (res.headersSent) res.destroy();
       else sendJson(res, ...answerFor(error, pathOf(req) === ANTHROPIC_PATH));
@@ -95,6 +108,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     get requests() {
       return requests;
     },
+    received,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
@@ -123,7 +137,7 @@ function answerFor(error: unknown, anthropic: boolean): [number, unknown] {
 }
 
 async function chatCompletions(exchange: Exchange): Promise<void> {
-  const request = parseChatRequest(await readJson(exchange.req));
+  const request = parseChatRequest(await exchange.body());
   const steered = await steer(exchange, request);
   if (!steered) return;
   const { directives, text, cut } = steered;
@@ -144,7 +158,7 @@ async function chatCompletions(exchange: Exchange): Promise<void> {
 
 /** The Anthropic rendering of chatCompletions: same directives, same reply. */
 async function messages(exchange: Exchange): Promise<void> {
-  const request = parseMessagesRequest(await readJson(exchange.req));
+  const request = parseMessagesRequest(await exchange.body());
   const steered = await steer(exchange, request);
   if (!steered) return;
   const { directives, text, cut } = steered;
@@ -200,8 +214,8 @@ async function stream({ req, res, signal }: Exchange, frames: string[], directiv
   res.end();
 }
 
-async function embeddings({ req, res, signal }: Exchange): Promise<void> {
-  const request = parseEmbeddingsRequest(await readJson(req));
+async function embeddings({ res, signal, body }: Exchange): Promise<void> {
+  const request = parseEmbeddingsRequest(await body());
   const { delay_ms } = request.directives;
   if (delay_ms) await sleep(delay_ms, undefined, { signal });
   failIfAsked(request.directives, request.model);
