@@ -165,6 +165,17 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
     expect(upstream.seen.at(-1)).toBe(`Bearer ${CALLER_KEY}`);
   }, 30_000);
 
+  it('bills the fee SVC_BYOK_FEE_PERCENT sets', async () => {
+    await gw.close();
+    env = { ...env, SVC_BYOK_FEE_PERCENT: '12' };
+    await start();
+    const before = await balance();
+    const { data } = await ask();
+    const fee = (FULL_COST * 12n + 99n) / 100n; // 9_360 nano-USD
+    expect(usdToNano((data.usage as unknown as { cost: number }).cost)).toBe(fee);
+    expect(before - (await balance())).toBe(fee);
+  }, 30_000);
+
   it('answers byok_key_rejected when the provider refuses the caller key, without billing or retrying it', async () => {
     expect((await admin('PUT', `${keysPath()}/stub`, { api_key: REJECTED_KEY })).json.data.hint).toBe('...2222');
     const before = await balance();

@@ -26,6 +26,8 @@ export interface Config {
   simulatorUrl: string | null;
   /** How long a gateway waits for the upstream before giving up (ms). */
   upstreamTimeoutMs: number;
+  /** What a bring-your-own-key request is billed, in percent of its price on the operator's key. */
+  byokFeePercent: number;
   /**
    * Proxies whose X-Forwarded-For is believed (addresses or CIDR ranges); empty = none, and
    * the client IP is the socket's. Trusting every proxy would let callers forge their IP
@@ -114,6 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey,
     simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
     upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
   };
 }

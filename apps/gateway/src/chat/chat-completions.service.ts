@@ -144,7 +144,7 @@ export class ChatCompletionsService {
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const promptTokens = countChatPromptTokens(request.messages);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
-    const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput)).reduce((a, b) => (b > a ? b : a));
+    const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput, this.runtime.config.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
     await ledger({
       type: 'PlaceHold',
       holdId: id,
@@ -229,7 +229,7 @@ export class ChatCompletionsService {
       reasoning_tokens: usage.reasoningTokens,
       ...timing,
     };
-    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOf(target, usage), stats });
+    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOf(target, usage, this.runtime.config.byokFeePercent), stats });
     return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
   }
 

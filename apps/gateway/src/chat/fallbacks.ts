@@ -58,27 +58,21 @@ export function targetsOf(
 }
 
 /**
- * What a BYOK request is billed: this share of what the same request would have cost on the
- * operator's key (README, "Bring your own key"). A constant for now: a configuration variable
- * needs a place in the shared configuration contract.
+ * What a BYOK request is billed: `feePercent` (SVC_BYOK_FEE_PERCENT) of what the same request
+ * would have cost on the operator's key, rounded up to the nano like every other charge.
  */
-export const BYOK_FEE_PERCENT = 5n;
+const byokFee = (cost: Nano, feePercent: number): Nano => ceilDiv(cost * BigInt(feePercent), 100n);
 
-const byokFee = (cost: Nano): Nano => ceilDiv(cost * BYOK_FEE_PERCENT, 100n);
-
-/**
- * The charge for `usage` answered by `target`: the cost at its prices, or the BYOK fee on that
- * cost (rounded up to the nano, like every other charge).
- */
-export function costOf(target: Target, usage: TokenUsage): Nano {
+/** The charge for `usage` answered by `target`: the cost at its prices, or the BYOK fee on that cost. */
+export function costOf(target: Target, usage: TokenUsage, byokFeePercent: number): Nano {
   const cost = costOfUsage(usage, pricesOf(target));
-  return target.byok ? byokFee(cost) : cost;
+  return target.byok ? byokFee(cost, byokFeePercent) : cost;
 }
 
 /** Spec 1 rule 1 for `target`: the worst case, and for BYOK the fee on it (the fee is monotone, so it still bounds the charge). */
-export function worstCaseOf(target: Target, promptTokens: number, maxOutputTokens: number | null): Nano {
+export function worstCaseOf(target: Target, promptTokens: number, maxOutputTokens: number | null, byokFeePercent: number): Nano {
   const worst = worstCaseCost(promptTokens, maxOutputTokens, pricesOf(target));
-  return target.byok ? byokFee(worst) : worst;
+  return target.byok ? byokFee(worst, byokFeePercent) : worst;
 }
 
 /** Most BYOK clients kept; past it the oldest is dropped (it is rebuilt on its next use). */
