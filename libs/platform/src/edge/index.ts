@@ -1,0 +1,72 @@
+import type { Clock } from '../clock';
+import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from './idempotency';
+import {
+  type ConcurrencyLimiter,
+  MemoryConcurrencyLimiter,
+  MemoryRateLimiter,
+  type RateLimiter,
+  RedisConcurrencyLimiter,
+  RedisRateLimiter,
+} from './rate-limiter';
+import { closeRedis, connectRedis, whenReady } from './redis';
+import { BypassResponseCache, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
+import { MemoryResponseCache, RedisResponseCache } from './response-cache';
+
+export * from './idempotency';
+export * from './rate-limiter';
+export * from './redis';
+export * from './resilient';
+export * from './response-cache';
+
+export interface EdgeStoreOptions {
+  /** null: everything in this process's memory (a single gateway, or tests). */
+  redisUrl: string | null;
+  clock: Clock;
+  /** Namespaces every Redis key, so gateways of different deployments can share a server. */
+  keyPrefix?: string;
+  /** Told once per outage and per store when Redis is unreachable (including the connection itself). */
+  onDegraded?: OnDegraded;
+}
+
+export interface EdgeStores {
+  rateLimiter: RateLimiter;
+  concurrency: ConcurrencyLimiter;
+  idempotency: IdempotencyStore;
+  /** `lookup` tells a miss from a bypass while the store is down. */
+  cache: BypassResponseCache;
+  backend: 'redis' | 'memory';
+  /** Resolves true once the backend takes commands, false if `timeoutMs` passes first (requests then run degraded). */
+  ready(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_KEY_PREFIX = 'edge';
+const DEFAULT_READY_TIMEOUT_MS = 5_000;
+
+export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
+  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded } = options;
+  const memoryRate = new MemoryRateLimiter();
+  const memoryConcurrency = new MemoryConcurrencyLimiter(clock);
+  if (redisUrl === null) {
+    return {
+      rateLimiter: memoryRate,
+      concurrency: memoryConcurrency,
+      idempotency: new MemoryIdempotencyStore(clock),
+      // Never bypasses; wrapped so callers see one cache type whatever the backend.
+      cache: new BypassResponseCache(new MemoryResponseCache(clock)),
+      backend: 'memory',
+      ready: async () => true,
+      close: async () => undefined,
+    };
+  }
+  const redis = connectRedis(redisUrl, (err) => onDegraded?.('redis', err));
+  return {
+    rateLimiter: new FallbackRateLimiter(new RedisRateLimiter(redis, keyPrefix), memoryRate, onDegraded),
+    concurrency: new FallbackConcurrencyLimiter(new RedisConcurrencyLimiter(redis, clock, keyPrefix), memoryConcurrency, onDegraded),
+    idempotency: new RedisIdempotencyStore(redis, clock, keyPrefix),
+    cache: new BypassResponseCache(new RedisResponseCache(redis, clock, keyPrefix), onDegraded),
+    backend: 'redis',
+    ready: (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => whenReady(redis, timeoutMs),
+    close: () => closeRedis(redis),
+  };
+}

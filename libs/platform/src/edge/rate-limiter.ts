@@ -1,0 +1,323 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Clock } from '../clock';
+import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+
+export interface WindowResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** ms until the window frees */
+  resetMs: number;
+}
+
+export interface RateLimiter {
+  /** Counts `points` in `bucket`'s one-minute window if that keeps it within `limit`; otherwise refuses and counts nothing. */
+  consume(bucket: string, limit: number, points?: number): Promise<WindowResult>;
+  /**
+   * Counts `points` unconditionally (tokens used, learnt after the call). `allowed` tells whether
+   * the window is still within `limit` after counting.
+   */
+  record(bucket: string, limit: number, points: number): Promise<WindowResult>;
+  /** The window as it stands; allowed = used < limit. */
+  peek(bucket: string, limit: number): Promise<WindowResult>;
+}
+
+export interface Slot {
+  release(): Promise<void>;
+}
+
+export interface SlotResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  slot: Slot | null;
+}
+
+export interface ConcurrencyLimiter {
+  /** Takes one of `limit` slots of `bucket` for at most `leaseMs` (a crashed holder's slot frees itself after the lease). */
+  acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult>;
+}
+
+export const WINDOW_SECONDS = 60;
+const WINDOW_MS = WINDOW_SECONDS * 1000;
+/** Tells our increment script (below) to count without a cap: `record` and `peek` use it. */
+const UNCAPPED = -1;
+
+function checkLimit(limit: number): void {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
+}
+
+function checkPoints(points: number, min: number): void {
+  if (!Number.isSafeInteger(points) || points < min) throw new RangeError(`points must be an integer >= ${min}, got ${points}`);
+}
+
+export function windowResult(allowed: boolean, limit: number, used: number, resetMs: number): WindowResult {
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(limit - used, 0),
+    resetMs: Math.min(Math.max(Math.round(resetMs), 0), WINDOW_MS),
+  };
+}
+
+/** A window the library no longer holds (or holds past its end) is an empty one. */
+function usedOf(res: RateLimiterRes | null): { used: number; resetMs: number } {
+  if (res === null || res.msBeforeNext <= 0) return { used: 0, resetMs: 0 };
+  return { used: res.consumedPoints, resetMs: res.msBeforeNext };
+}
+
+/** The request that can never fit still gets a finite "try later": a whole window. */
+function refusedResetMs(resetMs: number): number {
+  return resetMs > 0 ? resetMs : WINDOW_MS;
+}
+
+/**
+ * The library's increment script, made conditional: with a cap (the instance's `points`, ARGV[3])
+ * an increment that would pass it is not applied, and the reply carries what the count would
+ * have been, so the library still rejects it. One atomic step: no count goes up and comes back
+ * down, so a refused request never makes a concurrent one fail, and exactly `limit` points pass
+ * however many gateways race. The client-wide command `rlflxIncr` is defined by every instance,
+ * all with this script, so `record` (penalty on an UNCAPPED instance) counts unconditionally.
+ */
+const CONDITIONAL_INCR_LUA = `
+local points = tonumber(ARGV[1])
+local cap = tonumber(ARGV[3])
+if cap >= 0 and points > 0 then
+  local used = tonumber(redis.call('get', KEYS[1]) or '0')
+  if used + points > cap then
+    return {used + points, redis.call('pttl', KEYS[1])}
+  end
+end
+redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
+local consumed = redis.call('incrby', KEYS[1], points)
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[2])
+  ttl = 1000 * ARGV[2]
+end
+return {consumed, ttl}
+`;
+
+export class RedisRateLimiter implements RateLimiter {
+  // The library fixes `points` per instance; one per limit, all on the same keys.
+  private readonly byLimit = new Map<number, RateLimiterRedis>();
+  private readonly uncapped: RateLimiterRedis;
+  private readonly keyPrefix: string;
+
+  constructor(
+    private readonly redis: Redis,
+    keyPrefix: string,
+  ) {
+    this.keyPrefix = `${keyPrefix}:rl`;
+    this.uncapped = this.instance(UNCAPPED);
+  }
+
+  private instance(points: number): RateLimiterRedis {
+    return new RateLimiterRedis({
+      storeClient: this.redis,
+      points,
+      duration: WINDOW_SECONDS,
+      keyPrefix: this.keyPrefix,
+      customIncrTtlLuaScript: CONDITIONAL_INCR_LUA,
+    });
+  }
+
+  private capped(limit: number): RateLimiterRedis {
+    let limiter = this.byLimit.get(limit);
+    if (!limiter) {
+      limiter = this.instance(limit);
+      this.byLimit.set(limit, limiter);
+    }
+    return limiter;
+  }
+
+  async consume(bucket: string, limit: number, points = 1): Promise<WindowResult> {
+    checkLimit(limit);
+    checkPoints(points, 1);
+    const limiter = this.capped(limit);
+    return guarded('rate_limiter.consume', async () => {
+      try {
+        const res = await limiter.consume(bucket, points);
+        return windowResult(true, limit, res.consumedPoints, res.msBeforeNext);
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+        // The reply holds the count as it would have been; nothing was stored.
+        return windowResult(false, limit, rejection.consumedPoints - points, refusedResetMs(rejection.msBeforeNext));
+      }
+    });
+  }
+
+  async record(bucket: string, limit: number, points: number): Promise<WindowResult> {
+    checkLimit(limit);
+    checkPoints(points, 0);
+    if (points === 0) {
+      const { used, resetMs } = await this.read(bucket);
+      return windowResult(used <= limit, limit, used, resetMs);
+    }
+    return guarded('rate_limiter.record', async () => {
+      const res = await this.uncapped.penalty(bucket, points);
+      return windowResult(res.consumedPoints <= limit, limit, res.consumedPoints, res.msBeforeNext);
+    });
+  }
+
+  async peek(bucket: string, limit: number): Promise<WindowResult> {
+    checkLimit(limit);
+    const { used, resetMs } = await this.read(bucket);
+    return windowResult(used < limit, limit, used, resetMs);
+  }
+
+  private read(bucket: string): Promise<{ used: number; resetMs: number }> {
+    return guarded('rate_limiter.peek', async () => usedOf(await this.uncapped.get(bucket)));
+  }
+}
+
+/**
+ * Runs tasks of one key one after another. The in-memory window is read and then counted in two
+ * steps; serialising them per bucket makes "count only if it fits" exact within the process.
+ */
+class KeyedQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+}
+
+export class MemoryRateLimiter implements RateLimiter {
+  // One instance for every limit: each RateLimiterMemory keeps its own storage, so per-limit
+  // instances would give a bucket whose limit changed a fresh count.
+  private readonly windows = new RateLimiterMemory({ points: UNCAPPED, duration: WINDOW_SECONDS, keyPrefix: '' });
+  private readonly queue = new KeyedQueue();
+
+  async consume(bucket: string, limit: number, points = 1): Promise<WindowResult> {
+    checkLimit(limit);
+    checkPoints(points, 1);
+    return this.queue.run(bucket, async () => {
+      const { used, resetMs } = usedOf(await this.windows.get(bucket));
+      if (used + points > limit) return windowResult(false, limit, used, refusedResetMs(resetMs));
+      const res = await this.windows.penalty(bucket, points);
+      return windowResult(true, limit, res.consumedPoints, res.msBeforeNext);
+    });
+  }
+
+  async record(bucket: string, limit: number, points: number): Promise<WindowResult> {
+    checkLimit(limit);
+    checkPoints(points, 0);
+    if (points === 0) {
+      const { used, resetMs } = usedOf(await this.windows.get(bucket));
+      return windowResult(used <= limit, limit, used, resetMs);
+    }
+    return this.queue.run(bucket, async () => {
+      const res = await this.windows.penalty(bucket, points);
+      return windowResult(res.consumedPoints <= limit, limit, res.consumedPoints, res.msBeforeNext);
+    });
+  }
+
+  async peek(bucket: string, limit: number): Promise<WindowResult> {
+    checkLimit(limit);
+    const { used, resetMs } = usedOf(await this.windows.get(bucket));
+    return windowResult(used < limit, limit, used, resetMs);
+  }
+}
+
+/*
+ * Concurrency slots are written here rather than taken from rate-limiter-flexible: it counts
+ * points in fixed windows and has no semaphore whose slots expire on their own, and a gateway
+ * that crashes mid-request must not hold its slot forever. Each slot is a lease: the holder's
+ * random id, scored by the injected clock's time at which it lapses.
+ */
+
+/** KEYS[1] slots; ARGV now, lease end, limit, slot id, storage bound ms. Replies {taken, held}. */
+const ACQUIRE_LUA = luaScript(`
+redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
+local held = redis.call('zcard', KEYS[1])
+if held >= tonumber(ARGV[3]) then
+  return {0, held}
+end
+redis.call('zadd', KEYS[1], ARGV[2], ARGV[4])
+if redis.call('pttl', KEYS[1]) < tonumber(ARGV[5]) then
+  redis.call('pexpire', KEYS[1], ARGV[5])
+end
+return {1, held + 1}
+`);
+
+function checkLease(leaseMs: number): void {
+  if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be positive, got ${leaseMs}`);
+}
+
+/** A slot whose release reaches its store once; later calls are no-ops. */
+function onceSlot(release: () => Promise<void>): Slot {
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      await release();
+      released = true;
+    },
+  };
+}
+
+export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly clock: Clock,
+    private readonly keyPrefix: string,
+  ) {}
+
+  async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
+    checkLimit(limit);
+    checkLease(leaseMs);
+    const key = `${this.keyPrefix}:slots:${bucket}`;
+    const id = randomUUID();
+    const now = this.clock.now().getTime();
+    const [taken, held] = (await guarded('concurrency.acquire', () =>
+      runScript(this.redis, ACQUIRE_LUA, [key], [now, now + leaseMs, limit, id, storageBoundMs(leaseMs)]),
+    )) as [number, number];
+    const remaining = Math.max(limit - held, 0);
+    if (taken !== 1) return { allowed: false, limit, remaining, slot: null };
+    const slot = onceSlot(async () => {
+      await guarded('concurrency.release', () => this.redis.zrem(key, id));
+    });
+    return { allowed: true, limit, remaining, slot };
+  }
+}
+
+export class MemoryConcurrencyLimiter implements ConcurrencyLimiter {
+  /** bucket -> slot id -> lease end (ms, injected clock) */
+  private readonly buckets = new Map<string, Map<string, number>>();
+
+  constructor(private readonly clock: Clock) {}
+
+  async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
+    checkLimit(limit);
+    checkLease(leaseMs);
+    const now = this.clock.now().getTime();
+    const slots = this.buckets.get(bucket) ?? new Map<string, number>();
+    for (const [id, until] of slots) if (until <= now) slots.delete(id);
+    if (slots.size >= limit) {
+      this.forgetIfEmpty(bucket, slots);
+      return { allowed: false, limit, remaining: 0, slot: null };
+    }
+    const id = randomUUID();
+    slots.set(id, now + leaseMs);
+    this.buckets.set(bucket, slots);
+    const slot = onceSlot(async () => {
+      slots.delete(id);
+      this.forgetIfEmpty(bucket, slots);
+    });
+    return { allowed: true, limit, remaining: limit - slots.size, slot };
+  }
+
+  private forgetIfEmpty(bucket: string, slots: Map<string, number>): void {
+    if (slots.size === 0 && this.buckets.get(bucket) === slots) this.buckets.delete(bucket);
+  }
+}

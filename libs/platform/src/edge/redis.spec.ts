@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ManualClock } from '../clock';
+import { edgeStoreContract, response } from './testing/contract';
+import { RedisIdempotencyStore } from './idempotency';
+import { createEdgeStores } from './index';
+import { RedisConcurrencyLimiter, RedisRateLimiter } from './rate-limiter';
+import { closeRedis, connectRedis, storageBoundMs, whenReady } from './redis';
+import { RedisResponseCache } from './response-cache';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+// Other runs may share the database: everything this run writes lives under its own prefix.
+const RUN_PREFIX = `edge-test:${randomUUID()}`;
+
+let redis: Redis;
+let prefixes = 0;
+const nextPrefix = (): string => `${RUN_PREFIX}:${++prefixes}`;
+
+async function runKeys(client: Redis): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await client.scan(cursor, 'MATCH', `${RUN_PREFIX}:*`, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}
+
+beforeAll(async () => {
+  redis = connectRedis(REDIS_URL);
+  if (!(await whenReady(redis, 5_000))) throw new Error(`Redis at ${REDIS_URL} is not reachable`);
+});
+
+afterAll(async () => {
+  const keys = await runKeys(redis);
+  if (keys.length > 0) await redis.del(...keys);
+  await closeRedis(redis);
+});
+
+edgeStoreContract('redis', (clock) => {
+  const prefix = nextPrefix();
+  return {
+    rateLimiter: new RedisRateLimiter(redis, prefix),
+    concurrency: new RedisConcurrencyLimiter(redis, clock, prefix),
+    idempotency: new RedisIdempotencyStore(redis, clock, prefix),
+    cache: new RedisResponseCache(redis, clock, prefix),
+  };
+});
+
+describe('redis stores shared by two gateways', () => {
+  let other: Redis;
+
+  beforeAll(async () => {
+    // A second connection, as a second gateway process would have.
+    other = connectRedis(REDIS_URL);
+    expect(await whenReady(other, 5_000)).toBe(true);
+  });
+
+  afterAll(async () => {
+    await closeRedis(other);
+  });
+
+  it('holds a rate limit across clients: exactly the limit passes in total', async () => {
+    const prefix = nextPrefix();
+    const gateways = [new RedisRateLimiter(redis, prefix), new RedisRateLimiter(other, prefix)];
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => gateways[i % 2].consume('rpm:shared', 10)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(10);
+    expect(await gateways[1].peek('rpm:shared', 10)).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it('holds concurrency slots across clients, and a slot taken by one is released by its holder', async () => {
+    const prefix = nextPrefix();
+    const clock = new ManualClock();
+    const gateways = [new RedisConcurrencyLimiter(redis, clock, prefix), new RedisConcurrencyLimiter(other, clock, prefix)];
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => gateways[i % 2].acquire('conc:shared', 4, 10_000)));
+    const granted = results.filter((r) => r.allowed);
+    expect(granted).toHaveLength(4);
+    await granted[0].slot!.release();
+    expect((await gateways[1].acquire('conc:shared', 4, 10_000)).allowed).toBe(true);
+    expect((await gateways[0].acquire('conc:shared', 4, 10_000)).allowed).toBe(false);
+  });
+
+  it('lets one gateway start a key and the other replay it', async () => {
+    const prefix = nextPrefix();
+    const clock = new ManualClock();
+    const [a, b] = [new RedisIdempotencyStore(redis, clock, prefix), new RedisIdempotencyStore(other, clock, prefix)];
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).begin('key_1', 'k', 'fp', 30_000)));
+    expect(results.filter((r) => r.state === 'started')).toHaveLength(1);
+    await a.complete('key_1', 'k', 'fp', response());
+    expect(await b.begin('key_1', 'k', 'fp', 30_000)).toEqual({ state: 'replay', response: response() });
+  });
+});
+
+describe('redis storage bounds', () => {
+  it('gives every key it writes a Redis expiry beyond the logical one', async () => {
+    const prefix = nextPrefix();
+    const clock = new ManualClock();
+    await new RedisRateLimiter(redis, prefix).consume('rpm', 5);
+    await new RedisConcurrencyLimiter(redis, clock, prefix).acquire('conc', 5, 10_000);
+    const idempotency = new RedisIdempotencyStore(redis, clock, prefix);
+    await idempotency.begin('key_1', 'k', 'fp', 30_000);
+    await idempotency.complete('key_1', 'k', 'fp', response());
+    await new RedisResponseCache(redis, clock, prefix).put('c', response(), 5);
+    const keys = (await runKeys(redis)).filter((key) => key.startsWith(`${prefix}:`));
+    expect(keys).toHaveLength(4);
+    const ttls = new Map(await Promise.all(keys.map(async (key) => [key.slice(prefix.length + 1).split(':')[0], await redis.pttl(key)] as const)));
+    expect(ttls.get('rl')).toBeGreaterThan(55_000);
+    expect(ttls.get('slots')).toBeGreaterThan(10_000);
+    expect(ttls.get('idem')).toBeGreaterThan(24 * 3_600_000);
+    expect(ttls.get('idem')).toBeLessThanOrEqual(storageBoundMs(24 * 3_600_000));
+    expect(ttls.get('cache')).toBeGreaterThan(5_000);
+  });
+});
+
+describe('createEdgeStores with Redis', () => {
+  it('builds Redis-backed stores whose state other gateways see', async () => {
+    const prefix = nextPrefix();
+    const clock = new ManualClock();
+    const stores = createEdgeStores({ redisUrl: REDIS_URL, clock, keyPrefix: prefix });
+    try {
+      expect(stores.backend).toBe('redis');
+      expect(await stores.ready()).toBe(true);
+      expect((await stores.rateLimiter.consume('rpm', 2)).allowed).toBe(true);
+      expect(await new RedisRateLimiter(redis, prefix).peek('rpm', 2)).toMatchObject({ remaining: 1 });
+      await stores.cache.put('c', response(), 60);
+      expect(await new RedisResponseCache(redis, clock, prefix).get('c')).not.toBeNull();
+    } finally {
+      await stores.close();
+    }
+  });
+});

@@ -1,0 +1,295 @@
+import { ManualClock } from '../../clock';
+import { IDEMPOTENCY_RETENTION_MS, type IdempotencyStore, type StoredResponse } from '../idempotency';
+import type { ConcurrencyLimiter, RateLimiter } from '../rate-limiter';
+import type { ResponseCache } from '../response-cache';
+
+/** The behaviour every adapter pair must share; memory.spec.ts and redis.spec.ts run it. */
+export interface ContractStores {
+  rateLimiter: RateLimiter;
+  concurrency: ConcurrencyLimiter;
+  idempotency: IdempotencyStore;
+  cache: ResponseCache;
+}
+
+export type ContractFactory = (clock: ManualClock) => ContractStores | Promise<ContractStores>;
+
+export function response(overrides: Partial<StoredResponse> = {}): StoredResponse {
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json', 'x-request-id': 'req_1' },
+    kind: 'json',
+    body: '{"id":"chatcmpl_1","choices":[{"message":{"content":"héllo \\u2028 ✓"}}]}',
+    sourceId: 'req_1',
+    ...overrides,
+  };
+}
+
+function count<T>(items: T[], match: (item: T) => boolean): number {
+  return items.filter(match).length;
+}
+
+const LOCK_MS = 30_000;
+const LEASE_MS = 10_000;
+
+export function edgeStoreContract(name: string, make: ContractFactory): void {
+  describe(`${name} edge stores`, () => {
+    let clock: ManualClock;
+    let stores: ContractStores;
+
+    beforeEach(async () => {
+      clock = new ManualClock();
+      stores = await make(clock);
+    });
+
+    describe('rate limiter', () => {
+      it('allows exactly the limit, then refuses with nothing remaining until the window resets', async () => {
+        const { rateLimiter } = stores;
+        const allowed = [];
+        for (let i = 0; i < 3; i++) allowed.push(await rateLimiter.consume('rpm:a', 3));
+        expect(allowed.map((r) => [r.allowed, r.remaining])).toEqual([
+          [true, 2],
+          [true, 1],
+          [true, 0],
+        ]);
+        const refused = await rateLimiter.consume('rpm:a', 3);
+        expect(refused).toMatchObject({ allowed: false, limit: 3, remaining: 0 });
+        expect(refused.resetMs).toBeGreaterThan(0);
+        expect(refused.resetMs).toBeLessThanOrEqual(60_000);
+      });
+
+      it('counts nothing for a refused consume', async () => {
+        const { rateLimiter } = stores;
+        expect(await rateLimiter.consume('tpm:a', 5, 3)).toMatchObject({ allowed: true, remaining: 2 });
+        expect(await rateLimiter.consume('tpm:a', 5, 3)).toMatchObject({ allowed: false, remaining: 2 });
+        expect(await rateLimiter.consume('tpm:a', 5, 2)).toMatchObject({ allowed: true, remaining: 0 });
+      });
+
+      it('refuses a consume larger than the whole limit with a finite reset', async () => {
+        const refused = await stores.rateLimiter.consume('tpm:big', 5, 6);
+        expect(refused).toMatchObject({ allowed: false, remaining: 5 });
+        expect(refused.resetMs).toBeGreaterThan(0);
+        expect(refused.resetMs).toBeLessThanOrEqual(60_000);
+        expect(await stores.rateLimiter.peek('tpm:big', 5)).toMatchObject({ allowed: true, remaining: 5 });
+      });
+
+      it('records past the limit, after which peek and consume refuse', async () => {
+        const { rateLimiter } = stores;
+        expect(await rateLimiter.record('tpm:b', 10, 4)).toMatchObject({ allowed: true, remaining: 6 });
+        expect(await rateLimiter.record('tpm:b', 10, 11)).toMatchObject({ allowed: false, remaining: 0 });
+        const peeked = await rateLimiter.peek('tpm:b', 10);
+        expect(peeked).toMatchObject({ allowed: false, remaining: 0 });
+        expect(peeked.resetMs).toBeGreaterThan(0);
+        expect((await rateLimiter.consume('tpm:b', 10)).allowed).toBe(false);
+      });
+
+      it('peeks without counting', async () => {
+        const { rateLimiter } = stores;
+        expect(await rateLimiter.peek('rpm:p', 2)).toEqual({ allowed: true, limit: 2, remaining: 2, resetMs: 0 });
+        await rateLimiter.peek('rpm:p', 2);
+        expect((await rateLimiter.consume('rpm:p', 2)).allowed).toBe(true);
+        expect(await rateLimiter.peek('rpm:p', 2)).toMatchObject({ allowed: true, remaining: 1 });
+        expect((await rateLimiter.consume('rpm:p', 2)).allowed).toBe(true);
+        expect(await rateLimiter.peek('rpm:p', 2)).toMatchObject({ allowed: false, remaining: 0 });
+      });
+
+      it('keeps buckets apart', async () => {
+        const { rateLimiter } = stores;
+        expect((await rateLimiter.consume('rpm:x', 1)).allowed).toBe(true);
+        expect((await rateLimiter.consume('rpm:x', 1)).allowed).toBe(false);
+        expect((await rateLimiter.consume('rpm:y', 1)).allowed).toBe(true);
+      });
+
+      it('keeps one count per bucket when its limit changes', async () => {
+        const { rateLimiter } = stores;
+        for (let i = 0; i < 3; i++) expect((await rateLimiter.consume('rpm:lowered', 10)).allowed).toBe(true);
+        expect(await rateLimiter.consume('rpm:lowered', 3)).toMatchObject({ allowed: false, remaining: 0 });
+        expect(await rateLimiter.consume('rpm:lowered', 4)).toMatchObject({ allowed: true, remaining: 0 });
+      });
+
+      it('lets exactly the limit through 50 concurrent consumes', async () => {
+        const results = await Promise.all(Array.from({ length: 50 }, () => stores.rateLimiter.consume('rpm:race', 10)));
+        expect(count(results, (r) => r.allowed)).toBe(10);
+        expect(await stores.rateLimiter.peek('rpm:race', 10)).toMatchObject({ remaining: 0 });
+      });
+
+      it('lets exactly what fits through concurrent multi-point consumes', async () => {
+        const results = await Promise.all(Array.from({ length: 20 }, () => stores.rateLimiter.consume('tpm:race', 10, 3)));
+        expect(count(results, (r) => r.allowed)).toBe(3);
+        expect(await stores.rateLimiter.peek('tpm:race', 10)).toMatchObject({ allowed: true, remaining: 1 });
+      });
+
+      it('rejects nonsense points and limits', async () => {
+        await expect(stores.rateLimiter.consume('rpm:z', 10, 0)).rejects.toThrow(RangeError);
+        await expect(stores.rateLimiter.consume('rpm:z', 10, 1.5)).rejects.toThrow(RangeError);
+        await expect(stores.rateLimiter.record('rpm:z', -1, 1)).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe('concurrency limiter', () => {
+      it('grants up to the limit, refuses beyond it, and a release frees a slot', async () => {
+        const { concurrency } = stores;
+        const first = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        const second = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        expect([first.allowed, first.remaining, second.allowed, second.remaining]).toEqual([true, 1, true, 0]);
+        const refused = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        expect(refused).toEqual({ allowed: false, limit: 2, remaining: 0, slot: null });
+        await first.slot!.release();
+        const third = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        expect(third).toMatchObject({ allowed: true, remaining: 0 });
+      });
+
+      it('frees a slot once only, however often it is released', async () => {
+        const { concurrency } = stores;
+        const first = await concurrency.acquire('conc:b', 2, LEASE_MS);
+        await concurrency.acquire('conc:b', 2, LEASE_MS);
+        await first.slot!.release();
+        await first.slot!.release();
+        expect((await concurrency.acquire('conc:b', 2, LEASE_MS)).allowed).toBe(true);
+        expect((await concurrency.acquire('conc:b', 2, LEASE_MS)).allowed).toBe(false);
+      });
+
+      it("frees a crashed holder's slot when its lease ends by the injected clock", async () => {
+        const { concurrency } = stores;
+        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(true);
+        clock.advance(LEASE_MS - 1);
+        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(false);
+        clock.advance(1);
+        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(true);
+      });
+
+      it('grants exactly the limit to concurrent acquires', async () => {
+        const results = await Promise.all(Array.from({ length: 30 }, () => stores.concurrency.acquire('conc:race', 5, LEASE_MS)));
+        expect(count(results, (r) => r.allowed)).toBe(5);
+      });
+
+      it('keeps buckets apart', async () => {
+        expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(true);
+        expect((await stores.concurrency.acquire('conc:y', 1, LEASE_MS)).allowed).toBe(true);
+        expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(false);
+      });
+    });
+
+    describe('idempotency store', () => {
+      it('starts, reports in progress, then replays the exact stored response', async () => {
+        const { idempotency } = stores;
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'in_progress' });
+        const stored = response({ kind: 'sse', body: 'data: {"a":1}\n\ndata: [DONE]\n\n', headers: { 'content-type': 'text/event-stream' } });
+        await idempotency.complete('key_1', 'k', 'fp1', stored);
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: stored });
+      });
+
+      it('reports a different body as a mismatch, before and after completion', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+        await idempotency.complete('key_1', 'k', 'fp1', response());
+        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+      });
+
+      it('lets a retry start again after the claim is abandoned', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        await idempotency.abandon('key_1', 'k');
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      });
+
+      it('keeps a completed response when abandon comes late', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        await idempotency.complete('key_1', 'k', 'fp1', response());
+        await idempotency.abandon('key_1', 'k');
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: response() });
+      });
+
+      it('treats a claim whose lock ran out as absent', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        clock.advance(LOCK_MS - 1);
+        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+        clock.advance(1);
+        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+      });
+
+      it('does not let a lapsed request overwrite the claim that replaced it', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        clock.advance(LOCK_MS);
+        await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS);
+        await idempotency.complete('key_1', 'k', 'fp1', response());
+        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'in_progress' });
+      });
+
+      it('replays for 24 hours after completion, then forgets', async () => {
+        const { idempotency } = stores;
+        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+        clock.advance(5_000);
+        await idempotency.complete('key_1', 'k', 'fp1', response());
+        clock.advance(IDEMPOTENCY_RETENTION_MS - 1);
+        expect((await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).state).toBe('replay');
+        clock.advance(1);
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      });
+
+      it('keeps scopes apart, even when scope and key could be spliced differently', async () => {
+        const { idempotency } = stores;
+        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+        expect(await idempotency.begin('key_2', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+        expect(await idempotency.begin('a:b', 'c', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+        expect(await idempotency.begin('a', 'b:c', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+      });
+
+      it('lets exactly one of concurrent requests with the same key start', async () => {
+        const results = await Promise.all(Array.from({ length: 20 }, () => stores.idempotency.begin('key_1', 'race', 'fp1', LOCK_MS)));
+        expect(count(results, (r) => r.state === 'started')).toBe(1);
+        expect(count(results, (r) => r.state === 'in_progress')).toBe(19);
+      });
+
+      it('accepts keys up to 255 characters and refuses longer or empty ones', async () => {
+        const { idempotency } = stores;
+        expect(await idempotency.begin('key_1', 'x'.repeat(255), 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+        await expect(idempotency.begin('key_1', 'x'.repeat(256), 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
+        await expect(idempotency.begin('key_1', '', 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe('response cache', () => {
+      it('returns what was put, stamped by the injected clock', async () => {
+        await stores.cache.put('c1', response(), 60);
+        expect(await stores.cache.get('c1')).toEqual({ response: response(), storedAt: clock.now().getTime(), ttlSeconds: 60 });
+      });
+
+      it('expires an entry by the injected clock', async () => {
+        await stores.cache.put('c1', response(), 2);
+        clock.advance(1_999);
+        expect(await stores.cache.get('c1')).not.toBeNull();
+        clock.advance(1);
+        expect(await stores.cache.get('c1')).toBeNull();
+      });
+
+      it('keeps the full day a 86400 s entry is allowed', async () => {
+        await stores.cache.put('c1', response(), 86_400);
+        clock.advance(86_400_000 - 1);
+        expect(await stores.cache.get('c1')).not.toBeNull();
+      });
+
+      it('deletes, overwrites, and keeps keys apart', async () => {
+        const { cache } = stores;
+        await cache.put('c1', response({ body: 'one' }), 60);
+        await cache.put('c2', response({ body: 'two' }), 60);
+        await cache.delete('c1');
+        expect(await cache.get('c1')).toBeNull();
+        expect((await cache.get('c2'))?.response.body).toBe('two');
+        await cache.put('c2', response({ body: 'three' }), 60);
+        expect((await cache.get('c2'))?.response.body).toBe('three');
+      });
+
+      it('refuses TTLs outside 1..86400 s', async () => {
+        for (const ttl of [0, 86_401, 1.5]) {
+          await expect(stores.cache.put('c1', response(), ttl)).rejects.toThrow(RangeError);
+        }
+        expect(await stores.cache.get('c1')).toBeNull();
+      });
+    });
+  });
+}
