@@ -5,6 +5,7 @@ import { AggregateStore } from '../libs/eventstore/src/aggregate-store';
 import type { EventStore } from '../libs/eventstore/src/port';
 import { SqlEventStore } from '../libs/eventstore/src/sql-event-store';
 import { systemClock, type Clock } from '../libs/platform/src/clock';
+import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
 import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
@@ -33,6 +34,8 @@ export interface Runtime {
   readonly simulator: Simulator | null;
   /** Bearer token of the operator API; null disables it. */
   readonly adminToken: string | null;
+  /** Rate limits, idempotency and the response cache: on Redis when REDIS_URL is set, else in memory. */
+  readonly edge: EdgeStores;
   close(): Promise<void>;
 }
 
@@ -82,6 +85,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     }
 
     const clock = options.clock ?? systemClock;
+    // Only processes that serve requests talk to Redis; the worker and the CLI never do.
+    const edge = createEdgeStores({
+      redisUrl: withProviders ? config.redisUrl : null,
+      clock,
+      onDegraded: (what, err) => console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
+    });
+    closers.push(() => edge.close());
+    // Without this the first requests after start would find Redis still connecting, and run degraded.
+    await edge.ready(2_000);
     return {
       config,
       clock,
@@ -94,6 +106,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       simulatorUrl: simulator?.url ?? null,
       simulator,
       adminToken: options.adminToken === undefined ? config.adminToken : options.adminToken,
+      edge,
       close,
     };
   } catch (err) {

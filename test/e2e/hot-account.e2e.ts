@@ -13,7 +13,8 @@ const body = { model: 'sim/echo', messages, max_tokens: 100 };
  * 200 requests in flight on one account that can afford exactly 50 worst cases.
  */
 describe('a hot account never overdraws', () => {
-  const gateways = twoGateways('hot', ADMIN_TOKEN);
+  // 200 in flight on one live key: above the default of 64 concurrent requests, which is not what this measures.
+  const gateways = twoGateways('hot', ADMIN_TOKEN, { SVC_RATE_LIMITS_LIVE: 'concurrent=1000' });
 
   it('exactly 50 of 200 concurrent requests from two processes get a hold; the rest get 402; the balance stays >= 0', async () => {
     const { first, one, two } = gateways;

@@ -10,11 +10,17 @@ import { worstCaseCost } from '../../libs/ledger/src/pricing';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
 
 /**
+ * Test keys (the dev key among them) get limits no suite reaches by accident: a suite makes
+ * more than 60 requests a minute on one key. The rate limit suites set their own.
+ */
+export const UNLIMITED_TEST_KEYS = { SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000000000,concurrent=100000' };
+
+/**
  * Starts the whole service (gateway, projections, simulated upstream) on the embedded
  * defaults in a fresh data directory, on an ephemeral port.
  */
 export async function startGateway(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'svc-e2e-')), options: RuntimeOptions = {}) {
-  const config = loadConfig({ SVC_DATA_DIR: dataDir, PORT: '0', ...env });
+  const config = loadConfig({ SVC_DATA_DIR: dataDir, PORT: '0', ...UNLIMITED_TEST_KEYS, ...env });
   const started: Started = await startAll(config, { logger: false, ...options });
   return Object.assign(started, {
     dataDir,

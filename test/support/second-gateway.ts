@@ -1,15 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { api, freshPgSchemaUrl, startGateway, type Call } from './gateway';
+import { api, freshPgSchemaUrl, startGateway, UNLIMITED_TEST_KEYS, type Call } from './gateway';
 
 const ROOT = join(__dirname, '..', '..');
 const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
 
-/** A second, separate gateway process (the production entry point) on the same PostgreSQL. */
-export function spawnGateway(databaseUrl: string, adminToken: string): Promise<{ child: ChildProcess; url: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: adminToken };
+/**
+ * A second, separate gateway process (the production entry point) on the same PostgreSQL.
+ * Like the in-process one, it uses Redis only when `extra` names it.
+ */
+export function spawnGateway(databaseUrl: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...UNLIMITED_TEST_KEYS, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: adminToken };
   delete env.EVENTSTORE_URL;
+  delete env.REDIS_URL;
+  Object.assign(env, extra);
   if (!existsSync(GATEWAY)) throw new Error('dist is missing: `npm test` builds it first (npm run build)');
   const child = spawn(process.execPath, [GATEWAY], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -47,14 +52,15 @@ export interface TwoGateways {
 
 /**
  * Two gateway processes on one fresh PostgreSQL schema, started before and stopped after the
- * enclosing describe block: this process's (with projections) and a spawned production one.
+ * enclosing describe block: this process's (with projections) and a spawned production one,
+ * both with `env` on top of the test defaults.
  */
-export function twoGateways(schemaPrefix: string, adminToken: string): TwoGateways {
+export function twoGateways(schemaPrefix: string, adminToken: string, env: Record<string, string> = {}): TwoGateways {
   const both = {} as TwoGateways;
   beforeAll(async () => {
     const databaseUrl = await freshPgSchemaUrl(schemaPrefix);
-    both.first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken });
-    both.second = await spawnGateway(databaseUrl, adminToken);
+    both.first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env });
+    both.second = await spawnGateway(databaseUrl, adminToken, env);
     both.one = api(both.first.url.replace(/\/v1$/, ''));
     both.two = api(both.second.url);
   }, 60_000);

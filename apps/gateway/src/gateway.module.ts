@@ -9,6 +9,8 @@ import { AccountController } from './account/account.controller';
 import { ReadYourWrites } from './account/read-your-writes';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
+import { RateLimitService } from './edge/rate-limits';
+import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
 import { AdminController } from './admin/admin.controller';
@@ -32,6 +34,8 @@ export class GatewayModule {
         KeysService,
         AdminService,
         ApiKeyGuard,
+        RateLimitService,
+        EdgeResponses,
         AdminGuard,
         { provide: APP_FILTER, useClass: ApiErrorFilter },
       ],

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import ipaddr from 'ipaddr.js';
+import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
 
 /**
  * The configuration contract of ARCHITECTURE section 7. Invalid values stop the process at
@@ -28,6 +29,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** What a bring-your-own-key request is billed, in percent of its price on the operator's key. */
   byokFeePercent: number;
+  /** Per-key rate limits of every account (spec 8), for live and for test keys. */
+  rateLimits: RateLimitDefaults;
   /**
    * Proxies whose X-Forwarded-For is believed (addresses or CIDR ranges); empty = none, and
    * the client IP is the socket's. Trusting every proxy would let callers forge their IP
@@ -104,6 +107,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_ADMIN_TOKEN', 'must be at least 16 characters');
   }
 
+  const rateLimits = (name: string, environment: 'live' | 'test') => {
+    const v = text(name);
+    try {
+      return v === null ? DEFAULT_RATE_LIMITS[environment] : parseRateLimits(v, DEFAULT_RATE_LIMITS[environment]);
+    } catch (err) {
+      throw new ConfigError(name, (err as Error).message);
+    }
+  };
+
   return {
     port: integer('PORT', 8080, 0, 65535),
     host: text('HOST') ?? 'localhost',
@@ -117,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
     upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
     byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
+    rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
   };
 }

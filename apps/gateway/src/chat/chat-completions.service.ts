@@ -21,9 +21,12 @@ import type { ChatCompletion, ChatUsage } from '../../../../libs/providers/src/w
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
+import { RateLimitService } from '../edge/rate-limits';
 import { byokKeyRejected, toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
-import { ChatStreamRelay, openStream, type Delivered, type StreamOutcome } from './chat-stream';
+import { fitContext, readPlugins, type ChatPlugins } from './plugins/chat-plugins';
+import { checkCapabilities, checkImages, withoutUnknownFields } from './request-rules';
+import { ChatChunkEncoder, ChatStreamRelay, openStream, type Delivered, type StreamEncoder, type StreamOutcome } from './chat-stream';
 import { allFailed, costOf, OwnProviders, targetsOf, worstCaseOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './fallbacks';
 
 const ENDPOINT = '/v1/chat/completions';
@@ -48,11 +51,22 @@ export interface ChatStreamResponse {
   headers: Record<string, string>;
   /** `text/event-stream` text, already flowing. */
   body: Readable;
+  /** True once the stream finished cleanly and was billed; false when it was cut short. */
+  finished: Promise<boolean>;
 }
+
+/** The wire format of a stream, made once the generation's id and answering model are known. */
+export type EncoderFactory = (generation: { id: string; model: string; promptTokens: number }) => StreamEncoder;
+
+const chatEncoder =
+  (request: ChatCompletionRequest): EncoderFactory =>
+  (generation) =>
+    new ChatChunkEncoder(generation, request.stream_options?.include_usage === true);
 
 /** One request from its hold to its settlement. */
 interface Generation {
   id: string;
+  caller: Caller;
   /** The primary model, then the fallbacks, each through the providers routing chose, in order. */
   targets: Target[];
   /** The prompt as the gateway counts it: what is billed when the upstream never reported usage. */
@@ -74,6 +88,7 @@ export class ChatCompletionsService {
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
+    private readonly rateLimits: RateLimitService,
   ) {
     const { config } = runtime;
     this.own = new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs });
@@ -103,7 +118,7 @@ export class ChatCompletionsService {
    * still fall back, and reaches the client as a JSON error with its status. From then on the
    * relay owns the generation, and settles it when the upstream is done, client or no client.
    */
-  async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatStreamResponse> {
+  async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}, encoder: EncoderFactory = chatEncoder(request)): Promise<ChatStreamResponse> {
     const generation = await this.begin(caller, request, context);
     const { target, value: opened } = await this.firstAnswer(generation, (target) =>
       openStream(target.provider.streamChatCompletion(upstreamBody(request, target))),
@@ -111,12 +126,35 @@ export class ChatCompletionsService {
     const relay = new ChatStreamRelay({
       id: generation.id,
       model: target.model.id,
-      includeUsage: request.stream_options?.include_usage === true,
+      encoder: encoder({ id: generation.id, model: target.model.id, promptTokens: generation.promptTokens }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.runtime.clock.now()).toBody(),
     });
     relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${generation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
-    return { generationId: generation.id, headers: generation.headers, body: relay.body };
+    return { generationId: generation.id, headers: generation.headers, body: relay.body, finished: relay.finished };
+  }
+
+  /**
+   * Spec 4.2 rules 1, 4, 5 and 9, before the service holds anything: the request the service
+   * gets (known fields only, plugin fields consumed, messages compressed to fit), the plugins
+   * to apply to the answer, and the headers that report what was changed.
+   */
+  applyRules(caller: Caller, body: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string> } {
+    const { known, ignored } = withoutUnknownFields(body);
+    const plugins = readPlugins(known);
+    // The models that may answer, resolved and routed exactly as the service will.
+    const models = this.resolveModels(caller, known).models.map((m) => m.model);
+    checkCapabilities(known, models);
+    checkImages(known.messages);
+    const maxOutput = known.max_completion_tokens ?? known.max_tokens ?? null;
+    const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
+
+    // The plugin fields are the gateway's own: an upstream router would apply them a second time.
+    const { plugins: _plugins, transforms: _transforms, ...forwarded } = known;
+    const headers: Record<string, string> = {};
+    if (ignored.length > 0) headers['x-svc-ignored-params'] = ignored.join(',');
+    if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
+    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers };
   }
 
   /** Steps 3 and 7: resolve every model of the request, then hold the worst case. */
@@ -143,6 +181,8 @@ export class ChatCompletionsService {
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const promptTokens = countChatPromptTokens(request.messages);
+    // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
+    await this.rateLimits.consumePromptTokens(caller, promptTokens);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
     const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput, this.runtime.config.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
     await ledger({
@@ -156,7 +196,7 @@ export class ChatCompletionsService {
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
-    return { id, targets, promptTokens, headers, ledger };
+    return { id, caller, targets, promptTokens, headers, ledger };
   }
 
   /**
@@ -230,6 +270,9 @@ export class ChatCompletionsService {
       ...timing,
     };
     const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOf(target, usage, this.runtime.config.byokFeePercent), stats });
+    this.rateLimits
+      .recordCompletionTokens(generation.caller, usage.completionTokens)
+      .catch((err: unknown) => this.logger.warn(`${generation.id}: completion tokens not counted against the rate limit: ${(err as Error).message}`));
     return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
   }
 

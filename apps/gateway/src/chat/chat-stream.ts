@@ -54,14 +54,54 @@ export interface StreamOutcome {
   failure: unknown;
 }
 
+/**
+ * Writes a chat stream in one wire format: chat completion chunks here, the messages and
+ * responses event sequences for the other interfaces. Each call returns SSE frames.
+ */
+export interface StreamEncoder {
+  /** A chunk with output, under the service's id and model. */
+  chunk(chunk: ChatChunk): string[];
+  /** A clean finish, with the usage billed and its cost. */
+  finish(usage: ChatUsage & { cost: number }, finishReason: string | null): string[];
+  /** The stream broke off: the error object of what broke it. */
+  error(body: object): string[];
+}
+
+/** Spec 4.2 and 6.2: `chat.completion.chunk` events, the usage chunk when asked for, `[DONE]`. */
+export class ChatChunkEncoder implements StreamEncoder {
+  /** The usage chunk copies the stream's id, object, created and model from the chunks before it. */
+  private base: Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
+
+  constructor(options: { id: string; model: string }, private readonly includeUsage: boolean) {
+    this.base = { id: options.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: options.model };
+  }
+
+  chunk(chunk: ChatChunk): string[] {
+    if (typeof chunk.created === 'number') this.base = { ...this.base, created: chunk.created };
+    return [frame({ ...chunk, ...(this.includeUsage ? { usage: null } : {}) })];
+  }
+
+  finish(usage: ChatUsage & { cost: number }): string[] {
+    return [...(this.includeUsage ? [frame({ ...this.base, choices: [], usage })] : []), frame('[DONE]')];
+  }
+
+  error(body: object): string[] {
+    return [frame(body)];
+  }
+}
+
+function frame(event: object | '[DONE]'): string {
+  return `data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`;
+}
+
 export interface RelayOptions {
   /** The generation id and the catalog model, on every chunk (spec 1 rule 2). */
   id: string;
   model: string;
-  includeUsage: boolean;
+  encoder: StreamEncoder;
   /** Bills the outcome; resolves with the usage billed and its cost in USD. */
   settle(outcome: StreamOutcome): Promise<ChatUsage & { cost: number }>;
-  /** The `{"error": {...}}` event for what broke the stream off. */
+  /** The `{"error": {...}}` object for what broke the stream off. */
   errorEvent(failure: unknown): object;
 }
 
@@ -75,14 +115,19 @@ export class ChatStreamRelay {
   private readonly delivered: Delivered = { content: '', reasoning: '', toolNames: '', toolArguments: '' };
   private usage: ChatUsage | null = null;
   private firstOutputAt: number | null = null;
-  private created = Math.floor(Date.now() / 1000);
+  private done!: (clean: boolean) => void;
+  private finishReason: string | null = null;
+  private readonly encoder: StreamEncoder;
+  /** Resolves once the relay is over: true for a clean, billed finish; false for a stream cut short. */
+  readonly finished = new Promise<boolean>((resolve) => (this.done = resolve));
 
-  constructor(private readonly options: RelayOptions) {}
+  constructor(private readonly options: RelayOptions) {
+    this.encoder = options.encoder;
+  }
 
   /** Runs until the upstream is done and the generation settled; never rejects for an upstream failure. */
   async run(opened: OpenedStream): Promise<void> {
     const { head, rest, startedAt } = opened;
-    if (head.length > 0 && typeof head[0].created === 'number') this.created = head[0].created;
     let failure: unknown = null;
     try {
       for (const chunk of head) this.relay(chunk);
@@ -100,16 +145,14 @@ export class ChatStreamRelay {
     };
     try {
       const billed = await this.options.settle(outcome);
-      if (failure === null) {
-        if (this.options.includeUsage) this.write(this.chunk({ choices: [], usage: billed }));
-        this.write('[DONE]');
-      }
+      if (failure === null) this.write(this.encoder.finish(billed, this.finishReason));
     } catch (error) {
       // The answer went out but its cost is unknown: the client must not see a clean finish.
       failure ??= error;
     } finally {
-      if (failure !== null) this.write(this.options.errorEvent(failure));
+      if (failure !== null) this.write(this.encoder.error(this.options.errorEvent(failure)));
       this.body.end();
+      this.done(failure === null);
     }
   }
 
@@ -121,8 +164,9 @@ export class ChatStreamRelay {
     // The upstream's usage chunk (empty choices) is never forwarded: the adapter asks for usage
     // whether or not the client did, and the client's usage chunk must carry the cost.
     if (choices.length === 0) return;
+    for (const choice of choices) if (choice.finish_reason) this.finishReason = choice.finish_reason;
     const { usage: _, ...fields } = chunk;
-    this.write({ ...fields, id: this.options.id, model: this.options.model, ...(this.options.includeUsage ? { usage: null } : {}) });
+    this.write(this.encoder.chunk({ ...fields, id: this.options.id, model: this.options.model }));
   }
 
   private collect(delta: ChatChunk['choices'][number]['delta'] | undefined): void {
@@ -135,14 +179,10 @@ export class ChatStreamRelay {
     }
   }
 
-  private chunk(fields: Partial<ChatChunk>): object {
-    return { id: this.options.id, object: 'chat.completion.chunk', created: this.created, model: this.options.model, ...fields };
-  }
-
-  private write(event: object | '[DONE]'): void {
+  private write(frames: string[]): void {
     // A client that left has its body destroyed: writing to it would only raise errors.
     if (this.body.destroyed) return;
-    this.body.write(`data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`);
+    for (const f of frames) this.body.write(f);
   }
 }
 

@@ -1,12 +1,13 @@
 import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, authorize, keyFromHeaders, type Caller, type Operation } from '../../../../libs/identity/src/authenticate';
 import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import type { SqlRunner } from '../../../../libs/platform/src/sql';
 import { READ_DB } from '../../../../libs/platform/src/tokens';
 import { findKeyBySecretHash } from '../../../../libs/projections/src';
+import { RateLimitService } from '../edge/rate-limits';
 
 type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
 
@@ -18,7 +19,8 @@ export const Requires = (operation: Operation) => SetMetadata(OPERATION, operati
 /**
  * Spec 5: every /v1 endpoint takes the key as Bearer or x-api-key, then checks the key's
  * restrictions and scope. Keys are read from the identity projection on every request, so a
- * revocation is seen by every process as soon as it is projected.
+ * revocation is seen by every process as soon as it is projected. Then the key's rate limits
+ * (spec 8), which only a key that may make the call spends.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -26,6 +28,7 @@ export class ApiKeyGuard implements CanActivate {
     @Inject(READ_DB) private readonly sql: SqlRunner,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly reflector: Reflector,
+    private readonly rateLimits: RateLimitService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -36,6 +39,7 @@ export class ApiKeyGuard implements CanActivate {
     const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
     authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
     request.caller = caller;
+    await this.rateLimits.admit(caller, operation, context.switchToHttp().getResponse<FastifyReply>());
     return true;
   }
 }

@@ -9,7 +9,7 @@ import { canManageKey, type KeyManager } from '../../../../libs/identity/src/per
 import { generateKeySecret, hashKeySecret, secretHint } from '../../../../libs/identity/src/secrets';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd, usdToNano } from '../../../../libs/platform/src/money';
-import { DEFAULT_RATE_LIMITS, effectiveRateLimits } from '../../../../libs/platform/src/rate-limits';
+import { effectiveRateLimits, type RateLimitDefaults } from '../../../../libs/platform/src/rate-limits';
 import { windowResetsAt } from '../../../../libs/ledger/src/spend-window';
 import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
@@ -109,7 +109,7 @@ export class KeysService {
   async present(keys: KeyRecord[]): Promise<Record<string, unknown>[]> {
     const now = this.runtime.clock.now();
     const usage = await keyUsage(this.runtime.sql, keys.map((k) => k.keyId), now);
-    return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now));
+    return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now, this.runtime.config.rateLimits));
   }
 
   /**
@@ -126,7 +126,7 @@ export class KeysService {
   private settings(body: KeyRequest, now: Date, current: KeySettings): Partial<KeySettings>;
   private settings(body: KeyRequest, now: Date, current?: KeySettings): KeySettings | Partial<KeySettings> {
     const environment = body.environment ?? current?.environment ?? DEFAULT_KEY_SETTINGS.environment;
-    const defaults = DEFAULT_RATE_LIMITS[environment];
+    const defaults = this.runtime.config.rateLimits[environment];
     // Spec 5.4 and 8: a key can only lower its rate limits.
     if (body.rpm_limit != null && body.rpm_limit > defaults.requests_per_minute) {
       throw ApiError.invalidRequest(`rpm_limit can only lower the default of ${defaults.requests_per_minute} requests per minute.`, 'rpm_limit');
@@ -163,7 +163,7 @@ export class KeysService {
   }
 }
 
-function presentKey(k: KeyRecord, usage: KeyUsage, now: Date): Record<string, unknown> {
+function presentKey(k: KeyRecord, usage: KeyUsage, now: Date, rateLimits: RateLimitDefaults): Record<string, unknown> {
   const windowUsage = { daily: usage.dailyNano, weekly: usage.weeklyNano, monthly: usage.monthlyNano, never: usage.lifetimeNano }[k.limit_reset];
   const limitNano = k.limit_nano === null ? null : BigInt(k.limit_nano);
   const remaining = limitNano === null ? null : limitNano > windowUsage ? limitNano - windowUsage : 0n;
@@ -194,6 +194,6 @@ function presentKey(k: KeyRecord, usage: KeyUsage, now: Date): Record<string, un
     allowed_referrers: k.allowed_referrers,
     rpm_limit: k.rpm_limit,
     tpm_limit: k.tpm_limit,
-    rate_limit: effectiveRateLimits(k.environment, k.rpm_limit, k.tpm_limit),
+    rate_limit: effectiveRateLimits(k.environment, k.rpm_limit, k.tpm_limit, rateLimits),
   };
 }

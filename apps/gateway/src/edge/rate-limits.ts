@@ -1,0 +1,92 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Caller, Operation } from '../../../../libs/identity/src/authenticate';
+import type { WindowResult } from '../../../../libs/platform/src/edge';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { effectiveRateLimits, type RateLimits } from '../../../../libs/platform/src/rate-limits';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+
+/** A request still running after this long gives its slot back anyway (crashed process, lost close event). */
+const SLOT_GRACE_MS = 60_000;
+
+/**
+ * Spec 8 rate limits, per key and across every gateway process sharing Redis: requests per
+ * minute and concurrent requests on every /v1 call, tokens per minute (input + output) on model
+ * calls. The `x-ratelimit-*` headers go on every authenticated /v1 response, error or not.
+ *
+ * Tokens are counted in two steps: the prompt when the request is admitted (so a burst of
+ * large prompts cannot all slip in before any is counted), the output when it is known.
+ */
+@Injectable()
+export class RateLimitService {
+  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+
+  limitsOf(caller: Caller): RateLimits {
+    return effectiveRateLimits(caller.environment, caller.rpm_limit, caller.tpm_limit, this.runtime.config.rateLimits);
+  }
+
+  /**
+   * Counts the request and takes a concurrency slot, given back when the response is over.
+   * Throws the 429 for the first limit reached; the headers are on the reply either way.
+   */
+  async admit(caller: Caller, operation: Operation, reply: FastifyReply): Promise<void> {
+    const limits = this.limitsOf(caller);
+    const { rateLimiter, concurrency } = this.runtime.edge;
+    const [requests, tokens] = await Promise.all([
+      rateLimiter.consume(bucket('rpm', caller), limits.requests_per_minute),
+      rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
+    ]);
+    setWindowHeaders(reply, 'requests', requests);
+    setWindowHeaders(reply, 'tokens', tokens);
+    if (!requests.allowed) {
+      throw tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', requests.resetMs);
+    }
+    // Only model calls spend tokens: a key out of tokens can still read its usage.
+    if (operation === 'model_call' && !tokens.allowed) throw tokensExceeded(limits, tokens.resetMs);
+
+    const leaseMs = this.runtime.config.upstreamTimeoutMs + SLOT_GRACE_MS;
+    const taken = await concurrency.acquire(bucket('concurrent', caller), limits.concurrent_requests, leaseMs);
+    if (!taken.allowed || !taken.slot) {
+      throw tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000);
+    }
+    const slot = taken.slot;
+    // 'close' comes once the response is over, streamed or not, or the client has gone.
+    reply.raw.once('close', () => void slot.release().catch(() => undefined));
+  }
+
+  /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */
+  async consumePromptTokens(caller: Caller, promptTokens: number): Promise<void> {
+    const limits = this.limitsOf(caller);
+    const window = await this.runtime.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
+    if (!window.allowed) throw tokensExceeded(limits, window.resetMs, promptTokens);
+  }
+
+  /** Counts what the model produced, once known. Never refuses: the answer is already out. */
+  async recordCompletionTokens(caller: Caller, completionTokens: number): Promise<void> {
+    if (completionTokens <= 0) return;
+    await this.runtime.edge.rateLimiter.record(bucket('tpm', caller), this.limitsOf(caller).tokens_per_minute, completionTokens);
+  }
+}
+
+function bucket(kind: 'rpm' | 'tpm' | 'concurrent', caller: Caller): string {
+  return `${kind}:${caller.keyId}`;
+}
+
+/** OpenAI's headers; the reset as a duration (`12s`), as OpenAI writes it. */
+function setWindowHeaders(reply: FastifyReply, what: 'requests' | 'tokens', window: WindowResult): void {
+  void reply.headers({
+    [`x-ratelimit-limit-${what}`]: String(window.limit),
+    [`x-ratelimit-remaining-${what}`]: String(window.remaining),
+    [`x-ratelimit-reset-${what}`]: `${Math.ceil(window.resetMs / 1000)}s`,
+  });
+}
+
+function tooMany(message: string, code: string, retryAfterMs: number): ApiError {
+  return new ApiError(429, 'rate_limit_error', message, code, null, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+}
+
+function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: number): ApiError {
+  const prompt = promptTokens === undefined ? '' : ` This request's prompt counts ${promptTokens} tokens.`;
+  return tooMany(`This key is limited to ${limits.tokens_per_minute} tokens per minute (input plus output).${prompt}`, 'tokens_limit_exceeded', resetMs);
+}

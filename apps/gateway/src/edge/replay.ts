@@ -1,0 +1,209 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { createHash, randomBytes } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+import stringify from 'safe-stable-stringify';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { EdgeStoreUnavailable, type CachedResponse, type StoredResponse } from '../../../../libs/platform/src/edge';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import { readEdgeHeaders } from './edge-headers';
+
+/** What a billed endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
+export interface Answer {
+  generationId: string;
+  /** Response headers of the answer itself (content type, generation id, notices...). */
+  headers: Record<string, string>;
+  json?: unknown;
+  stream?: {
+    body: Readable;
+    /** Resolves true once the stream finished cleanly and was billed; false for one cut short. */
+    finished: Promise<boolean>;
+  };
+}
+
+export interface EdgeRequest {
+  caller: Caller;
+  /** The endpoint, part of what makes two requests the same. */
+  route: string;
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+  /** Spec 4.2: chat, messages, responses and completions only. */
+  cacheable: boolean;
+}
+
+/** An idempotency claim outlives a request that never finishes (crash) by this much. */
+const CLAIM_GRACE_MS = 60_000;
+
+/**
+ * ARCHITECTURE section 5, steps 5 and 6, around a billed endpoint: Idempotency-Key (spec 3.3,
+ * 8) and the response cache (spec 4.2 "Response caching"). Both key on the request as it was
+ * sent, canonically (key order does not matter), per API key; both keep only answers that
+ * finished: an error, or a stream cut short, is never replayed.
+ */
+@Injectable()
+export class EdgeResponses {
+  private readonly logger = new Logger('edge');
+
+  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+
+  async serve(request: EdgeRequest, reply: FastifyReply, produce: () => Promise<Answer>): Promise<void> {
+    const { idempotencyKey, cache } = readEdgeHeaders(request.headers, request.cacheable);
+    const fingerprint = sha256(`${request.route}\n${stringify(request.body)}`);
+    const { idempotency } = this.runtime.edge;
+    const scope = request.caller.keyId;
+
+    if (idempotencyKey !== null) {
+      const begun = await idempotency.begin(scope, idempotencyKey, fingerprint, this.runtime.config.upstreamTimeoutMs + CLAIM_GRACE_MS).catch(idempotencyDown);
+      if (begun.state === 'in_progress') throw inProgress();
+      if (begun.state === 'mismatch') throw keyReused();
+      if (begun.state === 'replay') return send(reply, begun.response, { 'idempotent-replayed': 'true' });
+    }
+    // From here on this request holds the claim: whatever happens, it is completed or given back.
+    const keep = async (stored: StoredResponse) => {
+      if (idempotencyKey !== null) await idempotency.complete(scope, idempotencyKey, fingerprint, stored);
+    };
+    const giveBack = async () => {
+      if (idempotencyKey !== null) await idempotency.abandon(scope, idempotencyKey).catch((err: unknown) => this.warn('idempotency claim not given back', err));
+    };
+
+    try {
+      const cacheKey = cache === null ? null : sha256(`${scope}\n${fingerprint}`);
+      let cacheHeaders: Record<string, string> = {};
+      if (cache !== null && cacheKey !== null) {
+        if (cache.clear) await this.runtime.edge.cache.delete(cacheKey);
+        const found = cache.clear ? ({ state: 'miss' } as const) : await this.runtime.edge.cache.lookup(cacheKey);
+        if (found.state === 'hit') {
+          const hit = asHit(found.entry, this.runtime.clock.now().getTime());
+          await keep(hit);
+          return send(reply, hit);
+        }
+        cacheHeaders = { 'x-svc-cache-status': found.state === 'bypassed' ? 'BYPASS' : 'MISS', 'x-svc-cache-ttl': String(cache.ttlSeconds) };
+      }
+
+      const answer = await produce();
+      const headers = { ...answer.headers, ...cacheHeaders };
+      const store = async (stored: StoredResponse) => {
+        if (cache !== null && cacheKey !== null) await this.runtime.edge.cache.put(cacheKey, stored, cache.ttlSeconds);
+        await keep(stored);
+      };
+
+      if (answer.stream === undefined) {
+        const stored: StoredResponse = { status: 200, headers: { 'content-type': JSON_TYPE, ...headers }, kind: 'json', body: JSON.stringify(answer.json), sourceId: answer.generationId };
+        // Kept before it is sent, so the client's next request already finds it.
+        await store(stored).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+        return send(reply, stored);
+      }
+
+      if (cache === null && idempotencyKey === null) {
+        void reply.headers(headers).send(answer.stream.body);
+        return;
+      }
+      const { body, finished } = answer.stream;
+      const toClient = new PassThrough();
+      let text = '';
+      // The copy keeps reading after the client has gone: the answer is still kept (and billed).
+      body.on('data', (chunk: Buffer | string) => {
+        text += chunk.toString();
+        if (!toClient.destroyed) toClient.write(chunk);
+      });
+      body.on('end', () => toClient.end());
+      body.on('error', (err) => toClient.destroy(err));
+      void finished.then(async (clean) => {
+        if (!clean) return giveBack();
+        await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId }).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+      });
+      void reply.headers(headers).send(toClient);
+    } catch (err) {
+      await giveBack();
+      throw err;
+    }
+  }
+
+  private warn(what: string, err: unknown): void {
+    this.logger.warn(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function send(reply: FastifyReply, stored: StoredResponse, extra: Record<string, string> = {}): void {
+  void reply.status(stored.status).headers({ ...stored.headers, ...extra }).send(stored.body);
+}
+
+/**
+ * A cache hit (spec 4.2): the stored answer under an id of its own, with every usage counter
+ * (cost included) at 0, since nothing is billed; the source's id is in `x-svc-cache-source-id`.
+ */
+export function asHit(entry: CachedResponse, nowMs: number): StoredResponse {
+  const { response } = entry;
+  const id = `gen-${randomBytes(12).toString('hex')}`;
+  // The source id is random hex: replacing it everywhere cannot touch anything else.
+  const renamed = response.body.split(response.sourceId).join(id);
+  const body = response.kind === 'json' ? JSON.stringify(zeroUsage(JSON.parse(renamed))) : renamed.split('\n').map(zeroUsageInSseLine).join('\n');
+  return {
+    ...response,
+    body,
+    sourceId: id,
+    headers: {
+      ...response.headers,
+      'x-svc-generation-id': id,
+      'x-svc-cache-status': 'HIT',
+      'x-svc-cache-age': String(Math.max(0, Math.floor((nowMs - entry.storedAt) / 1000))),
+      'x-svc-cache-ttl': String(entry.ttlSeconds),
+      'x-svc-cache-source-id': response.sourceId,
+    },
+  };
+}
+
+function zeroUsageInSseLine(line: string): string {
+  if (!line.startsWith('data: ')) return line;
+  try {
+    return `data: ${JSON.stringify(zeroUsage(JSON.parse(line.slice(6))))}`;
+  } catch {
+    return line; // `[DONE]`
+  }
+}
+
+/** Every number under a `usage` member, at any depth, set to 0: the shapes of every interface at once. */
+export function zeroUsage(value: unknown, inUsage = false): unknown {
+  if (typeof value === 'number') return inUsage ? 0 : value;
+  if (Array.isArray(value)) return value.map((v) => zeroUsage(v, inUsage));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, zeroUsage(v, inUsage || k === 'usage')]));
+}
+
+function idempotencyDown(err: unknown): never {
+  if (err instanceof EdgeStoreUnavailable) {
+    // Fail closed: accepting the request without the claim could bill a retry twice.
+    throw new ApiError(
+      503,
+      'service_unavailable',
+      'Idempotency-Key cannot be honoured right now (its store is unreachable); retry shortly, or send the request without the header.',
+      'idempotency_unavailable',
+      null,
+      { 'retry-after': '1' },
+    );
+  }
+  throw err;
+}
+
+function inProgress(): ApiError {
+  return new ApiError(409, 'idempotency_conflict', 'A request with this Idempotency-Key is still running; retry once it has finished to get its response.', 'idempotency_conflict', 'Idempotency-Key');
+}
+
+/** The IETF Idempotency-Key draft's answer (as payment APIs give) to one key reused for another request. */
+function keyReused(): ApiError {
+  return new ApiError(
+    422,
+    'invalid_request_error',
+    'This Idempotency-Key was used with a different request (endpoint or body); use a new key for a new request.',
+    'idempotency_key_reused',
+    'Idempotency-Key',
+  );
+}
