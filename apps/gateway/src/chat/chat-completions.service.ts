@@ -36,6 +36,8 @@ const HOLD_GRACE_MS = 15 * 60_000;
 export interface RequestContext {
   /** X-Client-Request-Id (spec 4): echoed back and stored on the generation. */
   clientRequestId?: string;
+  /** The interface the request came through (/v1/messages...), recorded on the generation. */
+  endpoint?: string;
 }
 
 export interface ChatCompletionResponse {
@@ -67,6 +69,7 @@ const chatEncoder =
 interface Generation {
   id: string;
   caller: Caller;
+  endpoint: string;
   /** The primary model, then the fallbacks, each through the providers routing chose, in order. */
   targets: Target[];
   /** The prompt as the gateway counts it: what is billed when the upstream never reported usage. */
@@ -191,12 +194,12 @@ export class ChatCompletionsService {
       keyId: caller.keyId,
       amountNano: worstCase,
       model: models[0].model.id,
-      endpoint: ENDPOINT,
+      endpoint: context.endpoint ?? ENDPOINT,
       ttlMs: this.runtime.config.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
-    return { id, caller, targets, promptTokens, headers, ledger };
+    return { id, caller, endpoint: context.endpoint ?? ENDPOINT, targets, promptTokens, headers, ledger };
   }
 
   /**
@@ -238,7 +241,7 @@ export class ChatCompletionsService {
       type: 'ReleaseHold',
       holdId: generation.id,
       errorCode: errorCode ?? (status === undefined ? 'upstream_error' : `upstream_${status}`),
-      stats: { ...this.who(target), latency_ms: Math.round(latencyMs) },
+      stats: { ...this.who(generation, target), latency_ms: Math.round(latencyMs) },
     });
   }
 
@@ -262,7 +265,7 @@ export class ChatCompletionsService {
   /** Charges `usage` at the prices of the model that answered; resolves with the amount charged. */
   private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>): Promise<Nano> {
     const stats: GenerationStats = {
-      ...this.who(target),
+      ...this.who(generation, target),
       prompt_tokens: usage.promptTokens,
       completion_tokens: usage.completionTokens,
       cached_tokens: usage.cachedTokens,
@@ -284,8 +287,8 @@ export class ChatCompletionsService {
    * A BYOK generation records its provider as `<name>:byok`: GenerationStats has no field for it
    * yet, and the suffix keeps BYOK usage apart in the activity figures.
    */
-  private who(target: Target) {
-    return { model: target.model.id, provider: target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name, endpoint: ENDPOINT };
+  private who(generation: Generation, target: Target) {
+    return { model: target.model.id, provider: target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name, endpoint: generation.endpoint };
   }
 
   /**
