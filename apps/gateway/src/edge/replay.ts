@@ -108,12 +108,16 @@ export class EdgeResponses {
         text += chunk.toString();
         if (!toClient.destroyed) toClient.write(chunk);
       });
-      body.on('end', () => toClient.end());
-      body.on('error', (err) => toClient.destroy(err));
-      void finished.then(async (clean) => {
-        if (!clean) return giveBack();
-        await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId }).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+      // Kept before the client sees the end, so its next request already finds it.
+      body.on('end', () => {
+        void finished
+          .then(async (clean) => {
+            if (!clean) return giveBack();
+            await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId }).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+          })
+          .finally(() => toClient.end());
       });
+      body.on('error', (err) => toClient.destroy(err));
       void reply.headers(headers).send(toClient);
     } catch (err) {
       await giveBack();
