@@ -9,6 +9,7 @@ import { AccountController } from './account/account.controller';
 import { ReadYourWrites } from './account/read-your-writes';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
+import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { RateLimitService } from './edge/rate-limits';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
@@ -27,7 +28,7 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
-      controllers: [ChatCompletionsController, AccountController, KeysController, CurrentKeyController, AdminController, ModelsController],
+      controllers: [ChatCompletionsController, EmbeddingsController, AccountController, KeysController, CurrentKeyController, AdminController, ModelsController],
       providers: [
         ChatCompletionsService,
         ReadYourWrites,

@@ -65,6 +65,16 @@ describe('account decider', () => {
       ]);
     });
 
+    it('spec 1, rules 1-3: a request whose output is not tokens (embeddings) is billed when it returned something', () => {
+      const embedded = stats({ completion_tokens: 0 });
+      spec.given(given).when({ type: 'ChargeUsage', holdId: 'h1', amountNano: 40n, stats: embedded, returned: 3 }).then([
+        charged('h1', 40n, NOW, { stats: embedded }),
+      ]);
+      spec.given(given).when({ type: 'ChargeUsage', holdId: 'h1', amountNano: 40n, stats: embedded, returned: 0 }).then([
+        { type: 'HoldReleased', data: { account_id: A, hold_id: 'h1', key_id: 'k1', reason: 'zero_completion', ...embedded } } as AccountEvent,
+      ]);
+    });
+
     it('spec 1, rule 3: an error releases the hold and bills nothing', () => {
       spec.given(given).when({ type: 'ReleaseHold', holdId: 'h1', errorCode: 'upstream_503' }).then([released('h1')]);
       expect(availableNano(fold(accountDecider, [...given, released('h1')]))).toBe(1000n);

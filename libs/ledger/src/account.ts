@@ -149,7 +149,17 @@ export type AccountCommand =
   | { type: 'OpenAccount'; accountId: string }
   | { type: 'AddCredits'; amountNano: Nano; reason: string }
   | PlaceHold
-  | { type: 'ChargeUsage'; holdId: string; amountNano: Nano; stats: GenerationStats }
+  | {
+      type: 'ChargeUsage';
+      holdId: string;
+      amountNano: Nano;
+      stats: GenerationStats;
+      /**
+       * What the request returned, in its own units (vectors for embeddings); absent: its
+       * completion tokens. Nothing returned is not billed (spec 1 rule 3).
+       */
+      returned?: number;
+    }
   | { type: 'ReleaseHold'; holdId: string; errorCode: string; stats?: Partial<GenerationStats> }
   /** Expires the open holds whose `expires_at` is at or before now, at most `max` (default EXPIRE_BATCH). */
   | { type: 'ExpireHolds'; max?: number }
@@ -431,7 +441,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
         const hold = requireHold(state, command.holdId);
         if (command.amountNano < 0n) throw new DomainError('invalid_amount', 'A charge cannot be negative.');
         // Spec 1, rule 3: a request that returns no tokens is not billed.
-        if (command.stats.completion_tokens === 0 || command.amountNano === 0n) {
+        if ((command.returned ?? command.stats.completion_tokens) === 0 || command.amountNano === 0n) {
           return [
             {
               type: 'HoldReleased',

@@ -17,7 +17,8 @@ import { normalizeUsage } from '../../../../libs/providers/src/openai-compatible
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
 import { sealedProviderKeys } from '../../../../libs/projections/src/read-models/provider-keys';
 import { countChatPromptTokens, countTextTokens } from '../../../../libs/providers/src/tokens';
-import type { ChatCompletion, ChatUsage } from '../../../../libs/providers/src/wire';
+import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '../../../../libs/providers/src/wire';
+import type { EmbeddingsCall } from '../../../../libs/interfaces/src/embeddings';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
@@ -47,6 +48,12 @@ export interface ChatCompletionResponse {
   body: Omit<ChatCompletion, 'usage'> & { usage: Record<string, unknown> & { cost: number } };
 }
 
+export interface EmbeddingsAnswer {
+  generationId: string;
+  headers: Record<string, string>;
+  body: EmbeddingsResponse & { id: string; usage: { prompt_tokens: number; total_tokens: number; cost: number } };
+}
+
 export interface ChatStreamResponse {
   generationId: string;
   /** Deprecation headers of the requested model (spec 9), sent before the first event. */
@@ -64,6 +71,18 @@ const chatEncoder =
   (request: ChatCompletionRequest): EncoderFactory =>
   (generation) =>
     new ChatChunkEncoder(generation, request.stream_options?.include_usage === true);
+
+/** What a request needs held: the models that may answer, its prompt and output cap. */
+interface Plan {
+  models: RoutedModel[];
+  /** Deprecation headers of the requested model. */
+  headers: Record<string, string>;
+  promptTokens: number;
+  /** null: the default worst case of 4,096 output tokens (spec 1 rule 1); 0 for embeddings. */
+  maxOutput: number | null;
+  /** The end user's id (safety_identifier / user), recorded with the events. */
+  user: unknown;
+}
 
 /** One request from its hold to its settlement. */
 interface Generation {
@@ -98,7 +117,7 @@ export class ChatCompletionsService {
   }
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
-    const generation = await this.begin(caller, request, context);
+    const generation = await this.beginChat(caller, request, context);
     const { target, value: result } = await this.firstAnswer(generation, (target) =>
       target.provider.chatCompletion({ ...upstreamBody(request, target), stream: false }),
     );
@@ -117,12 +136,35 @@ export class ChatCompletionsService {
   }
 
   /**
+   * `POST /v1/embeddings` (spec 4.7): billed on input tokens (spec 1), through the same hold,
+   * fallbacks across the model's providers, and settlement as chat. Nothing returned, nothing billed.
+   */
+  async embed(caller: Caller, call: EmbeddingsCall, context: RequestContext = {}): Promise<EmbeddingsAnswer> {
+    const resolved = resolveModel(this.runtime.catalog, call.model, this.runtime.clock.now(), { allowedModels: caller.allowed_models, type: 'embedding' });
+    const preferences = parseProviderPreferences(call.provider);
+    const routes = routeTargets(resolved.model, { preferences, suffixes: [], parameters: requestParameters(call.body) }, this.providerStats);
+    const models = [{ model: resolved.model, routes, fields: {} }];
+    const generation = await this.begin(caller, { models, headers: resolved.headers, promptTokens: call.promptTokens, maxOutput: 0, user: call.body.user }, { ...context, endpoint: '/v1/embeddings' });
+    const { target, value: result } = await this.firstAnswer(generation, (target) => target.provider.embeddings({ ...call.body, model: target.route.upstreamModel }));
+    this.measure(target, result.latencyMs, null, 0);
+    const promptTokens = result.usage.promptTokens > 0 ? result.usage.promptTokens : call.promptTokens;
+    const usage = { promptTokens, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0 };
+    const charged = await this.charge(generation, target, usage, { latency_ms: Math.round(result.latencyMs), ttft_ms: null }, result.response.data.length);
+    const upstream = result.response;
+    return {
+      generationId: generation.id,
+      headers: generation.headers,
+      body: { ...upstream, id: generation.id, model: target.model.id, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: nanoToUsd(charged) } },
+    };
+  }
+
+  /**
    * Resolves once the first output of some provider has arrived: until then every failure can
    * still fall back, and reaches the client as a JSON error with its status. From then on the
    * relay owns the generation, and settles it when the upstream is done, client or no client.
    */
   async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}, encoder: EncoderFactory = chatEncoder(request)): Promise<ChatStreamResponse> {
-    const generation = await this.begin(caller, request, context);
+    const generation = await this.beginChat(caller, request, context);
     const { target, value: opened } = await this.firstAnswer(generation, (target) =>
       openStream(target.provider.streamChatCompletion(upstreamBody(request, target))),
     );
@@ -160,15 +202,22 @@ export class ChatCompletionsService {
     return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers };
   }
 
-  /** Steps 3 and 7: resolve every model of the request, then hold the worst case. */
-  private async begin(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
+  /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */
+  private beginChat(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
     const { models, headers } = this.resolveModels(caller, request);
+    const user = request.safety_identifier ?? request.user;
+    const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
+    return this.begin(caller, { models, headers, promptTokens: countChatPromptTokens(request.messages), maxOutput, user }, context);
+  }
+
+  /** Step 7: hold the worst case of `plan` over every target that may answer it. */
+  private async begin(caller: Caller, plan: Plan, context: RequestContext): Promise<Generation> {
+    const { models, headers, promptTokens, maxOutput, user } = plan;
     // BYOK: the account's own keys replace the operator's for their providers. Read on every
     // request (one indexed row set) so a deleted key stops being used at once.
     const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, await sealedProviderKeys(this.runtime.sql, caller.accountId)));
     const id = `gen-${randomBytes(12).toString('hex')}`;
     // Ids, not content: the end user's id and the client's request id go with the events.
-    const user = request.safety_identifier ?? request.user;
     const metadata = {
       actor: `key:${caller.keyId}`,
       correlationId: id,
@@ -181,25 +230,24 @@ export class ChatCompletionsService {
       return handled;
     };
 
-    // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
-    // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
-    const promptTokens = countChatPromptTokens(request.messages);
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
     await this.rateLimits.consumePromptTokens(caller, promptTokens);
-    const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
+    // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
+    // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput, this.runtime.config.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
+    const endpoint = context.endpoint ?? ENDPOINT;
     await ledger({
       type: 'PlaceHold',
       holdId: id,
       keyId: caller.keyId,
       amountNano: worstCase,
       model: models[0].model.id,
-      endpoint: context.endpoint ?? ENDPOINT,
+      endpoint,
       ttlMs: this.runtime.config.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
-    return { id, caller, endpoint: context.endpoint ?? ENDPOINT, targets, promptTokens, headers, ledger };
+    return { id, caller, endpoint, targets, promptTokens, headers, ledger };
   }
 
   /**
@@ -263,7 +311,7 @@ export class ChatCompletionsService {
   }
 
   /** Charges `usage` at the prices of the model that answered; resolves with the amount charged. */
-  private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>): Promise<Nano> {
+  private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>, returned?: number): Promise<Nano> {
     const stats: GenerationStats = {
       ...this.who(generation, target),
       prompt_tokens: usage.promptTokens,
@@ -272,7 +320,8 @@ export class ChatCompletionsService {
       reasoning_tokens: usage.reasoningTokens,
       ...timing,
     };
-    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano: costOf(target, usage, this.runtime.config.byokFeePercent), stats });
+    const amountNano = costOf(target, usage, this.runtime.config.byokFeePercent);
+    const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano, stats, ...(returned === undefined ? {} : { returned }) });
     this.rateLimits
       .recordCompletionTokens(generation.caller, usage.completionTokens)
       .catch((err: unknown) => this.logger.warn(`${generation.id}: completion tokens not counted against the rate limit: ${(err as Error).message}`));

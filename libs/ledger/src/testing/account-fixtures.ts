@@ -56,7 +56,7 @@ export const held = (
   },
 });
 
-export const charged = (hold_id: string, nano: bigint, at: string, { key = 'k1', exceeded = 0n } = {}): AccountEvent => ({
+export const charged = (hold_id: string, nano: bigint, at: string, { key = 'k1', exceeded = 0n, stats: generation = stats() } = {}): AccountEvent => ({
   type: 'UsageCharged',
   data: {
     account_id: A,
@@ -65,7 +65,7 @@ export const charged = (hold_id: string, nano: bigint, at: string, { key = 'k1',
     amount_nano: nano.toString(),
     charged_at: at,
     exceeded_hold_nano: exceeded.toString(),
-    ...stats(),
+    ...generation,
   },
 });
 

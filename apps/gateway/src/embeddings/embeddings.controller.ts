@@ -1,0 +1,38 @@
+import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { embeddingsRequest } from '../../../../libs/interfaces/src/embeddings';
+import { ChatCompletionsService } from '../chat/chat-completions.service';
+import { EdgeResponses } from '../edge/replay';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { clientRequestIdOf } from '../http/reply-headers';
+
+const ROUTE = '/v1/embeddings';
+
+/** Spec 4.7; Idempotency-Key applies (a billed POST), the response cache does not (spec 4.2). */
+@Controller('v1')
+@UseGuards(ApiKeyGuard)
+@Requires('model_call')
+export class EmbeddingsController {
+  constructor(
+    private readonly chat: ChatCompletionsService,
+    private readonly edge: EdgeResponses,
+  ) {}
+
+  @Post('embeddings')
+  @HttpCode(200)
+  async create(
+    @CallerParam() caller: Caller,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const clientRequestId = clientRequestIdOf(headers);
+    if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
+    const call = embeddingsRequest(body);
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async () => {
+      const { generationId, headers: notices, body: answer } = await this.chat.embed(caller, call, { clientRequestId });
+      return { generationId, headers: { ...notices, 'x-svc-generation-id': generationId }, json: answer };
+    });
+  }
+}
