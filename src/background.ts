@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { deprecationNoticesDue } from '../libs/catalog/src/deprecation';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '../libs/catalog/src/notices';
+import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
 import { PeriodicTask } from '../libs/platform/src/periodic';
 import { LedgerCommand } from '../libs/ledger/src/ledger.module';
@@ -39,9 +40,22 @@ export async function recordDeprecationNotices(runtime: Runtime): Promise<number
 /** How often due deprecation notices are looked for: a week's notice need not be to the second. */
 const NOTICE_INTERVAL_MS = 10 * 60_000;
 
+/**
+ * Removes the stored responses (spec 3.3, 8) whose 30 days are over; resolves with how many.
+ * Reads already hide them from the moment they expire: this pass deletes the content itself.
+ */
+export function purgeStoredResponses(runtime: Runtime): Promise<number> {
+  return new StoredResponses(runtime.sql).purgeExpired(runtime.clock.now());
+}
+
+/** How often expired stored responses are purged. */
+const PURGE_INTERVAL_MS = 60 * 60_000;
+
 export interface Background {
   sweeper: HoldExpirySweeper;
   recordDeprecationNotices(): Promise<number>;
+  /** One purge pass of expired stored responses, as the background runs it every hour. */
+  purgeStoredResponses(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -52,10 +66,14 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   sweeper.start();
   const notices = new PeriodicTask(() => recordDeprecationNotices(runtime), NOTICE_INTERVAL_MS);
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
+  const purge = new PeriodicTask(() => purgeStoredResponses(runtime), PURGE_INTERVAL_MS);
+  purge.start((err) => console.error('purging expired stored responses failed:', err), { immediately: true });
   return {
     sweeper,
     recordDeprecationNotices: () => recordDeprecationNotices(runtime),
+    purgeStoredResponses: () => purgeStoredResponses(runtime),
     stop: async () => {
+      await purge.stop();
       await notices.stop();
       await sweeper.stop();
       await runtime.projections.stop();

@@ -9,6 +9,7 @@ import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
 import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
+import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { createChatProvider } from '../libs/providers/src/adapters';
 import type { ChatProvider } from '../libs/providers/src/openai-compatible';
 import { startSimulator, type Simulator } from '../libs/providers/src/simulator';
@@ -64,6 +65,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS);
     closers.push(() => projections.stop());
     await projections.init();
+    // Content, not a projection: a rebuild of the read models never touches it.
+    await StoredResponses.init(sql);
 
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
     const withProviders = options.withProviders ?? true;

@@ -7,7 +7,7 @@ import { usdToNano } from '../../libs/platform/src/money';
 import { freePort, startRedisServer, stopRedisServer } from '../../libs/platform/src/edge/testing/redis-server';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
 import { waitFor } from '../../libs/eventstore/src/testing/contract';
-import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 
 /**
@@ -17,16 +17,11 @@ import { twoGateways } from '../support/second-gateway';
  */
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 const ADMIN_TOKEN = 'edge-admin-token-0123456789';
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const user = (content: string) => [{ role: 'user', content }];
 const chatBody = (content: string, extra: object = {}) => ({ model: 'sim/echo', messages: user(content), max_tokens: 20, ...extra });
 
 /** A funded account and one of its keys, through the operator API. */
-async function accountWithKey(call: Call, keySettings: object = {}): Promise<{ accountId: string; key: string }> {
-  const accountId = (await call('POST', '/admin/accounts', { body: { initial_credits_usd: 5 }, headers: admin })).json.id;
-  const key = (await call('POST', `/admin/accounts/${accountId}/keys`, { body: keySettings, headers: admin })).json.key;
-  return { accountId, key };
-}
+const accountWithKey = (call: Call, keySettings: object = {}) => createAccountWithKey(call, ADMIN_TOKEN, 5, keySettings);
 
 describe('rate limits across two gateway processes sharing Redis (spec 8)', () => {
   // Live keys: 12 concurrent requests (above the rpm test's 10), so the concurrency test needs few requests.

@@ -82,6 +82,16 @@ export async function startWithClient(env: Record<string, string> = {}, dataDir?
   return { gw, client: new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 }), call: api(gw.url) };
 }
 
+/** A new account (with `credits` USD) and a key of it, through the operator API (`call` from the root, not /v1). */
+export async function createAccountWithKey(call: Call, adminToken: string, credits: number, keySettings: object = {}): Promise<{ accountId: string; key: string }> {
+  const admin = { authorization: `Bearer ${adminToken}` };
+  const account = await call('POST', '/admin/accounts', { body: { initial_credits_usd: credits }, headers: admin });
+  expect(account.status).toBe(201);
+  const key = await call('POST', `/admin/accounts/${account.json.id}/keys`, { body: keySettings, headers: admin });
+  expect(key.status).toBe(201);
+  return { accountId: account.json.id as string, key: key.json.key as string };
+}
+
 export async function stopGateway(gw: StartedGateway | undefined): Promise<void> {
   await gw?.close();
   gw?.removeDataDir();

@@ -10,10 +10,15 @@ import { ReadYourWrites } from './account/read-your-writes';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
+import { CompletionsController } from './completions/completions.controller';
 import { RateLimitService } from './edge/rate-limits';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
+import { ThroughChat } from './interfaces/through-chat';
+import { MessagesController } from './messages/messages.controller';
+import { ResponsesController } from './responses/responses.controller';
+import { ResponsesService } from './responses/responses.service';
 import { AdminController } from './admin/admin.controller';
 import { AdminGuard } from './admin/admin.guard';
 import { AdminService } from './admin/admin.service';
@@ -28,9 +33,22 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
-      controllers: [ChatCompletionsController, EmbeddingsController, AccountController, KeysController, CurrentKeyController, AdminController, ModelsController],
+      controllers: [
+        ChatCompletionsController,
+        EmbeddingsController,
+        MessagesController,
+        ResponsesController,
+        CompletionsController,
+        AccountController,
+        KeysController,
+        CurrentKeyController,
+        AdminController,
+        ModelsController,
+      ],
       providers: [
         ChatCompletionsService,
+        ThroughChat,
+        ResponsesService,
         ReadYourWrites,
         KeysService,
         AdminService,

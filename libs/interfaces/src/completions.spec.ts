@@ -14,8 +14,8 @@ describe('completionsToChat', () => {
     ],
     ['an array of exactly one string', { model: 'm', prompt: ['Once'] }, { model: 'm', messages: [{ role: 'user', content: 'Once' }], max_tokens: 16 }],
     [
-      'max_tokens, sampling fields and stop; echo, suffix, logprobs and best_of dropped',
-      { model: 'm', prompt: 'p', max_tokens: 50, temperature: 0, top_p: 0.5, stop: ['\n'], echo: true, suffix: '!', logprobs: 2, best_of: 3, seed: 7, user: 'u' },
+      'max_tokens, sampling fields and stop; echo, suffix, logprobs, n 1 and best_of 1 dropped',
+      { model: 'm', prompt: 'p', max_tokens: 50, temperature: 0, top_p: 0.5, stop: ['\n'], echo: true, suffix: '!', logprobs: 2, n: 1, best_of: 1, seed: 7, user: 'u' },
       { model: 'm', messages: [{ role: 'user', content: 'p' }], max_tokens: 50, temperature: 0, top_p: 0.5, stop: ['\n'], seed: 7, user: 'u' },
     ],
     [
@@ -37,6 +37,8 @@ describe('completionsToChat', () => {
     ['max_tokens 0', { model: 'm', prompt: 'p', max_tokens: 0 }, 'max_tokens'],
     ['a numeric stop', { model: 'm', prompt: 'p', stop: 5 }, 'stop'],
     ['a string temperature', { model: 'm', prompt: 'p', temperature: 'warm' }, 'temperature'],
+    ['n above 1 (one choice per request)', { model: 'm', prompt: 'p', n: 3 }, 'n'],
+    ['best_of above 1', { model: 'm', prompt: 'p', best_of: 3 }, 'best_of'],
   ])('refuses %s with a 400 naming the field', (_, body, param) => {
     const error = errorOf(() => completionsToChat(body));
     expect({ status: error.status, param: error.param }).toEqual({ status: 400, param });

@@ -1,7 +1,7 @@
 /**
  * OpenAI's legacy completions (`POST /v1/completions`) on top of the chat pipeline: the prompt
- * becomes one user message, the answer a `text_completion`. One prompt, one choice: `n`,
- * `best_of`, `logprobs` and `suffix` are not carried over.
+ * becomes one user message, the answer a `text_completion`. One prompt, one choice: `n` and
+ * `best_of` other than 1 are refused; `logprobs` and `suffix` are not carried over.
  */
 import type { ChatChunk, ChatCompletion } from '../../providers/src/wire';
 import {
@@ -31,6 +31,10 @@ export function completionsToChat(body: unknown): ChatRequestBody {
   const b = requireBody(body);
   const model = requireString(b, 'model');
   const prompt = promptOf(b);
+  // One choice per request: more would silently come back as one.
+  for (const field of ['n', 'best_of'] as const) {
+    if (b[field] !== undefined && b[field] !== null && b[field] !== 1) throw invalid(`${field} must be 1: this endpoint returns one choice per request.`, field);
+  }
   const passed: Json = {};
   for (const field of PASSED_THROUGH) if (b[field] !== undefined && b[field] !== null) passed[field] = b[field];
   return {

@@ -213,6 +213,7 @@ describe('messagesToChat: translation', () => {
       'thinking enabled as reasoning.max_tokens; stop_sequences, metadata.user_id and sampling fields',
       {
         ...ask('hi'),
+        max_tokens: 4096,
         thinking: { type: 'enabled', budget_tokens: 2048 },
         stop_sequences: ['END', '###'],
         metadata: { user_id: 'u-42' },
@@ -284,6 +285,8 @@ describe('messagesToChat: validation', () => {
     ['tool_choice tool without a name', { ...ask('x'), tools: [{ name: 'f', input_schema: {} }], tool_choice: { type: 'tool' } }, 'tool_choice.name'],
     ['an unknown tool_choice type', { ...ask('x'), tools: [{ name: 'f', input_schema: {} }], tool_choice: { type: 'all' } }, 'tool_choice.type'],
     ['a thinking budget below the minimum', { ...ask('x'), thinking: { type: 'enabled', budget_tokens: 100 } }, 'thinking.budget_tokens'],
+    ['a thinking budget equal to max_tokens', { ...ask('x'), max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 2048 } }, 'thinking.budget_tokens'],
+    ['a thinking budget above max_tokens', { ...ask('x'), thinking: { type: 'enabled', budget_tokens: 1024 } }, 'thinking.budget_tokens'],
     ['an unknown thinking type', { ...ask('x'), thinking: { type: 'on' } }, 'thinking.type'],
     ['stop_sequences as a string', { ...ask('x'), stop_sequences: 'END' }, 'stop_sequences'],
     ['a numeric metadata.user_id', { ...ask('x'), metadata: { user_id: 7 } }, 'metadata.user_id'],

@@ -53,7 +53,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
       top_k: optionalNumber(b, 'top_k'),
       stop: stopOf(b.stop_sequences),
       user: userOf(b.metadata),
-      reasoning: reasoningOf(b.thinking),
+      reasoning: reasoningOf(b.thinking, maxTokens),
     }),
     ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice) } : {}),
     ...streamFields(stream),
@@ -328,9 +328,11 @@ function toolChoiceOf(choice: unknown): Json {
 
 /**
  * `enabled` with a budget -> OpenRouter-style `reasoning.max_tokens`; `adaptive` (the model picks
- * its budget) -> reasoning on without a budget; `disabled` -> nothing.
+ * its budget) -> reasoning on without a budget; `disabled` -> nothing. As Anthropic requires, the
+ * budget is below `max_tokens` (which caps thinking plus text): the Anthropic adapter would
+ * otherwise shrink it, or drop thinking altogether, without a word.
  */
-function reasoningOf(thinking: unknown): Json | undefined {
+function reasoningOf(thinking: unknown, maxTokens: number): Json | undefined {
   if (thinking === undefined || thinking === null) return undefined;
   if (!isRecord(thinking)) throw invalid('thinking must be an object.', 'thinking');
   if (thinking.type === 'disabled') return undefined;
@@ -339,6 +341,9 @@ function reasoningOf(thinking: unknown): Json | undefined {
   const budget = thinking.budget_tokens;
   if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < MIN_THINKING_BUDGET) {
     throw invalid(`thinking.budget_tokens must be an integer of at least ${MIN_THINKING_BUDGET}.`, 'thinking.budget_tokens');
+  }
+  if (budget >= maxTokens) {
+    throw invalid(`thinking.budget_tokens (${budget}) must be less than max_tokens (${maxTokens}), which counts thinking and text together.`, 'thinking.budget_tokens');
   }
   return { max_tokens: budget };
 }

@@ -7,7 +7,7 @@ import { bodyValidation } from '../http/validation';
 import { ChatCompletionRequest } from './chat-completion.request';
 import { ChatCompletionsService } from './chat-completions.service';
 import { EdgeResponses, type Answer } from '../edge/replay';
-import { clientRequestIdOf, SSE_HEADERS } from '../http/reply-headers';
+import { SSE_HEADERS } from '../http/reply-headers';
 
 const ROUTE = '/v1/chat/completions';
 
@@ -33,9 +33,7 @@ export class ChatCompletionsController {
     @Headers() headers: Record<string, string | string[] | undefined>,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const clientRequestId = clientRequestIdOf(headers);
-    if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, () => this.answer(caller, body, clientRequestId));
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) => this.answer(caller, body, clientRequestId));
   }
 
   private async answer(caller: Caller, body: ChatCompletionRequest, clientRequestId: string | undefined): Promise<Answer> {

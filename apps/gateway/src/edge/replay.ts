@@ -1,13 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { createHash, randomBytes } from 'node:crypto';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import stringify from 'safe-stable-stringify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { EdgeStoreUnavailable, type CachedResponse, type StoredResponse } from '../../../../libs/platform/src/edge';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
+import { endAfter } from '../http/streams';
+import { clientRequestIdOf } from '../http/reply-headers';
 import { readEdgeHeaders } from './edge-headers';
 
 /** What a billed endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
@@ -48,7 +50,13 @@ export class EdgeResponses {
 
   constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
 
-  async serve(request: EdgeRequest, reply: FastifyReply, produce: () => Promise<Answer>): Promise<void> {
+  /**
+   * Sends what `produce` answers (it gets the request's X-Client-Request-Id, spec 4, which is
+   * echoed back here), or a replay of an earlier answer.
+   */
+  async serve(request: EdgeRequest, reply: FastifyReply, produce: (clientRequestId: string | undefined) => Promise<Answer>): Promise<void> {
+    const clientRequestId = clientRequestIdOf(request.headers);
+    if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
     const { idempotencyKey, cache } = readEdgeHeaders(request.headers, request.cacheable);
     const fingerprint = sha256(`${request.route}\n${stringify(request.body)}`);
     const { idempotency } = this.runtime.edge;
@@ -82,7 +90,7 @@ export class EdgeResponses {
         cacheHeaders = { 'x-svc-cache-status': found.state === 'bypassed' ? 'BYPASS' : 'MISS', 'x-svc-cache-ttl': String(cache.ttlSeconds) };
       }
 
-      const answer = await produce();
+      const answer = await produce(clientRequestId);
       const headers = { ...answer.headers, ...cacheHeaders };
       const store = async (stored: StoredResponse) => {
         if (cache !== null && cacheKey !== null) await this.runtime.edge.cache.put(cacheKey, stored, cache.ttlSeconds);
@@ -101,23 +109,17 @@ export class EdgeResponses {
         return;
       }
       const { body, finished } = answer.stream;
-      const toClient = new PassThrough();
       let text = '';
-      // The copy keeps reading after the client has gone: the answer is still kept (and billed).
-      body.on('data', (chunk: Buffer | string) => {
-        text += chunk.toString();
-        if (!toClient.destroyed) toClient.write(chunk);
-      });
       // Kept before the client sees the end, so its next request already finds it.
-      body.on('end', () => {
-        void finished
-          .then(async (clean) => {
+      const toClient = endAfter(
+        body,
+        () =>
+          finished.then(async (clean) => {
             if (!clean) return giveBack();
             await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId }).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
-          })
-          .finally(() => toClient.end());
-      });
-      body.on('error', (err) => toClient.destroy(err));
+          }),
+        (chunk) => (text += chunk.toString()),
+      );
       void reply.headers(headers).send(toClient);
     } catch (err) {
       await giveBack();

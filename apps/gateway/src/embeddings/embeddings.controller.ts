@@ -5,7 +5,6 @@ import { embeddingsRequest } from '../../../../libs/interfaces/src/embeddings';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { clientRequestIdOf } from '../http/reply-headers';
 
 const ROUTE = '/v1/embeddings';
 
@@ -27,10 +26,8 @@ export class EmbeddingsController {
     @Headers() headers: Record<string, string | string[] | undefined>,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const clientRequestId = clientRequestIdOf(headers);
-    if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
     const call = embeddingsRequest(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async () => {
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (clientRequestId) => {
       const { generationId, headers: notices, body: answer } = await this.chat.embed(caller, call, { clientRequestId });
       return { generationId, headers: { ...notices, 'x-svc-generation-id': generationId }, json: answer };
     });

@@ -1,0 +1,48 @@
+import { Body, Controller, Headers, HttpCode, Inject, Post, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { chatToCompletion, completionsOptions, completionsToChat, CompletionsStreamEncoder } from '../../../../libs/interfaces/src/completions';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import { EdgeResponses } from '../edge/replay';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { ThroughChat } from '../interfaces/through-chat';
+
+const ROUTE = '/v1/completions';
+
+/** Spec 4.6: legacy text completions, the prompt as one user message through the chat pipeline. */
+@Controller('v1')
+@UseGuards(ApiKeyGuard)
+@Requires('model_call')
+export class CompletionsController {
+  constructor(
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly through: ThroughChat,
+    private readonly edge: EdgeResponses,
+  ) {}
+
+  @Post('completions')
+  @HttpCode(200)
+  async create(
+    @CallerParam() caller: Caller,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    // Validated before the edge takes an idempotency claim: a malformed request is only a 400.
+    const chatBody = completionsToChat(body);
+    const options = completionsOptions(body);
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) =>
+      this.through.answer(
+        caller,
+        chatBody,
+        { clientRequestId, endpoint: ROUTE },
+        {
+          json: (completion) => chatToCompletion(completion, { prompt: options.prompt, echo: options.echo }),
+          encoder: ({ id, model }) =>
+            new CompletionsStreamEncoder({ id, model, created: Math.floor(this.runtime.clock.now().getTime() / 1000), ...options }),
+        },
+      ),
+    );
+  }
+}

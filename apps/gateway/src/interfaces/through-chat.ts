@@ -1,0 +1,62 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import type { ChatRequestBody, CostedUsage } from '../../../../libs/interfaces/src/types';
+import type { ChatCompletion } from '../../../../libs/providers/src/wire';
+import type { ChatCompletionRequest } from '../chat/chat-completion.request';
+import { ChatCompletionsService, type EncoderFactory, type RequestContext } from '../chat/chat-completions.service';
+import type { Answer } from '../edge/replay';
+import { SSE_HEADERS } from '../http/reply-headers';
+import { endAfter } from '../http/streams';
+
+/** A completion as the chat service answers it: the service's id, the model that answered, usage with its cost. */
+export type CostedCompletion = ChatCompletion & { usage: CostedUsage };
+
+/** How one interface (messages, responses, legacy completions) presents what the chat pipeline answered. */
+export interface Presentation {
+  /** The non-streamed answer, in the interface's format. */
+  json(completion: CostedCompletion): unknown;
+  /** The stream, in the interface's events. */
+  encoder: EncoderFactory;
+  /**
+   * Work the client must be able to rely on once it sees the end of the stream (the stored
+   * response of /responses): run when the upstream is done and the generation settled, with
+   * whether the stream finished cleanly; the stream ends after it.
+   */
+  beforeStreamEnd?(clean: boolean): Promise<void>;
+}
+
+/**
+ * The other interfaces on the chat pipeline (ARCHITECTURE section 5, steps 3-4 and 7-10): a
+ * request already translated into a chat-completions body goes through the same rules, hold,
+ * upstream call with fallbacks, settlement and billing as POST /chat/completions, under its
+ * own endpoint on the generation, and comes back in the interface's format.
+ */
+@Injectable()
+export class ThroughChat {
+  private readonly logger = new Logger('interfaces');
+
+  constructor(private readonly chat: ChatCompletionsService) {}
+
+  async answer(caller: Caller, body: ChatRequestBody, context: RequestContext, presentation: Presentation): Promise<Answer> {
+    // The translators build plain chat bodies; the rules validate them against the model.
+    const { request, headers: ruleHeaders } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    if (request.stream === true) {
+      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, context, presentation.encoder);
+      const hook = presentation.beforeStreamEnd;
+      const stream = hook
+        ? endAfter(events, () => finished.then(hook).catch((err: unknown) => this.logger.error(`${generationId}: ${err instanceof Error ? err.message : String(err)}`)))
+        : events;
+      return {
+        generationId,
+        headers: { ...ruleHeaders, ...headers, ...SSE_HEADERS, 'x-svc-generation-id': generationId },
+        stream: { body: stream, finished },
+      };
+    }
+    const { generationId, headers, body: completion } = await this.chat.create(caller, request, context);
+    return {
+      generationId,
+      headers: { ...ruleHeaders, ...headers, 'x-svc-generation-id': generationId },
+      json: await presentation.json(completion as CostedCompletion),
+    };
+  }
+}

@@ -1,0 +1,50 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { EdgeResponses } from '../edge/replay';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { RESPONSES_ROUTE, ResponsesService } from './responses.service';
+
+/** Spec 4.5: POST /responses, and the stored responses of the caller's workspace. */
+@Controller('v1/responses')
+@UseGuards(ApiKeyGuard)
+export class ResponsesController {
+  constructor(
+    private readonly responses: ResponsesService,
+    private readonly edge: EdgeResponses,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  @Requires('model_call')
+  async create(
+    @CallerParam() caller: Caller,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const request = this.responses.readRequest(body);
+    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) =>
+      this.responses.answer(caller, request, clientRequestId),
+    );
+  }
+
+  @Get(':id')
+  @Requires('lookup')
+  retrieve(@CallerParam() caller: Caller, @Param('id') id: string) {
+    return this.responses.retrieve(caller, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(200)
+  @Requires('model_call')
+  delete(@CallerParam() caller: Caller, @Param('id') id: string) {
+    return this.responses.delete(caller, id);
+  }
+
+  @Get(':id/input_items')
+  @Requires('lookup')
+  inputItems(@CallerParam() caller: Caller, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    return this.responses.inputItems(caller, id, query);
+  }
+}

@@ -1,0 +1,166 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { listInputItems, type ItemList } from '../../../../libs/conversations/src/input-items';
+import { storageUnavailable, StoredResponses } from '../../../../libs/conversations/src/stored-responses';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import {
+  chatToResponse,
+  responsesToChat,
+  ResponsesStreamEncoder,
+  type ResponseContext,
+  type ResponseItem,
+  type ResponseObject,
+} from '../../../../libs/interfaces/src/responses';
+import { invalid, optionalBoolean, requireBody, type Json } from '../../../../libs/interfaces/src/types';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import type { Answer } from '../edge/replay';
+import { ThroughChat } from '../interfaces/through-chat';
+
+export const RESPONSES_ROUTE = '/v1/responses';
+
+/** What POST /responses needs to know before anything else happens. */
+export interface ResponsesRequest {
+  body: Json;
+  /** Spec 4.5: default true. */
+  store: boolean;
+  previousResponseId: string | null;
+}
+
+/**
+ * The response id is the generation's, under OpenAI's prefix: `gen-<hex>` answers as
+ * `resp_<hex>`. A response cache hit gets a generation id of its own but keeps the source's
+ * response id, the one its stored conversation is kept under.
+ */
+export function responseIdOf(generationId: string): string {
+  return `resp_${generationId.replace(/^gen-/, '')}`;
+}
+
+function newItemId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/**
+ * Spec 4.5: the Responses interface on the chat pipeline, with its stored conversations
+ * (libs/conversations): kept 30 days unless `store: false`, continued with
+ * `previous_response_id`, visible to every key of the workspace that created them.
+ */
+@Injectable()
+export class ResponsesService {
+  private readonly logger = new Logger('responses');
+  private readonly stored: StoredResponses;
+
+  constructor(
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly through: ThroughChat,
+  ) {
+    // Read at each use: the key is configuration, and without it storage is refused, not the gateway.
+    this.stored = new StoredResponses(runtime.sql, () => runtime.config.encryptionKey);
+  }
+
+  /**
+   * The fields that decide what is kept, checked before the edge takes an idempotency claim
+   * and before anything is held: without SVC_ENCRYPTION_KEY a request that needs storage (to
+   * keep its answer, or to read the conversation it continues) is refused with 503.
+   */
+  readRequest(body: unknown): ResponsesRequest {
+    const b = requireBody(body);
+    const store = optionalBoolean(b, 'store') ?? true;
+    const previous = b.previous_response_id;
+    if (previous !== undefined && previous !== null && (typeof previous !== 'string' || previous === '')) {
+      throw invalid('previous_response_id must be the id of a stored response.', 'previous_response_id');
+    }
+    const previousResponseId = typeof previous === 'string' ? previous : null;
+    if ((store || previousResponseId !== null) && !this.stored.available) throw storageUnavailable();
+    return { body: b, store, previousResponseId };
+  }
+
+  async answer(caller: Caller, request: ResponsesRequest, clientRequestId: string | undefined): Promise<Answer> {
+    const now = this.runtime.clock.now();
+    const earlier = request.previousResponseId === null ? null : await this.conversation(caller, request.previousResponseId, now);
+    const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
+    // What the model is given besides the instructions: a later response continues from here.
+    const conversation = [...(earlier ?? []), ...inputItems];
+    const context = (generationId: string, model: string): ResponseContext => ({
+      id: responseIdOf(generationId),
+      created: Math.floor(now.getTime() / 1000),
+      model,
+      request: request.body,
+      previousResponseId: request.previousResponseId,
+      store: request.store,
+    });
+    const keep = async (response: ResponseObject) => {
+      if (request.store) await this.stored.save({ id: response.id, workspaceId: caller.workspaceId, keyId: caller.keyId, createdAt: now, response, inputItems: conversation });
+    };
+
+    let encoder: ResponsesStreamEncoder | null = null;
+    return this.through.answer(
+      caller,
+      chat,
+      { clientRequestId, endpoint: RESPONSES_ROUTE },
+      {
+        json: async (completion) => {
+          const response = chatToResponse(completion, context(completion.id, completion.model));
+          try {
+            // Written before the answer goes out, so the client's next request finds it.
+            await keep(response);
+            return response;
+          } catch (err) {
+            // The call is done and billed: failing it now would bill an error (spec 1 rule 3).
+            // The answer says instead that it was not kept.
+            this.logger.error(`${response.id} not stored: ${err instanceof Error ? err.message : String(err)}`);
+            return { ...response, store: false };
+          }
+        },
+        encoder: ({ id, model }) => (encoder = new ResponsesStreamEncoder(context(id, model))),
+        // A stream that broke off ended in response.failed: nothing to continue from. The
+        // completed event is out already: a failure to store can only be logged (by ThroughChat).
+        beforeStreamEnd: async (clean) => {
+          if (clean && encoder !== null) await keep(encoder.response());
+        },
+      },
+    );
+  }
+
+  /** GET /responses/{id}. */
+  async retrieve(caller: Caller, id: string): Promise<ResponseObject> {
+    return (await this.find(caller, id)).response;
+  }
+
+  /** GET /responses/{id}/input_items. */
+  async inputItems(caller: Caller, id: string, query: Record<string, unknown>): Promise<ItemList> {
+    return listInputItems((await this.find(caller, id)).inputItems, query);
+  }
+
+  /** DELETE /responses/{id}: the content is removed at once. */
+  async delete(caller: Caller, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
+    if (!(await this.stored.delete(id, caller.workspaceId, this.runtime.clock.now()))) throw notFound(id);
+    return { id, object: 'response', deleted: true };
+  }
+
+  private async find(caller: Caller, id: string) {
+    const found = await this.stored.find(id, caller.workspaceId, this.runtime.clock.now());
+    if (found === null) throw notFound(id);
+    return found;
+  }
+
+  /** The conversation a new response continues: the earlier one's input items, then its output. */
+  private async conversation(caller: Caller, id: string, now: Date): Promise<ResponseItem[]> {
+    const found = await this.stored.find(id, caller.workspaceId, now);
+    if (found === null) throw notFound(id, 'previous_response_id');
+    return [...found.inputItems, ...found.response.output];
+  }
+}
+
+/**
+ * One answer for a response that never existed, was deleted, has expired or belongs to
+ * another workspace: nobody learns which.
+ */
+function notFound(id: string, param: string | null = null): ApiError {
+  return ApiError.notFound(
+    `No stored response with id '${id}' exists for this workspace (responses are kept 30 days unless created with store: false, and deleted ones are gone).`,
+    'response_not_found',
+    param,
+  );
+}
