@@ -1,0 +1,71 @@
+'use strict';
+// One autocannon run in its own process (the driver stays free to sample RSS and CPU).
+// Usage: node load.js '<json options>'; prints one JSON line with the summary.
+// Options: url, connections, duration (s) | amount, warmup (s), body, headers, keys (bearer
+// tokens, rotated per request; the same rotation runs for every target so the client does the
+// same work everywhere).
+const autocannon = require('autocannon');
+
+const opts = JSON.parse(process.argv[2]);
+
+function run(extra) {
+  let i = 0;
+  const keys = opts.keys && opts.keys.length ? opts.keys : ['anything'];
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url: opts.url,
+        connections: opts.connections,
+        pipelining: 1,
+        timeout: 30,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...opts.headers },
+        body: opts.body,
+        requests: [
+          {
+            setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[i++ % keys.length]}` } }),
+          },
+        ],
+        ...extra,
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+  });
+}
+
+(async () => {
+  const warm = opts.warmup > 0 ? await run({ duration: opts.warmup }) : null;
+  const started = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
+  const r = await run(opts.amount ? { amount: opts.amount } : { duration: opts.duration });
+  const ended = process.hrtime.bigint();
+  const cpu = process.cpuUsage(cpu0);
+  const wallSeconds = Number(ended - started) / 1e9;
+  const ok = r['2xx'];
+  console.log(
+    JSON.stringify({
+      // CLOCK_MONOTONIC in microseconds, the clock of V8's .cpuprofile timestamps.
+      window_us: [Number(started / 1000n), Number(ended / 1000n)],
+      client_cpu_s: (cpu.user + cpu.system) / 1e6,
+      warmup_ok: warm ? warm['2xx'] : 0,
+      warmup_non2xx: warm ? warm.non2xx + warm.errors : 0,
+      connections: opts.connections,
+      duration_s: r.duration,
+      wall_s: wallSeconds,
+      requests: r.requests.total,
+      ok,
+      non2xx: r.non2xx,
+      status_codes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, v]) => [code, v.count])),
+      errors: r.errors,
+      timeouts: r.timeouts,
+      resets: r.resets,
+      rps: ok / (opts.amount ? wallSeconds : r.duration),
+      rps_all: r.requests.total / (opts.amount ? wallSeconds : r.duration),
+      latency_ms: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: r.latency.average },
+      throughput_bytes_per_s: r.throughput.average,
+    }),
+  );
+})().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

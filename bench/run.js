@@ -1,0 +1,1126 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Side-by-side benchmark of the gateway, Portkey gateway 1.15.2 and a bare undici pass-through
+ * proxy (the floor), all in front of ONE simulated upstream process, in one run.
+ *
+ *   node bench/run.js [--quick] [--no-profile] [--no-docs]
+ *
+ * Builds nothing: the gateway's `npm run build` must have run (dist/ in the app root, which is
+ * the parent of bench/ unless BENCH_APP_ROOT says otherwise). Creates a fresh PostgreSQL
+ * database, starts every process as a child, measures, stops them all (also on failure and
+ * SIGINT), drops the database, and writes bench/results/latest.json and docs/BENCHMARKS.md.
+ *
+ * Environment: BENCH_APP_ROOT, BENCH_PG_URL (an admin connection, default
+ * postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
+ * BENCH_SEQ_N, BENCH_SEQ_WARMUP, BENCH_LOAD_SECONDS, BENCH_LOAD_WARMUP, BENCH_HOT_REQUESTS, and
+ * BENCH_COMMIT (the commit an app root outside this checkout was built from, for the report).
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const net = require('node:net');
+const path = require('node:path');
+const { spawn, execFileSync } = require('node:child_process');
+const { setTimeout: sleep } = require('node:timers/promises');
+
+const BENCH_DIR = __dirname;
+const REPO_ROOT = path.resolve(BENCH_DIR, '..');
+const APP_ROOT = path.resolve(process.env.BENCH_APP_ROOT || REPO_ROOT);
+const RESULTS_DIR = path.join(BENCH_DIR, 'results');
+const LOG_DIR = path.join(RESULTS_DIR, 'logs');
+const PROFILE_DIR = path.join(RESULTS_DIR, 'profiles');
+const DOCS_FILE = path.join(REPO_ROOT, 'docs', 'BENCHMARKS.md');
+
+const args = new Set(process.argv.slice(2));
+const QUICK = args.has('--quick');
+const PROFILE = !args.has('--no-profile');
+const WRITE_DOCS = !args.has('--no-docs');
+const num = (name, full, quick) => Number(process.env[name] || (QUICK ? quick : full));
+const CFG = {
+  seqN: num('BENCH_SEQ_N', 1000, 300),
+  seqWarmup: num('BENCH_SEQ_WARMUP', 100, 50),
+  loadSeconds: num('BENCH_LOAD_SECONDS', 10, 3),
+  loadWarmup: num('BENCH_LOAD_WARMUP', 2, 1),
+  loadConnections: 64,
+  loadAccounts: 64,
+  hotConnections: 256,
+  hotRequests: num('BENCH_HOT_REQUESTS', 256 * 12, 256 * 4),
+  exhaustRequests: QUICK ? 1024 : 2048,
+  exhaustWorstCases: 256,
+  profileSeconds: num('BENCH_LOAD_SECONDS', 10, 3),
+};
+
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+const PG_ADMIN_URL = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379/14';
+const LIVE_LIMITS = 'rpm=100000000,tpm=100000000000,concurrent=100000';
+
+const CHAT = { model: 'sim/echo', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 };
+const BODIES = {
+  json: JSON.stringify(CHAT),
+  stream: JSON.stringify({ ...CHAT, stream: true, stream_options: { include_usage: true } }),
+};
+const MODES = ['json', 'stream'];
+const MODE_LABEL = { json: 'non-streamed', stream: 'streamed' };
+const TARGETS = ['direct', 'bare', 'portkey', 'gateway'];
+const TARGET_LABEL = { direct: 'upstream direct', bare: 'bare undici proxy (floor)', portkey: 'Portkey gateway 1.15.2', gateway: 'this gateway' };
+
+const { Client, request } = require('undici');
+const pg = require('pg');
+const { summarize } = require('./profile-summary');
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: started with their output in results/logs, always stopped.
+
+const children = new Map(); // name -> { proc, name }
+/** Drops the run's database (set once it exists); idempotent. */
+let cleanupDb = async () => undefined;
+
+function log(...a) {
+  console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...a);
+}
+
+function startProcess(name, command, argv, { env = process.env, cwd = APP_ROOT, ready, timeoutMs = 30_000, logName = name } = {}) {
+  fs.mkdirSync(LOG_DIR, { recursive: true });
+  const out = fs.createWriteStream(path.join(LOG_DIR, `${logName}.log`));
+  const proc = spawn(command, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = { name, proc, exited: false, exit: null };
+  children.set(name, child);
+  child.done = new Promise((resolve) => {
+    proc.on('exit', (code, signal) => {
+      child.exited = true;
+      child.exit = { code, signal };
+      children.delete(name);
+      resolve(child.exit);
+    });
+  });
+  let seen = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} not ready after ${timeoutMs} ms (see ${path.relative(REPO_ROOT, LOG_DIR)}/${logName}.log)`)), timeoutMs);
+    const onData = (buf) => {
+      out.write(buf);
+      if (seen === null) return;
+      seen += buf.toString();
+      const m = ready.exec(seen);
+      if (m) {
+        seen = null;
+        clearTimeout(timer);
+        resolve({ ...child, pid: proc.pid, match: m });
+      } else if (seen.length > 1e6) seen = seen.slice(-1e5);
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    proc.on('exit', (code, signal) => {
+      out.end();
+      if (seen !== null) {
+        clearTimeout(timer);
+        reject(new Error(`${name} exited (${code ?? signal}) before it was ready; see ${path.relative(REPO_ROOT, LOG_DIR)}/${logName}.log`));
+      }
+    });
+  });
+}
+
+async function stopProcess(name, signal = 'SIGTERM', timeoutMs = 8000) {
+  const child = children.get(name);
+  if (!child) return null;
+  try {
+    child.proc.kill(signal);
+  } catch {}
+  const exited = await Promise.race([child.done, sleep(timeoutMs).then(() => null)]);
+  if (exited) return exited;
+  try {
+    child.proc.kill('SIGKILL');
+  } catch {}
+  return child.done;
+}
+
+async function stopAll() {
+  await Promise.all([...children.keys()].map((n) => stopProcess(n)));
+}
+
+process.on('exit', () => {
+  for (const { proc } of children.values()) {
+    try {
+      process.kill(proc.pid, 'SIGKILL');
+    } catch {}
+  }
+});
+
+/** Runs a node script to completion; resolves with its stdout (stderr goes to the log). */
+function runNode(name, argv, { env = process.env, cwd = APP_ROOT, okCodes = [0] } = {}) {
+  fs.mkdirSync(LOG_DIR, { recursive: true });
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.set(name, { name, proc, done: new Promise((r) => proc.on('exit', r)) });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (b) => (stdout += b));
+    proc.stderr.on('data', (b) => (stderr += b));
+    proc.on('error', reject);
+    proc.on('exit', (code) => {
+      children.delete(name);
+      fs.writeFileSync(path.join(LOG_DIR, `${name}.log`), `${stdout}\n--- stderr ---\n${stderr}`);
+      if (okCodes.includes(code)) resolve({ code, stdout, stderr });
+      else reject(new Error(`${name} exited with ${code}: ${stderr.slice(-2000)}`));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc sampling: RSS and CPU time of the processes under test.
+
+const CLK_TCK = 100;
+
+function cpuSplit(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(fields[11]) / CLK_TCK, system: Number(fields[12]) / CLK_TCK };
+  } catch {
+    return null;
+  }
+}
+
+function cpuSeconds(pid) {
+  const c = cpuSplit(pid);
+  return c && c.user + c.system;
+}
+
+function rssMb(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy CPU seconds of the whole machine since boot (all cores), from /proc/stat. */
+function machineBusySeconds() {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + (steal ?? 0)) / CLK_TCK;
+}
+
+/**
+ * Samples RSS every 200 ms and CPU time at start/stop for the named pids, the PostgreSQL
+ * backends of the bench database, and the whole machine (to tell other load on it apart).
+ */
+function startSampler(pids, db) {
+  const rssMax = {};
+  const cpu0 = {};
+  const sys0 = {};
+  for (const [n, pid] of Object.entries(pids)) sys0[n] = cpuSplit(pid)?.system ?? null;
+  const machine0 = machineBusySeconds();
+  const driver0 = process.cpuUsage();
+  const wall0 = Date.now();
+  for (const [n, pid] of Object.entries(pids)) cpu0[n] = cpuSeconds(pid);
+  const tick = () => {
+    for (const [n, pid] of Object.entries(pids)) {
+      const r = rssMb(pid);
+      if (r !== null) rssMax[n] = Math.max(rssMax[n] ?? 0, r);
+    }
+  };
+  tick();
+  const timer = setInterval(tick, 200);
+  const pg0 = db ? pgBackendCpu(db) : null;
+  return {
+    async stop() {
+      clearInterval(timer);
+      tick();
+      const cpu = {};
+      const system = {};
+      for (const [n, pid] of Object.entries(pids)) {
+        const c = cpuSplit(pid);
+        cpu[n] = c === null || cpu0[n] === null ? null : +(c.user + c.system - cpu0[n]).toFixed(2);
+        system[n] = c === null || sys0[n] === null ? null : +(c.system - sys0[n]).toFixed(2);
+      }
+      const pgBy = {};
+      if (db) {
+        const [before, after] = [await pg0, await pgBackendCpu(db, pids)];
+        let s = 0;
+        for (const [pid, { cpu: c, owner }] of after) {
+          const d = c - (before.get(pid)?.cpu ?? 0);
+          s += d;
+          pgBy[owner] = +((pgBy[owner] ?? 0) + d).toFixed(2);
+        }
+        cpu.postgres = +s.toFixed(2);
+      }
+      const d = process.cpuUsage(driver0);
+      cpu.driver = +((d.user + d.system) / 1e6).toFixed(2);
+      const rss = Object.fromEntries(Object.entries(rssMax).map(([k, v]) => [k, +v.toFixed(1)]));
+      return { rss_max_mb: rss, cpu_s: cpu, system_cpu_s: system, postgres_cpu_s_by_client: pgBy, machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2), wall_s: (Date.now() - wall0) / 1000 };
+    },
+  };
+}
+
+/** CPU that none of the bench's processes used (other work on the machine), in cores. */
+function foreignCores(sample, extraCpuS = 0) {
+  const ours = Object.values(sample.cpu_s).reduce((a, b) => a + (b ?? 0), 0) + extraCpuS;
+  return r2(Math.max(0, sample.machine_busy_s - ours) / sample.wall_s);
+}
+
+/** Local TCP ports of a process's sockets (from /proc/<pid>/fd and /proc/net/tcp*). */
+function localPorts(pid) {
+  const inodes = new Set();
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' }) || '');
+      if (m) inodes.add(m[1]);
+    }
+  } catch {
+    return new Set();
+  }
+  const ports = new Set();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = fs.readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && inodes.has(f[9])) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  }
+  return ports;
+}
+
+/**
+ * CPU seconds of the PostgreSQL backends serving the bench database, by pid, each with the
+ * bench process on the other end of its connection (matched by the client's TCP port).
+ */
+async function pgBackendCpu(db, pids = {}) {
+  const { rows } = await db.admin.query('SELECT pid, client_port FROM pg_stat_activity WHERE datname = $1', [db.name]);
+  const owners = Object.entries(pids).map(([name, pid]) => [name, localPorts(pid)]);
+  const out = new Map();
+  for (const { pid, client_port } of rows) {
+    const c = cpuSeconds(pid);
+    const owner = owners.find(([, ports]) => ports.has(client_port))?.[0] ?? 'other';
+    if (c !== null) out.set(pid, { cpu: c, owner });
+  }
+  return out;
+}
+
+/** Waits until the named processes have gone (nearly) idle: background catch-up is over. */
+async function settle(pids, { maxMs = 30_000, windowMs = 500, busyFraction = 0.05 } = {}) {
+  const deadline = Date.now() + maxMs;
+  for (;;) {
+    const a = Object.values(pids).map(cpuSeconds);
+    await sleep(windowMs);
+    const b = Object.values(pids).map(cpuSeconds);
+    const busy = b.reduce((s, v, i) => s + (v === null || a[i] === null ? 0 : v - a[i]), 0);
+    if (busy / (windowMs / 1000) <= busyFraction || Date.now() > deadline) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+const r3 = (x) => (x === null || x === undefined || Number.isNaN(x) ? null : Math.round(x * 1000) / 1000);
+const r2 = (x) => (x === null || x === undefined || Number.isNaN(x) ? null : Math.round(x * 100) / 100);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const sock = net.connect(port, '127.0.0.1');
+      sock.once('connect', () => (sock.destroy(), resolve(true)));
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
+    await sleep(100);
+  }
+}
+
+/** Waits up to maxSeconds until the machine's busy CPU is below 0.25 cores over 2 s. */
+async function waitForQuiet(maxSeconds) {
+  const start = Date.now();
+  for (;;) {
+    const a = machineBusySeconds();
+    await sleep(2000);
+    const busy = (machineBusySeconds() - a) / 2;
+    const waited = (Date.now() - start) / 1000;
+    if (busy < 0.25 || waited >= maxSeconds) {
+      if (busy >= 0.25) log(`the machine is still busy (${busy.toFixed(2)} cores used by other work); measuring anyway`);
+      return { waited_s: Math.round(waited), busy_cores_before_start: r2(busy) };
+    }
+    if (waited < 3) log(`waiting for the machine to be quiet (${busy.toFixed(2)} cores busy)`);
+  }
+}
+
+function sh(cmd, argv, opts = {}) {
+  try {
+    return execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], ...opts }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function machine() {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const model = (/model name\s*:\s*(.*)/.exec(cpuinfo) || [])[1] || 'unknown';
+  return {
+    nproc: Number(sh('nproc', []) || os.cpus().length),
+    cpu_model: model.trim(),
+    memory_gb: +(os.totalmem() / 2 ** 30).toFixed(1),
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    postgres: null,
+    loadavg_start: os.loadavg().map(r2),
+  };
+}
+
+function gitInfo() {
+  // BENCH_COMMIT names the commit an exported BENCH_APP_ROOT was built from.
+  const commit = process.env.BENCH_COMMIT || sh('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT });
+  const status = sh('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT });
+  return { commit, app_root: path.relative(REPO_ROOT, APP_ROOT) || '.', tree_dirty: APP_ROOT === REPO_ROOT ? Boolean(status) : null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The targets: one undici client per target for the sequential phase.
+
+function targetHeaders(target, ctx) {
+  const h = { 'content-type': 'application/json' };
+  if (target === 'portkey') {
+    h['x-portkey-provider'] = 'openai';
+    h['x-portkey-custom-host'] = ctx.simUrl; // http://127.0.0.1:PORT/v1
+  }
+  return h;
+}
+
+function targetOrigin(target, ctx) {
+  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin }[target];
+}
+
+const CHAT_PATH = '/v1/chat/completions';
+
+async function timedRequest(client, headers, body) {
+  const t0 = process.hrtime.bigint();
+  const res = await client.request({ path: CHAT_PATH, method: 'POST', headers, body });
+  const text = await res.body.text();
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  return { ms, status: res.statusCode, text };
+}
+
+async function sequentialPhase(ctx, { targets: TARGETS = ['direct', 'bare', 'portkey', 'gateway'], modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
+  const out = {};
+  const clients = Object.fromEntries(TARGETS.map((t) => [t, new Client(targetOrigin(t, ctx), { pipelining: 1, keepAliveTimeout: 60_000 })]));
+  const headers = Object.fromEntries(
+    TARGETS.map((t) => [t, { ...targetHeaders(t, ctx), authorization: `Bearer ${t === 'gateway' ? ctx.seqKey : 'anything'}` }]),
+  );
+  try {
+    for (const mode of modes) {
+      const pg0 = await xactCounts(ctx.db);
+      const sampler = startSampler(ctx.pids, ctx.db);
+      const lat = Object.fromEntries(TARGETS.map((t) => [t, []]));
+      const bad = Object.fromEntries(TARGETS.map((t) => [t, {}]));
+      const total = warmup + n;
+      for (let i = 0; i < total; i++) {
+        // Interleaved, rotating the order each round: every target sees the same conditions.
+        for (let k = 0; k < TARGETS.length; k++) {
+          const t = TARGETS[(i + k) % TARGETS.length];
+          const r = await timedRequest(clients[t], headers[t], BODIES[mode]);
+          const valid = r.status === 200 && (mode === 'json' ? r.text.includes('Echo: hello') : r.text.includes('data: [DONE]'));
+          if (!valid) bad[t][r.status] = (bad[t][r.status] ?? 0) + 1;
+          if (i >= warmup) lat[t].push(r.ms);
+        }
+      }
+      const stats = {};
+      const direct = [...lat.direct].sort((a, b) => a - b);
+      for (const t of TARGETS) {
+        const s = [...lat[t]].sort((a, b) => a - b);
+        const paired = lat[t].map((v, i) => v - lat.direct[i]).sort((a, b) => a - b);
+        stats[t] = {
+          n: s.length,
+          latency_ms: { p50: r3(pct(s, 50)), p90: r3(pct(s, 90)), p99: r3(pct(s, 99)), mean: r3(s.reduce((a, b) => a + b, 0) / s.length) },
+          // Primary: per-percentile difference from calling the upstream directly.
+          overhead_ms: t === 'direct' ? null : { p50: r3(pct(s, 50) - pct(direct, 50)), p99: r3(pct(s, 99) - pct(direct, 99)) },
+          // Secondary: percentiles of the paired differences (same round, back to back).
+          paired_overhead_ms: t === 'direct' ? null : { p50: r3(pct(paired, 50)), p99: r3(pct(paired, 99)) },
+          invalid: bad[t],
+        };
+      }
+      const sample = await sampler.stop();
+      await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+      const pg1 = await xactCounts(ctx.db);
+      const gatewayRequests = total;
+      out[mode] = {
+        ...stats,
+        cpu_s: sample.cpu_s,
+        wall_s: r2(sample.wall_s),
+        other_load_cores: foreignCores(sample),
+        // Every statement outside BEGIN/COMMIT counts as a transaction too (reads included).
+        pg_transactions_per_gateway_request: r2((pg1.commits - pg0.commits) / gatewayRequests),
+        postgres_cpu_s_by_client: sample.postgres_cpu_s_by_client,
+      };
+      log(`sequential ${mode}: ` + TARGETS.map((t) => `${t} p50 ${stats[t].latency_ms.p50} p99 ${stats[t].latency_ms.p99}`).join(' | '));
+    }
+  } finally {
+    await Promise.all(Object.values(clients).map((c) => c.close()));
+  }
+  return out;
+}
+
+async function load(name, opts) {
+  const { stdout } = await runNode(name, [path.join(BENCH_DIR, 'load.js'), JSON.stringify(opts)], { cwd: BENCH_DIR });
+  return JSON.parse(stdout.trim().split('\n').pop());
+}
+
+async function throughputPhase(ctx) {
+  const out = {};
+  for (const mode of MODES) {
+    out[mode] = {};
+    for (const t of TARGETS) {
+      const opts = {
+        url: `${targetOrigin(t, ctx)}${CHAT_PATH}`,
+        connections: CFG.loadConnections,
+        body: BODIES[mode],
+        headers: targetHeaders(t, ctx),
+        keys: t === 'gateway' ? ctx.loadKeys : ['anything'],
+        warmup: 0,
+      };
+      // Warm-up, then let the requests it left in flight drain, so they don't eat into the window.
+      const warm = await load(`load-${mode}-${t}-warmup`, { ...opts, duration: CFG.loadWarmup });
+      await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker, [t]: ctx.pids[t === 'direct' ? 'simulator' : t] });
+      const pg0 = t === 'gateway' ? { ...(await xactCounts(ctx.db)), charged: await chargedCount(ctx.db) } : null;
+      const sampler = startSampler(ctx.pids, ctx.db);
+      const r = await load(`load-${mode}-${t}`, { ...opts, duration: CFG.loadSeconds });
+      r.warmup_ok = warm.ok;
+      r.warmup_non2xx = warm.non2xx + warm.errors;
+      const s = await sampler.stop();
+      out[mode][t] = {
+        ...r,
+        rss_max_mb: s.rss_max_mb,
+        cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
+        system_cpu_s: s.system_cpu_s,
+        postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
+        machine_busy_s: s.machine_busy_s,
+        other_load_cores: foreignCores(s, r.client_cpu_s),
+      };
+      if (t === 'gateway') {
+        // The worker's projection of this run belongs to it: wait for it before counting.
+        await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+        const pg1 = await xactCounts(ctx.db);
+        const charged = (await chargedCount(ctx.db)) - pg0.charged;
+        out[mode][t].charged = charged;
+        out[mode][t].pg_transactions_per_request = r2((pg1.commits - pg0.commits) / Math.max(1, charged));
+      }
+      log(`load ${mode} ${t}: ${r.rps.toFixed(0)} req/s, p50 ${r.latency_ms.p50} ms, p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}`);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accounts and the ledger
+
+async function admin(ctx, method, p, body) {
+  const res = await request(`${ctx.gatewayOrigin}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.body.json().catch(() => null);
+  if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function newAccount(ctx, usd) {
+  const { id } = await admin(ctx, 'POST', '/admin/accounts', { initial_credits_usd: usd });
+  const { key } = await admin(ctx, 'POST', `/admin/accounts/${id}/keys`, {});
+  return { id, key };
+}
+
+/** Key look-ups read the identity projection (the worker's): wait until the key works. */
+async function waitForKey(ctx, key, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await request(`${ctx.gatewayOrigin}/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    await res.body.dump();
+    if (res.statusCode === 200) return;
+    if (Date.now() > deadline) throw new Error(`key not usable after ${timeoutMs} ms (last status ${res.statusCode})`);
+    await sleep(50);
+  }
+}
+
+async function xactCounts(db) {
+  await sleep(1200); // PostgreSQL flushes backend statistics at most once a second
+  await db.admin.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await db.admin.query('SELECT xact_rollback::bigint AS n, xact_commit::bigint AS c FROM pg_stat_database WHERE datname = $1', [db.name]);
+  return { rollbacks: Number(rows[0].n), commits: Number(rows[0].c) };
+}
+
+async function chargedCount(db) {
+  const { rows } = await db.app.query(`SELECT count(*)::int AS n FROM events WHERE type = 'UsageCharged'`);
+  return rows[0].n;
+}
+
+async function streamFacts(db, accountId) {
+  const { rows } = await db.app.query(
+    `SELECT type, count(*)::int AS n, count(DISTINCT tx)::int AS txs FROM events WHERE stream = $1 GROUP BY type`,
+    [`account-${accountId}`],
+  );
+  const { rows: all } = await db.app.query(`SELECT count(*)::int AS n, count(DISTINCT tx)::int AS txs FROM events WHERE stream = $1`, [`account-${accountId}`]);
+  return { by_type: Object.fromEntries(rows.map((r) => [r.type, r.n])), events: all[0].n, appends: all[0].txs };
+}
+
+async function worstCaseNano(db) {
+  const { rows } = await db.app.query(`SELECT max((data->>'amount_nano')::numeric)::text AS w FROM events WHERE type = 'HoldPlaced'`);
+  return BigInt(rows[0].w);
+}
+
+const nanoToUsd = (n) => Number(n) / 1e9;
+
+async function hotPhase(ctx) {
+  const worst = await worstCaseNano(ctx.db);
+  const out = { worst_case_usd: nanoToUsd(worst) };
+
+  // (a) Funded: credit for every request's worst case (plus 10%), so none can get 402.
+  const credit = (worst * BigInt(CFG.hotRequests) * 11n) / 10n;
+  const funded = await newAccount(ctx, nanoToUsd(credit) + 0.01);
+  await waitForKey(ctx, funded.key);
+  await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+  const before = await xactCounts(ctx.db);
+  const sampler = startSampler(ctx.pids, ctx.db);
+  const r = await load('load-hot-funded', {
+    url: `${ctx.gatewayOrigin}${CHAT_PATH}`,
+    connections: CFG.hotConnections,
+    amount: CFG.hotRequests,
+    body: BODIES.json,
+    headers: targetHeaders('gateway', ctx),
+    keys: [funded.key],
+  });
+  const s = await sampler.stop();
+  const after = await xactCounts(ctx.db);
+  const facts = await streamFacts(ctx.db, funded.id);
+  out.funded = {
+    account: funded.id,
+    credit_usd: nanoToUsd(credit) + 0.01,
+    in_flight: CFG.hotConnections,
+    requests: r.requests,
+    ok: r.ok,
+    status_codes: r.status_codes,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    wall_s: r3(r.wall_s),
+    billed_rps: r2(r.ok / r.wall_s),
+    latency_ms: r.latency_ms,
+    charged_events: facts.by_type.UsageCharged ?? 0,
+    holds_placed: facts.by_type.HoldPlaced ?? 0,
+    stream_events: facts.events,
+    appends: facts.appends,
+    commands_per_append: r2(facts.events / Math.max(1, facts.appends)),
+    pg_rollbacks: after.rollbacks - before.rollbacks,
+    pg_commits: after.commits - before.commits,
+    rss_max_mb: s.rss_max_mb,
+    cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
+    postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
+    other_load_cores: foreignCores(s, r.client_cpu_s),
+  };
+  log(`hot funded: ${out.funded.billed_rps} billed req/s, ${r.ok}/${r.requests} ok, ${facts.appends} appends for ${facts.events} events, ${out.funded.pg_rollbacks} rollbacks`);
+
+  // (b) Under-funded: credit for exactly 256 worst cases, 8x as many requests: the account
+  // runs dry under 256 in flight, the rest must get 402, and the balance must stay >= 0.
+  const small = worst * BigInt(CFG.exhaustWorstCases);
+  const dry = await newAccount(ctx, nanoToUsd(small));
+  await waitForKey(ctx, dry.key);
+  await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+  const before2 = await xactCounts(ctx.db);
+  const r2_ = await load('load-hot-exhaust', {
+    url: `${ctx.gatewayOrigin}${CHAT_PATH}`,
+    connections: CFG.hotConnections,
+    amount: CFG.exhaustRequests,
+    body: BODIES.json,
+    headers: targetHeaders('gateway', ctx),
+    keys: [dry.key],
+  });
+  const after2 = await xactCounts(ctx.db);
+  const facts2 = await streamFacts(ctx.db, dry.id);
+  out.exhaust = {
+    account: dry.id,
+    credit_usd: nanoToUsd(small),
+    worst_cases_affordable: CFG.exhaustWorstCases,
+    in_flight: CFG.hotConnections,
+    requests: r2_.requests,
+    ok: r2_.ok,
+    status_codes: r2_.status_codes,
+    errors: r2_.errors,
+    wall_s: r3(r2_.wall_s),
+    charged_events: facts2.by_type.UsageCharged ?? 0,
+    stream_events: facts2.events,
+    appends: facts2.appends,
+    pg_rollbacks: after2.rollbacks - before2.rollbacks,
+  };
+  log(`hot exhaust: ${JSON.stringify(r2_.status_codes)}, ${facts2.appends} appends, ${out.exhaust.pg_rollbacks} rollbacks`);
+  return out;
+}
+
+async function profilePhase(ctx) {
+  fs.mkdirSync(PROFILE_DIR, { recursive: true });
+  for (const f of fs.readdirSync(PROFILE_DIR)) if (f.endsWith('.cpuprofile')) fs.rmSync(path.join(PROFILE_DIR, f));
+  await stopProcess('gateway');
+  await settle({ worker: ctx.pids.worker });
+  const gw = await startGateway(ctx, ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`], 'gateway-profiled');
+  await waitForKey(ctx, ctx.loadKeys[0]);
+  const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys };
+  const warm = await load('load-profile-warmup', { ...opts, duration: Math.max(3, CFG.loadWarmup), warmup: 0 });
+  await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+  const sampler = startSampler({ gateway: gw.pid }, null);
+  const r = await load('load-profile', { ...opts, duration: CFG.profileSeconds, warmup: 0 });
+  const s = await sampler.stop();
+  r.warmup_ok = warm.ok;
+  // Requests the load left in flight finish (and are charged) before the process stops.
+  await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+  await stopProcess('gateway', 'SIGINT', 20_000);
+  const files = fs.readdirSync(PROFILE_DIR).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) throw new Error('the profiled gateway wrote no .cpuprofile');
+  const file = path.join(PROFILE_DIR, files[0]);
+  const summary = summarize(file, APP_ROOT, 15, r.window_us);
+  log(`profile: ${path.relative(REPO_ROOT, file)} (${summary.busy_ms} ms busy of ${summary.sampled_ms} ms)`);
+  return {
+    file: path.relative(REPO_ROOT, file),
+    pid: gw.pid,
+    load: { rps: r2(r.rps), ok: r.ok, warmup_ok: r.warmup_ok, non2xx: r.non2xx + warm.non2xx, errors: r.errors + warm.errors, latency_ms: r.latency_ms },
+    // What the process really ran on a CPU during the window, against the profile's busy time
+    // (V8 samples wall-clock: time preempted inside a native call counts as that call's).
+    gateway_cpu_s: s.cpu_s.gateway,
+    gateway_system_cpu_s: s.system_cpu_s.gateway,
+    window_wall_s: r2(s.wall_s),
+    ...summary,
+  };
+}
+
+async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
+  const gw = await startProcess('gateway', process.execPath, [...nodeFlags, 'dist/apps/gateway/src/main.js'], {
+    logName,
+    env: ctx.appEnv({ PORT: String(ctx.gatewayPort) }),
+    ready: /svc-gateway listening on (http:\/\/\S+)/,
+  });
+  ctx.pids.gateway = gw.pid;
+  return gw;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const t0 = Date.now();
+  for (const f of ['dist/apps/gateway/src/main.js', 'dist/apps/worker/src/main.js', 'dist/src/cli.js', 'dist/libs/providers/src/simulator/index.js']) {
+    if (!fs.existsSync(path.join(APP_ROOT, f))) throw new Error(`${f} is missing in ${APP_ROOT}: run \`npm run build\` at the root first`);
+  }
+  const portkeyEntry = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/build/start-server.js');
+  if (!fs.existsSync(portkeyEntry)) throw new Error('bench dependencies missing: run `npm install --prefix bench`');
+
+  // Other work on these cores skews every figure: wait (a while) for the machine to be quiet.
+  const quiet = await waitForQuiet(QUICK ? 5 : 30);
+  const results = {
+    quiet_wait: quiet,
+    date: new Date().toISOString(),
+    machine: machine(),
+    git: gitInfo(),
+    config: { ...CFG, quick: QUICK, redis: REDIS_URL, body: CHAT },
+    anomalies: [],
+  };
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  fs.rmSync(LOG_DIR, { recursive: true, force: true });
+
+  // A fresh database for this run, dropped at the end.
+  const dbName = `svc_bench_${Date.now()}_${process.pid}`;
+  const adminDb = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await adminDb.connect();
+  results.machine.postgres = (await adminDb.query('SHOW server_version')).rows[0].server_version;
+  await adminDb.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(PG_ADMIN_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const db = { name: dbName, url: dbUrl.toString(), admin: adminDb, app: null };
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
+  log(`database ${dbName}; app root ${APP_ROOT}`);
+
+  const ctx = { db, pids: {}, gatewayPort: await freePort() };
+  ctx.appEnv = (extra) => {
+    const env = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('SVC_') || k === 'EVENTSTORE_URL') delete env[k];
+    return {
+      ...env,
+      NODE_ENV: 'production',
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      SVC_SIMULATOR_URL: ctx.simUrl,
+      SVC_RATE_LIMITS_LIVE: LIVE_LIMITS,
+      SVC_DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      ...extra,
+    };
+  };
+
+  cleanupDb = async () => {
+    cleanupDb = async () => undefined;
+    if (db.app) await db.app.end().catch(() => undefined);
+    await adminDb.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((e) => log(`could not drop ${dbName}: ${e.message}`));
+    await adminDb.end().catch(() => undefined);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+
+  let failed = null;
+  try {
+    // The simulated upstream, in its own process, shared by every target.
+    const sim = await startProcess('simulator', process.execPath, [path.join(BENCH_DIR, 'simulator.js'), APP_ROOT, '0'], { ready: /simulator listening on (\S+)/ });
+    ctx.simUrl = sim.match[1];
+    ctx.simOrigin = new URL(ctx.simUrl).origin;
+    ctx.pids.simulator = sim.pid;
+
+    const bare = await startProcess('bare-proxy', process.execPath, [path.join(BENCH_DIR, 'bare-proxy.js'), ctx.simOrigin, '0'], { cwd: BENCH_DIR, ready: /bare-proxy listening on (\S+)/ });
+    ctx.bareOrigin = bare.match[1];
+    ctx.pids.bare = bare.pid;
+
+    const portkeyPort = await freePort();
+    const portkey = await startProcess('portkey', process.execPath, [portkeyEntry, '--headless', `--port=${portkeyPort}`], {
+      cwd: BENCH_DIR,
+      ready: /Ready for connections/,
+    });
+    await waitForPort(portkeyPort);
+    ctx.portkeyOrigin = `http://127.0.0.1:${portkeyPort}`;
+    ctx.pids.portkey = portkey.pid;
+
+    // The gateway first (it creates the schema), then the worker.
+    await startGateway(ctx);
+    ctx.gatewayOrigin = `http://127.0.0.1:${ctx.gatewayPort}`;
+    const worker = await startProcess('worker', process.execPath, ['dist/apps/worker/src/main.js'], { env: ctx.appEnv({ PORT: '0' }), ready: /svc-worker running/ });
+    ctx.pids.worker = worker.pid;
+    const rpid = await redisPid(REDIS_URL);
+    if (rpid && fs.existsSync(`/proc/${rpid}`)) ctx.pids.redis = rpid;
+    db.app = new pg.Pool({ connectionString: db.url, max: 2 });
+    await sleep(500);
+    results.rss_idle_mb = { gateway: r2(rssMb(ctx.pids.gateway)), worker: r2(rssMb(ctx.pids.worker)), portkey: r2(rssMb(ctx.pids.portkey)), bare: r2(rssMb(ctx.pids.bare)) };
+
+    // Accounts: one for the sequential phase, 64 for the 64-connection runs (one per connection).
+    const seq = await newAccount(ctx, 1000);
+    ctx.seqKey = seq.key;
+    ctx.loadKeys = [];
+    for (let i = 0; i < CFG.loadAccounts; i++) ctx.loadKeys.push((await newAccount(ctx, 1000)).key);
+    await waitForKey(ctx, ctx.loadKeys[ctx.loadKeys.length - 1]);
+    await waitForKey(ctx, ctx.seqKey);
+    log(`processes up: simulator ${ctx.simOrigin}, bare ${ctx.bareOrigin}, portkey ${ctx.portkeyOrigin}, gateway ${ctx.gatewayOrigin}`);
+
+    log(`1. sequential overhead (${CFG.seqN} requests per target and mode after ${CFG.seqWarmup} warm-up, interleaved)`);
+    results.sequential = await sequentialPhase(ctx);
+
+    // Diagnostic: the same, gateway only, with the worker paused (its projections compete for
+    // the same 2 cores and the same PostgreSQL): how much of the overhead is the worker's.
+    const nPaused = QUICK ? 200 : 500;
+    log(`1b. sequential, gateway only, worker paused (SIGSTOP), ${nPaused} requests`);
+    await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+    process.kill(ctx.pids.worker, 'SIGSTOP');
+    try {
+      results.sequential_worker_paused = await sequentialPhase(ctx, { targets: ['direct', 'gateway'], modes: ['json'], n: nPaused, warmup: 30 });
+    } finally {
+      process.kill(ctx.pids.worker, 'SIGCONT');
+    }
+    await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+
+    log(`2. throughput at ${CFG.loadConnections} connections (${CFG.loadSeconds} s each after ${CFG.loadWarmup} s warm-up)`);
+    results.throughput = await throughputPhase(ctx);
+
+    log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
+    results.hot = await hotPhase(ctx);
+
+    if (PROFILE) {
+      log('profile: gateway under --cpu-prof, 64 connections, non-streamed');
+      results.profile = await profilePhase(ctx);
+    }
+
+    // Gateway traffic is over: let the worker finish projecting, then stop it for the rebuild.
+    await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+    await stopProcess('gateway');
+    await settle({ worker: ctx.pids.worker });
+    await stopProcess('worker');
+
+    log('4. projection rebuild from PostgreSQL');
+    const { stdout: rb } = await runNode('rebuild', [path.join(BENCH_DIR, 'rebuild.js'), APP_ROOT], { env: ctx.appEnv({}) });
+    const rebuild = JSON.parse(rb.trim().split('\n').pop());
+    results.rebuild = {
+      ...rebuild,
+      events_per_s_all: Math.round(rebuild.store_events / (rebuild.total_ms / 1000)),
+      projections: rebuild.projections.map((p) => ({ ...p, ms: r2(p.ms), events_per_s: Math.round(p.events / (p.ms / 1000)) })),
+    };
+    log(`rebuild: ${rebuild.store_events} events, all ${rebuild.projections.length} projections in ${(rebuild.total_ms / 1000).toFixed(2)} s = ${results.rebuild.events_per_s_all} events/s`);
+
+    log('ledger audit');
+    const ta = Date.now();
+    const audit = await runNode('ledger-audit', ['dist/src/cli.js', 'ledger', 'audit', '--json'], { env: ctx.appEnv({}), okCodes: [0, 1] });
+    results.audit = summarizeAudit(audit, Date.now() - ta, results.hot);
+    log(`audit: exit ${audit.code}, ${results.audit.violations} violations, ${results.audit.mismatches} mismatches, min available $${results.audit.min_available_usd}`);
+
+    results.consistency = await consistency(db, results);
+
+    log('PostgreSQL commit probe (why appends cost what they cost)');
+    results.pg_probe = await commitProbe(db);
+    log(`commit probe: ${JSON.stringify(results.pg_probe)}`);
+  } catch (err) {
+    failed = err;
+    results.error = String(err && err.stack ? err.stack : err);
+  } finally {
+    await stopAll();
+    await cleanupDb();
+    results.logs = scanLogs();
+  }
+  results.machine.loadavg_end = os.loadavg().map(r2);
+  results.elapsed_s = Math.round((Date.now() - t0) / 1000);
+  if (failed) {
+    fs.writeFileSync(path.join(RESULTS_DIR, 'failed.json'), JSON.stringify(results, null, 2));
+    throw failed;
+  }
+  results.figures = figures(results);
+  checkAnomalies(results);
+  fs.writeFileSync(path.join(RESULTS_DIR, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  if (WRITE_DOCS) {
+    fs.mkdirSync(path.dirname(DOCS_FILE), { recursive: true });
+    fs.writeFileSync(DOCS_FILE, require('./report').markdown(results));
+  }
+  log(`done in ${results.elapsed_s} s: bench/results/latest.json${WRITE_DOCS ? ', docs/BENCHMARKS.md' : ''}`);
+  for (const t of results.figures.targets) log(`${t.reached ? 'REACHED ' : 'MISSED  '} ${t.name}: ${t.measured}`);
+  if (results.anomalies.length) log(`anomalies:\n  ${results.anomalies.join('\n  ')}`);
+}
+
+/**
+ * Transactions per second of a tiny append (BEGIN; INSERT; COMMIT) from 1 and 16 clients, with
+ * and without a pg_notify in the transaction (the event store notifies on every append).
+ * PostgreSQL serialises the commits of transactions that NOTIFY (a database-wide lock held
+ * through the WAL flush), so the second pair shows the ceiling that puts on appends.
+ */
+async function commitProbe(db) {
+  await db.app.query('CREATE TABLE bench_commit_probe (id bigserial PRIMARY KEY, data jsonb NOT NULL)');
+  const pool = new pg.Pool({ connectionString: db.url, max: 16 });
+  const seconds = QUICK ? 1 : 2;
+  const run = async (clients, notify) => {
+    let n = 0;
+    const end = Date.now() + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        const c = await pool.connect();
+        try {
+          while (Date.now() < end) {
+            await c.query('BEGIN');
+            await c.query(`INSERT INTO bench_commit_probe (data) VALUES ('{"type":"HoldPlaced"}')`);
+            if (notify) await c.query(`SELECT pg_notify('bench_probe', '')`);
+            await c.query('COMMIT');
+            n++;
+          }
+        } finally {
+          c.release();
+        }
+      }),
+    );
+    return Math.round(n / seconds);
+  };
+  try {
+    return {
+      tx_per_s_1_client: await run(1, false),
+      tx_per_s_1_client_notify: await run(1, true),
+      tx_per_s_16_clients: await run(16, false),
+      tx_per_s_16_clients_notify: await run(16, true),
+    };
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Errors and warnings the long-running processes printed (they must print none under the bench). */
+function scanLogs() {
+  const out = {};
+  if (!fs.existsSync(LOG_DIR)) return out;
+  for (const f of fs.readdirSync(LOG_DIR)) {
+    if (!/^(gateway|gateway-profiled|worker|portkey|bare-proxy|simulator)\.log$/.test(f)) continue;
+    const lines = fs.readFileSync(path.join(LOG_DIR, f), 'utf8').split('\n');
+    const bad = lines.filter((l) => /ERROR|Error:|unreachable|WARN/i.test(l) && !/^\s+at /.test(l));
+    // A client that leaves mid-stream (autocannon closing its connections at the end of a timed
+    // run) is logged as ERR_STREAM_PREMATURE_CLOSE: expected here, counted apart.
+    const premature = bad.filter((l) => /ERR_STREAM_PREMATURE_CLOSE/.test(l));
+    const other = bad.filter((l) => !/ERR_STREAM_PREMATURE_CLOSE/.test(l));
+    out[f.replace(/\.log$/, '')] = {
+      error_lines: other.length,
+      client_left_mid_stream: premature.length,
+      first: other.slice(0, 3).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '').slice(0, 300)),
+    };
+  }
+  return out;
+}
+
+/** The pid of the Redis server (shared), from INFO; null when it cannot be asked. */
+function redisPid(url) {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const sock = net.connect(Number(u.port || 6379), u.hostname);
+    let buf = '';
+    const done = (v) => (sock.destroy(), resolve(v));
+    sock.setTimeout(1000, () => done(null));
+    sock.on('error', () => done(null));
+    sock.on('connect', () => sock.write('INFO server\r\n'));
+    sock.on('data', (d) => {
+      buf += d;
+      const m = /process_id:(\d+)/.exec(buf);
+      if (m) done(Number(m[1]));
+    });
+  });
+}
+
+function summarizeAudit(audit, ms, hot) {
+  let report = null;
+  try {
+    report = JSON.parse(audit.stdout);
+  } catch {}
+  const accounts = report?.accounts ?? [];
+  const min = accounts.reduce((m, a) => (m === null || BigInt(a.availableNano) < m ? BigInt(a.availableNano) : m), null);
+  const find = (id) => accounts.find((a) => a.accountId === id);
+  const acct = (id) => {
+    const a = find(id);
+    return a && { credits_usd: nanoToUsd(a.creditsNano), charged_usd: nanoToUsd(a.chargedNano), open_holds: a.openHolds, held_usd: nanoToUsd(a.heldNano), available_usd: nanoToUsd(a.availableNano), over_hold_charges: a.overHold?.count ?? 0 };
+  };
+  return {
+    exit_code: audit.code,
+    ms,
+    events: report?.events ?? null,
+    accounts: accounts.length,
+    violations: report ? (report.violations ?? []).length : null,
+    mismatches: report ? (report.projections?.mismatches ?? []).length : null,
+    min_available_usd: min === null ? null : nanoToUsd(min),
+    negative_accounts: accounts.filter((a) => BigInt(a.availableNano) < 0n).length,
+    open_holds: accounts.reduce((s, a) => s + a.openHolds, 0),
+    hot_funded: acct(hot?.funded?.account),
+    hot_exhaust: acct(hot?.exhaust?.account),
+  };
+}
+
+async function consistency(db, results) {
+  const { rows } = await db.app.query('SELECT type, count(*)::int AS n FROM events GROUP BY type ORDER BY type');
+  const byType = Object.fromEntries(rows.map((r) => [r.type, r.n]));
+  const okIn = (phase, warmup) =>
+    Object.values(phase ?? {}).reduce((s, m) => s + (m.gateway ? m.gateway.n + warmup - Object.values(m.gateway.invalid).reduce((a, b) => a + b, 0) : 0), 0);
+  const seqOk = okIn(results.sequential, CFG.seqWarmup) + okIn(results.sequential_worker_paused, 30);
+  const loadOk = MODES.reduce((s, m) => s + results.throughput[m].gateway.ok + results.throughput[m].gateway.warmup_ok, 0);
+  const profileOk = results.profile ? results.profile.load.ok + results.profile.load.warmup_ok : 0;
+  const seen = seqOk + loadOk + results.hot.funded.ok + results.hot.exhaust.ok + profileOk;
+  return {
+    events_by_type: byType,
+    gateway_2xx_seen_by_clients: seen,
+    // Requests still in flight when a timed load run ended: the client left, the gateway still billed them.
+    charged_after_client_left: (byType.UsageCharged ?? 0) - seen,
+  };
+}
+
+function figures(r) {
+  const seq = (mode, t) => r.sequential[mode][t];
+  const thr = (mode, t) => r.throughput[mode][t];
+  const ratio = (a, b) => (b > 0 ? r2(a / b) : null);
+  const rows = {};
+  for (const mode of MODES) {
+    rows[mode] = {};
+    for (const t of ['bare', 'portkey', 'gateway']) {
+      const o = seq(mode, t).overhead_ms;
+      rows[mode][t] = {
+        overhead_p50_ms: o.p50,
+        overhead_p99_ms: o.p99,
+        overhead_p50_x_floor: ratio(o.p50, seq(mode, 'bare').overhead_ms.p50),
+        overhead_p50_x_portkey: ratio(o.p50, seq(mode, 'portkey').overhead_ms.p50),
+        overhead_p99_x_floor: ratio(o.p99, seq(mode, 'bare').overhead_ms.p99),
+        overhead_p99_x_portkey: ratio(o.p99, seq(mode, 'portkey').overhead_ms.p99),
+        rps: r2(thr(mode, t).rps),
+        rps_x_floor: ratio(thr(mode, t).rps, thr(mode, 'bare').rps),
+        rps_x_portkey: ratio(thr(mode, t).rps, thr(mode, 'portkey').rps),
+      };
+    }
+  }
+  const gwRss = Math.max(
+    ...MODES.map((m) => thr(m, 'gateway').rss_max_mb.gateway ?? 0),
+    r.hot.funded.rss_max_mb.gateway ?? 0,
+  );
+  const targets = [];
+  for (const mode of MODES) {
+    const g = rows[mode].gateway;
+    targets.push({ name: `sequential overhead p50 <= 1.0 ms (${MODE_LABEL[mode]})`, measured: `${g.overhead_p50_ms} ms`, reached: g.overhead_p50_ms <= 1.0 });
+    targets.push({ name: `sequential overhead p99 <= 3 ms (${MODE_LABEL[mode]})`, measured: `${g.overhead_p99_ms} ms`, reached: g.overhead_p99_ms <= 3 });
+    targets.push({
+      name: `overhead <= 0.5x Portkey's, p50 and p99 (${MODE_LABEL[mode]})`,
+      measured: `p50 ${g.overhead_p50_x_portkey}x, p99 ${g.overhead_p99_x_portkey}x`,
+      reached: g.overhead_p50_x_portkey !== null && g.overhead_p50_x_portkey <= 0.5 && g.overhead_p99_x_portkey !== null && g.overhead_p99_x_portkey <= 0.5,
+    });
+    targets.push({ name: `throughput >= 50% of the bare proxy's (${MODE_LABEL[mode]}, 64 connections)`, measured: `${Math.round(100 * g.rps_x_floor)}%`, reached: g.rps_x_floor >= 0.5 });
+  }
+  const hot = r.hot.funded;
+  const noOverdraft = r.audit.exit_code === 0 && r.audit.negative_accounts === 0 && r.audit.violations === 0;
+  targets.push({ name: 'hot account >= 1,000 billed requests/s', measured: `${hot.billed_rps} req/s`, reached: hot.billed_rps >= 1000 });
+  targets.push({
+    name: 'hot account: 0 overdraft (ledger audit)',
+    measured: `audit exit ${r.audit.exit_code}, ${r.audit.violations} violations, ${r.audit.negative_accounts} accounts below 0`,
+    reached: noOverdraft,
+  });
+  targets.push({ name: 'projection rebuild >= 20,000 events/s (all projections)', measured: `${r.rebuild.events_per_s_all} events/s`, reached: r.rebuild.events_per_s_all >= 20000 });
+  targets.push({ name: 'gateway RSS <= 300 MB under load', measured: `${r2(gwRss)} MB`, reached: gwRss <= 300 });
+  return { rows, gateway_rss_max_mb: r2(gwRss), targets };
+}
+
+function checkAnomalies(r) {
+  const a = r.anomalies;
+  for (const mode of MODES) {
+    for (const t of TARGETS) {
+      const inv = r.sequential[mode][t].invalid;
+      if (Object.keys(inv).length) a.push(`sequential ${mode} ${t}: invalid answers ${JSON.stringify(inv)}`);
+      const l = r.throughput[mode][t];
+      if (l.warmup_non2xx) a.push(`load ${mode} ${t}: ${l.warmup_non2xx} non-2xx or errors in the warm-up`);
+      if (l.non2xx || l.errors || l.timeouts) a.push(`load ${mode} ${t}: non2xx ${l.non2xx} ${JSON.stringify(l.status_codes)}, errors ${l.errors}, timeouts ${l.timeouts}`);
+    }
+  }
+  const f = r.hot.funded;
+  if (f.ok !== f.requests || f.errors) a.push(`hot funded: ${f.ok}/${f.requests} ok ${JSON.stringify(f.status_codes)}, errors ${f.errors}`);
+  if (f.charged_events !== f.ok) a.push(`hot funded: ${f.charged_events} UsageCharged events for ${f.ok} answered requests`);
+  const e = r.hot.exhaust;
+  const unexpected = Object.keys(e.status_codes).filter((c) => c !== '200' && c !== '402');
+  if (unexpected.length || e.errors) a.push(`hot exhaust: unexpected ${JSON.stringify(e.status_codes)}, errors ${e.errors}`);
+  if (r.profile && (r.profile.load.non2xx || r.profile.load.errors)) a.push(`profile load: non2xx ${r.profile.load.non2xx}, errors ${r.profile.load.errors}`);
+  if (r.audit.exit_code !== 0) a.push(`ledger audit exited ${r.audit.exit_code}`);
+  if (r.audit.open_holds) a.push(`${r.audit.open_holds} holds still open after the run`);
+  if (r.audit.mismatches) a.push(`${r.audit.mismatches} projection mismatches in the audit`);
+  for (const [name, l] of Object.entries(r.logs ?? {})) if (l.error_lines) a.push(`${name} printed ${l.error_lines} error/warning lines, e.g. ${l.first[0]}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    log(`${sig}: stopping child processes`);
+    stopAll()
+      .then(() => cleanupDb())
+      .finally(() => process.exit(130));
+  });
+}
+
+main().catch(async (err) => {
+  if (interrupted) return; // the signal handler is already cleaning up
+  console.error(err);
+  await stopAll();
+  await cleanupDb();
+  process.exit(1);
+});
