@@ -132,14 +132,11 @@ export class SqlEventStore implements EventStore {
    */
   async append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     assertAppendSize(stream, events, this.maxAppendBytes);
-    const result = await this.runner.transaction(async (tx) => {
-      // If the server's or role's default isolation were REPEATABLE READ or SERIALIZABLE, the
-      // snapshot would be taken by the lock statement *before* it waits, and the revision read
-      // after the wait would miss the append that held the lock. READ COMMITTED takes a fresh
-      // snapshot per statement. It writes nothing, so the lock stays the first real step.
-      await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-      return this.appendSteps(tx, stream, events, expected);
-    });
+    // If the server's or role's default isolation were REPEATABLE READ or SERIALIZABLE, the
+    // snapshot would be taken by the lock statement *before* it waits, and the revision read
+    // after the wait would miss the append that held the lock. READ COMMITTED takes a fresh
+    // snapshot per statement. It is set with BEGIN, so the lock stays the first statement.
+    const result = await this.runner.transaction((tx) => this.appendSteps(tx, stream, events, expected), { readCommitted: true });
     if (events.length > 0) this.signalAppend();
     return result;
   }
@@ -212,6 +209,9 @@ export class SqlEventStore implements EventStore {
     }
 
     const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
+    // NOTIFY rides on the insert (one round trip less); it is sent at commit, once per
+    // transaction whatever the number of rows. PGlite has no other session to tell.
+    const notify = this.runner.dialect === 'postgres' ? `, pg_notify('${NOTIFY_CHANNEL}', '')` : '';
     const [last] = (
       await tx.query<StoredRef>(
         `WITH inserted AS (
@@ -220,14 +220,11 @@ export class SqlEventStore implements EventStore {
                   e.value->'data', e.value->'metadata'
              FROM jsonb_array_elements($3::text::jsonb) WITH ORDINALITY AS e(value, ordinality)
            RETURNING revision, tx, seq)
-         SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq
+         SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq${notify}
            FROM inserted ORDER BY inserted.revision DESC LIMIT 1`,
         [stream, current.toString(), JSON.stringify(payload)],
       )
     ).rows;
-    if (this.runner.dialect === 'postgres') {
-      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, '']);
-    }
     return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
   }
 

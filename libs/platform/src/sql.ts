@@ -13,7 +13,8 @@ export interface SqlRunner extends SqlExecutor {
   readonly dialect: 'postgres' | 'pglite';
   /** Runs several statements separated by semicolons (schema DDL); no parameters. */
   exec(sql: string): Promise<void>;
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** `readCommitted`: whatever the server's or role's default isolation, this transaction is READ COMMITTED. */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -21,6 +22,10 @@ export interface SqlRunner extends SqlExecutor {
 // and a JavaScript number would silently round them.
 const INT8 = 20;
 const NUMERIC = 1700;
+
+export interface TransactionOptions {
+  readCommitted?: boolean;
+}
 
 export class PgSqlRunner implements SqlRunner {
   readonly dialect = 'postgres' as const;
@@ -42,10 +47,11 @@ export class PgSqlRunner implements SqlRunner {
     await this.pool.query(sql);
   }
 
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client: PoolClient = await this.pool.connect();
     try {
-      await client.query('BEGIN');
+      // One round trip: the isolation goes with BEGIN rather than in a statement of its own.
+      await client.query(options.readCommitted ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : 'BEGIN');
       const result = await fn({
         query: async <R>(sql: string, params?: unknown[]) => ({
           rows: (await client.query(sql, params as unknown[])).rows as R[],
@@ -88,14 +94,15 @@ export class PgliteSqlRunner implements SqlRunner {
 
   // PGlite has one backend session: a statement issued on `db` while a transaction is open
   // waits for it, so everything inside `fn` must go through `tx`.
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return this.db.transaction(async (tx: Transaction) =>
-      fn({
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return this.db.transaction(async (tx: Transaction) => {
+      if (options.readCommitted) await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      return fn({
         query: async <R>(sql: string, params?: unknown[]) => ({
           rows: (await tx.query<R>(sql, params as unknown[])).rows,
         }),
-      }),
-    );
+      });
+    });
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@ import type { LimitReset } from '../../ledger/src/spend-window';
 import { stats } from '../../ledger/src/testing/account-fixtures';
 import { ReferenceLedger, type Prediction } from '../../ledger/src/testing/reference-ledger';
 import { ManualClock } from '../../platform/src/clock';
-import { PgliteSqlRunner, type SqlExecutor, type SqlRunner } from '../../platform/src/sql';
+import { PgliteSqlRunner, type SqlExecutor, type SqlRunner, type TransactionOptions } from '../../platform/src/sql';
 import { freshPgRunner } from '../../platform/src/testing/pg';
 import type { Projection } from './projection';
 import { creditsProjection } from './read-models/credits';
@@ -142,7 +142,7 @@ class FaultySql implements SqlRunner {
     return this.inner.exec(sql);
   }
 
-  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const f = this.faults;
     let counting: CountingTx | undefined;
     const result = await this.inner.transaction((tx) => {
@@ -155,7 +155,7 @@ class FaultySql implements SqlRunner {
       };
       counting = wrapped;
       return fn(wrapped);
-    });
+    }, options);
     f.commits++;
     this.onCommitted(counting!.applied);
     await f.onCommit?.();
