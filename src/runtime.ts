@@ -40,6 +40,12 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/**
+ * A projection woken by an append waits this long for more before it reads: a read model lags
+ * by up to this much more, and under load the worker does a fraction of the transactions.
+ */
+const PROJECTION_COALESCE_MS = 20;
+
 export interface RuntimeOptions {
   clock?: Clock;
   /** PGlite in memory instead of in the data directory (tests). */
@@ -62,7 +68,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     closers.push(() => store.close());
     await store.init();
 
-    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS);
+    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { coalesceMs: PROJECTION_COALESCE_MS });
     closers.push(() => projections.stop());
     await projections.init();
     // Content, not a projection: a rebuild of the read models never touches it.

@@ -1,9 +1,12 @@
 import OpenAI from 'openai';
+import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { accountStream } from '../../libs/ledger/src/account';
 import { usdToNano } from '../../libs/platform/src/money';
 import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
-import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
+import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
+import { PgSqlRunner } from '../../libs/platform/src/sql';
+import { freshPgSchemaUrl, startGateway, startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $0.50 / M cached input, $8 / M output.
 const INPUT_NANO = 2000n;
@@ -245,4 +248,35 @@ describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 
     expect(await spentSince(before)).toBe(0n);
     expect(await credits()).toMatchObject({ held: 0, open_holds: 0 });
   });
+});
+
+describe('shutting down with a stream whose client left (spec 1 rule 4)', () => {
+  it('lets the generation finish and settle before the database closes', async () => {
+    const databaseUrl = await freshPgSchemaUrl('shutdown');
+    const gw = await startGateway({ DATABASE_URL: databaseUrl });
+    // The client reads the first event, then drops its connection.
+    await new Promise<void>((resolve, reject) => {
+      const req = request(`${gw.url}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.keys.api_key}`, 'content-type': 'application/json' } }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', () => undefined);
+      req.once('error', reject);
+      req.end(JSON.stringify({ model: 'sim/echo', stream: true, messages: [{ role: 'user', content: 'one two three four five six\n#sim {"chunk_delay_ms": 150}' }] }));
+    });
+    // The process is asked to stop while the upstream is still generating.
+    await gw.close();
+    gw.removeDataDir();
+
+    const sql = await PgSqlRunner.connect({ connectionString: databaseUrl });
+    try {
+      const types = (await new SqlEventStore(sql).readStream(accountStream(gw.keys.account_id))).map((e) => e.type);
+      expect(types.filter((t) => t === 'HoldPlaced')).toHaveLength(1);
+      expect(types).toContain('UsageCharged');
+    } finally {
+      await sql.close();
+    }
+  }, 30_000);
 });

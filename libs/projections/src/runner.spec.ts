@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { providerKeyContext, settingsDecider, settingsStream } from '../../identity/src/settings';
 import { sealSecret } from '../../platform/src/crypto';
 import { AggregateStore } from '../../eventstore/src/aggregate-store';
@@ -161,6 +161,36 @@ describe.each([
     const { rows } = await sql.query<{ position: string }>("SELECT position FROM projection_checkpoints WHERE name = 'probe'");
     expect(rows[0].position).toBe('');
     expect((await sql.query('SELECT * FROM probe_rows')).rows).toEqual([]);
+  });
+
+  it('with coalesceMs, waits that long after a wake and applies the appends of the wait in one transaction', async () => {
+    const applied: Array<{ tx: unknown; at: number }> = [];
+    const probe: Projection = {
+      name: 'coalesced',
+      tables: [],
+      schema: [],
+      handlers: { Probed: async (_e, tx) => void applied.push({ tx, at: performance.now() }) },
+    };
+    // A long idleMs: only the append wakes it.
+    const coalescing = new ProjectionRunner(sql, store, [probe], { coalesceMs: 200, idleMs: 60_000 });
+    await coalescing.init();
+    await coalescing.catchUp('coalesced');
+    coalescing.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
+      const started = performance.now();
+      for (let i = 0; i < 5; i++) {
+        await store.append(`probe-${i}`, [{ id: randomUUID(), type: 'Probed', data: {} }], 'no_stream');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const deadline = Date.now() + 5000;
+      while (applied.length < 5 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(applied).toHaveLength(5);
+      expect(new Set(applied.map((a) => a.tx)).size).toBe(1);
+      expect(applied[0].at - started).toBeGreaterThanOrEqual(190);
+    } finally {
+      await coalescing.stop();
+    }
   });
 
   it('lets a reader wait for its own write, and times out when it cannot arrive', async () => {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -99,12 +99,14 @@ interface Generation {
 
 /** ARCHITECTURE section 5, steps 3 and 7-10, for a chat completion, streamed or not. */
 @Injectable()
-export class ChatCompletionsService {
+export class ChatCompletionsService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('chat');
   /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
   private readonly providerStats = new ProviderStats();
   /** BYOK clients, per account and provider. */
   private readonly own: OwnProviders;
+  /** Streams still running, whose clients may have left: a shutdown waits for them to settle. */
+  private readonly settling = new Set<Promise<void>>();
 
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
@@ -114,6 +116,15 @@ export class ChatCompletionsService {
   ) {
     const { config } = runtime;
     this.own = new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs });
+  }
+
+  /**
+   * Nest calls this on close, before the runtime (and its database pool) is closed: a stream
+   * whose client left is still billed (spec 1 rule 4), so it is let finish rather than leave
+   * its hold for the sweeper. Bounded by the upstream timeout.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.settling]);
   }
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
@@ -175,7 +186,9 @@ export class ChatCompletionsService {
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.runtime.clock.now()).toBody(),
     });
-    relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${generation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
+    const running = relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${generation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
+    this.settling.add(running);
+    void running.finally(() => this.settling.delete(running));
     return { generationId: generation.id, headers: generation.headers, body: relay.body, finished: relay.finished };
   }
 
