@@ -228,7 +228,10 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const { models, headers, promptTokens, maxOutput, user } = plan;
     // BYOK: the account's own keys replace the operator's for their providers. Read on every
     // request (one indexed row set) so a deleted key stops being used at once.
-    const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, await sealedProviderKeys(this.runtime.sql, caller.accountId)));
+    // Spec 8: the prompt counts against the key's tokens per minute before anything is held
+    // (alongside the read of the account's own provider keys: two stores, one wait).
+    const [ownKeys] = await Promise.all([sealedProviderKeys(this.runtime.sql, caller.accountId), this.rateLimits.consumePromptTokens(caller, promptTokens)]);
+    const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, ownKeys));
     const id = `gen-${randomBytes(12).toString('hex')}`;
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata = {
@@ -243,8 +246,6 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       return handled;
     };
 
-    // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
-    await this.rateLimits.consumePromptTokens(caller, promptTokens);
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const worstCase = targets.map((t) => worstCaseOf(t, promptTokens, maxOutput, this.runtime.config.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
