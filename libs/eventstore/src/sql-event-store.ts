@@ -176,6 +176,7 @@ export class SqlEventStore implements EventStore {
                 current_setting('transaction_isolation') AS isolation
            FROM pg_advisory_xact_lock(hashtextextended($1, 0))`,
         [stream],
+        { prepare: 'eventstore_append_lock' },
       )
     ).rows;
     if (guard.xid_assigned) throw new Error('append: the transaction has already written');
@@ -196,6 +197,7 @@ export class SqlEventStore implements EventStore {
                                 FROM events WHERE stream = $1
                                ORDER BY events.revision DESC LIMIT 1) AS last ON true`,
         [stream, JSON.stringify(ids)],
+        { prepare: 'eventstore_append_state' },
       )
     ).rows;
     const current = state.revision === null ? -1n : BigInt(state.revision);
@@ -223,6 +225,7 @@ export class SqlEventStore implements EventStore {
          SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq${notify}
            FROM inserted ORDER BY inserted.revision DESC LIMIT 1`,
         [stream, current.toString(), JSON.stringify(payload)],
+        { prepare: 'eventstore_append_insert' },
       )
     ).rows;
     return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
@@ -271,6 +274,7 @@ export class SqlEventStore implements EventStore {
     const { rows } = await this.runner.query<EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE ${VISIBLE_AFTER} ORDER BY events.tx, events.seq LIMIT $3`,
       [...afterParams(options.after), options.maxCount ?? null],
+      { prepare: 'eventstore_read_all' },
     );
     return rows.map(toRecorded);
   }

@@ -6,7 +6,15 @@ import { Pool, type PoolClient, type PoolConfig } from 'pg';
  * run the same statements on a real server and on the embedded default.
  */
 export interface SqlExecutor {
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+  /**
+   * `prepare`: a name for a statement run on every request; PostgreSQL then parses and plans
+   * it once per connection. Only for fixed statement texts: each name is kept per connection.
+   */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[], options?: QueryOptions): Promise<{ rows: T[] }>;
+}
+
+export interface QueryOptions {
+  prepare?: string;
 }
 
 export interface SqlRunner extends SqlExecutor {
@@ -23,6 +31,10 @@ export interface SqlRunner extends SqlExecutor {
 const INT8 = 20;
 const NUMERIC = 1700;
 
+function pgQuery(text: string, values: unknown[] | undefined, options: QueryOptions) {
+  return { text, values: values as unknown[], ...(options.prepare ? { name: options.prepare } : {}) };
+}
+
 export interface TransactionOptions {
   readCommitted?: boolean;
 }
@@ -38,8 +50,8 @@ export class PgSqlRunner implements SqlRunner {
     return new PgSqlRunner(pool);
   }
 
-  async query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }> {
-    const r = await this.pool.query(sql, params as unknown[]);
+  async query<T>(sql: string, params?: unknown[], options: QueryOptions = {}): Promise<{ rows: T[] }> {
+    const r = await this.pool.query(pgQuery(sql, params, options));
     return { rows: r.rows as T[] };
   }
 
@@ -53,8 +65,8 @@ export class PgSqlRunner implements SqlRunner {
       // One round trip: the isolation goes with BEGIN rather than in a statement of its own.
       await client.query(options.readCommitted ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : 'BEGIN');
       const result = await fn({
-        query: async <R>(sql: string, params?: unknown[]) => ({
-          rows: (await client.query(sql, params as unknown[])).rows as R[],
+        query: async <R>(sql: string, params?: unknown[], queryOptions: QueryOptions = {}) => ({
+          rows: (await client.query(pgQuery(sql, params, queryOptions))).rows as R[],
         }),
       });
       await client.query('COMMIT');

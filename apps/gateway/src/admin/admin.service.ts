@@ -15,6 +15,7 @@ import { usdToNano } from '../../../../libs/platform/src/money';
 import { getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, type AuditEntry, type CreditsRow, type ProviderKeyRow } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
+import { ReadYourWrites } from '../account/read-your-writes';
 import { byokUnavailable } from '../http/error-mapping';
 import type { KeyOwner } from '../keys/keys.service';
 
@@ -26,6 +27,7 @@ export class AdminService {
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly commands: CommandBus,
+    private readonly reads: ReadYourWrites,
   ) {}
 
   async createAccount(initialCreditsUsd: number | undefined, metadata: EventMetadata): Promise<string> {
@@ -67,6 +69,8 @@ export class AdminService {
   }
 
   async credits(accountId: string): Promise<CreditsRow> {
+    // Includes what this process just billed to the account.
+    await this.reads.settle(accountId, 'credits');
     const row = await getCredits(this.runtime.sql, accountId);
     if (!row) throw accountNotFound(accountId);
     return row;

@@ -14,6 +14,7 @@ import { windowResetsAt } from '../../../../libs/ledger/src/spend-window';
 import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../../../libs/projections/src';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
+import { ReadYourWrites } from '../account/read-your-writes';
 import type { KeyRequest } from './key.request';
 
 /** Where a new key lives and who pays for it. */
@@ -33,6 +34,7 @@ export class KeysService {
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly commands: CommandBus,
+    private readonly reads: ReadYourWrites,
   ) {}
 
   /** The account and workspace behind a management key, with its current organization role. */
@@ -107,6 +109,8 @@ export class KeysService {
 
   /** The key record of spec 2.3 and 4.19: settings, limits, usage per period and rate limits. */
   async present(keys: KeyRecord[]): Promise<Record<string, unknown>[]> {
+    // Usage includes the caller's own calls made through this process just before.
+    await Promise.all([...new Set(keys.map((k) => k.accountId))].map((account) => this.reads.settle(account, 'key_usage')));
     const now = this.runtime.clock.now();
     const usage = await keyUsage(this.runtime.sql, keys.map((k) => k.keyId), now);
     return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now, this.runtime.config.rateLimits));

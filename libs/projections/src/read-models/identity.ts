@@ -170,6 +170,7 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
        LEFT JOIN org_members m ON m.org_id = k.org_id AND m.account_id = k.created_by
       WHERE s.secret_hash = $1`,
     [secretHash],
+    { prepare: 'identity_key_by_secret' },
   );
   const r = rows[0];
   return r ? { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true } : null;

@@ -51,6 +51,8 @@ export async function listProviderKeys(sql: SqlExecutor, accountId: string): Pro
 
 /** The sealed keys of an account by provider name, for the chat path. */
 export async function sealedProviderKeys(sql: SqlExecutor, accountId: string): Promise<Map<string, string>> {
-  const { rows } = await sql.query<{ provider: string; encrypted_key: string }>('SELECT provider, encrypted_key FROM provider_keys WHERE account_id = $1', [accountId]);
+  const { rows } = await sql.query<{ provider: string; encrypted_key: string }>('SELECT provider, encrypted_key FROM provider_keys WHERE account_id = $1', [accountId], {
+    prepare: 'provider_keys_of_account',
+  });
   return new Map(rows.map((r) => [r.provider, r.encrypted_key]));
 }
