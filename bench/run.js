@@ -843,6 +843,12 @@ async function main() {
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
+    {
+      // The same load on the ledger alone (no HTTP, no upstream): its own ceiling.
+      const { stdout } = await runNode('hot-ledger', [path.join(BENCH_DIR, 'hot-ledger.js'), APP_ROOT, '3072', String(CFG.hotConnections)], { env: ctx.appEnv({}) });
+      results.hot.ledger_only = JSON.parse(stdout.trim().split('\n').pop());
+      log(`hot, ledger only: ${results.hot.ledger_only.billed_rps} billed req/s, ${results.hot.ledger_only.appends} appends for ${results.hot.ledger_only.commands} commands, ${results.hot.ledger_only.conflicts} conflicts`);
+    }
 
     if (PROFILE) {
       log('profile: gateway under --cpu-prof, 64 connections, non-streamed');
