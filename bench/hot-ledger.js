@@ -32,7 +32,7 @@ const { systemClock } = require(path.join(root, 'dist/libs/platform/src/clock.js
     await Promise.all(
       Array.from({ length: inFlight }, async () => {
         while (next < requests) {
-          const holdId = `h${next++}`;
+          const holdId = `${account}-h${next++}`;
           await ledger.handle(accountDecider, stream, { type: 'PlaceHold', holdId, keyId: 'k', amountNano: 100_000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 600_000, keyLimit: null });
           await ledger.handle(accountDecider, stream, { type: 'ChargeUsage', holdId, amountNano: 50_000n, stats });
         }

@@ -50,6 +50,54 @@ const SCHEMA = [
   UNIQUE (stream, id)
 )`,
   `CREATE INDEX IF NOT EXISTS events_tx_seq ON events (tx, seq)`,
+  // The whole append in one round trip (see appendSteps for the rules it keeps). Each statement
+  // of a plpgsql function takes a fresh snapshot under READ COMMITTED, so the revision read
+  // after the lock sees the append that held it.
+  `CREATE OR REPLACE FUNCTION eventstore_append(p_stream text, p_ids text, p_expected text, p_events text, p_notify boolean)
+  RETURNS TABLE (xid_assigned boolean, isolation text, revision text, tx text, seq text, existing jsonb, appended boolean)
+  LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_current bigint;
+BEGIN
+  -- FIRST statement: the per-stream lock, before anything of this append is written.
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_stream, 0));
+  xid_assigned := pg_current_xact_id_if_assigned() IS NOT NULL;
+  isolation := current_setting('transaction_isolation');
+  appended := false;
+  IF xid_assigned OR isolation <> 'read committed' THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  SELECT e.revision::text, e.tx::text, e.seq::text INTO revision, tx, seq
+    FROM events e WHERE e.stream = p_stream ORDER BY e.revision DESC LIMIT 1;
+  SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'revision', e.revision::text, 'tx', e.tx::text, 'seq', e.seq::text)
+                            ORDER BY e.revision), '[]')
+    INTO existing
+    FROM events e
+   WHERE e.stream = p_stream AND e.id IN (SELECT jsonb_array_elements_text(p_ids::jsonb)::uuid);
+  v_current := coalesce(revision::bigint, -1);
+  IF jsonb_array_length(existing) > 0 OR jsonb_array_length(p_events::jsonb) = 0
+     OR NOT (p_expected = 'any'
+             OR (p_expected = 'no_stream' AND v_current = -1)
+             OR (p_expected = 'stream_exists' AND v_current >= 0)
+             OR (p_expected ~ '^-?[0-9]+$' AND p_expected::bigint = v_current)) THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  WITH inserted AS (
+    INSERT INTO events (stream, revision, id, type, data, metadata)
+    SELECT p_stream, v_current + e.ordinality, (e.value->>'id')::uuid, e.value->>'type', e.value->'data', e.value->'metadata'
+      FROM jsonb_array_elements(p_events::jsonb) WITH ORDINALITY AS e(value, ordinality)
+    RETURNING events.revision, events.tx, events.seq)
+  SELECT i.revision::text, i.tx::text, i.seq::text INTO revision, tx, seq
+    FROM inserted i ORDER BY i.revision DESC LIMIT 1;
+  IF p_notify THEN
+    PERFORM pg_notify('${NOTIFY_CHANNEL}', '');
+  END IF;
+  appended := true;
+  RETURN NEXT;
+END
+$fn$`,
 ];
 
 /**
@@ -132,13 +180,14 @@ export class SqlEventStore implements EventStore {
    */
   async append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     assertAppendSize(stream, events, this.maxAppendBytes);
-    // If the server's or role's default isolation were REPEATABLE READ or SERIALIZABLE, the
-    // snapshot would be taken by the lock statement *before* it waits, and the revision read
-    // after the wait would miss the append that held the lock. READ COMMITTED takes a fresh
-    // snapshot per statement. It is set with BEGIN, so the lock stays the first statement.
-    const result = await this.runner.transaction((tx) => this.appendSteps(tx, stream, events, expected), { readCommitted: true });
+    // One statement, its own transaction, when the server runs statements READ COMMITTED (the
+    // default). Under REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the
+    // lock wait and miss the append that held it: the function refuses, and the append runs
+    // again in a transaction set to READ COMMITTED.
+    let result: AppendResult | null = await this.appendSteps(this.runner, stream, events, expected, { requireReadCommitted: false });
+    result ??= await this.runner.transaction((tx) => this.appendSteps(tx, stream, events, expected), { readCommitted: true });
     if (events.length > 0) this.signalAppend();
-    return result;
+    return result!;
   }
 
   /**
@@ -154,81 +203,47 @@ export class SqlEventStore implements EventStore {
     expected: ExpectedRevision,
   ): Promise<AppendResult> {
     assertAppendSize(stream, events, this.maxAppendBytes);
-    return this.appendSteps(tx, stream, events, expected);
+    return (await this.appendSteps(tx, stream, events, expected))!;
   }
 
+  /**
+   * The append itself, one call of `eventstore_append`: the per-stream lock as its FIRST
+   * statement (a transaction id is assigned at the first write, so the append that waited
+   * gets a higher xid than the one it waited for: within a stream, (tx, seq) order is revision
+   * order, and global readers ordered by tx see each stream's events in revision order), then
+   * the revision and idempotency read, then the insert and NOTIFY. On a transaction that has
+   * written already, or is not READ COMMITTED, it throws; with `requireReadCommitted: false`
+   * a statement that is not READ COMMITTED returns null instead (nothing written).
+   */
   private async appendSteps(
     tx: SqlExecutor,
     stream: string,
     events: NewEvent[],
     expected: ExpectedRevision,
-  ): Promise<AppendResult> {
+    { requireReadCommitted = true } = {},
+  ): Promise<AppendResult | null> {
     const ids = events.map((e) => e.id.toLowerCase());
     if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
-
-    // FIRST statement: the per-stream lock. A transaction id is assigned at the first write,
-    // so the append that waited here necessarily gets a higher xid than the one it waited
-    // for: within a stream, (tx, seq) order is revision order, and global readers (ordered
-    // by tx) see each stream's events in revision order.
-    const [guard] = (
-      await tx.query<{ xid_assigned: boolean; isolation: string }>(
-        `SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS xid_assigned,
-                current_setting('transaction_isolation') AS isolation
-           FROM pg_advisory_xact_lock(hashtextextended($1, 0))`,
-        [stream],
-        { prepare: 'eventstore_append_lock' },
-      )
-    ).rows;
-    if (guard.xid_assigned) throw new Error('append: the transaction has already written');
-    if (guard.isolation !== 'read committed') {
-      throw new Error(`append: needs READ COMMITTED, not ${guard.isolation}`);
-    }
+    const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
 
     const [state] = (
-      await tx.query<{ revision: string | null; tx: string | null; seq: string | null; existing: ExistingRef[] }>(
-        `SELECT last.revision, last.tx, last.seq,
-                (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'revision', revision::text,
-                                   'tx', tx::text, 'seq', seq::text) ORDER BY events.revision), '[]')
-                   FROM events
-                  WHERE stream = $1
-                    AND id IN (SELECT jsonb_array_elements_text($2::text::jsonb)::uuid)) AS existing
-           FROM (SELECT 1) AS one
-           LEFT JOIN LATERAL (SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq
-                                FROM events WHERE stream = $1
-                               ORDER BY events.revision DESC LIMIT 1) AS last ON true`,
-        [stream, JSON.stringify(ids)],
-        { prepare: 'eventstore_append_state' },
+      await tx.query<StoredRef & { xid_assigned: boolean; isolation: string; revision: string | null; existing: ExistingRef[] | null; appended: boolean }>(
+        'SELECT * FROM eventstore_append($1, $2, $3, $4, $5)',
+        [stream, JSON.stringify(ids), String(expected), JSON.stringify(payload), this.runner.dialect === 'postgres'],
+        { prepare: 'eventstore_append' },
       )
     ).rows;
+    if (state.xid_assigned) throw new Error('append: the transaction has already written');
+    if (state.isolation !== 'read committed') {
+      if (!requireReadCommitted) return null;
+      throw new Error(`append: needs READ COMMITTED, not ${state.isolation}`);
+    }
     const current = state.revision === null ? -1n : BigInt(state.revision);
-
-    if (state.existing.length > 0) {
-      return this.originalResult(stream, ids, expected, current, state.existing);
-    }
+    if (state.appended) return { nextRevision: current, position: toPosition(state.tx, state.seq) };
+    if (state.existing && state.existing.length > 0) return this.originalResult(stream, ids, expected, current, state.existing);
     checkExpected(stream, expected, current);
-    if (events.length === 0) {
-      return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
-    }
-
-    const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
-    // NOTIFY rides on the insert (one round trip less); it is sent at commit, once per
-    // transaction whatever the number of rows. PGlite has no other session to tell.
-    const notify = this.runner.dialect === 'postgres' ? `, pg_notify('${NOTIFY_CHANNEL}', '')` : '';
-    const [last] = (
-      await tx.query<StoredRef>(
-        `WITH inserted AS (
-           INSERT INTO events (stream, revision, id, type, data, metadata)
-           SELECT $1, $2::text::bigint + e.ordinality, (e.value->>'id')::uuid, e.value->>'type',
-                  e.value->'data', e.value->'metadata'
-             FROM jsonb_array_elements($3::text::jsonb) WITH ORDINALITY AS e(value, ordinality)
-           RETURNING revision, tx, seq)
-         SELECT revision::text AS revision, tx::text AS tx, seq::text AS seq${notify}
-           FROM inserted ORDER BY inserted.revision DESC LIMIT 1`,
-        [stream, current.toString(), JSON.stringify(payload)],
-        { prepare: 'eventstore_append_insert' },
-      )
-    ).rows;
-    return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
+    // Nothing to write, and the expectation holds: the stream's state.
+    return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
   }
 
   /**
