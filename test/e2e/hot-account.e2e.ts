@@ -4,8 +4,9 @@ import { chatWorstCase } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-hot-account-tests';
-// Every request stays in flight for a while, so all 200 holds are decided while none has settled.
-const messages = [{ role: 'user', content: 'hold on\n#sim {"delay_ms": 1500}' }];
+// Every request stays in flight for a while, so all 200 holds are decided while none has settled
+// (checked below from the log: on a loaded machine an earlier charge would free room for more).
+const messages = [{ role: 'user', content: 'hold on\n#sim {"delay_ms": 4000}' }];
 const body = { model: 'sim/echo', messages, max_tokens: 100 };
 
 /**
@@ -27,6 +28,9 @@ describe('a hot account never overdraws', () => {
     const results = await Promise.all(
       Array.from({ length: 200 }, (_, i) => (i % 2 ? one : two)('POST', '/v1/chat/completions', { key, body })),
     );
+    // The premise of "exactly 120": every hold was decided before the first charge released anything.
+    const log = (await first.runtime.store.readStream(accountStream(accountId))).map((e) => e.type);
+    expect(log.lastIndexOf('HoldPlaced')).toBeLessThan(log.indexOf('UsageCharged'));
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(120);
     expect(statuses.filter((s) => s === 402)).toHaveLength(80);
