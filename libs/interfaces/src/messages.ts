@@ -26,6 +26,7 @@ import {
   requireString,
   sseFrame,
   streamFields,
+  toolsOf,
   type ChatMessage,
   type ChatRequestBody,
   type CostedUsage,
@@ -41,7 +42,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
   const maxTokens = optionalPositiveInt(b, 'max_tokens');
   if (maxTokens === undefined) throw invalid('max_tokens is required and must be a positive integer.', 'max_tokens');
   const messages = conversationOf(b);
-  const tools = toolsOf(b.tools);
+  const tools = anthropicToolsOf(b.tools);
   const stream = optionalBoolean(b, 'stream');
   return {
     model,
@@ -68,7 +69,7 @@ export function countMessagesTokens(body: unknown): { input_tokens: number } {
   const b = requireBody(body);
   requireString(b, 'model');
   const messages = conversationOf(b);
-  const tools = toolsOf(b.tools);
+  const tools = anthropicToolsOf(b.tools);
   const toolTokens = tools.length > 0 ? countTextTokens(JSON.stringify(b.tools)) : 0;
   return { input_tokens: countChatPromptTokens(messages) + toolTokens };
 }
@@ -281,29 +282,27 @@ function collapse(parts: Json[]): string | Json[] {
 }
 
 /** Web search is a server tool we do not run (yet); the message says so rather than "unknown type". */
-const WEB_SEARCH_ERROR = 'web search is not available yet';
-
-function toolsOf(tools: unknown): Json[] {
-  if (tools === undefined || tools === null) return [];
-  if (!Array.isArray(tools)) throw invalid('tools must be an array.', 'tools');
-  return tools.map((tool, i) => {
-    const param = `tools[${i}]`;
-    if (!isRecord(tool)) throw invalid('Each tool must be an object.', param);
-    if (typeof tool.type === 'string' && tool.type.startsWith('web_search')) throw invalid(WEB_SEARCH_ERROR, 'tools');
-    if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
-      throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only client tools are.`, `${param}.type`);
-    }
-    if (typeof tool.name !== 'string' || tool.name === '') throw invalid('tools need a name.', `${param}.name`);
-    if (!isRecord(tool.input_schema)) throw invalid('tools need an input_schema object.', `${param}.input_schema`);
-    return {
-      type: 'function',
-      function: {
-        name: tool.name,
-        ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
-        parameters: tool.input_schema,
-      },
-    };
-  });
+/** Client tools (`custom` or untyped) -> function tools; Anthropic's server tools are not served. */
+function anthropicToolsOf(tools: unknown): Json[] {
+  return toolsOf(
+    tools,
+    (type) => typeof type === 'string' && type.startsWith('web_search'),
+    (tool, param) => {
+      if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
+        throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only client tools are.`, `${param}.type`);
+      }
+      if (typeof tool.name !== 'string' || tool.name === '') throw invalid('tools need a name.', `${param}.name`);
+      if (!isRecord(tool.input_schema)) throw invalid('tools need an input_schema object.', `${param}.input_schema`);
+      return {
+        type: 'function',
+        function: {
+          name: tool.name,
+          ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+          parameters: tool.input_schema,
+        },
+      };
+    },
+  );
 }
 
 /** auto/any/tool/none -> auto/required/function/none; `disable_parallel_tool_use` -> parallel_tool_calls. */

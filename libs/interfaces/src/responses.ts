@@ -25,6 +25,7 @@ import {
   requireString,
   sseFrame,
   streamFields,
+  toolsOf,
   type ChatMessage,
   type ChatRequestBody,
   type CostedUsage,
@@ -156,7 +157,7 @@ export function responsesToChat(
     ...(typeof instructions === 'string' && instructions !== '' ? [{ role: 'system' as const, content: instructions }] : []),
     ...itemsToMessages([...(previous?.items ?? []), ...inputItems]),
   ];
-  const tools = toolsOf(b.tools);
+  const tools = responsesToolsOf(b.tools);
   const chat: ChatRequestBody = {
     model,
     messages,
@@ -326,29 +327,29 @@ function messageOf(item: MessageItem): ChatMessage {
   };
 }
 
-function toolsOf(tools: unknown): Json[] {
-  if (tools === undefined || tools === null) return [];
-  if (!Array.isArray(tools)) throw invalid('tools must be an array.', 'tools');
-  return tools.map((tool, i) => {
-    const param = `tools[${i}]`;
-    if (!isRecord(tool)) throw invalid('Each tool must be an object.', param);
-    if (typeof tool.type === 'string' && WEB_SEARCH_TOOLS.has(tool.type)) throw invalid('web search is not available yet', 'tools');
-    if (tool.type !== 'function') {
-      throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only function tools are.`, `${param}.type`);
-    }
-    if (typeof tool.name !== 'string' || tool.name === '') throw invalid('function tools need a name.', `${param}.name`);
-    return {
-      type: 'function',
-      function: {
-        name: tool.name,
-        ...defined({
-          description: typeof tool.description === 'string' ? tool.description : undefined,
-          parameters: isRecord(tool.parameters) ? tool.parameters : undefined,
-          strict: typeof tool.strict === 'boolean' ? tool.strict : undefined,
-        }),
-      },
-    };
-  });
+/** Function tools; the hosted tools are not served. */
+function responsesToolsOf(tools: unknown): Json[] {
+  return toolsOf(
+    tools,
+    (type) => typeof type === 'string' && WEB_SEARCH_TOOLS.has(type),
+    (tool, param) => {
+      if (tool.type !== 'function') {
+        throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only function tools are.`, `${param}.type`);
+      }
+      if (typeof tool.name !== 'string' || tool.name === '') throw invalid('function tools need a name.', `${param}.name`);
+      return {
+        type: 'function',
+        function: {
+          name: tool.name,
+          ...defined({
+            description: typeof tool.description === 'string' ? tool.description : undefined,
+            parameters: isRecord(tool.parameters) ? tool.parameters : undefined,
+            strict: typeof tool.strict === 'boolean' ? tool.strict : undefined,
+          }),
+        },
+      };
+    },
+  );
 }
 
 function toolChoiceOf(choice: unknown): unknown {

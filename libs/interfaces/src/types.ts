@@ -66,6 +66,22 @@ export function requireString(body: Json, field: string): string {
   return value;
 }
 
+/**
+ * A request's `tools`: absent is none; otherwise an array of objects, each turned into a chat
+ * function tool by `convert` (which checks the interface's own fields). A web search tool is
+ * refused as a whole until web search exists.
+ */
+export function toolsOf(tools: unknown, isWebSearch: (type: unknown) => boolean, convert: (tool: Json, param: string) => Json): Json[] {
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) throw invalid('tools must be an array.', 'tools');
+  return tools.map((tool, i) => {
+    const param = `tools[${i}]`;
+    if (!isRecord(tool)) throw invalid('Each tool must be an object.', param);
+    if (isWebSearch(tool.type)) throw invalid('web search is not available yet', 'tools');
+    return convert(tool, param);
+  });
+}
+
 /** A positive integer when present (null counts as absent). */
 export function optionalPositiveInt(body: Json, field: string): number | undefined {
   const value = body[field];
