@@ -1,7 +1,8 @@
 'use strict';
 // Times a rebuild of every projection from the PostgreSQL event store, through the built
-// library (no CLI start-up in the timing). Usage: DATABASE_URL=... node rebuild.js <app root>
-// Prints one JSON line: per projection {name, events, ms} and the totals.
+// library (no CLI start-up in the timing): all together in one replay, then each alone.
+// Usage: DATABASE_URL=... node rebuild.js <app root>
+// Prints one JSON line: the total, then per projection {name, events, ms}.
 const path = require('node:path');
 
 const root = process.argv[2];
@@ -14,14 +15,17 @@ const { createRuntime } = require(path.join(root, 'dist/src/runtime.js'));
   try {
     const { rows } = await runtime.sql.query('SELECT count(*)::int AS n FROM events');
     const storeEvents = rows[0].n;
-    const projections = [];
+    // The headline: what `projections rebuild` does, every projection in one replay of the log.
     const t0 = process.hrtime.bigint();
+    await runtime.projections.rebuild();
+    const totalMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    // Each alone afterwards (reading the log on its own), to show where the time goes.
+    const projections = [];
     for (const p of runtime.projections.projections) {
       const s = process.hrtime.bigint();
       const events = await runtime.projections.rebuild(p.name);
       projections.push({ name: p.name, events, ms: Number(process.hrtime.bigint() - s) / 1e6 });
     }
-    const totalMs = Number(process.hrtime.bigint() - t0) / 1e6;
     console.log(JSON.stringify({ store_events: storeEvents, total_ms: totalMs, projections }));
   } finally {
     await runtime.close();

@@ -198,8 +198,8 @@ function markdown(r) {
   p('## 4. Projection rebuild from PostgreSQL', '');
   p(
     `After the load, with the worker stopped: every projection emptied and replayed from position 0 through the built \`ProjectionRunner.rebuild\` ` +
-      `(what \`node dist/src/cli.js projections rebuild\` does, without its start-up). ${int(rb.store_events)} events in the store; ` +
-      `**all ${rb.projections.length} projections rebuilt in ${f(rb.total_ms / 1000)} s = ${int(rb.events_per_s_all)} events/s** (events in the store / wall time). Per projection:`,
+      `(what \`node dist/src/cli.js projections rebuild\` does, without its start-up: one replay of the log, each batch read once and applied to every projection). ${int(rb.store_events)} events in the store; ` +
+      `**all ${rb.projections.length} projections rebuilt in ${f(rb.total_ms / 1000)} s = ${int(rb.events_per_s_all)} events/s** (events in the store / wall time). Each projection rebuilt alone afterwards, reading the log on its own:`,
     '',
     table(['projection', 'events read', 'seconds', 'events/s'], rb.projections.map((q) => [q.name, int(q.events), f(q.ms / 1000, 3), int(q.events_per_s)])),
     '',

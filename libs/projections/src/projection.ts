@@ -2,9 +2,10 @@ import type { RecordedEvent } from '../../eventstore/src/port';
 import type { SqlExecutor } from '../../platform/src/sql';
 
 /**
- * A read model: the tables it owns and a handler per event type it cares about. Handlers
- * must be deterministic functions of the events (times come from event metadata, never from
- * a clock), so a rebuild from position 0 yields exactly the rows of the live projection.
+ * A read model: the tables it owns, the event types it reads and how it applies them. It must
+ * be a deterministic function of the events (times come from event metadata, never from a
+ * clock), and its rows must not depend on how the log is cut into batches, so a rebuild from
+ * position 0 yields exactly the rows of the live projection.
  */
 export interface Projection {
   readonly name: string;
@@ -12,8 +13,27 @@ export interface Projection {
   readonly schema: readonly string[];
   /** Tables emptied by a rebuild. */
   readonly tables: readonly string[];
-  // `any`: each handler narrows the event to the type it is registered under.
-  readonly handlers: Readonly<Record<string, (event: RecordedEvent<any, any>, tx: SqlExecutor) => Promise<void>>>;
+  /** The event types it reads; the runner hands it no others. */
+  readonly eventTypes: ReadonlySet<string>;
+  /**
+   * Applies events of `eventTypes`, in log order, inside the runner's transaction (which also
+   * moves the checkpoint). `any`: each projection narrows the events to the types it reads.
+   */
+  apply(events: readonly RecordedEvent<any, any>[], tx: SqlExecutor): Promise<void>;
+}
+
+type Handler = (event: RecordedEvent<any, any>, tx: SqlExecutor) => Promise<void>;
+
+/** A projection written as one handler per event type, run one event after the other. */
+export function perEvent(definition: Omit<Projection, 'eventTypes' | 'apply'> & { handlers: Readonly<Record<string, Handler>> }): Projection {
+  const { handlers, ...rest } = definition;
+  return {
+    ...rest,
+    eventTypes: new Set(Object.keys(handlers)),
+    apply: async (events, tx) => {
+      for (const event of events) await handlers[event.type](event, tx);
+    },
+  };
 }
 
 /** The decided-at time of an event, recorded by the aggregate store from the injected clock. */
@@ -21,4 +41,20 @@ export function eventTime(event: RecordedEvent): string {
   const at = event.metadata.at;
   if (typeof at !== 'string') throw new Error(`event ${event.id} (${event.type}) has no metadata.at`);
   return at;
+}
+
+/** The UTC day (`YYYY-MM-DD`) of an ISO instant: what `(t AT TIME ZONE 'UTC')::date` gives. */
+export function utcDay(at: string): string {
+  return new Date(at).toISOString().slice(0, 10);
+}
+
+/**
+ * Rows as one array parameter per column, read back as a table by `unnest`, so a batch's rows
+ * go to PostgreSQL in one statement: `INSERT INTO t (a, b) SELECT * FROM ${unnest}`.
+ */
+export function asColumns(types: readonly string[], rows: readonly (readonly unknown[])[]): { unnest: string; params: unknown[][] } {
+  return {
+    unnest: `unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})`,
+    params: types.map((_, i) => rows.map((row) => row[i])),
+  };
 }

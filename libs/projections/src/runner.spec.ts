@@ -6,9 +6,10 @@ import { SqlEventStore } from '../../eventstore/src/sql-event-store';
 import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
 import { accountDecider, accountStream, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
 import { ManualClock } from '../../platform/src/clock';
+import { Random } from '../../ledger/src/testing/random';
 import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
 import { freshPgRunner } from '../../platform/src/testing/pg';
-import { ALL_PROJECTIONS, ProjectionRunner, type Projection } from './index';
+import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
 
 const stats: GenerationStats = {
   model: 'sim/echo',
@@ -142,7 +143,7 @@ describe.each([
 
   it('applies a batch and its checkpoint in one transaction: a failing handler leaves neither', async () => {
     let calls = 0;
-    const failing: Projection = {
+    const failing = perEvent({
       name: 'probe',
       tables: ['probe_rows'],
       schema: ['CREATE TABLE IF NOT EXISTS probe_rows (event_id text PRIMARY KEY)'],
@@ -153,7 +154,7 @@ describe.each([
           await tx.query('INSERT INTO probe_rows (event_id) VALUES ($1)', [e.id]);
         },
       },
-    };
+    });
     const isolated = new ProjectionRunner(sql, store, [failing]);
     await isolated.init();
     await expect(isolated.catchUp('probe')).rejects.toThrow('boom');
@@ -165,12 +166,12 @@ describe.each([
 
   it('with coalesceMs, waits that long after a wake and applies the appends of the wait in one transaction', async () => {
     const applied: Array<{ tx: unknown; at: number }> = [];
-    const probe: Projection = {
+    const probe = perEvent({
       name: 'coalesced',
       tables: [],
       schema: [],
       handlers: { Probed: async (_e, tx) => void applied.push({ tx, at: performance.now() }) },
-    };
+    });
     // A long idleMs: only the append wakes it.
     const coalescing = new ProjectionRunner(sql, store, [probe], { coalesceMs: 200, idleMs: 60_000 });
     await coalescing.init();
@@ -220,4 +221,75 @@ describe('two runners on one PostgreSQL database', () => {
     await store.close();
     await sql.close();
   }, 30_000);
+});
+
+describe('the read models on postgres, however the log is cut into batches', () => {
+  it('are the same rows for batches of 1, 2, 7, 64 and 5,000 events', async () => {
+    const sql = await freshPgRunner('projcut');
+    const store = new SqlEventStore(sql);
+    await store.init();
+    const clock = new ManualClock(new Date('2026-11-20T22:00:00Z'));
+    const aggregates = new AggregateStore(store, clock);
+    const rng = new Random(20_261_123);
+    const accounts = ['c1', 'c2', 'c3'];
+    const open = new Map<string, string[]>(accounts.map((a) => [a, []]));
+    const decide = (account: string, command: AccountCommand, metadata = {}) =>
+      aggregates.handle(accountDecider, accountStream(account), command, metadata).catch(() => undefined); // refusals are part of the history
+    for (const a of accounts) {
+      await decide(a, { type: 'OpenAccount', accountId: a });
+      await decide(a, { type: 'AddCredits', amountNano: 2_000_000_000n, reason: 'signup' });
+    }
+    // Several accounts, keys and end users over four UTC days: holds charged, released and
+    // expired in the batch that placed them and in later ones.
+    for (let i = 0; i < 600; i++) {
+      const a = rng.pick(accounts);
+      const holds = open.get(a)!;
+      const roll = rng.next();
+      if (roll < 0.4 || holds.length === 0) {
+        const holdId = `${a}-g${i}`;
+        const user = rng.pick([undefined, '', 'u1', 'u2']);
+        await decide(
+          a,
+          { type: 'PlaceHold', holdId, keyId: `${a}-k${rng.int(1, 2)}`, amountNano: rng.nano(10_000n, 90_000n), model: rng.pick(['sim/echo', 'sim/small-8k']), endpoint: '/v1/chat/completions', ttlMs: 60 * 60_000 },
+          user === undefined ? { client_request_id: `r${i}` } : { user },
+        );
+        holds.push(holdId);
+      } else {
+        const holdId = holds.splice(rng.int(0, holds.length - 1), 1)[0];
+        if (roll < 0.7) await decide(a, { type: 'ChargeUsage', holdId, amountNano: rng.nano(1n, 120_000n), stats: { ...stats, model: rng.pick(['sim/echo', 'sim/echo-b']), completion_tokens: rng.int(1, 40) } });
+        else if (roll < 0.85) await decide(a, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503', stats: rng.chance(0.5) ? { model: 'sim/echo-b' } : undefined });
+        else await decide(a, { type: 'ChargeUsage', holdId, amountNano: 5n, stats: { ...stats, completion_tokens: 0 } });
+      }
+      if (rng.chance(0.02)) await decide(a, { type: 'SetDailyLimit', limitNano: rng.chance(0.5) ? null : rng.nano(1_000_000n, 9_000_000n) });
+      if (rng.chance(0.05)) {
+        clock.advance(rng.int(1, 3) * 60 * 60_000);
+        for (const b of accounts) await decide(b, { type: 'ExpireHolds' });
+      }
+      clock.advance(rng.int(0, 120_000));
+    }
+
+    const rows = async () => {
+      const out: Record<string, unknown[]> = {};
+      for (const p of ALL_PROJECTIONS) Object.assign(out, await snapshot(sql, p));
+      return out;
+    };
+    const cut = async (batchSize: number) => {
+      const runner = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { batchSize });
+      await runner.init();
+      await runner.rebuild();
+      return rows();
+    };
+    const one = await cut(1);
+    // The history covers what the batches must fold: every ledger table has rows, holds expired and open.
+    for (const table of ['credit_accounts', 'credit_holds', 'generations', 'key_usage_daily', 'activity_daily', 'activity_open_holds']) {
+      expect([table, one[table].length > 0]).toEqual([table, true]);
+    }
+    const statuses = (await sql.query<{ status: string }>('SELECT DISTINCT status FROM generations')).rows.map((r) => r.status).sort();
+    expect(statuses).toEqual(['completed', 'expired', 'failed', 'in_progress', 'not_billed']);
+    const days = await sql.query<{ n: number }>('SELECT count(DISTINCT day)::int AS n FROM activity_daily');
+    expect(days.rows[0].n).toBeGreaterThanOrEqual(3);
+    for (const size of [2, 7, 64, 5000]) expect([size, await cut(size)]).toEqual([size, one]);
+    await store.close();
+    await sql.close();
+  }, 120_000);
 });

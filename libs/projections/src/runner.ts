@@ -1,6 +1,6 @@
 import { START } from '../../eventstore/src/position';
 import type { EventStore, Position } from '../../eventstore/src/port';
-import type { SqlRunner } from '../../platform/src/sql';
+import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
 import type { Projection } from './projection';
 
 export interface ProjectionStatus {
@@ -21,17 +21,21 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   updated_at timestamptz NOT NULL DEFAULT now()
 )`;
 
+/** Events per read when rebuilding: large batches let the set-based projections write in bulk. */
+const REBUILD_BATCH = 5000;
+
 /**
  * Drives every projection from the event store's global order. Each projection has its own
  * checkpoint, written in the same transaction as its rows, so a crash never applies an event
- * twice; the checkpoint row is locked and compared first, so several runners (processes) on
- * one database never apply the same batch twice either.
+ * twice; the checkpoint row is moved first, on the condition that it is still where the batch
+ * was read from, so several runners (processes) on one database never apply the same batch
+ * twice either. Projections at the same checkpoint (normally all of them) share each read.
  */
 export class ProjectionRunner {
   private readonly byName: Map<string, Projection>;
   private readonly local = new Map<string, Position>();
   private running = false;
-  private loops: Promise<void>[] = [];
+  private looping: Promise<void> | null = null;
   private wakers = new Set<() => void>();
   private unwatch: (() => void) | null = null;
   private advanced = new Set<() => void>();
@@ -72,7 +76,7 @@ export class ProjectionRunner {
     if (this.running) return;
     this.running = true;
     this.unwatch = this.store.watchAppends(() => this.wake());
-    this.loops = this.projections.map((p) => this.loop(p));
+    this.looping = this.loop();
   }
 
   async stop(): Promise<void> {
@@ -80,46 +84,54 @@ export class ProjectionRunner {
     this.unwatch?.();
     this.unwatch = null;
     this.wake();
-    await Promise.all(this.loops);
-    this.loops = [];
+    await this.looping;
+    this.looping = null;
   }
 
   /** Applies everything the log holds now; returns the number of events read. */
   async catchUp(name: string, onBatch?: (events: number) => void): Promise<number> {
-    const projection = this.projection(name);
-    let total = 0;
-    for (;;) {
-      const n = await this.step(projection);
-      if (n === 0) return total;
-      total += n;
-      onBatch?.(n);
-    }
+    return this.catchUpMany([this.projection(name)], this.options.batchSize ?? 500, onBatch);
   }
 
   async catchUpAll(): Promise<void> {
-    for (const p of this.projections) await this.catchUp(p.name);
+    await this.catchUpMany(this.projections, this.options.batchSize ?? 500);
   }
 
   /**
-   * Empties the projection's tables and its checkpoint in one transaction, then replays the
-   * log from position 0. `onProgress(done, total)` reports events read.
+   * Empties the projections' tables (all by default) and their checkpoints in one transaction,
+   * then replays the log from position 0, one read per batch for all of them.
+   * `onProgress(done, total)` reports events read.
    */
-  async rebuild(name: string, onProgress?: (done: number, total: number) => void): Promise<number> {
-    const projection = this.projection(name);
+  async rebuild(names: string | readonly string[] = [...this.byName.keys()], onProgress?: (done: number, total: number) => void): Promise<number> {
+    const projections = (typeof names === 'string' ? [names] : names).map((n) => this.projection(n));
     await this.sql.transaction(async (tx) => {
-      await tx.query('SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [name]);
-      for (const table of projection.tables) await tx.query(`DELETE FROM ${table}`);
-      await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [name, START]);
+      for (const p of projections) {
+        await tx.query('SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [p.name]);
+        for (const table of p.tables) await tx.query(`DELETE FROM ${table}`);
+        await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [p.name, START]);
+      }
     });
-    this.local.set(name, START);
+    for (const p of projections) this.local.set(p.name, START);
     const total = await this.store.countEventsAfter(START);
     let done = 0;
     onProgress?.(0, total);
-    await this.catchUp(name, (n) => {
+    await this.catchUpMany(projections, this.options.batchSize ?? REBUILD_BATCH, (n) => {
       done += n;
       onProgress?.(done, Math.max(total, done));
     });
     return done;
+  }
+
+  /** Steps until the log holds nothing new for `projections`; the first failure is thrown. */
+  private async catchUpMany(projections: readonly Projection[], batchSize: number, onBatch?: (events: number) => void): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { read, failures } = await this.step(projections, batchSize);
+      if (failures.length > 0) throw failures[0].error;
+      if (read === 0) return total;
+      total += read;
+      onBatch?.(read);
+    }
   }
 
   async status(): Promise<ProjectionStatus[]> {
@@ -166,16 +178,19 @@ export class ProjectionRunner {
     return new Map(rows.map((r) => [r.name, r.position]));
   }
 
-  private async loop(projection: Projection): Promise<void> {
+  private async loop(): Promise<void> {
     while (this.running) {
-      let applied = 0;
+      let progress = 0;
       try {
-        applied = await this.step(projection);
+        const { read, failures } = await this.step(this.projections, this.options.batchSize ?? 500);
+        // A failing projection must not spin: reported, it is retried after the idle delay
+        // (its batches no longer count as progress once it lags alone), while the others go on.
+        for (const f of failures) console.error(`projection ${f.name} failed:`, f.error);
+        progress = read;
       } catch (err) {
-        // A failing handler must not spin: report, then retry after the idle delay.
-        console.error(`projection ${projection.name} failed:`, err);
+        console.error('projections could not read the log:', err);
       }
-      if (applied === 0 && this.running) await this.idle();
+      if (progress === 0 && this.running) await this.idle();
     }
   }
 
@@ -197,24 +212,66 @@ export class ProjectionRunner {
     for (const w of [...this.wakers]) w();
   }
 
-  /** Reads one batch after the checkpoint and applies it; returns how many events it read. */
-  private async step(projection: Projection): Promise<number> {
-    const from = await this.checkpointOf(projection.name);
-    const events = await this.store.readAll({ after: from, maxCount: this.options.batchSize ?? 500 });
-    if (events.length === 0) return 0;
-    const to = events[events.length - 1].position;
-    const committed = await this.sql.transaction(async (tx) => {
-      const { rows } = await tx.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [projection.name]);
-      // Another runner (or a rebuild) moved the checkpoint since we read it: drop this batch.
-      if (rows[0]?.position !== from) return false;
-      for (const event of events) await projection.handlers[event.type]?.(event, tx);
-      await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [projection.name, to]);
-      return true;
-    });
-    if (committed) this.advance(projection.name, to);
-    // Otherwise forget the checkpoint: the next step reads where the other runner left it.
-    else this.local.delete(projection.name);
-    return events.length;
+  /**
+   * Reads one batch per group of projections at the same checkpoint. The projections that read
+   * none of its events only move their checkpoints, all in one statement; each of the others
+   * applies it in its own transaction, concurrently. `read`: events read by groups where at
+   * least one projection did not fail.
+   */
+  private async step(projections: readonly Projection[], batchSize: number): Promise<{ read: number; failures: { name: string; error: unknown }[] }> {
+    const groups = new Map<Position, Projection[]>();
+    for (const p of projections) {
+      const from = await this.checkpointOf(p.name);
+      groups.set(from, [...(groups.get(from) ?? []), p]);
+    }
+    let read = 0;
+    const failures: { name: string; error: unknown }[] = [];
+    for (const [from, members] of groups) {
+      const events = await this.store.readAll({ after: from, maxCount: batchSize });
+      if (events.length === 0) continue;
+      const to = events[events.length - 1].position;
+      const busy = members.map((p) => ({ p, relevant: events.filter((e) => p.eventTypes.has(e.type)) })).filter((b) => b.relevant.length > 0);
+      const idle = members.filter((p) => !busy.some((b) => b.p === p)).map((p) => p.name);
+      const results = await Promise.allSettled([
+        ...busy.map(async ({ p, relevant }) => {
+          const committed = await this.sql.transaction(
+            async (tx) => {
+              if ((await this.move(tx, [p.name], from, to)).length === 0) return false;
+              await p.apply(relevant, tx);
+              return true;
+            },
+            // The read models are rebuilt from the log, so the commit need not wait for its WAL
+            // flush: a server crash loses the last applied batches, rows and checkpoint together.
+            { asyncCommit: true },
+          );
+          this.settle(p.name, committed, to);
+        }),
+        ...(idle.length === 0 ? [] : [this.move(this.sql, idle, from, to).then((moved) => idle.forEach((n) => this.settle(n, moved.includes(n), to)))]),
+      ]);
+      results.forEach((r, i) => r.status === 'rejected' && failures.push(...(i < busy.length ? [busy[i].p.name] : idle).map((name) => ({ name, error: r.reason }))));
+      if (results.some((r) => r.status === 'fulfilled')) read += events.length;
+    }
+    return { read, failures };
+  }
+
+  /**
+   * Moves the checkpoints of `names` from `from` to `to`, each only if it is still at `from`;
+   * returns those it moved. Inside a batch's transaction it is the first statement, so its row
+   * lock keeps other runners out until the batch commits.
+   */
+  private async move(sql: SqlExecutor, names: string[], from: Position, to: Position): Promise<string[]> {
+    const { rows } = await sql.query<{ name: string }>(
+      'UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = ANY($1::text[]) AND position = $2 RETURNING name',
+      [names, from, to],
+    );
+    return rows.map((r) => r.name);
+  }
+
+  private settle(name: string, committed: boolean, to: Position): void {
+    if (committed) this.advance(name, to);
+    // Another runner (or a rebuild) moved the checkpoint since we read it: the batch is dropped,
+    // and the next step reads where the other runner left it.
+    else this.local.delete(name);
   }
 
   private async checkpointOf(name: string): Promise<Position> {

@@ -1,9 +1,7 @@
-import type { RecordedEvent } from '../../../eventstore/src/port';
 import type { AccountEvent } from '../../../ledger/src/account';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
-
-type Ev<T extends AccountEvent['type']> = RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']>;
+import { asColumns, eventTime, utcDay, type Projection } from '../projection';
+import type { AccountRecorded } from './credits';
 
 /** What a resolved request adds to its day's row. */
 interface Contribution {
@@ -24,10 +22,15 @@ interface Contribution {
 
 /** The attribution a request's HoldPlaced gave it, taken (and forgotten) when the hold resolves. */
 interface OpenHold {
+  account_id: string;
+  hold_id: string;
   model: string;
   endpoint: string;
   user_id: string | null;
 }
+
+/** One activity_daily row's key and the sums a batch adds to it. */
+type DailySums = [accountId: string, keyId: string, day: string, model: string, endpoint: string, user: string | null, ...sums: bigint[]];
 
 /**
  * Daily usage per (account, key, model, endpoint, end user) for GET /v1/activity (spec 4.20).
@@ -37,6 +40,8 @@ interface OpenHold {
  *
  * The end user (`safety_identifier` / `user` of the request) is only in HoldPlaced's metadata,
  * and HoldExpired carries neither model nor endpoint, so open holds keep their attribution here.
+ * A batch takes the holds of earlier batches it resolves in one statement, then adds its sums
+ * in one upsert; holds placed and resolved within it never reach the table.
  */
 export const activityProjection: Projection = {
   name: 'activity',
@@ -69,95 +74,122 @@ export const activityProjection: Projection = {
     `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_row ON activity_daily (account_id, key_id, day, model, endpoint, user_id) NULLS NOT DISTINCT`,
     `CREATE INDEX IF NOT EXISTS activity_daily_key_day ON activity_daily (key_id, day)`,
   ],
-  handlers: {
-    HoldPlaced: async (e: Ev<'HoldPlaced'>, tx) => {
-      const user = e.metadata.user;
-      await tx.query('INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id) VALUES ($1, $2, $3, $4, $5)', [
-        e.data.hold_id,
-        e.data.account_id,
-        e.data.model,
-        e.data.endpoint,
-        typeof user === 'string' && user !== '' ? user : null,
-      ]);
-    },
-    UsageCharged: async (e: Ev<'UsageCharged'>, tx) => {
-      const d = e.data;
-      const hold = await takeHold(tx, d.account_id, d.hold_id);
-      await add(tx, {
-        accountId: d.account_id,
-        keyId: d.key_id,
-        at: d.charged_at ?? eventTime(e),
-        // The model and endpoint that answered, which the charge names.
-        model: d.model,
-        endpoint: d.endpoint,
-        user: hold?.user_id ?? null,
-        billed: true,
-        promptTokens: d.prompt_tokens,
-        completionTokens: d.completion_tokens,
-        cachedTokens: d.cached_tokens,
-        reasoningTokens: d.reasoning_tokens,
-        costNano: d.amount_nano,
-      });
-    },
-    HoldReleased: async (e: Ev<'HoldReleased'>, tx) => {
-      const d = e.data;
-      const hold = await takeHold(tx, d.account_id, d.hold_id);
-      const model = d.model ?? hold?.model;
-      const endpoint = d.endpoint ?? hold?.endpoint;
-      // Only a log whose HoldPlaced is missing lacks both; such a request has nowhere to count.
-      if (model === undefined || endpoint === undefined) return;
-      await add(tx, notBilled(d.account_id, d.key_id, eventTime(e), model, endpoint, hold?.user_id ?? null));
-    },
-    HoldExpired: async (e: Ev<'HoldExpired'>, tx) => {
-      const d = e.data;
-      const hold = await takeHold(tx, d.account_id, d.hold_id);
-      if (!hold) return;
-      await add(tx, notBilled(d.account_id, d.key_id, eventTime(e), hold.model, hold.endpoint, hold.user_id));
-    },
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
+  apply: async (events: readonly AccountRecorded[], tx) => {
+    const holdOf = (e: AccountRecorded) => `${e.data.account_id}\u0000${(e.data as { hold_id: string }).hold_id}`;
+    // First the holds of earlier batches that this one resolves.
+    const openHere = new Set<string>();
+    const earlier: [string, string][] = [];
+    for (const e of events) {
+      if (e.type === 'HoldPlaced') openHere.add(holdOf(e));
+      else if ((e.type === 'UsageCharged' || e.type === 'HoldReleased' || e.type === 'HoldExpired') && !openHere.delete(holdOf(e))) {
+        earlier.push([e.data.account_id, e.data.hold_id]);
+      }
+    }
+    const open = new Map<string, OpenHold>();
+    if (earlier.length > 0) {
+      const c = asColumns(['text', 'text'], earlier);
+      const { rows } = await tx.query<OpenHold>(
+        `DELETE FROM activity_open_holds h USING ${c.unnest} AS d(account_id, hold_id)
+          WHERE h.account_id = d.account_id AND h.hold_id = d.hold_id
+          RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id`,
+        c.params,
+      );
+      for (const r of rows) open.set(`${r.account_id}\u0000${r.hold_id}`, r);
+    }
+    const take = (e: AccountRecorded): OpenHold | null => {
+      const hold = open.get(holdOf(e)) ?? null;
+      open.delete(holdOf(e));
+      return hold;
+    };
+
+    const daily = new Map<string, DailySums>();
+    const add = (c: Contribution) => {
+      const day = utcDay(c.at);
+      const slot = JSON.stringify([c.accountId, c.keyId, day, c.model, c.endpoint, c.user]);
+      const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, 0n, 0n, 0n, 0n, 0n, 0n, 0n];
+      const sums = [c.billed ? 1 : 0, c.billed ? 0 : 1, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano];
+      sums.forEach((value, i) => (row[6 + i] = (row[6 + i] as bigint) + BigInt(value)));
+      daily.set(slot, row);
+    };
+    for (const e of events) {
+      switch (e.type) {
+        case 'HoldPlaced': {
+          const user = e.metadata.user;
+          const d = e.data;
+          open.set(holdOf(e), { account_id: d.account_id, hold_id: d.hold_id, model: d.model, endpoint: d.endpoint, user_id: typeof user === 'string' && user !== '' ? user : null });
+          break;
+        }
+        case 'UsageCharged': {
+          const d = e.data;
+          const hold = take(e);
+          add({
+            accountId: d.account_id,
+            keyId: d.key_id,
+            at: d.charged_at ?? eventTime(e),
+            // The model and endpoint that answered, which the charge names.
+            model: d.model,
+            endpoint: d.endpoint,
+            user: hold?.user_id ?? null,
+            billed: true,
+            promptTokens: d.prompt_tokens,
+            completionTokens: d.completion_tokens,
+            cachedTokens: d.cached_tokens,
+            reasoningTokens: d.reasoning_tokens,
+            costNano: d.amount_nano,
+          });
+          break;
+        }
+        case 'HoldReleased': {
+          const d = e.data;
+          const hold = take(e);
+          const model = d.model ?? hold?.model;
+          const endpoint = d.endpoint ?? hold?.endpoint;
+          // Only a log whose HoldPlaced is missing lacks both; such a request has nowhere to count.
+          if (model === undefined || endpoint === undefined) break;
+          add(notBilled(d.account_id, d.key_id, eventTime(e), model, endpoint, hold?.user_id ?? null));
+          break;
+        }
+        case 'HoldExpired': {
+          const d = e.data;
+          const hold = take(e);
+          if (hold) add(notBilled(d.account_id, d.key_id, eventTime(e), hold.model, hold.endpoint, hold.user_id));
+          break;
+        }
+      }
+    }
+
+    // Whatever is still in `open` was placed by this batch (those of earlier batches were deleted
+    // above only when resolved, and taken here at once).
+    if (open.size > 0) {
+      const c = asColumns(['text', 'text', 'text', 'text', 'text'], [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id]));
+      await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id) SELECT * FROM ${c.unnest}`, c.params);
+    }
+    if (daily.size > 0) {
+      const c = asColumns(
+        ['text', 'text', 'date', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+        [...daily.values()].map((row) => row.map((v) => (typeof v === 'bigint' ? v.toString() : v))),
+      );
+      await tx.query(
+        `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, requests, requests_not_billed,
+                                     prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano)
+         SELECT * FROM ${c.unnest}
+         ON CONFLICT (account_id, key_id, day, model, endpoint, user_id) DO UPDATE SET
+           requests = activity_daily.requests + EXCLUDED.requests,
+           requests_not_billed = activity_daily.requests_not_billed + EXCLUDED.requests_not_billed,
+           prompt_tokens = activity_daily.prompt_tokens + EXCLUDED.prompt_tokens,
+           completion_tokens = activity_daily.completion_tokens + EXCLUDED.completion_tokens,
+           cached_tokens = activity_daily.cached_tokens + EXCLUDED.cached_tokens,
+           reasoning_tokens = activity_daily.reasoning_tokens + EXCLUDED.reasoning_tokens,
+           cost_nano = activity_daily.cost_nano + EXCLUDED.cost_nano`,
+        c.params,
+      );
+    }
   },
 };
 
 function notBilled(accountId: string, keyId: string, at: string, model: string, endpoint: string, user: string | null): Contribution {
   return { accountId, keyId, at, model, endpoint, user, billed: false, promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, costNano: '0' };
-}
-
-async function takeHold(tx: SqlExecutor, accountId: string, holdId: string): Promise<OpenHold | null> {
-  const { rows } = await tx.query<OpenHold>('DELETE FROM activity_open_holds WHERE account_id = $1 AND hold_id = $2 RETURNING model, endpoint, user_id', [
-    accountId,
-    holdId,
-  ]);
-  return rows[0] ?? null;
-}
-
-async function add(tx: SqlExecutor, c: Contribution): Promise<void> {
-  await tx.query(
-    `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, requests, requests_not_billed,
-                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano)
-     VALUES ($1, $2, ($3::timestamptz AT TIME ZONE 'UTC')::date, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-     ON CONFLICT (account_id, key_id, day, model, endpoint, user_id) DO UPDATE SET
-       requests = activity_daily.requests + EXCLUDED.requests,
-       requests_not_billed = activity_daily.requests_not_billed + EXCLUDED.requests_not_billed,
-       prompt_tokens = activity_daily.prompt_tokens + EXCLUDED.prompt_tokens,
-       completion_tokens = activity_daily.completion_tokens + EXCLUDED.completion_tokens,
-       cached_tokens = activity_daily.cached_tokens + EXCLUDED.cached_tokens,
-       reasoning_tokens = activity_daily.reasoning_tokens + EXCLUDED.reasoning_tokens,
-       cost_nano = activity_daily.cost_nano + EXCLUDED.cost_nano`,
-    [
-      c.accountId,
-      c.keyId,
-      c.at,
-      c.model,
-      c.endpoint,
-      c.user,
-      c.billed ? 1 : 0,
-      c.billed ? 0 : 1,
-      c.promptTokens,
-      c.completionTokens,
-      c.cachedTokens,
-      c.reasoningTokens,
-      c.costNano,
-    ],
-  );
 }
 
 export interface ActivityFilter {

@@ -3,7 +3,7 @@ import type { KeyEvent } from '../../../identity/src/key';
 import type { OrgEvent } from '../../../identity/src/organization';
 import type { SettingsEvent } from '../../../identity/src/settings';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '../projection';
 
 type Audited = KeyEvent | OrgEvent | SettingsEvent;
 
@@ -34,7 +34,7 @@ async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
 }
 
 /** Who created, updated, rotated or revoked keys and who changed organizations, with IP and time. */
-export const auditLogProjection: Projection = {
+export const auditLogProjection: Projection = perEvent({
   name: 'audit_log',
   tables: ['audit_log'],
   schema: [
@@ -53,7 +53,7 @@ export const auditLogProjection: Projection = {
     `CREATE INDEX IF NOT EXISTS audit_log_actor_account ON audit_log (actor_account_id, at)`,
   ],
   handlers: Object.fromEntries(Object.keys(ENTRIES).map((type) => [type, record])),
-};
+});
 
 export interface AuditEntry {
   id: string;

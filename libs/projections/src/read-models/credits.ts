@@ -1,11 +1,36 @@
 import type { AccountEvent } from '../../../ledger/src/account';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '../projection';
 import type { RecordedEvent } from '../../../eventstore/src/port';
 
-type Ev<T extends AccountEvent['type']> = RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']>;
+/** An account event as recorded: `type` and `data` narrow together. */
+export type AccountRecorded = { [T in AccountEvent['type']]: RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']> }[AccountEvent['type']];
 
-/** Balance and lifetime totals per account (GET /v1/credits). */
+/** What a batch changes in one account's row. */
+interface AccountDelta {
+  /** Set when the batch opened the account: its row is inserted, not updated. */
+  openedAt: string | null;
+  purchasedNano: bigint;
+  usedNano: bigint;
+  heldNano: bigint;
+  openHolds: number;
+  dailyLimit: { nano: string | null } | null;
+  /** Every event of the account touches its row: the time of the batch's last one. */
+  updatedAt: string;
+}
+
+interface OpenHold {
+  accountId: string;
+  amountNano: string;
+  expiresAt: string;
+}
+
+/**
+ * Balance and lifetime totals per account (GET /v1/credits). A batch is folded in memory and
+ * written with a handful of statements: holds placed and closed within it never reach the
+ * database; holds closed from earlier batches are deleted in one statement that returns their
+ * amounts.
+ */
 export const creditsProjection: Projection = {
   name: 'credits',
   tables: ['credit_holds', 'credit_accounts'],
@@ -28,47 +53,102 @@ export const creditsProjection: Projection = {
     )`,
     `CREATE INDEX IF NOT EXISTS credit_holds_expiry ON credit_holds (expires_at)`,
   ],
-  handlers: {
-    AccountOpened: async (e: Ev<'AccountOpened'>, tx) => {
-      await tx.query('INSERT INTO credit_accounts (account_id, opened_at, updated_at) VALUES ($1, $2, $2)', [e.data.account_id, eventTime(e)]);
-    },
-    CreditsAdded: async (e: Ev<'CreditsAdded'>, tx) => {
-      await tx.query('UPDATE credit_accounts SET purchased_nano = purchased_nano + $2, updated_at = $3 WHERE account_id = $1', [
-        e.data.account_id,
-        e.data.amount_nano,
-        eventTime(e),
-      ]);
-    },
-    HoldPlaced: async (e: Ev<'HoldPlaced'>, tx) => {
-      await tx.query('INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at) VALUES ($1, $2, $3, $4)', [
-        e.data.hold_id,
-        e.data.account_id,
-        e.data.amount_nano,
-        e.data.expires_at,
-      ]);
-      await tx.query(
-        'UPDATE credit_accounts SET held_nano = held_nano + $2, open_holds = open_holds + 1, updated_at = $3 WHERE account_id = $1',
-        [e.data.account_id, e.data.amount_nano, eventTime(e)],
+  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet']),
+  apply: async (events: readonly AccountRecorded[], tx) => {
+    const accounts = new Map<string, AccountDelta>();
+    const placed = new Map<string, OpenHold>();
+    /** Holds of earlier batches closed by this one, with the account each close names. */
+    const closedEarlier = new Map<string, string>();
+    for (const e of events) {
+      const at = eventTime(e);
+      let delta = accounts.get(e.data.account_id);
+      if (e.type === 'AccountOpened' || !delta) {
+        delta = { openedAt: null, purchasedNano: 0n, usedNano: 0n, heldNano: 0n, openHolds: 0, dailyLimit: null, updatedAt: at };
+        accounts.set(e.data.account_id, delta);
+      }
+      delta.updatedAt = at;
+      switch (e.type) {
+        case 'AccountOpened':
+          delta.openedAt = at;
+          break;
+        case 'CreditsAdded':
+          delta.purchasedNano += BigInt(e.data.amount_nano);
+          break;
+        case 'HoldPlaced':
+          placed.set(e.data.hold_id, { accountId: e.data.account_id, amountNano: e.data.amount_nano, expiresAt: e.data.expires_at });
+          delta.heldNano += BigInt(e.data.amount_nano);
+          delta.openHolds += 1;
+          break;
+        case 'UsageCharged':
+        case 'HoldReleased':
+        case 'HoldExpired': {
+          if (e.type === 'UsageCharged') delta.usedNano += BigInt(e.data.amount_nano);
+          const hold = placed.get(e.data.hold_id);
+          if (hold) {
+            placed.delete(e.data.hold_id);
+            delta.heldNano -= BigInt(hold.amountNano);
+            delta.openHolds -= 1;
+          } else if (!closedEarlier.has(e.data.hold_id)) closedEarlier.set(e.data.hold_id, e.data.account_id);
+          break;
+        }
+        case 'DailyLimitSet':
+          delta.dailyLimit = { nano: e.data.limit_nano };
+          break;
+      }
+    }
+
+    if (closedEarlier.size > 0) {
+      const { rows } = await tx.query<{ hold_id: string; amount_nano: string }>(
+        'DELETE FROM credit_holds WHERE hold_id = ANY($1::text[]) RETURNING hold_id, amount_nano',
+        [[...closedEarlier.keys()]],
       );
-    },
-    UsageCharged: async (e: Ev<'UsageCharged'>, tx) => closeHold(tx, e, e.data.amount_nano),
-    HoldReleased: async (e: Ev<'HoldReleased'>, tx) => closeHold(tx, e, '0'),
-    HoldExpired: async (e: Ev<'HoldExpired'>, tx) => closeHold(tx, e, '0'),
-    DailyLimitSet: async (e: Ev<'DailyLimitSet'>, tx) => {
-      await tx.query('UPDATE credit_accounts SET daily_limit_nano = $2, updated_at = $3 WHERE account_id = $1', [e.data.account_id, e.data.limit_nano, eventTime(e)]);
-    },
+      for (const r of rows) {
+        const delta = accounts.get(closedEarlier.get(r.hold_id)!)!;
+        delta.heldNano -= BigInt(r.amount_nano);
+        delta.openHolds -= 1;
+      }
+    }
+    if (placed.size > 0) {
+      const holds = asColumns(['text', 'text', 'bigint', 'timestamptz'], [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt]));
+      await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at) SELECT * FROM ${holds.unnest}`, holds.params);
+    }
+    const row = ([id, d]: [string, AccountDelta]) => [
+      id,
+      d.purchasedNano.toString(),
+      d.usedNano.toString(),
+      d.heldNano.toString(),
+      d.openHolds,
+      d.dailyLimit !== null,
+      d.dailyLimit?.nano ?? null,
+      d.openedAt,
+      d.updatedAt,
+    ];
+    const types = ['text', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
+    const opened = [...accounts].filter(([, d]) => d.openedAt !== null);
+    if (opened.length > 0) {
+      const c = asColumns(types, opened.map(row));
+      await tx.query(
+        `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, open_holds, daily_limit_nano, opened_at, updated_at)
+         SELECT account_id, purchased, used, held, open_holds, daily_limit, opened_at, updated_at
+           FROM ${c.unnest} AS d(account_id, purchased, used, held, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
+        c.params,
+      );
+    }
+    const existing = [...accounts].filter(([, d]) => d.openedAt === null);
+    if (existing.length > 0) {
+      const c = asColumns(types, existing.map(row));
+      // An account the log never opened has no row, and stays without one.
+      await tx.query(
+        `UPDATE credit_accounts a SET purchased_nano = a.purchased_nano + d.purchased, used_nano = a.used_nano + d.used,
+                held_nano = a.held_nano + d.held, open_holds = a.open_holds + d.open_holds,
+                daily_limit_nano = CASE WHEN d.limit_set THEN d.daily_limit ELSE a.daily_limit_nano END, updated_at = d.updated_at
+           FROM ${c.unnest} AS d(account_id, purchased, used, held, open_holds, limit_set, daily_limit, opened_at, updated_at)
+          WHERE a.account_id = d.account_id`,
+        c.params,
+      );
+    }
   },
 };
-
-async function closeHold(tx: SqlExecutor, e: Ev<'UsageCharged' | 'HoldReleased' | 'HoldExpired'>, chargedNano: string): Promise<void> {
-  const { rows } = await tx.query<{ amount_nano: string }>('DELETE FROM credit_holds WHERE hold_id = $1 RETURNING amount_nano', [e.data.hold_id]);
-  const held = rows[0]?.amount_nano ?? '0';
-  await tx.query(
-    `UPDATE credit_accounts SET held_nano = held_nano - $2, open_holds = open_holds - $3, used_nano = used_nano + $4, updated_at = $5
-     WHERE account_id = $1`,
-    [e.data.account_id, held, rows.length, chargedNano, eventTime(e)],
-  );
-}
 
 export interface CreditsRow {
   purchasedNano: bigint;

@@ -1,11 +1,44 @@
-import type { AccountEvent } from '../../../ledger/src/account';
-import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { AccountEvent, GenerationStats } from '../../../ledger/src/account';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '../projection';
+import type { AccountRecorded } from './credits';
 
-type Ev<T extends AccountEvent['type']> = RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']>;
+/** What a settlement or an expiry writes over a generation's row. */
+interface Outcome {
+  status: GenerationStatus;
+  cost_nano: string;
+  finished_at: string;
+  /** Absent on an expiry, which knows nothing of the request's usage: those columns stay. */
+  usage?: {
+    error_code: string | null;
+    /** Null keeps the model the hold named. */
+    model: string | null;
+    provider: string | null;
+    prompt_tokens: number;
+    completion_tokens: number;
+    cached_tokens: number;
+    reasoning_tokens: number;
+    latency_ms: number | null;
+    ttft_ms: number | null;
+  };
+}
 
-/** One row per request, keyed by the service's own id (GET /v1/generation). */
+interface Placed {
+  id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  endpoint: string;
+  client_request_id: string | null;
+  created_at: string;
+  outcome: Outcome | null;
+}
+
+/**
+ * One row per request, keyed by the service's own id (GET /v1/generation). A batch inserts the
+ * requests it placed with their outcome, and updates those of earlier batches it settled, one
+ * statement each.
+ */
 export const generationsProjection: Projection = {
   name: 'generations',
   tables: ['generations'],
@@ -34,56 +67,126 @@ export const generationsProjection: Projection = {
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS client_request_id text`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
-  handlers: {
-    HoldPlaced: async (e: Ev<'HoldPlaced'>, tx) => {
-      const d = e.data;
-      // The client's X-Client-Request-Id travels in the metadata: it is the caller's, not the ledger's.
-      const clientRequestId = e.metadata.client_request_id;
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
+  apply: async (events: readonly AccountRecorded[], tx) => {
+    const placed = new Map<string, Placed>();
+    /** Outcomes of requests placed in earlier batches. */
+    const settled = new Map<string, Outcome>();
+    const resolve = (id: string, outcome: Outcome) => {
+      const row = placed.get(id);
+      const before = row ? row.outcome : settled.get(id);
+      // A later outcome overwrites an earlier one, except the columns it does not know.
+      const usage = outcome.usage ? { ...outcome.usage, model: outcome.usage.model ?? before?.usage?.model ?? null } : before?.usage;
+      const merged: Outcome = { ...outcome, usage };
+      if (row) row.outcome = merged;
+      else settled.set(id, merged);
+    };
+    for (const e of events) {
+      switch (e.type) {
+        case 'HoldPlaced': {
+          const d = e.data;
+          // The client's X-Client-Request-Id travels in the metadata: it is the caller's, not the ledger's.
+          const clientRequestId = e.metadata.client_request_id;
+          placed.set(d.hold_id, {
+            id: d.hold_id,
+            account_id: d.account_id,
+            key_id: d.key_id,
+            model: d.model,
+            endpoint: d.endpoint,
+            client_request_id: typeof clientRequestId === 'string' ? clientRequestId : null,
+            created_at: eventTime(e),
+            outcome: null,
+          });
+          break;
+        }
+        case 'UsageCharged':
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e)));
+          break;
+        case 'HoldReleased':
+          resolve(
+            e.data.hold_id,
+            finished(e.data, e.data.reason === 'zero_completion' ? 'not_billed' : 'failed', '0', e.data.error_code ?? null, eventTime(e)),
+          );
+          break;
+        // Never settled (the process died mid-request): nothing is known of its usage, nothing is charged.
+        case 'HoldExpired':
+          resolve(e.data.hold_id, { status: 'expired', cost_nano: '0', finished_at: eventTime(e) });
+          break;
+      }
+    }
+
+    if (placed.size > 0) {
+      const rows = [...placed.values()].map((g) => {
+        const u = g.outcome?.usage;
+        return [
+          g.id, g.account_id, g.key_id, u?.model ?? g.model, g.endpoint, u?.provider ?? null, g.outcome?.status ?? 'in_progress',
+          u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, g.outcome?.cost_nano ?? '0',
+          u?.latency_ms ?? null, u?.ttft_ms ?? null, u?.error_code ?? null, g.client_request_id, g.created_at, g.outcome?.finished_at ?? null,
+        ];
+      });
+      const c = asColumns(INSERTED, rows);
       await tx.query(
-        `INSERT INTO generations (id, account_id, key_id, model, endpoint, status, client_request_id, created_at)
-         VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7)`,
-        [d.hold_id, d.account_id, d.key_id, d.model, d.endpoint, typeof clientRequestId === 'string' ? clientRequestId : null, eventTime(e)],
+        `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
+                                  reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at)
+         SELECT * FROM ${c.unnest}`,
+        c.params,
       );
-    },
-    UsageCharged: async (e: Ev<'UsageCharged'>, tx) => finish(tx, e, 'completed', e.data.amount_nano, null),
-    HoldReleased: async (e: Ev<'HoldReleased'>, tx) =>
-      finish(tx, e, e.data.reason === 'zero_completion' ? 'not_billed' : 'failed', '0', e.data.error_code ?? null),
-    // Never settled (the process died mid-request): nothing is known of its usage, nothing is charged.
-    HoldExpired: async (e: Ev<'HoldExpired'>, tx) => {
-      await tx.query(`UPDATE generations SET status = 'expired', cost_nano = 0, finished_at = $2 WHERE id = $1`, [e.data.hold_id, eventTime(e)]);
-    },
+    }
+    if (settled.size > 0) {
+      const rows = [...settled].map(([id, o]) => {
+        const u = o.usage;
+        return [
+          id, o.status, o.cost_nano, o.finished_at, u !== undefined, u?.error_code ?? null, u?.model ?? null, u?.provider ?? null,
+          u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, u?.latency_ms ?? null, u?.ttft_ms ?? null,
+        ];
+      });
+      const c = asColumns(SETTLED, rows);
+      await tx.query(
+        `UPDATE generations g SET status = d.status, cost_nano = d.cost_nano, finished_at = d.finished_at,
+                model = COALESCE(d.model, g.model),
+                error_code = CASE WHEN d.known THEN d.error_code ELSE g.error_code END,
+                provider = CASE WHEN d.known THEN d.provider ELSE g.provider END,
+                prompt_tokens = CASE WHEN d.known THEN d.prompt_tokens ELSE g.prompt_tokens END,
+                completion_tokens = CASE WHEN d.known THEN d.completion_tokens ELSE g.completion_tokens END,
+                cached_tokens = CASE WHEN d.known THEN d.cached_tokens ELSE g.cached_tokens END,
+                reasoning_tokens = CASE WHEN d.known THEN d.reasoning_tokens ELSE g.reasoning_tokens END,
+                latency_ms = CASE WHEN d.known THEN d.latency_ms ELSE g.latency_ms END,
+                ttft_ms = CASE WHEN d.known THEN d.ttft_ms ELSE g.ttft_ms END
+           FROM ${c.unnest} AS d(id, status, cost_nano, finished_at, known, error_code, model, provider,
+                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms)
+          WHERE g.id = d.id`,
+        c.params,
+      );
+    }
   },
 };
 
-async function finish(
-  tx: SqlExecutor,
-  e: Ev<'UsageCharged' | 'HoldReleased'>,
-  status: string,
+const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz'];
+const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer'];
+
+function finished(
+  d: Partial<GenerationStats>,
+  status: GenerationStatus,
   costNano: string,
   errorCode: string | null,
-): Promise<void> {
-  const d = e.data;
-  await tx.query(
-    `UPDATE generations SET status = $2, cost_nano = $3, error_code = $4, finished_at = $5,
-       model = COALESCE($6, model), provider = $7, prompt_tokens = $8, completion_tokens = $9,
-       cached_tokens = $10, reasoning_tokens = $11, latency_ms = $12, ttft_ms = $13
-     WHERE id = $1`,
-    [
-      d.hold_id,
-      status,
-      costNano,
-      errorCode,
-      eventTime(e),
-      d.model ?? null,
-      d.provider ?? null,
-      d.prompt_tokens ?? 0,
-      d.completion_tokens ?? 0,
-      d.cached_tokens ?? 0,
-      d.reasoning_tokens ?? 0,
-      d.latency_ms ?? null,
-      d.ttft_ms ?? null,
-    ],
-  );
+  at: string,
+): Outcome {
+  return {
+    status,
+    cost_nano: costNano,
+    finished_at: at,
+    usage: {
+      error_code: errorCode,
+      model: d.model ?? null,
+      provider: d.provider ?? null,
+      prompt_tokens: d.prompt_tokens ?? 0,
+      completion_tokens: d.completion_tokens ?? 0,
+      cached_tokens: d.cached_tokens ?? 0,
+      reasoning_tokens: d.reasoning_tokens ?? 0,
+      latency_ms: d.latency_ms ?? null,
+      ttft_ms: d.ttft_ms ?? null,
+    },
+  };
 }
 
 export type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired';

@@ -3,7 +3,7 @@ import type { KeyRecord, SecretMatch } from '../../../identity/src/authenticate'
 import type { KeyEvent, KeyEnvironment, KeyScope, KeySettings, LimitReset } from '../../../identity/src/key';
 import type { OrgEvent, OrgRole } from '../../../identity/src/organization';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '../projection';
 
 type Ev<E extends { type: string; data: unknown }, T extends E['type']> = RecordedEvent<T, Extract<E, { type: T }>['data']>;
 type K<T extends KeyEvent['type']> = Ev<KeyEvent, T>;
@@ -32,7 +32,7 @@ const value = (column: string, v: unknown) => (JSON_COLUMNS.has(column) && v !==
  * organizations: one projection, because authentication joins them and must see them at
  * one position of the log.
  */
-export const identityProjection: Projection = {
+export const identityProjection: Projection = perEvent({
   name: 'identity',
   tables: ['api_key_secrets', 'api_keys', 'org_members', 'organizations'],
   schema: [
@@ -128,7 +128,7 @@ export const identityProjection: Projection = {
       await tx.query('UPDATE organizations SET deleted_at = $2 WHERE org_id = $1', [e.data.org_id, eventTime(e)]);
     },
   },
-};
+});
 
 export type ApiKeyRow = KeyRecord;
 

@@ -1,9 +1,9 @@
 import type { RecordedEvent } from '../../../eventstore/src/port';
 import type { AccountEvent } from '../../../ledger/src/account';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, utcDay, type Projection } from '../projection';
 
-/** Spend per key per UTC day, for key usage per period (spec 2.2). */
+/** Spend per key per UTC day, for key usage per period (spec 2.2): one upsert per batch. */
 export const keyUsageProjection: Projection = {
   name: 'key_usage',
   tables: ['key_usage_daily'],
@@ -15,15 +15,23 @@ export const keyUsageProjection: Projection = {
       PRIMARY KEY (key_id, day)
     )`,
   ],
-  handlers: {
-    UsageCharged: async (e: RecordedEvent<'UsageCharged', Extract<AccountEvent, { type: 'UsageCharged' }>['data']>, tx) => {
-      await tx.query(
-        `INSERT INTO key_usage_daily (key_id, day, cost_nano) VALUES ($1, ($2::timestamptz AT TIME ZONE 'UTC')::date, $3)
-         ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,
-        // The decider counts a charge in the window of charged_at (absent on the oldest events).
-        [e.data.key_id, e.data.charged_at ?? eventTime(e), e.data.amount_nano],
-      );
-    },
+  eventTypes: new Set(['UsageCharged']),
+  apply: async (events: readonly RecordedEvent<'UsageCharged', Extract<AccountEvent, { type: 'UsageCharged' }>['data']>[], tx) => {
+    const sums = new Map<string, [keyId: string, day: string, costNano: bigint]>();
+    for (const e of events) {
+      // The decider counts a charge in the window of charged_at (absent on the oldest events).
+      const day = utcDay(e.data.charged_at ?? eventTime(e));
+      const slot = `${e.data.key_id}\u0000${day}`;
+      const sum = sums.get(slot) ?? [e.data.key_id, day, 0n];
+      sum[2] += BigInt(e.data.amount_nano);
+      sums.set(slot, sum);
+    }
+    const c = asColumns(['text', 'date', 'bigint'], [...sums.values()].map(([keyId, day, cost]) => [keyId, day, cost.toString()]));
+    await tx.query(
+      `INSERT INTO key_usage_daily (key_id, day, cost_nano) SELECT * FROM ${c.unnest}
+       ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,
+      c.params,
+    );
   },
 };
 

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../../eventstore/src/port';
 import type { SettingsEvent } from '../../../identity/src/settings';
 import type { SqlExecutor } from '../../../platform/src/sql';
-import { eventTime, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '../projection';
 
 type S<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
 
@@ -9,7 +9,7 @@ type S<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent
  * The provider keys of BYOK, still sealed: the chat path opens one only when a request needs
  * it, so the plaintext never sits in the database either.
  */
-export const providerKeysProjection: Projection = {
+export const providerKeysProjection: Projection = perEvent({
   name: 'provider_keys',
   tables: ['provider_keys'],
   schema: [
@@ -35,7 +35,7 @@ export const providerKeysProjection: Projection = {
       await tx.query('DELETE FROM provider_keys WHERE account_id = $1 AND provider = $2', [e.data.account_id, e.data.provider]);
     },
   },
-};
+});
 
 export interface ProviderKeyRow {
   provider: string;
