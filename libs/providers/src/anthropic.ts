@@ -2,8 +2,8 @@
  * Adapter for Anthropic's native Messages API (`POST {base}/messages`). The gateway speaks OpenAI
  * chat completions throughout, so this adapter translates at its edge: the request into a
  * Messages request, the answer and the stream events back into the OpenAI shapes the chat
- * service already handles. Transport (keep-alive fetch, timeouts, error classification, SSE
- * parsing) is the one the OpenAI-compatible adapter uses.
+ * service already handles. Transport (undici on a shared keep-alive pool, timeouts, error
+ * classification, SSE parsing) is the one the OpenAI-compatible adapter uses.
  *
  * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` (the Messages API has no
  * equivalent); thinking signatures, so an earlier turn's reasoning is not sent back.
@@ -20,6 +20,7 @@ import {
   type ChatCompletionResult,
   type ChatProvider,
   type EmbeddingsResult,
+  type UpstreamBody,
 } from './openai-compatible';
 import { ProviderError } from './provider-error';
 import { readSse, type SseEvent } from './sse';
@@ -66,8 +67,8 @@ export class AnthropicProvider implements ChatProvider {
     const started = performance.now();
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
-      const response = await this.post({ ...request, stream: false }, deadline, 'application/json');
-      const json = parseJson(await response.text());
+      const answer = await this.post({ ...request, stream: false }, deadline, 'application/json');
+      const json = parseJson(await answer.text());
       if (!isRecord(json) || json.type !== 'message' || !Array.isArray(json.content)) {
         throw invalidResponse('Messages answer without type "message" and a content array', json);
       }
@@ -84,9 +85,8 @@ export class AnthropicProvider implements ChatProvider {
     const { request, excludeReasoning } = toMessagesRequest(body as Json);
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
-      const response = await this.post({ ...request, stream: true }, deadline, 'text/event-stream');
-      if (!response.body) throw invalidResponse('stream response without a body', undefined);
-      yield* chatChunks(readSse(deadline.whileReading(response.body)), { excludeReasoning });
+      const stream = await this.post({ ...request, stream: true }, deadline, 'text/event-stream');
+      yield* chatChunks(readSse(deadline.whileReading(stream)), { excludeReasoning });
     } catch (error) {
       throw deadline.failure(error);
     } finally {
@@ -99,7 +99,7 @@ export class AnthropicProvider implements ChatProvider {
     throw new ProviderError({ kind: 'http', status: 400, message: 'the Anthropic adapter has no embeddings endpoint' });
   }
 
-  private post(payload: object, deadline: Deadline, accept: string): Promise<Response> {
+  private post(payload: object, deadline: Deadline, accept: string): Promise<UpstreamBody> {
     return postUpstream(this.url, { ...this.headers, accept }, payload, deadline);
   }
 }

@@ -148,15 +148,17 @@ describe('against a scripted upstream', () => {
   let upstream: Server;
   let baseUrl: string;
   let respond: (res: ServerResponse) => void | Promise<void>;
-  const received: Array<{ headers: IncomingHttpHeaders; body: Record<string, unknown> }> = [];
+  const received: Array<{ url?: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }> = [];
+  let connections = 0;
 
   beforeAll(async () => {
     upstream = createServer(async (req, res) => {
       let text = '';
       for await (const part of req) text += part;
-      received.push({ headers: req.headers, body: JSON.parse(text) });
+      received.push({ url: req.url, headers: req.headers, body: JSON.parse(text) });
       await respond(res);
     });
+    upstream.on('connection', () => connections++);
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1/`;
   });
@@ -237,6 +239,27 @@ describe('against a scripted upstream', () => {
       break;
     }
     await closed;
+  });
+
+  it('keeps reusing one connection after error statuses: their bodies are read to the end', async () => {
+    const answers = [json(200, completionJson), json(503, '{"error":{"message":"busy"}}'), json(502, 'Bad Gateway', 'text/plain'), json(200, completionJson)];
+    respond = (res) => answers.shift()!(res);
+    const before = connections;
+    for (let i = 0; i < 4; i++) await scripted().chatCompletion(chatBody('hi')).catch(() => undefined);
+    expect(received).toHaveLength(4);
+    expect(connections - before).toBeLessThanOrEqual(1); // 0 when an earlier test left one idle
+  });
+
+  it('follows a redirect with the same request, as fetch did', async () => {
+    let calls = 0;
+    respond = (res) => {
+      if (calls++ > 0) return json(200, completionJson)(res);
+      res.writeHead(308, { location: `${baseUrl}moved/chat/completions` });
+      res.end();
+    };
+    await scripted().chatCompletion(chatBody('hi'));
+    expect(received.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v1/moved/chat/completions']);
+    expect(received[1]).toMatchObject({ headers: { authorization: 'Bearer sk-test' }, body: received[0].body });
   });
 
   it('treats a stream that ends cleanly without [DONE] as cut short', async () => {
