@@ -192,7 +192,7 @@ describe('against a scripted upstream', () => {
     await scripted({ headers: { 'x-title': 'svc' } }).chatCompletion(body);
     await scripted({ chatParams: ROUTER_CHAT_PARAMS }).chatCompletion(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2 });
-    expect(received[0].headers).toMatchObject({ authorization: 'Bearer sk-test', 'x-title': 'svc', accept: 'application/json' });
+    expect(received[0].headers).toMatchObject({ authorization: 'Bearer sk-test', 'x-title': 'svc', accept: 'application/json', 'user-agent': 'svc-gateway/0.1' });
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2, top_k: 5 });
   });
 

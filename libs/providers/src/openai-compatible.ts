@@ -212,6 +212,8 @@ export type UpstreamBody = Dispatcher.ResponseData['body'];
 const upstreams = new Agent({ keepAliveTimeout: 10_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 })
   .compose(interceptors.redirect({ maxRedirections: 20 }));
 
+const USER_AGENT = 'svc-gateway/0.1';
+
 /**
  * POSTs JSON to an upstream under the deadline and returns the body of a 2xx answer; any other
  * status becomes a ProviderError. An abort of the deadline's signal destroys the body too.
@@ -219,7 +221,8 @@ const upstreams = new Agent({ keepAliveTimeout: 10_000, pipelining: 1, headersTi
 export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody> {
   const { statusCode, body } = await request(url, {
     method: 'POST',
-    headers,
+    // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
+    headers: { 'user-agent': USER_AGENT, ...headers },
     body: JSON.stringify(payload),
     signal: deadline.signal,
     dispatcher: upstreams,
