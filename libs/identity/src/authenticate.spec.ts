@@ -20,6 +20,7 @@ const record: SecretMatch = {
   secretHash: hashKeySecret(secret),
   secretValidUntil: null,
   orgActive: true,
+  sealedProviderKeys: new Map(),
 };
 const finding = (over: Partial<SecretMatch> = {}) => async (hash: string) => (hash === record.secretHash ? { ...record, ...over } : null);
 

@@ -19,6 +19,12 @@ export interface KeyRecord extends KeySettings {
 
 /** What a secret's lookup finds: the key, and how long this particular secret works. */
 export interface SecretMatch extends KeyRecord {
+  /**
+   * The billed account's own provider keys (bring your own key), still sealed, by provider.
+   * Read with the key on every request, in the same query, so a deleted one stops being used
+   * at once without a read of its own.
+   */
+  sealedProviderKeys: ReadonlyMap<string, string>;
   /** The stored hash the lookup matched, compared again here in constant time. */
   secretHash: string;
   /** Until when this secret works (a rotated-out secret); null = while the key lives. */
@@ -27,8 +33,8 @@ export interface SecretMatch extends KeyRecord {
   orgActive: boolean;
 }
 
-/** The authenticated caller of a request: its key. */
-export type Caller = KeyRecord;
+/** The authenticated caller of a request: its key, and its account's sealed provider keys. */
+export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys'>;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
 export function keyFromHeaders(headers: Record<string, string | string[] | undefined>): string | null {

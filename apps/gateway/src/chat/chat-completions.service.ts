@@ -15,7 +15,6 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd, type Nano } from '../../../../libs/platform/src/money';
 import { normalizeUsage } from '../../../../libs/providers/src/openai-compatible';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
-import { sealedProviderKeys } from '../../../../libs/projections/src/read-models/provider-keys';
 import { countChatPromptTokens, countTextTokens } from '../../../../libs/providers/src/tokens';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '../../../../libs/providers/src/wire';
 import type { EmbeddingsCall } from '../../../../libs/interfaces/src/embeddings';
@@ -226,12 +225,10 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   /** Step 7: hold the worst case of `plan` over every target that may answer it. */
   private async begin(caller: Caller, plan: Plan, context: RequestContext): Promise<Generation> {
     const { models, headers, promptTokens, maxOutput, user } = plan;
-    // BYOK: the account's own keys replace the operator's for their providers. Read on every
-    // request (one indexed row set) so a deleted key stops being used at once.
-    // Spec 8: the prompt counts against the key's tokens per minute before anything is held
-    // (alongside the read of the account's own provider keys: two stores, one wait).
-    const [ownKeys] = await Promise.all([sealedProviderKeys(this.runtime.sql, caller.accountId), this.rateLimits.consumePromptTokens(caller, promptTokens)]);
-    const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, ownKeys));
+    // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
+    await this.rateLimits.consumePromptTokens(caller, promptTokens);
+    // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
+    const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, caller.sealedProviderKeys));
     const id = `gen-${randomBytes(12).toString('hex')}`;
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata = {

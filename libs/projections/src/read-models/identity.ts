@@ -163,7 +163,8 @@ function toRow(r: Record<string, any>): ApiKeyRow {
 export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string): Promise<SecretMatch | null> {
   const { rows } = await sql.query<Record<string, any>>(
     `SELECT k.*, s.secret_hash, s.valid_until,
-            (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active
+            (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
+            (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys
        FROM api_key_secrets s
        JOIN api_keys k ON k.key_id = s.key_id
        LEFT JOIN organizations o ON o.org_id = k.org_id
@@ -173,7 +174,9 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
     { prepare: 'identity_key_by_secret' },
   );
   const r = rows[0];
-  return r ? { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true } : null;
+  if (!r) return null;
+  const sealedProviderKeys = new Map<string, string>(Object.entries(r.provider_keys ?? {}));
+  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys };
 }
 
 export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {

@@ -48,11 +48,3 @@ export async function listProviderKeys(sql: SqlExecutor, accountId: string): Pro
   const { rows } = await sql.query<Record<string, any>>('SELECT provider, hint, saved_at FROM provider_keys WHERE account_id = $1 ORDER BY provider', [accountId]);
   return rows.map((r) => ({ provider: r.provider, hint: r.hint, savedAt: new Date(r.saved_at).toISOString() }));
 }
-
-/** The sealed keys of an account by provider name, for the chat path. */
-export async function sealedProviderKeys(sql: SqlExecutor, accountId: string): Promise<Map<string, string>> {
-  const { rows } = await sql.query<{ provider: string; encrypted_key: string }>('SELECT provider, encrypted_key FROM provider_keys WHERE account_id = $1', [accountId], {
-    prepare: 'provider_keys_of_account',
-  });
-  return new Map(rows.map((r) => [r.provider, r.encrypted_key]));
-}
