@@ -179,7 +179,7 @@ class Episode {
     same(state, this.replica, 'the replayed state differs from the live one');
     same(state.creditsNano, ref.credits, 'credits');
     same(availableNano(state), ref.available(), 'available balance');
-    same(Object.keys(state.holds).sort(), ref.openHolds().map(([id]) => id).sort(), 'open holds');
+    same([...state.holds.keys()].sort(), ref.openHolds().map(([id]) => id).sort(), 'open holds');
     same(state.dailyLimitNano, ref.dailyLimit, 'daily limit');
     const now = new Date(this.now);
     for (const key of this.keys) {

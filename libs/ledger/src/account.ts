@@ -1,4 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
+import { Map as ImmutableMap } from 'immutable';
 import type { Nano } from '../../platform/src/money';
 import {
   addToWindow,
@@ -200,7 +201,11 @@ export interface AccountState {
   accountId: string | null;
   creditsNano: Nano;
   chargedNano: Nano;
-  holds: Readonly<Record<string, OpenHold>>;
+  /**
+   * Open holds by id. A persistent map: a hot account has hundreds open, and every event of it
+   * yields a new state, so copying a plain object each time would cost O(open holds) per event.
+   */
+  holds: ImmutableMap<string, OpenHold>;
   dailyLimitNano: Nano | null;
   /** The whole account's charges on the UTC day of its latest charge. */
   day: WindowSpend;
@@ -213,13 +218,13 @@ const NO_KEY_SPEND: KeySpend = { lifetimeNano: 0n, windows: { daily: NO_SPEND, w
 
 export function heldNano(state: AccountState): Nano {
   let sum = 0n;
-  for (const hold of Object.values(state.holds)) sum += hold.amountNano;
+  for (const hold of state.holds.values()) sum += hold.amountNano;
   return sum;
 }
 
 function keyHeldNano(state: AccountState, keyId: string): Nano {
   let sum = 0n;
-  for (const hold of Object.values(state.holds)) if (hold.keyId === keyId) sum += hold.amountNano;
+  for (const hold of state.holds.values()) if (hold.keyId === keyId) sum += hold.amountNano;
   return sum;
 }
 
@@ -279,7 +284,7 @@ function requireOpen(state: AccountState): string {
 }
 
 function requireHold(state: AccountState, holdId: string): OpenHold {
-  const hold = state.holds[holdId];
+  const hold = state.holds.get(holdId);
   if (!hold) throw new DomainError('hold_not_open', `Hold ${holdId} is not open.`, { hold_id: holdId });
   return hold;
 }
@@ -391,7 +396,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
     accountId: null,
     creditsNano: 0n,
     chargedNano: 0n,
-    holds: {},
+    holds: ImmutableMap(),
     dailyLimitNano: null,
     day: NO_SPEND,
     dailyLimitReachedOn: null,
@@ -413,7 +418,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
       case 'PlaceHold': {
         const account_id = requireOpen(state);
         if (command.amountNano <= 0n) throw new DomainError('invalid_amount', 'A hold must be a positive amount.');
-        if (state.holds[command.holdId]) {
+        if (state.holds.has(command.holdId)) {
           throw new DomainError('hold_exists', `Hold ${command.holdId} already exists.`);
         }
         const refusal = holdRefusal(state, command, now);
@@ -489,7 +494,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
 
       case 'ExpireHolds': {
         const account_id = requireOpen(state);
-        return Object.entries(state.holds)
+        return [...state.holds.entries()]
           .filter(([, hold]) => hold.expiresAtMs <= now.getTime())
           // Oldest deadline first, so a capped batch makes progress in a stable order.
           .sort(([a, x], [b, y]) => x.expiresAtMs - y.expiresAtMs || (a < b ? -1 : 1))
@@ -533,7 +538,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
         const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;
         return {
           ...withKey(state, key_id, { limit }),
-          holds: { ...state.holds, [hold_id]: { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at) } },
+          holds: state.holds.set(hold_id, { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at) }),
         };
       }
       case 'UsageCharged': {
@@ -563,8 +568,7 @@ function withKey(state: AccountState, keyId: string, changes: Partial<KeySpend>)
 }
 
 function closeHold(state: AccountState, holdId: string): AccountState {
-  const { [holdId]: _closed, ...holds } = state.holds;
-  return { ...state, holds };
+  return { ...state, holds: state.holds.delete(holdId) };
 }
 
 /** A charge counts in the windows of its own instant, `atMs` (null on events older than spend windows: lifetime only). */

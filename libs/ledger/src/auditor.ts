@@ -242,7 +242,7 @@ class AccountAudit {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([keyId, spend]): KeyReport => {
         let keyHeld = 0n;
-        for (const hold of Object.values(state.holds)) if (hold.keyId === keyId) keyHeld += hold.amountNano;
+        for (const hold of state.holds.values()) if (hold.keyId === keyId) keyHeld += hold.amountNano;
         const windows = Object.fromEntries(PERIODS.map((p) => [p, chargedInWindow(spend.windows[p], windowStartMs(p, atMs))])) as Record<Period, Nano>;
         return { keyId, spend: { ...windows, lifetime: spend.lifetimeNano }, heldNano: keyHeld };
       });
@@ -252,7 +252,7 @@ class AccountAudit {
       events: this.events,
       creditsNano: state.creditsNano,
       chargedNano: state.chargedNano,
-      openHolds: Object.keys(state.holds).length,
+      openHolds: state.holds.size,
       heldNano: held,
       availableNano: state.creditsNano - state.chargedNano - held,
       overHold: { ...this.overHold },
@@ -325,7 +325,7 @@ export class LedgerAuditor {
     for (const { accountId, state, keyDays } of this.accounts.values()) {
       // The credits projection creates an account's row on AccountOpened only.
       if (state.accountId !== null) {
-        const open = Object.entries(state.holds);
+        const open = [...state.holds.entries()];
         figures.accounts.set(accountId, { purchasedNano: state.creditsNano, usedNano: state.chargedNano, heldNano: heldNano(state), openHolds: open.length });
         for (const [holdId, hold] of open) figures.holds.set(holdId, { accountId, amountNano: hold.amountNano });
       }

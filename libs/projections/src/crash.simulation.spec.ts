@@ -1107,7 +1107,7 @@ function deciderView(state: AccountState, account: SimAccount): AccountView {
     charged: state.chargedNano,
     available: availableNano(state),
     dailyLimit: state.dailyLimitNano,
-    holds: Object.entries(state.holds)
+    holds: [...state.holds.entries()]
       .map(([id, h]): [string, string, bigint, number] => [id, h.keyId, h.amountNano, h.expiresAtMs])
       .sort((a, b) => (a[0] < b[0] ? -1 : 1)),
     lifetimeByKey: account.keys.map((k): [string, bigint] => [k.id, state.keys[k.id]?.lifetimeNano ?? 0n]),
