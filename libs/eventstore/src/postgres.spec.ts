@@ -66,6 +66,37 @@ describe('SqlEventStore on PostgreSQL server', () => {
 
   const event = (type: string): NewEvent => ({ id: randomUUID(), type, data: {} });
 
+  it('looks a retried append up by its event ids, not by reading the stream: the cost of an append does not grow with the stream', async () => {
+    // A schema of its own (the other tests read the whole log), on one connection: the
+    // statistics read are those of the backend that appended.
+    const own = await freshPgRunner('es');
+    await own.close();
+    const one = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${own.schema}`, max: 1 });
+    try {
+      const long = await openStore(one);
+      const stream = `long-${randomUUID()}`;
+      await long.append(stream, Array.from({ length: 2000 }, () => event('Filled')), 'no_stream');
+      // Pending statistics reach the views once the backend has gone idle after this request.
+      const indexReads = async () => {
+        await one.query('SELECT pg_stat_force_next_flush()');
+        await sleep(100);
+        const { rows } = await one.query<{ n: string }>(
+          "SELECT coalesce(sum(idx_tup_read), 0)::text AS n FROM pg_stat_user_indexes WHERE schemaname = current_schema() AND relname = 'events'",
+        );
+        return Number(rows[0].n);
+      };
+      const before = await indexReads();
+      await long.append(stream, [event('Next')], 1999n);
+      const read = (await indexReads()) - before;
+      // The last revision (one entry) and the new event's id (none yet): a scan of the stream reads 2,000.
+      expect(read).toBeGreaterThan(0);
+      expect(read).toBeLessThan(10);
+      await long.close();
+    } finally {
+      await one.close();
+    }
+  });
+
   it('delivers an event whose transaction commits after a later one (late commit)', async () => {
     const received: RecordedEvent[] = [];
     const subscription = store.subscribeToAll({ after: START }, (e) => {

@@ -70,11 +70,13 @@ BEGIN
   END IF;
   SELECT e.revision::text, e.tx::text, e.seq::text INTO revision, tx, seq
     FROM events e WHERE e.stream = p_stream ORDER BY e.revision DESC LIMIT 1;
+  -- One (stream, id) lookup per id: the LIMIT keeps the planner from flattening the lateral
+  -- subquery into a join, which it may plan as a scan of every event of the stream.
   SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'revision', e.revision::text, 'tx', e.tx::text, 'seq', e.seq::text)
                             ORDER BY e.revision), '[]')
     INTO existing
-    FROM events e
-   WHERE e.stream = p_stream AND e.id IN (SELECT jsonb_array_elements_text(p_ids::jsonb)::uuid);
+    FROM jsonb_array_elements_text(p_ids::jsonb) AS i(id)
+    CROSS JOIN LATERAL (SELECT ev.id, ev.revision, ev.tx, ev.seq FROM events ev WHERE ev.stream = p_stream AND ev.id = i.id::uuid LIMIT 1) e;
   v_current := coalesce(revision::bigint, -1);
   IF jsonb_array_length(existing) > 0 OR jsonb_array_length(p_events::jsonb) = 0
      OR NOT (p_expected = 'any'
