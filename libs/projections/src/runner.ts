@@ -1,5 +1,5 @@
 import { START } from '../../eventstore/src/position';
-import type { EventStore, Position } from '../../eventstore/src/port';
+import type { EventStore, Position, RecordedEvent } from '../../eventstore/src/port';
 import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
 import type { Projection } from './projection';
 
@@ -39,6 +39,7 @@ export class ProjectionRunner {
   private wakers = new Set<() => void>();
   private unwatch: (() => void) | null = null;
   private advanced = new Set<() => void>();
+  private ahead: { after: Position; batchSize: number; events: Promise<RecordedEvent[] | null> } | null = null;
 
   constructor(
     private readonly sql: SqlRunner,
@@ -227,9 +228,11 @@ export class ProjectionRunner {
     let read = 0;
     const failures: { name: string; error: unknown }[] = [];
     for (const [from, members] of groups) {
-      const events = await this.store.readAll({ after: from, maxCount: batchSize });
+      const events = await this.read(from, batchSize);
       if (events.length === 0) continue;
       const to = events[events.length - 1].position;
+      // A full batch: the log holds more, so the next one is read while this one is applied.
+      if (events.length === batchSize) this.readAhead(to, batchSize);
       const busy = members.map((p) => ({ p, relevant: events.filter((e) => p.eventTypes.has(e.type)) })).filter((b) => b.relevant.length > 0);
       const idle = members.filter((p) => !busy.some((b) => b.p === p)).map((p) => p.name);
       const results = await Promise.allSettled([
@@ -252,6 +255,22 @@ export class ProjectionRunner {
       if (results.some((r) => r.status === 'fulfilled')) read += events.length;
     }
     return { read, failures };
+  }
+
+  /** The batch after `from`, from the read ahead when it started there. */
+  private async read(from: Position, batchSize: number): Promise<RecordedEvent[]> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (ahead && ahead.after === from && ahead.batchSize === batchSize) {
+      const events = await ahead.events;
+      if (events !== null) return events;
+    }
+    return this.store.readAll({ after: from, maxCount: batchSize });
+  }
+
+  private readAhead(after: Position, batchSize: number): void {
+    // A failed read ahead is only a lost head start: the next step reads again.
+    this.ahead = { after, batchSize, events: this.store.readAll({ after, maxCount: batchSize }).catch(() => null) };
   }
 
   /**
