@@ -3,7 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
 import type { Config } from '../libs/platform/src/config';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
-import { closeOnSignals, configOrExit, runMain } from './process';
+import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
 import { startBackground, type Background } from './background';
 import type { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
@@ -77,4 +77,7 @@ async function main(): Promise<void> {
   closeOnSignals(() => started.close());
 }
 
-if (require.main === module) runMain(main);
+if (require.main === module) {
+  boundHeapGrowth();
+  runMain(main);
+}

@@ -37,8 +37,12 @@ export function closeOnSignals(close: () => Promise<void>): void {
  */
 const HEAP_GROWING_PERCENT = 50;
 
-export function runMain(main: () => Promise<void>): void {
+/** For processes that serve requests; call before anything else allocates. */
+export function boundHeapGrowth(): void {
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+}
+
+export function runMain(main: () => Promise<void>): void {
   main().catch((err) => {
     // A refusal the API would answer with an error object is a message, not a crash.
     console.error(err instanceof ApiError ? `${err.type}${err.code ? ` (${err.code})` : ''}: ${err.message}` : err);

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
+import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '../../../src/runtime';
 import { createGatewayApp } from './app';
 
@@ -7,6 +7,7 @@ import { createGatewayApp } from './app';
  * The HTTP edge alone, for production: stateless, scaled out behind a load balancer. The
  * worker process keeps the projections it reads up to date.
  */
+boundHeapGrowth();
 runMain(async () => {
   const config = configOrExit();
   const runtime = await createRuntime(config);
