@@ -291,7 +291,8 @@ function markdown(r) {
       'PostgreSQL commit probe on the same server (a one-row INSERT per transaction, with the gateway stopped): ' +
         `1 client ${int(q.tx_per_s_1_client)} tx/s, with \`pg_notify\` ${int(q.tx_per_s_1_client_notify)} tx/s; ` +
         `16 clients ${int(q.tx_per_s_16_clients)} tx/s, with \`pg_notify\` ${int(q.tx_per_s_16_clients_notify)} tx/s. ` +
-        'The event store notifies in every append transaction, and PostgreSQL serialises the commits of notifying transactions.',
+        'PostgreSQL serialises the commits of notifying transactions, WAL flush included, so an append does not notify: ' +
+        'the event store sends one NOTIFY of its own after the commit (coalesced while one is on its way).',
       '',
     );
   }
