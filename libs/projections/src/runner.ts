@@ -21,6 +21,8 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   updated_at timestamptz NOT NULL DEFAULT now()
 )`;
 
+/** Events per read while following the log. */
+const BATCH = 500;
 /** Events per read when rebuilding: large batches let the set-based projections write in bulk. */
 const REBUILD_BATCH = 5000;
 
@@ -91,11 +93,11 @@ export class ProjectionRunner {
 
   /** Applies everything the log holds now; returns the number of events read. */
   async catchUp(name: string, onBatch?: (events: number) => void): Promise<number> {
-    return this.catchUpMany([this.projection(name)], this.options.batchSize ?? 500, onBatch);
+    return this.catchUpMany([this.projection(name)], this.options.batchSize ?? BATCH, onBatch);
   }
 
   async catchUpAll(): Promise<void> {
-    await this.catchUpMany(this.projections, this.options.batchSize ?? 500);
+    await this.catchUpMany(this.projections, this.options.batchSize ?? BATCH);
   }
 
   /**
@@ -183,7 +185,7 @@ export class ProjectionRunner {
     while (this.running) {
       let progress = 0;
       try {
-        const { read, failures } = await this.step(this.projections, this.options.batchSize ?? 500);
+        const { read, failures } = await this.step(this.projections, this.options.batchSize ?? BATCH);
         // A failing projection must not spin: reported, it is retried after the idle delay
         // (its batches no longer count as progress once it lags alone), while the others go on.
         for (const f of failures) console.error(`projection ${f.name} failed:`, f.error);
@@ -233,28 +235,38 @@ export class ProjectionRunner {
       const to = events[events.length - 1].position;
       // A full batch: the log holds more, so the next one is read while this one is applied.
       if (events.length === batchSize) this.readAhead(to, batchSize);
-      const busy = members.map((p) => ({ p, relevant: events.filter((e) => p.eventTypes.has(e.type)) })).filter((b) => b.relevant.length > 0);
-      const idle = members.filter((p) => !busy.some((b) => b.p === p)).map((p) => p.name);
-      const results = await Promise.allSettled([
-        ...busy.map(async ({ p, relevant }) => {
-          const committed = await this.sql.transaction(
-            async (tx) => {
-              if ((await this.move(tx, [p.name], from, to)).length === 0) return false;
-              await p.apply(relevant, tx);
-              return true;
-            },
-            // The read models are rebuilt from the log, so the commit need not wait for its WAL
-            // flush: a server crash loses the last applied batches, rows and checkpoint together.
-            { asyncCommit: true },
-          );
-          this.settle(p.name, committed, to);
-        }),
-        ...(idle.length === 0 ? [] : [this.move(this.sql, idle, from, to).then((moved) => idle.forEach((n) => this.settle(n, moved.includes(n), to)))]),
-      ]);
-      results.forEach((r, i) => r.status === 'rejected' && failures.push(...(i < busy.length ? [busy[i].p.name] : idle).map((name) => ({ name, error: r.reason }))));
+      const tasks: { names: string[]; run: Promise<void> }[] = [];
+      const idle: string[] = [];
+      for (const p of members) {
+        const relevant = events.filter((e) => p.eventTypes.has(e.type));
+        if (relevant.length === 0) idle.push(p.name);
+        else tasks.push({ names: [p.name], run: this.applyBatch(p, relevant, from, to) });
+      }
+      if (idle.length > 0) {
+        tasks.push({ names: idle, run: this.move(this.sql, idle, from, to).then((moved) => idle.forEach((n) => this.settle(n, moved.includes(n), to))) });
+      }
+      const results = await Promise.allSettled(tasks.map((t) => t.run));
+      results.forEach((r, i) => {
+        if (r.status === 'rejected') for (const name of tasks[i].names) failures.push({ name, error: r.reason });
+      });
       if (results.some((r) => r.status === 'fulfilled')) read += events.length;
     }
     return { read, failures };
+  }
+
+  /** One projection's part of a batch, with its checkpoint, in one transaction. */
+  private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<void> {
+    const committed = await this.sql.transaction(
+      async (tx) => {
+        if ((await this.move(tx, [projection.name], from, to)).length === 0) return false;
+        await projection.apply(events, tx);
+        return true;
+      },
+      // The read models are rebuilt from the log, so the commit need not wait for its WAL
+      // flush: a server crash loses the last applied batches, rows and checkpoint together.
+      { asyncCommit: true },
+    );
+    this.settle(projection.name, committed, to);
   }
 
   /** The batch after `from`, from the read ahead when it started there. */

@@ -76,7 +76,8 @@ export const activityProjection: Projection = {
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
   apply: async (events: readonly AccountRecorded[], tx) => {
-    const holdOf = (e: AccountRecorded) => `${e.data.account_id}\u0000${(e.data as { hold_id: string }).hold_id}`;
+    const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
+    const holdOf = (e: AccountRecorded) => holdKey(e.data.account_id, (e.data as { hold_id: string }).hold_id);
     // First the holds of earlier batches that this one resolves.
     const openHere = new Set<string>();
     const earlier: [string, string][] = [];
@@ -95,11 +96,12 @@ export const activityProjection: Projection = {
           RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id`,
         c.params,
       );
-      for (const r of rows) open.set(`${r.account_id}\u0000${r.hold_id}`, r);
+      for (const r of rows) open.set(holdKey(r.account_id, r.hold_id), r);
     }
     const take = (e: AccountRecorded): OpenHold | null => {
-      const hold = open.get(holdOf(e)) ?? null;
-      open.delete(holdOf(e));
+      const key = holdOf(e);
+      const hold = open.get(key) ?? null;
+      open.delete(key);
       return hold;
     };
 
