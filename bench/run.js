@@ -4,7 +4,10 @@
  * Side-by-side benchmark of the gateway, Portkey gateway 1.15.2 and a bare undici pass-through
  * proxy (the floor), all in front of ONE simulated upstream process, in one run.
  *
- *   node bench/run.js [--quick] [--no-profile] [--no-docs]
+ *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only]
+ *
+ * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway and the
+ * direct upstream alone, prints the figures and writes nothing: a quick check of one change.
  *
  * Builds nothing: the gateway's `npm run build` must have run (dist/ in the app root, which is
  * the parent of bench/ unless BENCH_APP_ROOT says otherwise). Creates a fresh PostgreSQL
@@ -34,7 +37,8 @@ const DOCS_FILE = path.join(REPO_ROOT, 'docs', 'BENCHMARKS.md');
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = !args.has('--no-profile');
-const WRITE_DOCS = !args.has('--no-docs');
+const SEQUENTIAL_ONLY = args.has('--sequential-only');
+const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY;
 const num = (name, full, quick) => Number(process.env[name] || (QUICK ? quick : full));
 const CFG = {
   seqN: num('BENCH_SEQ_N', 1000, 300),
@@ -823,7 +827,7 @@ async function main() {
     log(`processes up: simulator ${ctx.simOrigin}, bare ${ctx.bareOrigin}, portkey ${ctx.portkeyOrigin}, gateway ${ctx.gatewayOrigin}`);
 
     log(`1. sequential overhead (${CFG.seqN} requests per target and mode after ${CFG.seqWarmup} warm-up, interleaved)`);
-    results.sequential = await sequentialPhase(ctx);
+    results.sequential = await sequentialPhase(ctx, SEQUENTIAL_ONLY ? { targets: ['direct', 'gateway'] } : {});
 
     // Diagnostic: the same, gateway only, with the worker paused (its projections compete for
     // the same 2 cores and the same PostgreSQL): how much of the overhead is the worker's.
@@ -837,6 +841,12 @@ async function main() {
       process.kill(ctx.pids.worker, 'SIGCONT');
     }
     await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+    if (SEQUENTIAL_ONLY) {
+      for (const [phase, figures] of Object.entries({ ...results.sequential, paused: results.sequential_worker_paused.json })) {
+        log(`${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`);
+      }
+      return;
+    }
 
     log(`2. throughput at ${CFG.loadConnections} connections (${CFG.loadSeconds} s each after ${CFG.loadWarmup} s warm-up)`);
     results.throughput = await throughputPhase(ctx);
