@@ -164,6 +164,56 @@ describe.each([
     expect((await sql.query('SELECT * FROM probe_rows')).rows).toEqual([]);
   });
 
+  it('applies a batch to every projection at the same checkpoint in one transaction', async () => {
+    const seen = new Map<string, unknown[]>();
+    const probe = (name: string) =>
+      perEvent({ name, tables: [], schema: [], handlers: { CreditsAdded: async (_e, tx) => void seen.set(name, [...(seen.get(name) ?? []), tx]) } });
+    const together = new ProjectionRunner(sql, store, [probe('together_a'), probe('together_b')], { batchSize: 1000 });
+    await together.init();
+    await together.catchUpAll();
+    // Three accounts were credited once each: one batch, one transaction shared by both.
+    expect(seen.get('together_a')).toHaveLength(3);
+    expect(new Set([...seen.get('together_a')!, ...seen.get('together_b')!]).size).toBe(1);
+    expect((await together.status()).map((s) => [s.name, s.lag])).toEqual([
+      ['together_a', 0],
+      ['together_b', 0],
+    ]);
+  });
+
+  it('when one projection of a batch fails, the others still apply it, each in a transaction of its own', async () => {
+    const applied: string[] = [];
+    const healthy = perEvent({
+      name: 'beside_failing',
+      tables: ['beside_failing_rows'],
+      schema: ['CREATE TABLE IF NOT EXISTS beside_failing_rows (event_id text PRIMARY KEY)'],
+      handlers: {
+        CreditsAdded: async (e, tx) => {
+          applied.push(e.id);
+          await tx.query('INSERT INTO beside_failing_rows (event_id) VALUES ($1)', [e.id]);
+        },
+      },
+    });
+    const failing = perEvent({
+      name: 'always_failing',
+      tables: [],
+      schema: [],
+      handlers: {
+        CreditsAdded: async () => {
+          throw new Error('boom');
+        },
+      },
+    });
+    const mixed = new ProjectionRunner(sql, store, [healthy, failing], { batchSize: 1000 });
+    await mixed.init();
+    await expect(mixed.catchUpAll()).rejects.toThrow('boom');
+    // Tried together (rolled back), then alone: its rows are there once, its checkpoint moved.
+    expect(applied).toHaveLength(6);
+    expect((await sql.query('SELECT * FROM beside_failing_rows')).rows).toHaveLength(3);
+    const status = new Map((await mixed.status()).map((s) => [s.name, s]));
+    expect(status.get('beside_failing')!.lag).toBe(0);
+    expect(status.get('always_failing')!.position).toBe('');
+  });
+
   it('with coalesceMs, waits that long after a wake and applies the appends of the wait in one transaction', async () => {
     const applied: Array<{ tx: unknown; at: number }> = [];
     const probe = perEvent({
