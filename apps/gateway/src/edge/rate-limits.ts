@@ -27,32 +27,31 @@ export class RateLimitService {
   }
 
   /**
-   * Counts the request and takes a concurrency slot, given back when the response is over.
-   * Throws the 429 for the first limit reached; the headers are on the reply either way.
+   * Counts the request and takes a concurrency slot, given back when the response is over, in
+   * one decision: a refused request counts nowhere and holds no slot. Throws the 429 for the
+   * first limit reached; the headers are on the reply either way.
    */
   async admit(caller: Caller, operation: Operation, reply: FastifyReply): Promise<void> {
     const limits = this.limitsOf(caller);
-    const { rateLimiter, concurrency } = this.runtime.edge;
-    const [requests, tokens] = await Promise.all([
-      rateLimiter.consume(bucket('rpm', caller), limits.requests_per_minute),
-      rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
-    ]);
-    setWindowHeaders(reply, 'requests', requests);
-    setWindowHeaders(reply, 'tokens', tokens);
-    if (!requests.allowed) {
-      throw tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', requests.resetMs);
+    const admitted = await this.runtime.edge.admission.admit({
+      requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
+      // Only model calls spend tokens: a key out of tokens can still read its usage.
+      tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
+      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, leaseMs: this.runtime.config.upstreamTimeoutMs + SLOT_GRACE_MS },
+    });
+    setWindowHeaders(reply, 'requests', admitted.requests);
+    setWindowHeaders(reply, 'tokens', admitted.tokens);
+    switch (admitted.refused) {
+      case 'requests':
+        throw tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs);
+      case 'tokens':
+        throw tokensExceeded(limits, admitted.tokens.resetMs);
+      case 'concurrency':
+        throw tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000);
     }
-    // Only model calls spend tokens: a key out of tokens can still read its usage.
-    if (operation === 'model_call' && !tokens.allowed) throw tokensExceeded(limits, tokens.resetMs);
-
-    const leaseMs = this.runtime.config.upstreamTimeoutMs + SLOT_GRACE_MS;
-    const taken = await concurrency.acquire(bucket('concurrent', caller), limits.concurrent_requests, leaseMs);
-    if (!taken.allowed || !taken.slot) {
-      throw tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000);
-    }
-    const slot = taken.slot;
+    const slot = admitted.slot.slot;
     // 'close' comes once the response is over, streamed or not, or the client has gone.
-    reply.raw.once('close', () => void slot.release().catch(() => undefined));
+    if (slot) reply.raw.once('close', () => void slot.release().catch(() => undefined));
   }
 
   /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import { type Admission, MemoryAdmission, RedisAdmission } from './admission';
 import { type IdempotencyStore, MemoryIdempotencyStore, RedisIdempotencyStore } from './idempotency';
 import {
   type ConcurrencyLimiter,
@@ -9,9 +10,10 @@ import {
   RedisRateLimiter,
 } from './rate-limiter';
 import { closeRedis, connectRedis, whenReady } from './redis';
-import { BypassResponseCache, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
+import { BypassResponseCache, FallbackAdmission, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
 import { MemoryResponseCache, RedisResponseCache } from './response-cache';
 
+export * from './admission';
 export * from './idempotency';
 export * from './rate-limiter';
 export * from './redis';
@@ -31,6 +33,8 @@ export interface EdgeStoreOptions {
 export interface EdgeStores {
   rateLimiter: RateLimiter;
   concurrency: ConcurrencyLimiter;
+  /** Requests per minute, tokens per minute and a concurrency slot in one decision, on the same windows and slots. */
+  admission: Admission;
   idempotency: IdempotencyStore;
   /** `lookup` tells a miss from a bypass while the store is down. */
   cache: BypassResponseCache;
@@ -51,6 +55,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
     return {
       rateLimiter: memoryRate,
       concurrency: memoryConcurrency,
+      admission: new MemoryAdmission(memoryRate, memoryConcurrency),
       idempotency: new MemoryIdempotencyStore(clock),
       // Never bypasses; wrapped so callers see one cache type whatever the backend.
       cache: new BypassResponseCache(new MemoryResponseCache(clock)),
@@ -63,6 +68,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
   return {
     rateLimiter: new FallbackRateLimiter(new RedisRateLimiter(redis, keyPrefix), memoryRate, onDegraded),
     concurrency: new FallbackConcurrencyLimiter(new RedisConcurrencyLimiter(redis, clock, keyPrefix), memoryConcurrency, onDegraded),
+    admission: new FallbackAdmission(new RedisAdmission(redis, clock, keyPrefix), new MemoryAdmission(memoryRate, memoryConcurrency), onDegraded),
     idempotency: new RedisIdempotencyStore(redis, clock, keyPrefix),
     cache: new BypassResponseCache(new RedisResponseCache(redis, clock, keyPrefix), onDegraded),
     backend: 'redis',

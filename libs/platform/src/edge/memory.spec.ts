@@ -1,16 +1,22 @@
 import { ManualClock } from '../clock';
+import { MemoryAdmission } from './admission';
 import { edgeStoreContract, response } from './testing/contract';
 import { MemoryIdempotencyStore } from './idempotency';
 import { createEdgeStores } from './index';
 import { MemoryConcurrencyLimiter, MemoryRateLimiter } from './rate-limiter';
 import { MemoryResponseCache } from './response-cache';
 
-edgeStoreContract('memory', (clock) => ({
-  rateLimiter: new MemoryRateLimiter(),
-  concurrency: new MemoryConcurrencyLimiter(clock),
-  idempotency: new MemoryIdempotencyStore(clock),
-  cache: new MemoryResponseCache(clock),
-}));
+edgeStoreContract('memory', (clock) => {
+  const rateLimiter = new MemoryRateLimiter();
+  const concurrency = new MemoryConcurrencyLimiter(clock);
+  return {
+    rateLimiter,
+    concurrency,
+    admission: new MemoryAdmission(rateLimiter, concurrency),
+    idempotency: new MemoryIdempotencyStore(clock),
+    cache: new MemoryResponseCache(clock),
+  };
+});
 
 describe('memory response cache bounds', () => {
   it('evicts the least recently used entry beyond its cap', async () => {

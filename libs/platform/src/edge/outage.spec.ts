@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { ManualClock } from '../clock';
 import { response } from './testing/contract';
 import { freePort, startRedisServer, stopRedisServer } from './testing/redis-server';
+import { RedisAdmission, type AdmissionRequest } from './admission';
 import { RedisIdempotencyStore } from './idempotency';
 import { createEdgeStores, type EdgeStores } from './index';
 import { RedisConcurrencyLimiter, RedisRateLimiter, type Slot } from './rate-limiter';
@@ -48,8 +49,14 @@ describe('edge stores through a Redis outage', () => {
     concurrency: RedisConcurrencyLimiter;
     idempotency: RedisIdempotencyStore;
     cache: RedisResponseCache;
+    admission: RedisAdmission;
   };
   let slotTakenBeforeOutage: Slot;
+  const admitting = (name: string, limit: number): AdmissionRequest => ({
+    requests: { bucket: `rpm:${name}`, limit },
+    tokens: { bucket: `tpm:${name}`, limit: 100, enforce: true },
+    slots: { bucket: `conc:${name}`, limit, leaseMs: 60_000 },
+  });
 
   beforeAll(async () => {
     port = await freePort();
@@ -61,6 +68,7 @@ describe('edge stores through a Redis outage', () => {
       concurrency: new RedisConcurrencyLimiter(redis, clock, prefix),
       idempotency: new RedisIdempotencyStore(redis, clock, prefix),
       cache: new RedisResponseCache(redis, clock, prefix),
+      admission: new RedisAdmission(redis, clock, prefix),
     };
     stores = createEdgeStores({ redisUrl: url, clock, keyPrefix: prefix, onDegraded: (what) => degraded.push(what) });
     expect(await whenReady(redis, 5_000)).toBe(true);
@@ -81,6 +89,8 @@ describe('edge stores through a Redis outage', () => {
     expect(taken.allowed).toBe(true);
     slotTakenBeforeOutage = taken.slot!;
     expect((await adapters.concurrency.acquire('conc', 1, 60_000)).allowed).toBe(false);
+    expect((await stores.admission.admit(admitting('up', 5))).refused).toBeNull();
+    expect(await adapters.rateLimiter.peek('rpm:up', 5)).toMatchObject({ remaining: 3 });
     await stores.cache.put('c', response(), 60);
     expect(await stores.cache.lookup('c')).toMatchObject({ state: 'hit' });
     expect(await stores.idempotency.begin('key_1', 'k', 'fp', 30_000)).toEqual({ state: 'started' });
@@ -95,6 +105,7 @@ describe('edge stores through a Redis outage', () => {
       adapters.rateLimiter.record('rpm:down', 5, 1),
       adapters.rateLimiter.peek('rpm:down', 5),
       adapters.concurrency.acquire('conc:down', 1, 60_000),
+      adapters.admission.admit(admitting('down', 1)),
       adapters.idempotency.begin('key_1', 'k2', 'fp', 30_000),
       adapters.idempotency.complete('key_1', 'k2', 'fp', response()),
       adapters.idempotency.abandon('key_1', 'k2'),
@@ -128,6 +139,9 @@ describe('edge stores through a Redis outage', () => {
     expect((await stores.concurrency.acquire('conc:fallback', 1, 60_000)).allowed).toBe(true);
     // Taken from Redis before the outage: its release cannot reach Redis and must not fail the request.
     await expect(slotTakenBeforeOutage.release()).resolves.toBeUndefined();
+    const admitted = [];
+    for (let i = 0; i < 3; i++) admitted.push((await stores.admission.admit(admitting('fallback-admission', 2))).refused);
+    expect(admitted).toEqual([null, null, 'requests']);
 
     expect(await stores.cache.lookup('c')).toEqual({ state: 'bypassed' });
     expect(await stores.cache.get('c')).toBeNull();
@@ -137,7 +151,7 @@ describe('edge stores through a Redis outage', () => {
     await expect(stores.idempotency.begin('key_1', 'k3', 'fp', 30_000)).rejects.toBeInstanceOf(EdgeStoreUnavailable);
 
     // Once per store and outage, however many requests ran degraded.
-    expect(degraded.filter((what) => what !== 'redis').sort()).toEqual(['cache', 'concurrency', 'rate_limiter']);
+    expect(degraded.filter((what) => what !== 'redis').sort()).toEqual(['admission', 'cache', 'concurrency', 'rate_limiter']);
   });
 
   it('reports the lost connection once, however often reconnecting fails', async () => {
@@ -158,6 +172,8 @@ describe('edge stores through a Redis outage', () => {
     const taken = await stores.concurrency.acquire('conc:back', 1, 60_000);
     expect(taken.allowed).toBe(true);
     expect((await adapters.concurrency.acquire('conc:back', 1, 60_000)).allowed).toBe(false);
+    expect((await stores.admission.admit(admitting('back-admission', 1))).refused).toBeNull();
+    expect((await adapters.admission.admit(admitting('back-admission', 1))).refused).toBe('requests');
     await stores.cache.put('c', response(), 60);
     expect(await adapters.cache.get('c')).not.toBeNull();
     expect(await stores.cache.lookup('c')).toMatchObject({ state: 'hit' });

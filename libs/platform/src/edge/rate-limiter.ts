@@ -45,7 +45,7 @@ const WINDOW_MS = WINDOW_SECONDS * 1000;
 /** Tells our increment script (below) to count without a cap: `record` and `peek` use it. */
 const UNCAPPED = -1;
 
-function checkLimit(limit: number): void {
+export function checkLimit(limit: number): void {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
 }
 
@@ -69,7 +69,7 @@ function usedOf(res: RateLimiterRes | null): { used: number; resetMs: number } {
 }
 
 /** The request that can never fit still gets a finite "try later": a whole window. */
-function refusedResetMs(resetMs: number): number {
+export function refusedResetMs(resetMs: number): number {
   return resetMs > 0 ? resetMs : WINDOW_MS;
 }
 
@@ -100,6 +100,16 @@ end
 return {consumed, ttl}
 `;
 
+/** The rate limiter's keys: rate-limiter-flexible writes `<its keyPrefix>:<bucket>`. */
+function rateKeyPrefix(keyPrefix: string): string {
+  return `${keyPrefix}:rl`;
+}
+
+/** The Redis key of `bucket`'s window, for scripts that read or count it beside the limiter. */
+export function rateWindowKey(keyPrefix: string, bucket: string): string {
+  return `${rateKeyPrefix(keyPrefix)}:${bucket}`;
+}
+
 export class RedisRateLimiter implements RateLimiter {
   // The library fixes `points` per instance; one per limit, all on the same keys.
   private readonly byLimit = new Map<number, RateLimiterRedis>();
@@ -110,7 +120,7 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly redis: Redis,
     keyPrefix: string,
   ) {
-    this.keyPrefix = `${keyPrefix}:rl`;
+    this.keyPrefix = rateKeyPrefix(keyPrefix);
     this.uncapped = this.instance(UNCAPPED);
   }
 
@@ -177,7 +187,7 @@ export class RedisRateLimiter implements RateLimiter {
  * Runs tasks of one key one after another. The in-memory window is read and then counted in two
  * steps; serialising them per bucket makes "count only if it fits" exact within the process.
  */
-class KeyedQueue {
+export class KeyedQueue {
   private readonly tails = new Map<string, Promise<unknown>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
@@ -250,12 +260,12 @@ end
 return {1, held + 1}
 `);
 
-function checkLease(leaseMs: number): void {
+export function checkLease(leaseMs: number): void {
   if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be positive, got ${leaseMs}`);
 }
 
 /** A slot whose release reaches its store once; later calls are no-ops. */
-function onceSlot(release: () => Promise<void>): Slot {
+export function onceSlot(release: () => Promise<void>): Slot {
   let released = false;
   return {
     async release() {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ManualClock } from '../clock';
+import { RedisAdmission } from './admission';
 import { edgeStoreContract, response } from './testing/contract';
 import { RedisIdempotencyStore } from './idempotency';
 import { createEdgeStores } from './index';
@@ -43,6 +44,7 @@ edgeStoreContract('redis', (clock) => {
   return {
     rateLimiter: new RedisRateLimiter(redis, prefix),
     concurrency: new RedisConcurrencyLimiter(redis, clock, prefix),
+    admission: new RedisAdmission(redis, clock, prefix),
     idempotency: new RedisIdempotencyStore(redis, clock, prefix),
     cache: new RedisResponseCache(redis, clock, prefix),
   };

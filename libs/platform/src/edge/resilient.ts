@@ -1,3 +1,4 @@
+import type { Admission, AdmissionRequest, AdmissionResult } from './admission';
 import type { StoredResponse } from './idempotency';
 import type { ConcurrencyLimiter, RateLimiter, Slot, SlotResult, WindowResult } from './rate-limiter';
 import { EdgeStoreUnavailable } from './redis';
@@ -119,6 +120,30 @@ export class FallbackConcurrencyLimiter implements ConcurrencyLimiter {
       () => this.fallback.acquire(bucket, limit, leaseMs),
     );
     return result.slot ? { ...result, slot: forgivingSlot(result.slot) } : result;
+  }
+}
+
+export class FallbackAdmission implements Admission {
+  private readonly degradation: Degradation;
+
+  constructor(
+    private readonly primary: Admission,
+    private readonly fallback: Admission,
+    onDegraded?: OnDegraded,
+  ) {
+    this.degradation = new Degradation('admission', onDegraded);
+  }
+
+  get degraded(): boolean {
+    return this.degradation.active;
+  }
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    const result = await this.degradation.run(
+      () => this.primary.admit(request),
+      () => this.fallback.admit(request),
+    );
+    return result.slot.slot ? { ...result, slot: { ...result.slot, slot: forgivingSlot(result.slot.slot) } } : result;
   }
 }
 

@@ -1,5 +1,6 @@
 import { ManualClock } from '../../clock';
 import { IDEMPOTENCY_RETENTION_MS, type IdempotencyStore, type StoredResponse } from '../idempotency';
+import type { Admission, AdmissionRequest } from '../admission';
 import type { ConcurrencyLimiter, RateLimiter } from '../rate-limiter';
 import type { ResponseCache } from '../response-cache';
 
@@ -7,6 +8,8 @@ import type { ResponseCache } from '../response-cache';
 export interface ContractStores {
   rateLimiter: RateLimiter;
   concurrency: ConcurrencyLimiter;
+  /** On the same windows and slots as rateLimiter and concurrency. */
+  admission: Admission;
   idempotency: IdempotencyStore;
   cache: ResponseCache;
 }
@@ -166,6 +169,78 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
         expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(true);
         expect((await stores.concurrency.acquire('conc:y', 1, LEASE_MS)).allowed).toBe(true);
         expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(false);
+      });
+    });
+
+    describe('admission', () => {
+      const request = (name: string, limits: { requests?: number; tokens?: number; slots?: number; enforce?: boolean } = {}): AdmissionRequest => ({
+        requests: { bucket: `rpm:${name}`, limit: limits.requests ?? 10 },
+        tokens: { bucket: `tpm:${name}`, limit: limits.tokens ?? 100, enforce: limits.enforce ?? true },
+        slots: { bucket: `conc:${name}`, limit: limits.slots ?? 10, leaseMs: LEASE_MS },
+      });
+
+      it('counts the request in the window the rate limiter reads and takes a slot the concurrency limiter counts', async () => {
+        const admitted = await stores.admission.admit(request('a', { requests: 3, slots: 2 }));
+        expect(admitted).toMatchObject({ refused: null, requests: { allowed: true, limit: 3, remaining: 2 }, tokens: { allowed: true, remaining: 100 } });
+        expect(admitted.slot).toMatchObject({ allowed: true, limit: 2, remaining: 1 });
+        expect(await stores.rateLimiter.peek('rpm:a', 3)).toMatchObject({ remaining: 2 });
+        expect(await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).toMatchObject({ allowed: true, remaining: 0 });
+        expect((await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).allowed).toBe(false);
+        await admitted.slot.slot!.release();
+        expect((await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).allowed).toBe(true);
+      });
+
+      it('refuses past the requests limit, counting nothing and holding no slot', async () => {
+        for (let i = 0; i < 2; i++) expect((await stores.admission.admit(request('b', { requests: 2, slots: 5 }))).refused).toBeNull();
+        const refused = await stores.admission.admit(request('b', { requests: 2, slots: 5 }));
+        expect(refused).toMatchObject({ refused: 'requests', requests: { allowed: false, remaining: 0 }, slot: { allowed: false, slot: null } });
+        expect(refused.requests.resetMs).toBeGreaterThan(0);
+        expect(refused.requests.resetMs).toBeLessThanOrEqual(60_000);
+        // Two slots held by the admitted requests, none by the refused one.
+        expect(await stores.concurrency.acquire('conc:b', 5, LEASE_MS)).toMatchObject({ allowed: true, remaining: 2 });
+      });
+
+      it('refuses a window of tokens at its limit only when told to enforce it, and never counts tokens', async () => {
+        expect((await stores.rateLimiter.consume('tpm:c', 50, 50)).allowed).toBe(true);
+        const refused = await stores.admission.admit(request('c', { tokens: 50 }));
+        expect(refused).toMatchObject({ refused: 'tokens', tokens: { allowed: false, remaining: 0 }, requests: { remaining: 10 } });
+        expect(refused.tokens.resetMs).toBeGreaterThan(0);
+        expect(await stores.rateLimiter.peek('rpm:c', 10)).toMatchObject({ remaining: 10 });
+        const reported = await stores.admission.admit(request('c', { tokens: 50, enforce: false }));
+        expect(reported).toMatchObject({ refused: null, tokens: { allowed: false, remaining: 0 } });
+        expect(await stores.rateLimiter.peek('tpm:c', 50)).toMatchObject({ remaining: 0 });
+        expect(await stores.rateLimiter.peek('rpm:c', 10)).toMatchObject({ remaining: 9 });
+      });
+
+      it('refuses when every slot is held, without counting the request', async () => {
+        const held = await stores.concurrency.acquire('conc:d', 1, LEASE_MS);
+        const refused = await stores.admission.admit(request('d', { slots: 1 }));
+        expect(refused).toMatchObject({ refused: 'concurrency', requests: { allowed: true, remaining: 10 }, slot: { allowed: false, remaining: 0, slot: null } });
+        expect(await stores.rateLimiter.peek('rpm:d', 10)).toMatchObject({ remaining: 10 });
+        await held.slot!.release();
+        expect((await stores.admission.admit(request('d', { slots: 1 }))).refused).toBeNull();
+      });
+
+      it('frees the slot of a crashed holder when its lease ends by the injected clock', async () => {
+        expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBeNull();
+        clock.advance(LEASE_MS - 1);
+        expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBe('concurrency');
+        clock.advance(1);
+        expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBeNull();
+      });
+
+      it('admits exactly the tighter limit of concurrent requests, and counts only those', async () => {
+        const byRequests = await Promise.all(Array.from({ length: 30 }, () => stores.admission.admit(request('f', { requests: 7, slots: 20 }))));
+        expect(count(byRequests, (r) => r.refused === null)).toBe(7);
+        expect(count(byRequests, (r) => r.refused === 'requests')).toBe(23);
+        const bySlots = await Promise.all(Array.from({ length: 30 }, () => stores.admission.admit(request('g', { requests: 20, slots: 4 }))));
+        expect(count(bySlots, (r) => r.refused === null)).toBe(4);
+        expect(await stores.rateLimiter.peek('rpm:g', 20)).toMatchObject({ remaining: 16 });
+      });
+
+      it('rejects nonsense limits', async () => {
+        await expect(stores.admission.admit(request('h', { requests: -1 }))).rejects.toThrow(RangeError);
+        await expect(stores.admission.admit({ ...request('h'), slots: { bucket: 'conc:h', limit: 1, leaseMs: 0 } })).rejects.toThrow(RangeError);
       });
     });
 

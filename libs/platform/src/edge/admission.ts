@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../clock';
+import {
+  checkLease,
+  checkLimit,
+  KeyedQueue,
+  onceSlot,
+  rateWindowKey,
+  refusedResetMs,
+  WINDOW_SECONDS,
+  windowResult,
+  type MemoryConcurrencyLimiter,
+  type MemoryRateLimiter,
+  type SlotResult,
+  type WindowResult,
+} from './rate-limiter';
+import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+
+/**
+ * One request's admission (spec 8): a count in its requests-per-minute window, a look at its
+ * tokens-per-minute window (tokens are counted once known, not here) and a concurrency slot,
+ * decided together. A refused request counts nowhere and holds no slot, and the whole decision
+ * is one round trip to the store.
+ */
+export interface AdmissionRequest {
+  requests: { bucket: string; limit: number };
+  /** `enforce`: a window already at its limit refuses (model calls); otherwise it is only reported. */
+  tokens: { bucket: string; limit: number; enforce: boolean };
+  slots: { bucket: string; limit: number; leaseMs: number };
+}
+
+export interface AdmissionResult {
+  /** The first limit the request met, in this order; null when admitted. */
+  refused: 'requests' | 'tokens' | 'concurrency' | null;
+  requests: WindowResult;
+  tokens: WindowResult;
+  /** Its slot is non-null only when admitted. */
+  slot: SlotResult;
+}
+
+export interface Admission {
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
+}
+
+function checkRequest({ requests, tokens, slots }: AdmissionRequest): void {
+  checkLimit(requests.limit);
+  checkLimit(tokens.limit);
+  checkLimit(slots.limit);
+  checkLease(slots.leaseMs);
+}
+
+/**
+ * The windows are the rate limiter's own keys, read and counted as its conditional increment
+ * does (rate-limiter.ts), so `RateLimiter.consume` and `record` on the same buckets see what
+ * admission counted; the slots are the concurrency limiter's leases.
+ * KEYS: requests window, tokens window, slots. ARGV: requests limit, window seconds, tokens
+ * limit, enforce tokens (1/0), now ms, lease end ms, slot limit, slot id, slots storage bound ms.
+ * Replies {refused or '', requests used, requests pttl, tokens used, tokens pttl, slots held}.
+ */
+const ADMIT_LUA = luaScript(`
+local requests = tonumber(redis.call('get', KEYS[1]) or '0')
+local requests_ttl = redis.call('pttl', KEYS[1])
+local tokens = tonumber(redis.call('get', KEYS[2]) or '0')
+local tokens_ttl = redis.call('pttl', KEYS[2])
+if tokens_ttl <= 0 then tokens = 0 end
+redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[5])
+local held = redis.call('zcard', KEYS[3])
+local refused = ''
+if requests + 1 > tonumber(ARGV[1]) then
+  refused = 'requests'
+elseif ARGV[4] == '1' and tokens >= tonumber(ARGV[3]) then
+  refused = 'tokens'
+elseif held >= tonumber(ARGV[7]) then
+  refused = 'concurrency'
+end
+if refused ~= '' then
+  return {refused, requests, requests_ttl, tokens, tokens_ttl, held}
+end
+redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
+requests = redis.call('incrby', KEYS[1], 1)
+requests_ttl = redis.call('pttl', KEYS[1])
+if requests_ttl == -1 then
+  redis.call('expire', KEYS[1], ARGV[2])
+  requests_ttl = 1000 * ARGV[2]
+end
+redis.call('zadd', KEYS[3], ARGV[6], ARGV[8])
+if redis.call('pttl', KEYS[3]) < tonumber(ARGV[9]) then
+  redis.call('pexpire', KEYS[3], ARGV[9])
+end
+return {'', requests, requests_ttl, tokens, tokens_ttl, held + 1}
+`);
+
+type Refusal = AdmissionResult['refused'];
+
+export class RedisAdmission implements Admission {
+  constructor(
+    private readonly redis: Redis,
+    private readonly clock: Clock,
+    private readonly keyPrefix: string,
+  ) {}
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    checkRequest(request);
+    const { requests, tokens, slots } = request;
+    const slotsKey = `${this.keyPrefix}:slots:${slots.bucket}`;
+    const id = randomUUID();
+    const now = this.clock.now().getTime();
+    const keys = [rateWindowKey(this.keyPrefix, requests.bucket), rateWindowKey(this.keyPrefix, tokens.bucket), slotsKey];
+    const args = [requests.limit, WINDOW_SECONDS, tokens.limit, tokens.enforce ? 1 : 0, now, now + slots.leaseMs, slots.limit, id, storageBoundMs(slots.leaseMs)];
+    const reply = (await guarded('admission.admit', () => runScript(this.redis, ADMIT_LUA, keys, args))) as [string, number, number, number, number, number];
+    const [refusal, used, usedTtl, tokensUsed, tokensTtl, held] = reply;
+    const refused = (refusal === '' ? null : refusal) as Refusal;
+    const requestsWindow = windowResult(refused !== 'requests', requests.limit, used, refused === 'requests' ? refusedResetMs(usedTtl) : Math.max(usedTtl, 0));
+    const remaining = Math.max(slots.limit - held, 0);
+    const slot: SlotResult =
+      refused === null
+        ? { allowed: true, limit: slots.limit, remaining, slot: onceSlot(async () => void (await guarded('concurrency.release', () => this.redis.zrem(slotsKey, id)))) }
+        : { allowed: false, limit: slots.limit, remaining, slot: null };
+    return {
+      refused,
+      requests: requestsWindow,
+      tokens: windowResult(tokensUsed < tokens.limit, tokens.limit, tokensUsed, Math.max(tokensTtl, 0)),
+      slot,
+    };
+  }
+}
+
+/**
+ * The same decision on this process's own windows and slots (a single gateway, or Redis down):
+ * the requests of one window are decided one after the other, each looking, taking its slot
+ * and counting before the next looks.
+ */
+export class MemoryAdmission implements Admission {
+  private readonly queue = new KeyedQueue();
+
+  constructor(
+    private readonly rate: MemoryRateLimiter,
+    private readonly concurrency: MemoryConcurrencyLimiter,
+  ) {}
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    checkRequest(request);
+    return this.queue.run(request.requests.bucket, () => this.decide(request));
+  }
+
+  private async decide({ requests, tokens, slots }: AdmissionRequest): Promise<AdmissionResult> {
+    const [requestsWindow, tokensWindow] = await Promise.all([this.rate.peek(requests.bucket, requests.limit), this.rate.peek(tokens.bucket, tokens.limit)]);
+    const none = { allowed: false, limit: slots.limit, remaining: 0, slot: null };
+    if (!requestsWindow.allowed) {
+      return { refused: 'requests', requests: { ...requestsWindow, resetMs: refusedResetMs(requestsWindow.resetMs) }, tokens: tokensWindow, slot: none };
+    }
+    if (tokens.enforce && !tokensWindow.allowed) return { refused: 'tokens', requests: requestsWindow, tokens: tokensWindow, slot: none };
+    const slot = await this.concurrency.acquire(slots.bucket, slots.limit, slots.leaseMs);
+    if (!slot.allowed) return { refused: 'concurrency', requests: requestsWindow, tokens: tokensWindow, slot };
+    const counted = await this.rate.consume(requests.bucket, requests.limit);
+    if (!counted.allowed) {
+      // Counted meanwhile outside admission: refused after all, and the slot goes back.
+      await slot.slot?.release();
+      return { refused: 'requests', requests: counted, tokens: tokensWindow, slot: none };
+    }
+    return { refused: null, requests: counted, tokens: tokensWindow, slot };
+  }
+}
