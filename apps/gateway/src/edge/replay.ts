@@ -58,7 +58,8 @@ export class EdgeResponses {
     const clientRequestId = clientRequestIdOf(request.headers);
     if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
     const { idempotencyKey, cache } = readEdgeHeaders(request.headers, request.cacheable);
-    const fingerprint = sha256(`${request.route}\n${stringify(request.body)}`);
+    // Most requests use neither: a large prompt is then not serialised and hashed for nothing.
+    const fingerprint = idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${stringify(request.body)}`);
     const { idempotency } = this.runtime.edge;
     const scope = request.caller.keyId;
 
