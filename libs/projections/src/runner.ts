@@ -14,6 +14,24 @@ export class ProjectionTimeoutError extends Error {
   override readonly name = 'ProjectionTimeoutError';
 }
 
+/**
+ * Caches that readers keep of some read models (the gateways' authentication caches). A
+ * projection's waitFor only says its rows are committed; a write that must be seen everywhere
+ * at once (a revoked key) also needs every such cache to have let go of what it held before.
+ */
+export interface ProjectionCaches {
+  /** The projections whose rows are cached. */
+  readonly projections: ReadonlySet<string>;
+  /**
+   * Called once a batch that changed rows of one of them has committed, before this runner's
+   * waitFor sees it. A failure is reported and otherwise ignored: the caches find out by
+   * themselves, only later.
+   */
+  invalidate(): Promise<void>;
+  /** Resolves once no cache can still answer with rows older than `position`. */
+  settled(position: Position): Promise<void>;
+}
+
 const CHECKPOINTS = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
   name text PRIMARY KEY,
@@ -56,6 +74,7 @@ export class ProjectionRunner {
        * each, at the price of that much more lag.
        */
       coalesceMs?: number;
+      caches?: ProjectionCaches;
     } = {},
   ) {
     this.byName = new Map(projections.map((p) => [p.name, p]));
@@ -170,6 +189,17 @@ export class ProjectionRunner {
     }
   }
 
+  /**
+   * What a write waits for before it answers: waitFor, then (for cached projections) until no
+   * cache of them can still answer with what they held before `position`, so every process
+   * sees the write once it has answered (a revoked key stops working at once, everywhere).
+   */
+  async waitUntilVisible(position: Position, names: string[] = [...this.byName.keys()], timeoutMs = 5000): Promise<void> {
+    await this.waitFor(position, names, timeoutMs);
+    const caches = this.options.caches;
+    if (caches && names.some((n) => caches.projections.has(n))) await caches.settled(position);
+  }
+
   private projection(name: string): Projection {
     const p = this.byName.get(name);
     if (!p) throw new Error(`unknown projection ${name}; known: ${[...this.byName.keys()].join(', ')}`);
@@ -237,15 +267,29 @@ export class ProjectionRunner {
       if (events.length === batchSize) this.readAhead(to, batchSize);
       const tasks: { names: string[]; run: Promise<void> }[] = [];
       const idle: string[] = [];
+      // Cached projections this batch changed: they reach `to` for waitFor only once the caches
+      // were told, after every task of the group (the caches read all their checkpoints).
+      const changed: string[] = [];
+      const caches = this.options.caches;
       for (const p of members) {
         const relevant = events.filter((e) => p.eventTypes.has(e.type));
         if (relevant.length === 0) idle.push(p.name);
-        else tasks.push({ names: [p.name], run: this.applyBatch(p, relevant, from, to) });
+        else if (caches?.projections.has(p.name)) {
+          const run = this.applyBatch(p, relevant, from, to).then((committed) => {
+            if (committed) changed.push(p.name);
+            else this.settle(p.name, false, to);
+          });
+          tasks.push({ names: [p.name], run });
+        } else tasks.push({ names: [p.name], run: this.applyBatch(p, relevant, from, to).then((committed) => this.settle(p.name, committed, to)) });
       }
       if (idle.length > 0) {
         tasks.push({ names: idle, run: this.move(this.sql, idle, from, to).then((moved) => idle.forEach((n) => this.settle(n, moved.includes(n), to))) });
       }
       const results = await Promise.allSettled(tasks.map((t) => t.run));
+      if (changed.length > 0) {
+        await caches!.invalidate().catch((err) => console.error(`caches of ${changed.join(', ')} were not told of the batch ending at ${to}:`, err));
+        for (const name of changed) this.settle(name, true, to);
+      }
       results.forEach((r, i) => {
         if (r.status === 'rejected') for (const name of tasks[i].names) failures.push({ name, error: r.reason });
       });
@@ -254,9 +298,9 @@ export class ProjectionRunner {
     return { read, failures };
   }
 
-  /** One projection's part of a batch, with its checkpoint, in one transaction. */
-  private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<void> {
-    const committed = await this.sql.transaction(
+  /** One projection's part of a batch, with its checkpoint, in one transaction; false when another runner had moved it. */
+  private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<boolean> {
+    return this.sql.transaction(
       async (tx) => {
         if ((await this.move(tx, [projection.name], from, to)).length === 0) return false;
         await projection.apply(events, tx);
@@ -266,7 +310,6 @@ export class ProjectionRunner {
       // flush: a server crash loses the last applied batches, rows and checkpoint together.
       { asyncCommit: true },
     );
-    this.settle(projection.name, committed, to);
   }
 
   /** The batch after `from`, from the read ahead when it started there. */
