@@ -205,12 +205,14 @@ export class AuthCache {
   }
 }
 
-const RENEW = `WITH checkpoint AS (${cachedCheckpoint('$4')})
-INSERT INTO auth_cache_leases AS lease (holder, expires_at, acked_position)
-SELECT $1, now() + make_interval(secs => $3), CASE WHEN $2 THEN checkpoint.position ELSE '' END FROM checkpoint
-ON CONFLICT (holder) DO UPDATE SET
-  expires_at = EXCLUDED.expires_at,
-  acked_position = CASE WHEN $2 THEN greatest(lease.acked_position, EXCLUDED.acked_position) ELSE lease.acked_position END
+/**
+ * Renews (or takes) the lease and reads the cached projections' checkpoint, in one round trip.
+ * It acknowledges nothing itself: only ACK does, always after the cache was emptied, so a
+ * renewal the server runs late (its client gave up waiting) cannot vouch for a cache.
+ */
+const RENEW = `WITH checkpoint AS (${cachedCheckpoint('$3')})
+INSERT INTO auth_cache_leases (holder, expires_at) VALUES ($1, now() + make_interval(secs => $2))
+ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
 RETURNING (SELECT position FROM checkpoint) AS position`;
 
 const ACK = 'UPDATE auth_cache_leases SET acked_position = greatest(acked_position, $2) WHERE holder = $1';
@@ -228,9 +230,7 @@ class AuthCacheLease {
   /** The connection once it LISTENs: only then may a renewal make the lease valid. */
   private listening: Client | null = null;
   private validUntil = -Infinity;
-  /** The next renewal starts the cache empty and acknowledges the checkpoint it reads. */
-  private starting = true;
-  /** The highest position acknowledged (or being acknowledged) by this holder. */
+  /** The highest position acknowledged (or being acknowledged) on this connection. */
   private acked: Position = START;
   private schema: string | null = null;
   private renewing = false;
@@ -293,25 +293,16 @@ class AuthCacheLease {
   private async renew(client: Client): Promise<void> {
     if (this.renewing) return;
     this.renewing = true;
-    // A lease that ran out unnoticed (a stalled renewal) restarts like a lost one.
-    const starting = this.starting || !this.valid();
     const sentAt = performance.now();
     try {
-      const { rows } = await client.query<{ position: Position }>(RENEW, [this.holder, starting, this.timings.leaseMs / 1000, [...AUTH_CACHED_PROJECTIONS]]);
+      const { rows } = await client.query<{ position: Position }>(RENEW, [this.holder, this.timings.leaseMs / 1000, [...AUTH_CACHED_PROJECTIONS]]);
       if (this.listening !== client) return;
       const position = rows[0].position;
-      // Ran out while this renewal was on its way: starts empty like a lost lease.
-      const lapsed = !this.valid();
-      if (starting) {
-        this.invalidate();
-        this.starting = false;
-        if (position > this.acked) this.acked = position;
-      } else if (position > this.acked) {
-        // The checkpoints moved past what notifications told: a change whose NOTIFY was lost,
-        // or batches that changed nothing cached. Either way, empty and acknowledge.
-        this.invalidate();
-        this.ack(client, position);
-      } else if (lapsed) this.invalidate();
+      // Emptied when the lease starts again (first, after a lost connection, after it ran out
+      // unnoticed behind a stalled renewal), and when the checkpoints moved past what
+      // notifications told: a change whose NOTIFY was lost, or batches that changed nothing cached.
+      if (!this.valid() || position > this.acked) this.invalidate();
+      this.ack(client, position);
       this.validUntil = sentAt + this.timings.leaseMs - this.timings.marginMs;
       if (this.down) console.warn('authentication cache: lease renewed; serving from the cache again');
       this.down = false;
@@ -342,7 +333,8 @@ class AuthCacheLease {
     if (client !== this.client) return;
     this.client = this.listening = null;
     this.validUntil = -Infinity;
-    this.starting = true;
+    // An acknowledgement sent on this connection may not have reached the row: sent again.
+    this.acked = START;
     this.invalidate();
     void client.end().catch(() => undefined);
     if (!this.down && !this.stopped) {
