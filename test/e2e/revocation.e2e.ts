@@ -92,20 +92,29 @@ describe('revocation is immediate across gateway processes that cache keys (spec
     const holder = await otherHolder();
     const { id, secret } = await createKey('killed');
     await warm(two, secret);
-    // Its lease refused from now on: the process can neither renew nor acknowledge (as behind a
-    // network partition). Not a row lock: an open transaction would hold back the event store's reads.
+    // From now on its renewals hang, as behind a network partition. Not with a row lock: an open
+    // transaction that wrote would hold back the event store's reads, and the projections with them.
     await db.exec(`
-      CREATE FUNCTION refuse_lease() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'lease refused'; END $$;
-      CREATE TRIGGER refuse_lease BEFORE INSERT OR UPDATE ON auth_cache_leases FOR EACH ROW WHEN (NEW.holder = '${holder}') EXECUTE FUNCTION refuse_lease();
+      CREATE TABLE stalled_leases (holder text);
+      INSERT INTO stalled_leases VALUES ('${holder}');
+      CREATE FUNCTION stall_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        WHILE EXISTS (SELECT 1 FROM stalled_leases WHERE holder = NEW.holder) LOOP PERFORM pg_sleep(0.05); END LOOP;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER stall_lease BEFORE INSERT ON auth_cache_leases FOR EACH ROW EXECUTE FUNCTION stall_lease();
     `);
     try {
       await killLeaseConnection(holder);
+      // Still answered, from PostgreSQL: without a lease the process neither serves from its cache nor fills it.
+      await warm(two, secret);
       expect((await one('DELETE', `/v1/keys/${id}`, { key: management })).status).toBe(200);
       // The DELETE waited for the lease to run out: it could not have been acknowledged.
       expect(await leaseValid(holder)).toBe(false);
       await refused(two, secret);
     } finally {
-      await db.exec('DROP TRIGGER refuse_lease ON auth_cache_leases; DROP FUNCTION refuse_lease()');
+      await db.exec('DELETE FROM stalled_leases');
+      await db.exec('DROP TRIGGER stall_lease ON auth_cache_leases; DROP FUNCTION stall_lease(); DROP TABLE stalled_leases');
     }
     // It takes a lease again, starting empty, and keeps up with the next revocation.
     await until(() => leaseValid(holder));
