@@ -25,7 +25,7 @@ export interface SqlRunner extends SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
   /** PostgreSQL only: see PgSqlRunner.session. */
-  session?(applicationName: string, options?: { queryTimeoutMs?: number }): Client;
+  session?(applicationName: string, options?: { timeoutMs?: number }): Client;
 }
 
 // int8 and numeric come back as strings from both drivers: money and revisions are bigint,
@@ -63,10 +63,10 @@ export class PgSqlRunner implements SqlRunner {
   /**
    * A connection outside the pool, on the same server and settings (search_path included), not
    * yet connected: for a session that stays open, such as one that LISTENs. The application
-   * name tells it apart in pg_stat_activity.
+   * name tells it apart in pg_stat_activity; `timeoutMs` bounds the connect and each query.
    */
-  session(applicationName: string, options: { queryTimeoutMs?: number } = {}): Client {
-    return new Client({ ...this.config, application_name: applicationName, query_timeout: options.queryTimeoutMs });
+  session(applicationName: string, options: { timeoutMs?: number } = {}): Client {
+    return new Client({ ...this.config, application_name: applicationName, query_timeout: options.timeoutMs, connectionTimeoutMillis: options.timeoutMs });
   }
 
   async query<T>(sql: string, params?: unknown[], options: QueryOptions = {}): Promise<{ rows: T[] }> {

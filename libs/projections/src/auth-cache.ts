@@ -272,7 +272,7 @@ class AuthCacheLease {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = this.runner.session(`svc-auth-cache ${this.holder}`, { queryTimeoutMs: this.timings.leaseMs });
+    const client = this.runner.session(`svc-auth-cache ${this.holder}`, { timeoutMs: this.timings.leaseMs });
     this.client = client;
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));

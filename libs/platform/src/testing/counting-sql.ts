@@ -19,7 +19,7 @@ export class CountingSqlRunner implements SqlRunner {
     if (inner.session) this.session = (name, options) => inner.session!(name, options);
   }
 
-  session?: (applicationName: string, options?: { queryTimeoutMs?: number }) => Client;
+  session?: (applicationName: string, options?: { timeoutMs?: number }) => Client;
 
   /**
    * The next counted statement's result waits for `release()`; `reached` resolves once that
