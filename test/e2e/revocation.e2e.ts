@@ -139,6 +139,27 @@ describe('revocation is immediate across gateway processes that cache keys (spec
   }, 60_000);
 });
 
+describe('revocation across gateway processes with SVC_AUTH_CACHE=off', () => {
+  const gateways = twoGateways('revoke_uncached', ADMIN_TOKEN, { SVC_AUTH_CACHE: 'off' });
+
+  it('reads keys from PostgreSQL on every request, takes no lease, and refuses a revoked key at once', async () => {
+    const { one, two } = gateways;
+    expect(gateways.first.runtime.authCache).toBeNull();
+    const db = await PgSqlRunner.connect({ connectionString: gateways.databaseUrl, max: 1 });
+    try {
+      expect((await db.query('SELECT * FROM auth_cache_leases')).rows).toEqual([]);
+    } finally {
+      await db.close();
+    }
+    const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: 1 }, headers: admin })).json.id;
+    const management = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: { scope: 'management' }, headers: admin })).json.key;
+    const created = await one('POST', '/v1/keys', { key: management, body: { name: 'uncached' } });
+    for (let i = 0; i < WARM_CALLS; i++) expect((await two('GET', '/v1/key', { key: created.json.key })).status).toBe(200);
+    expect((await one('DELETE', `/v1/keys/${created.json.data.id}`, { key: management })).status).toBe(200);
+    expect((await two('GET', '/v1/key', { key: created.json.key })).status).toBe(401);
+  }, 60_000);
+});
+
 describe('a saved or deleted provider key is used at once by another gateway process (BYOK, spec 1)', () => {
   const env: Record<string, string> = { SVC_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
