@@ -16,8 +16,8 @@ import type { ProjectionCaches } from './runner';
  *   while it holds a lease, a row of `auth_cache_leases` it renews every second on a connection
  *   of its own, which also LISTENs on `auth_cache_invalidate`;
  * - whoever applies the identity or provider_keys projection NOTIFYs that channel after a batch
- *   that changed them has committed; a gateway then empties its cache and acknowledges the
- *   position in its lease row;
+ *   that changed them has committed, with the position both had then reached; a gateway empties
+ *   its cache, then acknowledges that position in its lease row (positions compare as text);
  * - a write to those projections answers only once every unexpired lease has acknowledged its
  *   position (ProjectionRunner.waitUntilVisible). A gateway that cannot acknowledge (connection
  *   lost) stops serving from its cache before its lease expires in the database, so a write never
