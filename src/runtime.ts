@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../libs/platform/src/clock';
 import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
-import { ALL_PROJECTIONS, ProjectionRunner } from '../libs/projections/src';
+import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, initAuthCacheLeases, ProjectionRunner } from '../libs/projections/src';
 import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { createChatProvider } from '../libs/providers/src/adapters';
 import type { ChatProvider } from '../libs/providers/src/openai-compatible';
@@ -37,6 +37,8 @@ export interface Runtime {
   readonly adminToken: string | null;
   /** Rate limits, idempotency and the response cache: on Redis when REDIS_URL is set, else in memory. */
   readonly edge: EdgeStores;
+  /** Keys by secret hash, in processes that serve requests unless SVC_AUTH_CACHE=off. */
+  readonly authCache: AuthCache | null;
   close(): Promise<void>;
 }
 
@@ -68,14 +70,24 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     closers.push(() => store.close());
     await store.init();
 
-    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { coalesceMs: PROJECTION_COALESCE_MS });
+    const withProviders = options.withProviders ?? true;
+    let authCache: AuthCache | null = null;
+    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, {
+      coalesceMs: PROJECTION_COALESCE_MS,
+      caches: authCacheCoordination(sql, () => authCache),
+    });
     closers.push(() => projections.stop());
     await projections.init();
+    // Every process on PostgreSQL has the lease table: writers read it even where nothing caches.
+    if (sql.dialect === 'postgres') await initAuthCacheLeases(sql);
+    if (withProviders && config.authCache) {
+      const opened = (authCache = await AuthCache.open(sql));
+      closers.push(() => opened.close());
+    }
     // Content, not a projection: a rebuild of the read models never touches it.
     await StoredResponses.init(sql);
 
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
-    const withProviders = options.withProviders ?? true;
     let simulatorUrl = config.simulatorUrl;
     let simulator: Simulator | null = null;
     if (withProviders && catalog.usesSimulator() && simulatorUrl === null) {
@@ -116,6 +128,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       simulator,
       adminToken: options.adminToken === undefined ? config.adminToken : options.adminToken,
       edge,
+      authCache,
       close,
     };
   } catch (err) {

@@ -1,76 +1,19 @@
 import OpenAI from 'openai';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
 import { createGatewayApp } from '../../apps/gateway/src/app';
-import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
 import { settingsStream } from '../../libs/identity/src/settings';
 import { loadConfig } from '../../libs/platform/src/config';
 import { usdToNano } from '../../libs/platform/src/money';
 import { createRuntime } from '../../src/runtime';
+import { CALLER_KEY, catalogWithStub, OPERATOR_KEY, REJECTED_KEY, startUpstream } from '../support/byok-upstream';
 import { api, startGateway } from '../support/gateway';
 
-const OPERATOR_KEY = 'sk-operator-0000000000000000';
-const CALLER_KEY = 'sk-caller-1111111111111111wxyz';
-const REJECTED_KEY = 'sk-revoked-2222222222222222';
-// What the stub reports: 11 prompt and 7 completion tokens at the model's $2 / $8 per M.
-const USAGE = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+// What the stub reports (USAGE): 11 prompt and 7 completion tokens at the model's $2 / $8 per M.
 const FULL_COST = 11n * 2000n + 7n * 8000n; // 78_000 nano-USD
 const FEE = (FULL_COST * 5n + 99n) / 100n; // 5 %, rounded up: 3_900 nano-USD
-
-/**
- * A stand-in for a model provider: answers like OpenAI, remembers the Authorization header of
- * each call, and rejects REJECTED_KEY with a 401 as OpenAI does for a revoked key.
- */
-async function startUpstream(): Promise<{ url: string; seen: string[]; close(): Promise<void> }> {
-  const seen: string[] = [];
-  const body = async (req: IncomingMessage) => {
-    let text = '';
-    for await (const chunk of req) text += chunk;
-    return JSON.parse(text) as { stream?: boolean; model: string };
-  };
-  const server: Server = createServer(async (req, res) => {
-    const request = await body(req);
-    seen.push(String(req.headers.authorization));
-    if (req.headers.authorization === `Bearer ${REJECTED_KEY}`) {
-      res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } }));
-      return;
-    }
-    const base = { id: 'chatcmpl-stub', created: 1, model: request.model };
-    if (request.stream) {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'hi' }, finish_reason: null }] })}\n\n`);
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-      res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE })}\n\n`);
-      res.end('data: [DONE]\n\n');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: USAGE }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    seen,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
-
-/** The built-in catalog plus `test/byok`, served by the stub provider `stub` on the operator's key. */
-function catalogWithStub(dir: string, upstreamUrl: string): string {
-  const catalog = parse(readFileSync(BUILTIN_CATALOG_PATH, 'utf8'));
-  catalog.providers.stub = { adapter: 'openai', base_url: upstreamUrl, api_key: OPERATOR_KEY };
-  const echo = catalog.models.find((m: { id: string }) => m.id === 'sim/echo');
-  catalog.models.push({ ...echo, id: 'test/byok', name: 'BYOK test', providers: [{ provider: 'stub', upstream_model: 'stub-model' }] });
-  const path = join(dir, 'catalog.yaml');
-  writeFileSync(path, stringify(catalog));
-  return path;
-}
 
 describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
   let upstream: Awaited<ReturnType<typeof startUpstream>>;

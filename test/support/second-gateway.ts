@@ -48,6 +48,8 @@ export interface TwoGateways {
   /** Calls on each, from the root (paths start with /v1 or /admin). */
   one: Call;
   two: Call;
+  /** The PostgreSQL URL both use (its search_path is their schema). */
+  databaseUrl: string;
 }
 
 /**
@@ -58,7 +60,7 @@ export interface TwoGateways {
 export function twoGateways(schemaPrefix: string, adminToken: string, env: Record<string, string> = {}): TwoGateways {
   const both = {} as TwoGateways;
   beforeAll(async () => {
-    const databaseUrl = await freshPgSchemaUrl(schemaPrefix);
+    const databaseUrl = (both.databaseUrl = await freshPgSchemaUrl(schemaPrefix));
     both.first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env });
     both.second = await spawnGateway(databaseUrl, adminToken, env);
     both.one = api(both.first.url.replace(/\/v1$/, ''));

@@ -37,6 +37,11 @@ export interface Config {
    * and walk past a key's IP allowlist.
    */
   trustProxy: string[];
+  /**
+   * Whether a gateway keeps an authentication cache (SVC_AUTH_CACHE, on by default). Off, every
+   * request reads its key from the read model.
+   */
+  authCache: boolean;
 }
 
 export class ConfigError extends Error {
@@ -107,6 +112,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_ADMIN_TOKEN', 'must be at least 16 characters');
   }
 
+  const onOff = (name: string, fallback: boolean): boolean => {
+    const v = text(name);
+    if (v === null) return fallback;
+    if (v !== 'on' && v !== 'off') throw new ConfigError(name, `expected on or off, got ${JSON.stringify(v)}`);
+    return v === 'on';
+  };
+
   const rateLimits = (name: string, environment: 'live' | 'test') => {
     const v = text(name);
     try {
@@ -131,5 +143,6 @@ export function loadConfig(env: Env = process.env): Config {
     byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
     rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
+    authCache: onOff('SVC_AUTH_CACHE', true),
   };
 }

@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
 
 /**
  * One SQL interface over node-postgres and PGlite, so the event store and the read models
@@ -24,6 +24,8 @@ export interface SqlRunner extends SqlExecutor {
   /** `readCommitted`: whatever the server's or role's default isolation, this transaction is READ COMMITTED. */
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
+  /** PostgreSQL only: see PgSqlRunner.session. */
+  session?(applicationName: string, options?: { timeoutMs?: number }): Client;
 }
 
 // int8 and numeric come back as strings from both drivers: money and revisions are bigint,
@@ -46,13 +48,25 @@ export interface TransactionOptions {
 
 export class PgSqlRunner implements SqlRunner {
   readonly dialect = 'postgres' as const;
-  private constructor(readonly pool: Pool) {}
+  private constructor(
+    readonly pool: Pool,
+    private readonly config: PoolConfig,
+  ) {}
 
   static async connect(config: PoolConfig): Promise<PgSqlRunner> {
     const pool = new Pool({ max: 10, ...config });
     // An idle client that loses its connection must not crash the process.
     pool.on('error', () => undefined);
-    return new PgSqlRunner(pool);
+    return new PgSqlRunner(pool, config);
+  }
+
+  /**
+   * A connection outside the pool, on the same server and settings (search_path included), not
+   * yet connected: for a session that stays open, such as one that LISTENs. The application
+   * name tells it apart in pg_stat_activity; `timeoutMs` bounds the connect and each query.
+   */
+  session(applicationName: string, options: { timeoutMs?: number } = {}): Client {
+    return new Client({ ...this.config, application_name: applicationName, query_timeout: options.timeoutMs, connectionTimeoutMillis: options.timeoutMs });
   }
 
   async query<T>(sql: string, params?: unknown[], options: QueryOptions = {}): Promise<{ rows: T[] }> {

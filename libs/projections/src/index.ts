@@ -6,6 +6,7 @@ import { identityProjection } from './read-models/identity';
 import { keyUsageProjection } from './read-models/key-usage';
 import { providerKeysProjection } from './read-models/provider-keys';
 
+export * from './auth-cache';
 export * from './projection';
 export * from './runner';
 export * from './read-models/activity';

@@ -14,6 +14,24 @@ export class ProjectionTimeoutError extends Error {
   override readonly name = 'ProjectionTimeoutError';
 }
 
+/**
+ * Caches that readers keep of some read models (the gateways' authentication caches). A
+ * projection's waitFor only says its rows are committed; a write that must be seen everywhere
+ * at once (a revoked key) also needs every such cache to have let go of what it held before.
+ */
+export interface ProjectionCaches {
+  /** The projections whose rows are cached. */
+  readonly projections: ReadonlySet<string>;
+  /**
+   * Called once a batch that changed rows of one of them has committed, before this runner's
+   * waitFor sees it. A failure is reported and otherwise ignored: the caches find out by
+   * themselves, only later.
+   */
+  invalidate(): Promise<void>;
+  /** Resolves once no cache can still answer with rows older than `position`. */
+  settled(position: Position): Promise<void>;
+}
+
 const CHECKPOINTS = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
   name text PRIMARY KEY,
@@ -57,6 +75,7 @@ export class ProjectionRunner {
        * each, at the price of that much more lag.
        */
       coalesceMs?: number;
+      caches?: ProjectionCaches;
     } = {},
   ) {
     this.byName = new Map(projections.map((p) => [p.name, p]));
@@ -171,6 +190,17 @@ export class ProjectionRunner {
     }
   }
 
+  /**
+   * What a write waits for before it answers: waitFor, then (for cached projections) until no
+   * cache of them can still answer with what they held before `position`, so every process
+   * sees the write once it has answered (a revoked key stops working at once, everywhere).
+   */
+  async waitUntilVisible(position: Position, names: string[] = [...this.byName.keys()], timeoutMs = 5000): Promise<void> {
+    await this.waitFor(position, names, timeoutMs);
+    const caches = this.options.caches;
+    if (caches && names.some((n) => caches.projections.has(n))) await caches.settled(position);
+  }
+
   private projection(name: string): Projection {
     const p = this.byName.get(name);
     if (!p) throw new Error(`unknown projection ${name}; known: ${[...this.byName.keys()].join(', ')}`);
@@ -250,15 +280,23 @@ export class ProjectionRunner {
           continue;
         }
       }
+      // Cached projections this batch changed: they reach `to` for waitFor only once the caches
+      // were told, after every task of the group (the caches read all their checkpoints).
+      const changed: string[] = [];
       const tasks: { names: string[]; run: Promise<void> }[] = busy.map(({ projection, events: relevant }) => ({
         names: [projection.name],
-        run: this.applyBatch(projection, relevant, from, to),
+        run: this.applyBatch(projection, relevant, from, to).then((committed) => {
+          if (committed && this.cached(projection.name)) changed.push(projection.name);
+          else this.settle(projection.name, committed, to);
+        }),
       }));
       const idle = parts.filter((part) => part.events.length === 0).map((part) => part.projection.name);
       if (idle.length > 0) {
         tasks.push({ names: idle, run: this.move(this.sql, idle, from, to).then((moved) => idle.forEach((n) => this.settle(n, moved.includes(n), to))) });
       }
       const results = await Promise.allSettled(tasks.map((t) => t.run));
+      await this.tellCaches(changed, to);
+      for (const name of changed) this.settle(name, true, to);
       results.forEach((r, i) => {
         if (r.status === 'rejected') for (const name of tasks[i].names) failures.push({ name, error: r.reason });
       });
@@ -289,12 +327,17 @@ export class ProjectionRunner {
       // As in applyBatch: rebuilt from the log, so the commit need not wait for its WAL flush.
       { asyncCommit: true },
     );
+    const changed = parts.filter(({ projection, events }) => events.length > 0 && moved.includes(projection.name) && this.cached(projection.name));
+    await this.tellCaches(
+      changed.map((part) => part.projection.name),
+      to,
+    );
     for (const { projection } of parts) this.settle(projection.name, moved.includes(projection.name), to);
   }
 
-  /** One projection's part of a batch, with its checkpoint, in one transaction. */
-  private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<void> {
-    const committed = await this.sql.transaction(
+  /** One projection's part of a batch, with its checkpoint, in one transaction; false when another runner had moved it. */
+  private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<boolean> {
+    return this.sql.transaction(
       async (tx) => {
         if ((await this.move(tx, [projection.name], from, to)).length === 0) return false;
         await projection.apply(events, tx);
@@ -304,7 +347,20 @@ export class ProjectionRunner {
       // flush: a server crash loses the last applied batches, rows and checkpoint together.
       { asyncCommit: true },
     );
-    this.settle(projection.name, committed, to);
+  }
+
+  private cached(name: string): boolean {
+    return this.options.caches?.projections.has(name) ?? false;
+  }
+
+  /**
+   * Tells the caches that `changed` (cached projections) committed a batch ending at `to`; the
+   * callers let waitFor see them there only afterwards. A failure only delays the caches: they
+   * find out by themselves.
+   */
+  private async tellCaches(changed: readonly string[], to: Position): Promise<void> {
+    if (changed.length === 0) return;
+    await this.options.caches!.invalidate().catch((err) => console.error(`caches of ${changed.join(', ')} were not told of the batch ending at ${to}:`, err));
   }
 
   /** The batch after `from`, from the read ahead when it started there. */

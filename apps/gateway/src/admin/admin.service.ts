@@ -162,8 +162,9 @@ export class AdminService {
     if (result.appended) await this.settle(result.appended.position, 'identity');
   }
 
+  /** Until the change is in `projection` and, for what authentication caches, out of every cache. */
   private settle(position: Position, projection: string): Promise<void> {
-    return this.runtime.projections.waitFor(position, [projection]);
+    return this.runtime.projections.waitUntilVisible(position, [projection]);
   }
 }
 

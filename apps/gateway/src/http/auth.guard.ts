@@ -1,12 +1,12 @@
 import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, authorize, keyFromHeaders, type Caller, type Operation } from '../../../../libs/identity/src/authenticate';
+import { authenticate, authorize, keyFromHeaders, type Caller, type Operation, type SecretMatch } from '../../../../libs/identity/src/authenticate';
 import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
 import { ApiError } from '../../../../libs/platform/src/errors';
-import type { SqlRunner } from '../../../../libs/platform/src/sql';
-import { READ_DB } from '../../../../libs/platform/src/tokens';
 import { findKeyBySecretHash } from '../../../../libs/projections/src';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
 import { RateLimitService } from '../edge/rate-limits';
 
 type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
@@ -18,24 +18,30 @@ export const Requires = (operation: Operation) => SetMetadata(OPERATION, operati
 
 /**
  * Spec 5: every /v1 endpoint takes the key as Bearer or x-api-key, then checks the key's
- * restrictions and scope. Keys are read from the identity projection on every request, so a
- * revocation is seen by every process as soon as it is projected. Then the key's rate limits
- * (spec 8), which only a key that may make the call spends.
+ * restrictions and scope. Keys come from the process's authentication cache, or the identity
+ * projection when it is off; a revocation answers only once no process's cache still holds the
+ * key (libs/projections/src/auth-cache.ts). Then the key's rate limits (spec 8), which only a
+ * key that may make the call spends.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
+  private readonly lookup: (hash: string) => Promise<SecretMatch | null>;
+
   constructor(
-    @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(RUNTIME) runtime: Runtime,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly reflector: Reflector,
     private readonly rateLimits: RateLimitService,
-  ) {}
+  ) {
+    const cache = runtime.authCache;
+    this.lookup = cache ? (hash) => cache.find(hash) : (hash) => findKeyBySecretHash(runtime.sql, hash);
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const operation = this.reflector.getAllAndOverride<Operation | undefined>(OPERATION, [context.getHandler(), context.getClass()]);
     if (!operation) throw new Error(`route ${context.getClass().name}.${context.getHandler().name} does not declare what it requires`);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const caller = await authenticate(keyFromHeaders(request.headers), (hash) => findKeyBySecretHash(this.sql, hash), this.clock.now());
+    const caller = await authenticate(keyFromHeaders(request.headers), this.lookup, this.clock.now());
     const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
     authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
     request.caller = caller;

@@ -117,12 +117,13 @@ export class KeysService {
   }
 
   /**
-   * Appends, then waits until the identity read model has applied the change: once the
-   * request returns, every gateway process sharing the store sees it (revocation included).
+   * Appends, then waits until the identity read model has applied the change and no gateway's
+   * authentication cache still holds the key as it was: once the request returns, every gateway
+   * process sharing the store sees it (revocation included).
    */
   private async execute(keyId: string, command: KeyCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new IdentityCommand(keyId, command, metadata));
-    if (result.appended) await this.runtime.projections.waitFor(result.appended.position, ['identity']);
+    if (result.appended) await this.runtime.projections.waitUntilVisible(result.appended.position, ['identity']);
   }
 
   /** Request fields to recorded settings: all of them on create, the given ones on update. */

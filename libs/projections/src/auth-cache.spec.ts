@@ -1,0 +1,322 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import { AggregateStore } from '../../eventstore/src/aggregate-store';
+import { SqlEventStore } from '../../eventstore/src/sql-event-store';
+import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream } from '../../identity/src/key';
+import { providerKeyContext, settingsDecider, settingsStream } from '../../identity/src/settings';
+import { ManualClock } from '../../platform/src/clock';
+import { sealSecret } from '../../platform/src/crypto';
+import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
+import { CountingSqlRunner } from '../../platform/src/testing/counting-sql';
+import { freshPgRunner } from '../../platform/src/testing/pg';
+import { ACK_WAIT_MS, ALL_PROJECTIONS, AUTH_CACHE_CHANNEL, AuthCache, authCacheCoordination, initAuthCacheLeases, ProjectionRunner, type LeaseTimings } from './index';
+
+/** The statement of findKeyBySecretHash, and only it, is counted. */
+const LOOKUP = /FROM api_key_secrets s/;
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** The log, its projections (with the authentication caches' coordination) and key writes that answer as the gateway's do. */
+async function identityLog(sql: SqlRunner, local: () => AuthCache | null = () => null) {
+  const store = new SqlEventStore(sql);
+  await store.init();
+  const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { idleMs: 50, caches: authCacheCoordination(sql, local) });
+  await projections.init();
+  if (sql.dialect === 'postgres') await initAuthCacheLeases(sql);
+  projections.start();
+  const aggregates = new AggregateStore(store, new ManualClock());
+  const written = async (position: string | undefined, projection: string) => {
+    if (position) await projections.waitUntilVisible(position, [projection]);
+  };
+  return {
+    store,
+    projections,
+    /** A new key of a new account; returns its id, account and secret hash. */
+    createKey: async () => {
+      const keyId = `key_${randomBytes(6).toString('hex')}`;
+      const accountId = `acc_${randomBytes(6).toString('hex')}`;
+      const secretHash = `hash-${keyId}`;
+      await written(
+        (
+          await aggregates.handle(keyDecider, keyStream(keyId), {
+            type: 'CreateKey',
+            keyId,
+            accountId,
+            workspaceId: accountId,
+            orgId: null,
+            createdBy: accountId,
+            settings: DEFAULT_KEY_SETTINGS,
+            secretHash,
+            secretHint: 'svc_test_...abcd',
+          })
+        ).appended?.position,
+        'identity',
+      );
+      return { keyId, accountId, secretHash };
+    },
+    /** Appends the revocation; `answer()` waits as a DELETE /v1/keys/{id} does before it answers. */
+    appendRevocation: async (keyId: string) => {
+      const position = (await aggregates.handle(keyDecider, keyStream(keyId), { type: 'RevokeKey' })).appended!.position;
+      return { answer: () => written(position, 'identity') };
+    },
+    revoke: async (keyId: string) => written((await aggregates.handle(keyDecider, keyStream(keyId), { type: 'RevokeKey' })).appended?.position, 'identity'),
+    saveProviderKey: async (accountId: string) =>
+      written(
+        (
+          await aggregates.handle(settingsDecider, settingsStream(accountId), {
+            type: 'SaveProviderKey',
+            accountId,
+            provider: 'sim',
+            encryptedKey: sealSecret(randomBytes(32), 'sk-test', providerKeyContext(accountId, 'sim')),
+            hint: '...test',
+          })
+        ).appended?.position,
+        'provider_keys',
+      ),
+    close: async () => {
+      await projections.stop();
+      await store.close();
+    },
+  };
+}
+
+describe('authentication cache on PostgreSQL', () => {
+  let sql: Awaited<ReturnType<typeof freshPgRunner>>;
+  let log: Awaited<ReturnType<typeof identityLog>>;
+  let counting: CountingSqlRunner;
+  let cache: AuthCache;
+  const opened: AuthCache[] = [];
+
+  const open = async (options: { capacity?: number; timings?: LeaseTimings } = {}) => {
+    const c = await AuthCache.open(counting, options);
+    opened.push(c);
+    await until(() => c.serving());
+    return c;
+  };
+  const leaseOf = async (holder: string) =>
+    (await sql.query<{ expires_at: Date; acked_position: string; valid: boolean }>('SELECT expires_at, acked_position, expires_at > now() AS valid FROM auth_cache_leases WHERE holder = $1', [holder])).rows[0];
+
+  beforeAll(async () => {
+    sql = await freshPgRunner('authcache');
+    log = await identityLog(sql);
+    counting = new CountingSqlRunner(sql, LOOKUP);
+    cache = await open();
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const c of opened) await c.close();
+    await log?.close();
+    await sql?.close();
+  });
+
+  it('takes a lease: a row of its own, unexpired, that it keeps renewing', async () => {
+    const lease = await leaseOf(cache.holder!);
+    expect(lease.valid).toBe(true);
+    const first = lease.expires_at.getTime();
+    await until(async () => (await leaseOf(cache.holder!)).expires_at.getTime() > first, 3000);
+  });
+
+  it('serves a hit without a query', async () => {
+    const { secretHash, keyId } = await log.createKey();
+    const before = counting.count;
+    const first = await cache.find(secretHash);
+    expect(first).toMatchObject({ keyId, revokedAt: null });
+    expect(counting.count).toBe(before + 1);
+    for (let i = 0; i < 5; i++) expect(await cache.find(secretHash)).toBe(first);
+    expect(counting.count).toBe(before + 1);
+  });
+
+  it('does not cache a miss: unknown secrets cost a query each, and a key created after a miss works at once', async () => {
+    const unknown = `hash-${randomBytes(6).toString('hex')}`;
+    const before = counting.count;
+    expect(await cache.find(unknown)).toBeNull();
+    expect(await cache.find(unknown)).toBeNull();
+    expect(counting.count).toBe(before + 2);
+    expect(cache.has(unknown)).toBe(false);
+
+    const { secretHash } = await log.createKey();
+    expect(await cache.find(secretHash)).not.toBeNull();
+  });
+
+  it('a revocation answers only once the cache has let go of the key', async () => {
+    const { secretHash, keyId } = await log.createKey();
+    await cache.find(secretHash);
+    expect(cache.has(secretHash)).toBe(true);
+    await log.revoke(keyId);
+    // Nothing awaited in between: the write's answer waited for this process's acknowledgement.
+    expect(cache.has(secretHash)).toBe(false);
+    expect((await cache.find(secretHash))?.revokedAt).not.toBeNull();
+    expect((await leaseOf(cache.holder!)).acked_position >= (await log.projections.status()).find((s) => s.name === 'identity')!.position).toBe(true);
+  });
+
+  it('a saved provider key is read with the key at once', async () => {
+    const { secretHash, accountId } = await log.createKey();
+    expect((await cache.find(secretHash))?.sealedProviderKeys.size).toBe(0);
+    await log.saveProviderKey(accountId);
+    expect(cache.has(secretHash)).toBe(false);
+    expect([...(await cache.find(secretHash))!.sealedProviderKeys.keys()]).toEqual(['sim']);
+  });
+
+  it('a lookup that read before an invalidation does not fill the cache after it', async () => {
+    const { secretHash, keyId } = await log.createKey();
+    const held = counting.holdNext();
+    const inFlight = cache.find(secretHash);
+    await held.reached;
+    // The lookup has read the key as active; it is revoked, and the revocation answers, before the lookup returns.
+    const revocation = await log.appendRevocation(keyId);
+    await revocation.answer();
+    held.release();
+    expect((await inFlight)?.revokedAt).toBeNull();
+    expect(cache.has(secretHash)).toBe(false);
+    expect((await cache.find(secretHash))?.revokedAt).not.toBeNull();
+  });
+
+  it('empties itself when the checkpoints moved without a notification (a NOTIFY lost after its commit)', async () => {
+    const { secretHash, keyId } = await log.createKey();
+    await cache.find(secretHash);
+    await log.projections.stop();
+    try {
+      // Another runner applies the revocation and tells nobody.
+      const silent = new ProjectionRunner(sql, log.store, ALL_PROJECTIONS);
+      await log.appendRevocation(keyId);
+      await silent.catchUpAll();
+      const identity = (await silent.status()).find((s) => s.name === 'identity')!.position;
+      // The next renewal reads the moved checkpoints: empties the cache, then acknowledges them.
+      await until(() => !cache.has(secretHash), 3000);
+      await until(async () => (await leaseOf(cache.holder!)).acked_position >= identity, 1000);
+      expect((await cache.find(secretHash))?.revokedAt).not.toBeNull();
+    } finally {
+      log.projections.start();
+    }
+  });
+
+  it('keeps the least recently used entries out past its capacity', async () => {
+    const small = await open({ capacity: 2 });
+    const [a, b, c] = [await log.createKey(), await log.createKey(), await log.createKey()];
+    await small.find(a.secretHash);
+    await small.find(b.secretHash);
+    await small.find(a.secretHash);
+    await small.find(c.secretHash);
+    expect(small.size).toBe(2);
+    expect(small.has(a.secretHash)).toBe(true);
+    expect(small.has(b.secretHash)).toBe(false);
+    expect(small.has(c.secretHash)).toBe(true);
+  });
+
+  it('ignores invalidations of another schema of the database, and acknowledges none of them', async () => {
+    const { secretHash } = await log.createKey();
+    await cache.find(secretHash);
+    const acked = (await leaseOf(cache.holder!)).acked_position;
+    await sql.query('SELECT pg_notify($1, $2)', [AUTH_CACHE_CHANNEL, `not_${sql.schema} 99999999999999999999/00000000000000000001`]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(cache.has(secretHash)).toBe(true);
+    expect((await leaseOf(cache.holder!)).acked_position).toBe(acked);
+  });
+
+  it('stops serving at once when its connection is lost, and starts empty once it has a lease again', async () => {
+    const timings: LeaseTimings = { leaseMs: 5000, renewMs: 1000, marginMs: 1000, retryMs: 300 };
+    const lost = await open({ timings });
+    const { secretHash } = await log.createKey();
+    await lost.find(secretHash);
+    expect(lost.has(secretHash)).toBe(true);
+
+    await sql.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`svc-auth-cache ${lost.holder}`]);
+    await until(() => !lost.serving(), 2000);
+    expect(lost.size).toBe(0);
+    const before = counting.count;
+    await lost.find(secretHash);
+    await lost.find(secretHash);
+    // From PostgreSQL every time, and nothing filled.
+    expect(counting.count).toBe(before + 2);
+    expect(lost.size).toBe(0);
+
+    await until(() => lost.serving(), 5000);
+    await lost.find(secretHash);
+    await lost.find(secretHash);
+    expect(counting.count).toBe(before + 3);
+  });
+
+  it('stops serving before its row expires when renewals stall', async () => {
+    const timings: LeaseTimings = { leaseMs: 2000, renewMs: 200, marginMs: 700, retryMs: 100 };
+    const stalled = await open({ timings });
+    const { secretHash } = await log.createKey();
+    await stalled.find(secretHash);
+    // A lock on its row: the renewals wait (as behind a stalled server or network) and the lease runs out.
+    const locker = new Client({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${sql.schema}` });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT * FROM auth_cache_leases WHERE holder = $1 FOR UPDATE', [stalled.holder]);
+      await until(() => !stalled.serving(), 3000);
+      // Stopped serving while its row still says it holds the lease: no write went past it.
+      expect((await leaseOf(stalled.holder!)).valid).toBe(true);
+      const before = counting.count;
+      await stalled.find(secretHash);
+      expect(counting.count).toBe(before + 1);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    await until(() => stalled.serving(), 5000);
+    expect(stalled.size).toBe(0);
+  });
+
+  it('a write waits for a lease that does not acknowledge, until that lease expires', async () => {
+    const { keyId } = await log.createKey();
+    await sql.query(`INSERT INTO auth_cache_leases (holder, expires_at) VALUES ('silent', now() + interval '1500 milliseconds')`);
+    try {
+      const started = performance.now();
+      await log.revoke(keyId);
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThan(1000);
+      expect(waited).toBeLessThan(ACK_WAIT_MS);
+      expect((await leaseOf('silent')).valid).toBe(false);
+    } finally {
+      await sql.query(`DELETE FROM auth_cache_leases WHERE holder = 'silent'`);
+    }
+    // With every lease acknowledging, a write answers in milliseconds.
+    const other = await log.createKey();
+    const started = performance.now();
+    await log.revoke(other.keyId);
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('a closed cache gives its lease back, so writes do not wait for it', async () => {
+    const closing = await open();
+    const holder = closing.holder!;
+    expect(await leaseOf(holder)).toBeDefined();
+    await closing.close();
+    expect(await leaseOf(holder)).toBeUndefined();
+  });
+});
+
+describe('authentication cache on PGlite (one process)', () => {
+  it('is emptied by the projection runner itself before a revocation answers', async () => {
+    const sql = await PgliteSqlRunner.open();
+    const counting = new CountingSqlRunner(sql, LOOKUP);
+    const cache = await AuthCache.open(counting);
+    const log = await identityLog(sql, () => cache);
+    try {
+      expect(cache.holder).toBeNull();
+      const { secretHash, keyId } = await log.createKey();
+      await cache.find(secretHash);
+      const before = counting.count;
+      await cache.find(secretHash);
+      expect(counting.count).toBe(before);
+      await log.revoke(keyId);
+      expect(cache.has(secretHash)).toBe(false);
+      expect((await cache.find(secretHash))?.revokedAt).not.toBeNull();
+    } finally {
+      await log.close();
+      await cache.close();
+      await sql.close();
+    }
+  }, 30_000);
+});
