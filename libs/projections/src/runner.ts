@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
 const BATCH = 500;
 /** Events per read when rebuilding: large batches let the set-based projections write in bulk. */
 const REBUILD_BATCH = 5000;
+/**
+ * Up to this many events a batch is applied by all its projections in one transaction: while
+ * following the log, batches are small and a transaction's own round trips and commit are most
+ * of their cost. A larger one (a rebuild, catching up) is applied by each projection in its own
+ * transaction, concurrently, so that PostgreSQL works on it with more than one core.
+ */
+const TOGETHER_MAX_EVENTS = BATCH;
 
 /**
  * Drives every projection from the event store's global order. Each projection has its own
@@ -247,11 +254,12 @@ export class ProjectionRunner {
   }
 
   /**
-   * Reads one batch per group of projections at the same checkpoint and applies it to all of
-   * them in one transaction: one commit per batch, not one per projection, which is most of
-   * the worker's cost per request. Should that transaction fail, each projection applies its
-   * part in its own transaction (those that read none of the events only move their
-   * checkpoints, in one statement), so one failing projection does not hold the others back.
+   * Reads one batch per group of projections at the same checkpoint and applies a small one to
+   * all of them in one transaction: one commit per batch, not one per projection, which is most
+   * of the worker's cost per request. A large batch, or one whose shared transaction failed, is
+   * applied by each projection in its own transaction (those that read none of the events only
+   * move their checkpoints, in one statement), so one failing projection does not hold the
+   * others back.
    * `read`: events read by groups where at least one projection did not fail.
    */
   private async step(projections: readonly Projection[], batchSize: number): Promise<{ read: number; failures: { name: string; error: unknown }[] }> {
@@ -270,7 +278,7 @@ export class ProjectionRunner {
       if (events.length === batchSize) this.readAhead(to, batchSize);
       const parts = members.map((projection) => ({ projection, events: events.filter((e) => projection.eventTypes.has(e.type)) }));
       const busy = parts.filter((part) => part.events.length > 0);
-      if (busy.length > 0 && members.length > 1) {
+      if (busy.length > 0 && members.length > 1 && events.length <= TOGETHER_MAX_EVENTS) {
         const together = await this.applyTogether(parts, from, to).then(
           () => true,
           () => false,
