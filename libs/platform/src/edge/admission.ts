@@ -5,9 +5,10 @@ import {
   checkLease,
   checkLimit,
   KeyedQueue,
-  onceSlot,
   rateWindowKey,
+  redisSlot,
   refusedResetMs,
+  slotsKey,
   WINDOW_SECONDS,
   windowResult,
   type MemoryConcurrencyLimiter,
@@ -103,10 +104,10 @@ export class RedisAdmission implements Admission {
   async admit(request: AdmissionRequest): Promise<AdmissionResult> {
     checkRequest(request);
     const { requests, tokens, slots } = request;
-    const slotsKey = `${this.keyPrefix}:slots:${slots.bucket}`;
+    const slotsAt = slotsKey(this.keyPrefix, slots.bucket);
     const id = randomUUID();
     const now = this.clock.now().getTime();
-    const keys = [rateWindowKey(this.keyPrefix, requests.bucket), rateWindowKey(this.keyPrefix, tokens.bucket), slotsKey];
+    const keys = [rateWindowKey(this.keyPrefix, requests.bucket), rateWindowKey(this.keyPrefix, tokens.bucket), slotsAt];
     const args = [requests.limit, WINDOW_SECONDS, tokens.limit, tokens.enforce ? 1 : 0, now, now + slots.leaseMs, slots.limit, id, storageBoundMs(slots.leaseMs)];
     const reply = (await guarded('admission.admit', () => runScript(this.redis, ADMIT_LUA, keys, args))) as [string, number, number, number, number, number];
     const [refusal, used, usedTtl, tokensUsed, tokensTtl, held] = reply;
@@ -115,7 +116,7 @@ export class RedisAdmission implements Admission {
     const remaining = Math.max(slots.limit - held, 0);
     const slot: SlotResult =
       refused === null
-        ? { allowed: true, limit: slots.limit, remaining, slot: onceSlot(async () => void (await guarded('concurrency.release', () => this.redis.zrem(slotsKey, id)))) }
+        ? { allowed: true, limit: slots.limit, remaining, slot: redisSlot(this.redis, slotsAt, id) }
         : { allowed: false, limit: slots.limit, remaining, slot: null };
     return {
       refused,

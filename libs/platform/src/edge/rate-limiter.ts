@@ -265,7 +265,7 @@ export function checkLease(leaseMs: number): void {
 }
 
 /** A slot whose release reaches its store once; later calls are no-ops. */
-export function onceSlot(release: () => Promise<void>): Slot {
+function onceSlot(release: () => Promise<void>): Slot {
   let released = false;
   return {
     async release() {
@@ -274,6 +274,18 @@ export function onceSlot(release: () => Promise<void>): Slot {
       released = true;
     },
   };
+}
+
+/** The Redis key of `bucket`'s slots, for scripts that take them beside the limiter. */
+export function slotsKey(keyPrefix: string, bucket: string): string {
+  return `${keyPrefix}:slots:${bucket}`;
+}
+
+/** A slot granted in Redis: its release removes its lease from the bucket, once. */
+export function redisSlot(redis: Redis, key: string, id: string): Slot {
+  return onceSlot(async () => {
+    await guarded('concurrency.release', () => redis.zrem(key, id));
+  });
 }
 
 export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
@@ -286,7 +298,7 @@ export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
   async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
     checkLimit(limit);
     checkLease(leaseMs);
-    const key = `${this.keyPrefix}:slots:${bucket}`;
+    const key = slotsKey(this.keyPrefix, bucket);
     const id = randomUUID();
     const now = this.clock.now().getTime();
     const [taken, held] = (await guarded('concurrency.acquire', () =>
@@ -294,10 +306,7 @@ export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
     )) as [number, number];
     const remaining = Math.max(limit - held, 0);
     if (taken !== 1) return { allowed: false, limit, remaining, slot: null };
-    const slot = onceSlot(async () => {
-      await guarded('concurrency.release', () => this.redis.zrem(key, id));
-    });
-    return { allowed: true, limit, remaining, slot };
+    return { allowed: true, limit, remaining, slot: redisSlot(this.redis, key, id) };
   }
 }
 

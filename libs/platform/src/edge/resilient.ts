@@ -99,6 +99,10 @@ function forgivingSlot(slot: Slot): Slot {
   };
 }
 
+function withForgivingSlot(result: SlotResult): SlotResult {
+  return result.slot ? { ...result, slot: forgivingSlot(result.slot) } : result;
+}
+
 export class FallbackConcurrencyLimiter implements ConcurrencyLimiter {
   private readonly degradation: Degradation;
 
@@ -119,7 +123,7 @@ export class FallbackConcurrencyLimiter implements ConcurrencyLimiter {
       () => this.primary.acquire(bucket, limit, leaseMs),
       () => this.fallback.acquire(bucket, limit, leaseMs),
     );
-    return result.slot ? { ...result, slot: forgivingSlot(result.slot) } : result;
+    return withForgivingSlot(result);
   }
 }
 
@@ -143,7 +147,7 @@ export class FallbackAdmission implements Admission {
       () => this.primary.admit(request),
       () => this.fallback.admit(request),
     );
-    return result.slot.slot ? { ...result, slot: { ...result.slot, slot: forgivingSlot(result.slot.slot) } } : result;
+    return { ...result, slot: withForgivingSlot(result.slot) };
   }
 }
 
