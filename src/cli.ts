@@ -48,13 +48,18 @@ export function buildCli(): Command {
 
   projections
     .command('status')
-    .description('checkpoint position and lag (events behind the log) of every projection')
+    .description('checkpoint position, lag (events behind the log) and events set aside of every projection')
     .action(() =>
       withRuntime(async (runtime) => {
         const rows = await runtime.projections.status();
         const width = Math.max(...rows.map((r) => r.name.length), 'projection'.length);
-        console.log(`${'projection'.padEnd(width)}  ${'lag'.padStart(8)}  position`);
-        for (const r of rows) console.log(`${r.name.padEnd(width)}  ${String(r.lag).padStart(8)}  ${r.position || '(start)'}`);
+        console.log(`${'projection'.padEnd(width)}  ${'lag'.padStart(8)}  ${'set aside'.padStart(9)}  position`);
+        for (const r of rows) console.log(`${r.name.padEnd(width)}  ${String(r.lag).padStart(8)}  ${String(r.quarantined).padStart(9)}  ${r.position || '(start)'}`);
+        const quarantined = await runtime.projections.quarantined();
+        if (quarantined.length > 0) {
+          console.log('\nevents set aside (a projection could not apply them; see projection_quarantine):');
+          for (const q of quarantined) console.log(`  ${q.projection}  ${q.position}  ${q.event_type} ${q.event_id}  ${q.quarantined_at}  ${q.error}`);
+        }
       }),
     );
 

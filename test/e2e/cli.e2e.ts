@@ -30,18 +30,18 @@ describe('operator CLI: projections', () => {
 
   it('reports every projection behind by the whole log before any runner ran', async () => {
     const out = await cli('projections', 'status');
-    expect(out).toMatch(/^credits\s+10\s+\(start\)$/m);
-    expect(out).toMatch(/^generations\s+10\s+\(start\)$/m);
-    expect(out).toMatch(/^identity\s+10\s+\(start\)$/m);
-    expect(out).toMatch(/^audit_log\s+10\s+\(start\)$/m);
+    expect(out).toMatch(/^credits\s+10\s+0\s+\(start\)$/m);
+    expect(out).toMatch(/^generations\s+10\s+0\s+\(start\)$/m);
+    expect(out).toMatch(/^identity\s+10\s+0\s+\(start\)$/m);
+    expect(out).toMatch(/^audit_log\s+10\s+0\s+\(start\)$/m);
   });
 
   it('rebuilds one projection from position 0, then reports it caught up', async () => {
     const out = await cli('projections', 'rebuild', 'credits');
     expect(out).toContain('credits: rebuilt from 10 events');
     const status = await cli('projections', 'status');
-    expect(status).toMatch(/^credits\s+0\s+\d{20}\/\d{20}$/m);
-    expect(status).toMatch(/^generations\s+10\s+\(start\)$/m);
+    expect(status).toMatch(/^credits\s+0\s+0\s+\d{20}\/\d{20}$/m);
+    expect(status).toMatch(/^generations\s+10\s+0\s+\(start\)$/m);
   });
 
   it('rebuilds all projections when no name is given', async () => {

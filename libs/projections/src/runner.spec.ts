@@ -231,6 +231,70 @@ describe.each([
     expect(status.get('always_failing')!.position).toBe('');
   });
 
+  // Issue 14.1: one event a projection cannot hold once stopped it for every account (and with
+  // the identity projection, every later revocation). It is set aside, visibly, and the rest goes on.
+  it('sets aside an event it cannot apply (a value PostgreSQL refuses), records it, and applies the rest', async () => {
+    const stream = `poison-${randomUUID()}`;
+    await store.append(stream, [1, 2 ** 40, 3].map((n) => ({ id: randomUUID(), type: 'PoisonProbe', data: { n } })), 'no_stream');
+    const ints = perEvent({
+      name: 'poison_ints',
+      tables: ['poison_ints_rows'],
+      schema: ['CREATE TABLE IF NOT EXISTS poison_ints_rows (n integer PRIMARY KEY)'],
+      handlers: { PoisonProbe: async (e, tx) => void (await tx.query('INSERT INTO poison_ints_rows (n) VALUES ($1)', [e.data.n])) },
+    });
+    const texts = perEvent({
+      name: 'poison_texts',
+      tables: ['poison_texts_rows'],
+      schema: ['CREATE TABLE IF NOT EXISTS poison_texts_rows (n text PRIMARY KEY)'],
+      handlers: { PoisonProbe: async (e, tx) => void (await tx.query('INSERT INTO poison_texts_rows (n) VALUES ($1)', [String(e.data.n)])) },
+    });
+    const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const poisoned = new ProjectionRunner(sql, store, [ints, texts], { batchSize: 1000 });
+      await poisoned.init();
+      await poisoned.catchUpAll();
+      expect((await sql.query('SELECT n FROM poison_ints_rows ORDER BY n')).rows).toEqual([{ n: 1 }, { n: 3 }]);
+      expect((await sql.query('SELECT n FROM poison_texts_rows ORDER BY n')).rows).toHaveLength(3);
+      const [bad] = await store.readStream(stream, { fromRevision: 1n, maxCount: 1 });
+      const set = await poisoned.quarantined();
+      expect(set).toEqual([expect.objectContaining({ projection: 'poison_ints', position: bad.position, event_id: bad.id, event_type: 'PoisonProbe' })]);
+      expect(set[0].error).toMatch(/out of range/);
+      expect((await poisoned.status()).map((s) => [s.name, s.lag, s.quarantined])).toEqual([
+        ['poison_ints', 0, 1],
+        ['poison_texts', 0, 0],
+      ]);
+      // Said once, not on every step.
+      expect(logged.mock.calls.filter((c) => String(c[0]).includes('set aside'))).toHaveLength(1);
+      // A rebuild meets it again and records it once.
+      await poisoned.rebuild('poison_ints');
+      expect(await poisoned.quarantined('poison_ints')).toHaveLength(1);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it('does not set aside an event whose apply failed for a passing reason (a lost connection): it is retried', async () => {
+    await store.append(`transient-${randomUUID()}`, [{ id: randomUUID(), type: 'TransientProbe', data: {} }], 'no_stream');
+    let calls = 0;
+    const flaky = perEvent({
+      name: 'transient_probe',
+      tables: [],
+      schema: [],
+      handlers: {
+        TransientProbe: async () => {
+          if (++calls === 1) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+        },
+      },
+    });
+    const retried = new ProjectionRunner(sql, store, [flaky], { batchSize: 1000 });
+    await retried.init();
+    await expect(retried.catchUpAll()).rejects.toThrow('administrator command');
+    expect((await retried.status())[0].lag).toBeGreaterThan(0);
+    await retried.catchUpAll();
+    expect(calls).toBe(2);
+    expect((await retried.status()).map((s) => [s.lag, s.quarantined])).toEqual([[0, 0]]);
+  });
+
   it('with coalesceMs, waits that long after a wake and applies the appends of the wait in one transaction', async () => {
     const applied: Array<{ tx: unknown; at: number }> = [];
     const probe = perEvent({

@@ -8,6 +8,18 @@ export interface ProjectionStatus {
   position: Position;
   /** Events in the log after the checkpoint. */
   lag: number;
+  /** Events it met and could not apply, skipped and recorded in projection_quarantine. */
+  quarantined: number;
+}
+
+/** An event a projection could not apply, set aside so the projection goes on. */
+export interface QuarantinedEvent {
+  projection: string;
+  position: Position;
+  event_id: string;
+  event_type: string;
+  error: string;
+  quarantined_at: string;
 }
 
 export class ProjectionTimeoutError extends Error {
@@ -38,6 +50,30 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   position text NOT NULL,
   updated_at timestamptz NOT NULL DEFAULT now()
 )`;
+
+const QUARANTINE = `
+CREATE TABLE IF NOT EXISTS projection_quarantine (
+  projection text NOT NULL,
+  position text NOT NULL,
+  event_id text NOT NULL,
+  event_type text NOT NULL,
+  error text NOT NULL,
+  quarantined_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (projection, position)
+)`;
+
+/**
+ * Whether an error applying events says something about the events rather than the moment:
+ * a value PostgreSQL refuses (SQLSTATE classes 22, data exception, and 23, integrity
+ * constraint) or a handler meeting a shape it cannot read (TypeError, RangeError, SyntaxError
+ * from BigInt() or JSON). Such an error recurs on every retry; any other (a lost connection, a
+ * deadlock, a server restarting) may pass, and is retried.
+ */
+export function isPoisonError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('22') || code.startsWith('23');
+  return err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError;
+}
 
 /** Events per read while following the log. */
 const BATCH = 500;
@@ -94,6 +130,7 @@ export class ProjectionRunner {
     await this.sql.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('projections.init', 0))`);
       await tx.query(CHECKPOINTS);
+      await tx.query(QUARANTINE);
       for (const p of this.projections) {
         for (const statement of p.schema) await tx.query(statement);
         await tx.query('INSERT INTO projection_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [p.name, START]);
@@ -138,6 +175,8 @@ export class ProjectionRunner {
       for (const p of projections) {
         await tx.query('SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [p.name]);
         for (const table of p.tables) await tx.query(`DELETE FROM ${table}`);
+        // Replayed from 0, it meets (and sets aside) those events again.
+        await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
         await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [p.name, START]);
       }
     });
@@ -166,12 +205,24 @@ export class ProjectionRunner {
 
   async status(): Promise<ProjectionStatus[]> {
     const rows = await this.checkpoints();
+    const { rows: counts } = await this.sql.query<{ projection: string; n: number }>('SELECT projection, count(*)::int AS n FROM projection_quarantine GROUP BY projection');
+    const quarantined = new Map(counts.map((r) => [r.projection, r.n]));
     const out: ProjectionStatus[] = [];
     for (const p of this.projections) {
       const position = rows.get(p.name) ?? START;
-      out.push({ name: p.name, position, lag: await this.store.countEventsAfter(position) });
+      out.push({ name: p.name, position, lag: await this.store.countEventsAfter(position), quarantined: quarantined.get(p.name) ?? 0 });
     }
     return out;
+  }
+
+  /** The events set aside, oldest first (all projections, or one). */
+  async quarantined(name?: string): Promise<QuarantinedEvent[]> {
+    const { rows } = await this.sql.query<QuarantinedEvent & { quarantined_at: Date | string }>(
+      `SELECT projection, position, event_id, event_type, error, quarantined_at FROM projection_quarantine
+        WHERE $1::text IS NULL OR projection = $1 ORDER BY position, projection`,
+      [name ?? null],
+    );
+    return rows.map((r) => ({ ...r, quarantined_at: new Date(r.quarantined_at).toISOString() }));
   }
 
   /**
@@ -293,7 +344,7 @@ export class ProjectionRunner {
       const changed: string[] = [];
       const tasks: { names: string[]; run: Promise<void> }[] = busy.map(({ projection, events: relevant }) => ({
         names: [projection.name],
-        run: this.applyBatch(projection, relevant, from, to).then((committed) => {
+        run: this.applyOrIsolate(projection, relevant, from, to).then((committed) => {
           if (committed && this.cached(projection.name)) changed.push(projection.name);
           else this.settle(projection.name, committed, to);
         }),
@@ -355,6 +406,60 @@ export class ProjectionRunner {
       // flush: a server crash loses the last applied batches, rows and checkpoint together.
       { asyncCommit: true },
     );
+  }
+
+  /**
+   * applyBatch, and when the batch holds an event the projection cannot apply (isPoisonError),
+   * the batch again one event at a time, each with its checkpoint: the event that fails twice
+   * is recorded in projection_quarantine and skipped, and the projection goes on.
+   *
+   * Skipping rather than stopping: a stopped identity projection would stop every key write
+   * and leave every later revocation unapplied (a revoked key kept working), for every
+   * account, over one bad event. A skipped event is visible (`projections status`, the table,
+   * one log line) and its effect is missing, which fails closed for the events that could hold
+   * one (a key never created does not authenticate). The deciders refuse to decide such events
+   * in the first place; this is the last line.
+   */
+  private async applyOrIsolate(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<boolean> {
+    try {
+      return await this.applyBatch(projection, events, from, to);
+    } catch (err) {
+      if (!isPoisonError(err)) throw err;
+    }
+    let at = from;
+    for (const event of events) {
+      let failure: unknown = null;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        failure = await this.applyBatch(projection, [event], at, event.position).then(
+          (committed) => (committed ? null : 'moved'),
+          (err: unknown) => err,
+        );
+        if (failure === null || failure === 'moved' || !isPoisonError(failure)) break;
+      }
+      if (failure === 'moved') return false;
+      if (failure !== null && !isPoisonError(failure)) throw failure;
+      if (failure !== null && !(await this.quarantine(projection, event, at, failure))) return false;
+      at = event.position;
+    }
+    if (at === to) return true;
+    return (await this.move(this.sql, [projection.name], at, to)).length > 0;
+  }
+
+  /** Records `event` as set aside by `projection` and moves its checkpoint past it, in one transaction. */
+  private async quarantine(projection: Projection, event: RecordedEvent, from: Position, err: unknown): Promise<boolean> {
+    const error = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 500);
+    const moved = await this.sql.transaction(async (tx) => {
+      if ((await this.move(tx, [projection.name], from, event.position)).length === 0) return false;
+      await tx.query(
+        `INSERT INTO projection_quarantine (projection, position, event_id, event_type, error) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (projection, position) DO NOTHING`,
+        [projection.name, event.position, event.id, event.type, error],
+      );
+      return true;
+    });
+    // Once per event: the checkpoint is past it, so it is never met again (short of a rebuild).
+    if (moved) console.error(`projection ${projection.name} set aside event ${event.id} (${event.type}) at ${event.position}: ${error}`);
+    return moved;
   }
 
   private cached(name: string): boolean {
