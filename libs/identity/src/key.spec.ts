@@ -47,6 +47,43 @@ describe('key decider', () => {
     spec.given([]).when({ type: 'UpdateKey', changes: { name: 'x' } }).thenThrows('key_not_found');
   });
 
+  // Issue 14.1: a KeyCreated or KeyUpdated the identity read model cannot hold once stopped every
+  // key write and revocation of every account; the decider refuses to decide one.
+  it('refuses settings no reader of the event could hold', () => {
+    const create = (over: Record<string, unknown>) => ({
+      type: 'CreateKey' as const,
+      keyId: 'k1',
+      accountId: 'a1',
+      workspaceId: 'o1',
+      orgId: null,
+      createdBy: 'a1',
+      settings: { ...settings, ...over } as KeySettings,
+      secretHash: 'h1',
+      secretHint: 'svc_test_...wxyz',
+    });
+    for (const bad of [
+      { name: null },
+      { scope: null },
+      { environment: null },
+      { limit_reset: null },
+      { limit_nano: '10000000000000000000' },
+      { limit_nano: '-1' },
+      { rpm_limit: 2 ** 31 },
+      { tpm_limit: 1.5 },
+      { allowed_models: ['x'.repeat(201)] },
+      { name: 'a\u0000b' },
+      { expires_at: 'tomorrow' },
+    ]) {
+      spec.given([]).when(create(bad)).thenThrows('invalid_key_settings');
+      spec.given([created]).when({ type: 'UpdateKey', changes: bad as Partial<KeySettings> }).thenThrows('invalid_key_settings');
+    }
+    const { name: _name, ...withoutName } = settings;
+    spec.given([]).when({ ...create({}), settings: withoutName as KeySettings }).thenThrows('invalid_key_settings');
+    spec.given([]).when(create({ limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 })).then([
+      { ...created, data: { ...created.data, org_id: null, workspace_id: 'o1', created_by: 'a1', limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 } },
+    ]);
+  });
+
   it('rotates the secret, keeping the previous one for the grace period', () => {
     spec
       .given([created])

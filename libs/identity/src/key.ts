@@ -1,5 +1,7 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
 import type { LimitReset } from '../../ledger/src/spend-window';
+import { isStorableText } from '../../platform/src/input';
+import { MAX_AMOUNT_NANO } from '../../platform/src/money';
 
 /** The key aggregate (stream `key-<id>`): lifecycle and restrictions of one API key. */
 export const keyStream = (keyId: string) => `key-${keyId}`;
@@ -99,6 +101,51 @@ export interface KeyState {
   revoked: boolean;
 }
 
+/** Largest rpm_limit and tpm_limit: the read model keeps them as PostgreSQL `integer`. */
+export const MAX_INTEGER_SETTING = 2_147_483_647;
+/** Entries of allowed_models, allowed_ips and allowed_referrers, and the length of each. */
+export const MAX_LIST_ENTRIES = 1000;
+export const MAX_LIST_ENTRY_LENGTH = 200;
+const MAX_TEXT_LENGTH = 200;
+
+const ENVIRONMENTS: readonly unknown[] = ['live', 'test'];
+const SCOPES: readonly unknown[] = ['full', 'read_only', 'management'];
+const RESETS: readonly unknown[] = ['daily', 'weekly', 'monthly', 'never'];
+
+const isText = (v: unknown, max = MAX_TEXT_LENGTH): boolean => typeof v === 'string' && v.length <= max && isStorableText(v);
+const isList = (v: unknown): boolean =>
+  v === null || (Array.isArray(v) && v.length <= MAX_LIST_ENTRIES && v.every((entry) => isText(entry, MAX_LIST_ENTRY_LENGTH)));
+const isCount = (v: unknown): boolean => v === null || (Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= MAX_INTEGER_SETTING);
+
+/**
+ * What every reader of KeyCreated and KeyUpdated can hold, field by field (the identity read
+ * model's columns first of all). The edge validates requests the same way; this is the rule
+ * itself, so no caller (CLI, operator API, a future one) can append a key a projection would
+ * choke on, which would stop key writes and revocations for every account.
+ */
+const SETTING_RULES: { readonly [F in keyof KeySettings]: (value: unknown) => boolean } = {
+  name: (v) => isText(v),
+  project: (v) => v === null || isText(v),
+  environment: (v) => ENVIRONMENTS.includes(v),
+  scope: (v) => SCOPES.includes(v),
+  limit_nano: (v) => v === null || (typeof v === 'string' && /^\d{1,19}$/.test(v) && BigInt(v) <= MAX_AMOUNT_NANO),
+  limit_reset: (v) => RESETS.includes(v),
+  allowed_models: isList,
+  allowed_ips: isList,
+  allowed_referrers: isList,
+  rpm_limit: isCount,
+  tpm_limit: isCount,
+  expires_at: (v) => v === null || (typeof v === 'string' && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v),
+};
+
+function checkSettings(settings: Partial<KeySettings>): void {
+  for (const [field, value] of Object.entries(settings)) {
+    const rule = SETTING_RULES[field as keyof KeySettings] as ((value: unknown) => boolean) | undefined;
+    if (!rule) throw new DomainError('invalid_key_settings', `${field} is not a key setting.`, { param: field });
+    if (!rule(value)) throw new DomainError('invalid_key_settings', `${field} has a value a key cannot have.`, { param: field === 'limit_nano' ? 'limit' : field });
+  }
+}
+
 /** Longest grace period during which a rotated secret keeps working. */
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 24 * 3600;
 
@@ -117,6 +164,10 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
     switch (command.type) {
       case 'CreateKey':
         if (state.keyId !== null) throw new DomainError('key_exists', 'The key already exists.');
+        checkSettings(command.settings);
+        for (const field of Object.keys(SETTING_RULES)) {
+          if (!(field in command.settings)) throw new DomainError('invalid_key_settings', `${field} is missing.`, { param: field });
+        }
         return [
           {
             type: 'KeyCreated',
@@ -136,6 +187,7 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
       case 'UpdateKey': {
         const { keyId, accountId } = requireLive(state);
         const current = state.settings as KeySettings;
+        checkSettings(command.changes);
         // Only what actually changes is recorded, so the audit log shows real changes.
         const changes = Object.fromEntries(
           Object.entries(command.changes).filter(([field, value]) => JSON.stringify(current[field as keyof KeySettings]) !== JSON.stringify(value)),

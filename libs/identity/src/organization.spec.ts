@@ -13,6 +13,9 @@ describe('organization decider', () => {
   it('creates an organization with its owner', () => {
     spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: 'Acme' }).then([created]);
     spec.given([created]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'x', name: 'x' }).thenThrows('org_exists');
+    // Issue 14.1: organizations.name is NOT NULL; a null name would stop the identity projection.
+    spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: null as unknown as string }).thenThrows('invalid_org_name');
+    spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: 'x'.repeat(201) }).thenThrows('invalid_org_name');
   });
 
   it('adds members once, never the owner', () => {

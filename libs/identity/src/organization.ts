@@ -1,4 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
+import { isStorableText } from '../../platform/src/input';
 
 /** The organization aggregate (stream `org-<id>`): members and roles (spec 1, organizations). */
 export const orgStream = (orgId: string) => `org-${orgId}`;
@@ -50,6 +51,10 @@ export const orgDecider: Decider<OrgCommand, OrgState, OrgEvent> = {
   decide(command, state) {
     if (command.type === 'CreateOrg') {
       if (state.orgId !== null) throw new DomainError('org_exists', 'The organization already exists.');
+      // organizations.name is NOT NULL text: anything else would stop the identity projection.
+      if (typeof command.name !== 'string' || command.name.length > 200 || !isStorableText(command.name)) {
+        throw new DomainError('invalid_org_name', 'An organization name is a string of at most 200 characters.', { param: 'name' });
+      }
       return [{ type: 'OrgCreated', data: { org_id: command.orgId, owner_account_id: command.ownerAccountId, name: command.name } }];
     }
     const ids = requireActive(state);

@@ -1,5 +1,6 @@
 import { fold } from '../../eventstore/src/decider';
 import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
+import { MAX_AMOUNT_NANO } from '../../platform/src/money';
 import { accountDecider, availableNano, EXPIRE_BATCH, type AccountEvent } from './account';
 import { A, charged, credited, dailyLimitSet, expired, held, opened, placeHold, released, specAt, stats } from './testing/account-fixtures';
 
@@ -17,6 +18,10 @@ describe('account decider', () => {
     spec.given([opened]).when({ type: 'AddCredits', amountNano: 10_000_000_000n, reason: 'signup' }).then([credited(10_000_000_000n)]);
     spec.given([]).when({ type: 'AddCredits', amountNano: 1n, reason: 'signup' }).thenThrows('account_not_found');
     spec.given([opened]).when({ type: 'AddCredits', amountNano: 0n, reason: 'signup' }).thenThrows('invalid_amount');
+    // Issue 14.1: credits whose sum would not fit the read model's bigint are refused, alone or summed.
+    spec.given([opened]).when({ type: 'AddCredits', amountNano: MAX_AMOUNT_NANO + 1n, reason: 'admin' }).thenThrows('credits_limit_exceeded');
+    spec.given([opened, credited(MAX_AMOUNT_NANO)]).when({ type: 'AddCredits', amountNano: 1n, reason: 'admin' }).thenThrows('credits_limit_exceeded');
+    spec.given([opened, credited(MAX_AMOUNT_NANO - 1n)]).when({ type: 'AddCredits', amountNano: 1n, reason: 'signup' }).then([credited(1n)]);
   });
 
   describe('spec 1, rule 1: the available balance must cover the worst case', () => {
@@ -135,6 +140,7 @@ describe('account decider', () => {
     it('sets, changes and removes the limit; setting the same limit again records nothing', () => {
       spec.given([opened]).when({ type: 'SetDailyLimit', limitNano: 5n }).then([dailyLimitSet(5n)]);
       spec.given([opened, dailyLimitSet(5n)]).when({ type: 'SetDailyLimit', limitNano: 5n }).then([]);
+      spec.given([opened]).when({ type: 'SetDailyLimit', limitNano: MAX_AMOUNT_NANO + 1n }).thenThrows('invalid_amount');
       spec.given([opened, dailyLimitSet(5n)]).when({ type: 'SetDailyLimit', limitNano: null }).then([dailyLimitSet(null)]);
       spec.given([opened]).when({ type: 'SetDailyLimit', limitNano: null }).then([]);
     });

@@ -1,6 +1,6 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
 import { Map as ImmutableMap } from 'immutable';
-import type { Nano } from '../../platform/src/money';
+import { MAX_AMOUNT_NANO, nanoToUsdString, type Nano } from '../../platform/src/money';
 import {
   addToWindow,
   chargedInWindow,
@@ -412,6 +412,10 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
       case 'AddCredits': {
         const account_id = requireOpen(state);
         if (command.amountNano <= 0n) throw new DomainError('invalid_amount', 'Credits must be a positive amount.');
+        // The credits read model sums them in a PostgreSQL bigint: past the bound it could not.
+        if (state.creditsNano + command.amountNano > MAX_AMOUNT_NANO) {
+          throw new DomainError('credits_limit_exceeded', `An account holds at most ${nanoToUsdString(MAX_AMOUNT_NANO)} USD of credits.`, { param: 'amount_usd' });
+        }
         return [{ type: 'CreditsAdded', data: { account_id, amount_nano: command.amountNano.toString(), reason: command.reason } }];
       }
 
@@ -508,6 +512,9 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
       case 'SetDailyLimit': {
         const account_id = requireOpen(state);
         if (command.limitNano !== null && command.limitNano < 0n) throw new DomainError('invalid_amount', 'A daily limit cannot be negative.');
+        if (command.limitNano !== null && command.limitNano > MAX_AMOUNT_NANO) {
+          throw new DomainError('invalid_amount', `A daily limit is at most ${nanoToUsdString(MAX_AMOUNT_NANO)} USD.`, { param: 'daily_limit_usd' });
+        }
         if (command.limitNano === state.dailyLimitNano) return [];
         return [{ type: 'DailyLimitSet', data: { account_id, limit_nano: command.limitNano?.toString() ?? null } }];
       }

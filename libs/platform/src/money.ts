@@ -8,6 +8,15 @@ const NANO_PER_USD = 1_000_000_000n;
 const DECIMALS = 9;
 
 /**
+ * The largest amount the service records: $1,000,000,000. Read models keep nano-USD in
+ * PostgreSQL `bigint` (at most ~9.2e18, $9.2 billion), so a credit, limit or balance up to this
+ * bound, and the sum of any few of them, always fits; an amount above it is refused before it
+ * can become an event no projection could store.
+ */
+export const MAX_AMOUNT_USD = 1_000_000_000;
+export const MAX_AMOUNT_NANO: Nano = BigInt(MAX_AMOUNT_USD) * NANO_PER_USD;
+
+/**
  * Parses a USD amount ("10", "0.15", 0.000002, "1e-7") into nano-USD. Refuses more precision
  * than a nano, negatives are allowed only when `allowNegative` is set.
  */

@@ -1,33 +1,40 @@
-import { IsIn, IsNumber, IsOptional, IsString, Matches, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
-import { KeyRequest } from '../keys/key.request';
+import { IsIn, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import { MAX_AMOUNT_USD } from '../../../../libs/platform/src/money';
+import { KeyRequest, Omittable } from '../keys/key.request';
+
+const atMostMax = (field: string) => ({ message: `${field} must be at most ${MAX_AMOUNT_USD} USD.` });
 
 export class CreateAccountRequest {
-  @IsOptional()
-  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Omittable()
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'initial_credits_usd must be a number of USD.' })
   @Min(0)
+  @Max(MAX_AMOUNT_USD, atMostMax('initial_credits_usd'))
   initial_credits_usd?: number;
 }
 
 export class AddCreditsRequest {
   @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'amount_usd must be a number of USD.' })
   @Min(0.000000001, { message: 'amount_usd must be positive.' })
+  @Max(MAX_AMOUNT_USD, atMostMax('amount_usd'))
   amount_usd!: number;
 }
 
 /** Same body as POST /v1/keys; `org_id` creates the key inside an organization the account belongs to. */
 export class AdminKeyRequest extends KeyRequest {
-  @IsOptional()
+  @Omittable()
   @IsString()
   @MinLength(1)
+  @MaxLength(200)
   org_id?: string;
 }
 
 export class CreateOrgRequest {
   @IsString({ message: 'owner_account_id must be a string.' })
   @MinLength(1)
+  @MaxLength(200)
   owner_account_id!: string;
 
-  @IsOptional()
+  @Omittable()
   @IsString()
   @MaxLength(200)
   name?: string;
@@ -36,6 +43,7 @@ export class CreateOrgRequest {
 export class MemberRequest {
   @IsString({ message: 'account_id must be a string.' })
   @MinLength(1)
+  @MaxLength(200)
   account_id!: string;
 
   @IsIn(['admin', 'member'], { message: 'role must be admin or member (the owner is set when the organization is created).' })
@@ -52,6 +60,7 @@ export class UpdateAccountRequest {
   @ValidateIf((_, v) => v !== null)
   @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'daily_limit_usd must be a number of USD or null.' })
   @Min(0, { message: 'daily_limit_usd must not be negative.' })
+  @Max(MAX_AMOUNT_USD, atMostMax('daily_limit_usd'))
   daily_limit_usd!: number | null;
 }
 

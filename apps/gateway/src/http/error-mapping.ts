@@ -47,7 +47,7 @@ function fromDomain(err: DomainError, now: Date): ApiError {
     case 'account_not_found':
       return ApiError.permission('The account of this key does not exist.', 'account_not_found');
     default:
-      return ApiError.invalidRequest(err.message, null, err.code);
+      return ApiError.invalidRequest(err.message, typeof err.details.param === 'string' ? err.details.param : null, err.code);
   }
 }
 

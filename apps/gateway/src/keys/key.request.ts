@@ -3,7 +3,6 @@ import {
   IsIn,
   IsInt,
   IsNumber,
-  IsOptional,
   IsString,
   Max,
   MaxLength,
@@ -13,14 +12,25 @@ import {
   type ValidationOptions,
 } from 'class-validator';
 import { isDomainPattern, isIpOrCidr } from '../../../../libs/identity/src/restrictions';
+import { MAX_AMOUNT_USD } from '../../../../libs/platform/src/money';
+import { MAX_INTEGER_SETTING, MAX_LIST_ENTRIES, MAX_LIST_ENTRY_LENGTH } from '../../../../libs/identity/src/key';
+
+/**
+ * The field may be left out, but not sent as null: class-validator's IsOptional lets null
+ * through, and a null name or scope once became an event the identity read model could not hold.
+ */
+export function Omittable(options?: ValidationOptions): PropertyDecorator {
+  return ValidateIf((_, value) => value !== undefined, options);
+}
 
 function EachMatches(test: (entry: string) => boolean, what: string, options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'eachMatches',
       validator: {
-        validate: (value: unknown) => Array.isArray(value) && value.every((v) => typeof v === 'string' && test(v)),
-        defaultMessage: () => `every entry must be ${what}.`,
+        validate: (value: unknown) =>
+          Array.isArray(value) && value.length <= MAX_LIST_ENTRIES && value.every((v) => typeof v === 'string' && v.length <= MAX_LIST_ENTRY_LENGTH && test(v)),
+        defaultMessage: () => `at most ${MAX_LIST_ENTRIES} entries, each ${what} of at most ${MAX_LIST_ENTRY_LENGTH} characters.`,
       },
     },
     options,
@@ -29,10 +39,10 @@ function EachMatches(test: (entry: string) => boolean, what: string, options?: V
 
 /**
  * The body of POST /v1/keys, PATCH /v1/keys/{id} and POST /admin/accounts/{id}/keys (spec
- * 4.19); every field optional. `null` clears a nullable field on PATCH.
+ * 4.19); every field optional. `null` clears a nullable field on PATCH; the others refuse it.
  */
 export class KeyRequest {
-  @IsOptional()
+  @Omittable()
   @IsString()
   @MaxLength(200)
   name?: string;
@@ -42,11 +52,11 @@ export class KeyRequest {
   @MaxLength(200)
   project?: string | null;
 
-  @IsOptional()
+  @Omittable()
   @IsIn(['live', 'test'], { message: 'environment must be live or test.' })
   environment?: 'live' | 'test';
 
-  @IsOptional()
+  @Omittable()
   @IsIn(['full', 'read_only', 'management'], { message: 'scope must be full, read_only or management.' })
   scope?: 'full' | 'read_only' | 'management';
 
@@ -54,9 +64,10 @@ export class KeyRequest {
   @ValidateIf((_, v) => v !== undefined && v !== null)
   @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'limit must be a number of USD or null.' })
   @Min(0)
+  @Max(MAX_AMOUNT_USD, { message: `limit must be at most ${MAX_AMOUNT_USD} USD.` })
   limit?: number | null;
 
-  @IsOptional()
+  @Omittable()
   @IsIn(['daily', 'weekly', 'monthly', 'never'], { message: 'limit_reset must be daily, weekly, monthly or never.' })
   limit_reset?: 'daily' | 'weekly' | 'monthly' | 'never';
 
@@ -78,11 +89,13 @@ export class KeyRequest {
   @ValidateIf((_, v) => v !== undefined && v !== null)
   @IsInt()
   @Min(1)
+  @Max(MAX_INTEGER_SETTING)
   rpm_limit?: number | null;
 
   @ValidateIf((_, v) => v !== undefined && v !== null)
   @IsInt()
   @Min(1)
+  @Max(MAX_INTEGER_SETTING)
   tpm_limit?: number | null;
 
   @ValidateIf((_, v) => v !== undefined && v !== null)
@@ -94,7 +107,7 @@ export class KeyRequest {
 
 export class RotateKeyRequest {
   /** How long the old secret keeps working (0 = it stops now); at most 7 days. */
-  @IsOptional()
+  @Omittable()
   @IsInt()
   @Min(0)
   @Max(7 * 24 * 3600)
