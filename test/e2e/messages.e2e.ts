@@ -289,7 +289,7 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
       const before = await creditsOf(call, key);
       const r = await call('POST', '/messages', { key, body, headers: { 'content-type': 'application/json' } });
       expect(r.status).toBe(400);
-      expect(r.json).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('JSON object') } });
+      expect(r.json).toEqual({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_body', message: expect.stringContaining('JSON object') } });
       expect(await creditsOf(call, key)).toEqual(before);
     });
 

@@ -32,11 +32,28 @@ const failure = async (promise: Promise<unknown>) => {
 
 describe('authentication (spec 5)', () => {
   it('reads the key from Bearer or x-api-key', () => {
-    expect(keyFromHeaders({ authorization: `Bearer ${secret}` })).toBe(secret);
-    expect(keyFromHeaders({ authorization: `bearer   ${secret}` })).toBe(secret);
-    expect(keyFromHeaders({ 'x-api-key': secret })).toBe(secret);
-    expect(keyFromHeaders({ authorization: 'Basic abc' })).toBeNull();
-    expect(keyFromHeaders({})).toBeNull();
+    expect(keyFromHeaders(['Authorization', `Bearer ${secret}`])).toBe(secret);
+    expect(keyFromHeaders(['authorization', `bearer   ${secret}`])).toBe(secret);
+    expect(keyFromHeaders(['X-Api-Key', secret])).toBe(secret);
+    expect(keyFromHeaders(['authorization', 'Basic abc'])).toBeNull();
+    expect(keyFromHeaders(['authorization', 'Basic abc', 'x-api-key', secret])).toBe(secret);
+    expect(keyFromHeaders(['authorization', `Bearer ${secret}`, 'x-api-key', secret])).toBe(secret);
+    expect(keyFromHeaders([])).toBeNull();
+  });
+
+  it('refuses a request that carries two keys rather than guess which one to bill (issue 14.12)', () => {
+    const other = `svc_live_${'b'.repeat(40)}`;
+    const refusal = (raw: string[]) => {
+      try {
+        keyFromHeaders(raw);
+      } catch (err) {
+        return (err as ApiError).toBody().error;
+      }
+      return null;
+    };
+    expect(refusal(['authorization', `Bearer ${secret}`, 'x-api-key', other])).toMatchObject({ type: 'invalid_request_error', code: 'ambiguous_api_key', param: 'x-api-key' });
+    expect(refusal(['authorization', `Bearer ${secret}`, 'Authorization', `Bearer ${secret}`])).toMatchObject({ code: 'ambiguous_api_key', param: 'Authorization' });
+    expect(refusal(['x-api-key', secret, 'x-api-key', other])).toMatchObject({ code: 'ambiguous_api_key', param: 'x-api-key' });
   });
 
   it('accepts a known key and returns its record without secret details', async () => {

@@ -37,14 +37,29 @@ export interface SecretMatch extends KeyRecord {
 export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys'>;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
-export function keyFromHeaders(headers: Record<string, string | string[] | undefined>): string | null {
-  const auth = headers['authorization'];
-  if (typeof auth === 'string') {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    if (m) return m[1];
+export function keyFromHeaders(rawHeaders: readonly string[]): string | null {
+  // Node keeps only the first Authorization header and joins repeated x-api-key ones, so the
+  // raw list is what shows a request carrying two keys.
+  const authorization: string[] = [];
+  const xApiKey: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    if (name === 'authorization') authorization.push(rawHeaders[i + 1]);
+    else if (name === 'x-api-key') xApiKey.push(rawHeaders[i + 1]);
   }
-  const xApiKey = headers['x-api-key'];
-  return typeof xApiKey === 'string' && xApiKey.trim() !== '' ? xApiKey.trim() : null;
+  if (authorization.length > 1) throw ambiguous('The request carries more than one Authorization header; send one.', 'Authorization');
+  if (xApiKey.length > 1) throw ambiguous('The request carries more than one x-api-key header; send one.', 'x-api-key');
+  const bearer = authorization.length === 1 ? /^Bearer\s+(\S+)\s*$/i.exec(authorization[0])?.[1] : undefined;
+  const header = xApiKey.length === 1 && xApiKey[0].trim() !== '' ? xApiKey[0].trim() : undefined;
+  // Guessing which of two different keys was meant could bill the wrong account.
+  if (bearer !== undefined && header !== undefined && bearer !== header) {
+    throw ambiguous('Authorization and x-api-key carry different keys; send one key.', 'x-api-key');
+  }
+  return bearer ?? header ?? null;
+}
+
+function ambiguous(message: string, param: string): ApiError {
+  return ApiError.invalidRequest(message, param, 'ambiguous_api_key');
 }
 
 /**

@@ -41,7 +41,7 @@ export class ApiKeyGuard implements CanActivate {
     const operation = this.reflector.getAllAndOverride<Operation | undefined>(OPERATION, [context.getHandler(), context.getClass()]);
     if (!operation) throw new Error(`route ${context.getClass().name}.${context.getHandler().name} does not declare what it requires`);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const caller = await authenticate(keyFromHeaders(request.headers), this.lookup, this.clock.now());
+    const caller = await authenticate(keyFromHeaders(request.raw.rawHeaders), this.lookup, this.clock.now());
     const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
     authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
     request.caller = caller;

@@ -1,0 +1,79 @@
+import type { Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { inspectJson, inspectParameters } from '../../../../libs/platform/src/input';
+import { toAnthropicError } from '../../../../libs/interfaces/src/messages';
+import { isMessagesPath } from './error.filter';
+
+/**
+ * Checks every request gets before routing and validation, whatever its route: what the
+ * gateway cannot read without guessing is refused (issue 14, items 5, 6, 11 and 12), so no
+ * handler, event or row ever sees it. Errors thrown here reach the application's exception
+ * filter (Nest installs it as Fastify's error handler) and leave as the spec's error object.
+ */
+export function installRequestChecks(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (request) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      // Reading a compressed body as plain JSON would act on garbage; decoding it is not offered.
+      throw new ApiError(415, 'invalid_request_error', `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed.`, 'unsupported_content_encoding', 'Content-Encoding');
+    }
+    if (/^\s*application\/x-www-form-urlencoded/i.test(request.headers['content-type'] ?? '')) {
+      // Nest's Fastify adapter parses forms, and a form body once created a key: every route
+      // here takes JSON.
+      throw new ApiError(415, 'invalid_request_error', 'Send the request body as application/json.', 'unsupported_media_type', 'Content-Type');
+    }
+  });
+
+  fastify.addHook('preValidation', async (request: FastifyRequest) => {
+    const parameters = inspectParameters(request.params as Record<string, unknown>) ?? inspectParameters(request.query as Record<string, unknown>);
+    if (parameters) throw ApiError.invalidRequest(parameters.message, parameters.param, 'invalid_parameter');
+    const body = request.body;
+    if (body === undefined) return;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw ApiError.invalidRequest('The request body must be a JSON object.', null, 'invalid_body');
+    }
+    const problem = inspectJson(body);
+    if (problem) throw ApiError.invalidRequest(problem.message, problem.param, 'invalid_body');
+  });
+}
+
+/**
+ * Fastify's `frameworkErrors`: errors it answers before any route or hook runs (a URL that is
+ * not valid percent-encoding), in the spec's error object.
+ */
+export function frameworkErrors(err: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError =
+    err.code === 'FST_ERR_BAD_URL'
+      ? ApiError.invalidRequest('The request URL is not valid percent-encoded UTF-8.', null, 'invalid_url')
+      : ApiError.invalidRequest(`The request could not be read: ${err.message}`, null, 'malformed_request');
+  void reply.status(apiError.status).send(isMessagesPath(request.url) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody());
+}
+
+const CLIENT_ERRORS: Record<string, ApiError> = {
+  HPE_HEADER_OVERFLOW: new ApiError(431, 'invalid_request_error', 'The request line and headers are larger than this server accepts (16 KB).', 'headers_too_large'),
+  HPE_URI_TOO_LONG: new ApiError(414, 'invalid_request_error', 'The request URL is too long.', 'uri_too_long'),
+};
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser could not read (malformed, or
+ * headers over Node's limit) gets the spec's error object rather than Node's or Fastify's own.
+ */
+export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy(err);
+    return;
+  }
+  if (err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const apiError = CLIENT_ERRORS[err.code ?? ''] ?? ApiError.invalidRequest('The HTTP request could not be parsed.', null, 'malformed_request');
+  // The path is only known if the request line was read: a messages client gets its own shape.
+  const path = /^[A-Z]+ (\S+)/.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 2048) : '')?.[1];
+  const body = JSON.stringify(isMessagesPath(path) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody());
+  socket.end(
+    `HTTP/1.1 ${apiError.status} ${apiError.status === 431 ? 'Request Header Fields Too Large' : apiError.status === 414 ? 'URI Too Long' : 'Bad Request'}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
