@@ -25,7 +25,7 @@ import { RateLimitService } from '../edge/rate-limits';
 import { byokKeyRejected, toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
 import { fitContext, readPlugins, type ChatPlugins } from './plugins/chat-plugins';
-import { checkCapabilities, checkImages, withoutUnknownFields } from './request-rules';
+import { checkCapabilities, checkImages, ignoredParamsHeader, withoutUnknownFields } from './request-rules';
 import { ChatChunkEncoder, ChatStreamRelay, openStream, type Delivered, type StreamEncoder, type StreamOutcome } from './chat-stream';
 import { allFailed, costOf, OwnProviders, targetsOf, worstCaseOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './fallbacks';
 
@@ -209,7 +209,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     // The plugin fields are the gateway's own: an upstream router would apply them a second time.
     const { plugins: _plugins, transforms: _transforms, ...forwarded } = known;
     const headers: Record<string, string> = {};
-    if (ignored.length > 0) headers['x-svc-ignored-params'] = ignored.join(',');
+    if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
     return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers };
   }

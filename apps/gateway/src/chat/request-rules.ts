@@ -34,6 +34,19 @@ export function withoutUnknownFields<T extends object>(body: T): { known: T; ign
   return { known: known as T, ignored };
 }
 
+/** How many ignored field names `x-svc-ignored-params` lists; a body may carry thousands. */
+export const MAX_IGNORED_LISTED = 32;
+
+/**
+ * The `x-svc-ignored-params` value: field names percent-encoded, so a name with a comma, a
+ * control or a non-ASCII character cannot break the header (Node refuses such a value, after
+ * the request was billed), and at most MAX_IGNORED_LISTED of them, then `...`.
+ */
+export function ignoredParamsHeader(ignored: readonly string[]): string {
+  const listed = ignored.slice(0, MAX_IGNORED_LISTED).map((name) => encodeURIComponent(name.slice(0, 64)));
+  return ignored.length > MAX_IGNORED_LISTED ? `${listed.join(',')},...` : listed.join(',');
+}
+
 interface ImagePart {
   /** `messages[i].content[j]`, the way `param` names it. */
   param: string;
