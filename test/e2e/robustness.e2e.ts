@@ -1,0 +1,214 @@
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+
+const ADMIN_TOKEN = 'admin-token-for-robustness-tests';
+
+/** One raw HTTP exchange, for what fetch will not send (two Authorization headers, broken requests). */
+function raw(port: number, bytes: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(bytes));
+    let data = '';
+    socket.on('data', (chunk) => (data += chunk.toString('utf8')));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head, ...rest] = data.split('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), body: JSON.parse(rest.join('\r\n\r\n')) });
+    });
+  });
+}
+
+function withHeaders(port: number, path: string, headers: Record<string, string | string[]>): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', headers }, (res) => {
+      let data = '';
+      res.on('data', (chunk) => (data += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(data) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Spec 2.1: `{error: {message, type, code, param}}`, code and param a string or null. */
+function expectErrorObject(body: any): void {
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'param', 'type']);
+  expect([typeof body.error.message, typeof body.error.type]).toEqual(['string', 'string']);
+  for (const field of ['code', 'param']) expect(body.error[field] === null || typeof body.error[field] === 'string').toBe(true);
+}
+
+/**
+ * Issue 14: requests that once poisoned the log (an event no projection could apply), answered
+ * 500, or were read by guessing. Each is refused with the spec's error object (section 2.1)
+ * naming the field, and changes nothing: no event, no charge, every projection at lag 0.
+ */
+describe('robustness: bad input changes nothing', () => {
+  let gw: StartedGateway;
+  let call: Call;
+  let port: number;
+  let account: string;
+  let management: string;
+  let full: string;
+  const admin = (method: string, path: string, body?: unknown) => call(method, path, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+  const balance = async () => (await call('GET', '/v1/credits', { key: full })).json.data.balance as number;
+  const eventCount = async () => Number((await gw.runtime.sql.query<{ n: string }>('SELECT count(*) AS n FROM events')).rows[0].n);
+  const projectionsHealthy = async () => {
+    await gw.runtime.projections.catchUpAll();
+    expect((await gw.runtime.projections.status()).map((s) => [s.name, s.lag, s.quarantined])).toEqual(
+      gw.runtime.projections.projections.map((p) => [p.name, 0, 0]),
+    );
+  };
+
+  beforeAll(async () => {
+    gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN });
+    call = api(gw.url.replace(/\/v1$/, ''));
+    port = Number(new URL(gw.url).port);
+    account = (await admin('POST', '/admin/accounts', { initial_credits_usd: 5 })).json.id;
+    management = (await admin('POST', `/admin/accounts/${account}/keys`, { scope: 'management', name: 'manager' })).json.key;
+    full = (await admin('POST', `/admin/accounts/${account}/keys`, { name: 'caller' })).json.key;
+  }, 60_000);
+
+  afterAll(() => stopGateway(gw));
+
+  describe('key and account writes refuse what no read model could hold (14.1)', () => {
+    const poison: [Record<string, unknown>, string][] = [
+      [{ name: null }, 'name'],
+      [{ scope: null }, 'scope'],
+      [{ environment: null }, 'environment'],
+      [{ limit_reset: null }, 'limit_reset'],
+      [{ limit: 1e10 }, 'limit'],
+      [{ rpm_limit: 2 ** 31 }, 'rpm_limit'],
+      [{ allowed_models: Array.from({ length: 1001 }, (_, i) => `m${i}`) }, 'allowed_models'],
+    ];
+
+    it.each(poison.map(([body, param]) => [JSON.stringify(body).slice(0, 40), body, param] as const))(
+      'POST /v1/keys, PATCH /v1/keys/{id} and the operator key route refuse %s',
+      async (_label, body, param) => {
+      const before = await eventCount();
+      const created = await call('POST', '/v1/keys', { key: management, body });
+      expect([created.status, created.json.error?.param]).toEqual([400, param]);
+      const someKey = (await call('GET', '/v1/keys', { key: management })).json.data[0].id;
+      const patched = await call('PATCH', `/v1/keys/${someKey}`, { key: management, body });
+      expect([patched.status, patched.json.error?.param]).toEqual([400, param]);
+      const byAdmin = await admin('POST', `/admin/accounts/${account}/keys`, body);
+      expect([byAdmin.status, byAdmin.json.error?.param]).toEqual([400, param]);
+      expect(await eventCount()).toBe(before);
+      },
+    );
+
+    it('bounds every money field of the operator API, and refuses credits whose sum would overflow', async () => {
+      const before = await eventCount();
+      for (const [path, body, param] of [
+        ['/admin/accounts', { initial_credits_usd: 1e10 }, 'initial_credits_usd'],
+        ['/admin/accounts', { initial_credits_usd: null }, 'initial_credits_usd'],
+        [`/admin/accounts/${account}/credits`, { amount_usd: 1e10 }, 'amount_usd'],
+        ['/admin/orgs', { owner_account_id: account, name: null }, 'name'],
+      ] as const) {
+        const r = await admin('POST', path, body);
+        expect([r.status, r.json.error?.param]).toEqual([400, param]);
+      }
+      const limit = await admin('PATCH', `/admin/accounts/${account}`, { daily_limit_usd: 1e10 });
+      expect([limit.status, limit.json.error?.param]).toEqual([400, 'daily_limit_usd']);
+      expect(await eventCount()).toBe(before);
+
+      const rich = (await admin('POST', '/admin/accounts', { initial_credits_usd: 600_000_000 })).json.id;
+      const second = await admin('POST', `/admin/accounts/${rich}/credits`, { amount_usd: 600_000_000 });
+      expect(second.status).toBe(400);
+      expect(second.json.error).toMatchObject({ code: 'credits_limit_exceeded', param: 'amount_usd' });
+      expect((await admin('GET', `/admin/accounts/${rich}`)).json.data.total_credits).toBe(600_000_000);
+    });
+
+    it('leaves every projection applying: key writes, revocation and new keys still work for everyone', async () => {
+      await projectionsHealthy();
+      const created = await call('POST', '/v1/keys', { key: management, body: { name: 'after the attack' } });
+      expect(created.status).toBe(201);
+      expect((await call('GET', '/v1/credits', { key: created.json.key })).status).toBe(200);
+      expect((await call('DELETE', `/v1/keys/${created.json.data.id}`, { key: management })).status).toBe(200);
+      expect((await call('GET', '/v1/credits', { key: created.json.key })).status).toBe(401);
+      await projectionsHealthy();
+    });
+  });
+
+  describe('what PostgreSQL cannot store, or a walker cannot descend, is refused at the edge (14.5, 14.6, 14.11)', () => {
+    it.each([
+      ['a NUL in a body field', '/v1/keys', '{"name": "a\\u0000b"}', 'name'],
+      ['a lone surrogate in a body field', '/v1/keys', '{"name": "a\\ud800b"}', 'name'],
+      ['a NUL in a nested field', '/v1/chat/completions', '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi\\u0000"}]}', 'messages[0].content'],
+      ['a NUL in the end user id', '/v1/chat/completions', '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi"}], "user": "u\\u0000"}', 'user'],
+      ['a lone surrogate in a field name', '/v1/chat/completions', '{"model": "sim/echo", "messages": [], "\\udc00": 1}', null],
+      ['3,000 levels of nesting', '/v1/keys', `{"name": ${'['.repeat(3000)}${']'.repeat(3000)}}`, expect.stringMatching(/^name\[0\]/)],
+      ['a body of null', '/v1/keys', 'null', null],
+      ['a body that is an array', '/v1/chat/completions', '[]', null],
+      ['a body that is a number', '/v1/embeddings', '1', null],
+    ])('%s: 400 naming the field, nothing written, nothing billed', async (_what, path, body, param) => {
+      const [before, money] = [await eventCount(), await balance()];
+      const r = await call('POST', path, { key: path === '/v1/keys' ? management : full, body });
+      expect(r.status).toBe(400);
+      expectErrorObject(r.json);
+      expect(r.json.error.param).toEqual(param);
+      expect([await eventCount(), await balance()]).toEqual([before, money]);
+    });
+
+    it('refuses a NUL in a query or a path parameter, and a URL that is not valid percent-encoding', async () => {
+      const query = await call('GET', '/v1/generation?id=gen-%00', { key: full });
+      expect([query.status, query.json.error?.param]).toEqual([400, 'id']);
+      const path = await call('GET', '/v1/keys/%00', { key: management });
+      expect([path.status, path.json.error?.param]).toEqual([400, 'id']);
+      const broken = await call('GET', '/v1/keys/%E0%A4%A', { key: management });
+      expect(broken.status).toBe(400);
+      expectErrorObject(broken.json);
+      expect(broken.json.error.code).toBe('invalid_url');
+      const messages = await call('GET', '/v1/messages/%E0%A4%A', { key: full });
+      expect(messages.json).toEqual({ type: 'error', error: expect.objectContaining({ type: 'invalid_request_error', message: expect.any(String) }) });
+    });
+
+    it('answers a request Node cannot parse, and headers over its limit, with the error object', async () => {
+      const malformed = await raw(port, 'GET /v1/credits HTTP/1.1\r\nHost: x\r\nBroken Header\r\n\r\n');
+      expect(malformed.status).toBe(400);
+      expectErrorObject(malformed.body);
+      const anthropic = await raw(port, 'POST /v1/messages HTTP/1.1\r\nHost: x\r\nBroken Header\r\n\r\n');
+      expect(anthropic.body).toEqual({ type: 'error', error: expect.objectContaining({ type: 'invalid_request_error' }) });
+      const huge = await withHeaders(port, '/v1/credits', { authorization: `Bearer ${full}`, 'x-filler': 'a'.repeat(20_000) });
+      expect(huge.status).toBe(431);
+      expectErrorObject(huge.body);
+    });
+  });
+
+  describe('ambiguous input is refused rather than guessed (14.12)', () => {
+    it('refuses two different keys, and two Authorization headers', async () => {
+      const two = await call('GET', '/v1/credits', { key: full, headers: { 'x-api-key': management } });
+      expect([two.status, two.json.error?.code, two.json.error?.param]).toEqual([400, 'ambiguous_api_key', 'x-api-key']);
+      const same = await call('GET', '/v1/credits', { key: full, headers: { 'x-api-key': full } });
+      expect(same.status).toBe(200);
+      const doubled = await withHeaders(port, '/v1/credits', { authorization: [`Bearer ${full}`, `Bearer ${management}`] });
+      expect([doubled.status, doubled.body.error?.param]).toEqual([400, 'Authorization']);
+    });
+
+    it('refuses a form body on a JSON route (it once created a key) and a compressed body, changing nothing', async () => {
+      const before = await eventCount();
+      const form = await call('POST', '/v1/keys', { key: management, body: 'name=sneaky', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect([form.status, form.json.error?.code]).toEqual([415, 'unsupported_media_type']);
+      const gzip = await call('POST', '/v1/keys', { key: management, body: { name: 'x' }, headers: { 'content-encoding': 'gzip' } });
+      expect([gzip.status, gzip.json.error?.code, gzip.json.error?.param]).toEqual([415, 'unsupported_content_encoding', 'Content-Encoding']);
+      expect(await eventCount()).toBe(before);
+    });
+  });
+
+  it('lists ignored fields in a bounded, always writable header, and bills what it answered (14.7)', async () => {
+    const body: Record<string, unknown> = { model: 'sim/echo', messages: [{ role: 'user', content: 'hello' }], max_tokens: 8 };
+    body['bad\u0001name,with comma'] = 1;
+    for (let i = 0; i < 1000; i++) body[`unknown_${i}`] = i;
+    const before = await balance();
+    const r = await call('POST', '/v1/chat/completions', { key: full, body });
+    expect(r.status).toBe(200);
+    const header = r.headers.get('x-svc-ignored-params')!;
+    expect(header.startsWith('bad%01name%2Cwith%20comma,unknown_0,')).toBe(true);
+    expect(header.endsWith(',...')).toBe(true);
+    expect(header.split(',')).toHaveLength(33);
+    const after = await balance();
+    expect(Math.round((before - after) * 1e9)).toBe(Math.round(r.json.usage.cost * 1e9));
+    expect(r.json.usage.cost).toBeGreaterThan(0);
+  });
+});
