@@ -3,6 +3,7 @@ import { DomainError } from '../../../../libs/eventstore/src/decider';
 import { isLimitRefusal } from '../../../../libs/ledger/src/account';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
+import { ProjectionTimeoutError } from '../../../../libs/projections/src';
 
 /**
  * Turns whatever a request ended with into the spec's error object (section 2.1) and status
@@ -15,7 +16,46 @@ export function toApiError(err: unknown, now: Date): ApiError {
   if (err instanceof HttpException) return fromHttpException(err);
   const fastify = fromFastify(err);
   if (fastify) return fastify;
+  if (err instanceof ProjectionTimeoutError) return projectionsBehind();
+  if (isOutage(err)) return outage();
   return ApiError.internal();
+}
+
+/** Node's and PostgreSQL's ways of saying a connection could not be made or was lost. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout|not queryable/i;
+
+/**
+ * A dependency (PostgreSQL) that is down or restarting, not a fault of the request: SQLSTATE
+ * class 08 (connection exception), 57P01-57P03 (shutting down, starting up), 53300 (too many
+ * connections), or the driver's own connection errors.
+ */
+export function isOutage(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || CONNECTION_CODES.has(code)) return true;
+  return err instanceof Error && CONNECTION_MESSAGES.test(err.message);
+}
+
+/**
+ * Spec 7, 503 row: the service, not the request, is at fault, and a retry shortly after may
+ * succeed. A hold that could not be written holds nothing; a charge that could not be written
+ * leaves its hold to be released when it expires.
+ */
+function outage(): ApiError {
+  return new ApiError(503, 'service_unavailable', 'The service could not reach its database; retry shortly.', 'database_unavailable', null, { 'retry-after': '1' });
+}
+
+/** A write is in the log but the read models did not show it in time (the worker is down or behind). */
+function projectionsBehind(): ApiError {
+  return new ApiError(
+    503,
+    'service_unavailable',
+    'The change was recorded, but the service could not confirm in time that every gateway sees it (its worker is behind). It takes effect once the worker catches up; reading it back shows when.',
+    'projections_behind',
+    null,
+    { 'retry-after': '5' },
+  );
 }
 
 const LIMIT_MESSAGES: Record<string, string> = {
