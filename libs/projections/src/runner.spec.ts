@@ -332,6 +332,30 @@ describe.each([
     expect((await sql.query("SELECT 1 FROM credit_accounts WHERE account_id = 'a4'")).rows).toHaveLength(1);
     await expect(runner.waitFor(`${'9'.repeat(20)}/${'0'.repeat(20)}`, ['credits'], 100)).rejects.toThrow('did not reach');
   });
+
+  // Issue 14.9: with the worker down, every key write and credits read waited the whole timeout.
+  it('waits only briefly for a projection that timed out before and has not moved since, and fully again once it moves', async () => {
+    const idle = new ProjectionRunner(sql, store, [perEvent({ name: 'stall_probe', tables: [], schema: [], handlers: { StallProbe: async () => undefined } })]);
+    await idle.init();
+    await idle.catchUpAll();
+    const appended = await store.append(`stall-${randomUUID()}`, [{ id: randomUUID(), type: 'StallProbe', data: {} }], 'no_stream');
+    // Nobody applies it: the first wait takes its whole timeout, the next ones do not.
+    let started = Date.now();
+    await expect(idle.waitFor(appended.position, ['stall_probe'], 1500)).rejects.toThrow('did not reach');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    started = Date.now();
+    await expect(idle.waitFor(appended.position, ['stall_probe'], 1500)).rejects.toThrow('did not reach');
+    expect(Date.now() - started).toBeLessThan(1000);
+    // Once it moves, a wait is given its whole timeout again.
+    await idle.catchUpAll();
+    const next = await store.append(`stall-${randomUUID()}`, [{ id: randomUUID(), type: 'StallProbe', data: {} }], 'no_stream');
+    started = Date.now();
+    const waiting = idle.waitFor(next.position, ['stall_probe'], 1500);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await idle.catchUpAll();
+    await waiting;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+  });
 });
 
 describe('two runners on one PostgreSQL database', () => {
