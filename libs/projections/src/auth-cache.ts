@@ -12,7 +12,7 @@ import type { ProjectionCaches } from './runner';
  * The gateway's authentication cache (ARCHITECTURE 5, step 1) and what keeps spec 5.5, "a
  * revoked key stops working immediately", true across processes with it:
  *
- * - each gateway process caches `findKeyBySecretHash` hits (never misses) and serves them only
+ * - each gateway process caches `findKeyBySecretHash` hits, and misses for MISS_TTL_MS apart from them, and serves them only
  *   while it holds a lease, a row of `auth_cache_leases` it renews every second on a connection
  *   of its own, which also LISTENs on `auth_cache_invalidate`;
  * - whoever applies the identity or provider_keys projection NOTIFYs that channel after a batch
@@ -135,6 +135,12 @@ export function authCacheCoordination(sql: SqlRunner, local: () => AuthCache | n
  */
 export class AuthCache {
   private readonly entries = new Map<string, SecretMatch>();
+  /**
+   * Unknown secrets, with when they stop being remembered (monotonic ms). Apart from the hits,
+   * so guessed secrets cannot push real keys out; emptied with them by every invalidation, so
+   * a key created after a miss works as soon as its creation has answered.
+   */
+  private readonly misses = new Map<string, number>();
   /** Bumped by every invalidation: a lookup that started before one must not fill the cache after it. */
   private epoch = 0;
   private lease: AuthCacheLease | null = null;
@@ -183,13 +189,17 @@ export class AuthCache {
       this.entries.set(secretHash, hit);
       return hit;
     }
+    const missUntil = this.misses.get(secretHash);
+    if (missUntil !== undefined) {
+      if (performance.now() < missUntil) return null;
+      this.misses.delete(secretHash);
+    }
     const epoch = this.epoch;
     const match = await findKeyBySecretHash(this.sql, secretHash);
-    // An unknown secret is not remembered: guessing must not fill memory, and a key created a
-    // moment later must work at once.
-    if (match !== null && epoch === this.epoch && this.serving()) {
-      this.entries.set(secretHash, match);
-      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    if (epoch === this.epoch && this.serving()) {
+      if (match !== null) remember(this.entries, secretHash, match, this.capacity);
+      // Repeating a wrong secret costs no query for a while (issue 14.13).
+      else remember(this.misses, secretHash, performance.now() + MISS_TTL_MS, this.capacity);
     }
     return match;
   }
@@ -197,12 +207,23 @@ export class AuthCache {
   invalidate(): void {
     this.epoch++;
     this.entries.clear();
+    this.misses.clear();
   }
 
   async close(): Promise<void> {
     await this.lease?.stop();
     this.invalidate();
   }
+}
+
+/** How long an unknown secret is remembered as unknown, unless an invalidation comes first. */
+export const MISS_TTL_MS = 30_000;
+
+/** Inserts as the most recently used entry, evicting the least recently used past `capacity`. */
+function remember<V>(map: Map<string, V>, key: string, value: V, capacity: number): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > capacity) map.delete(map.keys().next().value!);
 }
 
 /**
