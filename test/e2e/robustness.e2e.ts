@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
@@ -210,5 +211,36 @@ describe('robustness: bad input changes nothing', () => {
     const after = await balance();
     expect(Math.round((before - after) * 1e9)).toBe(Math.round(r.json.usage.cost * 1e9));
     expect(r.json.usage.cost).toBeGreaterThan(0);
+  });
+
+  describe('guessing keys is not free (14.13)', () => {
+    let guarded: StartedGateway;
+    let guardedCall: Call;
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const randomAddress = () => `2001:db8::${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+
+    beforeAll(async () => {
+      // Behind a trusted proxy, so each test is its own client address on a shared Redis.
+      guarded = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_AUTH_FAILURE_LIMIT: '5', SVC_TRUST_PROXY: '127.0.0.1' });
+      guardedCall = api(guarded.url.replace(/\/v1$/, ''));
+    }, 60_000);
+    afterAll(() => stopGateway(guarded));
+
+    it('refuses an address with 429 once it failed to authenticate more often than the limit, whatever key it sends then', async () => {
+      const address = randomAddress();
+      const good = guarded.keys.api_key;
+      for (let i = 0; i < 5; i++) {
+        const wrong = await guardedCall('GET', '/v1/credits', { key: `svc_live_${'x'.repeat(39)}${i}`, headers: from(address) });
+        expect(wrong.status).toBe(401);
+      }
+      const over = await guardedCall('GET', '/v1/credits', { key: `svc_live_${'y'.repeat(40)}`, headers: from(address) });
+      expect([over.status, over.json.error?.type, over.json.error?.code]).toEqual([429, 'rate_limit_error', 'too_many_failed_authentications']);
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await guardedCall('GET', '/v1/credits', { key: good, headers: from(address) })).status).toBe(429);
+      // Another address, and a request without a key (a mistake, not a guess), are not refused.
+      expect((await guardedCall('GET', '/v1/credits', { key: good, headers: from('198.51.100.7') })).status).toBe(200);
+      const careless = randomAddress();
+      for (let i = 0; i < 8; i++) expect((await guardedCall('GET', '/v1/credits', { headers: from(careless) })).status).toBe(401);
+    });
   });
 });

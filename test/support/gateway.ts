@@ -13,7 +13,7 @@ import { countChatPromptTokens } from '../../libs/providers/src/tokens';
  * Test keys (the dev key among them) get limits no suite reaches by accident: a suite makes
  * more than 60 requests a minute on one key. The rate limit suites set their own.
  */
-export const UNLIMITED_TEST_KEYS = { SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000000000,concurrent=100000' };
+export const UNLIMITED_TEST_KEYS = { SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000000000,concurrent=100000', SVC_AUTH_FAILURE_LIMIT: '1000000' };
 
 /**
  * Starts the whole service (gateway, projections, simulated upstream) on the embedded

@@ -12,3 +12,11 @@ describe('SVC_AUTH_CACHE', () => {
     expect(() => loadConfig({ SVC_AUTH_CACHE: 'false' })).toThrow(/^SVC_AUTH_CACHE: expected on or off, got "false"$/);
   });
 });
+
+describe('SVC_AUTH_FAILURE_LIMIT', () => {
+  it('is 100 failed authentications per minute and client address unless set to a positive integer', () => {
+    expect(loadConfig({}).authFailureLimit).toBe(100);
+    expect(loadConfig({ SVC_AUTH_FAILURE_LIMIT: '5' }).authFailureLimit).toBe(5);
+    for (const bad of ['0', '-1', 'many', '1.5']) expect(() => loadConfig({ SVC_AUTH_FAILURE_LIMIT: bad })).toThrow(/^SVC_AUTH_FAILURE_LIMIT: /);
+  });
+});

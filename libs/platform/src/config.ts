@@ -42,6 +42,11 @@ export interface Config {
    * request reads its key from the read model.
    */
   authCache: boolean;
+  /**
+   * Failed authentications a client address may make per minute (SVC_AUTH_FAILURE_LIMIT);
+   * past it, requests from that address are refused with 429 until the minute is over.
+   */
+  authFailureLimit: number;
 }
 
 export class ConfigError extends Error {
@@ -144,5 +149,6 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
     authCache: onOff('SVC_AUTH_CACHE', true),
+    authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
   };
 }

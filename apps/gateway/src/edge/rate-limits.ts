@@ -18,9 +18,39 @@ const SLOT_GRACE_MS = 60_000;
  * Tokens are counted in two steps: the prompt when the request is admitted (so a burst of
  * large prompts cannot all slip in before any is counted), the output when it is known.
  */
+/** Client addresses this process remembers as refused; more are forgotten oldest first. */
+const MAX_REFUSED_ADDRESSES = 10_000;
+
 @Injectable()
 export class RateLimitService {
+  /** Client address -> until when (epoch ms on the injected clock) its requests are refused. */
+  private readonly refusedAddresses = new Map<string, number>();
+
   constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+
+  /**
+   * Issue 14.13: guessing keys must not be free. An address over its failed authentications
+   * is refused before its key is looked up, from this process's memory (no round trip); each
+   * process learns it when the shared window refuses one of its own failures, so N processes
+   * let at most N - 1 more through.
+   */
+  refuseIfGuessing(address: string): void {
+    const until = this.refusedAddresses.get(address);
+    if (until === undefined) return;
+    const left = until - this.runtime.clock.now().getTime();
+    if (left > 0) throw tooManyFailures(left);
+    this.refusedAddresses.delete(address);
+  }
+
+  /** Counts a failed authentication of `address`; throws the 429 once it is over the limit. */
+  async failedAuthentication(address: string): Promise<void> {
+    const window = await this.runtime.edge.rateLimiter.record(`authfail:${address}`, this.runtime.config.authFailureLimit, 1);
+    if (window.allowed) return;
+    this.refusedAddresses.delete(address);
+    this.refusedAddresses.set(address, this.runtime.clock.now().getTime() + window.resetMs);
+    if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) this.refusedAddresses.delete(this.refusedAddresses.keys().next().value!);
+    throw tooManyFailures(window.resetMs);
+  }
 
   limitsOf(caller: Caller): RateLimits {
     return effectiveRateLimits(caller.environment, caller.rpm_limit, caller.tpm_limit, this.runtime.config.rateLimits);
@@ -88,4 +118,8 @@ function tooMany(message: string, code: string, retryAfterMs: number): ApiError 
 function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: number): ApiError {
   const prompt = promptTokens === undefined ? '' : ` This request's prompt counts ${promptTokens} tokens.`;
   return tooMany(`This key is limited to ${limits.tokens_per_minute} tokens per minute (input plus output).${prompt}`, 'tokens_limit_exceeded', resetMs);
+}
+
+function tooManyFailures(retryAfterMs: number): ApiError {
+  return tooMany('Too many requests from this address failed to authenticate; retry later with a valid API key.', 'too_many_failed_authentications', retryAfterMs);
 }

@@ -41,7 +41,13 @@ export class ApiKeyGuard implements CanActivate {
     const operation = this.reflector.getAllAndOverride<Operation | undefined>(OPERATION, [context.getHandler(), context.getClass()]);
     if (!operation) throw new Error(`route ${context.getClass().name}.${context.getHandler().name} does not declare what it requires`);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const caller = await authenticate(keyFromHeaders(request.raw.rawHeaders), this.lookup, this.clock.now());
+    const secret = keyFromHeaders(request.raw.rawHeaders);
+    this.rateLimits.refuseIfGuessing(request.ip);
+    const caller = await authenticate(secret, this.lookup, this.clock.now()).catch(async (err: unknown) => {
+      // A missing key is a mistake, not a guess.
+      if (secret !== null && err instanceof ApiError && err.status === 401) await this.rateLimits.failedAuthentication(request.ip);
+      throw err;
+    });
     const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
     authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
     request.caller = caller;
