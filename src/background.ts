@@ -6,7 +6,8 @@ import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
 import { PeriodicTask } from '../libs/platform/src/periodic';
 import { LedgerCommand } from '../libs/ledger/src/ledger.module';
-import { accountsWithExpiredHolds } from '../libs/projections/src';
+import { HoldReaper } from '../libs/ledger/src/hold-reaper';
+import { accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '../libs/projections/src';
 import type { Runtime } from './runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
@@ -20,6 +21,20 @@ export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext
         return events.filter((e) => e.type === 'HoldExpired').length;
       },
       clock: runtime.clock,
+    },
+    intervalMs,
+  );
+}
+
+/** The reaper of dead gateways' holds, wired like the sweeper. */
+export function holdReaper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number): HoldReaper {
+  const commands = app.get(CommandBus);
+  return new HoldReaper(
+    {
+      orphans: () => orphanedHolds(runtime.sql),
+      execute: async (accountId, command) => void (await commands.execute(new LedgerCommand(accountId, command, { actor: 'hold-reaper' }))),
+      forget: (holdId) => forgetProgress(runtime.sql, holdId),
+      prune: () => pruneInFlight(runtime.sql),
     },
     intervalMs,
   );
@@ -53,6 +68,7 @@ const PURGE_INTERVAL_MS = 60 * 60_000;
 
 export interface Background {
   sweeper: HoldExpirySweeper;
+  reaper: HoldReaper;
   recordDeprecationNotices(): Promise<number>;
   /** One purge pass of expired stored responses, as the background runs it every hour. */
   purgeStoredResponses(): Promise<number>;
@@ -64,18 +80,22 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   runtime.projections.start();
   const sweeper = holdExpirySweeper(runtime, app);
   sweeper.start();
+  const reaper = holdReaper(runtime, app);
+  reaper.start();
   const notices = new PeriodicTask(() => recordDeprecationNotices(runtime), NOTICE_INTERVAL_MS);
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   const purge = new PeriodicTask(() => purgeStoredResponses(runtime), PURGE_INTERVAL_MS);
   purge.start((err) => console.error('purging expired stored responses failed:', err), { immediately: true });
   return {
     sweeper,
+    reaper,
     recordDeprecationNotices: () => recordDeprecationNotices(runtime),
     purgeStoredResponses: () => purgeStoredResponses(runtime),
     stop: async () => {
       await purge.stop();
       await notices.stop();
       await sweeper.stop();
+      await reaper.stop();
       await runtime.projections.stop();
     },
   };

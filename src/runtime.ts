@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../libs/platform/src/clock';
 import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
-import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, initAuthCacheLeases, ProjectionRunner } from '../libs/projections/src';
+import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '../libs/projections/src';
 import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { createChatProvider } from '../libs/providers/src/adapters';
 import type { ChatProvider } from '../libs/providers/src/openai-compatible';
@@ -39,6 +39,8 @@ export interface Runtime {
   readonly edge: EdgeStores;
   /** Keys by secret hash, in processes that serve requests unless SVC_AUTH_CACHE=off. */
   readonly authCache: AuthCache | null;
+  /** The lease of a process that serves requests (its holds are reaped once it lapses); null in the worker and the CLI. */
+  readonly gatewayLease: GatewayLease | null;
   close(): Promise<void>;
 }
 
@@ -86,6 +88,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     }
     // Content, not a projection: a rebuild of the read models never touches it.
     await StoredResponses.init(sql);
+    await initInFlight(sql);
+    let gatewayLease: GatewayLease | null = null;
+    if (withProviders) {
+      const lease = (gatewayLease = new GatewayLease(sql));
+      await lease.start();
+      closers.push(() => lease.stop());
+    }
 
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
     let simulatorUrl = config.simulatorUrl;
@@ -129,6 +138,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       adminToken: options.adminToken === undefined ? config.adminToken : options.adminToken,
       edge,
       authCache,
+      gatewayLease,
       close,
     };
   } catch (err) {

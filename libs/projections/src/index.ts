@@ -7,6 +7,7 @@ import { keyUsageProjection } from './read-models/key-usage';
 import { providerKeysProjection } from './read-models/provider-keys';
 
 export * from './auth-cache';
+export * from './in-flight';
 export * from './projection';
 export * from './runner';
 export * from './read-models/activity';

@@ -10,6 +10,7 @@ import { parseModelId, parseProviderPreferences, requestParameters, routeTargets
 import type { Handled } from '../../../../libs/eventstore/src/aggregate-store';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '../../../../libs/ledger/src/account';
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
+import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '../../../../libs/projections/src/in-flight';
 import type { TokenUsage } from '../../../../libs/ledger/src/pricing';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd, type Nano } from '../../../../libs/platform/src/money';
@@ -94,6 +95,8 @@ interface Generation {
   promptTokens: number;
   headers: Record<string, string>;
   ledger(command: AccountCommand): Promise<Handled<AccountState, AccountEvent>>;
+  /** Whether a stream recorded its progress (issue 14.10): its row is dropped once settled. */
+  progressRecorded?: boolean;
 }
 
 /** ARCHITECTURE section 5, steps 3 and 7-10, for a chat completion, streamed or not. */
@@ -184,6 +187,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       encoder: encoder({ id: generation.id, model: target.model.id, promptTokens: generation.promptTokens }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.runtime.clock.now()).toBody(),
+      progress: (sofar) => this.recordProgress(generation, target, sofar),
+      progressIntervalMs: PROGRESS_INTERVAL_MS,
     });
     const running = relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${generation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
     this.settling.add(running);
@@ -236,6 +241,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       correlationId: id,
       ...(context.clientRequestId ? { client_request_id: context.clientRequestId } : {}),
       ...(typeof user === 'string' ? { user } : {}),
+      // The process whose lease vouches for the hold: once it lapses, the hold is reaped.
+      ...(this.runtime.gatewayLease ? { gateway: this.runtime.gatewayLease.id } : {}),
     };
     const ledger = async (command: AccountCommand) => {
       const handled = await this.commands.execute(new LedgerCommand(caller.accountId, command, metadata));
@@ -310,27 +317,50 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * the text that arrived), and not at all when nothing arrived.
    */
   private async settleStream(generation: Generation, target: Target, outcome: StreamOutcome) {
-    const usage = outcome.usage ? normalizeUsage(outcome.usage) : deliveredUsage(generation.promptTokens, outcome.delivered);
+    const usage = streamUsage(generation, outcome);
     if (outcome.failure !== null && usage.completionTokens === 0) {
       await this.release(generation, target, outcome.failure, outcome.latencyMs);
+      await this.forgetProgress(generation);
       return { ...wireUsage(usage), cost: 0 };
     }
     const charged = await this.charge(generation, target, usage, { latency_ms: outcome.latencyMs, ttft_ms: outcome.ttftMs });
+    await this.forgetProgress(generation);
     // A stream cut short says nothing reliable about the provider's speed.
     if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, usage.completionTokens);
     return { ...(outcome.usage ?? wireUsage(usage)), cost: nanoToUsd(charged) };
   }
 
-  /** Charges `usage` at the prices of the model that answered; resolves with the amount charged. */
-  private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>, returned?: number): Promise<Nano> {
-    const stats: GenerationStats = {
+  /**
+   * What a running stream has delivered, priced as its charge would be, for the hold reaper to
+   * charge should this process die before the stream settles.
+   */
+  private async recordProgress(generation: Generation, target: Target, sofar: StreamOutcome): Promise<void> {
+    const usage = streamUsage(generation, sofar);
+    if (usage.completionTokens === 0) return;
+    const stats = { ...this.statsOf(generation, target, usage), latency_ms: sofar.latencyMs, ttft_ms: sofar.ttftMs };
+    await recordProgress(this.runtime.sql, { holdId: generation.id, accountId: generation.caller.accountId, amountNano: costOf(target, usage, this.runtime.config.byokFeePercent), stats });
+    generation.progressRecorded = true;
+  }
+
+  private async forgetProgress(generation: Generation): Promise<void> {
+    if (!generation.progressRecorded) return;
+    // A row left behind is harmless (its hold is settled) and pruned by the worker.
+    await forgetProgress(this.runtime.sql, generation.id).catch((err: unknown) => this.logger.warn(`${generation.id}: progress not forgotten: ${(err as Error).message}`));
+  }
+
+  private statsOf(generation: Generation, target: Target, usage: TokenUsage) {
+    return {
       ...this.who(generation, target),
       prompt_tokens: usage.promptTokens,
       completion_tokens: usage.completionTokens,
       cached_tokens: usage.cachedTokens,
       reasoning_tokens: usage.reasoningTokens,
-      ...timing,
     };
+  }
+
+  /** Charges `usage` at the prices of the model that answered; resolves with the amount charged. */
+  private async charge(generation: Generation, target: Target, usage: TokenUsage, timing: Pick<GenerationStats, 'latency_ms' | 'ttft_ms'>, returned?: number): Promise<Nano> {
+    const stats: GenerationStats = { ...this.statsOf(generation, target, usage), ...timing };
     const amountNano = costOf(target, usage, this.runtime.config.byokFeePercent);
     const settled = await generation.ledger({ type: 'ChargeUsage', holdId: generation.id, amountNano, stats, ...(returned === undefined ? {} : { returned }) });
     this.rateLimits
@@ -399,6 +429,11 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
 function upstreamBody(request: ChatCompletionRequest, target: Target): Record<string, unknown> {
   const { provider: _routed, ...rest } = request;
   return { ...rest, ...target.fields, model: target.route.upstreamModel };
+}
+
+/** A stream's usage: the upstream's report once it came, else what was delivered. */
+function streamUsage(generation: Generation, outcome: StreamOutcome): TokenUsage {
+  return outcome.usage ? normalizeUsage(outcome.usage) : deliveredUsage(generation.promptTokens, outcome.delivered);
 }
 
 /** What a stream cut short delivered, counted the way the simulator and OpenAI count output. */

@@ -103,6 +103,12 @@ export interface RelayOptions {
   settle(outcome: StreamOutcome): Promise<ChatUsage & { cost: number }>;
   /** The `{"error": {...}}` object for what broke the stream off. */
   errorEvent(failure: unknown): object;
+  /**
+   * Records what has been delivered so far, every `progressIntervalMs` while the stream runs, so
+   * a process killed mid-stream loses at most one interval of output (issue 14.10).
+   */
+  progress?(sofar: StreamOutcome): Promise<void>;
+  progressIntervalMs?: number;
 }
 
 export class ChatStreamRelay {
@@ -129,22 +135,37 @@ export class ChatStreamRelay {
   async run(opened: OpenedStream): Promise<void> {
     const { head, rest, startedAt } = opened;
     let failure: unknown = null;
+    const outcome = (): StreamOutcome => ({
+      usage: this.usage,
+      delivered: { ...this.delivered },
+      ttftMs: this.firstOutputAt === null ? null : Math.round(this.firstOutputAt - startedAt),
+      latencyMs: Math.round(performance.now() - startedAt),
+      failure,
+    });
+    const { progress, progressIntervalMs } = this.options;
+    // One write at a time; a tick while one is on its way is skipped, not queued.
+    let recording: Promise<void> | null = null;
+    const ticker =
+      progress && progressIntervalMs
+        ? setInterval(() => {
+            recording ??= progress(outcome())
+              .catch(() => undefined)
+              .finally(() => (recording = null));
+          }, progressIntervalMs)
+        : undefined;
     try {
       for (const chunk of head) this.relay(chunk);
       for (let next = await rest.next(); !next.done; next = await rest.next()) this.relay(next.value);
     } catch (error) {
       failure = error;
+    } finally {
+      clearInterval(ticker);
+      // Settled after the last progress write, so the settlement is the last word on the hold.
+      await recording;
     }
 
-    const outcome: StreamOutcome = {
-      usage: this.usage,
-      delivered: this.delivered,
-      ttftMs: this.firstOutputAt === null ? null : Math.round(this.firstOutputAt - startedAt),
-      latencyMs: Math.round(performance.now() - startedAt),
-      failure,
-    };
     try {
-      const billed = await this.options.settle(outcome);
+      const billed = await this.options.settle(outcome());
       if (failure === null) this.write(this.encoder.finish(billed, this.finishReason));
     } catch (error) {
       // The answer went out but its cost is unknown: the client must not see a clean finish.

@@ -23,6 +23,7 @@ interface OpenHold {
   accountId: string;
   amountNano: string;
   expiresAt: string;
+  gatewayId: string | null;
 }
 
 /**
@@ -52,6 +53,8 @@ export const creditsProjection: Projection = {
       expires_at timestamptz NOT NULL
     )`,
     `CREATE INDEX IF NOT EXISTS credit_holds_expiry ON credit_holds (expires_at)`,
+    // The serving process that placed the hold (HoldPlaced's metadata), for the hold reaper.
+    `ALTER TABLE credit_holds ADD COLUMN IF NOT EXISTS gateway_id text`,
   ],
   eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet']),
   apply: async (events: readonly AccountRecorded[], tx) => {
@@ -75,7 +78,12 @@ export const creditsProjection: Projection = {
           delta.purchasedNano += BigInt(e.data.amount_nano);
           break;
         case 'HoldPlaced':
-          placed.set(e.data.hold_id, { accountId: e.data.account_id, amountNano: e.data.amount_nano, expiresAt: e.data.expires_at });
+          placed.set(e.data.hold_id, {
+            accountId: e.data.account_id,
+            amountNano: e.data.amount_nano,
+            expiresAt: e.data.expires_at,
+            gatewayId: typeof e.metadata.gateway === 'string' ? e.metadata.gateway : null,
+          });
           delta.heldNano += BigInt(e.data.amount_nano);
           delta.openHolds += 1;
           break;
@@ -109,8 +117,8 @@ export const creditsProjection: Projection = {
       }
     }
     if (placed.size > 0) {
-      const holds = asColumns(['text', 'text', 'bigint', 'timestamptz'], [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt]));
-      await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at) SELECT * FROM ${holds.unnest}`, holds.params);
+      const holds = asColumns(['text', 'text', 'bigint', 'timestamptz', 'text'], [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]));
+      await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.unnest}`, holds.params);
     }
     const row = ([id, d]: [string, AccountDelta]) => [
       id,

@@ -1,0 +1,25 @@
+import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
+import { accountDecider } from './account';
+import { reapCommand } from './hold-reaper';
+import { charged, credited, held, opened, stats } from './testing/account-fixtures';
+
+const spec = deciderSpec(accountDecider);
+
+/** Issue 14.10: what the reaper decides for a hold whose gateway died. */
+describe("reaping a dead gateway's hold", () => {
+  it('charges what the gateway recorded as delivered', () => {
+    const command = reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 700n, stats: stats({ completion_tokens: 7 }) } });
+    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 700n, stats: stats({ completion_tokens: 7 }) });
+  });
+
+  it('releases a hold of which nothing delivered was recorded (spec 1 rule 3: nothing returned is not billed)', () => {
+    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: null })).toEqual({ type: 'ReleaseHold', holdId: 'h1', errorCode: 'gateway_lost' });
+    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 5n, stats: stats({ completion_tokens: 0 }) } })).toMatchObject({ type: 'ReleaseHold' });
+  });
+
+  it('cannot settle a hold twice: one its gateway settled after all is refused as not open', () => {
+    const reaped = reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 700n, stats: stats({ completion_tokens: 7 }) } });
+    spec.given([opened, credited(1_000_000n), held('h9', 1000n)]).when(reaped).thenThrows('hold_not_open');
+    spec.given([opened, credited(1_000_000n), held('h1', 1000n), charged('h1', 900n, '2026-11-02T10:00:00.000Z')]).when(reaped).thenThrows('hold_not_open');
+  });
+});

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import type { GenerationStats } from '../../ledger/src/account';
+import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
+
+/**
+ * What a gateway process has in flight, kept outside the log so that a process killed with
+ * `kill -9` loses little (issue 14.10): a lease per serving process, renewed while it lives,
+ * and the usage its long streams have delivered so far. The worker's hold reaper charges what a
+ * dead process recorded (or releases the hold when it recorded nothing) as soon as its lease
+ * lapses, instead of leaving the hold until it expires. Operational state, not a read model: a
+ * rebuild never touches it, and the charge it leads to is an ordinary UsageCharged in the log.
+ */
+
+/** A gateway's lease lasts this long after its last renewal. */
+export const GATEWAY_LEASE_MS = 10_000;
+/** How often a gateway renews its lease. */
+export const GATEWAY_RENEW_MS = 2_000;
+/**
+ * How often a running stream records what it has delivered: a gateway killed mid-stream loses
+ * at most the output of the last interval (all of it for a stream younger than one interval).
+ */
+export const PROGRESS_INTERVAL_MS = 2_000;
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS gateway_leases (
+    gateway_id text PRIMARY KEY,
+    expires_at timestamptz NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS stream_progress (
+    hold_id text PRIMARY KEY,
+    account_id text NOT NULL,
+    amount_nano bigint NOT NULL,
+    stats jsonb NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now()
+  )`,
+];
+
+export async function initInFlight(sql: SqlRunner): Promise<void> {
+  await sql.transaction(async (tx) => {
+    // As for the projections' schema: concurrent CREATE ... IF NOT EXISTS can collide.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('in_flight.init', 0))`);
+    for (const statement of SCHEMA) await tx.query(statement);
+  });
+}
+
+/** What a stream has delivered so far, priced as its charge would be. */
+export interface StreamProgress {
+  holdId: string;
+  accountId: string;
+  amountNano: bigint;
+  stats: GenerationStats;
+}
+
+export async function recordProgress(sql: SqlExecutor, progress: StreamProgress): Promise<void> {
+  await sql.query(
+    `INSERT INTO stream_progress (hold_id, account_id, amount_nano, stats, recorded_at) VALUES ($1, $2, $3, $4, now())
+       ON CONFLICT (hold_id) DO UPDATE SET amount_nano = EXCLUDED.amount_nano, stats = EXCLUDED.stats, recorded_at = EXCLUDED.recorded_at`,
+    [progress.holdId, progress.accountId, progress.amountNano.toString(), JSON.stringify(progress.stats)],
+  );
+}
+
+export async function forgetProgress(sql: SqlExecutor, holdId: string): Promise<void> {
+  await sql.query('DELETE FROM stream_progress WHERE hold_id = $1', [holdId]);
+}
+
+/** An open hold whose gateway's lease has lapsed, with what that gateway recorded of it. */
+export interface OrphanedHold {
+  holdId: string;
+  accountId: string;
+  progress: { amountNano: bigint; stats: GenerationStats } | null;
+}
+
+/**
+ * Open holds (as the credits read model has them) placed by a gateway whose lease has lapsed.
+ * Holds of processes that had no lease (placed before this existed, or by the CLI) are left to
+ * expire as before.
+ */
+export async function orphanedHolds(sql: SqlExecutor, limit = 500): Promise<OrphanedHold[]> {
+  const { rows } = await sql.query<{ hold_id: string; account_id: string; amount_nano: string | null; stats: GenerationStats | string | null }>(
+    `SELECT h.hold_id, h.account_id, p.amount_nano, p.stats
+       FROM credit_holds h LEFT JOIN stream_progress p ON p.hold_id = h.hold_id
+      WHERE h.gateway_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM gateway_leases g WHERE g.gateway_id = h.gateway_id AND g.expires_at > now())
+      ORDER BY h.hold_id LIMIT $1`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    holdId: r.hold_id,
+    accountId: r.account_id,
+    progress: r.amount_nano === null ? null : { amountNano: BigInt(r.amount_nano), stats: typeof r.stats === 'string' ? JSON.parse(r.stats) : r.stats! },
+  }));
+}
+
+/** Progress rows whose hold is no longer open (settled by its gateway or by the reaper), and old leases. */
+export async function pruneInFlight(sql: SqlExecutor): Promise<void> {
+  await sql.query(
+    `DELETE FROM stream_progress p WHERE recorded_at < now() - interval '1 minute'
+        AND NOT EXISTS (SELECT 1 FROM credit_holds h WHERE h.hold_id = p.hold_id)`,
+  );
+  await sql.query(
+    `DELETE FROM gateway_leases g WHERE expires_at < now() - interval '1 hour'
+        AND NOT EXISTS (SELECT 1 FROM credit_holds h WHERE h.gateway_id = g.gateway_id)`,
+  );
+}
+
+/**
+ * A serving process's lease. Taken before the process places any hold (its id goes into every
+ * HoldPlaced's metadata), renewed every GATEWAY_RENEW_MS, given back on a clean stop. A renewal
+ * that fails is retried at the next tick: the lease lapses only if renewals fail for longer
+ * than GATEWAY_LEASE_MS, and then the process's holds may be reaped under it, which settles
+ * each at most once either way (the account decides).
+ */
+export class GatewayLease {
+  readonly id = `gw-${randomBytes(8).toString('hex')}`;
+  private ticker?: NodeJS.Timeout;
+  private renewing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly sql: SqlExecutor) {}
+
+  async start(): Promise<void> {
+    await this.renew();
+    this.ticker = setInterval(() => {
+      this.renewing = this.renew().catch((err: unknown) => console.warn(`gateway lease ${this.id} not renewed: ${err instanceof Error ? err.message : String(err)}`));
+    }, GATEWAY_RENEW_MS);
+    this.ticker.unref();
+  }
+
+  private async renew(): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO gateway_leases (gateway_id, expires_at) VALUES ($1, now() + make_interval(secs => $2))
+         ON CONFLICT (gateway_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
+      [this.id, GATEWAY_LEASE_MS / 1000],
+    );
+  }
+
+  /** Gives the lease back: whatever holds the process still has open are reaped at once. */
+  async stop(): Promise<void> {
+    clearInterval(this.ticker);
+    await this.renewing;
+    await this.sql.query('DELETE FROM gateway_leases WHERE gateway_id = $1', [this.id]);
+  }
+}
