@@ -2,6 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Runtime } from '../../../src/runtime';
 import { GatewayModule } from './gateway.module';
+import { corsOptions, fastifyCors } from './http/cors';
 import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
 
 /** Spec section 8: request bodies up to 10 MB. */
@@ -10,8 +11,14 @@ export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 export async function createGatewayApp(runtime: Runtime, { logger = true } = {}): Promise<NestFastifyApplication> {
   const { trustProxy } = runtime.config;
   const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: trustProxy.length > 0 ? trustProxy : false, clientErrorHandler, frameworkErrors });
+  // Before the request checks: a preflight is answered before anything else looks at it, and
+  // every answer (errors included) carries the CORS headers a browser needs to read it.
+  await adapter.getInstance().register(fastifyCors, corsOptions);
   installRequestChecks(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
+    // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
+    // parser: every route takes JSON.
+    bodyParser: false,
     // Route mapping at start is Nest's 'log' level: noise in production logs.
     logger: logger ? ['error', 'warn'] : false,
   });
