@@ -177,6 +177,28 @@ describe('robustness: bad input changes nothing', () => {
     });
   });
 
+  describe('a request without a body (15.4)', () => {
+    it('revokes with DELETE sent as empty JSON, as some clients send it', async () => {
+      const created = await call('POST', '/v1/keys', { key: management, body: { name: 'to revoke' } });
+      const r = await call('DELETE', `/v1/keys/${created.json.data.id}`, { key: management, body: '', headers: { 'content-type': 'application/json' } });
+      expect([r.status, r.json.data?.revoked]).toEqual([200, true]);
+      expect((await call('GET', '/v1/credits', { key: created.json.key })).status).toBe(401);
+    });
+
+    it('reads a POST without a body as one with every field left out: what is required is named, never a 500', async () => {
+      const [before, money] = [await eventCount(), await balance()];
+      const chat = await call('POST', '/v1/chat/completions', { key: full });
+      expect([chat.status, chat.json.error?.param]).toEqual([400, 'model']);
+      const emptyJson = await call('POST', '/v1/embeddings', { key: full, body: '', headers: { 'content-type': 'application/json' } });
+      expect(emptyJson.status).toBe(400);
+      expectErrorObject(emptyJson.json);
+      expect([await eventCount(), await balance()]).toEqual([before, money]);
+      // Every key field may be left out, so an empty POST /v1/keys creates a key with the defaults.
+      const key = await call('POST', '/v1/keys', { key: management });
+      expect([key.status, key.json.data?.name, key.json.data?.scope]).toEqual([201, 'Unnamed key', 'full']);
+    });
+  });
+
   describe('ambiguous input is refused rather than guessed (14.12)', () => {
     it('refuses two different keys, and two Authorization headers', async () => {
       const two = await call('GET', '/v1/credits', { key: full, headers: { 'x-api-key': management } });

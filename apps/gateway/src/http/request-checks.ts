@@ -12,6 +12,15 @@ import { isMessagesPath } from './error.filter';
  * filter (Nest installs it as Fastify's error handler) and leave as the spec's error object.
  */
 export function installRequestChecks(fastify: FastifyInstance): void {
+  // An empty body labelled JSON (what some clients send with DELETE) is no body, not bad JSON
+  // (issue 15.4); anything else goes to Fastify's own parser, prototype-poisoning checks included.
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).trim() === '') done(null, undefined);
+    else parseJson(request, body as string, done);
+  });
+
   fastify.addHook('onRequest', async (request) => {
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
@@ -28,6 +37,9 @@ export function installRequestChecks(fastify: FastifyInstance): void {
   fastify.addHook('preValidation', async (request: FastifyRequest) => {
     const parameters = inspectParameters(request.params as Record<string, unknown>) ?? inspectParameters(request.query as Record<string, unknown>);
     if (parameters) throw ApiError.invalidRequest(parameters.message, parameters.param, 'invalid_parameter');
+    // A write without a body is one with every field left out: the route's validation says
+    // what is missing, instead of a handler meeting `undefined`.
+    if (request.body === undefined && (request.method === 'POST' || request.method === 'PUT' || request.method === 'PATCH')) request.body = {};
     const body = request.body;
     if (body === undefined) return;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
