@@ -2,7 +2,8 @@
 FROM node:20.20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund
+# The sources are not here yet: `prepare` (which builds) runs below, as `npm run build`.
+RUN npm install --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY apps ./apps
 COPY libs ./libs

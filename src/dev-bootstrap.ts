@@ -10,7 +10,10 @@ import { generateEncryptionKey } from '../libs/platform/src/crypto';
 export interface DevKeys {
   account_id: string;
   management_key: string;
+  /** A full test key: test keys have low rate limits (60 requests a minute, 8 at once by default). */
   api_key: string;
+  /** A full live key, with the live limits (600 requests a minute, 64 at once by default): for scripts. */
+  live_api_key: string;
   admin_token: string;
 }
 
@@ -67,19 +70,30 @@ export async function ensureDevKeys(
   config: Config,
   adminToken: string,
 ): Promise<{ keys: DevKeys; created: boolean }> {
-  const existing = readDevKeys(config.dataDir);
-  if (existing) return { keys: existing, created: false };
-
   const admin = app.get(AdminService);
   const keys = app.get(KeysService);
   const metadata = { actor: 'dev-bootstrap' };
+  const liveKey = async (accountId: string) => (await keys.create(await admin.keyOwner(accountId, undefined), { name: 'dev live key', scope: 'full', environment: 'live' }, metadata)).secret;
+
+  const existing = readDevKeys(config.dataDir);
+  if (existing) {
+    if (existing.live_api_key) return { keys: existing, created: false };
+    // A data directory from before the live key: it gets one, once.
+    const upgraded = { ...existing, live_api_key: await liveKey(existing.account_id) };
+    writeDevKeys(config.dataDir, upgraded);
+    return { keys: upgraded, created: false };
+  }
+
   const accountId = await admin.createAccount(DEV_CREDITS_USD, metadata);
   const owner = await admin.keyOwner(accountId, undefined);
   const management = await keys.create(owner, { name: 'dev management key', scope: 'management', environment: 'test' }, metadata);
   const full = await keys.create(owner, { name: 'dev key', scope: 'full', environment: 'test' }, metadata);
-
-  const created: DevKeys = { account_id: accountId, management_key: management.secret, api_key: full.secret, admin_token: adminToken };
-  mkdirSync(config.dataDir, { recursive: true });
-  writeFileSync(devKeysPath(config.dataDir), `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
+  const created: DevKeys = { account_id: accountId, management_key: management.secret, api_key: full.secret, live_api_key: await liveKey(accountId), admin_token: adminToken };
+  writeDevKeys(config.dataDir, created);
   return { keys: created, created: true };
+}
+
+function writeDevKeys(dataDir: string, keys: DevKeys): void {
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(devKeysPath(dataDir), `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
 }

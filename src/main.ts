@@ -60,17 +60,23 @@ export async function startAll(given: Config, options: RuntimeOptions & { logger
 
 async function main(): Promise<void> {
   const config = configOrExit();
+  console.log(`svc-gateway starting: ${config.databaseUrl ? 'PostgreSQL' : `embedded PostgreSQL (PGlite) in ${config.dataDir}`}...`);
   const started = await startAll(config);
   const { keys } = started;
+  const limits = (environment: 'live' | 'test') => {
+    const l = config.rateLimits[environment];
+    return `${environment} key: ${l.requests_per_minute} requests/min, ${l.concurrent_requests} at once`;
+  };
   console.log(
     [
       '',
       `svc-gateway is ready on ${started.url}`,
       started.created ? `A dev account with $10.00 of credits was created; its keys are in ${devKeysPath(config.dataDir)}:` : `Dev keys (from ${devKeysPath(config.dataDir)}):`,
       `  account_id      ${keys.account_id}`,
-      `  api_key         ${keys.api_key}`,
-      `  management_key  ${keys.management_key}`,
-      `  admin_token     ${keys.admin_token}`,
+      `  live_api_key    ${keys.live_api_key}   full, ${limits('live')}: use it for scripts`,
+      `  api_key         ${keys.api_key}   full, ${limits('test')}`,
+      `  management_key  ${keys.management_key}   manages keys (POST /v1/keys), no model calls`,
+      `  admin_token     ${keys.admin_token}   the operator API under /admin`,
       '',
     ].join('\n'),
   );

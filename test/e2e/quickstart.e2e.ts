@@ -22,13 +22,17 @@ function readmeBlock(marker: RegExp): string {
   return block;
 }
 
-function startServer(dataDir: string): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+/** How long `npm start` may take to answer after a build (it recompiles only what changed). */
+const START_BOUND_MS = 20_000;
+
+function startServer(dataDir: string, { viaNpm = false } = {}): Promise<{ child: ChildProcess; port: number; output: () => string; readyMs: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0' };
   // No database, event store or Redis: the embedded defaults must be enough.
   delete env.DATABASE_URL;
   delete env.EVENTSTORE_URL;
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const started = performance.now();
+  const child = viaNpm ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true }) : spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000);
@@ -37,7 +41,7 @@ function startServer(dataDir: string): Promise<{ child: ChildProcess; port: numb
       const m = /ready on http:\/\/localhost:(\d+)\/v1/.exec(output);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), output: () => output });
+        resolve({ child, port: Number(m[1]), output: () => output, readyMs: performance.now() - started });
       }
     };
     child.stdout!.on('data', onData);
@@ -54,6 +58,26 @@ function stop(child: ChildProcess): Promise<number | null> {
   });
 }
 
+/**
+ * `npm start` and the server it runs, stopped as a terminal's Ctrl-C would (the whole process
+ * group); resolves once the server itself (its pid is in the data directory) has exited.
+ */
+async function stopGroup(child: ChildProcess, dataDir: string): Promise<void> {
+  const server = Number(readFileSync(join(dataDir, 'svc.pid'), 'utf8'));
+  child.removeAllListeners('exit');
+  process.kill(-child.pid!, 'SIGTERM');
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      process.kill(server, 0);
+    } catch {
+      return;
+    }
+    if (Date.now() > deadline) throw new Error(`the server (pid ${server}) did not stop`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe('README quick start on a fresh data directory', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-quickstart-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -63,11 +87,17 @@ describe('README quick start on a fresh data directory', () => {
   });
 
   it('starts, prints and writes dev keys, answers the README examples, and reuses the keys on restart', async () => {
-    const first = await startServer(dataDir);
+    // Issue 15.9: `npm start` after a build answers within seconds, and says what it does meanwhile.
+    const first = await startServer(dataDir, { viaNpm: true });
+    expect(first.readyMs).toBeLessThan(START_BOUND_MS);
+    expect(first.output()).toMatch(/compiling what changed[\s\S]*starting: embedded PostgreSQL[\s\S]*ready on/);
     const keys = JSON.parse(readFileSync(join(dataDir, 'dev-keys.json'), 'utf8'));
-    expect(Object.keys(keys).sort()).toEqual(['account_id', 'admin_token', 'api_key', 'management_key']);
+    expect(Object.keys(keys).sort()).toEqual(['account_id', 'admin_token', 'api_key', 'live_api_key', 'management_key']);
     expect(keys.api_key).toMatch(/^svc_test_/);
-    expect(first.output()).toContain(keys.api_key);
+    expect(keys.live_api_key).toMatch(/^svc_live_/);
+    // Issue 15.11: both full keys printed, each with its limits.
+    expect(first.output()).toMatch(new RegExp(`live_api_key +${keys.live_api_key} +full, live key: 600 requests/min, 64 at once`));
+    expect(first.output()).toMatch(new RegExp(`api_key +${keys.api_key} +full, test key: 60 requests/min, 8 at once`));
     expect(first.output()).toContain('$10.00');
 
     const local = (text: string) => text.replaceAll('localhost:8080', `localhost:${first.port}`).replaceAll('./.svc-data', dataDir);
@@ -80,11 +110,13 @@ describe('README quick start on a fresh data directory', () => {
     const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');
     mkdirSync(scratch, { recursive: true });
     writeFileSync(join(scratch, 'example.mjs'), local(readmeBlock(/new OpenAI\(/)));
-    const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.api_key } });
+    const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(sdk.stdout).toContain('Echo: Hello!');
     expect(sdk.stdout).toMatch(/cost/);
 
-    expect(await stop(first.child)).toBe(0);
+    await stopGroup(first.child, dataDir);
+    // The server stopped cleanly: it gave the data directory back.
+    expect(existsSync(join(dataDir, 'svc.pid'))).toBe(false);
 
     const second = await startServer(dataDir);
     expect(JSON.parse(readFileSync(join(dataDir, 'dev-keys.json'), 'utf8'))).toEqual(keys);
