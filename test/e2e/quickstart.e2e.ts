@@ -106,6 +106,10 @@ describe('README quick start on a fresh data directory', () => {
     const answer = JSON.parse(curl.stdout);
     expect(answer.choices[0].message.content).toBe('Echo: Hello!');
     expect(answer.usage.cost).toBeGreaterThan(0);
+    // Issue 15.13: one line per request, with its generation, and neither the key nor the prompt.
+    const line = first.output().split('\n').find((l) => / POST \/v1\/chat\/completions 200 /.test(l));
+    expect(line).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z POST /v1/chat/completions 200 [\\d.]+ms ${answer.id}$`));
+    expect(line).not.toMatch(/svc_|Hello/);
 
     const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');
     mkdirSync(scratch, { recursive: true });

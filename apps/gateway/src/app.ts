@@ -3,7 +3,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { Runtime } from '../../../src/runtime';
 import { GatewayModule } from './gateway.module';
 import { corsOptions, fastifyCors } from './http/cors';
-import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
+import { clientErrorHandler, frameworkErrors, installRequestChecks, installRequestLog } from './http/request-checks';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -15,6 +15,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);
   installRequestChecks(adapter.getInstance());
+  if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.

@@ -20,3 +20,11 @@ describe('SVC_AUTH_FAILURE_LIMIT', () => {
     for (const bad of ['0', '-1', 'many', '1.5']) expect(() => loadConfig({ SVC_AUTH_FAILURE_LIMIT: bad })).toThrow(/^SVC_AUTH_FAILURE_LIMIT: /);
   });
 });
+
+describe('SVC_REQUEST_LOG', () => {
+  it('is on unless set to off', () => {
+    expect(loadConfig({}).requestLog).toBe(true);
+    expect(loadConfig({ SVC_REQUEST_LOG: 'off' }).requestLog).toBe(false);
+    expect(() => loadConfig({ SVC_REQUEST_LOG: 'quiet' })).toThrow(/^SVC_REQUEST_LOG: /);
+  });
+});

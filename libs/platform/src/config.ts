@@ -47,6 +47,8 @@ export interface Config {
    * past it, requests from that address are refused with 429 until the minute is over.
    */
   authFailureLimit: number;
+  /** One line per request on standard output (SVC_REQUEST_LOG, on by default). */
+  requestLog: boolean;
 }
 
 export class ConfigError extends Error {
@@ -150,5 +152,6 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
     authCache: onOff('SVC_AUTH_CACHE', true),
     authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
+    requestLog: onOff('SVC_REQUEST_LOG', true),
   };
 }
