@@ -4,6 +4,7 @@ import type { SqlRunner } from '../../platform/src/sql';
 import { freshPgRunner } from '../../platform/src/testing/pg';
 import { AggregateStore } from './aggregate-store';
 import { DomainError } from './decider';
+import { UnstorableEventError } from './port';
 import { SqlEventStore } from './sql-event-store';
 
 const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
@@ -111,5 +112,24 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const events = await store.readStream(stream);
     expect(events.filter((e) => e.type === 'HoldPlaced')).toHaveLength(100);
     expect(new Set(events.map((e) => e.data && (e.data as { hold_id?: string }).hold_id).filter(Boolean)).size).toBe(100);
+  });
+
+  // Issue 14.2: one command whose events the store refused (a NUL in HoldPlaced's metadata)
+  // failed every command of its batch, the charges of delivered streams among them.
+  it('fails only the command whose events the store refuses; the others of its batch are appended', async () => {
+    const aggregates = new AggregateStore(store, clock);
+    const stream = accountStream('poisoned-batch');
+    await aggregates.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'poisoned-batch' });
+    await aggregates.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    // The first goes alone; the next 20 queue behind it and are decided as one batch.
+    const first = aggregates.handle(accountDecider, stream, hold('p-first', 1n));
+    const queued = Array.from({ length: 20 }, (_, i) => aggregates.handle(accountDecider, stream, hold(`p${i}`, 1n), i === 7 ? { user: 'u\u0000' } : { user: `u${i}` }));
+    const results = await Promise.allSettled([first, ...queued]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', ...Array.from({ length: 20 }, (_, i) => (i === 7 ? 'rejected' : 'fulfilled'))]);
+    const refusal = (results[8] as PromiseRejectedResult).reason;
+    expect(refusal).toBeInstanceOf(UnstorableEventError);
+    expect(refusal.path).toBe('metadata.user');
+    const held = (await store.readStream(stream)).filter((e) => e.type === 'HoldPlaced').map((e) => (e.data as { hold_id: string }).hold_id);
+    expect(held.sort()).toEqual(['p-first', ...Array.from({ length: 20 }, (_, i) => `p${i}`).filter((id) => id !== 'p7')].sort());
   });
 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../platform/src/clock';
+import { isConnectionFailure } from '../../platform/src/errors';
 import { DomainError, type Decider, type DomainEvent } from './decider';
-import { AppendTooLargeError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
+import { WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
 
 interface Cached<S> {
   state: S;
@@ -132,8 +133,11 @@ export class AggregateStore {
             appended = await this.store.append(stream, events, current.revision < 0n ? 'no_stream' : current.revision);
             this.stats.appends++;
           } catch (err) {
-            if (err instanceof AppendTooLargeError && batch.length > 1) {
-              // Too much for one append: decide the commands one by one instead.
+            if (!(err instanceof WrongExpectedVersionError) && !isConnectionFailure(err) && batch.length > 1) {
+              // One command's events the store refuses (too large, a string it cannot keep, a
+              // value it rejects) must not fail the others of the batch, among them the charges
+              // of streams that already delivered: each is decided and appended alone, and only
+              // the guilty one fails. A store that cannot be reached fails the batch as one.
               for (const single of batch) await this.decideBatch(decider, stream, [single]);
               return;
             }

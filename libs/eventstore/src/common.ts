@@ -1,8 +1,10 @@
 /**
  * Rules every adapter applies the same way, so that the contract suite holds for all of them.
  */
+import { inspectJson } from '../../platform/src/input';
 import {
   AppendTooLargeError,
+  UnstorableEventError,
   WrongExpectedVersionError,
   type ExpectedRevision,
   type NewEvent,
@@ -28,6 +30,11 @@ export function appendBytes(events: readonly NewEvent[]): number {
 export function assertAppendSize(stream: string, events: readonly NewEvent[], limit: number): void {
   const bytes = appendBytes(events);
   if (bytes > limit) throw new AppendTooLargeError(stream, bytes, limit);
+  for (const event of events) {
+    // The edge refuses such strings already; this keeps every other writer to the same rule.
+    const bad = inspectJson({ data: event.data ?? null, metadata: event.metadata ?? {} }, Number.POSITIVE_INFINITY);
+    if (bad) throw new UnstorableEventError(stream, event.type, bad.param ?? '');
+  }
 }
 
 /** Throws unless `expected` holds for a stream whose last revision is `current` (-1n: missing). */

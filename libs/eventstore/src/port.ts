@@ -111,6 +111,22 @@ export class WrongExpectedVersionError extends Error {
   }
 }
 
+/**
+ * An event holding a string no store can keep as JSON text (PostgreSQL's jsonb refuses NUL and
+ * unpaired surrogates): refused before the append, the same way by every adapter.
+ */
+export class UnstorableEventError extends Error {
+  override readonly name = 'UnstorableEventError';
+  constructor(
+    readonly stream: string,
+    readonly eventType: string,
+    /** Where in the event: `data.user`, `metadata.user`. */
+    readonly path: string,
+  ) {
+    super(`Append to ${stream}: ${eventType} ${path} holds a NUL or an unpaired surrogate, which no event may`);
+  }
+}
+
 export class AppendTooLargeError extends Error {
   override readonly name = 'AppendTooLargeError';
   constructor(

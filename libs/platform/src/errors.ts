@@ -55,3 +55,19 @@ export class ApiError extends Error {
     return new ApiError(500, 'api_error', message, 'internal_error');
   }
 }
+
+/** Node's and PostgreSQL's ways of saying a connection could not be made or was lost. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout|not queryable/i;
+
+/**
+ * A dependency (PostgreSQL) that is down or restarting, not a fault of the request: SQLSTATE
+ * class 08 (connection exception), 57P01-57P03 (shutting down, starting up), 53300 (too many
+ * connections), or the driver's own connection errors.
+ */
+export function isConnectionFailure(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || CONNECTION_CODES.has(code)) return true;
+  return err instanceof Error && CONNECTION_MESSAGES.test(err.message);
+}

@@ -1,7 +1,7 @@
 import { HttpException } from '@nestjs/common';
 import { DomainError } from '../../../../libs/eventstore/src/decider';
 import { isLimitRefusal } from '../../../../libs/ledger/src/account';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError, isConnectionFailure } from '../../../../libs/platform/src/errors';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
 import { ProjectionTimeoutError } from '../../../../libs/projections/src';
 
@@ -17,24 +17,8 @@ export function toApiError(err: unknown, now: Date): ApiError {
   const fastify = fromFastify(err);
   if (fastify) return fastify;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
-  if (isOutage(err)) return outage();
+  if (isConnectionFailure(err)) return outage();
   return ApiError.internal();
-}
-
-/** Node's and PostgreSQL's ways of saying a connection could not be made or was lost. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout|not queryable/i;
-
-/**
- * A dependency (PostgreSQL) that is down or restarting, not a fault of the request: SQLSTATE
- * class 08 (connection exception), 57P01-57P03 (shutting down, starting up), 53300 (too many
- * connections), or the driver's own connection errors.
- */
-export function isOutage(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || CONNECTION_CODES.has(code)) return true;
-  return err instanceof Error && CONNECTION_MESSAGES.test(err.message);
 }
 
 /**

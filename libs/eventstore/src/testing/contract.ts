@@ -10,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import {
   AppendTooLargeError,
   DEFAULT_MAX_APPEND_BYTES,
+  UnstorableEventError,
   WrongExpectedVersionError,
   type AppendResult,
   type EventStore,
@@ -349,6 +350,24 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
           Buffer.byteLength('Big') + Buffer.byteLength(JSON.stringify(big.data)) + Buffer.byteLength('{}'),
         );
         expect(await store.readStream(stream)).toEqual([]);
+      });
+
+      // Issue 14.2: PostgreSQL's jsonb refuses these; every adapter refuses them alike, before writing.
+      it('refuses a NUL or an unpaired surrogate anywhere in an event, naming where, and writes none of the append', async () => {
+        const stream = uniqueStream();
+        for (const [bad, path] of [
+          [{ data: { user: 'a\u0000b' } }, 'data.user'],
+          [{ data: { list: ['ok', 'x\ud800'] } }, 'data.list[1]'],
+          [{ data: {}, metadata: { user: '\udc00' } }, 'metadata.user'],
+        ] as const) {
+          const err = await store.append(stream, [event('Fine'), { ...event('Bad', bad.data), ...('metadata' in bad ? { metadata: bad.metadata } : {}) }], 'any').catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(UnstorableEventError);
+          expect(err).toMatchObject({ stream, eventType: 'Bad', path });
+        }
+        expect(await store.readStream(stream)).toEqual([]);
+        // A paired surrogate (an emoji) is fine.
+        await store.append(stream, [event('Emoji', { s: 'ok \ud83d\ude00' })], 'no_stream');
+        expect((await store.readStream(stream))[0].data).toEqual({ s: 'ok 😀' });
       });
 
       it('counts the whole append, not each event', async () => {
