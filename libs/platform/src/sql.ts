@@ -1,5 +1,6 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { Client, Pool, type PoolClient, type PoolConfig } from 'pg';
+import { isConnectionFailure } from './errors';
 
 /**
  * One SQL interface over node-postgres and PGlite, so the event store and the read models
@@ -80,6 +81,14 @@ export class PgSqlRunner implements SqlRunner {
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client: PoolClient = await this.pool.connect();
+    // A checked-out client whose connection dies emits 'error' on itself, not on the pool: with
+    // no listener that is an uncaught exception, and the process (the worker) dies with it.
+    // The query in flight fails on its own; the client is then destroyed, not pooled again.
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', onError);
     try {
       // One round trip: the isolation goes with BEGIN rather than in a statement of its own.
       const begin = options.readCommitted ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : 'BEGIN';
@@ -93,10 +102,13 @@ export class PgSqlRunner implements SqlRunner {
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (isConnectionFailure(err)) broken ??= err as Error;
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      // A broken client keeps the listener: it may still report its end while being destroyed.
+      if (!broken) client.off('error', onError);
+      client.release(broken);
     }
   }
 

@@ -1,0 +1,58 @@
+import { Client } from 'pg';
+import { freshPgRunner } from './testing/pg';
+import type { PgSqlRunner } from './sql';
+
+/**
+ * Issue 14.4: the worker died when PostgreSQL dropped a connection it had checked out (an
+ * unhandled 'error' on the client). A connection killed mid-transaction fails that transaction
+ * only; the process lives on and the next ones get a fresh connection.
+ */
+describe('PostgreSQL connections lost under a runner', () => {
+  let runner: PgSqlRunner & { schema: string };
+  let killer: Client;
+
+  beforeAll(async () => {
+    runner = await freshPgRunner('reconnect');
+    killer = new Client({ connectionString: process.env.DATABASE_URL });
+    await killer.connect();
+  });
+  afterAll(async () => {
+    await killer.end();
+    await runner.close();
+  });
+
+  const uncaught: unknown[] = [];
+  const onUncaught = (err: unknown) => void uncaught.push(err);
+  beforeEach(() => {
+    uncaught.length = 0;
+    process.on('uncaughtException', onUncaught);
+  });
+  afterEach(() => process.off('uncaughtException', onUncaught));
+
+  it('fails only the transaction whose connection was terminated, raises nothing uncaught, and runs the next one', async () => {
+    const failed = await runner
+      .transaction(async (tx) => {
+        const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        await killer.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+        // Give the dead socket time to be noticed while the client is still checked out.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await tx.query('SELECT 1');
+      })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
+    expect(failed).toBeInstanceOf(Error);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(uncaught).toEqual([]);
+    for (let i = 0; i < 12; i++) expect(await runner.transaction(async (tx) => (await tx.query<{ n: number }>('SELECT 1 AS n')).rows[0].n)).toBe(1);
+  });
+
+  it('drops idle pooled connections the server terminated, and queries on', async () => {
+    await Promise.all(Array.from({ length: 5 }, () => runner.query('SELECT pg_sleep(0.01)')));
+    await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database() AND state = 'idle' AND application_name = ''`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(uncaught).toEqual([]);
+    for (let i = 0; i < 12; i++) expect((await runner.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
+  });
+});
