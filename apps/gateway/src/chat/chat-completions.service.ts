@@ -12,7 +12,8 @@ import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from
 import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '../../../../libs/projections/src/in-flight';
 import type { TokenUsage } from '../../../../libs/ledger/src/pricing';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError, isConnectionFailure } from '../../../../libs/platform/src/errors';
+import { DomainError } from '../../../../libs/eventstore/src/decider';
 import { nanoToUsd, type Nano } from '../../../../libs/platform/src/money';
 import { normalizeUsage } from '../../../../libs/providers/src/openai-compatible';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
@@ -319,11 +320,16 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   private async settleStream(generation: Generation, target: Target, outcome: StreamOutcome) {
     const usage = streamUsage(generation, outcome);
     if (outcome.failure !== null && usage.completionTokens === 0) {
-      await this.release(generation, target, outcome.failure, outcome.latencyMs);
+      await settleDurably(() => this.release(generation, target, outcome.failure, outcome.latencyMs), async () => undefined);
       await this.forgetProgress(generation);
       return { ...wireUsage(usage), cost: 0 };
     }
-    const charged = await this.charge(generation, target, usage, { latency_ms: outcome.latencyMs, ttft_ms: outcome.ttftMs });
+    const timing = { latency_ms: outcome.latencyMs, ttft_ms: outcome.ttftMs };
+    const charged = await settleDurably(
+      () => this.charge(generation, target, usage, timing),
+      // The attempt that lost its connection had committed after all: the hold is charged.
+      async () => costOf(target, usage, this.runtime.config.byokFeePercent),
+    );
     await this.forgetProgress(generation);
     // A stream cut short says nothing reliable about the provider's speed.
     if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, usage.completionTokens);
@@ -429,6 +435,29 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
 function upstreamBody(request: ChatCompletionRequest, target: Target): Record<string, unknown> {
   const { provider: _routed, ...rest } = request;
   return { ...rest, ...target.fields, model: target.route.upstreamModel };
+}
+
+/** How often, and how long in all (about 30 s), a stream's settlement is retried while PostgreSQL is unreachable. */
+const SETTLE_RETRIES = 9;
+
+/**
+ * A stream's settlement must land: its client has the output already, and a hold left open
+ * would be released unbilled when it expires. While the database cannot be reached it is
+ * retried with backoff; an attempt that lost its connection may have committed, so a hold
+ * found no longer open on a retry is taken as settled by it (`landed`).
+ */
+async function settleDurably<T>(attempt: () => Promise<T>, landed: () => Promise<T>): Promise<T> {
+  let unreachable = false;
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (unreachable && err instanceof DomainError && err.code === 'hold_not_open') return landed();
+      if (!isConnectionFailure(err) || i >= SETTLE_RETRIES) throw err;
+      unreachable = true;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** i, 5_000)));
+    }
+  }
 }
 
 /** A stream's usage: the upstream's report once it came, else what was delivered. */
