@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeUsage, OpenAiCompatibleProvider, ROUTER_CHAT_PARAMS, type OpenAiCompatibleOptions } from './openai-compatible';
+import { AnthropicProvider } from './anthropic';
 import { ProviderError } from './provider-error';
 import { startSimulator, type Simulator } from './simulator';
 import { countTextTokens } from './tokens';
@@ -250,16 +251,36 @@ describe('against a scripted upstream', () => {
     expect(connections - before).toBeLessThanOrEqual(1); // 0 when an earlier test left one idle
   });
 
-  it('follows a redirect with the same request, as fetch did', async () => {
-    let calls = 0;
-    respond = (res) => {
-      if (calls++ > 0) return json(200, completionJson)(res);
-      res.writeHead(308, { location: `${baseUrl}moved/chat/completions` });
-      res.end();
-    };
-    await scripted().chatCompletion(chatBody('hi'));
-    expect(received.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v1/moved/chat/completions']);
-    expect(received[1]).toMatchObject({ headers: { authorization: 'Bearer sk-test' }, body: received[0].body });
+  // Issue 14.8: a followed redirect carried the provider key (x-api-key survives undici's
+  // cross-origin stripping) and the prompt to whatever origin the Location named.
+  it.each([
+    ['the OpenAI-compatible adapter', (url: string) => new OpenAiCompatibleProvider({ baseUrl: url, apiKey: 'sk-test' })],
+    ['the Anthropic adapter', (url: string) => new AnthropicProvider({ baseUrl: url, apiKey: 'sk-ant-test' })],
+  ])('%s never follows a redirect: the key and the prompt stay with the provider', async (_name, adapter) => {
+    const elsewhere: { headers: Record<string, unknown>; body: string }[] = [];
+    const trap = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        elsewhere.push({ headers: req.headers, body });
+        res.writeHead(200, { 'content-type': 'application/json' }).end(completionJson);
+      });
+    });
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    try {
+      const location = `http://127.0.0.1:${(trap.address() as AddressInfo).port}/v1/chat/completions`;
+      for (const status of [301, 302, 307, 308]) {
+        respond = (res) => {
+          res.writeHead(status, { location });
+          res.end();
+        };
+        const error = await failure(adapter(baseUrl).chatCompletion(chatBody('the prompt')));
+        expect(error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
+      }
+      expect(elsewhere).toEqual([]);
+    } finally {
+      await new Promise((resolve) => trap.close(resolve));
+    }
   });
 
   it('treats a stream that ends cleanly without [DONE] as cut short', async () => {

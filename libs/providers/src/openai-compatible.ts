@@ -4,7 +4,7 @@
  * to the upstream's model id, and turns every failure into a ProviderError that says whether a
  * retry or a fallback model makes sense.
  */
-import { Agent, interceptors, request, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
 import { readSse } from './sse';
@@ -207,10 +207,11 @@ export type UpstreamBody = Dispatcher.ResponseData['body'];
  * One keep-alive pool for every upstream: undici's request() rather than fetch(), which spends
  * its CPU on WHATWG streams. No per-origin connection cap, as with fetch: a burst opens sockets
  * instead of queuing. undici's own timeouts are off, the Deadline alone decides. Redirects are
- * followed as fetch did (at most 20), so a base URL answered with a 308 keeps working.
+ * never followed: undici strips only `authorization` when one crosses origins, so an `x-api-key`
+ * (the operator's or the account's own) and the prompt would go wherever a provider, or whoever
+ * answers in its name, points.
  */
-const upstreams = new Agent({ keepAliveTimeout: 10_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 })
-  .compose(interceptors.redirect({ maxRedirections: 20 }));
+const upstreams = new Agent({ keepAliveTimeout: 10_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
 
 const USER_AGENT = 'svc-gateway/0.1';
 
@@ -227,6 +228,12 @@ export async function postUpstream(url: string, headers: Record<string, string>,
     signal: deadline.signal,
     dispatcher: upstreams,
   });
+  if (statusCode >= 300 && statusCode <= 399) {
+    // Read and dropped, so the socket goes back to the pool.
+    await body.dump().catch(() => undefined);
+    // A provider failure like any other (not billed; a fallback may answer), not the caller's.
+    throw new ProviderError({ kind: 'invalid_response', status: 502, message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`, upstreamBody: null });
+  }
   if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body);
   return body;
 }
