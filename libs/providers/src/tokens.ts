@@ -22,8 +22,58 @@ const REPLY_PRIMING_TOKENS = 3;
  */
 export const NON_TEXT_PART_TOKENS = 85;
 
-export function countTextTokens(text: string): number {
-  return encode(text, AS_PLAIN_TEXT).length;
+/**
+ * BPE on one piece of text costs time quadratic in the piece's length (a 100,000-letter run took
+ * minutes), so text is encoded in pieces of at most this many characters, cut before a white
+ * space where one is near: linear, and the same count give or take a token per cut (a cut only
+ * prevents merges, so the count can only grow).
+ */
+const PIECE_CHARS = 1_000;
+/** How far back from a piece's end a white space is looked for to cut at. */
+const CUT_LOOKBACK = 64;
+
+/**
+ * How long one count (one request's prompt) may spend encoding exactly. Even in pieces, BPE
+ * costs 0.2 us a character on prose and up to 5 us on base64-like text, so a 10 MB body could
+ * hold a process for most of a minute. Past the budget the rest counts as its UTF-8 bytes: a
+ * byte-level BPE never makes more tokens than bytes, so the count stays an upper bound (spec 1
+ * rule 1: the hold is a true worst case), only a looser one. Prose (~1 MB in 75 ms here) is
+ * counted exactly far beyond any context window; only hostile text meets the budget. A CPU
+ * budget, not a time rule: it reads the monotonic clock, and its only effect is a looser bound.
+ */
+export const EXACT_COUNT_MS = 250;
+
+/** What is left of one count's budget; shared by every string of one request. */
+export class TokenBudget {
+  private readonly until: number;
+  constructor(ms = EXACT_COUNT_MS) {
+    this.until = performance.now() + ms;
+  }
+  spent(): boolean {
+    return performance.now() >= this.until;
+  }
+}
+
+export function countTextTokens(text: string, budget = new TokenBudget()): number {
+  let total = 0;
+  for (let start = 0; start < text.length; ) {
+    if (budget.spent()) return total + Buffer.byteLength(start === 0 ? text : text.slice(start), 'utf8');
+    const end = pieceEnd(text, start);
+    total += encode(text.slice(start, end), AS_PLAIN_TEXT).length;
+    start = end;
+  }
+  return total;
+}
+
+/** Where the piece starting at `start` ends: before a white space near PIECE_CHARS, never inside a surrogate pair. */
+export function pieceEnd(text: string, start: number): number {
+  const limit = start + PIECE_CHARS;
+  if (limit >= text.length) return text.length;
+  for (let i = limit; i > limit - CUT_LOOKBACK; i--) {
+    if (/\s/.test(text[i])) return i;
+  }
+  const code = text.charCodeAt(limit - 1);
+  return code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit;
 }
 
 /**
@@ -31,17 +81,17 @@ export function countTextTokens(text: string): number {
  * other part a fixed allowance), tool calls (name and arguments) and tool_call_id of every
  * message, plus the framing tokens. Accepts unvalidated JSON: malformed entries count as empty.
  */
-export function countChatPromptTokens(messages: readonly unknown[]): number {
+export function countChatPromptTokens(messages: readonly unknown[], budget = new TokenBudget()): number {
   let total = REPLY_PRIMING_TOKENS;
   for (const message of messages) {
     if (!isRecord(message)) continue;
-    total += TOKENS_PER_MESSAGE + textTokens(message.role) + contentTokens(message.content);
-    total += textTokens(message.tool_call_id);
-    if (typeof message.name === 'string') total += TOKENS_PER_NAME + countTextTokens(message.name);
+    total += TOKENS_PER_MESSAGE + textTokens(message.role, budget) + contentTokens(message.content, budget);
+    total += textTokens(message.tool_call_id, budget);
+    if (typeof message.name === 'string') total += TOKENS_PER_NAME + countTextTokens(message.name, budget);
     if (Array.isArray(message.tool_calls)) {
       for (const call of message.tool_calls) {
         const fn = isRecord(call) && isRecord(call.function) ? call.function : {};
-        total += textTokens(fn.name) + textTokens(fn.arguments);
+        total += textTokens(fn.name, budget) + textTokens(fn.arguments, budget);
       }
     }
   }
@@ -54,7 +104,14 @@ export function countChatPromptTokens(messages: readonly unknown[]): number {
  * candidate is checked against the original text and recounted.
  */
 export function truncateToTokens(text: string, maxTokens: number): string {
-  const tokens = encode(text, AS_PLAIN_TEXT);
+  // No token is anywhere near this long: what lies beyond cannot be in the prefix, and is not encoded.
+  text = text.slice(0, pieceEnd(text, 0) + maxTokens * 64);
+  const tokens: number[] = [];
+  for (let start = 0; start < text.length && tokens.length <= maxTokens; ) {
+    const end = pieceEnd(text, start);
+    tokens.push(...encode(text.slice(start, end), AS_PLAIN_TEXT));
+    start = end;
+  }
   if (tokens.length <= maxTokens) return text;
   for (let keep = maxTokens; keep > 0; keep--) {
     const prefix = decode(tokens.slice(0, keep));
@@ -63,15 +120,15 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   return '';
 }
 
-function contentTokens(content: unknown): number {
-  if (!Array.isArray(content)) return textTokens(content);
+function contentTokens(content: unknown, budget: TokenBudget): number {
+  if (!Array.isArray(content)) return textTokens(content, budget);
   let total = 0;
   for (const part of content) {
-    total += isRecord(part) && part.type === 'text' ? textTokens(part.text) : NON_TEXT_PART_TOKENS;
+    total += isRecord(part) && part.type === 'text' ? textTokens(part.text, budget) : NON_TEXT_PART_TOKENS;
   }
   return total;
 }
 
-function textTokens(value: unknown): number {
-  return typeof value === 'string' ? countTextTokens(value) : 0;
+function textTokens(value: unknown, budget: TokenBudget): number {
+  return typeof value === 'string' ? countTextTokens(value, budget) : 0;
 }
