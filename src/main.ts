@@ -80,7 +80,7 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  closeOnSignals(() => started.close());
+  closeOnSignals(() => started.close(), config.shutdownGraceMs);
 }
 
 if (require.main === module) {

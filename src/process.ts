@@ -15,18 +15,32 @@ export function configOrExit(): Config {
   }
 }
 
-/** Runs `close` once on SIGINT or SIGTERM, then exits. */
-export function closeOnSignals(close: () => Promise<void>): void {
+/**
+ * Runs `close` once on SIGINT or SIGTERM, then exits. A clean close lets running streams finish
+ * and settle (their clients are billed for what they got), which can take as long as an
+ * upstream; past `graceMs` the process exits anyway (status 1): what its streams had recorded is
+ * charged by the worker's hold reaper once its lease lapses. A second signal exits at once.
+ */
+export function closeOnSignals(close: () => Promise<void>, graceMs: number): void {
   let stopping = false;
   const stop = async () => {
-    if (stopping) return;
+    if (stopping) {
+      console.error('second signal: exiting without waiting');
+      process.exit(1);
+    }
     stopping = true;
+    const deadline = setTimeout(() => {
+      console.error(`not stopped cleanly within ${graceMs} ms; exiting`);
+      process.exit(1);
+    }, graceMs);
+    deadline.unref();
     await close().catch((err) => console.error(err));
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
 }
+
 
 /**
  * V8 lets the old generation grow up to several times its live size between full collections.

@@ -17,5 +17,5 @@ runMain(async () => {
   closeOnSignals(async () => {
     await app.close();
     await runtime.close();
-  });
+  }, config.shutdownGraceMs);
 });

@@ -15,5 +15,5 @@ runMain(async () => {
     await background.stop();
     await context.close();
     await runtime.close();
-  });
+  }, runtime.config.shutdownGraceMs);
 });

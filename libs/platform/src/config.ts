@@ -49,6 +49,11 @@ export interface Config {
   authFailureLimit: number;
   /** One line per request on standard output (SVC_REQUEST_LOG, on by default). */
   requestLog: boolean;
+  /**
+   * How long a stopping process waits for its streams to settle before it exits anyway (ms);
+   * by default below the 30 s most orchestrators allow between SIGTERM and SIGKILL.
+   */
+  shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {
@@ -153,5 +158,6 @@ export function loadConfig(env: Env = process.env): Config {
     authCache: onOff('SVC_AUTH_CACHE', true),
     authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
     requestLog: onOff('SVC_REQUEST_LOG', true),
+    shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
   };
 }
