@@ -172,7 +172,7 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
   it.each([
     ['more than 2 fallbacks', { models: ['sim/small-8k', 'test/two-routes', 'sim/echo'] }, 400, 'models', /at most 2/],
     ['an unknown fallback', { models: ['sim/small-8k', 'sim/nope'] }, 404, 'models[1]', /sim\/nope/],
-    ['a fallback that is not a chat model', { models: ['sim/embed'] }, 404, 'models[0]', /sim\/embed/],
+    ['a fallback that is not a chat model', { models: ['sim/embed'] }, 400, 'models[0]', /sim\/embed/],
     ['models that is not a list of ids', { models: 'sim/small-8k' }, 400, 'models', /array of model ids/],
   ])('refuses %s before calling anything', async (_what, extra, status, param, message) => {
     const before = await credits();

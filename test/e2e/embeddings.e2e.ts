@@ -83,10 +83,17 @@ describe('POST /v1/embeddings (issue 7; spec 1 billing, 4.7, 8)', () => {
     expect(r.json.error).toMatchObject({ type: 'invalid_request_error', param });
   });
 
-  it('a chat model is not an embedding model: 404', async () => {
+  // Issue 15.5: a model that exists on the wrong endpoint is a 400 naming `model`, not "does not exist".
+  it('a chat model is not an embedding model, and the other way round: 400 saying which endpoint takes it, nothing billed', async () => {
+    const before = await balance();
     const r = await call('POST', '/embeddings', { key: gw.keys.api_key, body: { model: 'sim/echo', input: 'x' } });
-    expect(r.status).toBe(404);
-    expect(r.json.error.code).toBe('model_not_found');
+    expect([r.status, r.json.error.type, r.json.error.code, r.json.error.param]).toEqual([400, 'invalid_request_error', 'model_type_mismatch', 'model']);
+    expect(r.json.error.message).toContain('/v1/chat/completions');
+    const chat = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/embed', messages: [{ role: 'user', content: 'x' }] } });
+    expect([chat.status, chat.json.error.code, chat.json.error.param]).toEqual([400, 'model_type_mismatch', 'model']);
+    expect(chat.json.error.message).toContain('/v1/embeddings');
+    // A key that may not use the model still cannot tell it exists.
+    expect(await balance()).toBe(before);
   });
 
   it('an upstream failure is not billed', async () => {

@@ -140,10 +140,24 @@ describe('models', () => {
       sunset: null,
       replacement: null,
       uptime: 0.998,
+      // Issue 15.5: the one model's providers, what `no_provider_available` points to.
+      providers: [
+        {
+          name: 'sim',
+          context_length: 128000,
+          pricing: { prompt: '0.00000015', completion: '0.0000006', input_cache_read: '0.000000075' },
+          quantization: expect.any(String),
+          supports_tools: expect.any(Boolean),
+          data_collection: expect.stringMatching(/^(allow|deny)$/),
+          zdr: expect.any(Boolean),
+          uptime: null,
+        },
+      ],
     });
     const list = await get('/v1/models');
     expect(list.json.object).toBe('list');
-    expect(list.json.data[0]).toEqual(r.json);
+    const { providers: _providers, ...listed } = r.json;
+    expect(list.json.data[0]).toEqual(listed);
   });
 
   it('shows per-unit prices only where the model has them, and defaults', async () => {

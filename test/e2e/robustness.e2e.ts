@@ -235,6 +235,23 @@ describe('robustness: bad input changes nothing', () => {
     expect(r.json.usage.cost).toBeGreaterThan(0);
   });
 
+  describe('errors that say what happened (15.5)', () => {
+    it('answers a provider rate limit as the model being unavailable (503, retry-after), not billed', async () => {
+      const before = await balance();
+      const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 429}' }] } });
+      expect([r.status, r.json.error?.type, r.json.error?.code, r.headers.get('retry-after')]).toEqual([503, 'service_unavailable', 'model_rate_limited', '1']);
+      expect(await balance()).toBe(before);
+    });
+
+    it('tells a read-only key deleting a stored response that it can only read', async () => {
+      const readOnly = (await admin('POST', `/admin/accounts/${account}/keys`, { scope: 'read_only' })).json.key;
+      const r = await call('DELETE', '/v1/responses/resp_0123456789abcdef01234567', { key: readOnly });
+      expect([r.status, r.json.error?.code]).toEqual([403, 'read_only_key']);
+      expect(r.json.error.message).toMatch(/can only read/);
+      expect(r.json.error.message).toMatch(/delete/);
+    });
+  });
+
   describe('guessing keys is not free (14.13)', () => {
     let guarded: StartedGateway;
     let guardedCall: Call;

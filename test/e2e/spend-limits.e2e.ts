@@ -49,6 +49,22 @@ describe('spend limits and hold expiry', () => {
     else expect(Number(refused.headers.get('retry-after'))).toBe((Date.parse(resetsAt) - clock.now().getTime()) / 1000);
   });
 
+  // Issue 15.5: not "the limit is reached" when it is this request's worst case that does not fit.
+  it("says when it is the request's worst case that does not fit in what is left of a limit, and a smaller one passes", async () => {
+    const key = await cappedKey(await account(), 'daily');
+    const first = await call('POST', '/v1/chat/completions', { key, body: chat });
+    expect(first.status).toBe(200);
+    const left = worstCase - BigInt(Math.round(first.json.usage.cost * 1e9));
+    expect(left).toBeGreaterThan(0n);
+    const refused = await call('POST', '/v1/chat/completions', { key, body: chat });
+    expect(refused.status).toBe(429);
+    expect(refused.json.error.message).toContain(`This request's worst case ($${nanoToUsdString(worstCase)}`);
+    expect(refused.json.error.message).toContain(`($${nanoToUsdString(left)} of $${nanoToUsdString(worstCase)}`);
+    const small = chatWorstCase(gw.runtime, 'sim/echo', messages, 1);
+    expect(small).toBeLessThanOrEqual(left);
+    expect((await call('POST', '/v1/chat/completions', { key, body: { ...chat, max_tokens: 1 } })).status).toBe(200);
+  });
+
   it('the weekly window resets on Monday 00:00 UTC, not before', async () => {
     clock.set('2026-11-07T12:00:00Z');
     const key = await cappedKey(await account(), 'weekly');

@@ -118,11 +118,13 @@ describe('resolveModel', () => {
     expect(err.message).toContain("its successor 't/y' was retired on 2026-01-01T00:00:00.000Z and loops back to 't/x'");
   });
 
-  it('an unknown model, one the key may not use and one of another type are the same 404', () => {
+  it('an unknown model and one the key may not use are the same 404; one of another type is a 400 naming model (issue 15.5)', () => {
     const now = at('2026-11-15T00:00:00Z');
     expect(errorOf(() => resolveModel(catalog, 't/nope', now)).toBody()).toEqual(modelNotFound('t/nope').toBody());
     expect(errorOf(() => resolveModel(catalog, 't/old', now, { allowedModels: ['t/live'] })).toBody()).toEqual(modelNotFound('t/old').toBody());
-    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat' })).toBody()).toEqual(modelNotFound('t/embed').toBody());
+    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat' })).toBody().error).toMatchObject({ type: 'invalid_request_error', code: 'model_type_mismatch', param: 'model' });
+    // Not allowed wins over the wrong type: the key learns nothing of a model it may not use.
+    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat', allowedModels: ['t/live'] })).toBody()).toEqual(modelNotFound('t/embed').toBody());
     expect(resolveModel(catalog, 't/old', now, { allowedModels: ['t/old'], type: 'chat' }).model.id).toBe('t/old');
   });
 

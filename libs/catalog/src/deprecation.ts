@@ -65,10 +65,12 @@ export interface ResolveOptions {
  * `model_retired` when the model is past its sunset and no replacement can answer.
  */
 export function resolveModel(catalog: Catalog, id: string, now: Date, options: ResolveOptions = {}): ResolvedModel {
-  const usable = (m: CatalogModel) =>
-    (options.type === undefined || m.type === options.type) && (!options.allowedModels || options.allowedModels.includes(m.id));
+  const allowed = (m: CatalogModel) => !options.allowedModels || options.allowedModels.includes(m.id);
+  const usable = (m: CatalogModel) => (options.type === undefined || m.type === options.type) && allowed(m);
   const requested = catalog.get(id);
-  if (requested === undefined || !usable(requested)) throw modelNotFound(id);
+  if (requested === undefined || !allowed(requested)) throw modelNotFound(id);
+  // Issue 15.5: a model that exists, on the wrong endpoint, is the caller's mix-up, not a missing model.
+  if (!usable(requested)) throw wrongModelType(requested, options.type!);
 
   let model = requested;
   const visited = new Set([model.id]);
@@ -86,6 +88,17 @@ export function resolveModel(catalog: Catalog, id: string, now: Date, options: R
   const headers = deprecationHeaders(model, now);
   if (redirectedFrom !== null) headers['x-svc-model-redirected-from'] = redirectedFrom;
   return { model, redirectedFrom, headers };
+}
+
+const ENDPOINT_OF_TYPE: Partial<Record<string, string>> = { chat: '/v1/chat/completions', embedding: '/v1/embeddings' };
+
+function wrongModelType(model: CatalogModel, wanted: string): ApiError {
+  const endpoint = ENDPOINT_OF_TYPE[model.type];
+  return ApiError.invalidRequest(
+    `The model '${model.id}' is a ${model.type} model; this endpoint takes ${wanted} models${endpoint ? ` (use ${endpoint} for '${model.id}')` : ''}. GET /v1/models?type=${wanted} lists them.`,
+    'model',
+    'model_type_mismatch',
+  );
 }
 
 function modelRetired(requested: CatalogModel, last: CatalogModel, why: string): ApiError {

@@ -110,7 +110,7 @@ export function authorize(caller: Caller, operation: Operation, from: RequestOri
   switch (operation) {
     case 'model_call':
       if (caller.scope === 'management') throw ApiError.permission('A management key cannot call models; use a full key.', 'management_key_used_for_model_call');
-      if (caller.scope === 'read_only') throw ApiError.permission('A read-only key cannot make billed calls.', 'read_only_key');
+      if (caller.scope === 'read_only') throw ApiError.permission('A read-only key can only read: it cannot make billed calls or change or delete anything.', 'read_only_key');
       return;
     case 'management':
       if (caller.scope !== 'management') throw ApiError.permission('This operation needs a management key.', 'management_key_required');

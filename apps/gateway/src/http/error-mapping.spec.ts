@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { Client } from 'pg';
 import { DomainError } from '../../../../libs/eventstore/src/decider';
 import { ProjectionTimeoutError } from '../../../../libs/projections/src';
+import { ProviderError } from '../../../../libs/providers/src/provider-error';
 import { toApiError } from './error-mapping';
 
 const NOW = new Date('2026-11-24T10:00:00Z');
@@ -71,5 +72,22 @@ describe('error mapping of dependency outages (spec 7)', () => {
     expect(toApiError(new TypeError("Cannot read properties of undefined (reading 'x')"), NOW).status).toBe(500);
     const refusal = toApiError(new DomainError('invalid_key_settings', 'name has a value a key cannot have.', { param: 'name' }), NOW);
     expect(refusal.toBody().error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_key_settings', param: 'name' });
+  });
+
+  // Issue 15.5: one documented mapping of upstream failures (README, "Upstream failures").
+  it.each([
+    [new ProviderError({ kind: 'timeout', status: 504, message: 'slow' }), 504, 'api_error', 'upstream_timeout'],
+    [new ProviderError({ kind: 'http', status: 503, message: 'down' }), 503, 'service_unavailable', 'model_unavailable'],
+    [new ProviderError({ kind: 'http', status: 529, message: 'overloaded' }), 503, 'service_unavailable', 'model_unavailable'],
+    [new ProviderError({ kind: 'http', status: 429, message: 'rate limited' }), 503, 'service_unavailable', 'model_rate_limited'],
+    [new ProviderError({ kind: 'http', status: 500, message: 'boom' }), 502, 'api_error', 'upstream_error'],
+    [new ProviderError({ kind: 'network', status: 502, message: 'reset' }), 502, 'api_error', 'upstream_error'],
+    [new ProviderError({ kind: 'invalid_response', status: 502, message: 'redirect' }), 502, 'api_error', 'upstream_error'],
+    [new ProviderError({ kind: 'http', status: 401, message: 'operator key refused' }), 502, 'api_error', 'upstream_error'],
+    [new ProviderError({ kind: 'http', status: 400, message: 'bad' }), 400, 'invalid_request_error', 'upstream_rejected'],
+    [new ProviderError({ kind: 'http', status: 422, message: 'unprocessable' }), 400, 'invalid_request_error', 'upstream_rejected'],
+  ])('maps %s to %i %s %s', (err, status, type, code) => {
+    const apiError = toApiError(err, NOW);
+    expect([apiError.status, apiError.type, apiError.code]).toEqual([status, type, code]);
   });
 });

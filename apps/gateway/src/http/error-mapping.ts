@@ -2,6 +2,7 @@ import { HttpException } from '@nestjs/common';
 import { DomainError } from '../../../../libs/eventstore/src/decider';
 import { isLimitRefusal } from '../../../../libs/ledger/src/account';
 import { ApiError, isConnectionFailure } from '../../../../libs/platform/src/errors';
+import { nanoToUsdString } from '../../../../libs/platform/src/money';
 import { ProviderError } from '../../../../libs/providers/src/provider-error';
 import { ProjectionTimeoutError } from '../../../../libs/projections/src';
 
@@ -50,12 +51,23 @@ const LIMIT_MESSAGES: Record<string, string> = {
   daily_spend_limit_reached: "The account's daily spend limit is reached; it resets at 00:00 UTC.",
 };
 
-/** Spec 7 (429 insufficient_quota row): a spend limit says when it resets. */
+/**
+ * Spec 7 (429 insufficient_quota row): a spend limit says when it resets, and (issue 15.5) when
+ * it is not reached but this request's worst case does not fit in what is left, says that, as the
+ * 402 does: a smaller max_tokens may pass now.
+ */
 function limitReached(err: DomainError, now: Date): ApiError {
   const resetsAt = typeof err.details.resets_at === 'string' ? Date.parse(err.details.resets_at) : NaN;
   const headers: Record<string, string> = {};
   if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
-  return new ApiError(429, 'insufficient_quota', LIMIT_MESSAGES[err.code], err.code, null, headers);
+  const { limit_nano: limit, spent_nano: spent, required_nano: required } = err.details;
+  let message = LIMIT_MESSAGES[err.code];
+  if (typeof limit === 'bigint' && typeof spent === 'bigint' && typeof required === 'bigint' && spent < limit) {
+    message =
+      `This request's worst case ($${nanoToUsdString(required)}: its input plus max_tokens, or 4,096 output tokens when unset) does not fit in what is left ` +
+      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${LIMIT_MESSAGES[err.code]}`;
+  }
+  return new ApiError(429, 'insufficient_quota', message, err.code, null, headers);
 }
 
 function fromDomain(err: DomainError, now: Date): ApiError {
@@ -79,6 +91,11 @@ function fromProvider(err: ProviderError): ApiError {
   if (err.kind === 'timeout') return new ApiError(504, 'api_error', 'The model provider did not answer in time. Safe to retry.', 'upstream_timeout');
   if (err.kind === 'http' && (err.status === 503 || err.status === 529)) {
     return new ApiError(503, 'service_unavailable', 'The model is temporarily unavailable. Safe to retry.', 'model_unavailable');
+  }
+  // The provider's rate limit, not the caller's (spec 7's 429 rows are this service's limits):
+  // the model is unavailable for now.
+  if (err.kind === 'http' && err.status === 429) {
+    return new ApiError(503, 'service_unavailable', 'The model provider is rate limiting requests; the model is temporarily unavailable. Safe to retry.', 'model_rate_limited', null, { 'retry-after': '1' });
   }
   if (err.kind === 'http' && !err.retryable && err.status !== 401 && err.status !== 403) {
     // The provider refused the request itself (400, 404, 422): the caller's to fix.

@@ -27,6 +27,27 @@ export function presentModel(model: CatalogModel, now: Date) {
 }
 
 /**
+ * One model with the providers that serve it (issue 15.5: `no_provider_available` points here),
+ * in the catalog's preference order: what each bills, its quantization and data policy. Uptime
+ * is the catalog's figure for the model; per provider it is not known (null).
+ */
+export function presentModelWithProviders(model: CatalogModel, now: Date) {
+  return {
+    ...presentModel(model, now),
+    providers: model.providers.map((route) => ({
+      name: route.provider.name,
+      context_length: model.contextLength,
+      pricing: presentPrices(route.prices),
+      quantization: route.quantization,
+      supports_tools: route.tools,
+      data_collection: route.dataCollection,
+      zdr: route.zdr,
+      uptime: null,
+    })),
+  };
+}
+
+/**
  * USD as exact decimal strings, as OpenRouter does: token prices per token (`prompt`,
  * `completion`, `input_cache_read`), the others per unit and only where the model has them
  * (`request` per query, `image` per image, `second` per second).

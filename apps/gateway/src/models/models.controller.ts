@@ -7,7 +7,7 @@ import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { matchesFilters, parseModelFilters } from './model-filters';
-import { presentModel } from './model.presenter';
+import { presentModel, presentModelWithProviders } from './model.presenter';
 
 /** Spec 4.17: the catalog as the calling key sees it; any key scope may read it. */
 @Controller('v1/models')
@@ -40,7 +40,7 @@ export class ModelsController {
     const model = this.runtime.catalog.get(id);
     if (!model) throw modelNotFound(id);
     assertModelAllowed(caller, id);
-    return presentModel(model, this.clock.now());
+    return presentModelWithProviders(model, this.clock.now());
   }
 
   /** Only models the key may use, and not those past their sunset: they no longer answer themselves. */
