@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { countChatPromptTokens } from '../../libs/providers/src/tokens';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-robustness-tests';
@@ -249,6 +250,33 @@ describe('robustness: bad input changes nothing', () => {
       expect([r.status, r.json.error?.code]).toEqual([403, 'read_only_key']);
       expect(r.json.error.message).toMatch(/can only read/);
       expect(r.json.error.message).toMatch(/delete/);
+    });
+  });
+
+  describe('rate-limit headers on every authenticated /v1 answer (15.3, spec 8)', () => {
+    const windows = (headers: Headers) => ['limit', 'remaining', 'reset'].flatMap((w) => ['requests', 'tokens'].map((k) => headers.get(`x-ratelimit-${w}-${k}`)));
+
+    it('on a 403 (a key outside its scope) and an unknown /v1 route, counting neither', async () => {
+      const keyOf = (await admin('POST', `/admin/accounts/${account}/keys`, { name: 'headers' })).json.key;
+      const refused = await call('GET', '/v1/keys', { key: keyOf });
+      expect(refused.status).toBe(403);
+      expect(windows(refused.headers).every((v) => v !== null)).toBe(true);
+      const missing = await call('GET', '/v1/no-such-thing', { key: keyOf });
+      expect(missing.status).toBe(404);
+      expect(windows(missing.headers).every((v) => v !== null)).toBe(true);
+      // Neither counted against the key's requests per minute.
+      expect(missing.headers.get('x-ratelimit-remaining-requests')).toBe(missing.headers.get('x-ratelimit-limit-requests'));
+      // Without a valid key there is no window to report.
+      expect(windows((await call('GET', '/v1/no-such-thing')).headers).every((v) => v === null)).toBe(true);
+    });
+
+    it('counts the prompt of the request it answers in x-ratelimit-remaining-tokens', async () => {
+      const keyOf = (await admin('POST', `/admin/accounts/${account}/keys`, { name: 'tokens' })).json.key;
+      const messages = [{ role: 'user', content: 'count me in this window please' }];
+      const r = await call('POST', '/v1/chat/completions', { key: keyOf, body: { model: 'sim/echo', max_tokens: 5, messages } });
+      expect(r.status).toBe(200);
+      const limit = Number(r.headers.get('x-ratelimit-limit-tokens'));
+      expect(Number(r.headers.get('x-ratelimit-remaining-tokens'))).toBe(limit - countChatPromptTokens(messages));
     });
   });
 

@@ -23,7 +23,7 @@ import type { EmbeddingsCall } from '../../../../libs/interfaces/src/embeddings'
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
-import { RateLimitService } from '../edge/rate-limits';
+import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 import { byokKeyRejected, toApiError } from '../http/error-mapping';
 import type { ChatCompletionRequest } from './chat-completion.request';
 import { fitContext, readPlugins, type ChatPlugins } from './plugins/chat-plugins';
@@ -232,7 +232,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   private async begin(caller: Caller, plan: Plan, context: RequestContext): Promise<Generation> {
     const { models, headers, promptTokens, maxOutput, user } = plan;
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
-    await this.rateLimits.consumePromptTokens(caller, promptTokens);
+    const tokens = await this.rateLimits.consumePromptTokens(caller, promptTokens);
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
     const targets = targetsOf(models, this.runtime.providers, this.own.resolver(caller.accountId, caller.sealedProviderKeys));
     const id = `gen-${randomBytes(12).toString('hex')}`;
@@ -266,7 +266,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     });
-    return { id, caller, endpoint, targets, promptTokens, headers, ledger };
+    // Issue 15.3: the tokens left count this request's prompt (admission only looked at the window).
+    return { id, caller, endpoint, targets, promptTokens, headers: { ...headers, ...tokenWindowHeaders(tokens) }, ledger };
   }
 
   /**

@@ -85,10 +85,26 @@ export class RateLimitService {
   }
 
   /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */
-  async consumePromptTokens(caller: Caller, promptTokens: number): Promise<void> {
+  async consumePromptTokens(caller: Caller, promptTokens: number): Promise<WindowResult> {
     const limits = this.limitsOf(caller);
     const window = await this.runtime.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
     if (!window.allowed) throw tokensExceeded(limits, window.resetMs, promptTokens);
+    return window;
+  }
+
+  /**
+   * Spec 8, issue 15.3: the headers on an answer that admission never reached (a key refused
+   * for its scope or restrictions, a route that does not exist): the windows as they stand,
+   * counting nothing.
+   */
+  async reportWindows(caller: Caller, reply: FastifyReply): Promise<void> {
+    const limits = this.limitsOf(caller);
+    const [requests, tokens] = await Promise.all([
+      this.runtime.edge.rateLimiter.peek(bucket('rpm', caller), limits.requests_per_minute),
+      this.runtime.edge.rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
+    ]);
+    setWindowHeaders(reply, 'requests', requests);
+    setWindowHeaders(reply, 'tokens', tokens);
   }
 
   /** Counts what the model produced, once known. Never refuses: the answer is already out. */
@@ -103,12 +119,21 @@ function bucket(kind: 'rpm' | 'tpm' | 'concurrent', caller: Caller): string {
 }
 
 /** OpenAI's headers; the reset as a duration (`12s`), as OpenAI writes it. */
-function setWindowHeaders(reply: FastifyReply, what: 'requests' | 'tokens', window: WindowResult): void {
-  void reply.headers({
+function windowHeaders(what: 'requests' | 'tokens', window: WindowResult): Record<string, string> {
+  return {
     [`x-ratelimit-limit-${what}`]: String(window.limit),
     [`x-ratelimit-remaining-${what}`]: String(window.remaining),
     [`x-ratelimit-reset-${what}`]: `${Math.ceil(window.resetMs / 1000)}s`,
-  });
+  };
+}
+
+function setWindowHeaders(reply: FastifyReply, what: 'requests' | 'tokens', window: WindowResult): void {
+  void reply.headers(windowHeaders(what, window));
+}
+
+/** The tokens window once a request's prompt is counted in it, for its answer's headers. */
+export function tokenWindowHeaders(window: WindowResult): Record<string, string> {
+  return windowHeaders('tokens', window);
 }
 
 function tooMany(message: string, code: string, retryAfterMs: number): ApiError {

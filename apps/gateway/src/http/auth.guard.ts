@@ -49,10 +49,29 @@ export class ApiKeyGuard implements CanActivate {
       throw err;
     });
     const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
-    authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
+    const reply = context.switchToHttp().getResponse<FastifyReply>();
+    try {
+      authorize(caller, operation, { ip: request.ip, origin: header('origin'), referer: header('referer') });
+    } catch (err) {
+      // A refused key still learns where its windows stand (spec 8: every /v1 response).
+      await this.rateLimits.reportWindows(caller, reply).catch(() => undefined);
+      throw err;
+    }
     request.caller = caller;
-    await this.rateLimits.admit(caller, operation, context.switchToHttp().getResponse<FastifyReply>());
+    await this.rateLimits.admit(caller, operation, reply);
     return true;
+  }
+
+  /**
+   * The caller of a request no route took (an unknown /v1 path), for its rate-limit headers;
+   * null when it has no valid key. Counts no failed authentication: the 404 is the answer.
+   */
+  async callerOf(request: FastifyRequest): Promise<Caller | null> {
+    try {
+      return await authenticate(keyFromHeaders(request.raw.rawHeaders), this.lookup, this.clock.now());
+    } catch {
+      return null;
+    }
   }
 }
 

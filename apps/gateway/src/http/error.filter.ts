@@ -2,6 +2,9 @@ import { Catch, Inject, Logger, type ArgumentsHost, type ExceptionFilter } from 
 import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toAnthropicError } from '../../../../libs/interfaces/src/messages';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { RateLimitService } from '../edge/rate-limits';
+import { ApiKeyGuard } from './auth.guard';
 import { toApiError } from './error-mapping';
 
 /**
@@ -14,17 +17,32 @@ import { toApiError } from './error-mapping';
 export class ApiErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
-  constructor(@Inject(CLOCK) private readonly clock: Clock) {}
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly keys: ApiKeyGuard,
+    private readonly rateLimits: RateLimitService,
+  ) {}
 
   catch(err: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
     const apiError = toApiError(err, this.clock.now());
     if (apiError.status >= 500 && apiError.code === 'internal_error') {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }
     if (reply.sent) return;
-    const body = isMessagesPath(http.getRequest<FastifyRequest>()?.url) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody();
+    void this.send(apiError, request, reply);
+  }
+
+  private async send(apiError: ApiError, request: FastifyRequest | undefined, reply: FastifyReply): Promise<void> {
+    // No route ran, so no guard: a valid key still gets its rate-limit headers (spec 8: every /v1 response).
+    if (apiError.code === 'route_not_found' && request && /^\/v1(\/|\?|$)/.test(request.url)) {
+      const caller = await this.keys.callerOf(request);
+      if (caller) await this.rateLimits.reportWindows(caller, reply).catch(() => undefined);
+    }
+    if (reply.sent) return;
+    const body = isMessagesPath(request?.url) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody();
     void reply.status(apiError.status).headers(apiError.headers).send(body);
   }
 }
