@@ -280,6 +280,29 @@ describe('robustness: bad input changes nothing', () => {
     });
   });
 
+  describe('every id handed out can be looked up (15.2)', () => {
+    it('a /v1/responses id, in /v1/generation and in the lookup', async () => {
+      const created = await call('POST', '/v1/responses', { key: full, body: { model: 'sim/echo', input: 'hi', max_output_tokens: 16, store: false } });
+      expect(created.status).toBe(200);
+      const id = created.json.id as string;
+      expect(id).toMatch(/^resp_/);
+      const one = await call('GET', `/v1/generation?id=${id}`, { key: full });
+      expect(one.status).toBe(200);
+      expect(one.json.data).toMatchObject({ id: created.headers.get('x-svc-generation-id'), status: 'completed' });
+      const many = await call('POST', '/v1/generations/lookup', { key: full, body: { ids: [id, 'resp_000000000000000000000000'] } });
+      expect(many.json.data.map((g: { found: boolean }) => g.found)).toEqual([true, false]);
+    });
+
+    it('a request that failed after its hold answers with the id of its failed record', async () => {
+      const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 503}' }] } });
+      expect(r.status).toBe(503);
+      const id = r.headers.get('x-svc-generation-id');
+      expect(id).toMatch(/^gen-/);
+      const record = await call('GET', `/v1/generation?id=${id}`, { key: full });
+      expect(record.json.data).toMatchObject({ id, status: 'failed', total_cost: 0 });
+    });
+  });
+
   describe('guessing keys is not free (14.13)', () => {
     let guarded: StartedGateway;
     let guardedCall: Call;

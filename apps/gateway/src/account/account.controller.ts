@@ -8,6 +8,7 @@ import { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery } from '../..
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { generationIdOf } from '../responses/responses.service';
 import { bodyValidation } from '../http/validation';
 import { presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
@@ -47,7 +48,7 @@ export class AccountController {
     if (typeof id !== 'string' || id === '') throw ApiError.invalidRequest("Query parameter 'id' is required.", 'id');
     await this.reads.settle(caller.accountId, 'generations');
     // Another workspace's generation is as unknown as a missing one.
-    const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [id]));
+    const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [generationIdOf(id)]));
     if (!g) throw ApiError.notFound(`No generation with id '${id}'.`, 'generation_not_found', 'id');
     return { data: presentGeneration(g) };
   }
@@ -58,11 +59,11 @@ export class AccountController {
   async lookup(@CallerParam() caller: Caller, @Body(bodyValidation()) body: GenerationsLookupRequest) {
     const ids = [...new Set(body.ids)];
     await this.reads.settle(caller.accountId, 'generations');
-    const rows = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, ids));
+    const rows = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, ids.map(generationIdOf)));
     const byId = new Map(rows.map((g) => [g.id, g]));
     return {
       data: ids.map((id) => {
-        const g = byId.get(id);
+        const g = byId.get(generationIdOf(id));
         return g ? { found: true, ...presentGeneration(g) } : { id, found: false };
       }),
     };

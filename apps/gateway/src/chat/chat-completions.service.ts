@@ -25,6 +25,7 @@ import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 import { byokKeyRejected, toApiError } from '../http/error-mapping';
+import { markFailedGeneration } from '../http/failed-generation';
 import type { ChatCompletionRequest } from './chat-completion.request';
 import { fitContext, readPlugins, type ChatPlugins } from './plugins/chat-plugins';
 import { checkCapabilities, checkImages, ignoredParamsHeader, withoutUnknownFields } from './request-rules';
@@ -292,15 +293,15 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
         // full price, which is not what a BYOK account asked for.
         if (target.byok && err instanceof ProviderError && err.kind === 'http' && (err.status === 401 || err.status === 403)) {
           await this.release(generation, target, err, performance.now() - started, 'byok_key_rejected');
-          throw byokKeyRejected(err, target.route.provider.name);
+          throw markFailedGeneration(byokKeyRejected(err, target.route.provider.name), generation.id);
         }
         await this.release(generation, target, err, performance.now() - started);
-        throw err;
+        throw markFailedGeneration(err, generation.id);
       }
     }
     const last = failures[failures.length - 1];
     await this.release(generation, last.target, last.error, performance.now() - started);
-    throw allFailed(failures);
+    throw markFailedGeneration(allFailed(failures), generation.id);
   }
 
   private async release(generation: Generation, target: Target, err: unknown, latencyMs: number, errorCode?: string): Promise<void> {

@@ -6,6 +6,7 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 import { RateLimitService } from '../edge/rate-limits';
 import { ApiKeyGuard } from './auth.guard';
 import { toApiError } from './error-mapping';
+import { failedGenerationOf } from './failed-generation';
 
 /**
  * Every error leaves as the spec's error object; unexpected ones are logged, never echoed.
@@ -32,6 +33,8 @@ export class ApiErrorFilter implements ExceptionFilter {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }
     if (reply.sent) return;
+    const generationId = failedGenerationOf(err);
+    if (generationId) void reply.header('x-svc-generation-id', generationId);
     void this.send(apiError, request, reply);
   }
 

@@ -37,6 +37,11 @@ export function responseIdOf(generationId: string): string {
   return `resp_${generationId.replace(/^gen-/, '')}`;
 }
 
+/** The generation a `resp_` id names (issue 15.2: every id handed out can be looked up); other ids as they are. */
+export function generationIdOf(id: string): string {
+  return id.startsWith('resp_') ? `gen-${id.slice('resp_'.length)}` : id;
+}
+
 function newItemId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
