@@ -66,7 +66,9 @@ describe('operator CLI: projections', () => {
     await expect(cli('keys', 'create', member, '--body', '{"scope": "root"}')).rejects.toMatchObject({ param: 'scope' });
 
     const log = JSON.parse(await cli('audit-log', '--account', owner));
-    expect(log.map((e: { action: string }) => e.action)).toEqual(['key.created', 'org.member_added', 'org.created']);
+    // The account's credit grant is recorded too (issue 15.7), by the CLI.
+    expect(log.map((e: { action: string }) => e.action)).toEqual(['key.created', 'org.member_added', 'org.created', 'credits.added']);
+    expect(log[3]).toMatchObject({ actor: 'cli', account_id: owner, target_id: owner });
     expect(log[0]).toMatchObject({ actor: 'cli', account_id: owner, actor_account_id: null, target_id: key.data.id });
   }, 30_000);
 });

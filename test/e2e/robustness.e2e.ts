@@ -303,6 +303,28 @@ describe('robustness: bad input changes nothing', () => {
     });
   });
 
+  describe('the audit log (15.7)', () => {
+    it("records credit grants and daily-limit changes, names fields as the API does, and is the account's to read", async () => {
+      const created = await call('POST', '/v1/keys', { key: management, body: { name: 'audited', limit: 5 } });
+      await call('PATCH', `/v1/keys/${created.json.data.id}`, { key: management, body: { limit: 7, rpm_limit: 10 } });
+      await admin('POST', `/admin/accounts/${account}/credits`, { amount_usd: 2.5 });
+      await admin('PATCH', `/admin/accounts/${account}`, { daily_limit_usd: 40 });
+      await admin('PATCH', `/admin/accounts/${account}`, { daily_limit_usd: null });
+
+      const log = await call('GET', '/v1/audit-log?limit=50', { key: management });
+      expect(log.status).toBe(200);
+      const entries = log.json.data as { action: string; target_id: string; actor: string; ip: string | null; details: Record<string, unknown> }[];
+      expect(entries.find((e) => e.action === 'key.updated' && e.target_id === created.json.data.id)?.details).toEqual({ fields: ['limit', 'rpm_limit'] });
+      expect(entries.find((e) => e.action === 'credits.added')).toMatchObject({ actor: 'admin', details: { amount_usd: 2.5, reason: 'admin' } });
+      expect(entries.filter((e) => e.action === 'account.daily_limit_set').map((e) => e.details.daily_limit_usd)).toEqual([null, 40]);
+      expect(JSON.stringify(entries)).not.toContain('_nano');
+      const keysOnly = await call('GET', '/v1/audit-log?action=key.created', { key: management });
+      expect(new Set(keysOnly.json.data.map((e: { action: string }) => e.action))).toEqual(new Set(['key.created']));
+      expect((await call('GET', '/v1/audit-log', { key: full })).status).toBe(403);
+      expect((await call('GET', '/v1/audit-log?limit=0', { key: management })).json.error.param).toBe('limit');
+    });
+  });
+
   describe('guessing keys is not free (14.13)', () => {
     let guarded: StartedGateway;
     let guardedCall: Call;

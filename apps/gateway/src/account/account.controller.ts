@@ -3,7 +3,7 @@ import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
-import { getKey } from '../../../../libs/projections/src';
+import { getKey, listAuditLog } from '../../../../libs/projections/src';
 import { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery } from '../../../../libs/projections/src/queries.module';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
@@ -86,6 +86,26 @@ export class AccountController {
       }),
     );
     return { data: rows.map((r) => presentActivity(r, keyId)) };
+  }
+
+  /**
+   * Issue 15.7: the account reads its own audit log (key, organization, provider-key, credit and
+   * daily-limit changes, with who, from where and when), newest first. An organization's
+   * members read it through its owner's account: an entry does not record the workspace yet.
+   */
+  @Get('audit-log')
+  @Requires('management')
+  async auditLog(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('action') action: unknown) {
+    if (caller.workspaceId !== caller.accountId) {
+      throw ApiError.permission("An organization's audit log is read with a management key of its owner's own account.", 'management_key_required');
+    }
+    const n = limit === undefined ? 100 : Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw ApiError.invalidRequest('limit must be an integer from 1 to 1000.', 'limit');
+    if (action !== undefined && (typeof action !== 'string' || !/^[a-z_]+\.[a-z_]+$/.test(action))) {
+      throw ApiError.invalidRequest('action must be an audit action such as key.created.', 'action');
+    }
+    await this.reads.settle(caller.accountId, 'audit_log');
+    return { data: await listAuditLog(this.runtime.sql, caller.accountId, n, (action as string | undefined) ?? null) };
   }
 
   /**

@@ -1,16 +1,22 @@
 import type { RecordedEvent } from '../../../eventstore/src/port';
 import type { KeyEvent } from '../../../identity/src/key';
+import type { AccountEvent } from '../../../ledger/src/account';
+import { nanoToUsd } from '../../../platform/src/money';
 import type { OrgEvent } from '../../../identity/src/organization';
 import type { SettingsEvent } from '../../../identity/src/settings';
 import type { SqlExecutor } from '../../../platform/src/sql';
 import { eventTime, perEvent, type Projection } from '../projection';
 
-type Audited = KeyEvent | OrgEvent | SettingsEvent;
+type Audited = KeyEvent | OrgEvent | SettingsEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
+
+/** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
+const API_FIELD: Record<string, string> = { limit_nano: 'limit' };
+const usd = (nano: string | null) => (nano === null ? null : nanoToUsd(BigInt(nano)));
 
 /** What each audited event says happened, to what, in whose account (spec 1, audit log). */
 const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data']) => { action: string; account: string; target: string; details: object } } = {
   KeyCreated: (d) => ({ action: 'key.created', account: d.account_id, target: d.key_id, details: { name: d.name, scope: d.scope, environment: d.environment, org_id: d.org_id } }),
-  KeyUpdated: (d) => ({ action: 'key.updated', account: d.account_id, target: d.key_id, details: { fields: Object.keys(d.changes).sort() } }),
+  KeyUpdated: (d) => ({ action: 'key.updated', account: d.account_id, target: d.key_id, details: { fields: Object.keys(d.changes).map((f) => API_FIELD[f] ?? f).sort() } }),
   KeyRotated: (d) => ({ action: 'key.rotated', account: d.account_id, target: d.key_id, details: { previous_valid_until: d.previous_valid_until } }),
   KeyRevoked: (d) => ({ action: 'key.revoked', account: d.account_id, target: d.key_id, details: {} }),
   OrgCreated: (d) => ({ action: 'org.created', account: d.owner_account_id, target: d.org_id, details: { name: d.name } }),
@@ -21,6 +27,8 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
   // The hint only: the audit log is read by people, and even a ciphertext has no business there.
   ProviderKeySaved: (d) => ({ action: 'provider_key.saved', account: d.account_id, target: d.provider, details: { provider: d.provider, hint: d.hint } }),
   ProviderKeyDeleted: (d) => ({ action: 'provider_key.deleted', account: d.account_id, target: d.provider, details: { provider: d.provider } }),
+  CreditsAdded: (d) => ({ action: 'credits.added', account: d.account_id, target: d.account_id, details: { amount_usd: usd(d.amount_nano), reason: d.reason } }),
+  DailyLimitSet: (d) => ({ action: 'account.daily_limit_set', account: d.account_id, target: d.account_id, details: { daily_limit_usd: usd(d.limit_nano) } }),
 };
 
 async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
@@ -67,11 +75,12 @@ export interface AuditEntry {
   details: Record<string, unknown>;
 }
 
-/** Entries about an account, or made by it, newest first. */
-export async function listAuditLog(sql: SqlExecutor, accountId: string | null, limit = 100): Promise<AuditEntry[]> {
+/** Entries about an account, or made by it, newest first; `action` narrows to one kind. */
+export async function listAuditLog(sql: SqlExecutor, accountId: string | null, limit = 100, action: string | null = null): Promise<AuditEntry[]> {
   const { rows } = await sql.query<Record<string, any>>(
-    `SELECT * FROM audit_log WHERE $1::text IS NULL OR account_id = $1 OR actor_account_id = $1 ORDER BY at DESC, event_id LIMIT $2`,
-    [accountId, limit],
+    `SELECT * FROM audit_log WHERE ($1::text IS NULL OR account_id = $1 OR actor_account_id = $1) AND ($3::text IS NULL OR action = $3)
+      ORDER BY at DESC, event_id LIMIT $2`,
+    [accountId, limit, action],
   );
   return rows.map((r) => ({
     id: r.event_id,
