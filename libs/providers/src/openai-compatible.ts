@@ -155,7 +155,12 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
         // OpenAI and OpenRouter report a failure after the headers as an error event.
         if (isRecord(chunk) && isRecord(chunk.error)) throw streamedError(chunk);
         if (exclude && isRecord(chunk) && Array.isArray(chunk.choices)) {
-          (chunk as ChatChunk).choices = (chunk as ChatChunk).choices.map((choice) => ({ ...choice, delta: withoutReasoning(choice.delta)! }));
+          const choices = (chunk as ChatChunk).choices.map((choice) => ({ ...choice, delta: withoutReasoning(choice.delta)! }));
+          // A chunk that only carried thinking is nothing once the thinking is gone: not sent as
+          // an empty `delta: {}` (issue 15.8). Its usage, if any, still counts.
+          const empty = choices.length > 0 && choices.every((c) => c.finish_reason == null && Object.keys(c.delta ?? {}).length === 0);
+          if (empty && !isRecord((chunk as ChatChunk).usage)) continue;
+          (chunk as ChatChunk).choices = empty ? [] : choices;
         }
         yield chunk as ChatChunk;
       }

@@ -16,6 +16,10 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** `max_completion_tokens`, else `max_tokens`. */
   maxTokens: number | undefined;
+  /** `stop`: the text ends before the first of them (OpenAI allows up to 4). */
+  stop: string[];
+  /** `response_format`: JSON for `json_object`, an instance of the schema for `json_schema`. */
+  responseFormat: { type: 'json_object' } | { type: 'json_schema'; schema: unknown } | null;
 }
 
 export interface Reply {
@@ -43,13 +47,72 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (cap !== undefined && cap !== null && !(Number.isInteger(cap) && (cap as number) >= 1)) {
     throw new SimError(400, 'max_tokens must be a positive integer', body.max_completion_tokens === undefined ? 'max_tokens' : 'max_completion_tokens');
   }
+  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  const format = isRecord(body.response_format) ? body.response_format : null;
+  const responseFormat =
+    format?.type === 'json_object'
+      ? ({ type: 'json_object' } as const)
+      : format?.type === 'json_schema' && isRecord(format.json_schema)
+        ? ({ type: 'json_schema', schema: format.json_schema.schema ?? {} } as const)
+        : null;
   return {
     model: body.model,
     messages: body.messages,
     stream: body.stream === true,
     includeUsage: isRecord(body.stream_options) && body.stream_options.include_usage === true,
     maxTokens: typeof cap === 'number' ? cap : undefined,
+    stop,
+    responseFormat,
   };
+}
+
+/**
+ * The smallest JSON value of a JSON Schema's shape, with `text` for strings, so structured
+ * outputs (`client.chat.completions.parse()`) parse and validate through the gateway: objects
+ * get every property (required or not), arrays `minItems` items, enums and consts their first
+ * value, unions their first branch.
+ */
+export function instanceOf(schema: unknown, text: string, defs: Record<string, unknown> = {}, depth = 0): unknown {
+  if (!isRecord(schema) || depth > 16) return null;
+  const local = { ...defs, ...(isRecord(schema.$defs) ? schema.$defs : {}), ...(isRecord(schema.definitions) ? schema.definitions : {}) };
+  if (typeof schema.$ref === 'string') return instanceOf(local[schema.$ref.replace(/^#\/(\$defs|definitions)\//, '')], text, local, depth + 1);
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  for (const union of ['anyOf', 'oneOf', 'allOf'] as const) {
+    if (Array.isArray(schema[union]) && schema[union].length > 0) return instanceOf(schema[union][0], text, local, depth + 1);
+  }
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') ?? 'null' : schema.type;
+  switch (type) {
+    case 'object': {
+      const properties = isRecord(schema.properties) ? schema.properties : {};
+      return Object.fromEntries(Object.entries(properties).map(([name, sub]) => [name, instanceOf(sub, text, local, depth + 1)]));
+    }
+    case 'array': {
+      const n = Number.isInteger(schema.minItems) ? (schema.minItems as number) : 0;
+      return Array.from({ length: n }, () => instanceOf(schema.items, text, local, depth + 1));
+    }
+    case 'string':
+      return text;
+    case 'integer':
+    case 'number':
+      return typeof schema.minimum === 'number' ? schema.minimum : 0;
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    default:
+      return isRecord(schema.properties) ? instanceOf({ ...schema, type: 'object' }, text, local, depth + 1) : null;
+  }
+}
+
+/** `text` up to the first stop sequence, and whether one cut it. */
+function untilStop(text: string, stop: readonly string[]): { text: string; stopped: boolean } {
+  let end = text.length;
+  for (const s of stop) {
+    const at = text.indexOf(s);
+    if (at >= 0 && at < end) end = at;
+  }
+  return { text: text.slice(0, end), stopped: end < text.length };
 }
 
 /** Text of the last user message; an array content contributes its text parts. */
@@ -87,11 +150,18 @@ export function planReply(request: ChatRequest, directives: SimDirectives, echo:
       usage: usage(countTextTokens(fn.name) + countTextTokens(fn.arguments)),
     };
   }
-  const wanted = directives.malformed_json
+  const format = request.responseFormat;
+  const generated = directives.malformed_json
     ? `{"answer": ${JSON.stringify(echo)}, "items": [1, 2,`
     : directives.completion_tokens !== undefined
       ? words('token', directives.completion_tokens)
-      : `Echo: ${echo}`;
+      : format?.type === 'json_schema'
+        ? JSON.stringify(instanceOf(format.schema, `Echo: ${echo}`))
+        : format?.type === 'json_object'
+          ? JSON.stringify({ answer: `Echo: ${echo}` })
+          : `Echo: ${echo}`;
+  // A stop sequence ends the text where it would begin, as OpenAI's do (it is not part of it).
+  const { text: wanted } = untilStop(generated, request.stop);
   const content = truncateToTokens(wanted, budget - reasoningTokens);
   return {
     reasoning,

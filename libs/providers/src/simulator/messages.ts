@@ -73,6 +73,8 @@ export function parseMessagesRequest(body: unknown): ChatRequest {
     stream: body.stream === true,
     includeUsage: true,
     maxTokens: body.max_tokens as number,
+    stop: Array.isArray(body.stop_sequences) ? body.stop_sequences.filter((s): s is string => typeof s === 'string' && s !== '') : [],
+    responseFormat: null,
   };
 }
 
