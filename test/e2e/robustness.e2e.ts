@@ -325,6 +325,53 @@ describe('robustness: bad input changes nothing', () => {
     });
   });
 
+  describe('every typed field of a chat request is checked (15.6)', () => {
+    const user = [{ role: 'user', content: 'hi' }];
+    it.each([
+      ['temperature', { temperature: 'hot' }, 'temperature'],
+      ['temperature out of range', { temperature: 3 }, 'temperature'],
+      ['top_k', { top_k: 'many' }, 'top_k'],
+      ['stop', { stop: 5 }, 'stop'],
+      ['too many stops', { stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
+      ['seed', { seed: 1.5 }, 'seed'],
+      ['tools', { tools: 'all of them' }, 'tools'],
+      ['a tool without a name', { tools: [{ type: 'function', function: {} }] }, 'tools'],
+      ['tool_choice', { tool_choice: 3 }, 'tool_choice'],
+      ['response_format', { response_format: 'json' }, 'response_format'],
+      ['reasoning', { reasoning: 1 }, 'reasoning'],
+      ['logit_bias', { logit_bias: { a: 500 } }, 'logit_bias'],
+      ['an unknown content part', { messages: [{ role: 'user', content: [{ type: 'hologram', data: 'x' }] }] }, 'messages[0].content'],
+      ['a tool message without tool_call_id', { messages: [...user, { role: 'tool', content: '42' }] }, 'messages[1].tool_call_id'],
+      ['a file part pointing at a URL', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'http://127.0.0.1:9/secret' } }] }] }, 'messages[0].content'],
+      ['a file part naming a path', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: '../../etc/passwd' } }] }] }, 'messages[0].content'],
+    ])('refuses %s with 400 naming the field; nothing reaches the upstream or is billed', async (_what, fields, param) => {
+      const [money, calls] = [await balance(), gw.runtime.simulator!.received.length];
+      const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: user, ...fields } });
+      expect([r.status, r.json.error?.type, r.json.error?.param]).toEqual([400, 'invalid_request_error', param]);
+      expect([await balance(), gw.runtime.simulator!.received.length]).toEqual([money, calls]);
+    });
+
+    it('passes what is well-formed: a data URL file part, a tool round trip', async () => {
+      const pdf = `data:application/pdf;base64,${Buffer.from('%PDF-1.4 fake').toString('base64')}`;
+      const r = await call('POST', '/v1/chat/completions', {
+        key: full,
+        body: {
+          model: 'sim/echo',
+          max_tokens: 5,
+          temperature: 0.2,
+          stop: ['\n\n'],
+          messages: [
+            { role: 'user', content: [{ type: 'text', text: 'read' }, { type: 'file', file: { filename: 'a.pdf', file_data: pdf } }] },
+            { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+            { role: 'tool', tool_call_id: 'call_1', content: '42' },
+            { role: 'user', content: 'thanks' },
+          ],
+        },
+      });
+      expect(r.status).toBe(200);
+    });
+  });
+
   describe('guessing keys is not free (14.13)', () => {
     let guarded: StartedGateway;
     let guardedCall: Call;

@@ -13,25 +13,81 @@ import {
   Max,
   Min,
   ValidateBy,
+  ValidateIf,
   ValidateNested,
   type ValidationOptions,
 } from 'class-validator';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
 
-/** Message content: a string, an array of parts, or null (an assistant turn with tool calls). */
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * What is wrong with a content part (issue 15.6: unknown part types and unchecked file parts
+ * reached the upstream and were billed); null when it is one of OpenAI's part shapes. A
+ * `file_id` names a file of the Files API, which this service does not have yet.
+ */
+function partProblem(part: unknown): string | null {
+  if (!isRecord(part)) return 'is not an object';
+  switch (part.type) {
+    case 'text':
+      return typeof part.text === 'string' ? null : 'text must be a string';
+    case 'image_url':
+      return isRecord(part.image_url) && typeof part.image_url.url === 'string' ? null : 'image_url must be {url: string}';
+    case 'input_audio':
+      return isRecord(part.input_audio) && typeof part.input_audio.data === 'string' && typeof part.input_audio.format === 'string' ? null : 'input_audio must be {data, format}';
+    case 'file': {
+      const file = part.file;
+      if (!isRecord(file)) return 'file must be an object';
+      if (file.file_id !== undefined) return 'file.file_id is not supported (this service has no Files API yet); send the file inline as file.file_data';
+      if (typeof file.file_data !== 'string' || !/^data:[\w.+-]+\/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*$/.test(file.file_data)) {
+        return 'file.file_data must be a base64 data URL (data:<media type>;base64,...)';
+      }
+      return file.filename === undefined || typeof file.filename === 'string' ? null : 'file.filename must be a string';
+    }
+    default:
+      return `has an unknown type ${JSON.stringify(part.type)} (text, image_url, input_audio or file)`;
+  }
+}
+
+/** Message content: a string, an array of known parts, or null (an assistant turn with tool calls). */
 function IsMessageContent(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isMessageContent',
       validator: {
-        validate: (value: unknown) => value === null || typeof value === 'string' || (Array.isArray(value) && value.every((p) => typeof p === 'object' && p !== null)),
-        defaultMessage: () => 'content must be a string, an array of content parts, or null.',
+        validate: (value: unknown) => value === null || typeof value === 'string' || (Array.isArray(value) && value.every((p) => partProblem(p) === null)),
+        defaultMessage: (args) => {
+          const value = args?.value;
+          if (!Array.isArray(value)) return 'content must be a string, an array of content parts, or null.';
+          const i = value.findIndex((p) => partProblem(p) !== null);
+          return `content part ${i} ${partProblem(value[i])}.`;
+        },
       },
     },
     options,
   );
 }
+
+/** A value checked by `test`, explained by `what` (`must be ...`). */
+function Is(test: (value: unknown) => boolean, what: string, options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy({ name: 'is', validator: { validate: (value: unknown) => test(value), defaultMessage: (args) => `${args?.property} must be ${what}.` } }, options);
+}
+
+const isNumberIn = (min: number, max: number) => (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max;
+const isFunctionTool = (t: unknown) => isRecord(t) && t.type === 'function' && isRecord(t.function) && typeof t.function.name === 'string' && t.function.name !== '' && (t.function.parameters === undefined || isRecord(t.function.parameters));
+const isToolChoice = (v: unknown) => v === 'none' || v === 'auto' || v === 'required' || (isRecord(v) && v.type === 'function' && isRecord(v.function) && typeof v.function.name === 'string');
+const isResponseFormat = (v: unknown) =>
+  isRecord(v) && (v.type === 'text' || v.type === 'json_object' || (v.type === 'json_schema' && isRecord(v.json_schema) && typeof v.json_schema.name === 'string' && (v.json_schema.schema === undefined || isRecord(v.json_schema.schema))));
+const EFFORTS = ['minimal', 'low', 'medium', 'high'];
+const isReasoning = (v: unknown) =>
+  isRecord(v) &&
+  (v.effort === undefined || EFFORTS.includes(v.effort as string)) &&
+  (v.max_tokens === undefined || (Number.isInteger(v.max_tokens) && (v.max_tokens as number) >= 0)) &&
+  (v.exclude === undefined || typeof v.exclude === 'boolean') &&
+  (v.enabled === undefined || typeof v.enabled === 'boolean');
+const isStop = (v: unknown) => typeof v === 'string' || (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string'));
+const isLogitBias = (v: unknown) => isRecord(v) && Object.entries(v).every(([token, bias]) => /^\d+$/.test(token) && isNumberIn(-100, 100)(bias));
 
 export class ChatMessage {
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}.` })
@@ -44,6 +100,16 @@ export class ChatMessage {
   @IsOptional()
   @IsString()
   name?: string;
+
+  /** A tool message answers one call of the assistant turn before it. */
+  @ValidateIf((m: ChatMessage) => m.role === 'tool')
+  @IsString({ message: 'tool_call_id must be the id of the tool call this message answers.' })
+  @IsNotEmpty({ message: 'tool_call_id must be the id of the tool call this message answers.' })
+  tool_call_id?: string;
+
+  @IsOptional()
+  @Is((v) => Array.isArray(v) && v.every((c) => isRecord(c) && typeof c.id === 'string' && isRecord(c.function) && typeof c.function.name === 'string' && typeof c.function.arguments === 'string'), 'an array of {id, type: "function", function: {name, arguments}}')
+  tool_calls?: object[];
 }
 
 /**
@@ -102,6 +168,100 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsString({ message: 'user must be a string.' })
   user?: string;
+
+  // Issue 15.6: every typed field of spec 4.2 is checked (400 naming it, nothing billed), as
+  // OpenAI does; none is forwarded as something the upstream must guess at.
+  @IsOptional()
+  @Is(isNumberIn(0, 2), 'a number from 0 to 2')
+  temperature?: number;
+
+  @IsOptional()
+  @Is(isNumberIn(0, 1), 'a number from 0 to 1')
+  top_p?: number;
+
+  @IsOptional()
+  @Is((v) => Number.isInteger(v) && (v as number) >= 0, 'an integer of at least 0')
+  top_k?: number;
+
+  @IsOptional()
+  @Is(isNumberIn(0, 1), 'a number from 0 to 1')
+  min_p?: number;
+
+  @IsOptional()
+  @Is(isNumberIn(-2, 2), 'a number from -2 to 2')
+  presence_penalty?: number;
+
+  @IsOptional()
+  @Is(isNumberIn(-2, 2), 'a number from -2 to 2')
+  frequency_penalty?: number;
+
+  @IsOptional()
+  @Is(isNumberIn(0, 2), 'a number from 0 to 2')
+  repetition_penalty?: number;
+
+  @IsOptional()
+  @Is((v) => Number.isSafeInteger(v), 'an integer')
+  seed?: number;
+
+  @IsOptional()
+  @Is(isStop, 'a string or an array of at most 4 strings')
+  stop?: string | string[];
+
+  @IsOptional()
+  @Is(isLogitBias, 'an object of token ids to numbers from -100 to 100')
+  logit_bias?: Record<string, number>;
+
+  @IsOptional()
+  @Is((v) => Array.isArray(v) && v.length <= 128 && v.every(isFunctionTool), 'an array of at most 128 {type: "function", function: {name, description?, parameters?}}')
+  tools?: object[];
+
+  @IsOptional()
+  @Is(isToolChoice, '"none", "auto", "required" or {type: "function", function: {name}}')
+  tool_choice?: unknown;
+
+  @IsOptional()
+  @IsBoolean({ message: 'parallel_tool_calls must be a boolean.' })
+  parallel_tool_calls?: boolean;
+
+  @IsOptional()
+  @Is(isResponseFormat, '{type: "text"}, {type: "json_object"} or {type: "json_schema", json_schema: {name, schema?, strict?}}')
+  response_format?: object;
+
+  @IsOptional()
+  @Is(isReasoning, '{effort?: minimal | low | medium | high, max_tokens?, exclude?, enabled?}')
+  reasoning?: object;
+
+  @IsOptional()
+  @IsIn([...EFFORTS, 'none'], { message: 'reasoning_effort must be minimal, low, medium, high or none.' })
+  reasoning_effort?: string;
+
+  @IsOptional()
+  @IsBoolean({ message: 'include_reasoning must be a boolean.' })
+  include_reasoning?: boolean;
+
+  @IsOptional()
+  @IsBoolean({ message: 'logprobs must be a boolean.' })
+  logprobs?: boolean;
+
+  @IsOptional()
+  @Is((v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 20, 'an integer from 0 to 20')
+  top_logprobs?: number;
+
+  @IsOptional()
+  @IsString({ message: 'prompt_cache_key must be a string.' })
+  prompt_cache_key?: string;
+
+  @IsOptional()
+  @Is((v) => Array.isArray(v) && v.every((m) => m === 'text' || m === 'audio' || m === 'image'), 'an array of text, audio or image')
+  modalities?: string[];
+
+  @IsOptional()
+  @Is((v) => isRecord(v), 'an object')
+  provider?: object;
+
+  @IsOptional()
+  @Is((v) => isRecord(v) && v.type === 'content', '{type: "content", content}')
+  prediction?: object;
 
   /** Read by the plugin step (spec 4.2 rules 8 and 9), never forwarded upstream. */
   plugins?: unknown;
