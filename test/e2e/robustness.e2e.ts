@@ -351,6 +351,15 @@ describe('robustness: bad input changes nothing', () => {
       expect([await balance(), gw.runtime.simulator!.received.length]).toEqual([money, calls]);
     });
 
+    it('refuses fields a management body does not have, naming them, and writes nothing', async () => {
+      const before = await eventCount();
+      const typo = await call('POST', '/v1/keys', { key: management, body: { name: 'x', limitt: 5 } });
+      expect([typo.status, typo.json.error?.param]).toEqual([400, 'limitt']);
+      const admin1 = await admin('POST', '/admin/accounts', { initial_credit_usd: 5 });
+      expect([admin1.status, admin1.json.error?.param]).toEqual([400, 'initial_credit_usd']);
+      expect(await eventCount()).toBe(before);
+    });
+
     it('passes what is well-formed: a data URL file part, a tool round trip', async () => {
       const pdf = `data:application/pdf;base64,${Buffer.from('%PDF-1.4 fake').toString('base64')}`;
       const r = await call('POST', '/v1/chat/completions', {

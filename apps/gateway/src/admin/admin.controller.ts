@@ -33,7 +33,7 @@ export class AdminController {
 
   @Post('accounts')
   @HttpCode(201)
-  async createAccount(@Req() request: FastifyRequest, @Body(bodyValidation()) body: CreateAccountRequest) {
+  async createAccount(@Req() request: FastifyRequest, @Body(bodyValidation({ strict: true })) body: CreateAccountRequest) {
     return { id: await this.admin.createAccount(body.initial_credits_usd, actor(request)) };
   }
 
@@ -44,21 +44,21 @@ export class AdminController {
 
   /** The account's daily spend limit (spec 8): `{"daily_limit_usd": n | null}`. */
   @Patch('accounts/:id')
-  async updateAccount(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: UpdateAccountRequest) {
+  async updateAccount(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: UpdateAccountRequest) {
     await this.admin.setDailyLimit(id, body.daily_limit_usd, actor(request));
     return { data: presentCredits(id, await this.admin.credits(id)) };
   }
 
   @Post('accounts/:id/credits')
   @HttpCode(200)
-  async addCredits(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: AddCreditsRequest) {
+  async addCredits(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: AddCreditsRequest) {
     await this.admin.addCredits(id, body.amount_usd, actor(request));
     return { data: presentCredits(id, await this.admin.credits(id)) };
   }
 
   @Post('accounts/:id/keys')
   @HttpCode(201)
-  async createKey(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: AdminKeyRequest) {
+  async createKey(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: AdminKeyRequest) {
     const { org_id, ...settings } = body;
     const { record, secret } = await this.keys.create(await this.admin.keyOwner(id, org_id), settings, actor(request));
     const [data] = await this.keys.present([record]);
@@ -67,7 +67,7 @@ export class AdminController {
 
   /** BYOK (issue 5): the answer carries a hint of the key, never the key. */
   @Put('accounts/:id/provider-keys/:provider')
-  async saveProviderKey(@Req() request: FastifyRequest, @Param('id') id: string, @Param('provider') provider: string, @Body(bodyValidation()) body: ProviderKeyRequest) {
+  async saveProviderKey(@Req() request: FastifyRequest, @Param('id') id: string, @Param('provider') provider: string, @Body(bodyValidation({ strict: true })) body: ProviderKeyRequest) {
     return { data: await this.admin.saveProviderKey(id, provider, body.api_key, actor(request)) };
   }
 
@@ -84,7 +84,7 @@ export class AdminController {
 
   @Post('orgs')
   @HttpCode(201)
-  async createOrg(@Req() request: FastifyRequest, @Body(bodyValidation()) body: CreateOrgRequest) {
+  async createOrg(@Req() request: FastifyRequest, @Body(bodyValidation({ strict: true })) body: CreateOrgRequest) {
     return { id: await this.admin.createOrg(body.owner_account_id, body.name, actor(request)) };
   }
 
@@ -96,13 +96,13 @@ export class AdminController {
 
   @Post('orgs/:id/members')
   @HttpCode(201)
-  async addMember(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation()) body: MemberRequest) {
+  async addMember(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: MemberRequest) {
     await this.admin.changeOrg(id, { type: 'AddMember', accountId: body.account_id, role: body.role }, actor(request));
     return { data: { org_id: id, account_id: body.account_id, role: body.role } };
   }
 
   @Patch('orgs/:id/members/:account')
-  async changeRole(@Req() request: FastifyRequest, @Param('id') id: string, @Param('account') account: string, @Body(bodyValidation()) body: MemberRoleRequest) {
+  async changeRole(@Req() request: FastifyRequest, @Param('id') id: string, @Param('account') account: string, @Body(bodyValidation({ strict: true })) body: MemberRoleRequest) {
     await this.admin.changeOrg(id, { type: 'ChangeMemberRole', accountId: account, role: body.role }, actor(request));
     return { data: { org_id: id, account_id: account, role: body.role } };
   }

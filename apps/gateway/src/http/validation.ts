@@ -3,12 +3,16 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 
 /**
  * class-validator on request bodies; the first failure becomes a 400 whose `param` names the
- * field the way OpenAI does (`messages[0].role`).
+ * field the way OpenAI does (`messages[0].role`). `strict` also refuses fields the body does
+ * not have.
  */
-export function bodyValidation(): ValidationPipe {
+export function bodyValidation({ strict = false } = {}): ValidationPipe {
   return new ValidationPipe({
     transform: false,
     forbidUnknownValues: false,
+    // Management bodies (issue 15.6): a field this service does not know is a typo to point out,
+    // not something to ignore while the request seems to have worked.
+    ...(strict ? { whitelist: true, forbidNonWhitelisted: true } : {}),
     validationError: { target: false, value: false },
     exceptionFactory: (errors) => {
       const [param, message] = firstFailure(errors[0]);

@@ -15,7 +15,7 @@ export class KeysController {
 
   @Post()
   @HttpCode(201)
-  async create(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body(bodyValidation()) body: KeyRequest) {
+  async create(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body(bodyValidation({ strict: true })) body: KeyRequest) {
     const { record, secret } = await this.keys.create(this.keys.ownerFor(caller), body, actor);
     const [data] = await this.keys.present([record]);
     return { data, key: secret };
@@ -33,7 +33,7 @@ export class KeysController {
   }
 
   @Patch(':id')
-  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation()) body: KeyRequest) {
+  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: KeyRequest) {
     const [data] = await this.keys.present([await this.keys.update(await this.keys.managerOf(caller), id, body, actor)]);
     return { data };
   }
@@ -47,7 +47,7 @@ export class KeysController {
   /** Replaces the secret; the old one keeps working for `grace_period_seconds` (default 0). */
   @Post(':id/rotate')
   @HttpCode(200)
-  async rotate(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation()) body: RotateKeyRequest) {
+  async rotate(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: RotateKeyRequest) {
     const { record, secret } = await this.keys.rotate(await this.keys.managerOf(caller), id, body.grace_period_seconds ?? 0, actor);
     const [data] = await this.keys.present([record]);
     return { data, key: secret };
