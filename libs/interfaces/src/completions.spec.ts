@@ -39,6 +39,10 @@ describe('completionsToChat', () => {
     ['a string temperature', { model: 'm', prompt: 'p', temperature: 'warm' }, 'temperature'],
     ['n above 1 (one choice per request)', { model: 'm', prompt: 'p', n: 3 }, 'n'],
     ['best_of above 1', { model: 'm', prompt: 'p', best_of: 3 }, 'best_of'],
+    // Issue 15.6: typed even where not carried over.
+    ['a string echo', { model: 'm', prompt: 'p', echo: 'yes' }, 'echo'],
+    ['a numeric suffix', { model: 'm', prompt: 'p', suffix: 5 }, 'suffix'],
+    ['logprobs that are not 0 to 5', { model: 'm', prompt: 'p', logprobs: 'all' }, 'logprobs'],
   ])('refuses %s with a 400 naming the field', (_, body, param) => {
     const error = errorOf(() => completionsToChat(body));
     expect({ status: error.status, param: error.param }).toEqual({ status: 400, param });

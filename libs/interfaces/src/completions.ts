@@ -35,6 +35,12 @@ export function completionsToChat(body: unknown): ChatRequestBody {
   for (const field of ['n', 'best_of'] as const) {
     if (b[field] !== undefined && b[field] !== null && b[field] !== 1) throw invalid(`${field} must be 1: this endpoint returns one choice per request.`, field);
   }
+  // Issue 15.6: typed even where not carried over, so a wrong type is said, not silently dropped.
+  optionalBoolean(b, 'echo');
+  if (b.suffix !== undefined && b.suffix !== null && typeof b.suffix !== 'string') throw invalid('suffix must be a string.', 'suffix');
+  if (b.logprobs !== undefined && b.logprobs !== null && !(Number.isInteger(b.logprobs) && (b.logprobs as number) >= 0 && (b.logprobs as number) <= 5)) {
+    throw invalid('logprobs must be an integer from 0 to 5.', 'logprobs');
+  }
   const passed: Json = {};
   for (const field of PASSED_THROUGH) if (b[field] !== undefined && b[field] !== null) passed[field] = b[field];
   return {
