@@ -107,7 +107,10 @@ describe('README quick start on a fresh data directory', () => {
     expect(answer.choices[0].message.content).toBe('Echo: Hello!');
     expect(answer.usage.cost).toBeGreaterThan(0);
     // Issue 15.13: one line per request, with its generation, and neither the key nor the prompt.
-    const line = first.output().split('\n').find((l) => / POST \/v1\/chat\/completions 200 /.test(l));
+    // Written once the answer is out, so it may reach this process a moment after curl returned.
+    const logged = () => first.output().split('\n').find((l) => / POST \/v1\/chat\/completions 200 /.test(l));
+    for (let waited = 0; !logged() && waited < 5_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    const line = logged();
     expect(line).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z POST /v1/chat/completions 200 [\\d.]+ms ${answer.id}$`));
     expect(line).not.toMatch(/svc_|Hello/);
 
