@@ -23,7 +23,7 @@ function readmeBlock(marker: RegExp): string {
 }
 
 /** How long `npm start` may take to answer after a build (it recompiles only what changed). */
-const START_BOUND_MS = 20_000;
+const START_BOUND_MS = 30_000;
 
 function startServer(dataDir: string, { viaNpm = false } = {}): Promise<{ child: ChildProcess; port: number; output: () => string; readyMs: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0' };
