@@ -62,6 +62,7 @@ async function main(): Promise<void> {
   const config = configOrExit();
   console.log(`svc-gateway starting: ${config.databaseUrl ? 'PostgreSQL' : `embedded PostgreSQL (PGlite) in ${config.dataDir}`}...`);
   const started = await startAll(config);
+  closeOnSignals(() => started.close(), config.shutdownGraceMs);
   const { keys } = started;
   const limits = (environment: 'live' | 'test') => {
     const l = config.rateLimits[environment];
@@ -80,7 +81,6 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  closeOnSignals(() => started.close(), config.shutdownGraceMs);
 }
 
 if (require.main === module) {

@@ -22,6 +22,20 @@ function readmeBlock(marker: RegExp): string {
   return block;
 }
 
+/** Every server a test started: a failed test must not leave one running (jest would wait on it). */
+const spawned: { child: ChildProcess; group: boolean }[] = [];
+
+afterAll(() => {
+  for (const { child, group } of spawned) {
+    try {
+      if (group) process.kill(-child.pid!, 'SIGKILL');
+      else child.kill('SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+});
+
 /** How long `npm start` may take to answer after a build (it recompiles only what changed). */
 const START_BOUND_MS = 30_000;
 
@@ -33,6 +47,7 @@ function startServer(dataDir: string, { viaNpm = false } = {}): Promise<{ child:
   delete env.REDIS_URL;
   const started = performance.now();
   const child = viaNpm ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true }) : spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  spawned.push({ child, group: viaNpm });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000);

@@ -34,6 +34,11 @@ async function longStream(url: string, key: string): Promise<Response> {
 describe('stopping a gateway process', () => {
   const gateways = twoGateways('shutdown', ADMIN_TOKEN, { SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
   let key: string;
+  /** Processes of these tests: a failed assertion must not leave one running for jest to wait on. */
+  const started: ChildProcess[] = [];
+  afterAll(() => {
+    for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
 
   beforeAll(async () => {
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -43,6 +48,7 @@ describe('stopping a gateway process', () => {
 
   it('exits cleanly (status 0) at once when nothing runs', async () => {
     const idle = await spawnGateway(gateways.databaseUrl, ADMIN_TOKEN, { SVC_SHUTDOWN_GRACE_MS: String(GRACE_MS) });
+    started.push(idle.child);
     const exit = exited(idle.child);
     idle.child.kill('SIGTERM');
     const { code, afterMs } = await exit;
@@ -63,6 +69,7 @@ describe('stopping a gateway process', () => {
 
   it('exits at once on a second signal, without waiting out a long grace period', async () => {
     const patient = await spawnGateway(gateways.databaseUrl, ADMIN_TOKEN, { SVC_SHUTDOWN_GRACE_MS: '600000' });
+    started.push(patient.child);
     const response = await longStream(patient.url, key);
     const exit = exited(patient.child);
     patient.child.kill('SIGTERM');

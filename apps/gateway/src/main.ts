@@ -12,10 +12,11 @@ runMain(async () => {
   const config = configOrExit();
   const runtime = await createRuntime(config);
   const app = await createGatewayApp(runtime);
-  await app.listen({ port: config.port, host: config.host });
-  console.log(`svc-gateway listening on ${await app.getUrl()}`);
+  // Before it says it listens: a signal from then on must stop it cleanly, not by default.
   closeOnSignals(async () => {
     await app.close();
     await runtime.close();
   }, config.shutdownGraceMs);
+  await app.listen({ port: config.port, host: config.host });
+  console.log(`svc-gateway listening on ${await app.getUrl()}`);
 });

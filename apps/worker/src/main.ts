@@ -10,10 +10,10 @@ runMain(async () => {
   const runtime = await createRuntime(configOrExit(), { withProviders: false });
   const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: ['error', 'warn'] });
   const background = startBackground(runtime, context);
-  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry`);
   closeOnSignals(async () => {
     await background.stop();
     await context.close();
     await runtime.close();
   }, runtime.config.shutdownGraceMs);
+  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry`);
 });
