@@ -360,6 +360,17 @@ describe('robustness: bad input changes nothing', () => {
       expect(await eventCount()).toBe(before);
     });
 
+    it('lists the fields /v1/messages and /v1/responses ignore, as chat does', async () => {
+      const messages = await call('POST', '/v1/messages', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], service_tier: 'auto', frobnicate: 1 } });
+      expect(messages.status).toBe(200);
+      expect(messages.headers.get('x-svc-ignored-params')).toBe('service_tier,frobnicate');
+      const responses = await call('POST', '/v1/responses', { key: full, body: { model: 'sim/echo', input: 'hi', store: false, max_output_tokens: 16, truncation: 'auto' } });
+      expect(responses.status).toBe(200);
+      expect(responses.headers.get('x-svc-ignored-params')).toBe('truncation');
+      const clean = await call('POST', '/v1/messages', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+      expect(clean.headers.get('x-svc-ignored-params')).toBeNull();
+    });
+
     it('passes what is well-formed: a data URL file part, a tool round trip', async () => {
       const pdf = `data:application/pdf;base64,${Buffer.from('%PDF-1.4 fake').toString('base64')}`;
       const r = await call('POST', '/v1/chat/completions', {

@@ -36,6 +36,11 @@ import {
 
 // ------------------------------------------------------------------ request: Messages -> chat
 
+/** The request fields this interface reads (Anthropic's Messages API); others are listed as ignored. */
+export const MESSAGES_FIELDS: ReadonlySet<string> = new Set([
+  'model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stream', 'temperature', 'top_k', 'top_p', 'stop_sequences', 'metadata', 'thinking',
+]);
+
 export function messagesToChat(body: unknown): ChatRequestBody {
   const b = requireBody(body);
   const model = requireString(b, 'model');

@@ -136,6 +136,15 @@ export type ItemIdGenerator = (prefix: 'msg' | 'fc' | 'fco' | 'rs') => string;
 
 const WEB_SEARCH_TOOLS = new Set(['web_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'web_search_2025_08_26']);
 
+/**
+ * The request fields this interface reads (OpenAI's Responses API); others are listed as
+ * ignored. `background`, `conversation` and `prompt` are read to be refused.
+ */
+export const RESPONSES_FIELDS: ReadonlySet<string> = new Set([
+  'model', 'input', 'instructions', 'stream', 'store', 'previous_response_id', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens',
+  'text', 'reasoning', 'temperature', 'top_p', 'user', 'safety_identifier', 'background', 'conversation', 'prompt',
+]);
+
 export function responsesToChat(
   body: unknown,
   previous: StoredConversation | null,

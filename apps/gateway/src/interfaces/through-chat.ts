@@ -6,6 +6,7 @@ import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService, type EncoderFactory, type RequestContext } from '../chat/chat-completions.service';
 import type { Answer } from '../edge/replay';
 import { SSE_HEADERS } from '../http/reply-headers';
+import { ignoredParamsHeader } from '../chat/request-rules';
 import { endAfter } from '../http/streams';
 
 /** A completion as the chat service answers it: the service's id, the model that answered, usage with its cost. */
@@ -23,6 +24,8 @@ export interface Presentation {
    * whether the stream finished cleanly; the stream ends after it.
    */
   beforeStreamEnd?(clean: boolean): Promise<void>;
+  /** Fields of the interface's request it does not read, for `x-svc-ignored-params` (issue 15.6). */
+  ignored?: readonly string[];
 }
 
 /**
@@ -39,7 +42,10 @@ export class ThroughChat {
 
   async answer(caller: Caller, body: ChatRequestBody, context: RequestContext, presentation: Presentation): Promise<Answer> {
     // The translators build plain chat bodies; the rules validate them against the model.
-    const { request, headers: ruleHeaders } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    const { request, headers: chatRuleHeaders } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    // The translated body holds known fields only: what was ignored is the interface's request's.
+    const ignored = presentation.ignored ?? [];
+    const ruleHeaders = ignored.length > 0 ? { ...chatRuleHeaders, 'x-svc-ignored-params': ignoredParamsHeader(ignored) } : chatRuleHeaders;
     if (request.stream === true) {
       const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, context, presentation.encoder);
       const hook = presentation.beforeStreamEnd;

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { chatToMessage, countMessagesTokens, messagesToChat, MessagesStreamEncoder } from '../../../../libs/interfaces/src/messages';
+import { chatToMessage, countMessagesTokens, MESSAGES_FIELDS, messagesToChat, MessagesStreamEncoder } from '../../../../libs/interfaces/src/messages';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
@@ -44,6 +44,7 @@ export class MessagesController {
         {
           json: (completion) => chatToMessage(completion, completion.model),
           encoder: ({ id, model, promptTokens }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens }),
+          ignored: Object.keys(body as object).filter((field) => !MESSAGES_FIELDS.has(field)),
         },
       ),
     );

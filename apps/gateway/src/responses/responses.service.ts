@@ -5,6 +5,7 @@ import { storageUnavailable, StoredResponses } from '../../../../libs/conversati
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import {
   chatToResponse,
+  RESPONSES_FIELDS,
   responsesToChat,
   ResponsesStreamEncoder,
   type ResponseContext,
@@ -124,6 +125,7 @@ export class ResponsesService {
         beforeStreamEnd: async (clean) => {
           if (clean && encoder !== null) await keep(encoder.response());
         },
+        ignored: Object.keys(request.body).filter((field) => !RESPONSES_FIELDS.has(field)),
       },
     );
   }
