@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { PgSqlRunner, type SqlExecutor, type SqlRunner } from '../../platform/src/sql';
+import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '../../platform/src/sql';
 import { assertAppendSize, checkExpected, eventFilter } from './common';
 import {
   DEFAULT_MAX_APPEND_BYTES,
@@ -29,8 +29,12 @@ export interface SqlEventStoreOptions {
 const NOTIFY_CHANNEL = 'eventstore_appended';
 /** Events a subscription reads per round trip. */
 const SUBSCRIPTION_BATCH = 256;
-/** Delay before a lost LISTEN connection is re-established. */
+/**
+ * Delay before a lost LISTEN connection is re-established, doubled after each attempt that
+ * fails up to the maximum: a server that stays down is not asked every second by every process.
+ */
 const LISTEN_RETRY_MS = 1000;
+const LISTEN_RETRY_MAX_MS = 30_000;
 
 // `tx` orders global reads, so it must keep growing: a logical copy (pg_dump/restore) into
 // another cluster must first move that cluster's transaction counter past max(tx)
@@ -448,6 +452,8 @@ class PgAppendListener {
   private client?: PoolClient;
   private readonly connecting: Promise<void>[] = [];
   private retry?: NodeJS.Timeout;
+  /** Attempts that failed since the connection last LISTENed. */
+  private failures = 0;
   private stopped = false;
 
   constructor(
@@ -468,21 +474,26 @@ class PgAppendListener {
     const attempt = (async () => {
       let client: PoolClient | undefined;
       try {
-        client = await this.pool.connect();
-        const own = client;
-        own.on('error', () => {
-          if (this.client === own) {
+        // Listening from the hand-over on (see checkOut): a connection lost before it LISTENs
+        // is given back and tried again like one that could not be opened.
+        let lost = false;
+        client = await checkOut(this.pool, () => {
+          lost = true;
+          if (this.client && this.client === client) {
             this.drop();
             this.scheduleRetry();
           }
         });
+        const own = client;
         own.on('notification', () => this.onNotify());
         await own.query(`LISTEN ${NOTIFY_CHANNEL}`);
+        if (lost) throw new Error('the LISTEN connection was lost');
         if (this.stopped) {
           own.release(true);
           return;
         }
         this.client = own;
+        this.failures = 0;
         // Appends committed before LISTEN took effect woke nobody: look once now.
         this.onNotify();
       } catch {
@@ -501,7 +512,10 @@ class PgAppendListener {
 
   private scheduleRetry(): void {
     if (this.stopped || this.pool.ending || this.pool.ended) return;
-    this.retry = setTimeout(() => this.connect(), LISTEN_RETRY_MS);
+    const delay = Math.min(LISTEN_RETRY_MAX_MS, LISTEN_RETRY_MS * 2 ** this.failures);
+    this.failures++;
+    // Jittered, so the processes that lost their connections together do not return together.
+    this.retry = setTimeout(() => this.connect(), delay * (0.8 + 0.4 * Math.random()));
     this.retry.unref();
   }
 }

@@ -80,7 +80,6 @@ export class PgSqlRunner implements SqlRunner {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const client: PoolClient = await this.pool.connect();
     // A checked-out client whose connection dies emits 'error' on itself, not on the pool: with
     // no listener that is an uncaught exception, and the process (the worker) dies with it.
     // The query in flight fails on its own; the client is then destroyed, not pooled again.
@@ -88,7 +87,7 @@ export class PgSqlRunner implements SqlRunner {
     const onError = (err: Error) => {
       broken = err;
     };
-    client.on('error', onError);
+    const client = await checkOut(this.pool, onError);
     try {
       // One round trip: the isolation goes with BEGIN rather than in a statement of its own.
       const begin = options.readCommitted ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : 'BEGIN';
@@ -115,6 +114,23 @@ export class PgSqlRunner implements SqlRunner {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/**
+ * A pooled client with `onError` already listening for its errors. Not `await pool.connect()`:
+ * its promise hands the client over a microtask after the pool stopped listening, and a server
+ * message read in the same chunk as the previous answer (the FATAL of a terminated backend right
+ * behind a ReadyForQuery) is emitted in between, on a client nobody listens to: an uncaught
+ * exception. The callback runs inside the pool's hand-over, before any further input is parsed.
+ */
+export function checkOut(pool: Pool, onError: (err: Error) => void): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, client) => {
+      if (err || !client) return reject(err ?? new Error('pool.connect returned no client'));
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
 }
 
 export class PgliteSqlRunner implements SqlRunner {
