@@ -43,7 +43,10 @@ export interface LeaseTimings {
   renewMs: number;
   /** Taken off the lease locally: the process stops serving this long before its row expires. */
   marginMs: number;
-  /** Delay before a lost lease connection is opened again. */
+  /**
+   * Delay before a lost lease connection is opened again; doubled after each attempt that fails,
+   * up to `leaseMs`, so a server that stays down is not asked twice a second by every gateway.
+   */
   retryMs: number;
 }
 
@@ -259,6 +262,8 @@ class AuthCacheLease {
   private down = false;
   private ticker?: NodeJS.Timeout;
   private retry?: NodeJS.Timeout;
+  /** Connections lost or refused since a renewal last succeeded. */
+  private failures = 0;
 
   constructor(
     private readonly runner: Required<SqlRunner>,
@@ -327,6 +332,7 @@ class AuthCacheLease {
       this.validUntil = sentAt + this.timings.leaseMs - this.timings.marginMs;
       if (this.down) console.warn('authentication cache: lease renewed; serving from the cache again');
       this.down = false;
+      this.failures = 0;
     } catch (err) {
       this.lost(client, err);
     } finally {
@@ -363,7 +369,9 @@ class AuthCacheLease {
     }
     this.down = true;
     if (!this.stopped) {
-      this.retry = setTimeout(() => void this.connect(), this.timings.retryMs);
+      const delay = Math.min(Math.max(this.timings.retryMs, this.timings.leaseMs), this.timings.retryMs * 2 ** this.failures);
+      this.failures++;
+      this.retry = setTimeout(() => void this.connect(), delay);
       this.retry.unref();
     }
   }
