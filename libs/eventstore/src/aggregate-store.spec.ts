@@ -1,10 +1,10 @@
-import { accountDecider, accountStream, availableNano, type AccountCommand } from '../../ledger/src/account';
+import { accountDecider, accountStream, availableNano, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
 import { ManualClock } from '../../platform/src/clock';
 import type { SqlRunner } from '../../platform/src/sql';
 import { freshPgRunner } from '../../platform/src/testing/pg';
 import { AggregateStore } from './aggregate-store';
 import { DomainError } from './decider';
-import { UnstorableEventError } from './port';
+import { UnstorableEventError, type EventStore, type NewEvent } from './port';
 import { SqlEventStore } from './sql-event-store';
 
 const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
@@ -16,6 +16,45 @@ const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
   endpoint: '/v1/chat/completions',
   ttlMs: 60_000,
 });
+
+const stats = (model = 'm'): GenerationStats => ({
+  model,
+  provider: 'p',
+  endpoint: '/v1/chat/completions',
+  prompt_tokens: 1,
+  completion_tokens: 1,
+  cached_tokens: 0,
+  reasoning_tokens: 0,
+  latency_ms: 1,
+  ttft_ms: null,
+});
+const charge = (holdId: string, model?: string): AccountCommand => ({ type: 'ChargeUsage', holdId, amountNano: 1n, stats: stats(model) });
+
+/**
+ * `inner`, except that an append `failure` returns an error for throws it instead of appending.
+ * `appends` counts every append asked for, thrown or not.
+ */
+function failingStore(inner: EventStore, failure: (events: NewEvent[], call: number) => unknown): EventStore & { appends: number } {
+  let appends = 0;
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'appends') return appends;
+      if (prop === 'append') {
+        return async (...args: Parameters<EventStore['append']>) => {
+          const err = failure(args[1], ++appends);
+          if (err) throw err;
+          return target.append(...args);
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as EventStore & { appends: number };
+}
+
+const lostConnection = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+const unsupportedUnicode = () => Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
+const poisoned = (events: NewEvent[]) => JSON.stringify(events).includes('poison');
 
 describe('aggregate store on PostgreSQL (two processes sharing one account)', () => {
   let sql: SqlRunner;
@@ -131,5 +170,98 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(refusal.path).toBe('metadata.user');
     const held = (await store.readStream(stream)).filter((e) => e.type === 'HoldPlaced').map((e) => (e.data as { hold_id: string }).hold_id);
     expect(held.sort()).toEqual(['p-first', ...Array.from({ length: 20 }, (_, i) => `p${i}`).filter((id) => id !== 'p7')].sort());
+  });
+
+  /** An account with `holds` open holds h0..h<holds-1>, each of 10 nano. */
+  async function accountWithHolds(aggregates: AggregateStore, id: string, holds: number): Promise<string> {
+    const stream = accountStream(id);
+    await aggregates.handle(accountDecider, stream, { type: 'OpenAccount', accountId: id });
+    await aggregates.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000_000n, reason: 'signup' });
+    await Promise.all(Array.from({ length: holds }, (_, i) => aggregates.handle(accountDecider, stream, hold(`h${i}`, 10n))));
+    return stream;
+  }
+
+  /** The first command goes alone; the 20 `queued` behind it are decided as one batch. */
+  async function firstThenBatch(aggregates: AggregateStore, stream: string, queued: AccountCommand[]) {
+    const first = aggregates.handle(accountDecider, stream, hold('alone', 1n));
+    const rest = queued.map((command) => aggregates.handle(accountDecider, stream, command));
+    const [alone, ...results] = await Promise.allSettled([first, ...rest]);
+    expect(alone.status).toBe('fulfilled');
+    return results;
+  }
+
+  const chargedHolds = async (stream: string) =>
+    (await store.readStream(stream)).filter((e) => e.type === 'UsageCharged').map((e) => (e.data as { hold_id: string }).hold_id).sort();
+  const others = (n: number, except: number) => Array.from({ length: n }, (_, i) => `h${i}`).filter((_, i) => i !== except).sort();
+
+  // Issue 14.2 as it was seen: charges of streams that had delivered, billed nothing because
+  // a command beside them in the batch held a NUL.
+  it('of 20 charges queued together, rejects only the one with a NUL in its data and appends the 19 others', async () => {
+    const aggregates = new AggregateStore(store, clock);
+    const stream = await accountWithHolds(aggregates, 'nul-charge', 20);
+    const before = aggregates.stats.appends;
+    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 11 ? 'model\u0000x' : 'm')));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 11 ? 'rejected' : 'fulfilled')));
+    expect((results[11] as PromiseRejectedResult).reason).toMatchObject({ name: 'UnstorableEventError', eventType: 'UsageCharged', path: 'data.model' });
+    for (const r of results.filter((r) => r.status === 'fulfilled')) {
+      expect((r as PromiseFulfilledResult<{ events: { type: string }[] }>).value.events.map((e) => e.type)).toEqual(['UsageCharged']);
+    }
+    expect(await chargedHolds(stream)).toEqual(others(20, 11));
+    // The hold of the refused charge is still open, for a release or the worker's expiry.
+    expect((await aggregates.load(accountDecider, stream)).holds.has('h11')).toBe(true);
+    // Alone, the batch that failed, then one append per command.
+    expect(aggregates.stats.appends - before).toBe(1 + 19);
+  });
+
+  it('decides the commands one by one after any refusal of the store that is not a conflict, such as an error of its own', async () => {
+    const flaky = failingStore(store, (events) => (poisoned(events) ? unsupportedUnicode() : undefined));
+    const aggregates = new AggregateStore(flaky, clock);
+    const stream = await accountWithHolds(aggregates, 'pg-refusal', 20);
+    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 4 ? 'poison' : 'm')));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 4 ? 'rejected' : 'fulfilled')));
+    expect((results[4] as PromiseRejectedResult).reason).toMatchObject({ code: '22P05' });
+    expect(await chargedHolds(stream)).toEqual(others(20, 4));
+  });
+
+  it('fails the batch as one, with one append, when the store cannot be reached: no attempt per command', async () => {
+    let down = false;
+    const flaky = failingStore(store, () => (down ? lostConnection() : undefined));
+    const aggregates = new AggregateStore(flaky, clock);
+    const stream = await accountWithHolds(aggregates, 'unreachable', 20);
+    down = true;
+    const before = flaky.appends;
+    const first = aggregates.handle(accountDecider, stream, hold('alone', 1n));
+    const results = await Promise.allSettled([first, ...Array.from({ length: 20 }, (_, i) => aggregates.handle(accountDecider, stream, charge(`h${i}`)))]);
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 21 }, () => 'rejected'));
+    expect(results.every((r) => (r as PromiseRejectedResult).reason.code === 'ECONNREFUSED')).toBe(true);
+    expect(flaky.appends - before).toBe(2);
+    // Back up: the charges, retried by their callers, go through.
+    down = false;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => aggregates.handle(accountDecider, stream, charge(`h${i}`))));
+    expect(await chargedHolds(stream)).toEqual(others(20, -1));
+  });
+
+  it('stops deciding one by one once the store stops answering: the rest fail without an attempt each', async () => {
+    let armed = false;
+    let call = 0;
+    const flaky = failingStore(store, (events) => {
+      if (!armed) return undefined;
+      if (poisoned(events)) return unsupportedUnicode();
+      // Appends that hold no poison: the first command alone, then h1 alone; then the store is gone.
+      return ++call > 2 ? lostConnection() : undefined;
+    });
+    const aggregates = new AggregateStore(flaky, clock);
+    const stream = await accountWithHolds(aggregates, 'gone-halfway', 20);
+    armed = true;
+    const before = flaky.appends;
+    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 0 ? 'poison' : 'm')));
+    // h0 poisoned; h1 appended alone (call 2); h2 meets the lost connection, h3..h19 are not tried.
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : ((r as PromiseRejectedResult).reason as { code: string }).code))).toEqual([
+      '22P05',
+      'ok',
+      ...Array.from({ length: 18 }, () => 'ECONNREFUSED'),
+    ]);
+    expect(flaky.appends - before).toBe(1 + 1 + 3);
+    expect(await chargedHolds(stream)).toEqual(['h1']);
   });
 });

@@ -40,6 +40,20 @@ interface StreamQueue {
 
 type Outcome = { events: DomainEvent[] } | { error: unknown };
 
+/**
+ * The store, not the events, is at fault: a lost or refused connection, a server shutting down,
+ * out of resources, a statement or lock timeout (PostgreSQL), or EventStoreDB's gRPC equivalents.
+ * Deciding the commands one by one would only repeat the failure, each attempt as slow as the
+ * first; whoever must not lose its command (a charge) retries it later, as a whole.
+ */
+function storeUnavailable(err: unknown): boolean {
+  if (isConnectionFailure(err)) return true;
+  const { code, type } = (err ?? {}) as { code?: unknown; type?: unknown };
+  if (typeof code === 'string' && (code === '57014' || code === '55P03' || code.startsWith('53'))) return true;
+  return typeof type === 'string' && ESDB_UNAVAILABLE.has(type);
+}
+const ESDB_UNAVAILABLE = new Set(['unavailable', 'deadline-exceeded', 'timeout', 'not-leader', 'cancelled']);
+
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;
 
@@ -93,8 +107,11 @@ export class AggregateStore {
     this.queues.delete(stream);
   }
 
-  /** Settles every command of the batch; never throws. */
-  private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<void> {
+  /**
+   * Settles every command of the batch; never throws. Resolves with the error that failed the
+   * batch when it says the store cannot be reached (see storeUnavailable), otherwise undefined.
+   */
+  private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<unknown> {
     const maxRetries = this.options.maxRetries ?? 20;
     try {
       // First use in this process: read the stream rather than deciding on an empty state.
@@ -133,13 +150,21 @@ export class AggregateStore {
             appended = await this.store.append(stream, events, current.revision < 0n ? 'no_stream' : current.revision);
             this.stats.appends++;
           } catch (err) {
-            if (!(err instanceof WrongExpectedVersionError) && !isConnectionFailure(err) && batch.length > 1) {
+            if (!(err instanceof WrongExpectedVersionError) && !storeUnavailable(err) && batch.length > 1) {
               // One command's events the store refuses (too large, a string it cannot keep, a
               // value it rejects) must not fail the others of the batch, among them the charges
               // of streams that already delivered: each is decided and appended alone, and only
-              // the guilty one fails. A store that cannot be reached fails the batch as one.
-              for (const single of batch) await this.decideBatch(decider, stream, [single]);
-              return;
+              // the guilty one fails. A store that cannot be reached fails the batch as one, and
+              // once it stops answering halfway the rest fail without trying: one attempt each
+              // could mean up to MAX_BATCH connect or statement timeouts in a row.
+              for (let i = 0; i < batch.length; i++) {
+                const unavailable = await this.decideBatch(decider, stream, [batch[i]]);
+                if (unavailable !== undefined) {
+                  for (const rest of batch.slice(i + 1)) rest.reject(unavailable);
+                  return unavailable;
+                }
+              }
+              return undefined;
             }
             if (!(err instanceof WrongExpectedVersionError) || attempt >= maxRetries) throw err;
             this.stats.conflicts++;
@@ -154,10 +179,11 @@ export class AggregateStore {
           if ('error' in outcome) pending.reject(outcome.error);
           else pending.resolve({ events: outcome.events, state, appended: outcome.events.length > 0 ? appended : null });
         });
-        return;
+        return undefined;
       }
     } catch (err) {
       for (const pending of batch) pending.reject(err);
+      return storeUnavailable(err) ? err : undefined;
     }
   }
 
