@@ -359,6 +359,11 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
           [{ data: { user: 'a\u0000b' } }, 'data.user'],
           [{ data: { list: ['ok', 'x\ud800'] } }, 'data.list[1]'],
           [{ data: {}, metadata: { user: '\udc00' } }, 'metadata.user'],
+          // A high surrogate cut from its pair, as a truncation at a UTF-16 boundary leaves it.
+          [{ data: { deep: [{ text: 'ok \ud83d\ude00 cut \ud83d' }] } }, 'data.deep[0].text'],
+          // Keys too; the path names the object that holds the key.
+          [{ data: { headers: { 'x\u0000y': 'v' } } }, 'data.headers'],
+          [{ data: {}, metadata: { '\ud800': 'v' } }, 'metadata'],
         ] as const) {
           const err = await store.append(stream, [event('Fine'), { ...event('Bad', bad.data), ...('metadata' in bad ? { metadata: bad.metadata } : {}) }], 'any').catch((e: unknown) => e);
           expect(err).toBeInstanceOf(UnstorableEventError);
