@@ -254,9 +254,9 @@ describe('against a scripted upstream', () => {
   // Issue 14.8: a followed redirect carried the provider key (x-api-key survives undici's
   // cross-origin stripping) and the prompt to whatever origin the Location named.
   it.each([
-    ['the OpenAI-compatible adapter', (url: string) => new OpenAiCompatibleProvider({ baseUrl: url, apiKey: 'sk-test' })],
-    ['the Anthropic adapter', (url: string) => new AnthropicProvider({ baseUrl: url, apiKey: 'sk-ant-test' })],
-  ])('%s never follows a redirect: the key and the prompt stay with the provider', async (_name, adapter) => {
+    ['the OpenAI-compatible adapter', (url: string) => new OpenAiCompatibleProvider({ baseUrl: url, apiKey: 'sk-test' }), { authorization: 'Bearer sk-test' }],
+    ['the Anthropic adapter', (url: string) => new AnthropicProvider({ baseUrl: url, apiKey: 'sk-ant-test' }), { 'x-api-key': 'sk-ant-test' }],
+  ])('%s never follows a redirect, streamed or not: the key and the prompt stay with the provider', async (_name, adapter, key) => {
     const elsewhere: { headers: Record<string, unknown>; body: string }[] = [];
     const trap = createServer((req, res) => {
       let body = '';
@@ -269,14 +269,21 @@ describe('against a scripted upstream', () => {
     await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
     try {
       const location = `http://127.0.0.1:${(trap.address() as AddressInfo).port}/v1/chat/completions`;
-      for (const status of [301, 302, 307, 308]) {
+      for (const status of [301, 302, 303, 307, 308]) {
         respond = (res) => {
           res.writeHead(status, { location });
           res.end();
         };
+        // A provider failure like a 502: retryable, so a fallback may answer; nothing to bill.
         const error = await failure(adapter(baseUrl).chatCompletion(chatBody('the prompt')));
         expect(error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
+        const streamed = await drain(adapter(baseUrl).streamChatCompletion(chatBody('the prompt')));
+        expect(streamed.chunks).toEqual([]);
+        expect(streamed.error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
       }
+      // The provider itself was asked, with the key, once per call; the other origin never.
+      expect(received).toHaveLength(10);
+      for (const r of received) expect(r.headers).toMatchObject(key);
       expect(elsewhere).toEqual([]);
     } finally {
       await new Promise((resolve) => trap.close(resolve));

@@ -3,7 +3,8 @@
  * - `timeout`: no answer, or no stream data, within the adapter's timeout (status 504);
  * - `network`: refused, reset or cut connection, including a stream that ended without its
  *   terminator (status 502);
- * - `invalid_response`: a success status with a body that is not the expected JSON (status 502).
+ * - `invalid_response`: a success status with a body that is not the expected JSON, or a redirect
+ *   (3xx), which is never followed: it would take the key and the prompt elsewhere (status 502).
  */
 export type ProviderErrorKind = 'timeout' | 'network' | 'http' | 'invalid_response';
 
