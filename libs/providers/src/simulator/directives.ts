@@ -24,6 +24,15 @@
  * - `{"malformed_json": true}`: content is JSON cut short, `{"answer": "<echo>", "items": [1, 2,`,
  *   for the response-healing plugin.
  *
+ * - `{"empty": true}`: an answer with nothing in it, on the media and rerank routes: images
+ *   `data: []`, speech audio of no samples, a transcript `text: ""` with no segments, rerank
+ *   `results: []`, moderations `results: []`. Chat and embeddings ignore it.
+ *
+ * The other routes read their directives from `prompt` (images, and the transcription `prompt`
+ * field together with `#sim` lines inside the uploaded file), `input` (speech, and every text
+ * input of moderations) or `query` (rerank); there `fail`, `fail_models`, `delay_ms` and `empty`
+ * apply, and the chat-only ones are accepted and ignored.
+ *
  * Content precedence: tool_call, then malformed_json, then completion_tokens, else the echo.
  * `max_completion_tokens` (or `max_tokens`) caps reasoning plus text content, as OpenAI's cap
  * does, with finish_reason `length` when it cuts; a tool call is never cut.
@@ -41,6 +50,7 @@ export interface SimDirectives {
   cached_tokens?: number;
   tool_call?: { name: string; arguments?: Record<string, unknown> };
   malformed_json?: boolean;
+  empty?: boolean;
 }
 
 export class DirectiveError extends Error {}
@@ -59,6 +69,7 @@ const VALID: { [K in keyof Required<SimDirectives>]: (value: unknown) => boolean
   cached_tokens: isCount,
   tool_call: (v) => isRecord(v) && typeof v.name === 'string' && v.name !== '' && (v.arguments === undefined || isRecord(v.arguments)),
   malformed_json: (v) => typeof v === 'boolean',
+  empty: (v) => typeof v === 'boolean',
 };
 
 const PREFIX = '#sim ';

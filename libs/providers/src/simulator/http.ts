@@ -33,6 +33,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
+export function sendBytes(res: ServerResponse, status: number, contentType: string, body: Buffer | string): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 /** Resolves once the text is handed to the socket, so a later destroy() cannot drop it. */
 export function write(res: ServerResponse, text: string): Promise<void> {
   return new Promise((resolve, reject) => res.write(text, (error) => (error ? reject(error) : resolve())));

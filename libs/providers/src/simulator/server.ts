@@ -11,6 +11,19 @@
  * `x-api-key: <anything>` (else 401) and `anthropic-version` (else 400) and answers errors as
  * `{type: "error", error: {type, message}}`. Any model name is accepted.
  *
+ * Media, moderation and rerank routes, each in its vendor's wire format (details in the file
+ * named), all wanting `Authorization: Bearer <anything>`:
+ * - POST /v1/images/generations (./images.ts): real PNGs as `b64_json`, or as `url`s served by
+ *   GET /v1/files/images/<id>.png (no auth) from the last IMAGES_KEPT images.
+ * - POST /v1/audio/speech (./speech.ts): binary mp3, opus, flac, wav or pcm.
+ * - POST /v1/audio/transcriptions and /v1/audio/translations (./transcriptions.ts):
+ *   multipart/form-data in; json, verbose_json, text, srt or vtt out.
+ * - POST /v1/moderations (./moderations.ts).
+ * - POST /v2/rerank (./rerank.ts): Cohere v2, errors as Cohere's `{message}` bodies.
+ * - POST /v1/rerank (./rerank.ts): Jina, errors as OpenAI bodies.
+ * Their JSON bodies are kept in `received`; a multipart body as `{model, ...fields, file:
+ * {bytes, filename}}`.
+ *
  * The chat model answers `Echo: <last user message without its #sim lines>`, cut to the
  * request's token cap, and reports prompt_tokens with countChatPromptTokens, the gateway's own
  * estimate. /v1/messages is the same model (see ./messages.ts): same text and counts, with
@@ -26,8 +39,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { chunks, completion, lastUserText, parseChatRequest, planReply } from './chat';
 import { DirectiveError, failureFor, parseDirectives, type SimDirectives } from './directives';
 import { embeddingsResponse, parseEmbeddingsRequest } from './embeddings';
-import { errorBody, readJson, sendJson, SimError, write } from './http';
+import { errorBody, readJson, sendBytes, sendJson, SimError, write } from './http';
+import { ImageStore, imagesResponse, parseImagesRequest, renderImage } from './images';
 import { anthropicErrorBody, checkAnthropicHeaders, message, messageEvents, parseMessagesRequest, upToDeltas } from './messages';
+import { moderationResponse, parseModerationRequest } from './moderations';
+import { readMultipart, type MultipartForm } from './multipart';
+import { cohereErrorBody, cohereRerankResponse, jinaRerankResponse, parseCohereRerankRequest, parseJinaRerankRequest } from './rerank';
+import { parseSpeechRequest, renderSpeech, SPEECH_CONTENT_TYPES } from './speech';
+import { parseTranscriptionRequest, renderTranscription, transcribe, type TranscriptionTask } from './transcriptions';
 
 export interface SimulatorOptions {
   /** 0 (the default) picks a free port. */
@@ -41,7 +60,10 @@ export interface Simulator {
   readonly port: number;
   /** HTTP requests received so far, answered or not. */
   readonly requests: number;
-  /** The JSON bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent upstream. */
+  /**
+   * The bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent
+   * upstream. JSON as parsed; multipart/form-data as `{model, ...fields, file: {bytes, filename}}`.
+   */
   readonly received: readonly unknown[];
   /** Stops listening and drops open connections, streams and delayed answers included. */
   close(): Promise<void>;
@@ -59,39 +81,76 @@ interface Exchange {
   nextId(): number;
   /** The request's JSON body, kept in `received`. */
   body(): Promise<unknown>;
+  /** The request's multipart/form-data body, kept in `received` as `{model, ...fields, file}`. */
+  form(): Promise<MultipartForm>;
+  /** Images answered by URL, for GET /v1/files/images/<id>.png. */
+  images: ImageStore;
+  /** `http://host:port` as the client reached the simulator: the origin of image URLs. */
+  origin: string;
 }
 
 const RECEIVED_KEPT = 50;
+/** How many images answered by URL stay fetchable (least recently used dropped first). */
+const IMAGES_KEPT = 200;
 
 const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/chat/completions': chatCompletions,
   'POST /v1/embeddings': embeddings,
   'GET /v1/models': models,
   'POST /v1/messages': messages,
+  'POST /v1/images/generations': imageGenerations,
+  'POST /v1/audio/speech': speech,
+  'POST /v1/audio/transcriptions': (x) => transcriptions(x, 'transcribe'),
+  'POST /v1/audio/translations': (x) => transcriptions(x, 'translate'),
+  'POST /v1/moderations': moderations,
+  'POST /v2/rerank': cohereRerank,
+  'POST /v1/rerank': jinaRerank,
 };
 
 const ANTHROPIC_PATH = '/v1/messages';
+const COHERE_PATH = '/v2/rerank';
+const IMAGE_FILE = /^\/v1\/files\/images\/([0-9a-f]{64})\.png$/;
 const pathOf = (req: IncomingMessage) => new URL(req.url ?? '/', 'http://simulator').pathname;
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const { port = 0, host = '127.0.0.1' } = options;
   let requests = 0;
   let lastId = 0;
+  let origin = '';
   const received: unknown[] = [];
+  const images = new ImageStore(IMAGES_KEPT);
+  const keep = (value: unknown) => {
+    received.push(value);
+    if (received.length > RECEIVED_KEPT) received.shift();
+  };
   const body = async (req: IncomingMessage) => {
     const json = await readJson(req);
-    received.push(json);
-    if (received.length > RECEIVED_KEPT) received.shift();
+    keep(json);
     return json;
+  };
+  const form = async (req: IncomingMessage) => {
+    const parsed = await readMultipart(req);
+    keep(receivedForm(parsed));
+    return parsed;
   };
   const server = createServer((req, res) => {
     requests++;
     const closed = new AbortController();
     res.on('close', () => closed.abort());
-    handle({ req, res, signal: closed.signal, nextId: () => ++lastId, body: () => body(req) }).catch((error: unknown) => {
+    const exchange: Exchange = {
+      req,
+      res,
+      signal: closed.signal,
+      nextId: () => ++lastId,
+      body: () => body(req),
+      form: () => form(req),
+      images,
+      origin: req.headers.host ? `http://${req.headers.host}` : origin,
+    };
+    handle(exchange).catch((error: unknown) => {
       if (closed.signal.aborted) return;
       if (res.headersSent) res.destroy();
-      else sendJson(res, ...answerFor(error, pathOf(req) === ANTHROPIC_PATH));
+      else sendJson(res, ...answerFor(error, pathOf(req)));
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -102,8 +161,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     });
   });
   const bound = (server.address() as AddressInfo).port;
+  origin = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/v1`,
+    url: `${origin}/v1`,
     port: bound,
     get requests() {
       return requests;
@@ -119,6 +179,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 
 async function handle(x: Exchange): Promise<void> {
   const path = pathOf(x.req);
+  const image = x.req.method === 'GET' ? IMAGE_FILE.exec(path) : null;
+  if (image) return imageFile(x, image[1]);
   const route = ROUTES[`${x.req.method} ${path}`];
   if (!route) throw new SimError(404, `unknown route ${x.req.method} ${path}`, null, 'unknown_url');
   if (path === ANTHROPIC_PATH) checkAnthropicHeaders(x.req.headers);
@@ -128,12 +190,20 @@ async function handle(x: Exchange): Promise<void> {
   await route(x);
 }
 
-function answerFor(error: unknown, anthropic: boolean): [number, unknown] {
+/** The error answer in the wire format of the route's vendor. */
+function answerFor(error: unknown, path: string): [number, unknown] {
   const sim =
     error instanceof SimError ? error
     : error instanceof DirectiveError ? new SimError(400, error.message, null, 'invalid_sim_directive')
     : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
-  return [sim.status, anthropic ? anthropicErrorBody(sim) : errorBody(sim)];
+  const body = path === ANTHROPIC_PATH ? anthropicErrorBody(sim) : path === COHERE_PATH ? cohereErrorBody(sim) : errorBody(sim);
+  return [sim.status, body];
+}
+
+/** A multipart body as `received` keeps it: one value per field unless sent several times, the file by size. */
+function receivedForm({ fields, file }: MultipartForm): Record<string, unknown> {
+  const flat = Object.fromEntries(Object.entries(fields).map(([name, values]) => [name, values.length === 1 ? values[0] : values]));
+  return { model: flat.model, ...flat, file: file && { bytes: file.bytes.length, filename: file.filename } };
 }
 
 async function chatCompletions(exchange: Exchange): Promise<void> {
@@ -214,12 +284,61 @@ async function stream({ req, res, signal }: Exchange, frames: string[], directiv
   res.end();
 }
 
-async function embeddings({ res, signal, body }: Exchange): Promise<void> {
-  const request = parseEmbeddingsRequest(await body());
-  const { delay_ms } = request.directives;
-  if (delay_ms) await sleep(delay_ms, undefined, { signal });
-  failIfAsked(request.directives, request.model);
-  sendJson(res, 200, embeddingsResponse(request));
+async function embeddings(exchange: Exchange): Promise<void> {
+  const request = parseEmbeddingsRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  sendJson(exchange.res, 200, embeddingsResponse(request));
+}
+
+async function imageGenerations(exchange: Exchange): Promise<void> {
+  const request = parseImagesRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  const pngs = request.directives.empty ? [] : Array.from({ length: request.n }, (_, i) => renderImage(request, i));
+  const urlOf = (png: Buffer) => `${exchange.origin}/v1/files/images/${exchange.images.put(png)}.png`;
+  sendJson(exchange.res, 200, imagesResponse(request, pngs, urlOf, Math.floor(Date.now() / 1000)));
+}
+
+async function imageFile({ res, images }: Exchange, id: string): Promise<void> {
+  const png = images.get(id);
+  if (!png) throw new SimError(404, `image ${id} is not (or no longer) stored`, null, 'not_found');
+  sendBytes(res, 200, 'image/png', png);
+}
+
+async function speech(exchange: Exchange): Promise<void> {
+  const request = parseSpeechRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  sendBytes(exchange.res, 200, SPEECH_CONTENT_TYPES[request.responseFormat], renderSpeech(request));
+}
+
+async function transcriptions(exchange: Exchange, task: TranscriptionTask): Promise<void> {
+  const request = parseTranscriptionRequest(await exchange.form(), task);
+  await delayThenFail(exchange, request.directives, request.model);
+  const { contentType, body } = renderTranscription(request, transcribe(request));
+  sendBytes(exchange.res, 200, contentType, body);
+}
+
+async function moderations(exchange: Exchange): Promise<void> {
+  const request = parseModerationRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  sendJson(exchange.res, 200, moderationResponse(request, `modr-sim-${exchange.nextId()}`));
+}
+
+async function cohereRerank(exchange: Exchange): Promise<void> {
+  const request = parseCohereRerankRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  sendJson(exchange.res, 200, cohereRerankResponse(request, `rerank-sim-${exchange.nextId()}`));
+}
+
+async function jinaRerank(exchange: Exchange): Promise<void> {
+  const request = parseJinaRerankRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  sendJson(exchange.res, 200, jinaRerankResponse(request));
+}
+
+/** `delay_ms`, then `fail` / `fail_models`: the directives every non-chat route honours first. */
+async function delayThenFail({ signal }: Exchange, directives: SimDirectives, model: string): Promise<void> {
+  if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
+  failIfAsked(directives, model);
 }
 
 function failIfAsked(directives: SimDirectives, model: string): void {
