@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import stringify from 'safe-stable-stringify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { EdgeStoreUnavailable, type CachedResponse, type StoredResponse } from '../../../../libs/platform/src/edge';
+import { EdgeStoreUnavailable, SealedIdempotencyStore, type CachedResponse, type StoredResponse } from '../../../../libs/platform/src/edge';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
@@ -12,9 +12,12 @@ import { endAfter } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
 import { readEdgeHeaders } from './edge-headers';
 
-/** What a billed endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
+/** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
 export interface Answer {
-  generationId: string;
+  /** The generation of a billed answer; a cacheable request's answer must have one (its cache hits are renamed from it). */
+  generationId?: string;
+  /** Of a JSON answer; 200 when left out (201 for a created resource). */
+  status?: number;
   /** Response headers of the answer itself (content type, generation id, notices...). */
   headers: Record<string, string>;
   json?: unknown;
@@ -33,6 +36,11 @@ export interface EdgeRequest {
   headers: Record<string, string | string[] | undefined>;
   /** Spec 4.2: chat, messages, responses and completions only. */
   cacheable: boolean;
+  /**
+   * The answer holds a secret (a new key's, shown once): kept for replay only sealed with
+   * SVC_ENCRYPTION_KEY, and without that key Idempotency-Key is refused rather than kept in clear.
+   */
+  sealed?: boolean;
 }
 
 /** An idempotency claim outlives a request that never finishes (crash) by this much. */
@@ -47,6 +55,8 @@ const CLAIM_GRACE_MS = 60_000;
 @Injectable()
 export class EdgeResponses {
   private readonly logger = new Logger('edge');
+  /** Built on first use: the encryption key is fixed for the process's life. */
+  private sealedStore: SealedIdempotencyStore | null = null;
 
   constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
 
@@ -60,7 +70,7 @@ export class EdgeResponses {
     const { idempotencyKey, cache } = readEdgeHeaders(request.headers, request.cacheable);
     // Most requests use neither: a large prompt is then not serialised and hashed for nothing.
     const fingerprint = idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${stringify(request.body)}`);
-    const { idempotency } = this.runtime.edge;
+    const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.runtime.edge.idempotency;
     const scope = request.caller.keyId;
 
     if (idempotencyKey !== null) {
@@ -93,15 +103,22 @@ export class EdgeResponses {
 
       const answer = await produce(clientRequestId);
       const headers = { ...answer.headers, ...cacheHeaders };
+      const answerId = answer.generationId ?? request.route;
       const store = async (stored: StoredResponse) => {
         if (cache !== null && cacheKey !== null) await this.runtime.edge.cache.put(cacheKey, stored, cache.ttlSeconds);
         await keep(stored);
       };
 
       if (answer.stream === undefined) {
-        const stored: StoredResponse = { status: 200, headers: { 'content-type': JSON_TYPE, ...headers }, kind: 'json', body: JSON.stringify(answer.json), sourceId: answer.generationId };
+        const stored: StoredResponse = {
+          status: answer.status ?? 200,
+          headers: { 'content-type': JSON_TYPE, ...headers },
+          kind: 'json',
+          body: JSON.stringify(answer.json),
+          sourceId: answer.generationId ?? '',
+        };
         // Kept before it is sent, so the client's next request already finds it.
-        await store(stored).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+        await store(stored).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
         return send(reply, stored);
       }
 
@@ -117,7 +134,7 @@ export class EdgeResponses {
         () =>
           finished.then(async (clean) => {
             if (!clean) return giveBack();
-            await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId }).catch((err: unknown) => this.warn(`${answer.generationId} not kept for replay`, err));
+            await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId ?? '' }).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
           }),
         (chunk) => (text += chunk.toString()),
       );
@@ -126,6 +143,13 @@ export class EdgeResponses {
       await giveBack();
       throw err;
     }
+  }
+
+  private sealedIdempotency(): SealedIdempotencyStore {
+    const { encryptionKey } = this.runtime.config;
+    if (encryptionKey === null) throw sealingUnavailable();
+    this.sealedStore ??= new SealedIdempotencyStore(this.runtime.edge.idempotency, encryptionKey);
+    return this.sealedStore;
   }
 
   private warn(what: string, err: unknown): void {
@@ -198,6 +222,20 @@ function idempotencyDown(err: unknown): never {
     );
   }
   throw err;
+}
+
+/**
+ * A production gateway started without SVC_ENCRYPTION_KEY cannot keep an answer holding a secret
+ * except in clear: the header is refused (503, the configuration is at fault, not the request)
+ * and the same request without it still works.
+ */
+function sealingUnavailable(): ApiError {
+  return new ApiError(
+    503,
+    'service_unavailable',
+    'Idempotency-Key cannot be honoured on this request by this gateway: it has no SVC_ENCRYPTION_KEY to keep the response encrypted. Send the request without the header, or have the operator set SVC_ENCRYPTION_KEY.',
+    'idempotency_unavailable',
+  );
 }
 
 function inProgress(): ApiError {

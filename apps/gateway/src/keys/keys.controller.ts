@@ -1,24 +1,44 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import type { EventMetadata } from '../../../../libs/eventstore/src/port';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { EdgeResponses } from '../edge/replay';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { bodyValidation } from '../http/validation';
 import { KeyRequest, RotateKeyRequest } from './key.request';
 import { KeysService } from './keys.service';
+
+const CREATE_ROUTE = '/v1/keys';
 
 /** Spec 4.19 (management key only), plus rotation, whose path the spec leaves open. */
 @Controller('v1/keys')
 @UseGuards(ApiKeyGuard)
 @Requires('management')
 export class KeysController {
-  constructor(private readonly keys: KeysService) {}
+  constructor(
+    private readonly keys: KeysService,
+    private readonly edge: EdgeResponses,
+  ) {}
 
+  /**
+   * Idempotency-Key as on billed POSTs (spec 3.3, 8), so a client retrying after a timeout does
+   * not end up with two keys. The answer holds the secret, so it is kept for replay only sealed.
+   * A body refused by validation never gets that far: nothing is claimed or kept for it.
+   */
   @Post()
   @HttpCode(201)
-  async create(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body(bodyValidation({ strict: true })) body: KeyRequest) {
-    const { record, secret } = await this.keys.create(this.keys.ownerFor(caller), body, actor);
-    const [data] = await this.keys.present([record]);
-    return { data, key: secret };
+  async create(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Body(bodyValidation({ strict: true })) body: KeyRequest,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await this.edge.serve({ caller, route: CREATE_ROUTE, body, headers, cacheable: false, sealed: true }, reply, async () => {
+      const { record, secret } = await this.keys.create(this.keys.ownerFor(caller), body, actor);
+      const [data] = await this.keys.present([record]);
+      return { status: 201, headers: {}, json: { data, key: secret } };
+    });
   }
 
   @Get()

@@ -87,6 +87,14 @@ end
 return 0
 `);
 
+/**
+ * The Redis key of (scope, key). Hashed: keys are client input, and `a:b`+`c` must not meet
+ * `a`+`b:c`. Exported so a test can read an entry as Redis holds it.
+ */
+export function idempotencyEntryKey(keyPrefix: string, scope: string, key: string): string {
+  return `${keyPrefix}:idem:${hashPart(scope, key)}`;
+}
+
 export class RedisIdempotencyStore implements IdempotencyStore {
   constructor(
     private readonly redis: Redis,
@@ -94,17 +102,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     private readonly keyPrefix: string,
   ) {}
 
-  /** Hashed: keys are client input, and `a:b`+`c` must not meet `a`+`b:c`. */
-  private entryKey(scope: string, key: string): string {
-    return `${this.keyPrefix}:idem:${hashPart(scope, key)}`;
-  }
-
   async begin(scope: string, key: string, fingerprint: string, lockMs: number): Promise<IdempotencyBegin> {
     checkIdempotencyKey(key);
     checkLockMs(lockMs);
     const now = this.clock.now().getTime();
     const reply = (await guarded('idempotency.begin', () =>
-      runScript(this.redis, BEGIN_LUA, [this.entryKey(scope, key)], [now, fingerprint, now + lockMs, storageBoundMs(lockMs)]),
+      runScript(this.redis, BEGIN_LUA, [idempotencyEntryKey(this.keyPrefix, scope, key)], [now, fingerprint, now + lockMs, storageBoundMs(lockMs)]),
     )) as [string, string | null] | null;
     if (reply === null) return { state: 'started' };
     const [storedFingerprint, response] = reply;
@@ -117,14 +120,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       runScript(
         this.redis,
         COMPLETE_LUA,
-        [this.entryKey(scope, key)],
+        [idempotencyEntryKey(this.keyPrefix, scope, key)],
         [now, fingerprint, now + IDEMPOTENCY_RETENTION_MS, JSON.stringify(response), storageBoundMs(IDEMPOTENCY_RETENTION_MS)],
       ),
     );
   }
 
   async abandon(scope: string, key: string): Promise<void> {
-    await guarded('idempotency.abandon', () => runScript(this.redis, ABANDON_LUA, [this.entryKey(scope, key)], []));
+    await guarded('idempotency.abandon', () => runScript(this.redis, ABANDON_LUA, [idempotencyEntryKey(this.keyPrefix, scope, key)], []));
   }
 }
 

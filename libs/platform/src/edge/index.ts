@@ -18,6 +18,7 @@ export * from './idempotency';
 export * from './rate-limiter';
 export * from './redis';
 export * from './resilient';
+export * from './sealed-idempotency';
 export * from './response-cache';
 
 export interface EdgeStoreOptions {
@@ -44,7 +45,8 @@ export interface EdgeStores {
   close(): Promise<void>;
 }
 
-const DEFAULT_KEY_PREFIX = 'edge';
+/** What every Redis key of the edge stores starts with unless `keyPrefix` says otherwise. */
+export const DEFAULT_KEY_PREFIX = 'edge';
 const DEFAULT_READY_TIMEOUT_MS = 5_000;
 
 export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {

@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ManualClock } from '../clock';
 import { RedisAdmission } from './admission';
-import { edgeStoreContract, response } from './testing/contract';
-import { RedisIdempotencyStore } from './idempotency';
+import { generateEncryptionKey, isSealedSecret, openSecret } from '../crypto';
+import { edgeStoreContract, idempotencyStoreContract, response } from './testing/contract';
+import { idempotencyEntryKey, RedisIdempotencyStore, type StoredResponse } from './idempotency';
+import { SealedIdempotencyStore, sealedResponseContext } from './sealed-idempotency';
 import { createEdgeStores } from './index';
 import { RedisConcurrencyLimiter, RedisRateLimiter } from './rate-limiter';
 import { closeRedis, connectRedis, storageBoundMs, whenReady } from './redis';
@@ -91,6 +93,36 @@ describe('redis stores shared by two gateways', () => {
     expect(results.filter((r) => r.state === 'started')).toHaveLength(1);
     await a.complete('key_1', 'k', 'fp', response());
     expect(await b.begin('key_1', 'k', 'fp', 30_000)).toEqual({ state: 'replay', response: response() });
+  });
+});
+
+describe('sealed idempotency store over redis', () => {
+  const encryptionKey = Buffer.from(generateEncryptionKey(), 'base64');
+  let clock: ManualClock;
+  let prefix: string;
+  let sealed: SealedIdempotencyStore;
+
+  beforeEach(() => {
+    clock = new ManualClock();
+    prefix = nextPrefix();
+    sealed = new SealedIdempotencyStore(new RedisIdempotencyStore(redis, clock, prefix), encryptionKey);
+  });
+
+  idempotencyStoreContract(() => ({ clock, idempotency: sealed }));
+
+  it('keeps in Redis only the sealed answer, which opens to the answer under its own context', async () => {
+    const secret = 'svc_test_ZYXWVUTSRQponmlkjihg9876543210abcdefgh';
+    const answer = response({ status: 201, body: JSON.stringify({ data: { id: 'key_9' }, key: secret }), sourceId: '' });
+    await sealed.begin('key_m', 'retry-1', 'fp', 30_000);
+    await sealed.complete('key_m', 'retry-1', 'fp', answer);
+
+    const entry = await redis.hgetall(idempotencyEntryKey(prefix, 'key_m', 'retry-1'));
+    expect(JSON.stringify(entry)).not.toContain(secret);
+    expect(JSON.stringify(entry)).not.toContain('key_9');
+    const held = JSON.parse(entry.response) as StoredResponse;
+    expect(isSealedSecret(held.body)).toBe(true);
+    expect(JSON.parse(openSecret(encryptionKey, held.body, sealedResponseContext('key_m', 'retry-1', 'fp')))).toEqual({ headers: answer.headers, body: answer.body, sourceId: '' });
+    expect(await sealed.begin('key_m', 'retry-1', 'fp', 30_000)).toEqual({ state: 'replay', response: answer });
   });
 });
 

@@ -244,89 +244,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
       });
     });
 
-    describe('idempotency store', () => {
-      it('starts, reports in progress, then replays the exact stored response', async () => {
-        const { idempotency } = stores;
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'in_progress' });
-        const stored = response({ kind: 'sse', body: 'data: {"a":1}\n\ndata: [DONE]\n\n', headers: { 'content-type': 'text/event-stream' } });
-        await idempotency.complete('key_1', 'k', 'fp1', stored);
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: stored });
-      });
-
-      it('reports a different body as a mismatch, before and after completion', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
-        await idempotency.complete('key_1', 'k', 'fp1', response());
-        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
-      });
-
-      it('lets a retry start again after the claim is abandoned', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        await idempotency.abandon('key_1', 'k');
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-      });
-
-      it('keeps a completed response when abandon comes late', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        await idempotency.complete('key_1', 'k', 'fp1', response());
-        await idempotency.abandon('key_1', 'k');
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: response() });
-      });
-
-      it('treats a claim whose lock ran out as absent', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        clock.advance(LOCK_MS - 1);
-        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
-        clock.advance(1);
-        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
-      });
-
-      it('does not let a lapsed request overwrite the claim that replaced it', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        clock.advance(LOCK_MS);
-        await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS);
-        await idempotency.complete('key_1', 'k', 'fp1', response());
-        expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'in_progress' });
-      });
-
-      it('replays for 24 hours after completion, then forgets', async () => {
-        const { idempotency } = stores;
-        await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
-        clock.advance(5_000);
-        await idempotency.complete('key_1', 'k', 'fp1', response());
-        clock.advance(IDEMPOTENCY_RETENTION_MS - 1);
-        expect((await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).state).toBe('replay');
-        clock.advance(1);
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-      });
-
-      it('keeps scopes apart, even when scope and key could be spliced differently', async () => {
-        const { idempotency } = stores;
-        expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-        expect(await idempotency.begin('key_2', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
-        expect(await idempotency.begin('a:b', 'c', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-        expect(await idempotency.begin('a', 'b:c', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
-      });
-
-      it('lets exactly one of concurrent requests with the same key start', async () => {
-        const results = await Promise.all(Array.from({ length: 20 }, () => stores.idempotency.begin('key_1', 'race', 'fp1', LOCK_MS)));
-        expect(count(results, (r) => r.state === 'started')).toBe(1);
-        expect(count(results, (r) => r.state === 'in_progress')).toBe(19);
-      });
-
-      it('accepts keys up to 255 characters and refuses longer or empty ones', async () => {
-        const { idempotency } = stores;
-        expect(await idempotency.begin('key_1', 'x'.repeat(255), 'fp1', LOCK_MS)).toEqual({ state: 'started' });
-        await expect(idempotency.begin('key_1', 'x'.repeat(256), 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
-        await expect(idempotency.begin('key_1', '', 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
-      });
-    });
+    idempotencyStoreContract(() => ({ clock, idempotency: stores.idempotency }));
 
     describe('response cache', () => {
       it('returns what was put, stamped by the injected clock', async () => {
@@ -365,6 +283,105 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
         }
         expect(await stores.cache.get('c1')).toBeNull();
       });
+    });
+  });
+}
+
+/**
+ * The idempotency part of the contract on its own, for a store that wraps another (sealing).
+ * `current` is read before each test, after the caller's own beforeEach has built the store.
+ */
+export function idempotencyStoreContract(current: () => { clock: ManualClock; idempotency: IdempotencyStore }): void {
+  describe('idempotency store', () => {
+    let clock: ManualClock;
+    let stores: { idempotency: IdempotencyStore };
+
+    beforeEach(() => {
+      const given = current();
+      clock = given.clock;
+      stores = { idempotency: given.idempotency };
+    });
+
+    it('starts, reports in progress, then replays the exact stored response', async () => {
+      const { idempotency } = stores;
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'in_progress' });
+      const stored = response({ kind: 'sse', body: 'data: {"a":1}\n\ndata: [DONE]\n\n', headers: { 'content-type': 'text/event-stream' } });
+      await idempotency.complete('key_1', 'k', 'fp1', stored);
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: stored });
+    });
+
+    it('reports a different body as a mismatch, before and after completion', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+      await idempotency.complete('key_1', 'k', 'fp1', response());
+      expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+    });
+
+    it('lets a retry start again after the claim is abandoned', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      await idempotency.abandon('key_1', 'k');
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+    });
+
+    it('keeps a completed response when abandon comes late', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      await idempotency.complete('key_1', 'k', 'fp1', response());
+      await idempotency.abandon('key_1', 'k');
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'replay', response: response() });
+    });
+
+    it('treats a claim whose lock ran out as absent', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      clock.advance(LOCK_MS - 1);
+      expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'mismatch' });
+      clock.advance(1);
+      expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+    });
+
+    it('does not let a lapsed request overwrite the claim that replaced it', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      clock.advance(LOCK_MS);
+      await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS);
+      await idempotency.complete('key_1', 'k', 'fp1', response());
+      expect(await idempotency.begin('key_1', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'in_progress' });
+    });
+
+    it('replays for 24 hours after completion, then forgets', async () => {
+      const { idempotency } = stores;
+      await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS);
+      clock.advance(5_000);
+      await idempotency.complete('key_1', 'k', 'fp1', response());
+      clock.advance(IDEMPOTENCY_RETENTION_MS - 1);
+      expect((await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).state).toBe('replay');
+      clock.advance(1);
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+    });
+
+    it('keeps scopes apart, even when scope and key could be spliced differently', async () => {
+      const { idempotency } = stores;
+      expect(await idempotency.begin('key_1', 'k', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      expect(await idempotency.begin('key_2', 'k', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+      expect(await idempotency.begin('a:b', 'c', 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      expect(await idempotency.begin('a', 'b:c', 'fp2', LOCK_MS)).toEqual({ state: 'started' });
+    });
+
+    it('lets exactly one of concurrent requests with the same key start', async () => {
+      const results = await Promise.all(Array.from({ length: 20 }, () => stores.idempotency.begin('key_1', 'race', 'fp1', LOCK_MS)));
+      expect(count(results, (r) => r.state === 'started')).toBe(1);
+      expect(count(results, (r) => r.state === 'in_progress')).toBe(19);
+    });
+
+    it('accepts keys up to 255 characters and refuses longer or empty ones', async () => {
+      const { idempotency } = stores;
+      expect(await idempotency.begin('key_1', 'x'.repeat(255), 'fp1', LOCK_MS)).toEqual({ state: 'started' });
+      await expect(idempotency.begin('key_1', 'x'.repeat(256), 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
+      await expect(idempotency.begin('key_1', '', 'fp1', LOCK_MS)).rejects.toThrow(RangeError);
     });
   });
 }
