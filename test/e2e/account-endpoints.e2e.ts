@@ -169,9 +169,11 @@ describe('account read endpoints', () => {
         tokens_cached: 30,
         tokens_reasoning: 5,
         total_cost: 0.000123456,
+        usage_by_meter: { input: 100, cached_input: 30, output: 20 },
         latency_ms: 120,
         time_to_first_token_ms: null,
         error_code: null,
+        cache_source_id: null,
       });
       expect(data[1]).toEqual({ id: 'gen-unknown', found: false });
       expect(data[2]).toEqual({ id: ids.other, found: false });

@@ -6,7 +6,7 @@ import { loadConfig } from '../../libs/platform/src/config';
 import { freshPgRunner } from '../../libs/platform/src/testing/pg';
 import { startAll, type Started } from '../../src/main';
 import type { Runtime, RuntimeOptions } from '../../src/runtime';
-import { worstCaseCost } from '../../libs/ledger/src/pricing';
+import { costOfMeters, tokenWorstCase } from '../../libs/metering/src';
 import { countChatPromptTokens } from '../../libs/providers/src/tokens';
 
 /**
@@ -70,7 +70,7 @@ export function chatWorstCase(runtime: Runtime, modelId: string, messages: unkno
   const prompt = countChatPromptTokens(messages);
   return runtime.catalog
     .get(modelId)!
-    .providers.map((route) => worstCaseCost(prompt, maxTokens, route.prices))
+    .providers.map((route) => costOfMeters(tokenWorstCase(prompt, maxTokens), route.prices))
     .reduce((a, b) => (b > a ? b : a));
 }
 

@@ -12,6 +12,7 @@ import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { CompletionsController } from './completions/completions.controller';
 import { RateLimitService } from './edge/rate-limits';
+import { Metering } from './metering/metering.service';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
@@ -46,6 +47,7 @@ export class GatewayModule {
         ModelsController,
       ],
       providers: [
+        Metering,
         ChatCompletionsService,
         ThroughChat,
         ResponsesService,

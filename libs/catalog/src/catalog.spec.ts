@@ -77,7 +77,7 @@ describe('catalog', () => {
       inputModalities: ['text'],
       outputModalities: ['text'],
       supportedParameters: [],
-      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null },
+      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null },
       deprecation: null,
       uptime: null,
       providers: [
@@ -119,14 +119,14 @@ describe('catalog', () => {
       contextLength: 32768,
       inputModalities: ['text', 'image', 'file'],
       supportedParameters: ['tools', 'max_tokens'],
-      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001) },
+      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001), perMillionCharacters: null, perSearchUnit: null },
       uptime: 0.997,
       deprecation: { sunset: new Date('2027-01-01T00:00:00Z'), replacement: 'acme/vision-2', announced: new Date('2026-12-01T00:00:00Z') },
     });
     expect(m.providers[0]).toMatchObject({ upstreamModel: 'vision-1', prices: m.prices, quantization: 'fp8', tools: false, dataCollection: 'deny', zdr: true });
     // A provider's own prices are complete: cached input defaults to its own input price.
     expect(m.providers[1]).toMatchObject({ upstreamModel: 'v1', tools: true, quantization: 'unknown', dataCollection: 'allow', zdr: false });
-    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null });
+    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null });
     expect(m.providers[1].provider).toMatchObject({ name: 'other', baseUrl: 'simulator', apiKey: 'sk-2' });
   });
 
@@ -137,7 +137,7 @@ describe('catalog', () => {
         model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' } }),
       ),
     );
-    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null });
+    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null });
     expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
   });
 
@@ -159,6 +159,7 @@ describe('catalog', () => {
     [withModels(model({ pricing: { input: 1, output: 1, per_query: '-1' } })), 'models[0].pricing.per_query: expected a USD price per query'],
     [withModels(model({ pricing: { input: 1, output: 1, per_second: 'x' } })), 'models[0].pricing.per_second'],
     [withModels(model({ pricing: { input: 1, output: 1, per_image: 'x' } })), 'models[0].pricing.per_image'],
+    [withModels(model({ pricing: { input: 1, output: 1, per_search_unit: '-0.1' } })), 'models[0].pricing.per_search_unit: expected a USD price per search unit'],
     [withModels(model({ pricing: { input: 1, output: 1, cached_input: 2 } })), 'models[0].pricing.cached_input: must not exceed the input price'],
     [withModels(model({ pricing: { input: 1, output: 1, cahced_input: 0.5 } })), 'models[0].pricing.cahced_input: unknown field'],
     [withModels(model({ providers: [{ provider: 'nope', upstream_model: 'm' }] })), 'models[0].providers[0].provider: unknown provider nope'],

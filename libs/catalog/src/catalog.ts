@@ -52,6 +52,10 @@ export interface ModelPrices extends TokenPrices {
   perQuery: Nano | null;
   perSecond: Nano | null;
   perImage: Nano | null;
+  /** Speech (spec 4.9): per million characters of input, as providers list it. */
+  perMillionCharacters: Nano | null;
+  /** Rerank (spec 4.12): one query with up to 100 documents. */
+  perSearchUnit: Nano | null;
 }
 
 export interface Deprecation {
@@ -149,7 +153,7 @@ const MODEL_FIELDS = [
   'uptime',
   'providers',
 ];
-const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image'];
+const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit'];
 const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
 const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'quantization', 'tools', 'data_collection', 'zdr'];
 /** A time zone is required: a sunset must mean the same instant on every server. */
@@ -205,18 +209,20 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const perQuery = perUnit('per_query', 'per query');
     const perSecond = perUnit('per_second', 'per second');
     const perImage = perUnit('per_image', 'per image');
+    const perMillionCharacters = perUnit('per_million_characters', 'per million characters');
+    const perSearchUnit = perUnit('per_search_unit', 'per search unit');
     // A forgotten token price must not mean "free"; only a model billed per unit may leave them out.
-    const billedPerUnit = perQuery !== null || perSecond !== null || perImage !== null;
+    const billedPerUnit = [perQuery, perSecond, perImage, perMillionCharacters, perSearchUnit].some((price) => price !== null);
     const perToken = (key: string) =>
       p[key] !== undefined
         ? usd(p[key], `${where}.${key}`, 'per million tokens')
         : billedPerUnit
           ? 0n
-          : fail(`${where}.${key}`, 'required (write 0 for free), unless the model is priced per_query, per_second or per_image');
+          : fail(`${where}.${key}`, 'required (write 0 for free), unless the model is priced per_query, per_second, per_image, per_million_characters or per_search_unit');
     const inputPerM = perToken('input');
     const cachedInputPerM = p.cached_input === undefined ? inputPerM : usd(p.cached_input, `${where}.cached_input`, 'per million tokens');
     if (cachedInputPerM > inputPerM) fail(`${where}.cached_input`, 'must not exceed the input price');
-    return { inputPerM, outputPerM: perToken('output'), cachedInputPerM, perQuery, perSecond, perImage };
+    return { inputPerM, outputPerM: perToken('output'), cachedInputPerM, perQuery, perSecond, perImage, perMillionCharacters, perSearchUnit };
   };
 
   const root = fields(doc, 'top level', TOP_FIELDS);

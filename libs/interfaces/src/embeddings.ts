@@ -2,6 +2,8 @@
  * `POST /v1/embeddings` (spec 4.7): the request as the gateway accepts it, validated before
  * anything is held, and the input counted the way it is billed (spec 1: on input tokens).
  */
+import type { Operation } from '../../metering/src';
+import type { EmbeddingsResult } from '../../providers/src/openai-compatible';
 import { countTextTokens } from '../../providers/src/tokens';
 import { invalid, optionalPositiveInt, requireBody, requireString, type Json } from './types';
 
@@ -59,3 +61,17 @@ function tokens(value: unknown, param: string): number[] {
   }
   return value as number[];
 }
+
+/**
+ * Spec 4.7 through the metering pipeline: billed on input tokens (spec 1), the provider's count
+ * when it reports one, else the gateway's; no vector returned, nothing billed (rule 3).
+ */
+export const embedOperation: Operation<EmbeddingsCall, EmbeddingsResult> = {
+  modelType: 'embedding',
+  endpoint: '/v1/embeddings',
+  promptTokens: (call) => call.promptTokens,
+  worstCase: (call) => ({ input: call.promptTokens }),
+  call: (target, call) => target.provider.embeddings({ ...call.body, model: target.route.upstreamModel }),
+  usageOf: (result, call) => ({ input: result.usage.promptTokens > 0 ? result.usage.promptTokens : call.promptTokens }),
+  returned: (result) => result.response.data.length,
+};

@@ -47,6 +47,22 @@ describe('account decider', () => {
     });
   });
 
+  // Issue 15.2 and spec 4.13: a cache HIT's id, or a free call's, is a generation of its own, with cost 0.
+  it('records a free generation without moving money or touching holds, with only the facts given', () => {
+    const given = [opened, credited(1000n), held('h1', 400n)];
+    const hit = { type: 'RecordFreeGeneration' as const, generationId: 'gen-hit', keyId: 'k1', sourceId: 'gen-src', endpoint: '/v1/chat/completions' };
+    const served: AccountEvent = { type: 'FreeGenerationRecorded', data: { account_id: A, generation_id: 'gen-hit', key_id: 'k1', source_id: 'gen-src', endpoint: '/v1/chat/completions' } };
+    spec.given(given).when(hit).then([served]);
+    const state = fold(accountDecider, [...given, served]);
+    expect(availableNano(state)).toBe(600n);
+    expect(state.holds.has('h1')).toBe(true);
+    spec.given([]).when(hit).thenThrows('account_not_found');
+    const free = { type: 'RecordFreeGeneration' as const, generationId: 'gen-free', keyId: 'k1', endpoint: '/v1/moderations', model: 'sim/moderation', provider: 'sim', latencyMs: 12 };
+    spec.given(given).when(free).then([
+      { type: 'FreeGenerationRecorded', data: { account_id: A, generation_id: 'gen-free', key_id: 'k1', endpoint: '/v1/moderations', model: 'sim/moderation', provider: 'sim', latency_ms: 12 } },
+    ]);
+  });
+
   describe('settling a hold', () => {
     const given = [opened, credited(1000n), held('h1', 400n)];
 

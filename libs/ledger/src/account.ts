@@ -1,6 +1,7 @@
 import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
 import { Map as ImmutableMap } from 'immutable';
 import { MAX_AMOUNT_NANO, nanoToUsdString, type Nano } from '../../platform/src/money';
+import type { MeterUsage } from './pricing';
 import {
   addToWindow,
   chargedInWindow,
@@ -21,6 +22,19 @@ import {
  * against charges plus open holds, so concurrent requests can never spend past it together.
  */
 export const accountStream = (accountId: string) => `account-${accountId}`;
+
+/**
+ * The upcaster of UsageCharged's usage: events written before meters carry tokens only, which
+ * are exactly the meters `input`, `cached_input` and `output`. The log is never rewritten.
+ */
+export function meteredUsage(data: Pick<GenerationStats, 'prompt_tokens' | 'cached_tokens' | 'completion_tokens'> & { usage?: MeterUsage }): MeterUsage {
+  if (data.usage !== undefined) return data.usage;
+  const usage: MeterUsage = {};
+  if (data.prompt_tokens) usage.input = data.prompt_tokens;
+  if (data.cached_tokens) usage.cached_input = data.cached_tokens;
+  if (data.completion_tokens) usage.output = data.completion_tokens;
+  return usage;
+}
 
 export interface GenerationStats {
   model: string;
@@ -111,6 +125,8 @@ export type AccountEvent =
         charged_at?: string;
         /** The part of the charge above the hold (the provider reported more input than estimated). Absent on old events. */
         exceeded_hold_nano?: string;
+        /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: read them through meteredUsage. */
+        usage?: MeterUsage;
       } & GenerationStats
     >
   | DomainEvent<
@@ -127,7 +143,16 @@ export type AccountEvent =
       'DailyLimitReached',
       { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }
     >
-  | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>;
+  | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>
+  /**
+   * A request answered at no cost: a free model's (spec 4.13) or the response cache's (spec 4.2,
+   * naming the generation it replayed in `source_id`). No money moves, but its id is a
+   * generation of its own, cost 0, that can be looked up.
+   */
+  | DomainEvent<
+      'FreeGenerationRecorded',
+      { account_id: string; generation_id: string; key_id: string; endpoint: string; model?: string; provider?: string; source_id?: string; latency_ms?: number }
+    >;
 
 export interface PlaceHold {
   type: 'PlaceHold';
@@ -155,6 +180,8 @@ export type AccountCommand =
       holdId: string;
       amountNano: Nano;
       stats: GenerationStats;
+      /** What `amountNano` bills, by meter: recorded with the charge. */
+      usage?: MeterUsage;
       /**
        * What the request returned, in its own units (vectors for embeddings); absent: its
        * completion tokens. Nothing returned is not billed (spec 1 rule 3).
@@ -171,7 +198,8 @@ export type AccountCommand =
    * KeySpendCapReached / DailyLimitReached event itself. Re-checks the hold; records nothing
    * when it would now be admitted or the event is already recorded for this window.
    */
-  | { type: 'RecordLimitRefusal'; hold: PlaceHold };
+  | { type: 'RecordLimitRefusal'; hold: PlaceHold }
+  | { type: 'RecordFreeGeneration'; generationId: string; keyId: string; endpoint: string; model?: string; provider?: string; sourceId?: string; latencyMs?: number };
 
 export interface OpenHold {
   amountNano: Nano;
@@ -472,6 +500,7 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
               charged_at: now.toISOString(),
               exceeded_hold_nano: exceeded.toString(),
               ...command.stats,
+              ...(command.usage === undefined ? {} : { usage: command.usage }),
             },
           },
           ...thresholdsCrossedBy(state, account_id, hold.keyId, command.amountNano, now),
@@ -531,6 +560,9 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
         }
         return [];
       }
+
+      case 'RecordFreeGeneration':
+        return [{ type: 'FreeGenerationRecorded', data: freeGenerationData(requireOpen(state), command) }];
     }
   },
 
@@ -569,6 +601,21 @@ export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent>
     }
   },
 };
+
+/** The event's data: only the optional facts the command has (events stay small, and replays compare equal). */
+export function freeGenerationData(account_id: string, command: Extract<AccountCommand, { type: 'RecordFreeGeneration' }>) {
+  const { generationId: generation_id, keyId: key_id, endpoint, model, provider, sourceId: source_id, latencyMs: latency_ms } = command;
+  return {
+    account_id,
+    generation_id,
+    key_id,
+    endpoint,
+    ...(model === undefined ? {} : { model }),
+    ...(provider === undefined ? {} : { provider }),
+    ...(source_id === undefined ? {} : { source_id }),
+    ...(latency_ms === undefined ? {} : { latency_ms }),
+  };
+}
 
 function withKey(state: AccountState, keyId: string, changes: Partial<KeySpend>): AccountState {
   return { ...state, keys: { ...state.keys, [keyId]: { ...keySpendOf(state, keyId), ...changes } } };

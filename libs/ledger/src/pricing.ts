@@ -1,4 +1,4 @@
-import { ceilDiv, type Nano } from '../../platform/src/money';
+import type { Nano } from '../../platform/src/money';
 
 /** Catalog prices, in nano-USD per million tokens (so "$0.15 / M" is 150_000_000n). */
 export interface TokenPrices {
@@ -18,22 +18,19 @@ export interface TokenUsage {
   reasoningTokens: number;
 }
 
-const PER_MILLION = 1_000_000n;
+/**
+ * What a billed call is measured in (ARCHITECTURE section 10; spec 1: tokens for text models,
+ * characters for speech, search units for rerank, queries for search, seconds or the
+ * provider's cost for video, the provider's cost for images). Every value is a whole number:
+ * tokens, characters, units, queries, images, seconds (rounded up), and `provider_cost` in
+ * nano-USD as the provider reported it.
+ */
+export const METERS = ['input', 'cached_input', 'output', 'characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost'] as const;
+export type Meter = (typeof METERS)[number];
 
-/** Spec 1, rule 5: cached input at the cached price, the rest of the input at the input price. */
-export function costOfUsage(usage: TokenUsage, prices: TokenPrices): Nano {
-  const cached = BigInt(Math.min(usage.cachedTokens, usage.promptTokens));
-  const uncached = BigInt(usage.promptTokens) - cached;
-  const micro =
-    uncached * prices.inputPerM + cached * prices.cachedInputPerM + BigInt(usage.completionTokens) * prices.outputPerM;
-  return ceilDiv(micro, PER_MILLION);
-}
+/** Usage by meter; a meter left out is 0. `input` includes `cached_input`, as providers report it. */
+export type MeterUsage = Partial<Record<Meter, number>>;
 
-/** Output tokens assumed when the request sets no cap (spec 1, rule 1 and section 8). */
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
-
-/** Spec 1, rule 1: the worst case is the whole input at the full input price plus the output cap. */
-export function worstCaseCost(inputTokens: number, maxOutputTokens: number | null, prices: TokenPrices): Nano {
-  const output = BigInt(maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
-  return ceilDiv(BigInt(inputTokens) * prices.inputPerM + output * prices.outputPerM, PER_MILLION);
-}
+/** The meters other than tokens: what a non-text call is billed in, shown beside the token counts. */
+export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost'] as const satisfies readonly Meter[];
+export type UnitMeter = (typeof UNIT_METERS)[number];

@@ -231,7 +231,7 @@ interface SimAccount {
   updatedAtMs: number;
 }
 
-type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired';
+type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired' | 'cached';
 
 /** What GET /v1/generation must say of one hold, from the predicted outcomes. */
 interface GenerationView {
@@ -544,6 +544,23 @@ class Simulation {
       case 'HoldExpired':
         this.finish(event.data.hold_id, { status: 'expired', cost_nano: '0', finished_at: ms(at) });
         return;
+      case 'FreeGenerationRecorded': {
+        const view: GenerationView = {
+          id: event.data.generation_id,
+          account_id: account.id,
+          key_id: event.data.key_id,
+          status: event.data.source_id === undefined ? 'completed' : 'cached',
+          cost_nano: '0',
+          completion_tokens: 0,
+          error_code: null,
+          created_at: ms(at),
+          finished_at: ms(at),
+        };
+        this.generations.set(view.id, view);
+        this.episodeGenerations.set(view.id, view);
+        this.touched.add(view.id);
+        return;
+      }
       default:
         return;
     }
@@ -629,7 +646,12 @@ class Simulation {
     }
     if (r < 0.84) return { type: 'ReleaseHold', holdId: this.pickHold(account, 0.15, extra), errorCode: this.rng.pick(['upstream_503', 'timeout', 'client_gone']) };
     if (r < 0.95) return { type: 'ExpireHolds', max: this.rng.chance(0.2) ? this.rng.int(1, 3) : undefined };
-    if (r < 0.98) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) };
+    if (r < 0.97) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) };
+    if (r < 0.98) {
+      // Issue 15.2: a cache hit answered from an earlier generation (or one never placed).
+      const sourceId = account.placed.length > 0 ? this.rng.pick(account.placed) : `${account.id}/h-never-placed`;
+      return { type: 'RecordFreeGeneration', generationId: `${account.id}/c${this.nextHold++}`, keyId: this.rng.pick(account.keys).id, sourceId, endpoint: '/v1/chat/completions' };
+    }
     return { type: 'AddCredits', amountNano: this.rng.pick([0n, -1n]), reason: 'invalid' };
   }
 

@@ -33,4 +33,10 @@ export class ProviderError extends Error {
     this.retryable = init.status === 408 || init.status === 429 || init.status >= 500;
     if (init.upstreamBody !== undefined) this.upstreamBody = init.upstreamBody;
   }
+
+  /** The upstream's own explanation when its error body has one (OpenAI's shape), else ours. */
+  upstreamMessage(): string {
+    const body = this.upstreamBody as { error?: { message?: unknown } } | undefined;
+    return typeof body?.error?.message === 'string' ? body.error.message : this.message;
+  }
 }

@@ -18,9 +18,13 @@ export function presentGeneration(g: GenerationRow) {
     tokens_cached: g.cachedTokens,
     tokens_reasoning: g.reasoningTokens,
     total_cost: nanoToUsd(g.costNano),
+    // What the charge billed, by meter (tokens, characters, images, search units...); {} when nothing was.
+    usage_by_meter: g.meters ?? {},
     latency_ms: g.latencyMs,
     time_to_first_token_ms: g.ttftMs,
     error_code: g.errorCode,
+    // Issue 15.2: a cache hit (status `cached`, cost 0) names the generation it replayed.
+    cache_source_id: g.cacheSourceId,
   };
 }
 
@@ -38,5 +42,7 @@ export function presentActivity(r: ActivityRow, keyId: string | null) {
     cached_tokens: r.cachedTokens,
     reasoning_tokens: r.reasoningTokens,
     usage: nanoToUsd(r.costNano),
+    // The meters other than tokens (characters of speech, images, search units...), where used.
+    ...Object.fromEntries(Object.entries(r.units).filter(([, value]) => value > 0)),
   };
 }

@@ -16,7 +16,7 @@ import { getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, type Aud
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '../account/read-your-writes';
-import { byokUnavailable } from '../http/error-mapping';
+import { byokUnavailable } from '../../../../libs/metering/src';
 import type { KeyOwner } from '../keys/keys.service';
 
 export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;

@@ -10,6 +10,7 @@ import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { endAfter } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
+import { Metering } from '../metering/metering.service';
 import { readEdgeHeaders } from './edge-headers';
 
 /** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
@@ -58,7 +59,10 @@ export class EdgeResponses {
   /** Built on first use: the encryption key is fixed for the process's life. */
   private sealedStore: SealedIdempotencyStore | null = null;
 
-  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+  constructor(
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    private readonly metering: Metering,
+  ) {}
 
   /**
    * Sends what `produce` answers (it gets the request's X-Client-Request-Id, spec 4, which is
@@ -95,6 +99,8 @@ export class EdgeResponses {
         const found = cache.clear ? ({ state: 'miss' } as const) : await this.runtime.edge.cache.lookup(cacheKey);
         if (found.state === 'hit') {
           const hit = asHit(found.entry, this.runtime.clock.now().getTime());
+          // Issue 15.2: the id the hit is answered under is a generation of its own (cost 0, naming its source).
+          await this.metering.calls.recordFree(request.caller, { id: hit.sourceId, endpoint: request.route, sourceId: found.entry.response.sourceId, clientRequestId });
           await keep(hit);
           return send(reply, hit);
         }

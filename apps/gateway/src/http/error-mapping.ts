@@ -99,39 +99,9 @@ function fromProvider(err: ProviderError): ApiError {
   }
   if (err.kind === 'http' && !err.retryable && err.status !== 401 && err.status !== 403) {
     // The provider refused the request itself (400, 404, 422): the caller's to fix.
-    return ApiError.invalidRequest(`The model provider rejected the request: ${upstreamMessage(err)}`, null, 'upstream_rejected');
+    return ApiError.invalidRequest(`The model provider rejected the request: ${err.upstreamMessage()}`, null, 'upstream_rejected');
   }
   return new ApiError(502, 'api_error', 'The model provider failed. Safe to retry.', 'upstream_error');
-}
-
-/**
- * BYOK needs SVC_ENCRYPTION_KEY to seal and open provider keys. Without it the gateway runs,
- * and BYOK alone is refused: 503, since it is the service's configuration, not the caller's
- * request, that is at fault.
- */
-export function byokUnavailable(detail = 'this gateway has no SVC_ENCRYPTION_KEY'): ApiError {
-  return new ApiError(503, 'service_unavailable', `Bring-your-own-key is not available: ${detail}.`, 'byok_unavailable');
-}
-
-/**
- * Spec 7, "(provider)" row: the provider refused the caller's own key (401 or 403 on a BYOK
- * call). The status is the provider's, so a client tells an unauthorised key (401) from a key
- * without access to the model (403); the message says it was the account's provider key, not
- * the gateway key, that was refused.
- */
-export function byokKeyRejected(err: ProviderError, provider: string): ApiError {
-  const status = err.status === 403 ? 403 : 401;
-  return new ApiError(
-    status,
-    status === 403 ? 'permission_error' : 'authentication_error',
-    `The provider ${provider} rejected the API key saved for this account (HTTP ${err.status}: ${upstreamMessage(err)}). Update or delete it with the operator API.`,
-    'byok_key_rejected',
-  );
-}
-
-function upstreamMessage(err: ProviderError): string {
-  const body = err.upstreamBody as { error?: { message?: unknown } } | undefined;
-  return typeof body?.error?.message === 'string' ? body.error.message : err.message;
 }
 
 function fromHttpException(err: HttpException): ApiError {

@@ -6,7 +6,7 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 import { RateLimitService } from '../edge/rate-limits';
 import { ApiKeyGuard } from './auth.guard';
 import { toApiError } from './error-mapping';
-import { failedGenerationOf } from './failed-generation';
+import { failedGenerationOf } from '../../../../libs/metering/src';
 
 /**
  * Every error leaves as the spec's error object; unexpected ones are logged, never echoed.

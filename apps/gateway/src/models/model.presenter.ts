@@ -50,7 +50,8 @@ export function presentModelWithProviders(model: CatalogModel, now: Date) {
 /**
  * USD as exact decimal strings, as OpenRouter does: token prices per token (`prompt`,
  * `completion`, `input_cache_read`), the others per unit and only where the model has them
- * (`request` per query, `image` per image, `second` per second).
+ * (`request` per query, `image` per image, `second` per second, `character` per character of
+ * speech input, `search_unit` per rerank search unit).
  */
 export function presentPrices(prices: ModelPrices): Record<string, string> {
   return {
@@ -60,6 +61,8 @@ export function presentPrices(prices: ModelPrices): Record<string, string> {
     ...(prices.perQuery !== null ? { request: nanoToUsdString(prices.perQuery) } : {}),
     ...(prices.perImage !== null ? { image: nanoToUsdString(prices.perImage) } : {}),
     ...(prices.perSecond !== null ? { second: nanoToUsdString(prices.perSecond) } : {}),
+    ...(prices.perMillionCharacters !== null ? { character: perToken(prices.perMillionCharacters) } : {}),
+    ...(prices.perSearchUnit !== null ? { search_unit: nanoToUsdString(prices.perSearchUnit) } : {}),
   };
 }
 

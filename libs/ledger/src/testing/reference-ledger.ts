@@ -1,4 +1,4 @@
-import type { AccountCommand, AccountEvent, GenerationStats, KeyLimit, PlaceHold } from '../account';
+import { freeGenerationData, type AccountCommand, type AccountEvent, type GenerationStats, type KeyLimit, type PlaceHold } from '../account';
 import type { LimitReset } from '../spend-window';
 
 /**
@@ -165,6 +165,8 @@ export class ReferenceLedger {
         };
       case 'RecordLimitRefusal':
         return this.recordRefusal(account_id, command.hold, now);
+      case 'RecordFreeGeneration':
+        return { outcome: { events: [{ type: 'FreeGenerationRecorded', data: freeGenerationData(account_id, command) }] }, commit: () => undefined };
     }
   }
 

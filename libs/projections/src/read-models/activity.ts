@@ -1,4 +1,5 @@
-import type { AccountEvent } from '../../../ledger/src/account';
+import { meteredUsage, type AccountEvent } from '../../../ledger/src/account';
+import { UNIT_METERS, type MeterUsage, type UnitMeter } from '../../../ledger/src/pricing';
 import type { SqlExecutor } from '../../../platform/src/sql';
 import { asColumns, eventTime, utcDay, type Projection } from '../projection';
 import type { AccountRecorded } from './credits';
@@ -18,6 +19,8 @@ interface Contribution {
   cachedTokens: number;
   reasoningTokens: number;
   costNano: string;
+  /** The meters other than tokens (characters, images...), 0 where unused. */
+  units: MeterUsage;
 }
 
 /** The attribution a request's HoldPlaced gave it, taken (and forgotten) when the hold resolves. */
@@ -70,6 +73,8 @@ export const activityProjection: Projection = {
       reasoning_tokens bigint NOT NULL,
       cost_nano bigint NOT NULL
     )`,
+    // The meters other than tokens (ARCHITECTURE section 10), added in place to older read models.
+    ...UNIT_METERS.map((meter) => `ALTER TABLE activity_daily ADD COLUMN IF NOT EXISTS ${meter} bigint NOT NULL DEFAULT 0`),
     // Requests without an end user share one row per day: NULLS NOT DISTINCT (PostgreSQL 15+).
     `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_row ON activity_daily (account_id, key_id, day, model, endpoint, user_id) NULLS NOT DISTINCT`,
     `CREATE INDEX IF NOT EXISTS activity_daily_key_day ON activity_daily (key_id, day)`,
@@ -109,8 +114,8 @@ export const activityProjection: Projection = {
     const add = (c: Contribution) => {
       const day = utcDay(c.at);
       const slot = JSON.stringify([c.accountId, c.keyId, day, c.model, c.endpoint, c.user]);
-      const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, 0n, 0n, 0n, 0n, 0n, 0n, 0n];
-      const sums = [c.billed ? 1 : 0, c.billed ? 0 : 1, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano];
+      const sums = [c.billed ? 1 : 0, c.billed ? 0 : 1, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano, ...UNIT_METERS.map((m) => c.units[m] ?? 0)];
+      const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, ...sums.map(() => 0n)];
       sums.forEach((value, i) => (row[6 + i] = (row[6 + i] as bigint) + BigInt(value)));
       daily.set(slot, row);
     };
@@ -139,6 +144,7 @@ export const activityProjection: Projection = {
             cachedTokens: d.cached_tokens,
             reasoningTokens: d.reasoning_tokens,
             costNano: d.amount_nano,
+            units: meteredUsage(d),
           });
           break;
         }
@@ -169,12 +175,12 @@ export const activityProjection: Projection = {
     }
     if (daily.size > 0) {
       const c = asColumns(
-        ['text', 'text', 'date', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'],
+        ['text', 'text', 'date', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', ...UNIT_METERS.map(() => 'bigint')],
         [...daily.values()].map((row) => row.map((v) => (typeof v === 'bigint' ? v.toString() : v))),
       );
       await tx.query(
         `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, requests, requests_not_billed,
-                                     prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano)
+                                     prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, ${UNIT_METERS.join(', ')})
          SELECT * FROM ${c.unnest}
          ON CONFLICT (account_id, key_id, day, model, endpoint, user_id) DO UPDATE SET
            requests = activity_daily.requests + EXCLUDED.requests,
@@ -183,7 +189,8 @@ export const activityProjection: Projection = {
            completion_tokens = activity_daily.completion_tokens + EXCLUDED.completion_tokens,
            cached_tokens = activity_daily.cached_tokens + EXCLUDED.cached_tokens,
            reasoning_tokens = activity_daily.reasoning_tokens + EXCLUDED.reasoning_tokens,
-           cost_nano = activity_daily.cost_nano + EXCLUDED.cost_nano`,
+           cost_nano = activity_daily.cost_nano + EXCLUDED.cost_nano,
+           ${UNIT_METERS.map((m) => `${m} = activity_daily.${m} + EXCLUDED.${m}`).join(',\n           ')}`,
         c.params,
       );
     }
@@ -191,7 +198,7 @@ export const activityProjection: Projection = {
 };
 
 function notBilled(accountId: string, keyId: string, at: string, model: string, endpoint: string, user: string | null): Contribution {
-  return { accountId, keyId, at, model, endpoint, user, billed: false, promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, costNano: '0' };
+  return { accountId, keyId, at, model, endpoint, user, billed: false, promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, costNano: '0', units: {} };
 }
 
 export interface ActivityFilter {
@@ -219,6 +226,8 @@ export interface ActivityRow {
   cachedTokens: number;
   reasoningTokens: number;
   costNano: bigint;
+  /** The meters other than tokens, summed; 0 where unused. */
+  units: Record<UnitMeter, number>;
 }
 
 /** Usage per day, model and endpoint; newest day first, then by model and endpoint (bytewise, whatever the database's collation). */
@@ -228,7 +237,8 @@ export async function getActivity(sql: SqlExecutor, f: ActivityFilter): Promise<
             SUM(a.requests)::text AS requests, SUM(a.requests_not_billed)::text AS requests_not_billed,
             SUM(a.prompt_tokens)::text AS prompt_tokens, SUM(a.completion_tokens)::text AS completion_tokens,
             SUM(a.cached_tokens)::text AS cached_tokens, SUM(a.reasoning_tokens)::text AS reasoning_tokens,
-            SUM(a.cost_nano)::text AS cost_nano
+            SUM(a.cost_nano)::text AS cost_nano,
+            ${UNIT_METERS.map((m) => `SUM(a.${m})::text AS ${m}`).join(', ')}
        FROM activity_daily a
        JOIN api_keys k ON k.key_id = a.key_id
       WHERE a.account_id = $1 AND k.workspace_id = $2 AND ($3::text IS NULL OR a.key_id = $3)
@@ -248,5 +258,6 @@ export async function getActivity(sql: SqlExecutor, f: ActivityFilter): Promise<
     cachedTokens: Number(r.cached_tokens),
     reasoningTokens: Number(r.reasoning_tokens),
     costNano: BigInt(r.cost_nano),
+    units: Object.fromEntries(UNIT_METERS.map((m) => [m, Number(r[m])])) as Record<UnitMeter, number>,
   }));
 }

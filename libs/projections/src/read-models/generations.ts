@@ -1,4 +1,5 @@
-import type { AccountEvent, GenerationStats } from '../../../ledger/src/account';
+import { meteredUsage, type AccountEvent, type GenerationStats } from '../../../ledger/src/account';
+import type { MeterUsage } from '../../../ledger/src/pricing';
 import type { SqlExecutor } from '../../../platform/src/sql';
 import { asColumns, eventTime, type Projection } from '../projection';
 import type { AccountRecorded } from './credits';
@@ -20,6 +21,8 @@ interface Outcome {
     reasoning_tokens: number;
     latency_ms: number | null;
     ttft_ms: number | null;
+    /** What was billed, by meter; only a charge has it. */
+    meters: MeterUsage | null;
   };
 }
 
@@ -65,11 +68,16 @@ export const generationsProjection: Projection = {
     )`,
     // Read models created before X-Client-Request-Id was recorded gain the column in place.
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS client_request_id text`,
+    // What a charge billed, by meter (ARCHITECTURE section 10); null for a request not billed.
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS meters jsonb`,
+    // A cache hit's row names the generation whose answer it replayed (spec 4.2).
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS cache_source_id text`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const placed = new Map<string, Placed>();
+    const free: unknown[][] = [];
     /** Outcomes of requests placed in earlier batches. */
     const settled = new Map<string, Outcome>();
     const resolve = (id: string, outcome: Outcome) => {
@@ -100,7 +108,7 @@ export const generationsProjection: Projection = {
           break;
         }
         case 'UsageCharged':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e)));
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), meteredUsage(e.data)));
           break;
         case 'HoldReleased':
           resolve(
@@ -112,6 +120,15 @@ export const generationsProjection: Projection = {
         case 'HoldExpired':
           resolve(e.data.hold_id, { status: 'expired', cost_nano: '0', finished_at: eventTime(e) });
           break;
+        case 'FreeGenerationRecorded': {
+          const d = e.data;
+          const clientRequestId = e.metadata.client_request_id;
+          free.push([
+            d.generation_id, d.account_id, d.key_id, d.model ?? null, d.endpoint, d.provider ?? null,
+            typeof clientRequestId === 'string' ? clientRequestId : null, eventTime(e), d.source_id ?? null, d.latency_ms ?? null,
+          ]);
+          break;
+        }
       }
     }
 
@@ -122,12 +139,13 @@ export const generationsProjection: Projection = {
           g.id, g.account_id, g.key_id, u?.model ?? g.model, g.endpoint, u?.provider ?? null, g.outcome?.status ?? 'in_progress',
           u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, g.outcome?.cost_nano ?? '0',
           u?.latency_ms ?? null, u?.ttft_ms ?? null, u?.error_code ?? null, g.client_request_id, g.created_at, g.outcome?.finished_at ?? null,
+          jsonOrNull(u?.meters),
         ];
       });
       const c = asColumns(INSERTED, rows);
       await tx.query(
         `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
-                                  reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at)
+                                  reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters)
          SELECT * FROM ${c.unnest}`,
         c.params,
       );
@@ -138,6 +156,7 @@ export const generationsProjection: Projection = {
         return [
           id, o.status, o.cost_nano, o.finished_at, u !== undefined, u?.error_code ?? null, u?.model ?? null, u?.provider ?? null,
           u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, u?.latency_ms ?? null, u?.ttft_ms ?? null,
+          jsonOrNull(u?.meters),
         ];
       });
       const c = asColumns(SETTLED, rows);
@@ -151,18 +170,35 @@ export const generationsProjection: Projection = {
                 cached_tokens = CASE WHEN d.known THEN d.cached_tokens ELSE g.cached_tokens END,
                 reasoning_tokens = CASE WHEN d.known THEN d.reasoning_tokens ELSE g.reasoning_tokens END,
                 latency_ms = CASE WHEN d.known THEN d.latency_ms ELSE g.latency_ms END,
-                ttft_ms = CASE WHEN d.known THEN d.ttft_ms ELSE g.ttft_ms END
+                ttft_ms = CASE WHEN d.known THEN d.ttft_ms ELSE g.ttft_ms END,
+                meters = CASE WHEN d.known THEN d.meters ELSE g.meters END
            FROM ${c.unnest} AS d(id, status, cost_nano, finished_at, known, error_code, model, provider,
-                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms)
+                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms, meters)
           WHERE g.id = d.id`,
+        c.params,
+      );
+    }
+    if (free.length > 0) {
+      // Written last, so a cache hit's source placed in this same batch is already a row to read the model from.
+      const c = asColumns(FREE, free);
+      await tx.query(
+        `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, client_request_id, created_at, finished_at, cache_source_id, latency_ms)
+         SELECT d.id, d.account_id, d.key_id, COALESCE(d.model, s.model, ''), d.endpoint, d.provider,
+                CASE WHEN d.source_id IS NULL THEN 'completed' ELSE 'cached' END, d.client_request_id, d.at, d.at, d.source_id, d.latency_ms
+           FROM ${c.unnest} AS d(id, account_id, key_id, model, endpoint, provider, client_request_id, at, source_id, latency_ms)
+           LEFT JOIN generations s ON s.id = d.source_id`,
         c.params,
       );
     }
   },
 };
 
-const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz'];
-const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer'];
+const FREE = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'integer'];
+
+const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb'];
+const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer', 'jsonb'];
+
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 function finished(
   d: Partial<GenerationStats>,
@@ -170,6 +206,7 @@ function finished(
   costNano: string,
   errorCode: string | null,
   at: string,
+  meters: MeterUsage | null = null,
 ): Outcome {
   return {
     status,
@@ -185,11 +222,12 @@ function finished(
       reasoning_tokens: d.reasoning_tokens ?? 0,
       latency_ms: d.latency_ms ?? null,
       ttft_ms: d.ttft_ms ?? null,
+      meters,
     },
   };
 }
 
-export type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired';
+export type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired' | 'cached';
 
 export interface GenerationRow {
   id: string;
@@ -208,6 +246,10 @@ export interface GenerationRow {
   ttftMs: number | null;
   errorCode: string | null;
   clientRequestId: string | null;
+  /** A cache hit (status `cached`): the generation whose answer it replayed. */
+  cacheSourceId: string | null;
+  /** What a charge billed, by meter; null when nothing was billed. */
+  meters: MeterUsage | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -242,6 +284,8 @@ function toRow(r: Record<string, any>): GenerationRow {
     ttftMs: r.ttft_ms,
     errorCode: r.error_code,
     clientRequestId: r.client_request_id,
+    cacheSourceId: r.cache_source_id ?? null,
+    meters: r.meters ?? null,
     createdAt: new Date(r.created_at),
     finishedAt: r.finished_at === null ? null : new Date(r.finished_at),
   };

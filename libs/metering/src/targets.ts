@@ -1,17 +1,17 @@
 /**
- * Spec 4.2 rule 6 and section 7: the order in which a chat request is tried, and what the caller
- * is told when every try failed.
+ * Spec 4.2 rule 6 and section 7: the order in which a billed call is tried, what each target
+ * charges, and what the caller is told when every try failed.
  */
-import type { CatalogModel, CatalogProvider, CatalogRoute } from '../../../../libs/catalog/src/catalog';
-import { providerKeyContext } from '../../../../libs/identity/src/settings';
-import { costOfUsage, worstCaseCost, type TokenPrices, type TokenUsage } from '../../../../libs/ledger/src/pricing';
-import { openSecret, SecretDecryptionError } from '../../../../libs/platform/src/crypto';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { ceilDiv, type Nano } from '../../../../libs/platform/src/money';
-import { createChatProvider } from '../../../../libs/providers/src/adapters';
-import type { OpenAiCompatibleProvider } from '../../../../libs/providers/src/openai-compatible';
-import { ProviderError } from '../../../../libs/providers/src/provider-error';
-import { byokUnavailable } from '../http/error-mapping';
+import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices } from '../../catalog/src/catalog';
+import { providerKeyContext } from '../../identity/src/settings';
+import { openSecret, SecretDecryptionError } from '../../platform/src/crypto';
+import { ApiError } from '../../platform/src/errors';
+import { ceilDiv, type Nano } from '../../platform/src/money';
+import { createChatProvider } from '../../providers/src/adapters';
+import type { OpenAiCompatibleProvider } from '../../providers/src/openai-compatible';
+import { ProviderError } from '../../providers/src/provider-error';
+import { byokUnavailable } from './byok';
+import { costOfMeters, type MeterUsage } from './meters';
 
 /** One way to answer: a model of the request through one of the providers that serve it. */
 export interface Target {
@@ -63,16 +63,14 @@ export function targetsOf(
  */
 const byokFee = (cost: Nano, feePercent: number): Nano => ceilDiv(cost * BigInt(feePercent), 100n);
 
-/** The charge for `usage` answered by `target`: the cost at its prices, or the BYOK fee on that cost. */
-export function costOf(target: Target, usage: TokenUsage, byokFeePercent: number): Nano {
-  const cost = costOfUsage(usage, pricesOf(target));
+/**
+ * The charge for `usage` answered by `target`: the cost at its prices, or the BYOK fee on that
+ * cost. The hold uses it too, on the worst case (spec 1 rule 1): the price is monotone in every
+ * meter and the fee in the cost, so the worst case's charge bounds every actual one.
+ */
+export function costOf(target: Target, usage: MeterUsage, byokFeePercent: number): Nano {
+  const cost = costOfMeters(usage, pricesOf(target));
   return target.byok ? byokFee(cost, byokFeePercent) : cost;
-}
-
-/** Spec 1 rule 1 for `target`: the worst case, and for BYOK the fee on it (the fee is monotone, so it still bounds the charge). */
-export function worstCaseOf(target: Target, promptTokens: number, maxOutputTokens: number | null, byokFeePercent: number): Nano {
-  const worst = worstCaseCost(promptTokens, maxOutputTokens, pricesOf(target));
-  return target.byok ? byokFee(worst, byokFeePercent) : worst;
 }
 
 /** Most BYOK clients kept; past it the oldest is dropped (it is rebuilt on its next use). */
@@ -136,7 +134,7 @@ export class OwnProviders {
  * answered (spec 4.2 rule 10; the model's own when the catalog gives the provider none). The
  * hold and the charge both come from here.
  */
-export function pricesOf(target: Target): TokenPrices {
+export function pricesOf(target: Target): ModelPrices {
   return target.route.prices;
 }
 

@@ -1,0 +1,74 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { ProviderStats } from '../../../../libs/catalog/src/provider-stats';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
+import type { ModelType } from '../../../../libs/catalog/src/catalog';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult } from '../../../../libs/metering/src';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import { ReadYourWrites } from '../account/read-your-writes';
+import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
+
+/**
+ * The billed-call pipeline of this gateway process: the library's MeteredCalls on the command
+ * bus (each decision then waits for the caller's reads to see it), the edge's token windows, and
+ * this process's routing figures.
+ */
+@Injectable()
+export class Metering {
+  /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
+  readonly providerStats = new ProviderStats();
+  readonly calls: MeteredCalls;
+  private readonly logger = new Logger('metering');
+
+  constructor(
+    @Inject(RUNTIME) private readonly runtime: Runtime,
+    commands: CommandBus,
+    reads: ReadYourWrites,
+    rateLimits: RateLimitService,
+  ) {
+    const { config } = runtime;
+    this.calls = new MeteredCalls({
+      clock: runtime.clock,
+      catalog: runtime.catalog,
+      providers: runtime.providers,
+      own: new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs }),
+      byokFeePercent: config.byokFeePercent,
+      upstreamTimeoutMs: config.upstreamTimeoutMs,
+      ledger: async (accountId, command, metadata) => {
+        const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
+        reads.wrote(accountId, handled.appended?.position);
+        return handled;
+      },
+      tokenLimits: {
+        consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await rateLimits.consumePromptTokens(caller, tokens)),
+        recordOutput: (caller: Caller, tokens: number) => rateLimits.recordCompletionTokens(caller, tokens),
+      },
+      leaseId: () => runtime.gatewayLease?.id,
+      warn: (message) => this.logger.warn(message),
+    });
+  }
+
+  /** One call of `operation` through the whole pipeline. */
+  run<Request, Answer>(caller: Caller, operation: Operation<Request, Answer>, request: Request, context: CallContext): Promise<RunResult<Answer>> {
+    return runOperation(this.calls, this.routing(), caller, operation, request, context);
+  }
+
+  /** The model of a one-model call and the providers routing leaves for it. */
+  route(caller: Caller, type: ModelType, context: CallContext): { models: RoutedModel[]; headers: Record<string, string> } {
+    return routeOperation(this.routing(), caller, type, context);
+  }
+
+  /** For requests whose `model` is optional (spec 4.13): the catalog's first model of `type` the key may use. */
+  defaultModel(caller: Caller, type: ModelType): string {
+    const model = this.runtime.catalog.models.find((m) => m.type === type && (!caller.allowed_models || caller.allowed_models.includes(m.id)));
+    if (!model) throw ApiError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
+    return model.id;
+  }
+
+  private routing() {
+    return { catalog: this.runtime.catalog, clock: this.runtime.clock, providerStats: this.providerStats };
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * The billed-call pipeline (ARCHITECTURE section 10): operations, meters, and
+ * reserve -> attempt -> settle, shared by every model call whatever its interface.
+ */
+export { byokKeyRejected, byokUnavailable } from './byok';
+export { failedGenerationOf, markFailedGeneration } from './failed-generation';
+export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenMeters, tokenWorstCase, type Meter, type MeterUsage } from './meters';
+export { routeOperation, runOperation, type CallContext, type Operation, type RunResult } from './operation';
+export {
+  MeteredCalls,
+  settleDurably,
+  type Metered,
+  type MeteringDeps,
+  type Plan,
+  type Reservation,
+  type ReserveOptions,
+  type Settlement,
+  type TargetRef,
+  type TokenLimits,
+} from './pipeline';
+export { allFailed, costOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './targets';

@@ -1,0 +1,102 @@
+import type { ModelType } from '../../catalog/src/catalog';
+import { resolveModel } from '../../catalog/src/deprecation';
+import type { ProviderStats } from '../../catalog/src/provider-stats';
+import { parseProviderPreferences, requestParameters, routeTargets } from '../../catalog/src/routing';
+import type { Catalog } from '../../catalog/src/catalog';
+import type { Caller } from '../../identity/src/authenticate';
+import type { Clock } from '../../platform/src/clock';
+import type { Nano } from '../../platform/src/money';
+import type { MeterUsage } from './meters';
+import type { Metered, MeteredCalls, Plan } from './pipeline';
+import type { RoutedModel, Target } from './targets';
+
+/**
+ * A kind of billed call, declared once (ARCHITECTURE section 10): the model type it accepts,
+ * its worst case (spec 1 rule 1), how one provider is called, what the answer used by meter,
+ * and what "nothing returned" means for it (spec 1 rule 3).
+ */
+export interface Operation<Request, Answer> {
+  /** The catalog type a model must have to serve it; another type is 400 model_type_mismatch. */
+  readonly modelType: ModelType;
+  /** The public endpoint, recorded on the generation. */
+  readonly endpoint: string;
+  /** The request's input as the gateway counts it, in tokens (spec 8: tokens per minute). */
+  promptTokens(request: Request): number;
+  worstCase(request: Request): MeterUsage;
+  /** One call of one provider, under the provider's own model id. */
+  call(target: Target, request: Request): Promise<Answer>;
+  usageOf(answer: Answer, request: Request): MeterUsage;
+  /** What the answer returned, in the operation's own unit; 0 is nothing, and is not billed. */
+  returned(answer: Answer): number;
+}
+
+/** The parts of a request every operation reads: the model, routing preferences, ids for the record. */
+export interface CallContext {
+  model: string;
+  /** Routing preferences (spec 4.2 `provider`). */
+  provider?: unknown;
+  /** The request body, whose fields decide which providers can serve it (`require_parameters`). */
+  body?: Record<string, unknown>;
+  user?: unknown;
+  clientRequestId?: string;
+}
+
+export interface RunResult<Answer> {
+  metered: Metered;
+  target: Target;
+  answer: Answer;
+  usage: MeterUsage;
+  charged: Nano;
+}
+
+/**
+ * The model of a one-model operation, known, allowed, of the operation's type and not retired
+ * (spec 9: a retired model answers through its replacement), with the providers routing leaves.
+ */
+export function routeOperation(
+  deps: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  caller: Caller,
+  modelType: ModelType,
+  context: CallContext,
+): { models: RoutedModel[]; headers: Record<string, string> } {
+  const resolved = resolveModel(deps.catalog, context.model, deps.clock.now(), { allowedModels: caller.allowed_models, type: modelType });
+  const preferences = parseProviderPreferences(context.provider);
+  const routes = routeTargets(resolved.model, { preferences, suffixes: [], parameters: requestParameters(context.body ?? {}) }, deps.providerStats);
+  return { models: [{ model: resolved.model, routes, fields: {} }], headers: resolved.headers };
+}
+
+/** Reserve, attempt and settle one call of `operation`: the whole pipeline for an answer that comes at once. */
+export async function runOperation<Request, Answer>(
+  calls: MeteredCalls,
+  routing: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  caller: Caller,
+  operation: Operation<Request, Answer>,
+  request: Request,
+  context: CallContext,
+): Promise<RunResult<Answer>> {
+  const { models, headers } = routeOperation(routing, caller, operation.modelType, context);
+  const plan: Plan = {
+    models,
+    headers,
+    promptTokens: operation.promptTokens(request),
+    worstCase: operation.worstCase(request),
+    endpoint: operation.endpoint,
+    user: context.user,
+    clientRequestId: context.clientRequestId,
+  };
+  const metered = await calls.reserve(caller, plan);
+  const started = performance.now();
+  let answeredIn = 0;
+  const { target, value: answer } = await calls.attempt(metered, async (t) => {
+    const tried = performance.now();
+    const value = await operation.call(t, request);
+    answeredIn = performance.now() - tried;
+    return value;
+  });
+  // The provider's figure is its own answer's time; the generation's is the caller's wait, fallbacks included.
+  routing.providerStats.record(target.model.id, target.route.provider.name, { latencyMs: answeredIn, ttftMs: null, completionTokens: 0 });
+  const latencyMs = performance.now() - started;
+  const usage = operation.usageOf(answer, request);
+  const charged = await calls.settle(metered, target, { usage, latencyMs, ttftMs: null, returned: operation.returned(answer) });
+  return { metered, target, answer, usage, charged };
+}

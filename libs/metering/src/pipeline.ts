@@ -1,0 +1,370 @@
+import { randomBytes } from 'node:crypto';
+import type { Catalog, CatalogModel } from '../../catalog/src/catalog';
+import type { Handled } from '../../eventstore/src/aggregate-store';
+import { DomainError } from '../../eventstore/src/decider';
+import type { EventMetadata } from '../../eventstore/src/port';
+import type { Caller } from '../../identity/src/authenticate';
+import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '../../ledger/src/account';
+import type { Clock } from '../../platform/src/clock';
+import { ApiError, isConnectionFailure } from '../../platform/src/errors';
+import type { Nano } from '../../platform/src/money';
+import type { ChatProvider } from '../../providers/src/openai-compatible';
+import { ProviderError } from '../../providers/src/provider-error';
+import { byokKeyRejected } from './byok';
+import { markFailedGeneration } from './failed-generation';
+import { recordedMeters, type MeterUsage } from './meters';
+import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnProviders, type RoutedModel, type Target } from './targets';
+
+/** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
+const HOLD_GRACE_MS = 15 * 60_000;
+
+/**
+ * One way to answer, as plain data: which model through which provider, on whose key. Enough
+ * to find the live target again in another process (see MeteredCalls.targetsOf).
+ */
+export interface TargetRef {
+  model: string;
+  provider: string;
+  byok: boolean;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * A billed call between its hold and its settlement, as plain data (ARCHITECTURE section 10):
+ * a job or a realtime session can keep it and settle it later, in another process.
+ */
+export interface Reservation {
+  /** The hold's id, and the generation's: the id the caller is given. */
+  id: string;
+  accountId: string;
+  keyId: string;
+  endpoint: string;
+  /** The primary model's providers, then each fallback's, in the order to try them. */
+  targets: TargetRef[];
+  /** The input as the gateway counted it: billed when a provider reports no usage of its own. */
+  promptTokens: number;
+  /** Nano-USD held, as a decimal string (JSON has no integers past 2^53). */
+  heldNano: string;
+  /** The event metadata every decision of this call carries (actor, correlation, end user...). */
+  metadata: EventMetadata;
+}
+
+/** A reservation with what this process needs to run it: live provider clients, and the caller's token window. */
+export interface Metered {
+  reservation: Reservation;
+  targets: Target[];
+  /** Response headers the reservation produced (deprecation notices, the tokens window). */
+  headers: Record<string, string>;
+  /** Counts output tokens against the caller's tokens per minute; absent when rate limits are off. */
+  recordOutputTokens?: (tokens: number) => Promise<void>;
+}
+
+/** The spec 8 tokens-per-minute window of a caller, as the edge keeps it. */
+export interface TokenLimits {
+  /** Counts the prompt before anything is held; resolves with the window's response headers. */
+  consumePrompt(caller: Caller, tokens: number): Promise<Record<string, string>>;
+  recordOutput(caller: Caller, tokens: number): Promise<void>;
+}
+
+export interface MeteringDeps {
+  clock: Clock;
+  catalog: Catalog;
+  /** The operator's provider clients, by catalog provider name. */
+  providers: ReadonlyMap<string, ChatProvider>;
+  /** The accounts' own provider clients (BYOK). */
+  own: OwnProviders;
+  byokFeePercent: number;
+  upstreamTimeoutMs: number;
+  /** Decides `command` on the account's stream (the command bus, in a gateway). */
+  ledger(accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<Handled<AccountState, AccountEvent>>;
+  tokenLimits: TokenLimits;
+  /** The lease of the serving process, named in HoldPlaced's metadata so the hold reaper knows whom it waits for. */
+  leaseId(): string | undefined;
+  warn(message: string): void;
+}
+
+/** What a call asks to hold (spec 1 rule 1): the models that may answer, and its worst case by meter. */
+export interface Plan {
+  models: readonly RoutedModel[];
+  /** Headers of the requested model (deprecation notices, spec 9). */
+  headers: Record<string, string>;
+  /** The input as the gateway counts it (tokens): counted against the tokens per minute, billed when the provider reports none. */
+  promptTokens: number;
+  /** The most the call may use, by meter. */
+  worstCase: MeterUsage;
+  endpoint: string;
+  /** The end user's id (safety_identifier / user), recorded with the events. */
+  user?: unknown;
+  clientRequestId?: string;
+}
+
+export interface ReserveOptions {
+  /** Spec 8 tokens per minute; off for work outside the per-minute limits (spec 1 rule 6: batches). */
+  rateLimits?: boolean;
+}
+
+/** What a call used and how it went, once it is done. */
+export interface Settlement {
+  usage: MeterUsage;
+  /** Inside `output`: reported separately on the generation (spec 2.6). */
+  reasoningTokens?: number;
+  latencyMs: number;
+  ttftMs: number | null;
+  /**
+   * What the call returned, in its own units (vectors, images, characters of audio...); absent:
+   * its output tokens. Nothing returned is not billed (spec 1 rule 3).
+   */
+  returned?: number;
+}
+
+/**
+ * ARCHITECTURE section 10: every model call, whatever its interface and billing unit, runs
+ * `reserve -> attempt -> settle` here. Reserve holds the worst case on the account (spec 1 rule
+ * 1); attempt tries the targets in order (spec 4.2 rule 6: fallbacks, routing, BYOK), releasing
+ * the hold when none answers (rule 3); settle charges what was used, by meter, or releases the
+ * hold when nothing was returned. Two appends per call, as before the pipeline existed.
+ */
+export class MeteredCalls {
+  constructor(private readonly deps: MeteringDeps) {}
+
+  async reserve(caller: Caller, plan: Plan, options: ReserveOptions = {}): Promise<Metered> {
+    const { deps } = this;
+    const rateLimits = options.rateLimits ?? true;
+    // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
+    const windowHeaders = rateLimits ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
+    // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
+    const targets = targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
+    const id = `gen-${randomBytes(12).toString('hex')}`;
+    const leaseId = deps.leaseId();
+    // Ids, not content: the end user's id and the client's request id go with the events.
+    const metadata: EventMetadata = {
+      actor: `key:${caller.keyId}`,
+      correlationId: id,
+      ...(plan.clientRequestId ? { client_request_id: plan.clientRequestId } : {}),
+      ...(typeof plan.user === 'string' ? { user: plan.user } : {}),
+      // The process whose lease vouches for the hold: once it lapses, the hold is reaped.
+      ...(leaseId ? { gateway: leaseId } : {}),
+    };
+    // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
+    // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
+    const held = targets.map((t) => costOf(t, plan.worstCase, deps.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
+    await deps.ledger(caller.accountId, {
+      type: 'PlaceHold',
+      holdId: id,
+      keyId: caller.keyId,
+      amountNano: held,
+      model: plan.models[0].model.id,
+      endpoint: plan.endpoint,
+      ttlMs: deps.upstreamTimeoutMs + HOLD_GRACE_MS,
+      // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
+      keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
+    }, metadata);
+    const reservation: Reservation = {
+      id,
+      accountId: caller.accountId,
+      keyId: caller.keyId,
+      endpoint: plan.endpoint,
+      targets: targets.map((t) => ({ model: t.model.id, provider: t.route.provider.name, byok: t.byok, fields: t.fields })),
+      promptTokens: plan.promptTokens,
+      heldNano: held.toString(),
+      metadata,
+    };
+    return {
+      reservation,
+      targets,
+      headers: { ...plan.headers, ...windowHeaders },
+      ...(rateLimits ? { recordOutputTokens: (tokens: number) => deps.tokenLimits.recordOutput(caller, tokens) } : {}),
+    };
+  }
+
+  /**
+   * The live targets of a reservation made elsewhere (a job settling in the worker): the same
+   * models and providers, with the account's own keys where it was BYOK.
+   */
+  targetsOf(reservation: Reservation, sealedProviderKeys: ReadonlyMap<string, string>): Target[] {
+    const own = this.deps.own.resolver(reservation.accountId, sealedProviderKeys);
+    return reservation.targets.map((ref) => {
+      const model: CatalogModel | undefined = this.deps.catalog.get(ref.model);
+      const route = model?.providers.find((r) => r.provider.name === ref.provider);
+      if (!model || !route) throw ApiError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
+      const provider = ref.byok ? own(route.provider) : this.deps.providers.get(route.provider.name);
+      if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
+      return { model, route, provider, byok: ref.byok, fields: ref.fields };
+    });
+  }
+
+  /**
+   * Spec 4.2 rule 6: each target in turn until one answers. A provider-side failure moves on;
+   * any other error, or the last failure, releases the hold (spec 1 rule 3: an error is not
+   * billed) and is the answer, marked with the generation's id.
+   */
+  async attempt<T>(metered: Metered, call: (target: Target) => Promise<T>): Promise<{ target: Target; value: T }> {
+    const { reservation } = metered;
+    const started = performance.now();
+    const tried = await this.firstAnswer(reservation.id, metered.targets, call);
+    if (tried.answered) return tried;
+    await this.release(reservation, tried.target, tried.cause, performance.now() - started, tried.errorCode);
+    throw markFailedGeneration(tried.error, reservation.id);
+  }
+
+  /**
+   * A call that costs nothing (spec 4.13: moderation is free): no hold and no charge, the same
+   * fallbacks, and a generation record of cost 0 once a provider answered.
+   */
+  async runFree<T>(caller: Caller, plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>, call: (target: Target) => Promise<T>): Promise<{ id: string; target: Target; value: T }> {
+    const targets = targetsOf(plan.models, this.deps.providers, this.deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
+    const id = `gen-${randomBytes(12).toString('hex')}`;
+    const started = performance.now();
+    const tried = await this.firstAnswer(id, targets, call);
+    if (!tried.answered) throw tried.error;
+    await this.recordFree(caller, {
+      id,
+      endpoint: plan.endpoint,
+      model: tried.target.model.id,
+      provider: providerName(tried.target),
+      latencyMs: Math.round(performance.now() - started),
+      clientRequestId: plan.clientRequestId,
+    });
+    return { id, target: tried.target, value: tried.value };
+  }
+
+  /**
+   * Spec 4.2 rule 6: each target in turn until one answers. Only a provider-side failure moves
+   * on; a refusal of the request, or of the account's own key (spec 7: not retried on the
+   * operator's key at full price), ends the search, as does the last failure.
+   */
+  private async firstAnswer<T>(
+    id: string,
+    targets: readonly Target[],
+    call: (target: Target) => Promise<T>,
+  ): Promise<{ answered: true; target: Target; value: T } | { answered: false; target: Target; cause: unknown; error: unknown; errorCode?: string }> {
+    const failures: Failure[] = [];
+    for (const target of targets) {
+      try {
+        return { answered: true, target, value: await call(target) };
+      } catch (err) {
+        if (worthAnotherTry(err)) {
+          failures.push({ target, error: err });
+          this.deps.warn(`${id}: ${target.model.id} via ${target.route.provider.name} failed (${err.message}); trying the next`);
+          continue;
+        }
+        if (target.byok && err instanceof ProviderError && err.kind === 'http' && (err.status === 401 || err.status === 403)) {
+          return { answered: false, target, cause: err, error: byokKeyRejected(err, target.route.provider.name), errorCode: 'byok_key_rejected' };
+        }
+        return { answered: false, target, cause: err, error: err };
+      }
+    }
+    const last = failures[failures.length - 1];
+    return { answered: false, target: last.target, cause: last.error, error: allFailed(failures) };
+  }
+
+  /**
+   * Charges what the call used at the prices of the target that answered (or releases the hold
+   * when nothing was returned); resolves with the amount charged. The output tokens then count
+   * against the caller's tokens per minute.
+   */
+  async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
+    const { reservation } = metered;
+    const amountNano = this.costOf(target, settlement.usage);
+    const settled = await this.deps.ledger(
+      reservation.accountId,
+      {
+        type: 'ChargeUsage',
+        holdId: reservation.id,
+        amountNano,
+        stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
+        usage: recordedMeters(settlement.usage),
+        ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
+      },
+      reservation.metadata,
+    );
+    const output = settlement.usage.output ?? 0;
+    if (metered.recordOutputTokens && output > 0) {
+      metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
+    }
+    return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
+  }
+
+  /** Releases the hold of a call that failed: nothing is billed (spec 1 rule 3). */
+  async release(reservation: Reservation, target: Target, err: unknown, latencyMs: number, errorCode?: string): Promise<void> {
+    const status = err instanceof ProviderError ? err.status : undefined;
+    await this.deps.ledger(
+      reservation.accountId,
+      {
+        type: 'ReleaseHold',
+        holdId: reservation.id,
+        errorCode: errorCode ?? (status === undefined ? 'upstream_error' : `upstream_${status}`),
+        stats: { ...who(reservation, target), latency_ms: Math.round(latencyMs) },
+      },
+      reservation.metadata,
+    );
+  }
+
+  /**
+   * A generation that moves no money: a free call's (spec 4.13), or a response cache hit's
+   * (spec 4.2), which names the generation it replayed. Its id can then be looked up like any
+   * other (issue 15.2).
+   */
+  async recordFree(
+    caller: Caller,
+    free: { id: string; endpoint: string; model?: string; provider?: string; sourceId?: string; latencyMs?: number; clientRequestId?: string },
+  ): Promise<void> {
+    const metadata: EventMetadata = {
+      actor: `key:${caller.keyId}`,
+      correlationId: free.id,
+      ...(free.clientRequestId ? { client_request_id: free.clientRequestId } : {}),
+    };
+    const { id: generationId, endpoint, model, provider, sourceId, latencyMs } = free;
+    await this.deps.ledger(caller.accountId, { type: 'RecordFreeGeneration', generationId, keyId: caller.keyId, endpoint, model, provider, sourceId, latencyMs }, metadata);
+  }
+
+  /** The charge for `usage` on `target`, as settle would make it. */
+  costOf(target: Target, usage: MeterUsage): Nano {
+    return costOf(target, usage, this.deps.byokFeePercent);
+  }
+
+  /** What the generation record shows of a settlement: who answered and the token counts. */
+  statsOf(reservation: Reservation, target: Target, settlement: Pick<Settlement, 'usage' | 'reasoningTokens'>): Omit<GenerationStats, 'latency_ms' | 'ttft_ms'> {
+    const { usage } = settlement;
+    return {
+      ...who(reservation, target),
+      prompt_tokens: usage.input ?? 0,
+      completion_tokens: usage.output ?? 0,
+      cached_tokens: usage.cached_input ?? 0,
+      reasoning_tokens: settlement.reasoningTokens ?? 0,
+    };
+  }
+}
+
+/**
+ * A BYOK generation records its provider as `<name>:byok`: GenerationStats has no field for it
+ * yet, and the suffix keeps BYOK usage apart in the activity figures.
+ */
+function who(reservation: Reservation, target: Target) {
+  return { model: target.model.id, provider: providerName(target), endpoint: reservation.endpoint };
+}
+
+const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name);
+
+/** How often, and how long in all (about 30 s), a settlement is retried while the store is unreachable. */
+const SETTLE_RETRIES = 9;
+
+/**
+ * A settlement that must land: a stream's client has the output already, and a hold left open
+ * would be released unbilled when it expires. While the database cannot be reached it is
+ * retried with backoff; an attempt that lost its connection may have committed, so a hold
+ * found no longer open on a retry is taken as settled by it (`landed`).
+ */
+export async function settleDurably<T>(attempt: () => Promise<T>, landed: () => Promise<T>): Promise<T> {
+  let unreachable = false;
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (unreachable && err instanceof DomainError && err.code === 'hold_not_open') return landed();
+      if (!isConnectionFailure(err) || i >= SETTLE_RETRIES) throw err;
+      unreachable = true;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** i, 5_000)));
+    }
+  }
+}
