@@ -9,6 +9,7 @@ import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
 import type { Config } from '../libs/platform/src/config';
 import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
 import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '../libs/projections/src';
+import { StoredImages } from '../libs/conversations/src/stored-images';
 import { StoredResponses } from '../libs/conversations/src/stored-responses';
 import { createChatProvider } from '../libs/providers/src/adapters';
 import type { ChatProvider } from '../libs/providers/src/openai-compatible';
@@ -88,6 +89,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     }
     // Content, not a projection: a rebuild of the read models never touches it.
     await StoredResponses.init(sql);
+    await StoredImages.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;
     if (withProviders) {

@@ -1,3 +1,4 @@
+import fastifyMultipart from '@fastify/multipart';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Runtime } from '../../../src/runtime';
@@ -14,6 +15,9 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // Before the request checks: a preflight is answered before anything else looks at it, and
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);
+  // Multipart forms (spec 4.10: audio files) are read by the routes that take them, and refused
+  // on every other route by the request checks.
+  await adapter.getInstance().register(fastifyMultipart, { throwFileSizeLimit: true });
   installRequestChecks(adapter.getInstance());
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {

@@ -10,6 +10,7 @@ import { ReadYourWrites } from './account/read-your-writes';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
+import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
 import { RateLimitService } from './edge/rate-limits';
 import { Metering } from './metering/metering.service';
@@ -26,6 +27,10 @@ import { AdminService } from './admin/admin.service';
 import { CurrentKeyController, KeysController } from './keys/keys.controller';
 import { KeysService } from './keys/keys.service';
 import { ModelsController } from './models/models.controller';
+import { ModerationsController } from './moderations/moderations.controller';
+import { RerankController } from './rerank/rerank.controller';
+import { SpeechController } from './audio/speech.controller';
+import { TranscriptionsController } from './audio/transcriptions.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
 
 @Module({})
@@ -37,6 +42,11 @@ export class GatewayModule {
       controllers: [
         ChatCompletionsController,
         EmbeddingsController,
+        RerankController,
+        ModerationsController,
+        ImagesController,
+        SpeechController,
+        TranscriptionsController,
         MessagesController,
         ResponsesController,
         CompletionsController,

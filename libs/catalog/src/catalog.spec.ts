@@ -80,6 +80,7 @@ describe('catalog', () => {
       prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null },
       deprecation: null,
       uptime: null,
+      voices: [],
       providers: [
         { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
       ],
@@ -131,14 +132,19 @@ describe('catalog', () => {
   });
 
   it('lets a model priced per query, second or image leave out its token prices', () => {
-    const catalog = parse(
-      withModels(
+    const catalog = parse({
+      providers: { ...base.providers, co: { adapter: 'cohere', base_url: 'https://api.cohere.com', api_key_env: 'UP_KEY' } },
+      models: [
         model({ id: 'web/search', type: 'search', pricing: { per_query: '0.005' } }),
         model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' } }),
-      ),
-    );
+        model({ id: 'tts/voice', type: 'audio', output_modalities: ['audio'], pricing: { per_million_characters: '15.00' } }),
+        model({ id: 'rr/rank', type: 'rerank', pricing: { per_search_unit: '0.002' }, providers: [{ provider: 'co', upstream_model: 'rerank-v3.5' }] }),
+      ],
+    });
     expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null });
     expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
+    expect(catalog.get('tts/voice')!.prices).toMatchObject({ inputPerM: 0n, perMillionCharacters: usd(15) });
+    expect(catalog.get('rr/rank')!.prices).toMatchObject({ outputPerM: 0n, perSearchUnit: usd(0.002) });
   });
 
   it('reads a deprecation without announcement or replacement, and a time zone offset', () => {
@@ -149,11 +155,18 @@ describe('catalog', () => {
   const mistakes: [unknown, string][] = [
     [{ ...base, extra: 1 }, 'top level.extra: unknown field'],
     [{ ...base, providers: { up: { ...base.providers.up, base_ur: 'x' } } }, 'providers.up.base_ur: unknown field'],
-    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai, anthropic'],
+    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai, anthropic, cohere, jina'],
     [
       { providers: { up: { ...base.providers.up, adapter: 'anthropic' } }, models: [model({ type: 'embedding' })] },
-      'models[0].providers[0].provider: up uses the anthropic adapter, which serves chat models only',
+      'models[0].providers[0].provider: up uses the anthropic adapter, which serves chat models only, not embedding',
     ],
+    // ARCHITECTURE section 10: a provider that lacks the model type's operation is refused at load.
+    [
+      { providers: { up: { ...base.providers.up, adapter: 'cohere' } }, models: [model({ type: 'chat' })] },
+      'models[0].providers[0].provider: up uses the cohere adapter, which serves rerank models only, not chat',
+    ],
+    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which serves chat, embedding, moderation, image, audio, video, search models only, not rerank'],
+    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'jina', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],
     [withModels(model({ pricing: { input: 1, output: 1, per_query: '-1' } })), 'models[0].pricing.per_query: expected a USD price per query'],

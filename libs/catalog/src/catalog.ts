@@ -43,6 +43,8 @@ export interface CatalogModel {
   deprecation: Deprecation | null;
   /** Fraction of successful requests, 0 to 1, as the file states it; null when unknown. */
   uptime: number | null;
+  /** Speech models (spec 4.9): the voices a request may name; empty for other models. */
+  voices: string[];
   /** In preference order. */
   providers: CatalogRoute[];
 }
@@ -66,7 +68,23 @@ export interface Deprecation {
   announced: Date | null;
 }
 
-export const ADAPTERS = ['openai', 'anthropic'] as const;
+export const ADAPTERS = ['openai', 'anthropic', 'cohere', 'jina'] as const;
+export type AdapterName = (typeof ADAPTERS)[number];
+
+/**
+ * The model types each adapter serves, as its provider declares its operations (ARCHITECTURE
+ * section 10): a route to an adapter without its model's operation is refused at load, not
+ * found out on every request. OpenAI-compatible upstreams speak OpenAI's format for every kind
+ * of model but rerank (images, audio, video and search models are listed by GET /v1/models;
+ * their endpoints are specified in spec 4.8-4.10, 4.14 and 4.15); Anthropic's Messages API is
+ * chat only; Cohere's and Jina's rerank APIs are rerank only.
+ */
+export const ADAPTER_MODEL_TYPES: Readonly<Record<AdapterName, readonly ModelType[]>> = {
+  openai: ['chat', 'embedding', 'moderation', 'image', 'audio', 'video', 'search'],
+  anthropic: ['chat'],
+  cohere: ['rerank'],
+  jina: ['rerank'],
+};
 export const DIALECTS = ['openai', 'router'] as const;
 
 export interface CatalogProvider {
@@ -151,6 +169,7 @@ const MODEL_FIELDS = [
   'pricing',
   'deprecation',
   'uptime',
+  'voices',
   'providers',
 ];
 const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit'];
@@ -236,7 +255,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const variable = str(p.api_key_env, `${at}.api_key_env`);
       apiKey = env[variable] ?? fail(`${at}.api_key_env`, `environment variable ${variable} is not set`);
     }
-    if (adapter === 'anthropic' && p.dialect !== undefined) fail(`${at}.dialect`, 'applies to the openai adapter only');
+    if (adapter !== 'openai' && p.dialect !== undefined) fail(`${at}.dialect`, 'applies to the openai adapter only');
     const dialect = p.dialect === undefined ? 'openai' : oneOf(p.dialect, `${at}.dialect`, DIALECTS);
     providers.set(name, { name, adapter, dialect, baseUrl: str(p.base_url, `${at}.base_url`), apiKey });
   }
@@ -256,6 +275,8 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       typeof x === 'string' && PARAMETER_NAME.test(x) ? x : fail(w, 'expected a request parameter name such as max_tokens'),
     );
     const type = oneOf(m.type, `${at}.type`, MODEL_TYPES);
+    const voices = list(m.voices ?? [], `${at}.voices`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(x) ? x : fail(w, 'expected a voice name (letters, digits, - and _)')));
+    if (voices.length > 0 && type !== 'audio') fail(`${at}.voices`, 'only audio (speech) models have voices');
     const modelPrices = prices(m.pricing, `${at}.pricing`);
     if (!Array.isArray(m.providers) || m.providers.length === 0) fail(`${at}.providers`, 'expected a list of at least one provider');
     const routes = (m.providers as unknown[]).map((raw, j): CatalogRoute => {
@@ -265,8 +286,8 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const tools = r.tools === undefined ? supportedParameters.includes('tools') : bool(r.tools, `${where}.tools`);
       if (tools && !supportedParameters.includes('tools')) fail(`${where}.tools`, 'the model does not list tools in supported_parameters');
       const provider = providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`);
-      // The Messages API is chat only: an embedding model behind it would fail on every request.
-      if (provider.adapter === 'anthropic' && type !== 'chat') fail(`${where}.provider`, `${name} uses the anthropic adapter, which serves chat models only`);
+      const serves = ADAPTER_MODEL_TYPES[provider.adapter];
+      if (!serves.includes(type)) fail(`${where}.provider`, `${name} uses the ${provider.adapter} adapter, which serves ${serves.join(', ')} models only, not ${type}`);
       return {
         provider,
         upstreamModel: str(r.upstream_model, `${where}.upstream_model`),
@@ -292,6 +313,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       prices: modelPrices,
       deprecation: m.deprecation === undefined ? null : deprecation(m.deprecation, `${at}.deprecation`),
       uptime: uptime === undefined ? null : (uptime as number),
+      voices,
       providers: routes,
     };
   });

@@ -6,6 +6,8 @@ import type { Catalog } from '../../catalog/src/catalog';
 import type { Caller } from '../../identity/src/authenticate';
 import type { Clock } from '../../platform/src/clock';
 import type { Nano } from '../../platform/src/money';
+import { ProviderError } from '../../providers/src/provider-error';
+import { markFailedGeneration } from './failed-generation';
 import type { MeterUsage } from './meters';
 import type { Metered, MeteredCalls, Plan } from './pipeline';
 import type { RoutedModel, Target } from './targets';
@@ -25,7 +27,8 @@ export interface Operation<Request, Answer> {
   worstCase(request: Request): MeterUsage;
   /** One call of one provider, under the provider's own model id. */
   call(target: Target, request: Request): Promise<Answer>;
-  usageOf(answer: Answer, request: Request): MeterUsage;
+  /** What the answer used, by meter; `target` is who answered (its prices decide, e.g., per image or per token). */
+  usageOf(answer: Answer, request: Request, target: Target): MeterUsage;
   /** What the answer returned, in the operation's own unit; 0 is nothing, and is not billed. */
   returned(answer: Answer): number;
 }
@@ -96,7 +99,17 @@ export async function runOperation<Request, Answer>(
   // The provider's figure is its own answer's time; the generation's is the caller's wait, fallbacks included.
   routing.providerStats.record(target.model.id, target.route.provider.name, { latencyMs: answeredIn, ttftMs: null, completionTokens: 0 });
   const latencyMs = performance.now() - started;
-  const usage = operation.usageOf(answer, request);
-  const charged = await calls.settle(metered, target, { usage, latencyMs, ttftMs: null, returned: operation.returned(answer) });
+  let usage: MeterUsage;
+  let returned: number;
+  try {
+    usage = operation.usageOf(answer, request, target);
+    returned = operation.returned(answer);
+  } catch (err) {
+    // An answer the operation cannot read is a provider failure (502, not billed): released, never left open.
+    const failure = new ProviderError({ kind: 'invalid_response', status: 502, message: `the provider's answer could not be read: ${(err as Error).message}`, cause: err });
+    await calls.release(metered.reservation, target, failure, latencyMs, 'invalid_upstream_answer');
+    throw markFailedGeneration(failure, metered.reservation.id);
+  }
+  const charged = await calls.settle(metered, target, { usage, latencyMs, ttftMs: null, returned });
   return { metered, target, answer, usage, charged };
 }

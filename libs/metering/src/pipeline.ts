@@ -131,7 +131,8 @@ export class MeteredCalls {
     const { deps } = this;
     const rateLimits = options.rateLimits ?? true;
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
-    const windowHeaders = rateLimits ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
+    // A call with no text input (an audio file, a prompt-less form) has nothing to count yet.
+    const windowHeaders = rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
     const targets = targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
     const id = `gen-${randomBytes(12).toString('hex')}`;

@@ -4,7 +4,7 @@
  * to the upstream's model id, and turns every failure into a ProviderError that says whether a
  * retry or a fallback model makes sense.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher, FormData } from 'undici';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
 import { readSse } from './sse';
@@ -98,6 +98,32 @@ export interface ChatProvider {
   /** OpenAI chunks, the usage chunk last; a stream cut short throws a `network` ProviderError. */
   streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk>;
   embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult>;
+  /** Spec 4.13; only adapters whose catalog entry serves moderation models have it. */
+  moderations?(body: object, signal?: AbortSignal): Promise<JsonResult>;
+  /** Spec 4.12; only rerank adapters have it. */
+  rerank?(body: RerankBody, signal?: AbortSignal): Promise<RerankResult>;
+  /** Spec 4.8-4.10; OpenAI-compatible adapters have them. */
+  images?(body: object, signal?: AbortSignal): Promise<JsonResult>;
+  speech?(body: object, signal?: AbortSignal): Promise<BinaryResult>;
+  transcribe?(kind: 'transcriptions' | 'translations', form: AudioForm, signal?: AbortSignal): Promise<BinaryResult>;
+}
+
+/** A rerank request in the gateway's terms (Cohere's, which Jina's extends). */
+export interface RerankBody {
+  model: string;
+  query: string;
+  documents: string[];
+  top_n?: number;
+}
+
+/** A rerank answer in the gateway's terms, whatever the upstream's shape. */
+export interface RerankResult {
+  /** Best first. */
+  results: { index: number; relevance_score: number }[];
+  /** What the provider billed: Cohere's search units, or Jina's tokens; null when it did not say. */
+  searchUnits: number | null;
+  totalTokens: number | null;
+  latencyMs: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -186,13 +212,31 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     return { response: json as EmbeddingsResponse, usage: normalizeUsage(json.usage), latencyMs };
   }
 
-  private async postJson(path: string, payload: object, signal: AbortSignal | undefined) {
+  /**
+   * Spec 4.13: OpenAI's moderation answer as it is (`{id, model, results}`), or a
+   * ProviderError. Free for the caller, but it goes through the pipeline like every call.
+   */
+  async moderations(body: object, signal?: AbortSignal): Promise<JsonResult> {
+    const { json, latencyMs } = await this.postJson('/moderations', body, signal);
+    if (!isRecord(json) || !Array.isArray(json.results)) throw invalidResponse('moderation response without a results array', json);
+    return { json, latencyMs };
+  }
+
+  /** Spec 4.8: OpenAI's images answer as it is (`{created, data, usage?}`), or a ProviderError. */
+  async images(body: object, signal?: AbortSignal): Promise<JsonResult> {
+    const { json, latencyMs } = await this.postJson('/images/generations', body, signal);
+    if (!isRecord(json) || !Array.isArray(json.data)) throw invalidResponse('images response without a data array', json);
+    return { json, latencyMs };
+  }
+
+  /** Spec 4.9: the audio bytes as the provider sent them, with their content type. */
+  async speech(body: object, signal?: AbortSignal): Promise<BinaryResult> {
     const started = performance.now();
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
-      const answer = await this.post(path, payload, deadline, 'application/json');
-      const json = parseJson(await answer.text());
-      return { json, latencyMs: performance.now() - started };
+      const answer = await this.post('/audio/speech', body, deadline, 'application/octet-stream');
+      const bytes = Buffer.from(await answer.arrayBuffer());
+      return { bytes, contentType: answer.contentType ?? 'application/octet-stream', latencyMs: performance.now() - started };
     } catch (error) {
       throw deadline.failure(error);
     } finally {
@@ -200,8 +244,71 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     }
   }
 
-  private post(path: string, payload: object, deadline: Deadline, accept: string): Promise<UpstreamBody> {
+  /**
+   * Spec 4.10: one audio file and its fields as a multipart form to `/audio/transcriptions` or
+   * `/audio/translations`; the answer's body and content type as they came (JSON or text).
+   */
+  async transcribe(kind: 'transcriptions' | 'translations', form: AudioForm, signal?: AbortSignal): Promise<BinaryResult> {
+    const started = performance.now();
+    const deadline = new Deadline(this.timeoutMs, signal);
+    try {
+      const data = new FormData();
+      for (const [name, value] of [...Object.entries(form.fields), ...(form.lists ?? [])]) data.append(name, value);
+      data.append('file', new Blob([form.file], { type: form.contentType }), form.filename);
+      const { 'content-type': _json, ...headers } = this.headers;
+      const answer = await postUpstream(`${this.baseUrl}/audio/${kind}`, { ...headers, accept: 'application/json, text/plain' }, data, deadline);
+      const bytes = Buffer.from(await answer.arrayBuffer());
+      return { bytes, contentType: answer.contentType ?? 'application/json', latencyMs: performance.now() - started };
+    } catch (error) {
+      throw deadline.failure(error);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private postJson(path: string, payload: object, signal: AbortSignal | undefined) {
+    return postJsonUpstream(this.baseUrl + path, this.headers, payload, this.timeoutMs, signal);
+  }
+
+  private post(path: string, payload: object, deadline: Deadline, accept: string): Promise<UpstreamBody & { contentType?: string }> {
     return postUpstream(this.baseUrl + path, { ...this.headers, accept }, payload, deadline);
+  }
+}
+
+export interface JsonResult {
+  json: Record<string, unknown>;
+  latencyMs: number;
+}
+
+/** A body that is not JSON (audio, or a transcript as text), with the type the provider gave it. */
+export interface BinaryResult {
+  bytes: Buffer;
+  contentType: string;
+  latencyMs: number;
+}
+
+/** An audio file and the text fields that go with it in a multipart form. */
+export interface AudioForm {
+  file: Buffer;
+  filename: string;
+  contentType: string;
+  fields: Record<string, string>;
+  /** Fields given once per value (`timestamp_granularities[]`). */
+  lists?: [string, string][];
+}
+
+/** POSTs JSON under a deadline of `timeoutMs` and parses the JSON answer; every failure is a ProviderError. */
+export async function postJsonUpstream(url: string, headers: Record<string, string>, payload: object, timeoutMs: number, signal?: AbortSignal) {
+  const started = performance.now();
+  const deadline = new Deadline(timeoutMs, signal);
+  try {
+    const answer = await postUpstream(url, { ...headers, accept: 'application/json' }, payload, deadline);
+    const json = parseJson(await answer.text());
+    return { json, latencyMs: performance.now() - started };
+  } catch (error) {
+    throw deadline.failure(error);
+  } finally {
+    deadline.dispose();
   }
 }
 
@@ -224,12 +331,13 @@ const USER_AGENT = 'svc-gateway/0.1';
  * POSTs JSON to an upstream under the deadline and returns the body of a 2xx answer; any other
  * status becomes a ProviderError. An abort of the deadline's signal destroys the body too.
  */
-export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody> {
-  const { statusCode, body } = await request(url, {
+export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+  const { statusCode, body, headers: answered } = await request(url, {
     method: 'POST',
     // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
     headers: { 'user-agent': USER_AGENT, ...headers },
-    body: JSON.stringify(payload),
+    // A multipart form goes as it is (undici sets its boundary); anything else as JSON.
+    body: payload instanceof FormData ? payload : JSON.stringify(payload),
     signal: deadline.signal,
     dispatcher: upstreams,
   });
@@ -240,7 +348,8 @@ export async function postUpstream(url: string, headers: Record<string, string>,
     throw new ProviderError({ kind: 'invalid_response', status: 502, message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`, upstreamBody: null });
   }
   if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body);
-  return body;
+  const type = answered['content-type'];
+  return Object.assign(body, { contentType: Array.isArray(type) ? type[0] : type });
 }
 
 /**

@@ -22,6 +22,8 @@ export interface Answer {
   /** Response headers of the answer itself (content type, generation id, notices...). */
   headers: Record<string, string>;
   json?: unknown;
+  /** Bytes that are not JSON (spec 4.9: audio), sent with the content type in `headers`. */
+  binary?: Buffer;
   stream?: {
     body: Readable;
     /** Resolves true once the stream finished cleanly and was billed; false for one cut short. */
@@ -116,13 +118,10 @@ export class EdgeResponses {
       };
 
       if (answer.stream === undefined) {
-        const stored: StoredResponse = {
-          status: answer.status ?? 200,
-          headers: { 'content-type': JSON_TYPE, ...headers },
-          kind: 'json',
-          body: JSON.stringify(answer.json),
-          sourceId: answer.generationId ?? '',
-        };
+        const stored: StoredResponse =
+          answer.binary === undefined
+            ? { status: answer.status ?? 200, headers: { 'content-type': JSON_TYPE, ...headers }, kind: 'json', body: JSON.stringify(answer.json), sourceId: answer.generationId ?? '' }
+            : { status: answer.status ?? 200, headers, kind: 'binary', body: answer.binary.toString('base64'), sourceId: answer.generationId ?? '' };
         // Kept before it is sent, so the client's next request already finds it.
         await store(stored).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
         return send(reply, stored);
@@ -170,7 +169,10 @@ function sha256(text: string): string {
 }
 
 function send(reply: FastifyReply, stored: StoredResponse, extra: Record<string, string> = {}): void {
-  void reply.status(stored.status).headers({ ...stored.headers, ...extra }).send(stored.body);
+  void reply
+    .status(stored.status)
+    .headers({ ...stored.headers, ...extra })
+    .send(stored.kind === 'binary' ? Buffer.from(stored.body, 'base64') : stored.body);
 }
 
 /**
@@ -181,8 +183,10 @@ export function asHit(entry: CachedResponse, nowMs: number): StoredResponse {
   const { response } = entry;
   const id = `gen-${randomBytes(12).toString('hex')}`;
   // The source id is random hex: replacing it everywhere cannot touch anything else.
-  const renamed = response.body.split(response.sourceId).join(id);
-  const body = response.kind === 'json' ? JSON.stringify(zeroUsage(JSON.parse(renamed))) : renamed.split('\n').map(zeroUsageInSseLine).join('\n');
+  // Audio (spec 4.9) is replayed byte for byte; its id and cost are in headers only.
+  const renamed = response.kind === 'binary' ? response.body : response.body.split(response.sourceId).join(id);
+  const body =
+    response.kind === 'json' ? JSON.stringify(zeroUsage(JSON.parse(renamed))) : response.kind === 'sse' ? renamed.split('\n').map(zeroUsageInSseLine).join('\n') : renamed;
   return {
     ...response,
     body,
@@ -190,6 +194,8 @@ export function asHit(entry: CachedResponse, nowMs: number): StoredResponse {
     headers: {
       ...response.headers,
       'x-svc-generation-id': id,
+      // A binary answer's cost travels in this header (spec 1 rule 2); a hit costs nothing.
+      ...('x-svc-cost' in response.headers ? { 'x-svc-cost': '0' } : {}),
       'x-svc-cache-status': 'HIT',
       'x-svc-cache-age': String(Math.max(0, Math.floor((nowMs - entry.storedAt) / 1000))),
       'x-svc-cache-ttl': String(entry.ttlSeconds),

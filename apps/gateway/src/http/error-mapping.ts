@@ -121,6 +121,18 @@ function fromFastify(err: unknown): ApiError | null {
       return new ApiError(413, 'invalid_request_error', 'The request body is larger than 10 MB.', 'request_too_large');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError(415, 'invalid_request_error', 'Send the request body as application/json.', 'unsupported_media_type');
+    // @fastify/multipart's limits (spec 8: audio files up to 25 MB).
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new ApiError(413, 'invalid_request_error', 'The file is larger than 25 MB (spec 8); send a shorter or more compressed recording.', 'file_too_large', 'file');
+    case 'FST_FILES_LIMIT':
+      return new ApiError(413, 'invalid_request_error', 'The form has more than one file; send one audio file, named file.', 'too_many_files', 'file');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new ApiError(413, 'invalid_request_error', 'The form has too many fields.', 'too_many_fields', null);
+    case 'FST_PROTO_VIOLATION':
+      return ApiError.invalidRequest('A form field may not be named __proto__ or constructor.', null, 'invalid_body');
+    case 'FST_MP_PREMATURE_CLOSE':
+      return ApiError.invalidRequest('The form ended before it was complete.', null, 'malformed_request');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return ApiError.invalidRequest('The request body is empty; send a JSON object.', null, 'invalid_json');
     default:

@@ -11,6 +11,9 @@ import { isMessagesPath } from './error.filter';
  * handler, event or row ever sees it. Errors thrown here reach the application's exception
  * filter (Nest installs it as Fastify's error handler) and leave as the spec's error object.
  */
+/** The routes that take a multipart form (spec 4.10: an audio file); every other takes JSON. */
+const MULTIPART_PATHS = new Set(['/v1/audio/transcriptions', '/v1/audio/translations']);
+
 export function installRequestChecks(fastify: FastifyInstance): void {
   // An empty body labelled JSON (what some clients send with DELETE) is no body, not bad JSON
   // (issue 15.4); anything else goes to Fastify's own parser, prototype-poisoning checks included.
@@ -26,6 +29,9 @@ export function installRequestChecks(fastify: FastifyInstance): void {
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       // Reading a compressed body as plain JSON would act on garbage; decoding it is not offered.
       throw new ApiError(415, 'invalid_request_error', `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed.`, 'unsupported_content_encoding', 'Content-Encoding');
+    }
+    if (/^\s*multipart\/form-data/i.test(request.headers['content-type'] ?? '') && !MULTIPART_PATHS.has(request.url.split('?')[0])) {
+      throw new ApiError(415, 'invalid_request_error', 'This route takes a JSON body, not a multipart form.', 'unsupported_media_type', 'Content-Type');
     }
     if (/^\s*application\/x-www-form-urlencoded/i.test(request.headers['content-type'] ?? '')) {
       // Nest's Fastify adapter parses forms, and a form body once created a key: every route

@@ -23,6 +23,8 @@ export function presentModel(model: CatalogModel, now: Date) {
     sunset: deprecation?.sunset.toISOString() ?? null,
     replacement: deprecation?.replacement ?? null,
     uptime: model.uptime,
+    // Speech models: the voices POST /v1/audio/speech accepts (spec 4.9).
+    ...(model.voices.length > 0 ? { voices: model.voices } : {}),
   };
 }
 

@@ -5,7 +5,8 @@ import { guarded, hashPart, luaScript, runScript, storageBoundMs } from './redis
 export interface StoredResponse {
   status: number;
   headers: Record<string, string>;
-  kind: 'json' | 'sse';
+  /** `binary` bodies (speech audio) are kept as base64 text. */
+  kind: 'json' | 'sse' | 'binary';
   body: string;
   sourceId: string;
 }

@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { countTextTokens } from '../tokens';
-import { mp3Seconds, parseWav } from './audio-formats';
+import { audioSeconds as headerSeconds } from '../audio-duration';
 import { parseDirectives, type SimDirectives } from './directives';
 import { SimError } from './http';
 import type { MultipartForm, UploadedFile } from './multipart';
@@ -146,9 +146,9 @@ export function simLinesOf(bytes: Buffer): { simText: string | null; simLines: s
   return { simText: texts.length ? texts.join(' ') : null, simLines };
 }
 
-/** Seconds of audio: from a WAV header, MP3 frame headers, else the size at 128 kbit/s. */
+/** Seconds of audio: from a WAV header, MP3 frame headers, else the size at 128 kbit/s (a typical file's rate). */
 export function audioSeconds(bytes: Buffer): number {
-  return parseWav(bytes)?.seconds ?? mp3Seconds(bytes) ?? bytes.length / UNKNOWN_FORMAT_BYTES_PER_SECOND;
+  return headerSeconds(bytes, UNKNOWN_FORMAT_BYTES_PER_SECOND);
 }
 
 export function transcribe(request: TranscriptionRequest): Transcript {

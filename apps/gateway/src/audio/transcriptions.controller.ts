@@ -1,0 +1,88 @@
+import { Controller, Headers, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller } from '../../../../libs/identity/src/authenticate';
+import {
+  checkTranscriptionModel,
+  MAX_AUDIO_BYTES,
+  transcriptionOperation,
+  transcriptionRequest,
+  type AudioFormInput,
+  type AudioTask,
+} from '../../../../libs/interfaces/src/transcriptions';
+import { ApiError } from '../../../../libs/platform/src/errors';
+import { nanoToUsdString } from '../../../../libs/platform/src/money';
+import { ignoredParamsHeader } from '../chat/request-rules';
+import { EdgeResponses } from '../edge/replay';
+import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { Metering } from '../metering/metering.service';
+
+const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), translations: transcriptionOperation('translations') };
+
+/**
+ * Spec 4.10: multipart forms, read whole (fields in any order: the openai SDK may send the file
+ * first) with the file held in memory up to 25 MB; larger is 413. The answer is the model's, in
+ * the format asked for (JSON, or text for text, srt and vtt); the service's id is in
+ * `x-svc-generation-id` and the cost (USD) in `x-svc-cost`, since a text answer has no body to
+ * carry them.
+ */
+@Controller('v1/audio')
+@UseGuards(ApiKeyGuard)
+@Requires('model_call')
+export class TranscriptionsController {
+  constructor(
+    private readonly metering: Metering,
+    private readonly edge: EdgeResponses,
+  ) {}
+
+  @Post('transcriptions')
+  @HttpCode(200)
+  transcriptions(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply) {
+    return this.serve('transcriptions', caller, request, headers, reply);
+  }
+
+  @Post('translations')
+  @HttpCode(200)
+  translations(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply) {
+    return this.serve('translations', caller, request, headers, reply);
+  }
+
+  private async serve(task: AudioTask, caller: Caller, request: FastifyRequest, headers: Record<string, string | string[] | undefined>, reply: FastifyReply): Promise<void> {
+    const call = transcriptionRequest(task, await readForm(request));
+    checkTranscriptionModel(this.metering.route(caller, 'audio', { model: call.model }).models[0].model);
+    // What makes two requests the same (Idempotency-Key): the fields and the file's digest.
+    const fingerprint = { model: call.model, fields: call.fields, file: call.file.bytes.toString('base64') };
+    await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async (clientRequestId) => {
+      const { metered, answer, charged } = await this.metering.run(caller, OPERATIONS[task], call, { model: call.model, clientRequestId });
+      const { id } = metered.reservation;
+      return {
+        generationId: id,
+        headers: {
+          ...metered.headers,
+          ...(call.ignored.length > 0 ? { 'x-svc-ignored-params': ignoredParamsHeader(call.ignored) } : {}),
+          'content-type': answer.contentType,
+          'x-svc-generation-id': id,
+          'x-svc-cost': nanoToUsdString(charged),
+        },
+        binary: answer.bytes,
+      };
+    });
+  }
+}
+
+/** The whole form: text fields by name (repeatable) and the one file, or a 400/413 naming what is wrong. */
+async function readForm(request: FastifyRequest): Promise<AudioFormInput> {
+  if (!request.isMultipart()) throw new ApiError(415, 'invalid_request_error', 'Send the audio as a multipart/form-data form with a file part named file (spec 4.10).', 'unsupported_media_type', 'Content-Type');
+  const form: AudioFormInput = { fields: {}, file: null };
+  for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32, fieldSize: 1024 * 1024, parts: 40 } })) {
+    if (part.type === 'file') {
+      if (part.fieldname !== 'file') {
+        await part.toBuffer().catch(() => undefined);
+        throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.fieldname)}; the audio goes in a part named file.`, part.fieldname, 'invalid_file_part');
+      }
+      form.file = { bytes: await part.toBuffer(), filename: part.filename || 'audio', contentType: part.mimetype || 'application/octet-stream' };
+    } else {
+      (form.fields[part.fieldname] ??= []).push(String(part.value));
+    }
+  }
+  return form;
+}

@@ -1,0 +1,146 @@
+/**
+ * `POST /v1/audio/transcriptions` and `/v1/audio/translations` (spec 4.10): OpenAI's multipart
+ * forms, the answer in the format asked for, billed on what the model reports (seconds or
+ * tokens) or, when its answer says nothing (text, srt, vtt), on the audio's own length.
+ */
+import type { CatalogModel } from '../../catalog/src/catalog';
+import type { MeterUsage, Operation, Target } from '../../metering/src';
+import { audioSeconds } from '../../providers/src/audio-duration';
+import { isRecord } from '../../providers/src/json';
+import type { BinaryResult } from '../../providers/src/openai-compatible';
+import { isStorableText } from '../../platform/src/input';
+import { ApiError } from '../../platform/src/errors';
+import { invalid } from './types';
+
+export type AudioTask = 'transcriptions' | 'translations';
+
+/** Spec 4.10 and 8: the audio file is at most 25 MB. */
+export const MAX_AUDIO_BYTES = 25 * 1024 * 1024;
+export const TRANSCRIPTION_FORMATS = ['json', 'text', 'srt', 'verbose_json', 'vtt'] as const;
+/**
+ * Bounds on what a model billed in tokens may report per second of audio, for the hold
+ * (spec 1 rule 1): OpenAI's audio models count about 10 input tokens a second, and speech runs
+ * at 2-4 words a second; both bounds are several times that.
+ */
+export const MAX_INPUT_TOKENS_PER_SECOND = 50;
+export const MAX_OUTPUT_TOKENS_PER_SECOND = 20;
+
+/** Fields each task forwards upstream (OpenAI's); the others are ignored and reported. */
+const FIELDS: Record<AudioTask, readonly string[]> = {
+  transcriptions: ['language', 'prompt', 'response_format', 'temperature', 'timestamp_granularities[]'],
+  translations: ['prompt', 'response_format', 'temperature'],
+};
+
+/** A multipart form as read: text fields (a repeated name gives several values) and the file. */
+export interface AudioFormInput {
+  fields: Record<string, string[]>;
+  file: { bytes: Buffer; filename: string; contentType: string } | null;
+}
+
+export interface TranscriptionCall {
+  task: AudioTask;
+  model: string;
+  file: { bytes: Buffer; filename: string; contentType: string };
+  /** Forwarded upstream as form fields (a list field repeated). */
+  fields: [string, string][];
+  responseFormat: (typeof TRANSCRIPTION_FORMATS)[number];
+  /** The audio's length, rounded up: the hold, and the charge when the model reports nothing. */
+  seconds: number;
+  promptTokens: number;
+  /** Form fields the gateway does not read (x-svc-ignored-params). */
+  ignored: string[];
+}
+
+export function transcriptionRequest(task: AudioTask, form: AudioFormInput): TranscriptionCall {
+  const one = (name: string): string | undefined => {
+    const values = form.fields[name];
+    if (values === undefined) return undefined;
+    if (values.length > 1) throw invalid(`${name} is given ${values.length} times; give it once.`, name);
+    if (!isStorableText(values[0])) throw invalid(`${name} holds a NUL or an unpaired surrogate.`, name);
+    return values[0];
+  };
+  const model = one('model');
+  if (model === undefined || model === '') throw invalid('model is required.', 'model');
+  if (form.file === null) throw invalid('file is required: the audio, as a file part of the form.', 'file');
+  if (form.file.bytes.length === 0) throw invalid('file is empty.', 'file');
+  const responseFormat = one('response_format') ?? 'json';
+  if (!TRANSCRIPTION_FORMATS.includes(responseFormat as (typeof TRANSCRIPTION_FORMATS)[number])) {
+    throw invalid(`response_format must be one of ${TRANSCRIPTION_FORMATS.join(', ')}.`, 'response_format');
+  }
+  const temperature = one('temperature');
+  if (temperature !== undefined && !(Number(temperature) >= 0 && Number(temperature) <= 1 && temperature.trim() !== '')) throw invalid('temperature must be a number from 0 to 1.', 'temperature');
+  const prompt = one('prompt');
+  const forwarded = FIELDS[task];
+  const fields: [string, string][] = [];
+  for (const name of forwarded) {
+    const values = name.endsWith('[]') ? (form.fields[name] ?? []) : [one(name)].filter((v): v is string => v !== undefined);
+    for (const value of values) {
+      if (!isStorableText(value)) throw invalid(`${name} holds a NUL or an unpaired surrogate.`, name);
+      fields.push([name, value]);
+    }
+  }
+  if (!fields.some(([name]) => name === 'response_format')) fields.push(['response_format', responseFormat]);
+  const ignored = Object.keys(form.fields).filter((name) => name !== 'model' && name !== 'provider' && !forwarded.includes(name));
+  return {
+    task,
+    model,
+    file: form.file,
+    fields,
+    responseFormat: responseFormat as TranscriptionCall['responseFormat'],
+    seconds: Math.max(1, Math.ceil(audioSeconds(form.file.bytes))),
+    promptTokens: prompt === undefined ? 0 : Math.ceil(Buffer.byteLength(prompt) / 4),
+    ignored,
+  };
+}
+
+/** Spec 4.10 against the requested model: it must take audio in (a speech model is `audio` too). */
+export function checkTranscriptionModel(model: CatalogModel): void {
+  if (!model.inputModalities.includes('audio')) {
+    throw new ApiError(400, 'invalid_request_error', `${model.id} does not take audio; use a model whose input_modalities include audio (GET /v1/models?type=audio).`, 'model_type_mismatch', 'model');
+  }
+}
+
+export function transcriptionOperation(task: AudioTask): Operation<TranscriptionCall, BinaryResult> {
+  return {
+    modelType: 'audio',
+    endpoint: `/v1/audio/${task}`,
+    promptTokens: (call) => call.promptTokens,
+    // Whichever way the model is priced (per second or per token), the hold covers it.
+    worstCase: (call) => ({ seconds: call.seconds, input: call.seconds * MAX_INPUT_TOKENS_PER_SECOND + call.promptTokens, output: call.seconds * MAX_OUTPUT_TOKENS_PER_SECOND }),
+    call: (target: Target, call) => {
+      if (!target.provider.transcribe) throw new Error(`${target.route.provider.name} declares no transcription operation`);
+      const fields = Object.fromEntries([['model', target.route.upstreamModel], ...call.fields.filter(([name]) => !name.endsWith('[]'))]);
+      const lists = call.fields.filter(([name]) => name.endsWith('[]'));
+      return target.provider.transcribe(call.task, { file: call.file.bytes, filename: call.file.filename, contentType: call.file.contentType, fields, lists });
+    },
+    usageOf: (result, call) => reportedUsage(result) ?? { seconds: call.seconds },
+    returned: (result) => transcriptText(result).trim().length,
+  };
+}
+
+/** What the model reported, as meters: OpenAI's `{type: "duration", seconds}` or `{type: "tokens", ...}`. */
+function reportedUsage(result: BinaryResult): MeterUsage | null {
+  const json = asJson(result);
+  const usage = isRecord(json) && isRecord(json.usage) ? json.usage : null;
+  if (usage?.type === 'duration' && typeof usage.seconds === 'number') return { seconds: Math.ceil(usage.seconds) };
+  if (usage?.type === 'tokens' && typeof usage.input_tokens === 'number' && typeof usage.output_tokens === 'number') {
+    return { input: usage.input_tokens, output: usage.output_tokens };
+  }
+  return null;
+}
+
+/** The text of a transcript, whatever its format: nothing returned is not billed (spec 1 rule 3). */
+export function transcriptText(result: BinaryResult): string {
+  const json = asJson(result);
+  if (json === undefined) return result.bytes.toString('utf8');
+  return isRecord(json) && typeof json.text === 'string' ? json.text : '';
+}
+
+function asJson(result: BinaryResult): unknown {
+  if (!/json/i.test(result.contentType)) return undefined;
+  try {
+    return JSON.parse(result.bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
