@@ -165,6 +165,37 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       expect(translation.text).toBe('bonjour');
     });
 
+    const transcribe = (audio: Buffer, fields: Record<string, string>, as = key()) => {
+      const form = new FormData();
+      form.append('file', new Blob([audio], { type: 'audio/wav' }), 'a.wav');
+      for (const [name, value] of Object.entries(fields)) form.append(name, value);
+      return fetch(`${gw.url}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${as}` }, body: form });
+    };
+
+    it('spec 1 rule 3: a provider failure and an empty transcript are not billed', async () => {
+      const before = await balance();
+      const failed = await transcribe(recording(2, 'words'), { model: 'sim/whisper', prompt: 'x\n#sim {"fail": 503}' });
+      expect(failed.status).toBe(503);
+      const empty = await transcribe(recording(2, 'words'), { model: 'sim/whisper', prompt: 'x\n#sim {"empty": true}' });
+      expect(empty.status).toBe(200);
+      expect(((await empty.json()) as { text: string }).text).toBe('');
+      expect(empty.headers.get('x-svc-cost')).toBe('0');
+      expect(await balance()).toBe(before);
+      expect(await generation(empty.headers.get('x-svc-generation-id')!)).toMatchObject({ status: 'not_billed', total_cost: 0 });
+    });
+
+    it('spec 1 rule 1: audio longer than the balance covers is 402 and changes nothing', async () => {
+      const { key: poor } = await createAccountWithKey(api(gw.url.replace(/\/v1$/, '')), gw.keys.admin_token, 0.0002);
+      const credits = async () => (await call('GET', '/credits', { key: poor })).json.data;
+      const before = await credits();
+      // 3 seconds at $0.0001: $0.0003, above the $0.0002 the account holds; 2 seconds fit.
+      const refused = await transcribe(recording(3, 'too long'), { model: 'sim/whisper' }, poor);
+      expect(refused.status).toBe(402);
+      expect(((await refused.json()) as { error: unknown }).error).toMatchObject({ type: 'insufficient_quota' });
+      expect(await credits()).toEqual(before);
+      expect((await transcribe(recording(2, 'fits'), { model: 'sim/whisper' }, poor)).status).toBe(200);
+    });
+
     it('refuses a 26 MB file with 413 naming file, and bills nothing', async () => {
       const before = await balance();
       const form = new FormData();

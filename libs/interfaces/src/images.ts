@@ -4,7 +4,7 @@
  * reports (spec 1: "provider-reported cost for images").
  */
 import type { CatalogModel } from '../../catalog/src/catalog';
-import { pricesOf, type MeterUsage, type Operation } from '../../metering/src';
+import { operationOf, pricesOf, type MeterUsage, type Operation } from '../../metering/src';
 import { ApiError } from '../../platform/src/errors';
 import { usdToNano, type Nano } from '../../platform/src/money';
 import { isRecord } from '../../providers/src/json';
@@ -174,8 +174,7 @@ export function imagesOperation(keep?: KeepImages): Operation<ImagesCall, Images
     promptTokens: (call) => call.promptTokens,
     worstCase: (call) => ({ images: call.n, input: call.promptTokens, output: call.n * maxOutputTokens(call.size) }),
     call: async (target, call) => {
-      if (!target.provider.images) throw new Error(`${target.route.provider.name} declares no images operation`);
-      const { json } = await target.provider.images({
+      const { json } = await operationOf(target, 'images')({
         model: target.route.upstreamModel,
         prompt: call.prompt,
         n: call.n,

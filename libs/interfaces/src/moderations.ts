@@ -3,7 +3,7 @@
  * image parts; optional `model`), free of charge.
  */
 import type { JsonResult } from '../../providers/src/openai-compatible';
-import type { Target } from '../../metering/src';
+import { operationOf, type Target } from '../../metering/src';
 import { invalid, requireBody, type Json } from './types';
 
 /** As many inputs as embeddings take (spec 8 names no bound for moderations; OpenAI's is this order). */
@@ -52,6 +52,5 @@ function checkPart(part: unknown, param: string): Json {
 
 /** One provider call, under its own model id. */
 export function moderate(target: Target, call: ModerationCall): Promise<JsonResult> {
-  if (!target.provider.moderations) throw new Error(`${target.route.provider.name} declares no moderation operation`);
-  return target.provider.moderations({ model: target.route.upstreamModel, input: call.input });
+  return operationOf(target, 'moderations')({ model: target.route.upstreamModel, input: call.input });
 }

@@ -2,7 +2,7 @@
  * `POST /v1/rerank` (spec 4.12): Cohere's request shape (as OpenRouter's unified rerank takes
  * it), documents as strings or `{text}`, billed per search unit (spec 1).
  */
-import type { Operation } from '../../metering/src';
+import { operationOf, type Operation } from '../../metering/src';
 import type { RerankResult } from '../../providers/src/openai-compatible';
 import { countTextTokens, TokenBudget } from '../../providers/src/tokens';
 import { invalid, optionalBoolean, optionalPositiveInt, requireBody, requireString } from './types';
@@ -75,8 +75,7 @@ export const rerankOperation: Operation<RerankCall, RerankResult> = {
   promptTokens: (call) => call.tokens,
   worstCase: (call) => ({ search_units: call.searchUnits }),
   call: (target, call) => {
-    if (!target.provider.rerank) throw new Error(`${target.route.provider.name} declares no rerank operation`);
-    return target.provider.rerank({ model: target.route.upstreamModel, query: call.query, documents: call.documents, ...(call.topN === null ? {} : { top_n: call.topN }) });
+    return operationOf(target, 'rerank')({ model: target.route.upstreamModel, query: call.query, documents: call.documents, ...(call.topN === null ? {} : { top_n: call.topN }) });
   },
   usageOf: (result, call) => ({ search_units: result.searchUnits ?? call.searchUnits }),
   returned: (result) => result.results.length,

@@ -4,7 +4,7 @@
  */
 import type { CatalogModel } from '../../catalog/src/catalog';
 import { ApiError } from '../../platform/src/errors';
-import type { Operation } from '../../metering/src';
+import { operationOf, type Operation } from '../../metering/src';
 import type { BinaryResult } from '../../providers/src/openai-compatible';
 import { countTextTokens } from '../../providers/src/tokens';
 import { invalid, optionalNumber, requireBody, requireString, type Json } from './types';
@@ -72,8 +72,7 @@ export const speechOperation: Operation<SpeechCall, BinaryResult> = {
   promptTokens: (call) => call.tokens,
   worstCase: (call) => ({ characters: call.characters }),
   call: (target, call) => {
-    if (!target.provider.speech) throw new Error(`${target.route.provider.name} declares no speech operation`);
-    return target.provider.speech({ ...call.body, model: target.route.upstreamModel });
+    return operationOf(target, 'speech')({ ...call.body, model: target.route.upstreamModel });
   },
   usageOf: (_result, call) => ({ characters: call.characters }),
   returned: (result) => audioBytes(result),

@@ -4,7 +4,7 @@
  * tokens) or, when its answer says nothing (text, srt, vtt), on the audio's own length.
  */
 import type { CatalogModel } from '../../catalog/src/catalog';
-import type { MeterUsage, Operation, Target } from '../../metering/src';
+import { operationOf, type MeterUsage, type Operation, type Target } from '../../metering/src';
 import { audioSeconds } from '../../providers/src/audio-duration';
 import { isRecord } from '../../providers/src/json';
 import type { BinaryResult } from '../../providers/src/openai-compatible';
@@ -108,10 +108,9 @@ export function transcriptionOperation(task: AudioTask): Operation<Transcription
     // Whichever way the model is priced (per second or per token), the hold covers it.
     worstCase: (call) => ({ seconds: call.seconds, input: call.seconds * MAX_INPUT_TOKENS_PER_SECOND + call.promptTokens, output: call.seconds * MAX_OUTPUT_TOKENS_PER_SECOND }),
     call: (target: Target, call) => {
-      if (!target.provider.transcribe) throw new Error(`${target.route.provider.name} declares no transcription operation`);
       const fields = Object.fromEntries([['model', target.route.upstreamModel], ...call.fields.filter(([name]) => !name.endsWith('[]'))]);
       const lists = call.fields.filter(([name]) => name.endsWith('[]'));
-      return target.provider.transcribe(call.task, { file: call.file.bytes, filename: call.file.filename, contentType: call.file.contentType, fields, lists });
+      return operationOf(target, 'transcribe')(call.task, { file: call.file.bytes, filename: call.file.filename, contentType: call.file.contentType, fields, lists });
     },
     usageOf: (result, call) => reportedUsage(result) ?? { seconds: call.seconds },
     returned: (result) => transcriptText(result).trim().length,

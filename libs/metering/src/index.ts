@@ -18,4 +18,4 @@ export {
   type TargetRef,
   type TokenLimits,
 } from './pipeline';
-export { allFailed, costOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type RoutedModel, type Target } from './targets';
+export { allFailed, costOf, operationOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type OptionalOperation, type RoutedModel, type Target } from './targets';

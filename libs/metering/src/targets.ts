@@ -24,6 +24,19 @@ export interface Target {
   fields: Record<string, unknown>;
 }
 
+/** The operations only some adapters have (ARCHITECTURE section 10: a provider declares what it supports). */
+export type OptionalOperation = 'moderations' | 'rerank' | 'images' | 'speech' | 'transcribe';
+
+/**
+ * The answering provider's `name` operation. The catalog routes a model only to adapters that
+ * serve its type, so a missing one here is a wiring error, not a caller's mistake.
+ */
+export function operationOf<K extends OptionalOperation>(target: Target, name: K): NonNullable<OpenAiCompatibleProvider[K]> {
+  const operation = target.provider[name];
+  if (!operation) throw ApiError.internal(`${target.route.provider.name} declares no ${name} operation`);
+  return (operation as (...args: never[]) => unknown).bind(target.provider) as NonNullable<OpenAiCompatibleProvider[K]>;
+}
+
 /** A model of the request with the providers routing chose for it, in the order to try them. */
 export interface RoutedModel {
   model: CatalogModel;
