@@ -44,6 +44,12 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/responses', key: 'full', billed: true, fields: ['model', 'input', 'instructions', 'stream', 'store', 'previous_response_id', 'tools', 'max_output_tokens', 'text', 'reasoning', 'metadata', 'user'] },
   { method: 'POST', path: '/v1/completions', key: 'full', billed: true, fields: ['model', 'prompt', 'max_tokens', 'echo', 'suffix', 'logprobs', 'stream', 'stop', 'temperature'] },
   { method: 'POST', path: '/v1/embeddings', key: 'full', billed: true, fields: ['model', 'input', 'dimensions', 'encoding_format', 'user'] },
+  { method: 'POST', path: '/v1/rerank', key: 'full', billed: true, fields: ['model', 'query', 'documents', 'top_n', 'return_documents', 'provider'] },
+  { method: 'POST', path: '/v1/moderations', key: 'full', billed: true, fields: ['model', 'input'] },
+  { method: 'POST', path: '/v1/images/generations', key: 'full', billed: true, fields: ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'image', 'user'] },
+  { method: 'POST', path: '/v1/audio/speech', key: 'full', billed: true, fields: ['model', 'input', 'voice', 'response_format', 'speed', 'instructions', 'stream_format'] },
+  // Takes multipart forms only: every JSON or raw body here must be refused with the error object.
+  { method: 'POST', path: '/v1/audio/transcriptions', key: 'full', fields: ['model', 'file', 'response_format'] },
   { method: 'POST', path: '/v1/generations/lookup', key: 'full', fields: ['ids'] },
   { method: 'GET', path: '/v1/generation', key: 'full', query: ['id'] },
   { method: 'GET', path: '/v1/activity', key: 'full', query: ['date', 'key_id', 'user'] },
@@ -109,6 +115,10 @@ const VALID: Record<string, Record<string, unknown>> = {
   '/v1/responses': { model: 'sim/echo', max_output_tokens: 16, input: 'hi', store: false },
   '/v1/completions': { model: 'sim/echo', max_tokens: 5, prompt: 'hi' },
   '/v1/embeddings': { model: 'sim/embed', input: 'hi' },
+  '/v1/rerank': { model: 'sim/rerank', query: 'hi', documents: ['hi there', 'bye'] },
+  '/v1/moderations': { model: 'sim/moderation', input: 'hi' },
+  '/v1/images/generations': { model: 'sim/image', prompt: 'a dot', size: '16x16' },
+  '/v1/audio/speech': { model: 'sim/tts', input: 'hi', response_format: 'pcm' },
 };
 
 function nearlyValid(route: Route): fc.Arbitrary<Record<string, unknown>> | null {
@@ -124,7 +134,7 @@ function nearlyValid(route: Route): fc.Arbitrary<Record<string, unknown>> | null
 /** A body of the route's fields, each given a hostile value (sometimes a plausible one). */
 function bodyFor(route: Route): fc.Arbitrary<Record<string, unknown>> {
   const fields = route.fields ?? [];
-  const model = fc.constantFrom('sim/echo', 'sim/embed', 'sim/small-8k', 'no/such-model');
+  const model = fc.constantFrom('sim/echo', 'sim/embed', 'sim/small-8k', 'sim/rerank', 'sim/moderation', 'sim/image', 'sim/tts', 'no/such-model');
   const shape: Record<string, fc.Arbitrary<unknown>> = {};
   for (const f of fields) shape[f] = f === 'model' ? fc.oneof(model, hostile) : f === 'messages' || f === 'input' ? fc.oneof(messages, hostile) : hostile;
   return fc.record(shape, { requiredKeys: [] }).chain((body) =>
@@ -210,7 +220,9 @@ describe('fuzzing every route (issue 14)', () => {
     }
     if (route.billed && o.status >= 200 && o.status < 300) {
       // A 2xx of a billed route says what it cost: usage.cost, or the stream's last usage event.
-      const cost = o.body?.usage?.cost ?? [...o.text.matchAll(/"cost":\s*([0-9.e-]+)/g)].map((m) => Number(m[1])).at(-1);
+      // Audio carries it in x-svc-cost (spec 4.9: the body is the audio itself).
+      const header = o.headers.get('x-svc-cost');
+      const cost = header !== null ? Number(header) : (o.body?.usage?.cost ?? [...o.text.matchAll(/"cost":\s*([0-9.e-]+)/g)].map((m) => Number(m[1])).at(-1));
       if (typeof cost !== 'number') failures.push(`billed 2xx without a cost: ${where}`);
       else billedCosts.push(usdToNano(cost));
     }

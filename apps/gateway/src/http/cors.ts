@@ -12,6 +12,8 @@ const ALLOWED_PREFIXES = ['x-svc-', 'x-stainless-', 'x-openrouter-cache-'];
 /** Response headers a browser script may read: the ones the service writes for its callers. */
 const EXPOSED_HEADERS = [
   'x-svc-generation-id',
+  // The USD charged for an answer whose body is not JSON (speech audio, a transcript as text).
+  'x-svc-cost',
   'x-svc-cache-status',
   'x-svc-cache-ttl',
   'x-svc-cache-age',
