@@ -1,0 +1,53 @@
+import type { Nano } from '../../../platform/src/money';
+import type { MeterUsage } from '../pricing';
+import type { GenerationStats, KeyLimit } from './events';
+
+/** Most holds one ExpireHolds decision expires, so one append stays far below the store's size limit. */
+export const EXPIRE_BATCH = 1000;
+
+export interface PlaceHold {
+  type: 'PlaceHold';
+  /**
+   * Unique per account (the gateway's random generation id). The state keeps open holds only,
+   * so an id is refused while its hold is open; reusing a resolved one would start a new hold.
+   */
+  holdId: string;
+  keyId: string;
+  amountNano: Nano;
+  model: string;
+  endpoint: string;
+  /** A hold that is never settled is expired after this long (by the worker). */
+  ttlMs: number;
+  /** The key's spend limit from the key record; absent or null = no key limit. */
+  keyLimit?: KeyLimit | null;
+}
+
+export type AccountCommand =
+  | { type: 'OpenAccount'; accountId: string }
+  | { type: 'AddCredits'; amountNano: Nano; reason: string }
+  | PlaceHold
+  | {
+      type: 'ChargeUsage';
+      holdId: string;
+      amountNano: Nano;
+      stats: GenerationStats;
+      /** What `amountNano` bills, by meter: recorded with the charge. */
+      usage?: MeterUsage;
+      /**
+       * What the request returned, in its own units (vectors for embeddings); absent: its
+       * completion tokens. Nothing returned is not billed (spec 1 rule 3).
+       */
+      returned?: number;
+    }
+  | { type: 'ReleaseHold'; holdId: string; errorCode: string; stats?: Partial<GenerationStats> }
+  /** Expires the open holds whose `expires_at` is at or before now, at most `max` (default EXPIRE_BATCH). */
+  | { type: 'ExpireHolds'; max?: number }
+  /** The account's optional daily spend limit (PATCH /admin/accounts/{id}); null removes it. */
+  | { type: 'SetDailyLimit'; limitNano: Nano | null }
+  /**
+   * Sent after PlaceHold was refused for a spend limit: a refusal throws, so it cannot carry the
+   * KeySpendCapReached / DailyLimitReached event itself. Re-checks the hold; records nothing
+   * when it would now be admitted or the event is already recorded for this window.
+   */
+  | { type: 'RecordLimitRefusal'; hold: PlaceHold }
+  | { type: 'RecordFreeGeneration'; generationId: string; keyId: string; endpoint: string; model?: string; provider?: string; sourceId?: string; latencyMs?: number };

@@ -1,0 +1,185 @@
+import { DomainError } from '../../../eventstore/src/decider';
+import { MAX_AMOUNT_NANO, nanoToUsdString } from '../../../platform/src/money';
+import { EXPIRE_BATCH, type AccountCommand } from './commands';
+import { freeGenerationData, type AccountEvent } from './events';
+import { DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
+import { accountDayChargedNano, type AccountState, type OpenHold } from './state';
+
+type Command<T extends AccountCommand['type']> = Extract<AccountCommand, { type: T }>;
+
+/** Emmett's shape: one function per command, and a thin exhaustive dispatch. */
+export function decide(command: AccountCommand, state: AccountState, now: Date): AccountEvent[] {
+  switch (command.type) {
+    case 'OpenAccount':
+      return openAccount(command, state, now);
+    case 'AddCredits':
+      return addCredits(command, state, now);
+    case 'PlaceHold':
+      return placeHold(command, state, now);
+    case 'ChargeUsage':
+      return chargeUsage(command, state, now);
+    case 'ReleaseHold':
+      return releaseHold(command, state, now);
+    case 'ExpireHolds':
+      return expireHolds(command, state, now);
+    case 'SetDailyLimit':
+      return setDailyLimit(command, state, now);
+    case 'RecordLimitRefusal':
+      return recordLimitRefusal(command, state, now);
+    case 'RecordFreeGeneration':
+      return recordFreeGeneration(command, state, now);
+  }
+}
+
+function requireOpen(state: AccountState): string {
+  if (state.accountId === null) throw new DomainError('account_not_found', 'The account does not exist.');
+  return state.accountId;
+}
+
+function requireHold(state: AccountState, holdId: string): OpenHold {
+  const hold = state.holds.get(holdId);
+  if (!hold) throw new DomainError('hold_not_open', `Hold ${holdId} is not open.`, { hold_id: holdId });
+  return hold;
+}
+
+/** Opens the account, once. */
+function openAccount(command: Command<'OpenAccount'>, state: AccountState, now: Date): AccountEvent[] {
+    if (state.accountId !== null) throw new DomainError('account_exists', 'The account already exists.');
+    return [{ type: 'AccountOpened', data: { account_id: command.accountId } }];
+}
+
+/** Credits the account: a positive amount that keeps the total within what the read model can sum. */
+function addCredits(command: Command<'AddCredits'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    if (command.amountNano <= 0n) throw new DomainError('invalid_amount', 'Credits must be a positive amount.');
+    // The credits read model sums them in a PostgreSQL bigint: past the bound it could not.
+    if (state.creditsNano + command.amountNano > MAX_AMOUNT_NANO) {
+      throw new DomainError('credits_limit_exceeded', `An account holds at most ${nanoToUsdString(MAX_AMOUNT_NANO)} USD of credits.`, { param: 'amount_usd' });
+    }
+    return [{ type: 'CreditsAdded', data: { account_id, amount_nano: command.amountNano.toString(), reason: command.reason } }];
+}
+
+/** Spec 1 rule 1: holds the worst case, unless a key cap, the daily limit or the balance refuses it. */
+function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    if (command.amountNano <= 0n) throw new DomainError('invalid_amount', 'A hold must be a positive amount.');
+    if (state.holds.has(command.holdId)) {
+      throw new DomainError('hold_exists', `Hold ${command.holdId} already exists.`);
+    }
+    const refusal = holdRefusal(state, command, now);
+    if (refusal) throw refusal;
+    const limit = command.keyLimit ?? null;
+    return [
+      {
+        type: 'HoldPlaced',
+        data: {
+          account_id,
+          hold_id: command.holdId,
+          key_id: command.keyId,
+          amount_nano: command.amountNano.toString(),
+          model: command.model,
+          endpoint: command.endpoint,
+          expires_at: iso(now.getTime() + command.ttlMs),
+          key_limit: limit && { limit_nano: limit.limitNano.toString(), reset: limit.reset },
+        },
+      },
+    ];
+}
+
+/** Settles a hold at its actual cost; spec 1 rule 3: nothing returned, nothing charged. */
+function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    const hold = requireHold(state, command.holdId);
+    if (command.amountNano < 0n) throw new DomainError('invalid_amount', 'A charge cannot be negative.');
+    // Spec 1, rule 3: a request that returns no tokens is not billed.
+    if ((command.returned ?? command.stats.completion_tokens) === 0 || command.amountNano === 0n) {
+      return [
+        {
+          type: 'HoldReleased',
+          data: { account_id, hold_id: command.holdId, key_id: hold.keyId, reason: 'zero_completion', ...command.stats },
+        },
+      ];
+    }
+    // More than the hold happens when the provider counts more input than we estimated: the
+    // work is done, so it is charged in full and the excess recorded for the auditor.
+    const exceeded = command.amountNano > hold.amountNano ? command.amountNano - hold.amountNano : 0n;
+    return [
+      {
+        type: 'UsageCharged',
+        data: {
+          account_id,
+          hold_id: command.holdId,
+          key_id: hold.keyId,
+          amount_nano: command.amountNano.toString(),
+          charged_at: now.toISOString(),
+          exceeded_hold_nano: exceeded.toString(),
+          ...command.stats,
+          ...(command.usage === undefined ? {} : { usage: command.usage }),
+        },
+      },
+      ...thresholdsCrossedBy(state, account_id, hold.keyId, command.amountNano, now),
+    ];
+}
+
+/** Releases a hold whose request failed: nothing is charged. */
+function releaseHold(command: Command<'ReleaseHold'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    const hold = requireHold(state, command.holdId);
+    return [
+      {
+        type: 'HoldReleased',
+        data: {
+          account_id,
+          hold_id: command.holdId,
+          key_id: hold.keyId,
+          reason: 'error',
+          error_code: command.errorCode,
+          ...command.stats,
+        },
+      },
+    ];
+}
+
+/** Expires the holds past their deadline, oldest first, at most `max`. */
+function expireHolds(command: Command<'ExpireHolds'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    return [...state.holds.entries()]
+      .filter(([, hold]) => hold.expiresAtMs <= now.getTime())
+      // Oldest deadline first, so a capped batch makes progress in a stable order.
+      .sort(([a, x], [b, y]) => x.expiresAtMs - y.expiresAtMs || (a < b ? -1 : 1))
+      .slice(0, command.max ?? EXPIRE_BATCH)
+      .map(([hold_id, hold]) => ({
+        type: 'HoldExpired' as const,
+        data: { account_id, hold_id, key_id: hold.keyId, amount_nano: hold.amountNano.toString(), expires_at: iso(hold.expiresAtMs) },
+      }));
+}
+
+/** Sets or removes the account's daily spend limit. */
+function setDailyLimit(command: Command<'SetDailyLimit'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    if (command.limitNano !== null && command.limitNano < 0n) throw new DomainError('invalid_amount', 'A daily limit cannot be negative.');
+    if (command.limitNano !== null && command.limitNano > MAX_AMOUNT_NANO) {
+      throw new DomainError('invalid_amount', `A daily limit is at most ${nanoToUsdString(MAX_AMOUNT_NANO)} USD.`, { param: 'daily_limit_usd' });
+    }
+    if (command.limitNano === state.dailyLimitNano) return [];
+    return [{ type: 'DailyLimitSet', data: { account_id, limit_nano: command.limitNano?.toString() ?? null } }];
+}
+
+/** Records the "reached" event a refused hold could not carry, once per window. */
+function recordLimitRefusal(command: Command<'RecordLimitRefusal'>, state: AccountState, now: Date): AccountEvent[] {
+    const account_id = requireOpen(state);
+    const { hold } = command;
+    const refusal = holdRefusal(state, hold, now);
+    if (refusal?.code === DAILY_LIMIT_CODE && state.dailyLimitNano !== null) {
+      return dailyLimitReached(state, account_id, state.dailyLimitNano, accountDayChargedNano(state, now.getTime()), now, 'refusal');
+    }
+    if (hold.keyLimit && refusal?.code === KEY_CAP_CODES[hold.keyLimit.reset]) {
+      return keyCapReached(state, keyWindowData(state, account_id, hold.keyId, hold.keyLimit, now), 'refusal');
+    }
+    return [];
+}
+
+/** Records a generation that moves no money (a free call, a cache hit). */
+function recordFreeGeneration(command: Command<'RecordFreeGeneration'>, state: AccountState, now: Date): AccountEvent[] {
+    return [{ type: 'FreeGenerationRecorded', data: freeGenerationData(requireOpen(state), command) }];
+}

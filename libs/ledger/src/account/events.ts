@@ -1,0 +1,140 @@
+import type { DomainEvent } from '../../../eventstore/src/decider';
+import type { MeterUsage } from '../pricing';
+import type { LimitReset } from '../spend-window';
+import type { AccountCommand } from './commands';
+import type { Nano } from '../../../platform/src/money';
+
+/**
+ * The account aggregate (stream `account-<id>`): all money. Amounts in events are nano-USD
+ * as decimal strings, because JSON has no integers beyond 2^53.
+ *
+ * A request reserves its worst case first (HoldPlaced), then the hold is resolved exactly once:
+ * posted (UsageCharged), voided (HoldReleased) or expired (HoldExpired). Every limit is checked
+ * against charges plus open holds, so concurrent requests can never spend past it together.
+ */
+export const accountStream = (accountId: string) => `account-${accountId}`;
+
+/**
+ * The upcaster of UsageCharged's usage: events written before meters carry tokens only, which
+ * are exactly the meters `input`, `cached_input` and `output`. The log is never rewritten.
+ */
+export function meteredUsage(data: Pick<GenerationStats, 'prompt_tokens' | 'cached_tokens' | 'completion_tokens'> & { usage?: MeterUsage }): MeterUsage {
+  if (data.usage !== undefined) return data.usage;
+  const usage: MeterUsage = {};
+  if (data.prompt_tokens) usage.input = data.prompt_tokens;
+  if (data.cached_tokens) usage.cached_input = data.cached_tokens;
+  if (data.completion_tokens) usage.output = data.completion_tokens;
+  return usage;
+}
+
+export interface GenerationStats {
+  model: string;
+  provider: string;
+  endpoint: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+  latency_ms: number;
+  /** null for non-streamed responses. */
+  ttft_ms: number | null;
+}
+
+/** A key's spend limit, from the key record (spec 2.2): `limitNano` per `reset` window. */
+export interface KeyLimit {
+  limitNano: Nano;
+  reset: LimitReset;
+}
+
+export interface KeyLimitData {
+  limit_nano: string;
+  reset: LimitReset;
+}
+
+/** A key's spend in one window, as threshold events report it. */
+export interface KeyWindowData {
+  account_id: string;
+  key_id: string;
+  reset: LimitReset;
+  limit_nano: string;
+  /** Charges in the window (open holds are not spend yet). */
+  charged_nano: string;
+  /** null for a lifetime budget. */
+  window_start: string | null;
+  resets_at: string | null;
+}
+
+/** What recorded a "reached" event: a charge that brought spend to the limit, or a refused hold. */
+export type ReachedTrigger = 'charge' | 'refusal';
+
+export type AccountEvent =
+  | DomainEvent<'AccountOpened', { account_id: string }>
+  | DomainEvent<'CreditsAdded', { account_id: string; amount_nano: string; reason: string }>
+  | DomainEvent<
+      'HoldPlaced',
+      {
+        account_id: string;
+        hold_id: string;
+        key_id: string;
+        amount_nano: string;
+        model: string;
+        endpoint: string;
+        expires_at: string;
+        /** The key limit the hold was admitted under; absent on holds placed before spend caps existed. */
+        key_limit?: KeyLimitData | null;
+      }
+    >
+  | DomainEvent<
+      'UsageCharged',
+      {
+        account_id: string;
+        hold_id: string;
+        key_id: string;
+        amount_nano: string;
+        /** When the charge was decided: it counts in the spend windows of this instant. Absent on old events. */
+        charged_at?: string;
+        /** The part of the charge above the hold (the provider reported more input than estimated). Absent on old events. */
+        exceeded_hold_nano?: string;
+        /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: read them through meteredUsage. */
+        usage?: MeterUsage;
+      } & GenerationStats
+    >
+  | DomainEvent<
+      'HoldReleased',
+      { account_id: string; hold_id: string; key_id: string; reason: 'error' | 'zero_completion' } & Partial<GenerationStats> & {
+          error_code?: string;
+        }
+    >
+  | DomainEvent<'HoldExpired', { account_id: string; hold_id: string; key_id: string; amount_nano: string; expires_at: string }>
+  | DomainEvent<'DailyLimitSet', { account_id: string; limit_nano: string | null }>
+  | DomainEvent<'KeySpendCapWarning', KeyWindowData>
+  | DomainEvent<'KeySpendCapReached', KeyWindowData & { trigger: ReachedTrigger }>
+  | DomainEvent<
+      'DailyLimitReached',
+      { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }
+    >
+  | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>
+  /**
+   * A request answered at no cost: a free model's (spec 4.13) or the response cache's (spec 4.2,
+   * naming the generation it replayed in `source_id`). No money moves, but its id is a
+   * generation of its own, cost 0, that can be looked up.
+   */
+  | DomainEvent<
+      'FreeGenerationRecorded',
+      { account_id: string; generation_id: string; key_id: string; endpoint: string; model?: string; provider?: string; source_id?: string; latency_ms?: number }
+    >;
+
+/** The event's data: only the optional facts the command has (events stay small, and replays compare equal). */
+export function freeGenerationData(account_id: string, command: Extract<AccountCommand, { type: 'RecordFreeGeneration' }>) {
+  const { generationId: generation_id, keyId: key_id, endpoint, model, provider, sourceId: source_id, latencyMs: latency_ms } = command;
+  return {
+    account_id,
+    generation_id,
+    key_id,
+    endpoint,
+    ...(model === undefined ? {} : { model }),
+    ...(provider === undefined ? {} : { provider }),
+    ...(source_id === undefined ? {} : { source_id }),
+    ...(latency_ms === undefined ? {} : { latency_ms }),
+  };
+}

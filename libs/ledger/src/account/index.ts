@@ -1,0 +1,17 @@
+/**
+ * The account aggregate (stream `account-<id>`): all money, as an Emmett decider. Its events
+ * (./events), commands (./commands), state and evolve (./state), the limits every hold and charge
+ * is checked against (./limits), and one function per command (./decide).
+ */
+import type { Decider } from '../../../eventstore/src/decider';
+import type { AccountCommand } from './commands';
+import { decide } from './decide';
+import type { AccountEvent } from './events';
+import { evolve, initialState, type AccountState } from './state';
+
+export * from './commands';
+export * from './events';
+export { BALANCE_LOW_NANO, DAILY_LIMIT_CODE, isLimitRefusal, KEY_CAP_CODES } from './limits';
+export { availableNano, balanceNano, heldNano, keySpendNano, type AccountState, type KeySpend, type OpenHold } from './state';
+
+export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent> = { initialState, decide, evolve };

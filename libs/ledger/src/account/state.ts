@@ -1,0 +1,165 @@
+import { Map as ImmutableMap } from 'immutable';
+import type { Nano } from '../../../platform/src/money';
+import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
+import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
+
+export interface OpenHold {
+  amountNano: Nano;
+  keyId: string;
+  expiresAtMs: number;
+}
+
+/** Per key: its lifetime charges and the current window of each period, whatever its reset is today. */
+export interface KeySpend {
+  lifetimeNano: Nano;
+  windows: Readonly<Record<Period, WindowSpend>>;
+  /**
+   * The key's limit as last seen (latest HoldPlaced or KeySpendCapReached). Charges are
+   * measured against it rather than against each hold's own: holds admitted before a limit
+   * change would otherwise re-fire the old limit's events.
+   */
+  limit: KeyLimit | null;
+  /** The window (reset, start, limit) whose KeySpendCapReached is recorded; a new window or limit re-arms it. */
+  capReachedIn: string | null;
+}
+
+/**
+ * Bounded whatever the account's history: open holds only (a resolved hold leaves, so it cannot
+ * be resolved twice), and per key the current window of each period.
+ */
+export interface AccountState {
+  accountId: string | null;
+  creditsNano: Nano;
+  chargedNano: Nano;
+  /**
+   * Open holds by id. A persistent map: a hot account has hundreds open, and every event of it
+   * yields a new state, so copying a plain object each time would cost O(open holds) per event.
+   */
+  holds: ImmutableMap<string, OpenHold>;
+  dailyLimitNano: Nano | null;
+  /** The whole account's charges on the UTC day of its latest charge. */
+  day: WindowSpend;
+  /** Start of the UTC day whose DailyLimitReached is recorded; reset when the limit changes. */
+  dailyLimitReachedOn: number | null;
+  keys: Readonly<Record<string, KeySpend>>;
+}
+
+export const NO_KEY_SPEND: KeySpend = { lifetimeNano: 0n, windows: { daily: NO_SPEND, weekly: NO_SPEND, monthly: NO_SPEND }, limit: null, capReachedIn: null };
+
+export function heldNano(state: AccountState): Nano {
+  let sum = 0n;
+  for (const hold of state.holds.values()) sum += hold.amountNano;
+  return sum;
+}
+
+export function keyHeldNano(state: AccountState, keyId: string): Nano {
+  let sum = 0n;
+  for (const hold of state.holds.values()) if (hold.keyId === keyId) sum += hold.amountNano;
+  return sum;
+}
+
+/** Available = credits - charged - open holds. */
+export function availableNano(state: AccountState): Nano {
+  return state.creditsNano - state.chargedNano - heldNano(state);
+}
+
+/** The settled balance, without open holds: what BalanceLow watches. */
+export function balanceNano(state: AccountState): Nano {
+  return state.creditsNano - state.chargedNano;
+}
+
+export function keySpendOf(state: AccountState, keyId: string): KeySpend {
+  return state.keys[keyId] ?? NO_KEY_SPEND;
+}
+
+/** A key's charges in the `reset` window that contains `atMs` (lifetime for `never`). */
+export function keyChargedNano(state: AccountState, keyId: string, reset: LimitReset, atMs: number): Nano {
+  const spend = keySpendOf(state, keyId);
+  return reset === 'never' ? spend.lifetimeNano : chargedInWindow(spend.windows[reset], windowStartMs(reset, atMs));
+}
+
+/** A key's spend in its current window: charges in the window plus its open holds. */
+export function keySpendNano(state: AccountState, keyId: string, reset: LimitReset, now: Date): Nano {
+  return keyChargedNano(state, keyId, reset, now.getTime()) + keyHeldNano(state, keyId);
+}
+
+export function accountDayChargedNano(state: AccountState, atMs: number): Nano {
+  return chargedInWindow(state.day, windowStartMs('daily', atMs));
+}
+
+/** Identifies a window and the limit in force, so a changed limit re-arms its "reached" event. */
+export function capWindowId(data: Pick<KeyWindowData, 'reset' | 'window_start' | 'limit_nano'>): string {
+  return `${data.reset}:${data.window_start ?? 'lifetime'}:${data.limit_nano}`;
+}
+
+/** An account that does not exist yet. */
+export function initialState(): AccountState {
+  return {
+    accountId: null,
+    creditsNano: 0n,
+    chargedNano: 0n,
+    holds: ImmutableMap(),
+    dailyLimitNano: null,
+    day: NO_SPEND,
+    dailyLimitReachedOn: null,
+    keys: {},
+  };
+}
+
+/** How each event moves the state: the only way the state changes. */
+export function evolve(state: AccountState, event: AccountEvent): AccountState {
+  switch (event.type) {
+    case 'AccountOpened':
+      return { ...state, accountId: event.data.account_id };
+    case 'CreditsAdded':
+      return { ...state, creditsNano: state.creditsNano + BigInt(event.data.amount_nano) };
+    case 'HoldPlaced': {
+      const { hold_id, amount_nano, key_id, expires_at, key_limit } = event.data;
+      const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;
+      return {
+        ...withKey(state, key_id, { limit }),
+        holds: state.holds.set(hold_id, { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at) }),
+      };
+    }
+    case 'UsageCharged': {
+      const { hold_id, key_id, amount_nano, charged_at } = event.data;
+      return recordCharge(closeHold(state, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
+    }
+    case 'HoldReleased':
+    case 'HoldExpired':
+      return closeHold(state, event.data.hold_id);
+    case 'DailyLimitSet':
+      // A new limit re-arms DailyLimitReached for today.
+      return { ...state, dailyLimitNano: event.data.limit_nano === null ? null : BigInt(event.data.limit_nano), dailyLimitReachedOn: null };
+    case 'DailyLimitReached':
+      return { ...state, dailyLimitReachedOn: Date.parse(event.data.day) };
+    case 'KeySpendCapReached': {
+      const { key_id, limit_nano, reset } = event.data;
+      return withKey(state, key_id, { limit: { limitNano: BigInt(limit_nano), reset }, capReachedIn: capWindowId(event.data) });
+    }
+    default:
+      return state;
+  }
+}
+
+export function withKey(state: AccountState, keyId: string, changes: Partial<KeySpend>): AccountState {
+  return { ...state, keys: { ...state.keys, [keyId]: { ...keySpendOf(state, keyId), ...changes } } };
+}
+
+export function closeHold(state: AccountState, holdId: string): AccountState {
+  return { ...state, holds: state.holds.delete(holdId) };
+}
+
+/** A charge counts in the windows of its own instant, `atMs` (null on events older than spend windows: lifetime only). */
+export function recordCharge(state: AccountState, keyId: string, amount: Nano, atMs: number | null): AccountState {
+  const { lifetimeNano, windows } = keySpendOf(state, keyId);
+  const add = (window: WindowSpend, period: Period) => (atMs === null ? window : addToWindow(window, windowStartMs(period, atMs), amount));
+  return {
+    ...withKey(state, keyId, {
+      lifetimeNano: lifetimeNano + amount,
+      windows: { daily: add(windows.daily, 'daily'), weekly: add(windows.weekly, 'weekly'), monthly: add(windows.monthly, 'monthly') },
+    }),
+    chargedNano: state.chargedNano + amount,
+    day: add(state.day, 'daily'),
+  };
+}
