@@ -3,16 +3,16 @@ import { SingleBar, Presets } from 'cli-progress';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Command } from 'commander';
-import { AdminService } from '../apps/gateway/src/admin/admin.service';
-import { GatewayModule } from '../apps/gateway/src/gateway.module';
-import { bodyValidation } from '../apps/gateway/src/http/validation';
-import { KeyRequest } from '../apps/gateway/src/keys/key.request';
-import { KeysService } from '../apps/gateway/src/keys/keys.service';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { AdminService, KeyRequest, KeysService, ManagementModule } from '../libs/management/src';
+import { bodyValidation } from '../libs/platform/src/validation';
 import { auditFindings, formatLedgerAudit, ledgerAuditJson, LedgerAuditFailedError, runLedgerAudit } from '../libs/ledger/src/auditor';
 import { nanoToUsd } from '../libs/platform/src/money';
 import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { configOrExit, runMain } from './process';
 import { createRuntime, type Runtime } from './runtime';
+import { RuntimeModule } from './runtime.module';
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -26,6 +26,14 @@ async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> 
   }
 }
 
+/** The management use cases on this process's runtime, without the HTTP edge. */
+@Module({})
+class CliModule {
+  static forRoot(runtime: Runtime): DynamicModule {
+    return { module: CliModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), ManagementModule] };
+  }
+}
+
 /**
  * The gateway's services without its HTTP server. This process projects too (safe beside a
  * worker), so what a command writes is readable when it prints.
@@ -33,7 +41,7 @@ async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> 
 function withServices<T>(fn: (context: INestApplicationContext, runtime: Runtime) => Promise<T>): Promise<T> {
   return withRuntime(async (runtime) => {
     runtime.projections.start();
-    const context = await NestFactory.createApplicationContext(GatewayModule.forRoot(runtime), { logger: false });
+    const context = await NestFactory.createApplicationContext(CliModule.forRoot(runtime), { logger: false });
     try {
       return await fn(context, runtime);
     } finally {

@@ -2,8 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdminService } from '../apps/gateway/src/admin/admin.service';
-import { KeysService } from '../apps/gateway/src/keys/keys.service';
+import { AdminService, KeysService } from '../libs/management/src';
 import type { Config } from '../libs/platform/src/config';
 import { generateEncryptionKey } from '../libs/platform/src/crypto';
 

@@ -1,5 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { CATALOG } from '../libs/catalog/src/tokens';
 import { AGGREGATE_STORE, EVENT_STORE } from '../libs/eventstore/src/tokens';
+import { PROJECTIONS } from '../libs/projections/src/tokens';
 import { CLOCK } from '../libs/platform/src/clock';
 import { CONFIG, READ_DB } from '../libs/platform/src/tokens';
 import type { Runtime } from './runtime';
@@ -18,6 +20,8 @@ export class RuntimeModule {
       { provide: READ_DB, useValue: runtime.sql },
       { provide: EVENT_STORE, useValue: runtime.store },
       { provide: AGGREGATE_STORE, useValue: runtime.aggregates },
+      { provide: CATALOG, useValue: runtime.catalog },
+      { provide: PROJECTIONS, useValue: runtime.projections },
     ];
     return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };
   }

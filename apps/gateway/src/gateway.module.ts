@@ -6,7 +6,6 @@ import { LedgerModule } from '../../../libs/ledger/src/ledger.module';
 import { ProjectionQueriesModule } from '../../../libs/projections/src/queries.module';
 import type { Runtime } from '../../../src/runtime';
 import { AccountController } from './account/account.controller';
-import { ReadYourWrites } from './account/read-your-writes';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
@@ -23,9 +22,8 @@ import { ResponsesController } from './responses/responses.controller';
 import { ResponsesService } from './responses/responses.service';
 import { AdminController } from './admin/admin.controller';
 import { AdminGuard } from './admin/admin.guard';
-import { AdminService } from './admin/admin.service';
 import { CurrentKeyController, KeysController } from './keys/keys.controller';
-import { KeysService } from './keys/keys.service';
+import { ManagementModule } from '../../../libs/management/src';
 import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
@@ -38,7 +36,7 @@ export class GatewayModule {
   static forRoot(runtime: Runtime): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule],
+      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule],
       controllers: [
         ChatCompletionsController,
         EmbeddingsController,
@@ -61,9 +59,6 @@ export class GatewayModule {
         ChatCompletionsService,
         ThroughChat,
         ResponsesService,
-        ReadYourWrites,
-        KeysService,
-        AdminService,
         ApiKeyGuard,
         RateLimitService,
         EdgeResponses,

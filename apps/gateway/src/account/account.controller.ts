@@ -9,10 +9,10 @@ import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { generationIdOf } from '../responses/responses.service';
-import { bodyValidation } from '../http/validation';
+import { bodyValidation } from '../../../../libs/platform/src/validation';
 import { presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
-import { ReadYourWrites } from './read-your-writes';
+import { ReadYourWrites } from '../../../../libs/projections/src/read-your-writes';
 
 /** Spec 4.20: read from projections, after this process's own writes for the account. */
 @Controller('v1')

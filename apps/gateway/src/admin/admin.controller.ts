@@ -3,11 +3,10 @@ import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '../../../../libs/eventstore/src/port';
 import { ApiError } from '../../../../libs/platform/src/errors';
 import { nanoToUsd } from '../../../../libs/platform/src/money';
-import { bodyValidation } from '../http/validation';
-import { KeysService } from '../keys/keys.service';
+import { bodyValidation } from '../../../../libs/platform/src/validation';
 import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
 import { AdminGuard } from './admin.guard';
-import { AdminService } from './admin.service';
+import { AdminService, KeysService } from '../../../../libs/management/src';
 import type { CreditsRow } from '../../../../libs/projections/src';
 
 const actor = (request: FastifyRequest): EventMetadata => ({ actor: 'admin', ip: request.ip });

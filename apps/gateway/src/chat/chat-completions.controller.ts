@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { healChoices, wantsJson } from '../../../../libs/providers/src/plugins/response-healing';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { bodyValidation } from '../http/validation';
+import { bodyValidation } from '../../../../libs/platform/src/validation';
 import { ChatCompletionRequest } from './chat-completion.request';
 import { ChatCompletionsService } from './chat-completions.service';
 import { EdgeResponses, type Answer } from '../edge/replay';

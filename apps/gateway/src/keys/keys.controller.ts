@@ -4,9 +4,8 @@ import type { EventMetadata } from '../../../../libs/eventstore/src/port';
 import type { Caller } from '../../../../libs/identity/src/authenticate';
 import { EdgeResponses } from '../edge/replay';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { bodyValidation } from '../http/validation';
-import { KeyRequest, RotateKeyRequest } from './key.request';
-import { KeysService } from './keys.service';
+import { bodyValidation } from '../../../../libs/platform/src/validation';
+import { KeyRequest, KeysService, RotateKeyRequest } from '../../../../libs/management/src';
 
 const CREATE_ROUTE = '/v1/keys';
 

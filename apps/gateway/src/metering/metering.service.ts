@@ -8,7 +8,7 @@ import { ApiError } from '../../../../libs/platform/src/errors';
 import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult } from '../../../../libs/metering/src';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
-import { ReadYourWrites } from '../account/read-your-writes';
+import { ReadYourWrites } from '../../../../libs/projections/src/read-your-writes';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
 /**

@@ -1,20 +1,24 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
-import type { EventMetadata } from '../../../../libs/eventstore/src/port';
-import type { Caller, KeyRecord } from '../../../../libs/identity/src/authenticate';
-import { IdentityCommand } from '../../../../libs/identity/src/identity.module';
-import { DEFAULT_KEY_SETTINGS, type KeyCommand, type KeySettings } from '../../../../libs/identity/src/key';
-import { canManageKey, type KeyManager } from '../../../../libs/identity/src/permissions';
-import { generateKeySecret, hashKeySecret, secretHint } from '../../../../libs/identity/src/secrets';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsd, usdToNano } from '../../../../libs/platform/src/money';
-import { effectiveRateLimits, type RateLimitDefaults } from '../../../../libs/platform/src/rate-limits';
-import { windowResetsAt } from '../../../../libs/ledger/src/spend-window';
-import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../../../libs/projections/src';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
-import { ReadYourWrites } from '../account/read-your-writes';
+import type { EventMetadata } from '../../eventstore/src/port';
+import type { Caller, KeyRecord } from '../../identity/src/authenticate';
+import { IdentityCommand } from '../../identity/src/identity.module';
+import { DEFAULT_KEY_SETTINGS, type KeyCommand, type KeySettings } from '../../identity/src/key';
+import { canManageKey, type KeyManager } from '../../identity/src/permissions';
+import { generateKeySecret, hashKeySecret, secretHint } from '../../identity/src/secrets';
+import { ApiError } from '../../platform/src/errors';
+import { nanoToUsd, usdToNano } from '../../platform/src/money';
+import { effectiveRateLimits, type RateLimitDefaults } from '../../platform/src/rate-limits';
+import { windowResetsAt } from '../../ledger/src/spend-window';
+import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../projections/src';
+import { CLOCK, type Clock } from '../../platform/src/clock';
+import type { Config } from '../../platform/src/config';
+import type { SqlRunner } from '../../platform/src/sql';
+import { CONFIG, READ_DB } from '../../platform/src/tokens';
+import type { ProjectionRunner } from '../../projections/src/runner';
+import { ReadYourWrites } from '../../projections/src/read-your-writes';
+import { PROJECTIONS } from '../../projections/src/tokens';
 import type { KeyRequest } from './key.request';
 
 /** Where a new key lives and who pays for it. */
@@ -32,14 +36,17 @@ const DAY_MS = 24 * 3600 * 1000;
 @Injectable()
 export class KeysService {
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'rateLimits'>,
+    @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
   ) {}
 
   /** The account and workspace behind a management key, with its current organization role. */
   async managerOf(caller: Caller): Promise<KeyManager> {
-    const orgRole = caller.orgId === null ? null : await orgRoleOf(this.runtime.sql, caller.orgId, caller.createdBy);
+    const orgRole = caller.orgId === null ? null : await orgRoleOf(this.sql, caller.orgId, caller.createdBy);
     return { accountId: caller.createdBy, workspaceId: caller.workspaceId, orgRole };
   }
 
@@ -49,7 +56,7 @@ export class KeysService {
   }
 
   async create(owner: KeyOwner, body: KeyRequest, metadata: EventMetadata): Promise<{ record: KeyRecord; secret: string }> {
-    const now = this.runtime.clock.now();
+    const now = this.clock.now();
     const settings = this.settings(body, now);
     const secret = generateKeySecret(settings.environment);
     const keyId = `key_${randomUUID().replaceAll('-', '')}`;
@@ -68,17 +75,17 @@ export class KeysService {
       },
       metadata,
     );
-    return { record: (await getKey(this.runtime.sql, keyId))!, secret };
+    return { record: (await getKey(this.sql, keyId))!, secret };
   }
 
   /** Members see the keys they created; owners and admins see the whole workspace. */
   async list(manager: KeyManager): Promise<KeyRecord[]> {
     const seesAll = manager.orgRole === null || manager.orgRole === 'owner' || manager.orgRole === 'admin';
-    return listKeys(this.runtime.sql, manager.workspaceId, seesAll ? undefined : manager.accountId);
+    return listKeys(this.sql, manager.workspaceId, seesAll ? undefined : manager.accountId);
   }
 
   async get(manager: KeyManager, keyId: string): Promise<KeyRecord> {
-    const key = await getKey(this.runtime.sql, keyId);
+    const key = await getKey(this.sql, keyId);
     // A key of another workspace is as unknown as a missing one.
     if (!key || key.workspaceId !== manager.workspaceId) throw ApiError.notFound(`No key with id '${keyId}'.`, 'key_not_found', 'id');
     if (!canManageKey(manager, key)) {
@@ -89,31 +96,31 @@ export class KeysService {
 
   async update(manager: KeyManager, keyId: string, body: KeyRequest, metadata: EventMetadata): Promise<KeyRecord> {
     const key = await this.get(manager, keyId);
-    const changes = this.settings(body, this.runtime.clock.now(), key);
+    const changes = this.settings(body, this.clock.now(), key);
     await this.execute(keyId, { type: 'UpdateKey', changes }, metadata);
-    return (await getKey(this.runtime.sql, keyId))!;
+    return (await getKey(this.sql, keyId))!;
   }
 
   async rotate(manager: KeyManager, keyId: string, graceSeconds: number, metadata: EventMetadata): Promise<{ record: KeyRecord; secret: string }> {
     const key = await this.get(manager, keyId);
     const secret = generateKeySecret(key.environment);
     await this.execute(keyId, { type: 'RotateKey', secretHash: hashKeySecret(secret), secretHint: secretHint(secret), graceSeconds }, metadata);
-    return { record: (await getKey(this.runtime.sql, keyId))!, secret };
+    return { record: (await getKey(this.sql, keyId))!, secret };
   }
 
   async revoke(manager: KeyManager, keyId: string, metadata: EventMetadata): Promise<KeyRecord> {
     await this.get(manager, keyId);
     await this.execute(keyId, { type: 'RevokeKey' }, metadata);
-    return (await getKey(this.runtime.sql, keyId))!;
+    return (await getKey(this.sql, keyId))!;
   }
 
   /** The key record of spec 2.3 and 4.19: settings, limits, usage per period and rate limits. */
   async present(keys: KeyRecord[]): Promise<Record<string, unknown>[]> {
     // Usage includes the caller's own calls made through this process just before.
     await Promise.all([...new Set(keys.map((k) => k.accountId))].map((account) => this.reads.settle(account, 'key_usage')));
-    const now = this.runtime.clock.now();
-    const usage = await keyUsage(this.runtime.sql, keys.map((k) => k.keyId), now);
-    return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now, this.runtime.config.rateLimits));
+    const now = this.clock.now();
+    const usage = await keyUsage(this.sql, keys.map((k) => k.keyId), now);
+    return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now, this.config.rateLimits));
   }
 
   /**
@@ -123,7 +130,7 @@ export class KeysService {
    */
   private async execute(keyId: string, command: KeyCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new IdentityCommand(keyId, command, metadata));
-    if (result.appended) await this.runtime.projections.waitUntilVisible(result.appended.position, ['identity']);
+    if (result.appended) await this.projections.waitUntilVisible(result.appended.position, ['identity']);
   }
 
   /** Request fields to recorded settings: all of them on create, the given ones on update. */
@@ -131,7 +138,7 @@ export class KeysService {
   private settings(body: KeyRequest, now: Date, current: KeySettings): Partial<KeySettings>;
   private settings(body: KeyRequest, now: Date, current?: KeySettings): KeySettings | Partial<KeySettings> {
     const environment = body.environment ?? current?.environment ?? DEFAULT_KEY_SETTINGS.environment;
-    const defaults = this.runtime.config.rateLimits[environment];
+    const defaults = this.config.rateLimits[environment];
     // Spec 5.4 and 8: a key can only lower its rate limits.
     if (body.rpm_limit != null && body.rpm_limit > defaults.requests_per_minute) {
       throw ApiError.invalidRequest(`rpm_limit can only lower the default of ${defaults.requests_per_minute} requests per minute.`, 'rpm_limit');

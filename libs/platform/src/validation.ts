@@ -1,5 +1,5 @@
 import { ValidationPipe, type ValidationError } from '@nestjs/common';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError } from './errors';
 
 /**
  * class-validator on request bodies; the first failure becomes a 400 whose `param` names the

@@ -1,8 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Position } from '../../../../libs/eventstore/src/port';
-import { ProjectionTimeoutError } from '../../../../libs/projections/src';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import type { Position } from '../../eventstore/src/port';
+import { ProjectionTimeoutError, type ProjectionRunner } from './runner';
+import { PROJECTIONS } from './tokens';
 
 /**
  * ARCHITECTURE section 6: a read that must see the caller's own write waits for the
@@ -14,7 +13,7 @@ export class ReadYourWrites {
   private readonly last = new Map<string, Position>();
   private readonly logger = new Logger('read-your-writes');
 
-  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+  constructor(@Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitFor'>) {}
 
   wrote(accountId: string, position: Position | undefined): void {
     if (position === undefined) return;
@@ -26,7 +25,7 @@ export class ReadYourWrites {
     const position = this.last.get(accountId);
     if (position === undefined) return;
     try {
-      await this.runtime.projections.waitFor(position, [projection]);
+      await this.projections.waitFor(position, [projection]);
     } catch (err) {
       // A projection that lags (worker down) makes the answer stale, not an error.
       if (!(err instanceof ProjectionTimeoutError)) throw err;

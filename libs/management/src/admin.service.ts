@@ -1,23 +1,28 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
-import type { CatalogProvider } from '../../../../libs/catalog/src/catalog';
-import { DomainError } from '../../../../libs/eventstore/src/decider';
-import type { EventMetadata, Position } from '../../../../libs/eventstore/src/port';
-import { OrganizationCommand, SettingsCommandMessage } from '../../../../libs/identity/src/identity.module';
-import { providerKeyContext, providerKeyHint, type SettingsCommand } from '../../../../libs/identity/src/settings';
-import { sealSecret } from '../../../../libs/platform/src/crypto';
-import type { OrgCommand } from '../../../../libs/identity/src/organization';
-import type { AccountCommand } from '../../../../libs/ledger/src/account';
-import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { usdToNano } from '../../../../libs/platform/src/money';
-import { getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, type AuditEntry, type CreditsRow, type ProviderKeyRow } from '../../../../libs/projections/src';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
-import { ReadYourWrites } from '../account/read-your-writes';
-import { byokUnavailable } from '../../../../libs/metering/src';
-import type { KeyOwner } from '../keys/keys.service';
+import type { CatalogProvider } from '../../catalog/src/catalog';
+import { DomainError } from '../../eventstore/src/decider';
+import type { EventMetadata, Position } from '../../eventstore/src/port';
+import { OrganizationCommand, SettingsCommandMessage } from '../../identity/src/identity.module';
+import { providerKeyContext, providerKeyHint, type SettingsCommand } from '../../identity/src/settings';
+import { sealSecret } from '../../platform/src/crypto';
+import type { OrgCommand } from '../../identity/src/organization';
+import type { AccountCommand } from '../../ledger/src/account';
+import { LedgerCommand } from '../../ledger/src/ledger.module';
+import { ApiError } from '../../platform/src/errors';
+import { usdToNano } from '../../platform/src/money';
+import { getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, type AuditEntry, type CreditsRow, type ProviderKeyRow } from '../../projections/src';
+import type { Catalog } from '../../catalog/src/catalog';
+import { CATALOG } from '../../catalog/src/tokens';
+import type { Config } from '../../platform/src/config';
+import type { SqlRunner } from '../../platform/src/sql';
+import { CONFIG, READ_DB } from '../../platform/src/tokens';
+import type { ProjectionRunner } from '../../projections/src/runner';
+import { ReadYourWrites } from '../../projections/src/read-your-writes';
+import { PROJECTIONS } from '../../projections/src/tokens';
+import { byokUnavailable } from '../../metering/src';
+import type { KeyOwner } from './keys.service';
 
 export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
 
@@ -25,7 +30,10 @@ export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
 @Injectable()
 export class AdminService {
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'encryptionKey'>,
+    @Inject(CATALOG) private readonly catalog: Pick<Catalog, 'models'>,
+    @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
   ) {}
@@ -71,7 +79,7 @@ export class AdminService {
   async credits(accountId: string): Promise<CreditsRow> {
     // Includes what this process just billed to the account.
     await this.reads.settle(accountId, 'credits');
-    const row = await getCredits(this.runtime.sql, accountId);
+    const row = await getCredits(this.sql, accountId);
     if (!row) throw accountNotFound(accountId);
     return row;
   }
@@ -81,7 +89,7 @@ export class AdminService {
     await this.credits(accountId);
     if (orgId === undefined) return { accountId, workspaceId: accountId, orgId: null, createdBy: accountId };
     const org = await this.activeOrg(orgId);
-    if ((await orgRoleOf(this.runtime.sql, orgId, accountId)) === null) {
+    if ((await orgRoleOf(this.sql, orgId, accountId)) === null) {
       throw ApiError.invalidRequest(`Account ${accountId} is not part of organization ${orgId}.`, 'org_id', 'not_a_member');
     }
     // Spec 1: keys created inside an organization bill the owner's balance.
@@ -103,7 +111,7 @@ export class AdminService {
 
   /** BYOK: seals the key (it is recorded and stored only sealed) and returns its hint. */
   async saveProviderKey(accountId: string, provider: string, apiKey: string, metadata: EventMetadata): Promise<{ provider: string; hint: string }> {
-    const encryptionKey = this.runtime.config.encryptionKey;
+    const encryptionKey = this.config.encryptionKey;
     if (encryptionKey === null) throw byokUnavailable();
     this.catalogProvider(provider);
     await this.credits(accountId);
@@ -122,12 +130,12 @@ export class AdminService {
 
   async providerKeys(accountId: string): Promise<ProviderKeyRow[]> {
     await this.credits(accountId);
-    return listProviderKeys(this.runtime.sql, accountId);
+    return listProviderKeys(this.sql, accountId);
   }
 
   /** Issue 5: a key is saved for a provider the catalog routes to, nothing else. */
   private catalogProvider(provider: string): CatalogProvider {
-    const known = new Map(this.runtime.catalog.models.flatMap((m) => m.providers.map((r) => [r.provider.name, r.provider] as const)));
+    const known = new Map(this.catalog.models.flatMap((m) => m.providers.map((r) => [r.provider.name, r.provider] as const)));
     const found = known.get(provider);
     if (!found) throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
     return found;
@@ -142,11 +150,11 @@ export class AdminService {
   }
 
   auditLog(accountId: string | null, limit: number): Promise<AuditEntry[]> {
-    return listAuditLog(this.runtime.sql, accountId, limit);
+    return listAuditLog(this.sql, accountId, limit);
   }
 
   private async activeOrg(orgId: string) {
-    const org = await getOrg(this.runtime.sql, orgId);
+    const org = await getOrg(this.sql, orgId);
     if (!org || org.deleted) throw ApiError.notFound(`No organization with id '${orgId}'.`, 'org_not_found');
     return org;
   }
@@ -164,7 +172,7 @@ export class AdminService {
 
   /** Until the change is in `projection` and, for what authentication caches, out of every cache. */
   private settle(position: Position, projection: string): Promise<void> {
-    return this.runtime.projections.waitUntilVisible(position, [projection]);
+    return this.projections.waitUntilVisible(position, [projection]);
   }
 }
 

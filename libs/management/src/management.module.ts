@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { IdentityModule } from '../../identity/src/identity.module';
+import { LedgerModule } from '../../ledger/src/ledger.module';
+import { ReadYourWrites } from '../../projections/src/read-your-writes';
+import { AdminService } from './admin.service';
+import { KeysService } from './keys.service';
+
+/**
+ * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
+ * the CLI and the dev bootstrap share. Needs the command bus (CqrsModule) and the process's
+ * READ_DB, CLOCK, CONFIG, CATALOG and PROJECTIONS, which a composition root provides.
+ */
+@Module({
+  imports: [LedgerModule, IdentityModule],
+  providers: [ReadYourWrites, KeysService, AdminService],
+  exports: [ReadYourWrites, KeysService, AdminService],
+})
+export class ManagementModule {}
