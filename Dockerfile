@@ -5,6 +5,7 @@ COPY package.json package-lock.json ./
 # The sources are not here yet: `prepare` (which builds) runs below, as `npm run build`.
 RUN npm install --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY scripts ./scripts
 COPY apps ./apps
 COPY libs ./libs
 COPY src ./src

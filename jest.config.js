@@ -10,6 +10,8 @@ const swc = {
 };
 module.exports = {
   testEnvironment: 'node',
+  // The libraries' path aliases (tsconfig.json "paths"): @svc/<lib> is libs/<lib>/src.
+  moduleNameMapper: { '^@svc/([^/]+)$': '<rootDir>/libs/$1/src', '^@svc/([^/]+)/(.*)$': '<rootDir>/libs/$1/src/$2' },
   rootDir: '.',
   roots: ['<rootDir>/libs', '<rootDir>/apps', '<rootDir>/src', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts', '**/*.e2e.ts'],

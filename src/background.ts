@@ -1,13 +1,10 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { deprecationNoticesDue } from '../libs/catalog/src/deprecation';
-import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '../libs/catalog/src/notices';
-import { StoredResponses } from '../libs/conversations/src/stored-responses';
-import { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
-import { PeriodicTask } from '../libs/platform/src/periodic';
-import { LedgerCommand } from '../libs/ledger/src/ledger.module';
-import { HoldReaper } from '../libs/ledger/src/hold-reaper';
-import { accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '../libs/projections/src';
+import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
+import { StoredResponses } from '@svc/conversations';
+import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
+import { PeriodicTask } from '@svc/platform';
+import { accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '@svc/projections';
 import type { Runtime } from './runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */

@@ -2,9 +2,9 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AdminService, KeysService } from '../libs/management/src';
-import type { Config } from '../libs/platform/src/config';
-import { generateEncryptionKey } from '../libs/platform/src/crypto';
+import { AdminService, KeysService } from '@svc/management';
+import type { Config } from '@svc/platform';
+import { generateEncryptionKey } from '@svc/platform';
 
 export interface DevKeys {
   account_id: string;

@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
-import type { Config } from '../libs/platform/src/config';
+import type { Config } from '@svc/platform';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
 import { startBackground, type Background } from './background';
-import type { HoldExpirySweeper } from '../libs/ledger/src/hold-expiry';
+import type { HoldExpirySweeper } from '@svc/ledger';
 
 export interface Started {
   url: string;

@@ -1,6 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { ConfigError, loadConfig, type Config } from '../libs/platform/src/config';
-import { ApiError } from '../libs/platform/src/errors';
+import { ApiError, type Config, ConfigError, loadConfig } from '@svc/platform';
 
 /** Reads the configuration, or stops the process naming the variable that is wrong. */
 export function configOrExit(): Config {

@@ -1,9 +1,8 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { CATALOG } from '../libs/catalog/src/tokens';
-import { AGGREGATE_STORE, EVENT_STORE } from '../libs/eventstore/src/tokens';
-import { PROJECTIONS } from '../libs/projections/src/tokens';
-import { CLOCK } from '../libs/platform/src/clock';
-import { CONFIG, READ_DB } from '../libs/platform/src/tokens';
+import { CATALOG } from '@svc/catalog';
+import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
+import { PROJECTIONS } from '@svc/projections';
+import { CLOCK, CONFIG, READ_DB } from '@svc/platform';
 import type { Runtime } from './runtime';
 
 export const RUNTIME = Symbol('RUNTIME');

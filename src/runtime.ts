@@ -1,19 +1,14 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BUILTIN_CATALOG_PATH, loadCatalog, type Catalog } from '../libs/catalog/src/catalog';
-import { AggregateStore } from '../libs/eventstore/src/aggregate-store';
-import type { EventStore } from '../libs/eventstore/src/port';
-import { SqlEventStore } from '../libs/eventstore/src/sql-event-store';
-import { systemClock, type Clock } from '../libs/platform/src/clock';
-import { createEdgeStores, type EdgeStores } from '../libs/platform/src/edge';
-import type { Config } from '../libs/platform/src/config';
-import { PgliteSqlRunner, PgSqlRunner, type SqlRunner } from '../libs/platform/src/sql';
-import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '../libs/projections/src';
-import { StoredImages } from '../libs/conversations/src/stored-images';
-import { StoredResponses } from '../libs/conversations/src/stored-responses';
-import { createChatProvider } from '../libs/providers/src/adapters';
-import type { ChatProvider } from '../libs/providers/src/openai-compatible';
-import { startSimulator, type Simulator } from '../libs/providers/src/simulator';
+import { BUILTIN_CATALOG_PATH, type Catalog, loadCatalog } from '@svc/catalog';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import type { EventStore } from '@svc/eventstore';
+import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
+import type { Config } from '@svc/platform';
+import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
+import { StoredImages, StoredResponses } from '@svc/conversations';
+import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
+import type { ChatProvider } from '@svc/providers';
 
 /**
  * Everything a process of the service needs, wired from the configuration: the read-model
@@ -151,8 +146,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 
 /** Loaded only when configured: the gRPC client is heavy and most processes never need it. */
 async function openEventStoreDb(url: string): Promise<EventStore> {
-  type Adapter = typeof import('../libs/eventstore/src/eventstoredb-event-store');
-  const { EventStoreDbEventStore } = require('../libs/eventstore/src/eventstoredb-event-store') as Adapter;
+  type Adapter = typeof import('@svc/eventstore/eventstoredb-event-store');
+  const { EventStoreDbEventStore } = require('@svc/eventstore/eventstoredb-event-store') as Adapter;
   return new EventStoreDbEventStore(url);
 }
 

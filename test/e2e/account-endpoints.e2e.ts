@@ -1,7 +1,6 @@
-import type { EventMetadata } from '../../libs/eventstore/src/port';
-import { accountDecider, accountStream, type AccountCommand } from '../../libs/ledger/src/account';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { usdToNano } from '../../libs/platform/src/money';
+import type { EventMetadata } from '@svc/eventstore';
+import { type AccountCommand, accountDecider, accountStream } from '@svc/ledger';
+import { ManualClock, usdToNano } from '@svc/platform';
 import { api, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-account-endpoint-tests';

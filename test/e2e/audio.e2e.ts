@@ -1,7 +1,6 @@
 import OpenAI, { toFile } from 'openai';
-import { usdToNano } from '../../libs/platform/src/money';
-import { parseWav } from '../../libs/providers/src/audio-duration';
-import { tone, wav } from '../../libs/providers/src/simulator/audio-formats';
+import { usdToNano } from '@svc/platform';
+import { parseWav, tone, wav } from '@svc/providers';
 import { api, createAccountWithKey, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 // The built-in catalog: sim/tts $15 per million characters = 15,000 nano a character; sim/whisper $0.0001 a second.

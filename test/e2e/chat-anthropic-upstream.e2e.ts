@@ -4,8 +4,8 @@
  * and billing, tool calls and failures behave as for an OpenAI-compatible upstream.
  */
 import OpenAI from 'openai';
-import { usdToNano } from '../../libs/platform/src/money';
-import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
+import { usdToNano } from '@svc/platform';
+import { countChatPromptTokens, countTextTokens } from '@svc/providers';
 import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/claude-echo prices ($3 / $15 / $0.30 per M), in nano-USD per token.

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { usdToNano } from '../../libs/platform/src/money';
+import { usdToNano } from '@svc/platform';
 import { api, startGateway, startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $8 / M output (nano-USD per token).

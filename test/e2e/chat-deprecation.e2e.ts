@@ -3,10 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
-import { CATALOG_NOTICES_STREAM } from '../../libs/catalog/src/notices';
-import { waitFor } from '../../libs/eventstore/src/testing/contract';
-import { ManualClock } from '../../libs/platform/src/clock';
+import { BUILTIN_CATALOG_PATH, CATALOG_NOTICES_STREAM } from '@svc/catalog';
+import { waitFor } from '@svc/eventstore/testing/contract';
+import { ManualClock } from '@svc/platform';
 import { api, startGateway, stopGateway } from '../support/gateway';
 
 const SUNSET = '2026-12-01T00:00:00.000Z';

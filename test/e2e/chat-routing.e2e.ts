@@ -3,11 +3,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
-import { accountStream } from '../../libs/ledger/src/account';
-import { usdToNano } from '../../libs/platform/src/money';
-import { startSimulator, type Simulator } from '../../libs/providers/src/simulator';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { BUILTIN_CATALOG_PATH } from '@svc/catalog';
+import { accountStream } from '@svc/ledger';
+import { usdToNano } from '@svc/platform';
+import { countChatPromptTokens, type Simulator, startSimulator } from '@svc/providers';
 import { startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 /** Nano-USD per token of each provider of the test models. */

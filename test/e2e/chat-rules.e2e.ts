@@ -1,7 +1,6 @@
 import OpenAI from 'openai';
-import { usdToNano } from '../../libs/platform/src/money';
-import { compressMessages } from '../../libs/providers/src/plugins/context-compression';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { usdToNano } from '@svc/platform';
+import { compressMessages, countChatPromptTokens } from '@svc/providers';
 import { startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // Nano-USD per token, from the built-in catalog: sim/small-8k $0.10 / $0.40 per M.

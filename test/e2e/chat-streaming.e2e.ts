@@ -1,11 +1,10 @@
 import OpenAI from 'openai';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { accountStream } from '../../libs/ledger/src/account';
-import { usdToNano } from '../../libs/platform/src/money';
-import { countChatPromptTokens, countTextTokens } from '../../libs/providers/src/tokens';
-import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
+import { accountStream } from '@svc/ledger';
+import { PgSqlRunner, usdToNano } from '@svc/platform';
+import { countChatPromptTokens, countTextTokens } from '@svc/providers';
+import { SqlEventStore } from '@svc/eventstore';
 import { freshPgSchemaUrl, startGateway, startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $0.50 / M cached input, $8 / M output.

@@ -1,8 +1,6 @@
-import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
-import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
-import { accountDecider, accountStream } from '../../libs/ledger/src/account';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { accountDecider, accountStream } from '@svc/ledger';
+import { ManualClock, PgSqlRunner } from '@svc/platform';
 import { cliHarness } from '../support/cli';
 
 /** `cli projections status|rebuild` against PostgreSQL, in a schema of its own. */

@@ -1,12 +1,11 @@
 import OpenAI from 'openai';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { accountStream } from '../../libs/ledger/src/account';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { usdToNano } from '../../libs/platform/src/money';
-import { freePort, startRedisServer, stopRedisServer } from '../../libs/platform/src/edge/testing/redis-server';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
-import { waitFor } from '../../libs/eventstore/src/testing/contract';
+import { accountStream } from '@svc/ledger';
+import { ManualClock, usdToNano } from '@svc/platform';
+import { freePort, startRedisServer, stopRedisServer } from '@svc/platform/edge/testing/redis-server';
+import { countChatPromptTokens } from '@svc/providers';
+import { waitFor } from '@svc/eventstore/testing/contract';
 import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { usdToNano } from '../../libs/platform/src/money';
-import { countTextTokens } from '../../libs/providers/src/tokens';
+import { usdToNano } from '@svc/platform';
+import { countTextTokens } from '@svc/providers';
 import { startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 // sim/embed in the built-in catalog: $0.02 per million input tokens = 20 nano-USD per token.

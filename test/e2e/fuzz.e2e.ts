@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { usdToNano } from '../../libs/platform/src/money';
+import { usdToNano } from '@svc/platform';
 import { startGateway, stopGateway, type StartedGateway } from '../support/gateway';
 
 /**

@@ -1,6 +1,6 @@
-import { PgSqlRunner } from '../../libs/platform/src/sql';
-import { GATEWAY_LEASE_MS, GATEWAY_RENEW_MS, PROGRESS_INTERVAL_MS } from '../../libs/projections/src';
-import { countTextTokens } from '../../libs/providers/src/tokens';
+import { PgSqlRunner } from '@svc/platform';
+import { GATEWAY_LEASE_MS, GATEWAY_RENEW_MS, PROGRESS_INTERVAL_MS } from '@svc/projections';
+import { countTextTokens } from '@svc/providers';
 import { twoGateways } from '../support/second-gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-gateway-crash-tests';

@@ -1,5 +1,5 @@
-import { accountStream } from '../../libs/ledger/src/account';
-import { nanoToUsdString, usdToNano } from '../../libs/platform/src/money';
+import { accountStream } from '@svc/ledger';
+import { nanoToUsdString, usdToNano } from '@svc/platform';
 import { chatWorstCase } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 

@@ -1,5 +1,4 @@
-import { ManualClock } from '../../libs/platform/src/clock';
-import { usdToNano } from '../../libs/platform/src/money';
+import { ManualClock, usdToNano } from '@svc/platform';
 import { api, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-identity-tests';

@@ -3,11 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
-import { imageSealContext, STORED_IMAGE_TTL_MS, StoredImages } from '../../libs/conversations/src/stored-images';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { openSecret } from '../../libs/platform/src/crypto';
-import { usdToNano } from '../../libs/platform/src/money';
+import { BUILTIN_CATALOG_PATH } from '@svc/catalog';
+import { imageSealContext, STORED_IMAGE_TTL_MS, StoredImages } from '@svc/conversations';
+import { ManualClock, openSecret, usdToNano } from '@svc/platform';
 import { api, createAccountWithKey, freshPgSchemaUrl, startGateway, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 // sim/image in the built-in catalog: $0.04 per image, on both of its providers.

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { isSealedSecret, openSecret } from '../../libs/platform/src/crypto';
-import { closeRedis, connectRedis, DEFAULT_KEY_PREFIX, idempotencyEntryKey, sealedResponseContext, whenReady, type StoredResponse } from '../../libs/platform/src/edge';
+import { closeRedis, connectRedis, DEFAULT_KEY_PREFIX, idempotencyEntryKey, isSealedSecret, openSecret, sealedResponseContext, type StoredResponse, whenReady } from '@svc/platform';
 import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 /**

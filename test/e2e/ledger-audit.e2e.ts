@@ -1,11 +1,8 @@
-import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
-import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
-import { accountDecider, accountStream, type AccountCommand } from '../../libs/ledger/src/account';
-import { LedgerAuditFailedError } from '../../libs/ledger/src/auditor';
-import { stats } from '../../libs/ledger/src/testing/account-fixtures';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
-import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from '../../libs/projections/src';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { type AccountCommand, accountDecider, accountStream, LedgerAuditFailedError } from '@svc/ledger';
+import { stats } from '@svc/ledger/testing/account-fixtures';
+import { ManualClock, PgSqlRunner } from '@svc/platform';
+import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from '@svc/projections';
 import { cliHarness } from '../support/cli';
 
 const USD = 1_000_000_000n;

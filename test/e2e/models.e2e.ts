@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { ManualClock } from '../../libs/platform/src/clock';
+import { ManualClock } from '@svc/platform';
 import { api, startGateway, type Call } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-models-tests';

@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
-import { auditFindings, formatLedgerAudit, runLedgerAudit } from '../../libs/ledger/src/auditor';
-import { freePort, startRedisServer, stopRedisServer } from '../../libs/platform/src/edge/testing/redis-server';
-import { usdToNano } from '../../libs/platform/src/money';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
-import { ALL_PROJECTIONS, ProjectionRunner } from '../../libs/projections/src';
+import { SqlEventStore } from '@svc/eventstore';
+import { auditFindings, formatLedgerAudit, runLedgerAudit } from '@svc/ledger';
+import { PgSqlRunner, usdToNano } from '@svc/platform';
+import { freePort, startRedisServer, stopRedisServer } from '@svc/platform/edge/testing/redis-server';
+import { ALL_PROJECTIONS, ProjectionRunner } from '@svc/projections';
 import { api, UNLIMITED_TEST_KEYS } from '../support/gateway';
 import { startPostgresServer, type PostgresServer } from '../support/postgres-server';
 import { spawnGateway } from '../support/second-gateway';

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { rerankRequest } from '../../libs/interfaces/src/rerank';
-import { usdToNano } from '../../libs/platform/src/money';
+import { rerankRequest } from '@svc/interfaces';
+import { usdToNano } from '@svc/platform';
 import { api, createAccountWithKey, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 // sim/rerank in the built-in catalog: $0.002 per search unit.

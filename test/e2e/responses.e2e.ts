@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { STORED_RESPONSE_RETENTION_MS } from '../../libs/conversations/src/stored-responses';
-import { ManualClock } from '../../libs/platform/src/clock';
+import { STORED_RESPONSE_RETENTION_MS } from '@svc/conversations';
+import { ManualClock } from '@svc/platform';
 import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { accountWithKey, creditsOf, expectBilled, rawStream, rejectionOf } from '../support/interfaces';
 

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashKeySecret } from '../../libs/identity/src/secrets';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
+import { hashKeySecret } from '@svc/identity';
+import { PgSqlRunner } from '@svc/platform';
 import { CALLER_KEY, catalogWithStub, OPERATOR_KEY, startUpstream } from '../support/byok-upstream';
 import { twoGateways } from '../support/second-gateway';
 

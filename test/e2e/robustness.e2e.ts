@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { countChatPromptTokens } from '@svc/providers';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-robustness-tests';

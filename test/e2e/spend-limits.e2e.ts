@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { accountDecider, accountStream } from '../../libs/ledger/src/account';
-import { ManualClock } from '../../libs/platform/src/clock';
-import { nanoToUsdString } from '../../libs/platform/src/money';
+import { accountDecider, accountStream } from '@svc/ledger';
+import { ManualClock, nanoToUsdString } from '@svc/platform';
 import { api, chatWorstCase, startGateway, type Call, stopGateway } from '../support/gateway';
 
 const ADMIN_TOKEN = 'admin-token-for-spend-limit-tests';

@@ -3,12 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { AggregateStore } from '../../libs/eventstore/src/aggregate-store';
-import { SqlEventStore } from '../../libs/eventstore/src/sql-event-store';
-import { accountDecider, accountStream } from '../../libs/ledger/src/account';
-import { systemClock } from '../../libs/platform/src/clock';
-import { PgSqlRunner } from '../../libs/platform/src/sql';
-import { ALL_PROJECTIONS, ProjectionRunner } from '../../libs/projections/src';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { accountDecider, accountStream } from '@svc/ledger';
+import { PgSqlRunner, systemClock } from '@svc/platform';
+import { ALL_PROJECTIONS, ProjectionRunner } from '@svc/projections';
 import { freshPgSchemaUrl } from '../support/gateway';
 
 const WORKER = join(__dirname, '..', '..', 'dist', 'apps', 'worker', 'src', 'main.js');

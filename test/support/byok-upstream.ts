@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BUILTIN_CATALOG_PATH } from '../../libs/catalog/src/catalog';
+import { BUILTIN_CATALOG_PATH } from '@svc/catalog';
 
 export const OPERATOR_KEY = 'sk-operator-0000000000000000';
 export const CALLER_KEY = 'sk-caller-1111111111111111wxyz';

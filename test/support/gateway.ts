@@ -2,12 +2,12 @@ import OpenAI from 'openai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../libs/platform/src/config';
-import { freshPgRunner } from '../../libs/platform/src/testing/pg';
+import { loadConfig } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import { startAll, type Started } from '../../src/main';
 import type { Runtime, RuntimeOptions } from '../../src/runtime';
-import { costOfMeters, tokenWorstCase } from '../../libs/metering/src';
-import { countChatPromptTokens } from '../../libs/providers/src/tokens';
+import { costOfMeters, tokenWorstCase } from '@svc/metering';
+import { countChatPromptTokens } from '@svc/providers';
 
 /**
  * Test keys (the dev key among them) get limits no suite reaches by accident: a suite makes

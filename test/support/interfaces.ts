@@ -1,5 +1,5 @@
-import { parseFrames, type ParsedFrame } from '../../libs/interfaces/src/testing/sse';
-import { usdToNano } from '../../libs/platform/src/money';
+import { parseFrames, type ParsedFrame } from '@svc/interfaces/testing/sse';
+import { usdToNano } from '@svc/platform';
 import { api, createAccountWithKey, type Call, type StartedGateway } from './gateway';
 
 /** Helpers of the messages, responses and completions suites: raw streams, credits, generations, accounts. */

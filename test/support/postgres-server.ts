@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../libs/platform/src/edge/testing/redis-server';
+import { freePort } from '@svc/platform/edge/testing/redis-server';
 
 /**
  * A throwaway PostgreSQL server of a test's own (Debian's binaries, trust authentication on

@@ -1,6 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
-import { LedgerModule } from '../../../libs/ledger/src/ledger.module';
+import { LedgerModule } from '@svc/ledger';
 import type { Runtime } from '../../../src/runtime';
 import { RuntimeModule } from '../../../src/runtime.module';
 

@@ -158,14 +158,14 @@ describe('catalog', () => {
     [{ ...base, providers: { up: { ...base.providers.up, adapter: 'grpc' } } }, 'providers.up.adapter: expected one of openai, anthropic, cohere, jina'],
     [
       { providers: { up: { ...base.providers.up, adapter: 'anthropic' } }, models: [model({ type: 'embedding' })] },
-      'models[0].providers[0].provider: up uses the anthropic adapter, which serves chat models only, not embedding',
+      'models[0].providers[0].provider: up uses the anthropic adapter, which declares no embedding operation (it serves: chat)',
     ],
     // ARCHITECTURE section 10: a provider that lacks the model type's operation is refused at load.
     [
       { providers: { up: { ...base.providers.up, adapter: 'cohere' } }, models: [model({ type: 'chat' })] },
-      'models[0].providers[0].provider: up uses the cohere adapter, which serves rerank models only, not chat',
+      'models[0].providers[0].provider: up uses the cohere adapter, which declares no chat operation (it serves: rerank)',
     ],
-    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which serves chat, embedding, moderation, image, audio, video, search models only, not rerank'],
+    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation)'],
     [{ ...base, providers: { up: { ...base.providers.up, adapter: 'jina', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],

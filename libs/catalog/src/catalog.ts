@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import type { TokenPrices } from '../../ledger/src/pricing';
-import { usdToNano, type Nano } from '../../platform/src/money';
+import type { TokenPrices } from '@svc/ledger';
+import { usdToNano, type Nano } from '@svc/platform';
+import { ADAPTERS, operationsOf, servesModelType } from '@svc/providers';
 
 /*
  * Closed vocabularies: a typo in the catalog file or in a GET /v1/models filter is an error
@@ -68,23 +69,8 @@ export interface Deprecation {
   announced: Date | null;
 }
 
-export const ADAPTERS = ['openai', 'anthropic', 'cohere', 'jina'] as const;
-export type AdapterName = (typeof ADAPTERS)[number];
+export { ADAPTERS, type AdapterName } from '@svc/providers';
 
-/**
- * The model types each adapter serves, as its provider declares its operations (ARCHITECTURE
- * section 10): a route to an adapter without its model's operation is refused at load, not
- * found out on every request. OpenAI-compatible upstreams speak OpenAI's format for every kind
- * of model but rerank (images, audio, video and search models are listed by GET /v1/models;
- * their endpoints are specified in spec 4.8-4.10, 4.14 and 4.15); Anthropic's Messages API is
- * chat only; Cohere's and Jina's rerank APIs are rerank only.
- */
-export const ADAPTER_MODEL_TYPES: Readonly<Record<AdapterName, readonly ModelType[]>> = {
-  openai: ['chat', 'embedding', 'moderation', 'image', 'audio', 'video', 'search'],
-  anthropic: ['chat'],
-  cohere: ['rerank'],
-  jina: ['rerank'],
-};
 export const DIALECTS = ['openai', 'router'] as const;
 
 export interface CatalogProvider {
@@ -286,8 +272,11 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const tools = r.tools === undefined ? supportedParameters.includes('tools') : bool(r.tools, `${where}.tools`);
       if (tools && !supportedParameters.includes('tools')) fail(`${where}.tools`, 'the model does not list tools in supported_parameters');
       const provider = providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`);
-      const serves = ADAPTER_MODEL_TYPES[provider.adapter];
-      if (!serves.includes(type)) fail(`${where}.provider`, `${name} uses the ${provider.adapter} adapter, which serves ${serves.join(', ')} models only, not ${type}`);
+      // A route to a provider that declares none of its model type's operations (ARCHITECTURE 10)
+      // is refused here, not found out on every request.
+      if (!servesModelType(provider.adapter, type)) {
+        fail(`${where}.provider`, `${name} uses the ${provider.adapter} adapter, which declares no ${type} operation (it serves: ${operationsOf(provider.adapter).join(', ')})`);
+      }
       return {
         provider,
         upstreamModel: str(r.upstream_model, `${where}.upstream_model`),

@@ -1,5 +1,5 @@
-import { errorOf } from '../../platform/src/testing/errors';
-import { modelNotFound } from '../../identity/src/authenticate';
+import { errorOf } from '@svc/platform/testing/errors';
+import { modelNotFound } from '@svc/identity';
 import { Catalog, parseCatalog } from './catalog';
 import { deprecationAt, deprecationNoticesDue, resolveModel } from './deprecation';
 

@@ -5,8 +5,8 @@
  * it) until its `sunset`: the model still answers, marked deprecated, with notice headers.
  * From the sunset on the model is retired: its replacement answers instead, or 410.
  */
-import { modelNotFound } from '../../identity/src/authenticate';
-import { ApiError } from '../../platform/src/errors';
+import { modelNotFound } from '@svc/identity';
+import { ApiError } from '@svc/platform';
 import type { Catalog, CatalogModel, Deprecation, ModelType } from './catalog';
 
 /** The second notice goes out this long before the sunset (spec 9: "a week before"). */

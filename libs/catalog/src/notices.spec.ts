@@ -1,4 +1,4 @@
-import { fold } from '../../eventstore/src/decider';
+import { fold } from '@svc/eventstore';
 import { parseCatalog } from './catalog';
 import { deprecationNoticesDue } from './deprecation';
 import { catalogNoticesDecider, type CatalogNoticeEvent } from './notices';

@@ -4,7 +4,7 @@
  * webhook dispatcher reads these events and decides which accounts hear of them (those that
  * used the model in the last 30 days); the event itself names only the model.
  */
-import type { Decider, DomainEvent } from '../../eventstore/src/decider';
+import type { Decider, DomainEvent } from '@svc/eventstore';
 import type { DeprecationNotice } from './deprecation';
 
 export const CATALOG_NOTICES_STREAM = 'catalog-notices';

@@ -1,4 +1,4 @@
-import { errorOf } from '../../platform/src/testing/errors';
+import { errorOf } from '@svc/platform/testing/errors';
 import { parseCatalog, type CatalogModel } from './catalog';
 import { ProviderStats } from './provider-stats';
 import { parseModelId, parseProviderPreferences, requestParameters, routeTargets, suffixFields, type ProviderPreferences, type Suffix } from './routing';

@@ -7,8 +7,8 @@
  * none), then `order` moves the providers it names to the front, then `allow_fallbacks: false`
  * keeps the first. An explicit `order` wins over any sort: it is the caller naming providers.
  */
-import { modelNotFound } from '../../identity/src/authenticate';
-import { ApiError } from '../../platform/src/errors';
+import { modelNotFound } from '@svc/identity';
+import { ApiError } from '@svc/platform';
 import { QUANTIZATIONS, type CatalogModel, type CatalogRoute, type Quantization } from './catalog';
 import type { ProviderStatsView } from './provider-stats';
 

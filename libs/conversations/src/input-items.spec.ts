@@ -1,5 +1,5 @@
-import type { ResponseItem } from '../../interfaces/src/responses';
-import { errorOf } from '../../platform/src/testing/errors';
+import type { ResponseItem } from '@svc/interfaces';
+import { errorOf } from '@svc/platform/testing/errors';
 import { listInputItems } from './input-items';
 
 const items: ResponseItem[] = Array.from({ length: 25 }, (_, i) => ({

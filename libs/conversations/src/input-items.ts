@@ -3,8 +3,8 @@
  * OpenAI's list shape, newest first unless `order=asc`, `limit` 1 to 100 (default 20), `after`
  * the id of the item the page starts after. Pure.
  */
-import type { ResponseItem } from '../../interfaces/src/responses';
-import { ApiError } from '../../platform/src/errors';
+import type { ResponseItem } from '@svc/interfaces';
+import { ApiError } from '@svc/platform';
 
 export interface ItemList {
   object: 'list';

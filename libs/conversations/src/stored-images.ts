@@ -8,10 +8,8 @@
  * The same SQL runs on PostgreSQL and on PGlite.
  */
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../../platform/src/clock';
-import { openSecret, sealSecret, SecretDecryptionError } from '../../platform/src/crypto';
-import { ApiError } from '../../platform/src/errors';
-import type { SqlRunner } from '../../platform/src/sql';
+import type { Clock, SqlRunner } from '@svc/platform';
+import { ApiError, openSecret, sealSecret, SecretDecryptionError } from '@svc/platform';
 
 /** How long an image URL works: OpenAI's URLs expire after an hour too. */
 export const STORED_IMAGE_TTL_MS = 60 * 60 * 1000;

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { ResponseItem, ResponseObject } from '../../interfaces/src/responses';
-import { openSecret, SecretDecryptionError } from '../../platform/src/crypto';
-import { ApiError } from '../../platform/src/errors';
-import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import type { ResponseItem, ResponseObject } from '@svc/interfaces';
+import { ApiError, openSecret, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import { sealContext, STORED_RESPONSE_RETENTION_MS, StoredResponses, type StoredResponseRecord } from './stored-responses';
 
 const KEY = randomBytes(32);

@@ -7,10 +7,9 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { openSecret, sealSecret } from '../../platform/src/crypto';
-import { ApiError } from '../../platform/src/errors';
-import type { SqlRunner } from '../../platform/src/sql';
-import type { ResponseItem, ResponseObject } from '../../interfaces/src/responses';
+import { ApiError, openSecret, sealSecret } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
+import type { ResponseItem, ResponseObject } from '@svc/interfaces';
 
 /** Spec 3.3 and 8: a stored response is available for 30 days from its creation. */
 export const STORED_RESPONSE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;

@@ -1,7 +1,7 @@
-import { accountDecider, accountStream, availableNano, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
-import { ManualClock } from '../../platform/src/clock';
-import type { SqlRunner } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { accountDecider, accountStream, availableNano, type AccountCommand, type GenerationStats } from '@svc/ledger';
+import { ManualClock } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import { AggregateStore } from './aggregate-store';
 import { DomainError } from './decider';
 import { UnstorableEventError, type EventStore, type NewEvent } from './port';

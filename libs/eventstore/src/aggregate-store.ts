@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../../platform/src/clock';
-import { isConnectionFailure } from '../../platform/src/errors';
+import type { Clock } from '@svc/platform';
+import { isConnectionFailure } from '@svc/platform';
 import { DomainError, type Decider, type DomainEvent } from './decider';
 import { WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
 

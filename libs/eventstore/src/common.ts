@@ -1,7 +1,7 @@
 /**
  * Rules every adapter applies the same way, so that the contract suite holds for all of them.
  */
-import { inspectJson } from '../../platform/src/input';
+import { inspectJson } from '@svc/platform';
 import {
   AppendTooLargeError,
   UnstorableEventError,

@@ -1,4 +1,4 @@
-import { PgliteSqlRunner } from '../../platform/src/sql';
+import { PgliteSqlRunner } from '@svc/platform';
 import { SqlEventStore } from './sql-event-store';
 import { eventStoreContract } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, type PoolClient } from 'pg';
-import { PgSqlRunner } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { PgSqlRunner } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { NewEvent } from './port';
 import { SqlEventStore } from './sql-event-store';
 import { sleep, waitFor } from './testing/contract';

@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
-import { PgSqlRunner, type SqlExecutor } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { NewEvent, RecordedEvent } from './port';
 import { START, decodePosition } from './position';
 import { SqlEventStore } from './sql-event-store';

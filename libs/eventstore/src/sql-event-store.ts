@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '../../platform/src/sql';
+import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import { assertAppendSize, checkExpected, eventFilter } from './common';
 import {
   DEFAULT_MAX_APPEND_BYTES,

@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/src/errors';
+import { ApiError } from '@svc/platform';
 import { assertModelAllowed, authenticate, authorize, keyFromHeaders, type Caller, type SecretMatch } from './authenticate';
 import { DEFAULT_KEY_SETTINGS } from './key';
 import { generateKeySecret, hashKeySecret } from './secrets';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../platform/src/errors';
+import { ApiError } from '@svc/platform';
 import type { KeySettings } from './key';
 import { ipAllowed, referrerAllowed } from './restrictions';
 import { hashesEqual, hashKeySecret, isKeySecretShape } from './secrets';

@@ -1,8 +1,7 @@
 import { Inject, Module } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import type { AggregateStore, Handled } from '../../eventstore/src/aggregate-store';
-import type { EventMetadata } from '../../eventstore/src/port';
-import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
+import type { AggregateStore, EventMetadata, Handled } from '@svc/eventstore';
+import { AGGREGATE_STORE } from '@svc/eventstore';
 import { keyDecider, keyStream, type KeyCommand, type KeyEvent, type KeyState } from './key';
 import { orgDecider, orgStream, type OrgCommand, type OrgEvent, type OrgState } from './organization';
 import { settingsDecider, settingsStream, type SettingsCommand, type SettingsEvent, type SettingsState } from './settings';

@@ -1,4 +1,4 @@
-import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { DEFAULT_KEY_SETTINGS, keyDecider, MAX_ROTATION_GRACE_SECONDS, type KeyEvent, type KeySettings } from './key';
 import { generateKeySecret, hashesEqual, hashKeySecret, isKeySecretShape, secretHint } from './secrets';
 

@@ -1,7 +1,6 @@
-import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
-import type { LimitReset } from '../../ledger/src/spend-window';
-import { isStorableText } from '../../platform/src/input';
-import { MAX_AMOUNT_NANO } from '../../platform/src/money';
+import { type Decider, DomainError, type DomainEvent } from '@svc/eventstore';
+import type { LimitReset } from '@svc/ledger';
+import { isStorableText, MAX_AMOUNT_NANO } from '@svc/platform';
 
 /** The key aggregate (stream `key-<id>`): lifecycle and restrictions of one API key. */
 export const keyStream = (keyId: string) => `key-${keyId}`;

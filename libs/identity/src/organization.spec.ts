@@ -1,5 +1,5 @@
-import { fold } from '../../eventstore/src/decider';
-import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
+import { fold } from '@svc/eventstore';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { orgDecider, roleOf, type OrgEvent } from './organization';
 import { canManageKey } from './permissions';
 

@@ -1,5 +1,5 @@
-import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
-import { isStorableText } from '../../platform/src/input';
+import { DomainError, type Decider, type DomainEvent } from '@svc/eventstore';
+import { isStorableText } from '@svc/platform';
 
 /** The organization aggregate (stream `org-<id>`): members and roles (spec 1, organizations). */
 export const orgStream = (orgId: string) => `org-${orgId}`;

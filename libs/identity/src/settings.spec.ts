@@ -1,6 +1,6 @@
-import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
-import { fold } from '../../eventstore/src/decider';
-import { generateEncryptionKey, sealSecret } from '../../platform/src/crypto';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
+import { fold } from '@svc/eventstore';
+import { generateEncryptionKey, sealSecret } from '@svc/platform';
 import { settingsDecider, type SettingsEvent } from './settings';
 
 const spec = deciderSpec(settingsDecider);

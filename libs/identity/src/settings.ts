@@ -1,5 +1,5 @@
-import { DomainError, type Decider, type DomainEvent } from '../../eventstore/src/decider';
-import { isSealedSecret } from '../../platform/src/crypto';
+import { DomainError, type Decider, type DomainEvent } from '@svc/eventstore';
+import { isSealedSecret } from '@svc/platform';
 
 /**
  * The settings aggregate (stream `settings-<account>`, ARCHITECTURE section 4): per-account

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { errorOf } from '../../platform/src/testing/errors';
-import type { ChatCompletion } from '../../providers/src/wire';
+import { errorOf } from '@svc/platform/testing/errors';
+import type { ChatCompletion } from '@svc/providers';
 import { chatToCompletion, completionsOptions, completionsToChat, CompletionsStreamEncoder } from './completions';
 import { chunk, parseFrames, USAGE, usageChunk } from './testing/sse';
 import type { CostedUsage } from './types';

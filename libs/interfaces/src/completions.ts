@@ -3,7 +3,7 @@
  * becomes one user message, the answer a `text_completion`. One prompt, one choice: `n` and
  * `best_of` other than 1 are refused; `logprobs` and `suffix` are not carried over.
  */
-import type { ChatChunk, ChatCompletion } from '../../providers/src/wire';
+import type { ChatChunk, ChatCompletion } from '@svc/providers';
 import {
   defined,
   invalid,

@@ -2,16 +2,16 @@
  * `POST /v1/embeddings` (spec 4.7): the request as the gateway accepts it, validated before
  * anything is held, and the input counted the way it is billed (spec 1: on input tokens).
  */
-import type { Operation } from '../../metering/src';
-import type { EmbeddingsResult } from '../../providers/src/openai-compatible';
-import { countTextTokens } from '../../providers/src/tokens';
+import type { Operation } from '@svc/metering';
+import type { EmbeddingsResult } from '@svc/providers';
+import { countTextTokens, PARAMETERS } from '@svc/providers';
 import { invalid, optionalPositiveInt, requireBody, requireString, type Json } from './types';
 
 /** Spec 8: up to 2,048 inputs per request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
 const ENCODINGS = ['float', 'base64'];
-/** Fields forwarded upstream; `provider` routes here and is not forwarded. */
-const FORWARDED = ['model', 'input', 'dimensions', 'encoding_format', 'user'];
+/** The known fields (spec 4.7) but `provider`, which routes here and is not forwarded. */
+const FORWARDED = PARAMETERS.embed.filter((f) => f !== 'provider');
 
 export interface EmbeddingsCall {
   model: string;

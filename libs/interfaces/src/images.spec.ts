@@ -1,7 +1,7 @@
-import { loadCatalog } from '../../catalog/src/catalog';
-import { costOfMeters } from '../../metering/src';
-import { ApiError } from '../../platform/src/errors';
-import { countTextTokens } from '../../providers/src/tokens';
+import { loadCatalog } from '@svc/catalog';
+import { costOfMeters } from '@svc/metering';
+import { ApiError } from '@svc/platform';
+import { countTextTokens } from '@svc/providers';
 import { checkImageInput, imagesAnswer, imagesOf, imagesOperation, imagesRequest, imageUsage, MAX_IMAGE_OUTPUT_TOKENS, providerCostOf, type ImagesCall } from './images';
 
 const refusal = (body: unknown): ApiError => {

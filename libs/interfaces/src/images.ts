@@ -3,12 +3,10 @@
  * (WIRE-FORMATS 4.1), billed per image where the catalog prices images, else what the provider
  * reports (spec 1: "provider-reported cost for images").
  */
-import type { CatalogModel } from '../../catalog/src/catalog';
-import { operationOf, pricesOf, type MeterUsage, type Operation } from '../../metering/src';
-import { ApiError } from '../../platform/src/errors';
-import { usdToNano, type Nano } from '../../platform/src/money';
-import { isRecord } from '../../providers/src/json';
-import { countTextTokens } from '../../providers/src/tokens';
+import type { CatalogModel } from '@svc/catalog';
+import { type MeterUsage, type Operation, operationOf, pricesOf } from '@svc/metering';
+import { ApiError, type Nano, usdToNano } from '@svc/platform';
+import { countTextTokens, isRecord, knownParameters } from '@svc/providers';
 import { invalid, requireBody, requireString, type Json } from './types';
 
 export const IMAGES_ENDPOINT = '/v1/images/generations';
@@ -29,7 +27,7 @@ export const IMAGE_QUALITIES = ['auto', 'low', 'medium', 'high', 'standard', 'hd
 export type ImageQuality = (typeof IMAGE_QUALITIES)[number];
 
 /** The fields spec 4.8 lists, plus `user` and the routing preferences; anything else is ignored. */
-const KNOWN_FIELDS: ReadonlySet<string> = new Set(['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'image', 'user', 'provider']);
+const KNOWN_FIELDS = knownParameters('image');
 
 export interface ImagesCall {
   model: string;

@@ -1,6 +1,6 @@
-import { errorOf } from '../../platform/src/testing/errors';
-import { countChatPromptTokens, countTextTokens } from '../../providers/src/tokens';
-import type { ChatChunk, ChatCompletion } from '../../providers/src/wire';
+import { errorOf } from '@svc/platform/testing/errors';
+import { countChatPromptTokens, countTextTokens } from '@svc/providers';
+import type { ChatChunk, ChatCompletion } from '@svc/providers';
 import {
   chatToMessage,
   countMessagesTokens,

@@ -9,10 +9,8 @@
  * search, code execution...), Files API sources, citations, `service_tier`, `container`,
  * `mcp_servers`.
  */
-import { MIN_THINKING_BUDGET } from '../../providers/src/anthropic';
-import { isRecord } from '../../providers/src/json';
-import { countChatPromptTokens, countTextTokens } from '../../providers/src/tokens';
-import type { ChatChunk, ChatCompletion, ToolCall } from '../../providers/src/wire';
+import { countChatPromptTokens, countTextTokens, isRecord, MIN_THINKING_BUDGET } from '@svc/providers';
+import type { ChatChunk, ChatCompletion, ToolCall } from '@svc/providers';
 import {
   cachedTokens,
   cacheWriteTokens,

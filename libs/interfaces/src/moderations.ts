@@ -2,8 +2,8 @@
  * `POST /v1/moderations` (spec 4.13): OpenAI's request (`input` a string, strings, or text and
  * image parts; optional `model`), free of charge.
  */
-import type { JsonResult } from '../../providers/src/openai-compatible';
-import { operationOf, type Target } from '../../metering/src';
+import type { JsonResult } from '@svc/providers';
+import { operationOf, type Target } from '@svc/metering';
 import { invalid, requireBody, type Json } from './types';
 
 /** As many inputs as embeddings take (spec 8 names no bound for moderations; OpenAI's is this order). */

@@ -2,9 +2,9 @@
  * `POST /v1/rerank` (spec 4.12): Cohere's request shape (as OpenRouter's unified rerank takes
  * it), documents as strings or `{text}`, billed per search unit (spec 1).
  */
-import { operationOf, type Operation } from '../../metering/src';
-import type { RerankResult } from '../../providers/src/openai-compatible';
-import { countTextTokens, TokenBudget } from '../../providers/src/tokens';
+import { operationOf, type Operation } from '@svc/metering';
+import type { RerankResult } from '@svc/providers';
+import { countTextTokens, TokenBudget } from '@svc/providers';
 import { invalid, optionalBoolean, optionalPositiveInt, requireBody, requireString } from './types';
 
 /** Spec 8: up to 1,000 documents per request. */

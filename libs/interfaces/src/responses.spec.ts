@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { errorOf } from '../../platform/src/testing/errors';
-import type { ChatChunk, ChatCompletion } from '../../providers/src/wire';
+import { errorOf } from '@svc/platform/testing/errors';
+import type { ChatChunk, ChatCompletion } from '@svc/providers';
 import {
   chatToResponse,
   responsesToChat,

@@ -10,8 +10,8 @@
  * summary is the upstream's reasoning text; reasoning items sent back as input are dropped (the
  * upstream cannot use them).
  */
-import { isRecord } from '../../providers/src/json';
-import type { ChatChunk, ChatCompletion, ToolCall } from '../../providers/src/wire';
+import { isRecord } from '@svc/providers';
+import type { ChatChunk, ChatCompletion, ToolCall } from '@svc/providers';
 import {
   cachedTokens,
   count,

@@ -2,18 +2,18 @@
  * `POST /v1/audio/speech` (spec 4.9): OpenAI's request, binary audio back, priced per
  * character of input (spec 1).
  */
-import type { CatalogModel } from '../../catalog/src/catalog';
-import { ApiError } from '../../platform/src/errors';
-import { operationOf, type Operation } from '../../metering/src';
-import type { BinaryResult } from '../../providers/src/openai-compatible';
-import { countTextTokens } from '../../providers/src/tokens';
+import type { CatalogModel } from '@svc/catalog';
+import { ApiError } from '@svc/platform';
+import { operationOf, type Operation } from '@svc/metering';
+import type { BinaryResult } from '@svc/providers';
+import { countTextTokens, PARAMETERS } from '@svc/providers';
 import { invalid, optionalNumber, requireBody, requireString, type Json } from './types';
 
 /** OpenAI's limit on one request's text. */
 export const MAX_SPEECH_CHARACTERS = 4096;
 export const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
-/** Fields forwarded upstream; `provider` routes here and is not forwarded. */
-const FORWARDED = ['input', 'voice', 'response_format', 'speed', 'instructions'];
+/** The known fields (spec 4.9) the provider is given; the gateway reads the others itself. */
+const FORWARDED = PARAMETERS.speech.filter((f) => !['model', 'stream_format', 'provider'].includes(f));
 
 export interface SpeechCall {
   model: string;

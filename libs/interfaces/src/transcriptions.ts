@@ -3,13 +3,11 @@
  * forms, the answer in the format asked for, billed on what the model reports (seconds or
  * tokens) or, when its answer says nothing (text, srt, vtt), on the audio's own length.
  */
-import type { CatalogModel } from '../../catalog/src/catalog';
-import { operationOf, type MeterUsage, type Operation, type Target } from '../../metering/src';
-import { audioSeconds } from '../../providers/src/audio-duration';
-import { isRecord } from '../../providers/src/json';
-import type { BinaryResult } from '../../providers/src/openai-compatible';
-import { isStorableText } from '../../platform/src/input';
-import { ApiError } from '../../platform/src/errors';
+import type { CatalogModel } from '@svc/catalog';
+import { type MeterUsage, type Operation, operationOf, type Target } from '@svc/metering';
+import { audioSeconds, isRecord, PARAMETERS } from '@svc/providers';
+import type { BinaryResult } from '@svc/providers';
+import { ApiError, isStorableText } from '@svc/platform';
 import { invalid } from './types';
 
 export type AudioTask = 'transcriptions' | 'translations';
@@ -25,10 +23,13 @@ export const TRANSCRIPTION_FORMATS = ['json', 'text', 'srt', 'verbose_json', 'vt
 export const MAX_INPUT_TOKENS_PER_SECOND = 50;
 export const MAX_OUTPUT_TOKENS_PER_SECOND = 20;
 
-/** Fields each task forwards upstream (OpenAI's); the others are ignored and reported. */
+/**
+ * Fields each task passes to the provider: its known fields (spec 4.10) but the ones the gateway
+ * reads itself; the others are ignored and reported.
+ */
 const FIELDS: Record<AudioTask, readonly string[]> = {
-  transcriptions: ['language', 'prompt', 'response_format', 'temperature', 'timestamp_granularities[]'],
-  translations: ['prompt', 'response_format', 'temperature'],
+  transcriptions: PARAMETERS.transcription.filter((f) => !['model', 'file', 'provider'].includes(f)),
+  translations: PARAMETERS.translation.filter((f) => !['model', 'file', 'provider'].includes(f)),
 };
 
 /** A multipart form as read: text fields (a repeated name gives several values) and the file. */

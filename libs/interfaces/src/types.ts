@@ -4,9 +4,9 @@
  * pipeline reports, SSE framing, and the small validators their translators use. Pure: no I/O,
  * no clock.
  */
-import { ApiError } from '../../platform/src/errors';
-import { isRecord } from '../../providers/src/json';
-import type { ChatUsage } from '../../providers/src/wire';
+import { ApiError } from '@svc/platform';
+import { isRecord } from '@svc/providers';
+import type { ChatUsage } from '@svc/providers';
 
 export type Json = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import { fold } from '../../eventstore/src/decider';
+import { fold } from '@svc/eventstore';
 import { accountDecider, keySpendNano, type AccountEvent, type KeyLimit } from './account';
 import type { LimitReset } from './spend-window';
 import { charged, credited, dailyLimitSet, expired, held, opened, placeHold, released, specAt } from './testing/account-fixtures';

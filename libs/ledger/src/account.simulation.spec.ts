@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { DomainError, fold } from '../../eventstore/src/decider';
+import { DomainError, fold } from '@svc/eventstore';
 import {
   accountDecider,
   availableNano,

@@ -1,6 +1,6 @@
-import { fold } from '../../eventstore/src/decider';
-import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
-import { MAX_AMOUNT_NANO } from '../../platform/src/money';
+import { fold } from '@svc/eventstore';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
+import { MAX_AMOUNT_NANO } from '@svc/platform';
 import { accountDecider, availableNano, EXPIRE_BATCH, type AccountEvent } from './account';
 import { A, charged, credited, dailyLimitSet, expired, held, opened, placeHold, released, specAt, stats } from './testing/account-fixtures';
 

@@ -1,5 +1,5 @@
-import { encodePosition } from '../../eventstore/src/position';
-import type { RecordedEvent } from '../../eventstore/src/port';
+import { encodePosition } from '@svc/eventstore';
+import type { RecordedEvent } from '@svc/eventstore';
 import { accountDecider, accountStream, type AccountEvent } from './account';
 import {
   auditLedger,

@@ -1,8 +1,7 @@
-import type { Decider } from '../../eventstore/src/decider';
-import { START } from '../../eventstore/src/position';
-import type { EventStore, Position, RecordedEvent } from '../../eventstore/src/port';
-import { nanoToUsdString, type Nano } from '../../platform/src/money';
-import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
+import type { Decider, EventStore, Position, RecordedEvent } from '@svc/eventstore';
+import { START } from '@svc/eventstore';
+import { type Nano, nanoToUsdString } from '@svc/platform';
+import type { SqlExecutor, SqlRunner } from '@svc/platform';
 import { accountDecider, accountStream, heldNano, type AccountEvent, type AccountState } from './account';
 import { chargedInWindow, windowStartMs, type Period } from './spend-window';
 

@@ -1,5 +1,5 @@
-import type { Clock } from '../../platform/src/clock';
-import { PeriodicTask } from '../../platform/src/periodic';
+import type { Clock } from '@svc/platform';
+import { PeriodicTask } from '@svc/platform';
 import { EXPIRE_BATCH } from './account';
 
 export interface HoldExpiryPorts {

@@ -1,4 +1,4 @@
-import { deciderSpec } from '../../eventstore/src/testing/decider-spec';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { accountDecider } from './account';
 import { reapCommand } from './hold-reaper';
 import { charged, credited, held, opened, stats } from './testing/account-fixtures';

@@ -1,5 +1,5 @@
-import { DomainError } from '../../eventstore/src/decider';
-import { PeriodicTask } from '../../platform/src/periodic';
+import { DomainError } from '@svc/eventstore';
+import { PeriodicTask } from '@svc/platform';
 import type { AccountCommand, GenerationStats } from './account';
 
 /** An open hold whose serving process is gone, with the usage that process last recorded. */

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
-import type { AggregateStore } from '../../eventstore/src/aggregate-store';
-import { DomainError } from '../../eventstore/src/decider';
+import type { AggregateStore } from '@svc/eventstore';
+import { DomainError } from '@svc/eventstore';
 import { accountDecider, type AccountCommand, type AccountEvent, type AccountState } from './account';
 import { LedgerCommand, LedgerCommandHandler } from './ledger.module';
 import { placeHold } from './testing/account-fixtures';

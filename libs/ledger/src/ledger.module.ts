@@ -1,9 +1,7 @@
 import { Inject, Logger, Module } from '@nestjs/common';
 import { Command, CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import type { AggregateStore, Handled } from '../../eventstore/src/aggregate-store';
-import { DomainError } from '../../eventstore/src/decider';
-import type { EventMetadata } from '../../eventstore/src/port';
-import { AGGREGATE_STORE } from '../../eventstore/src/tokens';
+import type { AggregateStore, EventMetadata, Handled } from '@svc/eventstore';
+import { AGGREGATE_STORE, DomainError } from '@svc/eventstore';
 import { accountDecider, accountStream, isLimitRefusal, type AccountCommand, type AccountEvent, type AccountState, type PlaceHold } from './account';
 
 /** A command for the account aggregate, through the command bus. */

@@ -1,4 +1,4 @@
-import type { Nano } from '../../platform/src/money';
+import type { Nano } from '@svc/platform';
 
 /** Catalog prices, in nano-USD per million tokens (so "$0.15 / M" is 150_000_000n). */
 export interface TokenPrices {

@@ -1,4 +1,4 @@
-import type { Nano } from '../../platform/src/money';
+import type { Nano } from '@svc/platform';
 
 /**
  * Spend windows (spec 2.2, 3.3, 8): a key's `limit_reset` and the account's daily limit.

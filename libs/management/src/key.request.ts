@@ -11,9 +11,8 @@ import {
   ValidateIf,
   type ValidationOptions,
 } from 'class-validator';
-import { isDomainPattern, isIpOrCidr } from '../../identity/src/restrictions';
-import { MAX_AMOUNT_USD } from '../../platform/src/money';
-import { MAX_INTEGER_SETTING, MAX_LIST_ENTRIES, MAX_LIST_ENTRY_LENGTH } from '../../identity/src/key';
+import { isDomainPattern, isIpOrCidr, MAX_INTEGER_SETTING, MAX_LIST_ENTRIES, MAX_LIST_ENTRY_LENGTH } from '@svc/identity';
+import { MAX_AMOUNT_USD } from '@svc/platform';
 
 /**
  * The field may be left out, but not sent as null: class-validator's IsOptional lets null

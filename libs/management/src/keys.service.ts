@@ -1,24 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
-import type { EventMetadata } from '../../eventstore/src/port';
-import type { Caller, KeyRecord } from '../../identity/src/authenticate';
-import { IdentityCommand } from '../../identity/src/identity.module';
-import { DEFAULT_KEY_SETTINGS, type KeyCommand, type KeySettings } from '../../identity/src/key';
-import { canManageKey, type KeyManager } from '../../identity/src/permissions';
-import { generateKeySecret, hashKeySecret, secretHint } from '../../identity/src/secrets';
-import { ApiError } from '../../platform/src/errors';
-import { nanoToUsd, usdToNano } from '../../platform/src/money';
-import { effectiveRateLimits, type RateLimitDefaults } from '../../platform/src/rate-limits';
-import { windowResetsAt } from '../../ledger/src/spend-window';
-import { getKey, keyUsage, listKeys, orgRoleOf, type KeyUsage } from '../../projections/src';
-import { CLOCK, type Clock } from '../../platform/src/clock';
-import type { Config } from '../../platform/src/config';
-import type { SqlRunner } from '../../platform/src/sql';
-import { CONFIG, READ_DB } from '../../platform/src/tokens';
-import type { ProjectionRunner } from '../../projections/src/runner';
-import { ReadYourWrites } from '../../projections/src/read-your-writes';
-import { PROJECTIONS } from '../../projections/src/tokens';
+import type { EventMetadata } from '@svc/eventstore';
+import type { Caller, KeyRecord } from '@svc/identity';
+import { canManageKey, DEFAULT_KEY_SETTINGS, generateKeySecret, hashKeySecret, IdentityCommand, type KeyCommand, type KeyManager, type KeySettings, secretHint } from '@svc/identity';
+import { ApiError, CLOCK, type Clock, CONFIG, effectiveRateLimits, nanoToUsd, type RateLimitDefaults, READ_DB, usdToNano } from '@svc/platform';
+import { windowResetsAt } from '@svc/ledger';
+import { getKey, keyUsage, type KeyUsage, listKeys, orgRoleOf, PROJECTIONS, ReadYourWrites } from '@svc/projections';
+import type { Config, SqlRunner } from '@svc/platform';
+import type { ProjectionRunner } from '@svc/projections';
 import type { KeyRequest } from './key.request';
 
 /** Where a new key lives and who pays for it. */

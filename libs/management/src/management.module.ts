@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { IdentityModule } from '../../identity/src/identity.module';
-import { LedgerModule } from '../../ledger/src/ledger.module';
-import { ReadYourWrites } from '../../projections/src/read-your-writes';
+import { IdentityModule } from '@svc/identity';
+import { LedgerModule } from '@svc/ledger';
+import { ReadYourWrites } from '@svc/projections';
 import { AdminService } from './admin.service';
 import { KeysService } from './keys.service';
 

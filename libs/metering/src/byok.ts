@@ -1,5 +1,5 @@
-import { ApiError } from '../../platform/src/errors';
-import type { ProviderError } from '../../providers/src/provider-error';
+import { ApiError } from '@svc/platform';
+import type { ProviderError } from '@svc/providers';
 
 /**
  * BYOK needs SVC_ENCRYPTION_KEY to seal and open provider keys. Without it the gateway runs,

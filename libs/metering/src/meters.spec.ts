@@ -1,4 +1,4 @@
-import type { ModelPrices } from '../../catalog/src/catalog';
+import type { ModelPrices } from '@svc/catalog';
 import { costOfMeters, recordedMeters, tokenMeters, tokenWorstCase } from './meters';
 
 // $2 / M input, $8 / M output, $0.50 / M cached input; no per-unit prices.

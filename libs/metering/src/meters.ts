@@ -1,6 +1,6 @@
-import type { ModelPrices } from '../../catalog/src/catalog';
-import { METERS, type Meter, type MeterUsage, type TokenUsage } from '../../ledger/src/pricing';
-import { ceilDiv, type Nano } from '../../platform/src/money';
+import type { ModelPrices } from '@svc/catalog';
+import { METERS, type Meter, type MeterUsage, type TokenUsage } from '@svc/ledger';
+import { ceilDiv, type Nano } from '@svc/platform';
 
 export { METERS, type Meter, type MeterUsage };
 

@@ -1,12 +1,8 @@
-import type { ModelType } from '../../catalog/src/catalog';
-import { resolveModel } from '../../catalog/src/deprecation';
-import type { ProviderStats } from '../../catalog/src/provider-stats';
-import { parseProviderPreferences, requestParameters, routeTargets } from '../../catalog/src/routing';
-import type { Catalog } from '../../catalog/src/catalog';
-import type { Caller } from '../../identity/src/authenticate';
-import type { Clock } from '../../platform/src/clock';
-import type { Nano } from '../../platform/src/money';
-import { ProviderError } from '../../providers/src/provider-error';
+import type { Catalog, ModelType, ProviderStats } from '@svc/catalog';
+import { parseProviderPreferences, requestParameters, resolveModel, routeTargets } from '@svc/catalog';
+import type { Caller } from '@svc/identity';
+import type { Clock, Nano } from '@svc/platform';
+import { ProviderError } from '@svc/providers';
 import { markFailedGeneration } from './failed-generation';
 import type { MeterUsage } from './meters';
 import type { Metered, MeteredCalls, Plan } from './pipeline';

@@ -2,14 +2,11 @@
  * Spec 4.2 rule 6 and section 7: the order in which a billed call is tried, what each target
  * charges, and what the caller is told when every try failed.
  */
-import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices } from '../../catalog/src/catalog';
-import { providerKeyContext } from '../../identity/src/settings';
-import { openSecret, SecretDecryptionError } from '../../platform/src/crypto';
-import { ApiError } from '../../platform/src/errors';
-import { ceilDiv, type Nano } from '../../platform/src/money';
-import { createChatProvider } from '../../providers/src/adapters';
-import type { OpenAiCompatibleProvider } from '../../providers/src/openai-compatible';
-import { ProviderError } from '../../providers/src/provider-error';
+import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices } from '@svc/catalog';
+import { providerKeyContext } from '@svc/identity';
+import { ApiError, ceilDiv, type Nano, openSecret, SecretDecryptionError } from '@svc/platform';
+import { createChatProvider, ProviderError } from '@svc/providers';
+import type { OpenAiCompatibleProvider } from '@svc/providers';
 import { byokUnavailable } from './byok';
 import { costOfMeters, type MeterUsage } from './meters';
 

@@ -1,5 +1,5 @@
 import type { Client } from 'pg';
-import { PgSqlRunner } from '../../platform/src/sql';
+import { PgSqlRunner } from '@svc/platform';
 import { AuthCache, type LeaseTimings } from './auth-cache';
 
 /**

@@ -1,15 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import { AggregateStore } from '../../eventstore/src/aggregate-store';
-import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream } from '../../identity/src/key';
-import { providerKeyContext, settingsDecider, settingsStream } from '../../identity/src/settings';
-import { ManualClock } from '../../platform/src/clock';
-import { sealSecret } from '../../platform/src/crypto';
-import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
-import { CountingSqlRunner } from '../../platform/src/testing/counting-sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, providerKeyContext, settingsDecider, settingsStream } from '@svc/identity';
+import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
+import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ACK_WAIT_MS, ALL_PROJECTIONS, AUTH_CACHE_CHANNEL, AuthCache, authCacheCoordination, initAuthCacheLeases, ProjectionRunner, type LeaseTimings } from './index';
 
 /** The statement of findKeyBySecretHash, and only it, is counted. */

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Client, Notification } from 'pg';
-import { START } from '../../eventstore/src/position';
-import type { Position } from '../../eventstore/src/port';
-import type { SecretMatch } from '../../identity/src/authenticate';
-import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
+import { START } from '@svc/eventstore';
+import type { Position } from '@svc/eventstore';
+import type { SecretMatch } from '@svc/identity';
+import type { SqlExecutor, SqlRunner } from '@svc/platform';
 import { findKeyBySecretHash } from './read-models/identity';
 import type { ProjectionCaches } from './runner';
 

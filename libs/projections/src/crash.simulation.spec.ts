@@ -1,22 +1,18 @@
 import { isDeepStrictEqual } from 'node:util';
-import { AggregateStore, type Handled } from '../../eventstore/src/aggregate-store';
-import { DomainError } from '../../eventstore/src/decider';
-import type { Position, RecordedEvent } from '../../eventstore/src/port';
-import { START } from '../../eventstore/src/position';
-import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import { accountDecider, accountStream, availableNano, type AccountCommand, type AccountEvent, type AccountState, type PlaceHold } from '../../ledger/src/account';
-import type { LimitReset } from '../../ledger/src/spend-window';
-import { stats } from '../../ledger/src/testing/account-fixtures';
-import { ReferenceLedger, type Prediction } from '../../ledger/src/testing/reference-ledger';
-import { ManualClock } from '../../platform/src/clock';
-import { PgliteSqlRunner, type SqlExecutor, type SqlRunner, type TransactionOptions } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { AggregateStore, DomainError, type Handled, SqlEventStore, START } from '@svc/eventstore';
+import type { Position, RecordedEvent } from '@svc/eventstore';
+import { type AccountCommand, accountDecider, type AccountEvent, type AccountState, accountStream, availableNano, type PlaceHold } from '@svc/ledger';
+import type { LimitReset } from '@svc/ledger';
+import { stats } from '@svc/ledger/testing/account-fixtures';
+import { type Prediction, ReferenceLedger } from '@svc/ledger/testing/reference-ledger';
+import { ManualClock, PgliteSqlRunner, type SqlExecutor, type SqlRunner, type TransactionOptions } from '@svc/platform';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { Projection } from './projection';
 import { creditsProjection } from './read-models/credits';
 import { generationsProjection } from './read-models/generations';
 import { keyUsageProjection } from './read-models/key-usage';
 import { ProjectionRunner } from './runner';
-import { Random } from '../../ledger/src/testing/random';
+import { Random } from '@svc/ledger/testing/random';
 
 /**
  * Seeded simulation of the ledger's read models with crashes between append and projection

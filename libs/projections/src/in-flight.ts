@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { GenerationStats } from '../../ledger/src/account';
-import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
+import type { GenerationStats } from '@svc/ledger';
+import type { SqlExecutor, SqlRunner } from '@svc/platform';
 
 /**
  * What a gateway process has in flight, kept outside the log so that a process killed with

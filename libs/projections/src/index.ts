@@ -20,3 +20,6 @@ export * from './read-models/provider-keys';
 
 /** Every projection of the service, in the order `projections status` lists them. */
 export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection];
+export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
+export { ReadYourWrites } from './read-your-writes';
+export { PROJECTIONS } from './tokens';

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import type { NewEvent } from '../../eventstore/src/port';
-import { accountDecider, accountStream, meteredUsage, type AccountEvent } from '../../ledger/src/account';
-import { fold } from '../../eventstore/src/decider';
-import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
+import { fold, SqlEventStore } from '@svc/eventstore';
+import type { NewEvent } from '@svc/eventstore';
+import { accountDecider, type AccountEvent, accountStream, meteredUsage } from '@svc/ledger';
+import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
 import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from './index';
 
 /**

@@ -1,5 +1,5 @@
-import type { RecordedEvent } from '../../eventstore/src/port';
-import type { SqlExecutor } from '../../platform/src/sql';
+import type { RecordedEvent } from '@svc/eventstore';
+import type { SqlExecutor } from '@svc/platform';
 
 /**
  * A read model: the tables it owns, the event types it reads and how it applies them. It must

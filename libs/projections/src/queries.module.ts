@@ -1,7 +1,7 @@
 import { Inject, Module } from '@nestjs/common';
 import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
-import type { SqlRunner } from '../../platform/src/sql';
-import { READ_DB } from '../../platform/src/tokens';
+import type { SqlRunner } from '@svc/platform';
+import { READ_DB } from '@svc/platform';
 import { getActivity, type ActivityFilter, type ActivityRow } from './read-models/activity';
 import { getCredits, type CreditsRow } from './read-models/credits';
 import { getWorkspaceGenerations, type GenerationRow } from './read-models/generations';

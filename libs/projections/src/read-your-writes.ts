@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Position } from '../../eventstore/src/port';
+import type { Position } from '@svc/eventstore';
 import { ProjectionTimeoutError, type ProjectionRunner } from './runner';
 import { PROJECTIONS } from './tokens';
 

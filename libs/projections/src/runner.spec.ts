@@ -1,14 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { providerKeyContext, settingsDecider, settingsStream } from '../../identity/src/settings';
-import { sealSecret } from '../../platform/src/crypto';
-import { AggregateStore } from '../../eventstore/src/aggregate-store';
-import { SqlEventStore } from '../../eventstore/src/sql-event-store';
-import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, type KeySettings } from '../../identity/src/key';
-import { accountDecider, accountStream, type AccountCommand, type GenerationStats } from '../../ledger/src/account';
-import { ManualClock } from '../../platform/src/clock';
-import { Random } from '../../ledger/src/testing/random';
-import { PgliteSqlRunner, type SqlRunner } from '../../platform/src/sql';
-import { freshPgRunner } from '../../platform/src/testing/pg';
+import { DEFAULT_KEY_SETTINGS, keyDecider, type KeySettings, keyStream, providerKeyContext, settingsDecider, settingsStream } from '@svc/identity';
+import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
+import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
+import { Random } from '@svc/ledger/testing/random';
+import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
 
 const stats: GenerationStats = {

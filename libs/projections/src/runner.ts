@@ -1,6 +1,6 @@
-import { START } from '../../eventstore/src/position';
-import type { EventStore, Position, RecordedEvent } from '../../eventstore/src/port';
-import type { SqlExecutor, SqlRunner } from '../../platform/src/sql';
+import { START } from '@svc/eventstore';
+import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
+import type { SqlExecutor, SqlRunner } from '@svc/platform';
 import type { Projection } from './projection';
 
 export interface ProjectionStatus {

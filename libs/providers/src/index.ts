@@ -1,26 +1,37 @@
+/**
+ * Upstream providers: one folder each (`openai/`, `anthropic/`, `cohere/`, `jina/`) declaring the
+ * operations it serves with their request mappings, the registry that names them, the known
+ * fields of every operation, the shared transport, token counting and the simulated upstream.
+ */
+export { AnthropicProvider, ANTHROPIC_VERSION, MIN_THINKING_BUDGET, type AnthropicOptions } from './anthropic';
+export { OpenAiCompatibleAdapter, OpenAiCompatibleProvider, OPENAI_PARAMETERS, type OpenAiCompatibleOptions } from './openai';
+export { CohereRerankAdapter } from './cohere';
+export { JinaRerankAdapter } from './jina';
+export { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
+export { knownParameters, mapParameters, MODEL_TYPE_OPERATIONS, OPERATIONS, PARAMETERS, type OperationName, type ParameterConfig, type ParameterOf } from './operations';
 export {
-  AnthropicProvider,
-  ANTHROPIC_VERSION,
-  chatChunks as anthropicChatChunks,
-  DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
-  toChatCompletion as anthropicToChatCompletion,
-  toMessagesRequest,
-  type AnthropicOptions,
-} from './anthropic';
-export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS } from './tokens';
-export {
+  excludesReasoning,
   normalizeUsage,
-  OPENAI_CHAT_PARAMS,
-  OpenAiCompatibleAdapter,
-  OpenAiCompatibleProvider,
-  ROUTER_CHAT_PARAMS,
+  OPERATION_METHODS,
+  type AdapterOptions,
+  type AudioForm,
+  type BinaryResult,
   type ChatCompletionResult,
   type ChatProvider,
   type EmbeddingsResult,
+  type JsonResult,
   type NormalizedUsage,
-  type OpenAiCompatibleOptions,
-} from './openai-compatible';
+  type ProviderDeclaration,
+  type RerankBody,
+  type RerankResult,
+} from './provider';
+export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget } from './tokens';
 export { ProviderError, type ProviderErrorInit, type ProviderErrorKind } from './provider-error';
 export { readSse, SseParser, type SseEvent } from './sse';
 export { SIMULATOR_MODELS, startSimulator, type SimDirectives, type Simulator, type SimulatorOptions } from './simulator';
+export { tone, wav } from './simulator/audio-formats';
+export { audioSeconds, parseWav } from './audio-duration';
+export { isRecord } from './json';
+export { compressMessages } from './plugins/context-compression';
+export { healChoices, wantsJson } from './plugins/response-healing';
 export type * from './wire';

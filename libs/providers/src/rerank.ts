@@ -1,12 +1,12 @@
 /**
- * Rerank upstreams (spec 4.12): Cohere's v2 API (`POST /v2/rerank`, billed in search units) and
- * Jina's (`POST /v1/rerank`, billed in tokens). Each maps the gateway's request to its wire
- * format and its answer back; they declare no other operation, so the catalog routes only
- * rerank models to them.
+ * What the rerank upstreams (spec 4.12; `cohere/`, `jina/`) share: transport, and reading a
+ * ranked list back. They declare no other operation, so the catalog routes only rerank models
+ * to them.
  */
 import { isRecord } from './json';
-import { DEFAULT_TIMEOUT_MS, invalidResponse, postJsonUpstream, type ChatProvider, type RerankBody, type RerankResult } from './openai-compatible';
+import type { ChatProvider, RerankBody, RerankResult } from './provider';
 import { ProviderError } from './provider-error';
+import { DEFAULT_TIMEOUT_MS, invalidResponse } from './transport';
 
 export interface RerankOptions {
   /**
@@ -18,7 +18,7 @@ export interface RerankOptions {
   timeoutMs?: number;
 }
 
-abstract class RerankAdapter implements ChatProvider {
+export abstract class RerankAdapter implements ChatProvider {
   protected readonly baseUrl: string;
   protected readonly headers: Record<string, string>;
   protected readonly timeoutMs: number;
@@ -44,26 +44,7 @@ abstract class RerankAdapter implements ChatProvider {
   }
 }
 
-/** Cohere v2: `{model, query, documents, top_n}` -> `{id, results: [{index, relevance_score}], meta.billed_units.search_units}`. */
-export class CohereRerankAdapter extends RerankAdapter {
-  async rerank(body: RerankBody, signal?: AbortSignal): Promise<RerankResult> {
-    const { json, latencyMs } = await postJsonUpstream(`${this.baseUrl.replace(/\/v\d+$/, '')}/v2/rerank`, this.headers, body, this.timeoutMs, signal);
-    const meta = isRecord(json) && isRecord(json.meta) ? json.meta : {};
-    const billed = isRecord(meta.billed_units) ? meta.billed_units : {};
-    return { results: resultsOf(json), searchUnits: count(billed.search_units), totalTokens: null, latencyMs };
-  }
-}
-
-/** Jina: the same request (plus `return_documents`, which the gateway answers itself) -> `{results, usage.total_tokens}`. */
-export class JinaRerankAdapter extends RerankAdapter {
-  async rerank(body: RerankBody, signal?: AbortSignal): Promise<RerankResult> {
-    const { json, latencyMs } = await postJsonUpstream(`${this.baseUrl}/rerank`, this.headers, { ...body, return_documents: false }, this.timeoutMs, signal);
-    const usage = isRecord(json) && isRecord(json.usage) ? json.usage : {};
-    return { results: resultsOf(json), searchUnits: null, totalTokens: count(usage.total_tokens), latencyMs };
-  }
-}
-
-function resultsOf(json: unknown): RerankResult['results'] {
+export function resultsOf(json: unknown): RerankResult['results'] {
   if (!isRecord(json) || !Array.isArray(json.results)) throw invalidResponse('rerank response without a results array', json);
   return json.results.map((r: unknown) => {
     if (!isRecord(r) || !Number.isSafeInteger(r.index) || typeof r.relevance_score !== 'number') throw invalidResponse('rerank result without index and relevance_score', json);
@@ -71,7 +52,7 @@ function resultsOf(json: unknown): RerankResult['results'] {
   });
 }
 
-const count = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.ceil(value) : null);
+export const count = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.ceil(value) : null);
 
 function unsupported(operation: string): ProviderError {
   return new ProviderError({ kind: 'http', status: 400, message: `a rerank provider does not serve ${operation}` });

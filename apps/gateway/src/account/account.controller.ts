@@ -1,18 +1,14 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsd } from '../../../../libs/platform/src/money';
-import { getKey, listAuditLog } from '../../../../libs/projections/src';
-import { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery } from '../../../../libs/projections/src/queries.module';
+import type { Caller } from '@svc/identity';
+import { ApiError, bodyValidation, nanoToUsd } from '@svc/platform';
+import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { generationIdOf } from '../responses/responses.service';
-import { bodyValidation } from '../../../../libs/platform/src/validation';
 import { presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
-import { ReadYourWrites } from '../../../../libs/projections/src/read-your-writes';
 
 /** Spec 4.20: read from projections, after this process's own writes for the account. */
 @Controller('v1')

@@ -1,5 +1,5 @@
-import { nanoToUsd } from '../../../../libs/platform/src/money';
-import type { ActivityRow, GenerationRow } from '../../../../libs/projections/src';
+import { nanoToUsd } from '@svc/platform';
+import type { ActivityRow, GenerationRow } from '@svc/projections';
 
 /** One generation as GET /v1/generation and POST /v1/generations/lookup show it (README). */
 export function presentGeneration(g: GenerationRow) {

@@ -1,5 +1,5 @@
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsString } from 'class-validator';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError } from '@svc/platform';
 
 /** Spec 8: a lookup names up to 1,000 generations. */
 export const MAX_LOOKUP_IDS = 1000;

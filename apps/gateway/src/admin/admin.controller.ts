@@ -1,13 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Req, UseGuards } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import type { EventMetadata } from '../../../../libs/eventstore/src/port';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsd } from '../../../../libs/platform/src/money';
-import { bodyValidation } from '../../../../libs/platform/src/validation';
+import type { EventMetadata } from '@svc/eventstore';
+import { ApiError, bodyValidation, nanoToUsd } from '@svc/platform';
 import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
 import { AdminGuard } from './admin.guard';
-import { AdminService, KeysService } from '../../../../libs/management/src';
-import type { CreditsRow } from '../../../../libs/projections/src';
+import { AdminService, KeysService } from '@svc/management';
+import type { CreditsRow } from '@svc/projections';
 
 const actor = (request: FastifyRequest): EventMetadata => ({ actor: 'admin', ip: request.ip });
 

@@ -1,6 +1,6 @@
 import { IsIn, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
-import { MAX_AMOUNT_USD } from '../../../../libs/platform/src/money';
-import { KeyRequest, Omittable } from '../../../../libs/management/src';
+import { MAX_AMOUNT_USD } from '@svc/platform';
+import { KeyRequest, Omittable } from '@svc/management';
 
 const atMostMax = (field: string) => ({ message: `${field} must be at most ${MAX_AMOUNT_USD} USD.` });
 

@@ -1,8 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { speechOperation, speechRequest, withVoice } from '../../../../libs/interfaces/src/speech';
-import { nanoToUsdString } from '../../../../libs/platform/src/money';
+import type { Caller } from '@svc/identity';
+import { speechOperation, speechRequest, withVoice } from '@svc/interfaces';
+import { nanoToUsdString } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '../metering/metering.service';

@@ -1,16 +1,8 @@
 import { Controller, Headers, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import {
-  checkTranscriptionModel,
-  MAX_AUDIO_BYTES,
-  transcriptionOperation,
-  transcriptionRequest,
-  type AudioFormInput,
-  type AudioTask,
-} from '../../../../libs/interfaces/src/transcriptions';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsdString } from '../../../../libs/platform/src/money';
+import type { Caller } from '@svc/identity';
+import { type AudioFormInput, type AudioTask, checkTranscriptionModel, MAX_AUDIO_BYTES, transcriptionOperation, transcriptionRequest } from '@svc/interfaces';
+import { ApiError, nanoToUsdString } from '@svc/platform';
 import { ignoredParamsHeader } from '../chat/request-rules';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';

@@ -1,9 +1,9 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { healChoices, wantsJson } from '../../../../libs/providers/src/plugins/response-healing';
+import type { Caller } from '@svc/identity';
+import { healChoices, wantsJson } from '@svc/providers';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { bodyValidation } from '../../../../libs/platform/src/validation';
+import { bodyValidation } from '@svc/platform';
 import { ChatCompletionRequest } from './chat-completion.request';
 import { ChatCompletionsService } from './chat-completions.service';
 import { EdgeResponses, type Answer } from '../edge/replay';

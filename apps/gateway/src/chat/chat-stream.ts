@@ -5,8 +5,8 @@
  * `[DONE]`, so a client can never take a cut answer for a whole one.
  */
 import { PassThrough } from 'node:stream';
-import { isRecord } from '../../../../libs/providers/src/json';
-import type { ChatChunk, ChatUsage } from '../../../../libs/providers/src/wire';
+import { isRecord } from '@svc/providers';
+import type { ChatChunk, ChatUsage } from '@svc/providers';
 
 /** An upstream stream whose first output has arrived, and nothing of it sent yet. */
 export interface OpenedStream {

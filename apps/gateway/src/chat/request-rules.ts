@@ -3,18 +3,12 @@
  * or any upstream is called, so a request that cannot succeed is refused, unbilled, with a 400
  * naming the field at fault.
  */
-import type { CatalogModel } from '../../../../libs/catalog/src/catalog';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { isRecord } from '../../../../libs/providers/src/json';
+import type { CatalogModel } from '@svc/catalog';
+import { ApiError } from '@svc/platform';
+import { isRecord, knownParameters } from '@svc/providers';
 
 /** The request fields of spec 4.2's table: everything else is ignored (rule 1). */
-export const KNOWN_CHAT_FIELDS: ReadonlySet<string> = new Set([
-  'model', 'preset', 'messages', 'models', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens',
-  'temperature', 'top_p', 'top_k', 'min_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty',
-  'repetition_penalty', 'logit_bias', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format',
-  'reasoning', 'reasoning_effort', 'include_reasoning', 'plugins', 'transforms', 'safety_identifier',
-  'prompt_cache_key', 'provider', 'logprobs', 'top_logprobs', 'modalities', 'prediction', 'user', 'n',
-]);
+const KNOWN_CHAT_FIELDS = knownParameters('chat');
 
 /** Spec 4.2 rule 5 and section 8. */
 export const MAX_IMAGES = 20;

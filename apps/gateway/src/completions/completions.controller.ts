@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { chatToCompletion, completionsOptions, completionsToChat, CompletionsStreamEncoder } from '../../../../libs/interfaces/src/completions';
+import type { Caller } from '@svc/identity';
+import { chatToCompletion, completionsOptions, completionsToChat, CompletionsStreamEncoder } from '@svc/interfaces';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { EdgeResponses } from '../edge/replay';

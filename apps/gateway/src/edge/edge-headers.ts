@@ -1,5 +1,4 @@
-import { checkIdempotencyKey } from '../../../../libs/platform/src/edge';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError, checkIdempotencyKey } from '@svc/platform';
 
 export interface CacheRequest {
   ttlSeconds: number;

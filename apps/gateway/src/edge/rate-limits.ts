@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller, Operation } from '../../../../libs/identity/src/authenticate';
-import type { WindowResult } from '../../../../libs/platform/src/edge';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { effectiveRateLimits, type RateLimits } from '../../../../libs/platform/src/rate-limits';
+import type { Caller, Operation } from '@svc/identity';
+import type { WindowResult } from '@svc/platform';
+import { ApiError, effectiveRateLimits, type RateLimits } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { embeddingsRequest } from '../../../../libs/interfaces/src/embeddings';
+import type { Caller } from '@svc/identity';
+import { embeddingsRequest } from '@svc/interfaces';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';

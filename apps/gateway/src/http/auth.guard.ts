@@ -1,10 +1,9 @@
 import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, authorize, keyFromHeaders, type Caller, type Operation, type SecretMatch } from '../../../../libs/identity/src/authenticate';
-import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { findKeyBySecretHash } from '../../../../libs/projections/src';
+import { authenticate, authorize, type Caller, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
+import { ApiError, CLOCK, type Clock } from '@svc/platform';
+import { findKeyBySecretHash } from '@svc/projections';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { RateLimitService } from '../edge/rate-limits';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:net';
 import { Client } from 'pg';
-import { DomainError } from '../../../../libs/eventstore/src/decider';
-import { ProjectionTimeoutError } from '../../../../libs/projections/src';
-import { ProviderError } from '../../../../libs/providers/src/provider-error';
+import { DomainError } from '@svc/eventstore';
+import { ProjectionTimeoutError } from '@svc/projections';
+import { ProviderError } from '@svc/providers';
 import { toApiError } from './error-mapping';
 
 const NOW = new Date('2026-11-24T10:00:00Z');

@@ -1,10 +1,9 @@
 import { HttpException } from '@nestjs/common';
-import { DomainError } from '../../../../libs/eventstore/src/decider';
-import { isLimitRefusal } from '../../../../libs/ledger/src/account';
-import { ApiError, isConnectionFailure } from '../../../../libs/platform/src/errors';
-import { nanoToUsdString } from '../../../../libs/platform/src/money';
-import { ProviderError } from '../../../../libs/providers/src/provider-error';
-import { ProjectionTimeoutError } from '../../../../libs/projections/src';
+import { DomainError } from '@svc/eventstore';
+import { isLimitRefusal } from '@svc/ledger';
+import { ApiError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
+import { ProviderError } from '@svc/providers';
+import { ProjectionTimeoutError } from '@svc/projections';
 
 /**
  * Turns whatever a request ended with into the spec's error object (section 2.1) and status

@@ -1,12 +1,11 @@
 import { Catch, Inject, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
+import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { toAnthropicError } from '../../../../libs/interfaces/src/messages';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { toAnthropicError } from '@svc/interfaces';
 import { RateLimitService } from '../edge/rate-limits';
 import { ApiKeyGuard } from './auth.guard';
 import { toApiError } from './error-mapping';
-import { failedGenerationOf } from '../../../../libs/metering/src';
+import { failedGenerationOf } from '@svc/metering';
 
 /**
  * Every error leaves as the spec's error object; unexpected ones are logged, never echoed.

@@ -1,4 +1,4 @@
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { ApiError } from '@svc/platform';
 
 /** An event stream's headers; x-accel-buffering: proxies such as nginx would otherwise hold the events back. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = {

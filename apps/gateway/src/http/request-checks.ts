@@ -1,8 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { inspectJson, inspectParameters } from '../../../../libs/platform/src/input';
-import { toAnthropicError } from '../../../../libs/interfaces/src/messages';
+import { ApiError, inspectJson, inspectParameters } from '@svc/platform';
+import { toAnthropicError } from '@svc/interfaces';
 import { isMessagesPath } from './error.filter';
 
 /**

@@ -1,10 +1,9 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { imageStorageUnavailable, StoredImages } from '../../../../libs/conversations/src/stored-images';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { checkImageInput, IMAGES_ENDPOINT, imagesAnswer, imagesOperation, imagesRequest, type KeepImages } from '../../../../libs/interfaces/src/images';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { nanoToUsd } from '../../../../libs/platform/src/money';
+import { imageStorageUnavailable, StoredImages } from '@svc/conversations';
+import type { Caller } from '@svc/identity';
+import { checkImageInput, IMAGES_ENDPOINT, imagesAnswer, imagesOperation, imagesRequest, type KeepImages } from '@svc/interfaces';
+import { ApiError, nanoToUsd } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ignoredParamsHeader } from '../chat/request-rules';

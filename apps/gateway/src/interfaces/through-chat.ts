@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import type { ChatRequestBody, CostedUsage } from '../../../../libs/interfaces/src/types';
-import type { ChatCompletion } from '../../../../libs/providers/src/wire';
+import type { Caller } from '@svc/identity';
+import type { ChatRequestBody, CostedUsage } from '@svc/interfaces';
+import type { ChatCompletion } from '@svc/providers';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService, type EncoderFactory, type RequestContext } from '../chat/chat-completions.service';
 import type { Answer } from '../edge/replay';

@@ -1,11 +1,11 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { EventMetadata } from '../../../../libs/eventstore/src/port';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
+import type { EventMetadata } from '@svc/eventstore';
+import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { bodyValidation } from '../../../../libs/platform/src/validation';
-import { KeyRequest, KeysService, RotateKeyRequest } from '../../../../libs/management/src';
+import { bodyValidation } from '@svc/platform';
+import { KeyRequest, KeysService, RotateKeyRequest } from '@svc/management';
 
 const CREATE_ROUTE = '/v1/keys';
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { chatToMessage, countMessagesTokens, MESSAGES_FIELDS, messagesToChat, MessagesStreamEncoder } from '../../../../libs/interfaces/src/messages';
+import type { Caller } from '@svc/identity';
+import { chatToMessage, countMessagesTokens, MESSAGES_FIELDS, messagesToChat, MessagesStreamEncoder } from '@svc/interfaces';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';

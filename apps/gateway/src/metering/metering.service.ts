@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ProviderStats } from '../../../../libs/catalog/src/provider-stats';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { LedgerCommand } from '../../../../libs/ledger/src/ledger.module';
-import type { ModelType } from '../../../../libs/catalog/src/catalog';
-import { ApiError } from '../../../../libs/platform/src/errors';
-import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult } from '../../../../libs/metering/src';
+import { ProviderStats } from '@svc/catalog';
+import type { Caller } from '@svc/identity';
+import { LedgerCommand } from '@svc/ledger';
+import type { ModelType } from '@svc/catalog';
+import { ApiError } from '@svc/platform';
+import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult } from '@svc/metering';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
-import { ReadYourWrites } from '../../../../libs/projections/src/read-your-writes';
+import { ReadYourWrites } from '@svc/projections';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
 /**

@@ -1,5 +1,5 @@
-import { MODALITIES, MODEL_TYPES, PARAMETER_NAME, type CatalogModel, type Modality, type ModelType } from '../../../../libs/catalog/src/catalog';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { MODALITIES, MODEL_TYPES, PARAMETER_NAME, type CatalogModel, type Modality, type ModelType } from '@svc/catalog';
+import { ApiError } from '@svc/platform';
 
 /** The filters of GET /v1/models and /v1/models/count (spec 4.17); a model must match all of them. */
 export interface ModelFilters {

@@ -1,6 +1,6 @@
-import type { CatalogModel, ModelPrices } from '../../../../libs/catalog/src/catalog';
-import { deprecationAt } from '../../../../libs/catalog/src/deprecation';
-import { nanoToUsdString, type Nano } from '../../../../libs/platform/src/money';
+import type { CatalogModel, ModelPrices } from '@svc/catalog';
+import { deprecationAt } from '@svc/catalog';
+import { nanoToUsdString, type Nano } from '@svc/platform';
 
 /**
  * A model as GET /v1/models shows it: OpenAI's model object (`id`, `object`, `created`,

@@ -1,8 +1,8 @@
 import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
-import type { CatalogModel } from '../../../../libs/catalog/src/catalog';
-import { isRetired } from '../../../../libs/catalog/src/deprecation';
-import { assertModelAllowed, modelNotFound, type Caller } from '../../../../libs/identity/src/authenticate';
-import { CLOCK, type Clock } from '../../../../libs/platform/src/clock';
+import type { CatalogModel } from '@svc/catalog';
+import { isRetired } from '@svc/catalog';
+import { assertModelAllowed, modelNotFound, type Caller } from '@svc/identity';
+import { CLOCK, type Clock } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { moderate, moderationRequest } from '../../../../libs/interfaces/src/moderations';
+import type { Caller } from '@svc/identity';
+import { moderate, moderationRequest } from '@svc/interfaces';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '../metering/metering.service';

@@ -1,8 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import { rerankAnswer, rerankOperation, rerankRequest } from '../../../../libs/interfaces/src/rerank';
-import { nanoToUsd } from '../../../../libs/platform/src/money';
+import type { Caller } from '@svc/identity';
+import { rerankAnswer, rerankOperation, rerankRequest } from '@svc/interfaces';
+import { nanoToUsd } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '../metering/metering.service';

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
+import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { RESPONSES_ROUTE, ResponsesService } from './responses.service';

@@ -1,19 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { listInputItems, type ItemList } from '../../../../libs/conversations/src/input-items';
-import { storageUnavailable, StoredResponses } from '../../../../libs/conversations/src/stored-responses';
-import type { Caller } from '../../../../libs/identity/src/authenticate';
-import {
-  chatToResponse,
-  RESPONSES_FIELDS,
-  responsesToChat,
-  ResponsesStreamEncoder,
-  type ResponseContext,
-  type ResponseItem,
-  type ResponseObject,
-} from '../../../../libs/interfaces/src/responses';
-import { invalid, optionalBoolean, requireBody, type Json } from '../../../../libs/interfaces/src/types';
-import { ApiError } from '../../../../libs/platform/src/errors';
+import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
+import type { Caller } from '@svc/identity';
+import { chatToResponse, invalid, type Json, optionalBoolean, requireBody, type ResponseContext, type ResponseItem, type ResponseObject, RESPONSES_FIELDS, ResponsesStreamEncoder, responsesToChat } from '@svc/interfaces';
+import { ApiError } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import type { Answer } from '../edge/replay';

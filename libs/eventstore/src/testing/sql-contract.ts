@@ -4,7 +4,7 @@
  * within a stream, for instance, so they are not part of ./contract.ts.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { SqlRunner } from '../../../platform/src/sql';
+import type { SqlRunner } from '@svc/platform';
 import { AppendTooLargeError, WrongExpectedVersionError, type NewEvent } from '../port';
 import { SqlEventStore } from '../sql-event-store';
 

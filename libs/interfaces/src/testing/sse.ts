@@ -1,5 +1,5 @@
 /** Test helpers: SSE frames back into events, and chat chunks to feed the encoders. */
-import type { ChatChunk, ChatDelta } from '../../../providers/src/wire';
+import type { ChatChunk, ChatDelta } from '@svc/providers';
 
 export interface ParsedFrame {
   event: string | undefined;

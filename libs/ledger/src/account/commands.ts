@@ -1,4 +1,4 @@
-import type { Nano } from '../../../platform/src/money';
+import type { Nano } from '@svc/platform';
 import type { MeterUsage } from '../pricing';
 import type { GenerationStats, KeyLimit } from './events';
 

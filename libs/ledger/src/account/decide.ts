@@ -1,5 +1,5 @@
-import { DomainError } from '../../../eventstore/src/decider';
-import { MAX_AMOUNT_NANO, nanoToUsdString } from '../../../platform/src/money';
+import { DomainError } from '@svc/eventstore';
+import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
 import { freeGenerationData, type AccountEvent } from './events';
 import { DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';

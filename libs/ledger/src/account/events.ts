@@ -1,8 +1,8 @@
-import type { DomainEvent } from '../../../eventstore/src/decider';
+import type { DomainEvent } from '@svc/eventstore';
 import type { MeterUsage } from '../pricing';
 import type { LimitReset } from '../spend-window';
 import type { AccountCommand } from './commands';
-import type { Nano } from '../../../platform/src/money';
+import type { Nano } from '@svc/platform';
 
 /**
  * The account aggregate (stream `account-<id>`): all money. Amounts in events are nano-USD

@@ -3,7 +3,7 @@
  * (./events), commands (./commands), state and evolve (./state), the limits every hold and charge
  * is checked against (./limits), and one function per command (./decide).
  */
-import type { Decider } from '../../../eventstore/src/decider';
+import type { Decider } from '@svc/eventstore';
 import type { AccountCommand } from './commands';
 import { decide } from './decide';
 import type { AccountEvent } from './events';

@@ -1,5 +1,5 @@
-import { DomainError } from '../../../eventstore/src/decider';
-import type { Nano } from '../../../platform/src/money';
+import { DomainError } from '@svc/eventstore';
+import type { Nano } from '@svc/platform';
 import { windowEndMs, windowStartMs, type LimitReset } from '../spend-window';
 import type { PlaceHold } from './commands';
 import type { AccountEvent, KeyLimit, KeyWindowData, ReachedTrigger } from './events';

@@ -1,5 +1,5 @@
 import { Map as ImmutableMap } from 'immutable';
-import type { Nano } from '../../../platform/src/money';
+import type { Nano } from '@svc/platform';
 import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
 import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
 

@@ -1,4 +1,4 @@
-import { deciderSpec } from '../../../eventstore/src/testing/decider-spec';
+import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { accountDecider, type AccountEvent, type GenerationStats, type KeyLimit, type PlaceHold } from '../account';
 
 /** Event and command builders for the account decider's given/when/then tests. */

@@ -1,6 +1,5 @@
-import { meteredUsage, type AccountEvent } from '../../../ledger/src/account';
-import { UNIT_METERS, type MeterUsage, type UnitMeter } from '../../../ledger/src/pricing';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import { type AccountEvent, meteredUsage, type MeterUsage, UNIT_METERS, type UnitMeter } from '@svc/ledger';
+import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, utcDay, type Projection } from '../projection';
 import type { AccountRecorded } from './credits';
 

@@ -1,10 +1,8 @@
-import type { RecordedEvent } from '../../../eventstore/src/port';
-import type { KeyEvent } from '../../../identity/src/key';
-import type { AccountEvent } from '../../../ledger/src/account';
-import { nanoToUsd } from '../../../platform/src/money';
-import type { OrgEvent } from '../../../identity/src/organization';
-import type { SettingsEvent } from '../../../identity/src/settings';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import type { RecordedEvent } from '@svc/eventstore';
+import type { KeyEvent, OrgEvent, SettingsEvent } from '@svc/identity';
+import type { AccountEvent } from '@svc/ledger';
+import { nanoToUsd } from '@svc/platform';
+import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
 
 type Audited = KeyEvent | OrgEvent | SettingsEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;

@@ -1,7 +1,7 @@
-import type { AccountEvent } from '../../../ledger/src/account';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import type { AccountEvent } from '@svc/ledger';
+import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, type Projection } from '../projection';
-import type { RecordedEvent } from '../../../eventstore/src/port';
+import type { RecordedEvent } from '@svc/eventstore';
 
 /** An account event as recorded: `type` and `data` narrow together. */
 export type AccountRecorded = { [T in AccountEvent['type']]: RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']> }[AccountEvent['type']];

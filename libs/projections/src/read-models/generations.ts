@@ -1,6 +1,6 @@
-import { meteredUsage, type AccountEvent, type GenerationStats } from '../../../ledger/src/account';
-import type { MeterUsage } from '../../../ledger/src/pricing';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import { meteredUsage, type AccountEvent, type GenerationStats } from '@svc/ledger';
+import type { MeterUsage } from '@svc/ledger';
+import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, type Projection } from '../projection';
 import type { AccountRecorded } from './credits';
 

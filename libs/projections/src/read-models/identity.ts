@@ -1,8 +1,6 @@
-import type { RecordedEvent } from '../../../eventstore/src/port';
-import type { KeyRecord, SecretMatch } from '../../../identity/src/authenticate';
-import type { KeyEvent, KeyEnvironment, KeyScope, KeySettings, LimitReset } from '../../../identity/src/key';
-import type { OrgEvent, OrgRole } from '../../../identity/src/organization';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import type { RecordedEvent } from '@svc/eventstore';
+import type { KeyEnvironment, KeyEvent, KeyRecord, KeyScope, KeySettings, LimitReset, OrgEvent, OrgRole, SecretMatch } from '@svc/identity';
+import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
 
 type Ev<E extends { type: string; data: unknown }, T extends E['type']> = RecordedEvent<T, Extract<E, { type: T }>['data']>;

@@ -1,6 +1,6 @@
-import type { RecordedEvent } from '../../../eventstore/src/port';
-import type { AccountEvent } from '../../../ledger/src/account';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import type { RecordedEvent } from '@svc/eventstore';
+import type { AccountEvent } from '@svc/ledger';
+import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, utcDay, type Projection } from '../projection';
 
 /** Spend per key per UTC day, for key usage per period (spec 2.2): one upsert per batch. */

@@ -1,6 +1,6 @@
-import type { RecordedEvent } from '../../../eventstore/src/port';
-import type { SettingsEvent } from '../../../identity/src/settings';
-import type { SqlExecutor } from '../../../platform/src/sql';
+import type { RecordedEvent } from '@svc/eventstore';
+import type { SettingsEvent } from '@svc/identity';
+import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
 
 type S<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;

@@ -3,10 +3,9 @@
  * for a request, and the context-compression step that runs before the call. The algorithms
  * themselves are pure functions in libs/providers/src/plugins.
  */
-import type { CatalogModel } from '../../../../../libs/catalog/src/catalog';
-import { ApiError } from '../../../../../libs/platform/src/errors';
-import { isRecord } from '../../../../../libs/providers/src/json';
-import { compressMessages } from '../../../../../libs/providers/src/plugins/context-compression';
+import type { CatalogModel } from '@svc/catalog';
+import { ApiError } from '@svc/platform';
+import { compressMessages, isRecord } from '@svc/providers';
 
 export const PLUGIN_IDS = ['web', 'response-healing', 'context-compression'] as const;
 type PluginId = (typeof PLUGIN_IDS)[number];

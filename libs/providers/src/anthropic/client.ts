@@ -8,24 +8,14 @@
  * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` (the Messages API has no
  * equivalent); thinking signatures, so an earlier turn's reasoning is not sent back.
  */
-import { isRecord } from './json';
-import {
-  Deadline,
-  DEFAULT_TIMEOUT_MS,
-  excludesReasoning,
-  postUpstream,
-  invalidResponse,
-  normalizeUsage,
-  parseJson,
-  type ChatCompletionResult,
-  type ChatProvider,
-  type EmbeddingsResult,
-  type UpstreamBody,
-} from './openai-compatible';
-import { ProviderError } from './provider-error';
-import { readSse, type SseEvent } from './sse';
-import { countTextTokens } from './tokens';
-import type { ChatChunk, ChatCompletion, ChatDelta, ChatUsage, ToolCall } from './wire';
+import { isRecord } from '../json';
+import { mapParameters, type ParameterConfig } from '../operations';
+import { excludesReasoning, normalizeUsage, type ChatCompletionResult, type ChatProvider, type EmbeddingsResult } from '../provider';
+import { ProviderError } from '../provider-error';
+import { readSse, type SseEvent } from '../sse';
+import { countTextTokens } from '../tokens';
+import { Deadline, DEFAULT_TIMEOUT_MS, invalidResponse, parseJson, postUpstream, type UpstreamBody } from '../transport';
+import type { ChatChunk, ChatCompletion, ChatDelta, ChatUsage, ToolCall } from '../wire';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** The Messages API requires `max_tokens`; OpenAI callers may leave it out. */
@@ -107,11 +97,11 @@ export class AnthropicProvider implements ChatProvider {
 // ---------------------------------------------------------------- request: OpenAI -> Messages
 
 /**
- * OpenAI request fields the Messages API has an equivalent for: a string renames the field, a
- * function returns the Messages fields it becomes (undefined: none). `messages`, `max_tokens`
- * and the reasoning fields combine several inputs and are handled in toMessagesRequest.
+ * The chat fields the Messages API has an equivalent for: a string renames the field, a function
+ * returns the Messages fields it becomes (undefined: none). `messages`, `max_tokens` and the
+ * reasoning fields combine several inputs and are handled in toMessagesRequest.
  */
-const REQUEST_FIELDS: Record<string, string | ((value: unknown, body: Json) => Json | undefined)> = {
+export const ANTHROPIC_CHAT_PARAMETERS: ParameterConfig<'chat'> = {
   model: 'model',
   temperature: 'temperature',
   top_p: 'top_p',
@@ -136,13 +126,9 @@ export interface MessagesRequest {
 }
 
 export function toMessagesRequest(body: Json): MessagesRequest {
-  const request: Json = {};
-  for (const [field, value] of Object.entries(body)) {
-    const target = REQUEST_FIELDS[field];
-    if (value === undefined || value === null || target === undefined) continue;
-    if (typeof target === 'string') request[target] = value;
-    else Object.assign(request, target(value, body));
-  }
+  // The Messages API refuses null where OpenAI reads it as the default: such a field is left out.
+  const given = Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null));
+  const request: Json = mapParameters(ANTHROPIC_CHAT_PARAMETERS, given, body);
   const { system, messages } = toMessages(Array.isArray(body.messages) ? body.messages : []);
   if (system.length > 0) request.system = system;
   request.messages = messages;

@@ -1,9 +1,9 @@
-import { AnthropicProvider, chatChunks, toChatCompletion, toMessagesRequest } from './anthropic';
-import { ProviderError } from './provider-error';
-import { startSimulator, type Simulator } from './simulator';
-import type { SseEvent } from './sse';
-import { countChatPromptTokens, countTextTokens } from './tokens';
-import type { ChatChunk } from './wire';
+import { AnthropicProvider, chatChunks, toChatCompletion, toMessagesRequest } from './client';
+import { ProviderError } from '../provider-error';
+import { startSimulator, type Simulator } from '../simulator';
+import type { SseEvent } from '../sse';
+import { countChatPromptTokens, countTextTokens } from '../tokens';
+import type { ChatChunk } from '../wire';
 
 const user = (content: unknown) => [{ role: 'user', content }];
 

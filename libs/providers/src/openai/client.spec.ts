@@ -1,12 +1,13 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { normalizeUsage, OpenAiCompatibleProvider, ROUTER_CHAT_PARAMS, type OpenAiCompatibleOptions } from './openai-compatible';
-import { AnthropicProvider } from './anthropic';
-import { ProviderError } from './provider-error';
-import { startSimulator, type Simulator } from './simulator';
-import { countTextTokens } from './tokens';
-import type { ChatChunk } from './wire';
+import { AnthropicProvider } from '../anthropic';
+import { normalizeUsage } from '../provider';
+import { ProviderError } from '../provider-error';
+import { startSimulator, type Simulator } from '../simulator';
+import { countTextTokens } from '../tokens';
+import type { ChatChunk } from '../wire';
+import { OpenAiCompatibleProvider, type OpenAiCompatibleOptions } from './client';
 
 let sim: Simulator;
 beforeAll(async () => {
@@ -191,7 +192,7 @@ describe('against a scripted upstream', () => {
     respond = json(200, completionJson);
     const body = chatBody('hi', { temperature: 0.2, top_k: 5, models: ['fallback'], plugins: [], stream: true, stream_options: {} });
     await scripted({ headers: { 'x-title': 'svc' } }).chatCompletion(body);
-    await scripted({ chatParams: ROUTER_CHAT_PARAMS }).chatCompletion(body);
+    await scripted({ dialect: 'router' }).chatCompletion(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2 });
     expect(received[0].headers).toMatchObject({ authorization: 'Bearer sk-test', 'x-title': 'svc', accept: 'application/json', 'user-agent': 'svc-gateway/0.1' });
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2, top_k: 5 });
@@ -203,7 +204,7 @@ describe('against a scripted upstream', () => {
     const body = chatBody('hi', { reasoning, include_reasoning: true });
     await scripted().chatCompletion(body);
     await scripted().chatCompletion({ ...body, reasoning_effort: 'low' });
-    await scripted({ chatParams: ROUTER_CHAT_PARAMS }).chatCompletion(body);
+    await scripted({ dialect: 'router' }).chatCompletion(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'high' });
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'low' });
     expect(received[2].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning, include_reasoning: true });

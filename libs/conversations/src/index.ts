@@ -1,0 +1,3 @@
+export * from './input-items';
+export * from './stored-images';
+export * from './stored-responses';

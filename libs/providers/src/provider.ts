@@ -1,0 +1,144 @@
+/**
+ * What the gateway calls on an upstream, whatever its wire format, and the shapes it gets back:
+ * requests and answers in the gateway's (OpenAI's) terms, every failure a ProviderError. Each
+ * provider folder translates at its edge.
+ */
+import { isRecord } from './json';
+import type { OperationName, ParameterConfig } from './operations';
+import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from './wire';
+
+/**
+ * `reasoning.exclude` or `include_reasoning: false` (spec 4.2): the model may think, but the
+ * caller does not get the thinking. Upstreams that do not know these fields would return it.
+ */
+export function excludesReasoning(body: Record<string, unknown>): boolean {
+  return (isRecord(body.reasoning) && body.reasoning.exclude === true) || body.include_reasoning === false;
+}
+
+export interface NormalizedUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  reasoningTokens: number;
+}
+
+export interface ChatCompletionResult {
+  response: ChatCompletion;
+  usage: NormalizedUsage;
+  latencyMs: number;
+}
+
+export interface EmbeddingsResult {
+  response: EmbeddingsResponse;
+  usage: NormalizedUsage;
+  latencyMs: number;
+}
+
+/**
+ * What the gateway calls on an upstream, whatever its wire format: requests and answers are in
+ * the OpenAI shape, and every failure is a ProviderError. Each adapter translates at its edge.
+ */
+export interface ChatProvider {
+  chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult>;
+  /** OpenAI chunks, the usage chunk last; a stream cut short throws a `network` ProviderError. */
+  streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk>;
+  embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult>;
+  /** Spec 4.13; only adapters whose catalog entry serves moderation models have it. */
+  moderations?(body: object, signal?: AbortSignal): Promise<JsonResult>;
+  /** Spec 4.12; only rerank adapters have it. */
+  rerank?(body: RerankBody, signal?: AbortSignal): Promise<RerankResult>;
+  /** Spec 4.8-4.10; OpenAI-compatible adapters have them. */
+  images?(body: object, signal?: AbortSignal): Promise<JsonResult>;
+  speech?(body: object, signal?: AbortSignal): Promise<BinaryResult>;
+  transcribe?(kind: 'transcriptions' | 'translations', form: AudioForm, signal?: AbortSignal): Promise<BinaryResult>;
+}
+
+/** A rerank request in the gateway's terms (Cohere's, which Jina's extends). */
+export interface RerankBody {
+  model: string;
+  query: string;
+  documents: string[];
+  top_n?: number;
+}
+
+/** A rerank answer in the gateway's terms, whatever the upstream's shape. */
+export interface RerankResult {
+  /** Best first. */
+  results: { index: number; relevance_score: number }[];
+  /** What the provider billed: Cohere's search units, or Jina's tokens; null when it did not say. */
+  searchUnits: number | null;
+  totalTokens: number | null;
+  latencyMs: number;
+}
+
+export interface JsonResult {
+  json: Record<string, unknown>;
+  latencyMs: number;
+}
+
+/** A body that is not JSON (audio, or a transcript as text), with the type the provider gave it. */
+export interface BinaryResult {
+  bytes: Buffer;
+  contentType: string;
+  latencyMs: number;
+}
+
+/** An audio file and the text fields that go with it in a multipart form. */
+export interface AudioForm {
+  file: Buffer;
+  filename: string;
+  contentType: string;
+  fields: Record<string, string>;
+  /** Fields given once per value (`timestamp_granularities[]`). */
+  lists?: [string, string][];
+}
+
+/** Usage in the gateway's terms; absent members are 0. Reasoning is inside completionTokens. */
+export function normalizeUsage(usage: unknown): NormalizedUsage {
+  const u = isRecord(usage) ? usage : {};
+  const prompt = isRecord(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
+  const completion = isRecord(u.completion_tokens_details) ? u.completion_tokens_details : {};
+  return {
+    promptTokens: count(u.prompt_tokens),
+    completionTokens: count(u.completion_tokens),
+    cachedTokens: count(prompt.cached_tokens),
+    reasoningTokens: count(completion.reasoning_tokens),
+  };
+}
+
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+/** What a catalog provider entry gives its client. */
+export interface AdapterOptions {
+  baseUrl: string;
+  apiKey: string;
+  timeoutMs?: number;
+  /** OpenAI-compatible upstreams: OpenAI's own request fields, or a router's (see the catalog). */
+  dialect?: 'openai' | 'router';
+}
+
+/**
+ * A provider, in the manner of Portkey's provider configs: the operations it serves, each with
+ * its request mapping (which known fields it takes, under which names); an operation it does not
+ * declare is unsupported, and the catalog refuses to route a model of that type to it. Its client
+ * speaks the wire format: it sends the mapped request and turns the answer (and every failure)
+ * back into the gateway's shapes.
+ */
+export interface ProviderDeclaration {
+  readonly operations: { readonly [O in OperationName]?: ParameterConfig<O> };
+  client(options: AdapterOptions): ChatProvider;
+}
+
+/** The client method that carries each operation. */
+export const OPERATION_METHODS = {
+  chat: 'chatCompletion',
+  embed: 'embeddings',
+  image: 'images',
+  speech: 'speech',
+  transcription: 'transcribe',
+  translation: 'transcribe',
+  rerank: 'rerank',
+  moderation: 'moderations',
+} as const satisfies Record<OperationName, keyof ChatProvider>;

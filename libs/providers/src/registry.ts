@@ -1,0 +1,31 @@
+/** Every provider the catalog can name as an `adapter`: the one place that maps names to folders. */
+import { anthropic } from './anthropic';
+import { cohere } from './cohere';
+import { jina } from './jina';
+import { openai } from './openai';
+import { MODEL_TYPE_OPERATIONS, type OperationName } from './operations';
+import type { AdapterOptions, ChatProvider, ProviderDeclaration } from './provider';
+
+export const PROVIDERS = { openai, anthropic, cohere, jina } as const satisfies Record<string, ProviderDeclaration>;
+export type AdapterName = keyof typeof PROVIDERS;
+export const ADAPTERS = Object.keys(PROVIDERS) as AdapterName[];
+
+/** The client for a catalog provider's adapter. */
+export function createChatProvider(adapter: AdapterName, options: AdapterOptions): ChatProvider {
+  return PROVIDERS[adapter].client(options);
+}
+
+/** The operations an adapter declares. */
+export function operationsOf(adapter: AdapterName): OperationName[] {
+  return Object.keys(PROVIDERS[adapter].operations) as OperationName[];
+}
+
+/**
+ * Whether an adapter can serve models of a catalog type: it declares one of the type's
+ * operations. A type with no operation yet (search, video) is listed only, so any adapter may
+ * carry it.
+ */
+export function servesModelType(adapter: AdapterName, type: string): boolean {
+  const wanted = MODEL_TYPE_OPERATIONS[type];
+  return wanted === undefined || wanted.some((operation) => PROVIDERS[adapter].operations[operation] !== undefined);
+}

@@ -1,0 +1,139 @@
+/**
+ * How every adapter reaches its upstream: undici on one shared keep-alive pool, a deadline per
+ * call, and every failure turned into a ProviderError that says whether a retry or a fallback
+ * model makes sense.
+ */
+import { Agent, request, type Dispatcher, FormData } from 'undici';
+import { isRecord } from './json';
+import { ProviderError } from './provider-error';
+
+export const DEFAULT_TIMEOUT_MS = 120_000;
+
+/** POSTs JSON under a deadline of `timeoutMs` and parses the JSON answer; every failure is a ProviderError. */
+export async function postJsonUpstream(url: string, headers: Record<string, string>, payload: object, timeoutMs: number, signal?: AbortSignal) {
+  const started = performance.now();
+  const deadline = new Deadline(timeoutMs, signal);
+  try {
+    const answer = await postUpstream(url, { ...headers, accept: 'application/json' }, payload, deadline);
+    const json = parseJson(await answer.text());
+    return { json, latencyMs: performance.now() - started };
+  } catch (error) {
+    throw deadline.failure(error);
+  } finally {
+    deadline.dispose();
+  }
+}
+
+/** A Node Readable with `text()`. Read it to the end or destroy it: until then its socket stays taken. */
+export type UpstreamBody = Dispatcher.ResponseData['body'];
+
+/**
+ * One keep-alive pool for every upstream: undici's request() rather than fetch(), which spends
+ * its CPU on WHATWG streams. No per-origin connection cap, as with fetch: a burst opens sockets
+ * instead of queuing. undici's own timeouts are off, the Deadline alone decides. Redirects are
+ * never followed: undici strips only `authorization` when one crosses origins, so an `x-api-key`
+ * (the operator's or the account's own) and the prompt would go wherever a provider, or whoever
+ * answers in its name, points.
+ */
+const upstreams = new Agent({ keepAliveTimeout: 10_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
+
+const USER_AGENT = 'svc-gateway/0.1';
+
+/**
+ * POSTs JSON to an upstream under the deadline and returns the body of a 2xx answer; any other
+ * status becomes a ProviderError. An abort of the deadline's signal destroys the body too.
+ */
+export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+  const { statusCode, body, headers: answered } = await request(url, {
+    method: 'POST',
+    // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
+    headers: { 'user-agent': USER_AGENT, ...headers },
+    // A multipart form goes as it is (undici sets its boundary); anything else as JSON.
+    body: payload instanceof FormData ? payload : JSON.stringify(payload),
+    signal: deadline.signal,
+    dispatcher: upstreams,
+  });
+  if (statusCode >= 300 && statusCode <= 399) {
+    // Read and dropped, so the socket goes back to the pool.
+    await body.dump().catch(() => undefined);
+    // A provider failure like any other (not billed; a fallback may answer), not the caller's.
+    throw new ProviderError({ kind: 'invalid_response', status: 502, message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`, upstreamBody: null });
+  }
+  if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body);
+  const type = answered['content-type'];
+  return Object.assign(body, { contentType: Array.isArray(type) ? type[0] : type });
+}
+
+/**
+ * The adapter's own abort signal: it fires when the upstream stays silent for `ms`, and follows
+ * the caller's signal. Time spent by the consumer between two stream pieces is not counted, so a
+ * slow client cannot turn into an upstream timeout.
+ */
+export class Deadline {
+  readonly signal: AbortSignal;
+  private readonly timeout = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ms: number,
+    private readonly callerSignal: AbortSignal | undefined,
+  ) {
+    this.signal = callerSignal ? AbortSignal.any([callerSignal, this.timeout.signal]) : this.timeout.signal;
+    this.arm();
+  }
+
+  async *whileReading(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const bytes of source) {
+      this.dispose();
+      yield bytes;
+      this.arm();
+    }
+  }
+
+  /** The error to throw for `error`: a cancellation by the caller is rethrown as it is. */
+  failure(error: unknown): unknown {
+    if (this.callerSignal?.aborted) return this.callerSignal.reason;
+    if (this.timeout.signal.aborted) {
+      return new ProviderError({ kind: 'timeout', status: 504, message: `upstream did not answer within ${this.ms} ms` });
+    }
+    if (error instanceof ProviderError) return error;
+    // undici rejects with the socket error itself: "connect ECONNREFUSED ...", "other side closed".
+    const detail = (error as { message?: string } | undefined)?.message || String(error);
+    return new ProviderError({ kind: 'network', status: 502, message: `upstream connection failed: ${detail}`, cause: error });
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => this.timeout.abort(), this.ms);
+  }
+}
+
+/** Reads OpenAI's `{error: {message}}` and Anthropic's `{type: "error", error: {message}}` alike. */
+async function httpError(status: number, responseBody: UpstreamBody): Promise<ProviderError> {
+  const text = await responseBody.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // Proxies in front of upstreams answer with HTML or plain text; keep it as it is.
+  }
+  const message = isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string'
+    ? body.error.message
+    : `upstream answered HTTP ${status}`;
+  return new ProviderError({ kind: 'http', status, message, upstreamBody: body });
+}
+
+export function invalidResponse(message: string, body: unknown): ProviderError {
+  return new ProviderError({ kind: 'invalid_response', status: 502, message: `invalid upstream response: ${message}`, upstreamBody: body });
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw invalidResponse('body is not JSON', text);
+  }
+}
