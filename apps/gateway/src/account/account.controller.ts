@@ -1,10 +1,8 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
-import { ApiError, bodyValidation, nanoToUsd } from '@svc/platform';
+import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { generationIdOf } from '../responses/responses.service';
 import { presentActivity, presentGeneration } from './account.presenter';
@@ -18,7 +16,8 @@ export class AccountController {
   constructor(
     private readonly queries: QueryBus,
     private readonly reads: ReadYourWrites,
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
   ) {}
 
   @Get('credits')
@@ -67,7 +66,7 @@ export class AccountController {
 
   @Get('activity')
   async activity(@CallerParam() caller: Caller, @QueryParam() query: Record<string, unknown>) {
-    const window = activityWindow(this.runtime.clock.now());
+    const window = activityWindow(this.clock.now());
     const filters = parseActivityQuery(query, window);
     const keyId = await this.activityKey(caller, filters.keyId);
     await this.reads.settle(caller.accountId, 'activity');
@@ -101,7 +100,7 @@ export class AccountController {
       throw ApiError.invalidRequest('action must be an audit action such as key.created.', 'action');
     }
     await this.reads.settle(caller.accountId, 'audit_log');
-    return { data: await listAuditLog(this.runtime.sql, caller.accountId, n, (action as string | undefined) ?? null) };
+    return { data: await listAuditLog(this.sql, caller.accountId, n, (action as string | undefined) ?? null) };
   }
 
   /**
@@ -116,7 +115,7 @@ export class AccountController {
       return caller.keyId;
     }
     if (requested === null) return null;
-    const key = await getKey(this.runtime.sql, requested);
+    const key = await getKey(this.sql, requested);
     // A key of another workspace is as unknown as a missing one (as on GET /v1/keys/{id}).
     if (!key || key.workspaceId !== caller.workspaceId) throw ApiError.notFound(`No key with id '${requested}' in this workspace.`, 'key_not_found', 'key_id');
     return requested;

@@ -2,16 +2,14 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Readable } from 'node:stream';
 import type { CatalogRoute } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
+import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
-import { ApiError, nanoToUsd } from '@svc/platform';
+import { ApiError, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { type Metered, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
 import { type EmbeddingsCall, embedOperation } from '@svc/interfaces';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
 import { toApiError } from '../http/error-mapping';
 import { Metering } from '../metering/metering.service';
 import type { ChatCompletionRequest } from './chat-completion.request';
@@ -74,7 +72,9 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   private readonly settling = new Set<Promise<void>>();
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CATALOG) private readonly catalog: Catalog,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
     private readonly metering: Metering,
   ) {}
 
@@ -144,7 +144,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       model: target.model.id,
       encoder: encoder({ id: reservation.id, model: target.model.id, promptTokens: reservation.promptTokens }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
-      errorEvent: (failure) => midStreamError(failure, this.runtime.clock.now()).toBody(),
+      errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
       progressIntervalMs: PROGRESS_INTERVAL_MS,
     });
@@ -230,7 +230,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const { reservation } = generation.metered;
     const settlement = chatSettlement(usage);
     const stats = { ...calls.statsOf(reservation, target, settlement), latency_ms: sofar.latencyMs, ttft_ms: sofar.ttftMs };
-    await recordProgress(this.runtime.sql, { holdId: reservation.id, accountId: reservation.accountId, amountNano: calls.costOf(target, settlement.usage), stats });
+    await recordProgress(this.sql, { holdId: reservation.id, accountId: reservation.accountId, amountNano: calls.costOf(target, settlement.usage), stats });
     generation.progressRecorded = true;
   }
 
@@ -238,7 +238,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     if (!generation.progressRecorded) return;
     const { id } = generation.metered.reservation;
     // A row left behind is harmless (its hold is settled) and pruned by the worker.
-    await forgetProgress(this.runtime.sql, id).catch((err: unknown) => this.logger.warn(`${id}: progress not forgotten: ${(err as Error).message}`));
+    await forgetProgress(this.sql, id).catch((err: unknown) => this.logger.warn(`${id}: progress not forgotten: ${(err as Error).message}`));
   }
 
   private measure(target: Target, latencyMs: number, ttftMs: number | null, completionTokens: number): void {
@@ -257,7 +257,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const parameters = requestParameters(request);
     const route = (requested: string, primary: boolean) => {
       const { id, suffixes } = parseModelId(requested);
-      const resolved = resolveModel(this.runtime.catalog, id, this.runtime.clock.now(), { allowedModels: caller.allowed_models, type: 'chat' });
+      const resolved = resolveModel(this.catalog, id, this.clock.now(), { allowedModels: caller.allowed_models, type: 'chat' });
       const fields = suffixFields(resolved.model, suffixes, request);
       let routes: readonly CatalogRoute[];
       try {

@@ -1,9 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post, Res, UseGuards } from '@nestjs/common';
+import { CLOCK, type Clock } from '@svc/platform';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { chatToCompletion, completionsOptions, completionsToChat, CompletionsStreamEncoder } from '@svc/interfaces';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ThroughChat } from '../interfaces/through-chat';
@@ -16,7 +15,7 @@ const ROUTE = '/v1/completions';
 @Requires('model_call')
 export class CompletionsController {
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CLOCK) private readonly clock: Clock,
     private readonly through: ThroughChat,
     private readonly edge: EdgeResponses,
   ) {}
@@ -40,7 +39,7 @@ export class CompletionsController {
         {
           json: (completion) => chatToCompletion(completion, { prompt: options.prompt, echo: options.echo }),
           encoder: ({ id, model }) =>
-            new CompletionsStreamEncoder({ id, model, created: Math.floor(this.runtime.clock.now().getTime() / 1000), ...options }),
+            new CompletionsStreamEncoder({ id, model, created: Math.floor(this.clock.now().getTime() / 1000), ...options }),
         },
       ),
     );

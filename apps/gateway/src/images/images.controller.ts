@@ -3,9 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { imageStorageUnavailable, StoredImages } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
 import { checkImageInput, IMAGES_ENDPOINT, imagesAnswer, imagesOperation, imagesRequest, type KeepImages } from '@svc/interfaces';
-import { ApiError, nanoToUsd } from '@svc/platform';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { ignoredParamsHeader } from '../chat/request-rules';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
@@ -23,11 +21,13 @@ export class ImagesController {
   private readonly stored: StoredImages;
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
     private readonly metering: Metering,
     private readonly edge: EdgeResponses,
   ) {
-    this.stored = new StoredImages(runtime.sql, () => runtime.config.encryptionKey, runtime.clock);
+    this.stored = new StoredImages(this.sql, () => this.config.encryptionKey, this.clock);
   }
 
   @Post('images/generations')
@@ -65,7 +65,7 @@ export class ImagesController {
           'x-svc-generation-id': id,
           ...(call.ignored.length > 0 ? { 'x-svc-ignored-params': ignoredParamsHeader(call.ignored) } : {}),
         },
-        json: imagesAnswer(id, target.model.id, Math.floor(this.runtime.clock.now().getTime() / 1000), answer, nanoToUsd(charged)),
+        json: imagesAnswer(id, target.model.id, Math.floor(this.clock.now().getTime() / 1000), answer, nanoToUsd(charged)),
       };
     });
   }

@@ -1,10 +1,8 @@
 import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
 import type { CatalogModel } from '@svc/catalog';
-import { isRetired } from '@svc/catalog';
+import { CATALOG, type Catalog, isRetired } from '@svc/catalog';
 import { assertModelAllowed, modelNotFound, type Caller } from '@svc/identity';
 import { CLOCK, type Clock } from '@svc/platform';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { matchesFilters, parseModelFilters } from './model-filters';
 import { presentModel, presentModelWithProviders } from './model.presenter';
@@ -15,7 +13,7 @@ import { presentModel, presentModelWithProviders } from './model.presenter';
 @Requires('lookup')
 export class ModelsController {
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CATALOG) private readonly catalog: Catalog,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
@@ -37,7 +35,7 @@ export class ModelsController {
    */
   @Get('*')
   get(@CallerParam() caller: Caller, @Param('*') id: string) {
-    const model = this.runtime.catalog.get(id);
+    const model = this.catalog.get(id);
     if (!model) throw modelNotFound(id);
     assertModelAllowed(caller, id);
     return presentModelWithProviders(model, this.clock.now());
@@ -46,7 +44,7 @@ export class ModelsController {
   /** Only models the key may use, and not those past their sunset: they no longer answer themselves. */
   private listed(caller: Caller, query: Record<string, unknown>, now: Date): CatalogModel[] {
     const filters = parseModelFilters(query);
-    return this.runtime.catalog.models.filter(
+    return this.catalog.models.filter(
       (m) => (!caller.allowed_models || caller.allowed_models.includes(m.id)) && !isRetired(m, now) && matchesFilters(m, filters),
     );
   }

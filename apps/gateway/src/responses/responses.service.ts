@@ -3,9 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
 import { chatToResponse, invalid, type Json, optionalBoolean, requireBody, type ResponseContext, type ResponseItem, type ResponseObject, RESPONSES_FIELDS, ResponsesStreamEncoder, responsesToChat } from '@svc/interfaces';
-import { ApiError } from '@svc/platform';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import type { Answer } from '../edge/replay';
 import { ThroughChat } from '../interfaces/through-chat';
 
@@ -48,11 +46,13 @@ export class ResponsesService {
   private readonly stored: StoredResponses;
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(CONFIG) private readonly config: Config,
+    @Inject(READ_DB) private readonly sql: SqlRunner,
     private readonly through: ThroughChat,
   ) {
     // Read at each use: the key is configuration, and without it storage is refused, not the gateway.
-    this.stored = new StoredResponses(runtime.sql, () => runtime.config.encryptionKey);
+    this.stored = new StoredResponses(this.sql, () => this.config.encryptionKey);
   }
 
   /**
@@ -73,7 +73,7 @@ export class ResponsesService {
   }
 
   async answer(caller: Caller, request: ResponsesRequest, clientRequestId: string | undefined): Promise<Answer> {
-    const now = this.runtime.clock.now();
+    const now = this.clock.now();
     const earlier = request.previousResponseId === null ? null : await this.conversation(caller, request.previousResponseId, now);
     const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
     // What the model is given besides the instructions: a later response continues from here.
@@ -132,12 +132,12 @@ export class ResponsesService {
 
   /** DELETE /responses/{id}: the content is removed at once. */
   async delete(caller: Caller, id: string): Promise<{ id: string; object: 'response'; deleted: true }> {
-    if (!(await this.stored.delete(id, caller.workspaceId, this.runtime.clock.now()))) throw notFound(id);
+    if (!(await this.stored.delete(id, caller.workspaceId, this.clock.now()))) throw notFound(id);
     return { id, object: 'response', deleted: true };
   }
 
   private async find(caller: Caller, id: string) {
-    const found = await this.stored.find(id, caller.workspaceId, this.runtime.clock.now());
+    const found = await this.stored.find(id, caller.workspaceId, this.clock.now());
     if (found === null) throw notFound(id);
     return found;
   }
