@@ -186,6 +186,30 @@ describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 
     expect(settled.data.latency_ms).toBeGreaterThanOrEqual(39 * 25);
   });
 
+  it('survives a client that leaves before the first event, and still bills the generation (spec 1 rule 4)', async () => {
+    const content = '#sim {"delay_ms": 300, "completion_tokens": 5}';
+    const chargesOfFive = async () =>
+      (await gw.runtime.store.readStream(accountStream(gw.keys.account_id))).filter((e) => e.type === 'UsageCharged' && (e.data as { completion_tokens: number }).completion_tokens === 5).length;
+    const chargedBefore = await chargesOfFive();
+    const abort = new AbortController();
+    const pending = fetch(`${gw.url}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gw.keys.api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim/echo', stream: true, messages: user(content) }),
+      signal: abort.signal,
+    });
+    await sleep(100);
+    abort.abort();
+    await expect(pending).rejects.toThrow();
+
+    // The answer had no client to go to; the gateway still serves the next one and bills the first.
+    await sleep(500);
+    const after = await rawStream({ model: 'sim/echo', messages: user('still here') });
+    expect(after.response.status).toBe(200);
+    expect(after.data[after.data.length - 1]).toBe('[DONE]');
+    expect(await chargesOfFive()).toBe(chargedBefore + 1);
+  });
+
   describe('an upstream stream cut short', () => {
     const messages = user('one two three four five\n#sim {"cut_after_chunks": 3}');
     // The role chunk, then "Echo: ", "one ", "two ": what arrived before the connection died.

@@ -31,10 +31,11 @@ export class ApiErrorFilter implements ExceptionFilter {
     if (apiError.status >= 500 && apiError.code === 'internal_error') {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }
-    if (reply.sent) return;
+    if (!canAnswer(reply)) return;
     const generationId = failedGenerationOf(err);
     if (generationId) void reply.header('x-svc-generation-id', generationId);
-    void this.send(apiError, request, reply);
+    // Never let the answer to an error become an unhandled rejection: it would end the process.
+    this.send(apiError, request, reply).catch((e: unknown) => this.logger.error(e instanceof Error ? (e.stack ?? e.message) : String(e)));
   }
 
   private async send(apiError: ApiError, request: FastifyRequest | undefined, reply: FastifyReply): Promise<void> {
@@ -43,10 +44,16 @@ export class ApiErrorFilter implements ExceptionFilter {
       const caller = await this.keys.callerOf(request);
       if (caller) await this.rateLimits.reportWindows(caller, reply).catch(() => undefined);
     }
-    if (reply.sent) return;
+    if (!canAnswer(reply)) return;
     const body = isMessagesPath(request?.url) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody();
-    void reply.status(apiError.status).headers(apiError.headers).send(body);
+    // A stream that failed before its first byte already set its event-stream type: the error object is JSON.
+    void reply.status(apiError.status).headers(apiError.headers).type('application/json; charset=utf-8').send(body);
   }
+}
+
+/** Whether anything can still be said: not once the answer went out, nor to a client that left. */
+function canAnswer(reply: FastifyReply): boolean {
+  return !reply.sent && !reply.raw.destroyed;
 }
 
 /** `/v1/messages` and everything under it (`/v1/messages/count_tokens`), query string aside. */
