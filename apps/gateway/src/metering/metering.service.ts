@@ -5,7 +5,7 @@ import type { Caller } from '@svc/identity';
 import { LedgerCommand } from '@svc/ledger';
 import type { ModelType } from '@svc/catalog';
 import { ApiError } from '@svc/platform';
-import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult } from '@svc/metering';
+import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult, type Target } from '@svc/metering';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '@svc/projections';
@@ -61,8 +61,23 @@ export class Metering {
     return routeOperation(this.routing(), caller, type, context);
   }
 
-  /** For requests whose `model` is optional (spec 4.13): the catalog's first model of `type` the key may use. */
-  defaultModel(caller: Caller, type: ModelType): string {
+  /**
+   * A free call (spec 4.13): no hold and no charge, but a generation record of cost 0. Without
+   * `model`, the catalog's first model of `type` the key may use answers.
+   */
+  async runFree<T>(
+    caller: Caller,
+    type: ModelType,
+    context: { model?: string | null; endpoint: string; clientRequestId?: string },
+    call: (target: Target) => Promise<T>,
+  ): Promise<{ id: string; target: Target; value: T; headers: Record<string, string> }> {
+    const model = context.model ?? this.defaultModel(caller, type);
+    const { models, headers } = this.route(caller, type, { model });
+    const ran = await this.calls.runFree(caller, { models, endpoint: context.endpoint, clientRequestId: context.clientRequestId }, call);
+    return { ...ran, headers };
+  }
+
+  private defaultModel(caller: Caller, type: ModelType): string {
     const model = this.runtime.catalog.models.find((m) => m.type === type && (!caller.allowed_models || caller.allowed_models.includes(m.id)));
     if (!model) throw ApiError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
     return model.id;

@@ -32,9 +32,7 @@ export class ModerationsController {
   ): Promise<void> {
     const call = moderationRequest(body);
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (clientRequestId) => {
-      const model = call.model ?? this.metering.defaultModel(caller, 'moderation');
-      const { models, headers: notices } = this.metering.route(caller, 'moderation', { model });
-      const { id, target, value } = await this.metering.calls.runFree(caller, { models, endpoint: ROUTE, clientRequestId }, (t) => moderate(t, call));
+      const { id, target, value, headers: notices } = await this.metering.runFree(caller, 'moderation', { model: call.model, endpoint: ROUTE, clientRequestId }, (t) => moderate(t, call));
       return {
         generationId: id,
         headers: { ...notices, 'x-svc-generation-id': id },
