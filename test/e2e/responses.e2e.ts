@@ -278,11 +278,11 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
     expect(rows[0].input_items).toMatch(/^v1:/);
     expect(JSON.stringify(rows[0])).not.toContain('plaintext');
 
-    // A ciphertext copied onto another response's row does not open there: the read fails, it shows nothing.
+    // A ciphertext copied onto another response's row does not open there: that response is as gone as a deleted one.
     const other = await client.responses.create({ model: 'sim/echo', input: 'Another' });
     await gw.runtime.sql.query('UPDATE stored_responses SET response = $1 WHERE id = $2', [rows[0].response, other.id]);
     const err = await errorOf(client.responses.retrieve(other.id));
-    expect(err.status).toBe(500);
+    expect(err.status).toBe(404);
     expect(JSON.stringify(err.error)).not.toContain('plaintext');
   });
 

@@ -1,3 +1,4 @@
 export * from './input-items';
 export * from './stored-images';
 export * from './stored-responses';
+export * from './sealed-content';

@@ -9,7 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock, SqlRunner } from '@svc/platform';
-import { ApiError, openSecret, sealSecret, SecretDecryptionError } from '@svc/platform';
+import { ApiError } from '@svc/platform';
+import { SealedContent } from './sealed-content';
 
 /** How long an image URL works: OpenAI's URLs expire after an hour too. */
 export const STORED_IMAGE_TTL_MS = 60 * 60 * 1000;
@@ -50,12 +51,16 @@ export function imageSealContext(accountId: string, id: string): string {
 }
 
 export class StoredImages {
+  private readonly content: SealedContent;
+
   constructor(
     private readonly sql: SqlRunner,
     /** SVC_ENCRYPTION_KEY, read at each use; without it nothing can be kept or served (503). */
-    private readonly key: () => Buffer | null,
+    key: () => Buffer | null,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.content = new SealedContent(key, imageStorageUnavailable);
+  }
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
@@ -74,7 +79,7 @@ export class StoredImages {
 
   /** Keeps `images` for an hour from now; resolves with their ids, in order. */
   async save(accountId: string, images: readonly Buffer[]): Promise<StoredImageRef[]> {
-    const key = this.requireKey();
+    this.content.requireAvailable();
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + STORED_IMAGE_TTL_MS);
     // No sweeper of its own: each write clears what has expired, so the table holds about an hour of images.
@@ -84,7 +89,7 @@ export class StoredImages {
       const id = randomBytes(ID_BYTES).toString('base64url');
       const { contentType, extension } = imageTypeOf(bytes);
       // GCM seals text: the bytes go in as base64, and nothing of the image is readable at rest.
-      const sealed = sealSecret(key, bytes.toString('base64'), imageSealContext(accountId, id));
+      const sealed = this.content.seal(bytes.toString('base64'), imageSealContext(accountId, id));
       await this.sql.query(
         `INSERT INTO ${STORED_IMAGES_TABLE} (id, account_id, content_type, sealed, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
         [id, accountId, contentType, sealed, now.toISOString(), expiresAt.toISOString()],
@@ -97,7 +102,7 @@ export class StoredImages {
   /** The image if `id` names one that has not expired; an expired one is deleted on the way. */
   async find(id: string): Promise<StoredImage | null> {
     if (!ID.test(id)) return null;
-    const key = this.requireKey();
+    this.content.requireAvailable();
     const { rows } = await this.sql.query<Row>(`SELECT id, account_id, content_type, sealed, expires_at FROM ${STORED_IMAGES_TABLE} WHERE id = $1`, [id]);
     const row = rows[0];
     if (!row) return null;
@@ -106,25 +111,13 @@ export class StoredImages {
       await this.sql.query(`DELETE FROM ${STORED_IMAGES_TABLE} WHERE id = $1 AND expires_at <= $2`, [id, now.toISOString()]);
       return null;
     }
-    try {
-      const base64 = openSecret(key, row.sealed, imageSealContext(row.account_id, row.id));
-      return { accountId: row.account_id, contentType: row.content_type, bytes: Buffer.from(base64, 'base64') };
-    } catch (err) {
-      // Sealed under an earlier SVC_ENCRYPTION_KEY (or altered): as gone as an expired one.
-      if (err instanceof SecretDecryptionError) return null;
-      throw err;
-    }
+    const base64 = this.content.open(row.sealed, imageSealContext(row.account_id, row.id));
+    return base64 === null ? null : { accountId: row.account_id, contentType: row.content_type, bytes: Buffer.from(base64, 'base64') };
   }
 
   /** Whether images can be kept and served at all (SVC_ENCRYPTION_KEY is set). */
   get available(): boolean {
-    return this.key() !== null;
-  }
-
-  private requireKey(): Buffer {
-    const key = this.key();
-    if (key === null) throw imageStorageUnavailable();
-    return key;
+    return this.content.available;
   }
 }
 

@@ -7,7 +7,8 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { ApiError, openSecret, sealSecret } from '@svc/platform';
+import { ApiError } from '@svc/platform';
+import { SealedContent } from './sealed-content';
 import type { SqlRunner } from '@svc/platform';
 import type { ResponseItem, ResponseObject } from '@svc/interfaces';
 
@@ -49,11 +50,15 @@ export function sealContext(workspaceId: string, id: string, column: 'response' 
 }
 
 export class StoredResponses {
+  private readonly content: SealedContent;
+
   constructor(
     private readonly sql: SqlRunner,
     /** SVC_ENCRYPTION_KEY, read at each use; without it nothing can be saved or read (503). The purge needs none. */
-    private readonly key: () => Buffer | null = () => null,
-  ) {}
+    key: () => Buffer | null = () => null,
+  ) {
+    this.content = new SealedContent(key, storageUnavailable);
+  }
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
@@ -72,7 +77,6 @@ export class StoredResponses {
   }
 
   async save(stored: StoredResponseRecord): Promise<void> {
-    const key = this.requireKey();
     const { id, workspaceId } = stored;
     const expiresAt = new Date(stored.createdAt.getTime() + STORED_RESPONSE_RETENTION_MS);
     // A retried save of the same response (same id) changes nothing.
@@ -85,15 +89,15 @@ export class StoredResponses {
         stored.keyId,
         stored.createdAt.toISOString(),
         expiresAt.toISOString(),
-        sealSecret(key, JSON.stringify(stored.response), sealContext(workspaceId, id, 'response')),
-        sealSecret(key, JSON.stringify(stored.inputItems), sealContext(workspaceId, id, 'input_items')),
+        this.content.seal(JSON.stringify(stored.response), sealContext(workspaceId, id, 'response')),
+        this.content.seal(JSON.stringify(stored.inputItems), sealContext(workspaceId, id, 'input_items')),
       ],
     );
   }
 
   /** The response if it exists, belongs to `workspaceId` and has not expired at `now`; null otherwise. */
   async find(id: string, workspaceId: string, now: Date): Promise<StoredResponseRecord | null> {
-    const key = this.requireKey();
+    this.content.requireAvailable();
     const { rows } = await this.sql.query<Row>(
       `SELECT id, workspace_id, key_id, created_at, response, input_items FROM ${STORED_RESPONSES_TABLE}
        WHERE id = $1 AND workspace_id = $2 AND expires_at > $3`,
@@ -101,13 +105,17 @@ export class StoredResponses {
     );
     const row = rows[0];
     if (!row) return null;
+    const response = this.content.open(row.response, sealContext(row.workspace_id, row.id, 'response'));
+    const inputItems = this.content.open(row.input_items, sealContext(row.workspace_id, row.id, 'input_items'));
+    // Sealed under an earlier SVC_ENCRYPTION_KEY (or altered): as gone as an expired one.
+    if (response === null || inputItems === null) return null;
     return {
       id: row.id,
       workspaceId: row.workspace_id,
       keyId: row.key_id,
       createdAt: new Date(row.created_at),
-      response: JSON.parse(openSecret(key, row.response, sealContext(row.workspace_id, row.id, 'response'))) as ResponseObject,
-      inputItems: JSON.parse(openSecret(key, row.input_items, sealContext(row.workspace_id, row.id, 'input_items'))) as ResponseItem[],
+      response: JSON.parse(response) as ResponseObject,
+      inputItems: JSON.parse(inputItems) as ResponseItem[],
     };
   }
 
@@ -128,13 +136,7 @@ export class StoredResponses {
 
   /** Whether responses can be saved and read at all (SVC_ENCRYPTION_KEY is set). */
   get available(): boolean {
-    return this.key() !== null;
-  }
-
-  private requireKey(): Buffer {
-    const key = this.key();
-    if (key === null) throw storageUnavailable();
-    return key;
+    return this.content.available;
   }
 }
 
