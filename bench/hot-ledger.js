@@ -12,7 +12,8 @@ const inFlight = Number(process.argv[4] ?? 256);
 const { PgSqlRunner } = require(path.join(root, 'dist/libs/platform/src/sql.js'));
 const { SqlEventStore } = require(path.join(root, 'dist/libs/eventstore/src/sql-event-store.js'));
 const { AggregateStore } = require(path.join(root, 'dist/libs/eventstore/src/aggregate-store.js'));
-const { accountDecider, accountStream } = require(path.join(root, 'dist/libs/ledger/src/account.js'));
+// No extension: account.js before the aggregate was split into account/, account/index.js since.
+const { accountDecider, accountStream } = require(path.join(root, 'dist/libs/ledger/src/account'));
 const { systemClock } = require(path.join(root, 'dist/libs/platform/src/clock.js'));
 
 (async () => {
