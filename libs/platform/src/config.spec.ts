@@ -28,3 +28,20 @@ describe('SVC_REQUEST_LOG', () => {
     expect(() => loadConfig({ SVC_REQUEST_LOG: 'quiet' })).toThrow(/^SVC_REQUEST_LOG: /);
   });
 });
+
+describe('SVC_WEBHOOK_ALLOW_PRIVATE', () => {
+  it('is off unless set to true or on', () => {
+    expect(loadConfig({}).webhookAllowPrivate).toBe(false);
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(true);
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: ' on ' }).webhookAllowPrivate).toBe(true);
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }).webhookAllowPrivate).toBe(false);
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'off' }).webhookAllowPrivate).toBe(false);
+  });
+
+  it('refuses anything else, naming the variable', () => {
+    for (const bad of ['yes', '1', 'TRUE']) {
+      expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: bad })).toThrow(/^SVC_WEBHOOK_ALLOW_PRIVATE: expected true or false/);
+    }
+  });
+});

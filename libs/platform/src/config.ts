@@ -54,6 +54,13 @@ export interface Config {
    * by default below the 30 s most orchestrators allow between SIGTERM and SIGKILL.
    */
   shutdownGraceMs: number;
+  /**
+   * For development only (SVC_WEBHOOK_ALLOW_PRIVATE, off by default): lets webhook targets, and
+   * every other URL the service fetches on a caller's behalf, use `http` and reach loopback and
+   * private addresses, so a receiver on the developer's own machine can be tried. Left on in
+   * production, any caller could make the service reach its own internal network.
+   */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -131,6 +138,14 @@ export function loadConfig(env: Env = process.env): Config {
     return v === 'on';
   };
 
+  const trueFalse = (name: string, fallback: boolean): boolean => {
+    const v = text(name);
+    if (v === null) return fallback;
+    if (v === 'true' || v === 'on') return true;
+    if (v === 'false' || v === 'off') return false;
+    throw new ConfigError(name, `expected true or false (or on or off), got ${JSON.stringify(v)}`);
+  };
+
   const rateLimits = (name: string, environment: 'live' | 'test') => {
     const v = text(name);
     try {
@@ -159,5 +174,6 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
     requestLog: onOff('SVC_REQUEST_LOG', true),
     shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),
   };
 }

@@ -5,6 +5,7 @@ export * from './edge';
 export * from './errors';
 export * from './input';
 export * from './money';
+export * from './outbound';
 export * from './periodic';
 export * from './rate-limits';
 export * from './sql';
