@@ -4,7 +4,7 @@ import type { AggregateStore, EventMetadata, Handled } from '@svc/eventstore';
 import { AGGREGATE_STORE } from '@svc/eventstore';
 import { keyDecider, keyStream, type KeyCommand, type KeyEvent, type KeyState } from './key';
 import { orgDecider, orgStream, type OrgCommand, type OrgEvent, type OrgState } from './organization';
-import { settingsDecider, settingsStream, type SettingsCommand, type SettingsEvent, type SettingsState } from './settings';
+import { settingsDecider, settingsStream, type SettingsCommand, type SettingsEvent, type SettingsState } from './settings/index';
 
 /** A command for the key aggregate, through the command bus. */
 export class IdentityCommand extends Command<Handled<KeyState, KeyEvent>> {

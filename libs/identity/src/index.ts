@@ -5,4 +5,4 @@ export * from './organization';
 export * from './permissions';
 export * from './restrictions';
 export * from './secrets';
-export * from './settings';
+export * from './settings/index';

@@ -5,7 +5,9 @@ import { nanoToUsd } from '@svc/platform';
 import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
 
-type Audited = KeyEvent | OrgEvent | SettingsEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
+/** Every settings write, and the pause the dispatcher records; not each failed delivery, which the webhook events list. */
+type AuditedSettings = Exclude<SettingsEvent, { type: 'WebhookDeliveryFailed' | 'WebhookDeliveryRecovered' }>;
+type Audited = KeyEvent | OrgEvent | AuditedSettings | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
 
 /** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
 const API_FIELD: Record<string, string> = { limit_nano: 'limit' };
@@ -25,6 +27,14 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
   // The hint only: the audit log is read by people, and even a ciphertext has no business there.
   ProviderKeySaved: (d) => ({ action: 'provider_key.saved', account: d.account_id, target: d.provider, details: { provider: d.provider, hint: d.hint } }),
   ProviderKeyDeleted: (d) => ({ action: 'provider_key.deleted', account: d.account_id, target: d.provider, details: { provider: d.provider } }),
+  PromptLoggingSet: (d) => ({ action: 'settings.prompt_logging_set', account: d.account_id, target: d.account_id, details: { enabled: d.enabled, retention_days: d.retention_days } }),
+  StepUpSet: (d) => ({ action: 'settings.step_up_set', account: d.account_id, target: d.account_id, details: { enabled: d.enabled, email: d.email } }),
+  // Never the secret, not even sealed.
+  WebhookSaved: (d) => ({ action: 'webhook.saved', account: d.account_id, target: d.webhook_id, details: { url: d.url, events: d.events, new_secret: d.encrypted_secret !== undefined } }),
+  WebhookSecretRotated: (d) => ({ action: 'webhook.secret_rotated', account: d.account_id, target: d.webhook_id, details: {} }),
+  WebhookDeleted: (d) => ({ action: 'webhook.deleted', account: d.account_id, target: d.webhook_id, details: {} }),
+  WebhookPaused: (d) => ({ action: 'webhook.paused', account: d.account_id, target: d.webhook_id, details: { consecutive_failures: d.consecutive_failures } }),
+  WebhookResumed: (d) => ({ action: 'webhook.resumed', account: d.account_id, target: d.webhook_id, details: {} }),
   CreditsAdded: (d) => ({ action: 'credits.added', account: d.account_id, target: d.account_id, details: { amount_usd: usd(d.amount_nano), reason: d.reason } }),
   DailyLimitSet: (d) => ({ action: 'account.daily_limit_set', account: d.account_id, target: d.account_id, details: { daily_limit_usd: usd(d.limit_nano) } }),
 };

@@ -1,7 +1,8 @@
 import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { fold } from '@svc/eventstore';
 import { generateEncryptionKey, sealSecret } from '@svc/platform';
-import { settingsDecider, type SettingsEvent } from './settings';
+import { settingsDecider } from './decide';
+import type { SettingsEvent } from './events';
 
 const spec = deciderSpec(settingsDecider);
 const key = Buffer.from(generateEncryptionKey(), 'base64');
