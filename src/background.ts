@@ -3,8 +3,11 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { StoredResponses } from '@svc/conversations';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
-import { PeriodicTask } from '@svc/platform';
-import { accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '@svc/projections';
+import { randomBytes } from 'node:crypto';
+import { settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
+import { openSecret, OutboundClient, PeriodicTask, SecretDecryptionError } from '@svc/platform';
+import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, orphanedHolds, pruneInFlight } from '@svc/projections';
+import { deliveryDecider, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
@@ -63,12 +66,50 @@ export function purgeStoredResponses(runtime: Runtime): Promise<number> {
 /** How often expired stored responses are purged. */
 const PURGE_INTERVAL_MS = 60 * 60_000;
 
+/**
+ * The webhook dispatcher (spec 6.1) on this process's read models and streams, POSTing through
+ * the outbound guard: public https targets only unless SVC_WEBHOOK_ALLOW_PRIVATE says otherwise.
+ */
+export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient, 'post'>): WebhookDispatcher {
+  const metadata = { actor: 'webhooks' };
+  return new WebhookDispatcher({
+    clock: runtime.clock,
+    sql: runtime.sql,
+    due: (now, limit) => dueWebhookEvents(runtime.sql, now, limit),
+    endpoint: async (accountId) => {
+      const { webhook } = await getAccountSettings(runtime.sql, accountId);
+      if (!webhook) return null;
+      return { id: webhook.id, url: webhook.url, paused: webhook.paused, secret: openWebhookSecret(runtime, accountId, webhook.id, webhook.sealedSecret) };
+    },
+    post: (url, init) => client.post(url, init),
+    record: async (command) => void (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)),
+    report: async (accountId, webhookId, eventId, delivered) =>
+      void (await runtime.aggregates.handle(settingsDecider, settingsStream(accountId), { type: 'RecordWebhookDelivery', accountId, webhookId, eventId, delivered }, metadata)),
+    owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
+  });
+}
+
+function openWebhookSecret(runtime: Runtime, accountId: string, webhookId: string, sealed: string): string | null {
+  const key = runtime.config.encryptionKey;
+  if (key === null) return null;
+  try {
+    return openSecret(key, sealed, webhookSecretContext(accountId, webhookId));
+  } catch (err) {
+    if (err instanceof SecretDecryptionError) return null;
+    throw err;
+  }
+}
+
+/** How often due webhook events are looked for: the first attempt follows its event within about a second. */
+const WEBHOOK_INTERVAL_MS = 1000;
+
 export interface Background {
   sweeper: HoldExpirySweeper;
   reaper: HoldReaper;
   recordDeprecationNotices(): Promise<number>;
   /** One purge pass of expired stored responses, as the background runs it every hour. */
   purgeStoredResponses(): Promise<number>;
+  webhooks: WebhookDispatcher;
   stop(): Promise<void>;
 }
 
@@ -83,12 +124,19 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   const purge = new PeriodicTask(() => purgeStoredResponses(runtime), PURGE_INTERVAL_MS);
   purge.start((err) => console.error('purging expired stored responses failed:', err), { immediately: true });
+  const outbound = new OutboundClient({ allowPrivate: runtime.config.webhookAllowPrivate });
+  const webhooks = webhookDispatcher(runtime, outbound);
+  const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
+  deliveries.start((err) => console.error('delivering webhooks failed:', err));
   return {
     sweeper,
     reaper,
     recordDeprecationNotices: () => recordDeprecationNotices(runtime),
     purgeStoredResponses: () => purgeStoredResponses(runtime),
+    webhooks,
     stop: async () => {
+      await deliveries.stop();
+      await outbound.close();
       await purge.stop();
       await notices.stop();
       await sweeper.stop();

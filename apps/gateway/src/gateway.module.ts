@@ -27,6 +27,7 @@ import { ManagementModule } from '@svc/management';
 import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
+import { SettingsController, WebhookEventsController } from './settings/settings.controller';
 import { SpeechController } from './audio/speech.controller';
 import { TranscriptionsController } from './audio/transcriptions.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
@@ -38,6 +39,8 @@ export class GatewayModule {
       module: GatewayModule,
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule],
       controllers: [
+        SettingsController,
+        WebhookEventsController,
         ChatCompletionsController,
         EmbeddingsController,
         RerankController,

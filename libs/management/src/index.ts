@@ -2,3 +2,5 @@ export { AdminService } from './admin.service';
 export { KeyRequest, Omittable, RotateKeyRequest } from './key.request';
 export { KeysService, type KeyOwner } from './keys.service';
 export { ManagementModule } from './management.module';
+export { parseSettingsPatch, parseWebhookRequest, type SettingsPatch, type WebhookRequest } from './settings.request';
+export { presentSettings, presentWebhook, presentWebhookEvent, SettingsService } from './settings.service';

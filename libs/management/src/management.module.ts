@@ -4,6 +4,7 @@ import { LedgerModule } from '@svc/ledger';
 import { ReadYourWrites } from '@svc/projections';
 import { AdminService } from './admin.service';
 import { KeysService } from './keys.service';
+import { SettingsService } from './settings.service';
 
 /**
  * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
@@ -12,7 +13,7 @@ import { KeysService } from './keys.service';
  */
 @Module({
   imports: [LedgerModule, IdentityModule],
-  providers: [ReadYourWrites, KeysService, AdminService],
-  exports: [ReadYourWrites, KeysService, AdminService],
+  providers: [ReadYourWrites, KeysService, AdminService, SettingsService],
+  exports: [ReadYourWrites, KeysService, AdminService, SettingsService],
 })
 export class ManagementModule {}

@@ -1,0 +1,97 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query as QueryParam, UseGuards } from '@nestjs/common';
+import type { EventMetadata } from '@svc/eventstore';
+import type { Caller } from '@svc/identity';
+import { parseSettingsPatch, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService } from '@svc/management';
+import { ApiError } from '@svc/platform';
+import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+
+/**
+ * Settings belong to the account that pays (spec 1); an organization's are changed with a
+ * management key of its owner's own account, as its audit log is read.
+ */
+function settingsAccount(caller: Caller): string {
+  if (caller.workspaceId !== caller.accountId) {
+    throw ApiError.permission("An organization's settings are managed with a management key of its owner's own account.", 'management_key_required');
+  }
+  return caller.accountId;
+}
+
+/** Account settings (spec 1, 6.1): prompt logging, email step-up and the webhook endpoint. */
+@Controller('v1/settings')
+@UseGuards(ApiKeyGuard)
+@Requires('management')
+export class SettingsController {
+  constructor(private readonly settings: SettingsService) {}
+
+  @Get()
+  async get(@CallerParam() caller: Caller) {
+    return { data: presentSettings(await this.settings.get(settingsAccount(caller))) };
+  }
+
+  @Patch()
+  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+    const patch = parseSettingsPatch(body);
+    return { data: presentSettings(await this.settings.update(settingsAccount(caller), patch, actor)) };
+  }
+
+  /** The signing secret is in the answer only when the endpoint is new: shown once, as Stripe's. */
+  @Put('webhook')
+  async saveWebhook(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+    const request = parseWebhookRequest(body);
+    const { webhook, secret } = await this.settings.saveWebhook(settingsAccount(caller), request, actor);
+    return { data: presentWebhook(webhook!), ...(secret !== null && { secret }) };
+  }
+
+  @Delete('webhook')
+  async deleteWebhook(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata) {
+    await this.settings.deleteWebhook(settingsAccount(caller), actor);
+    return { deleted: true };
+  }
+
+  @Post('webhook/rotate-secret')
+  @HttpCode(200)
+  async rotateSecret(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata) {
+    const { webhook, secret } = await this.settings.rotateWebhookSecret(settingsAccount(caller), actor);
+    return { data: presentWebhook(webhook!), secret };
+  }
+
+  @Post('webhook/resume')
+  @HttpCode(200)
+  async resume(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata) {
+    return { data: presentWebhook((await this.settings.resumeWebhook(settingsAccount(caller), actor))!) };
+  }
+}
+
+const MAX_PAGE = 100;
+
+/** Spec 6.1: every event sent to the endpoint, with its delivery state and attempts; redelivery. */
+@Controller('v1/webhook-events')
+@UseGuards(ApiKeyGuard)
+@Requires('management')
+export class WebhookEventsController {
+  constructor(private readonly settings: SettingsService) {}
+
+  /** A cursor list, newest first, in OpenAI's list shape (`after` is the last id of the page before). */
+  @Get()
+  async list(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('after') after: unknown) {
+    const n = limit === undefined ? 20 : Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw ApiError.invalidRequest(`limit must be an integer from 1 to ${MAX_PAGE}.`, 'limit');
+    if (after !== undefined && (typeof after !== 'string' || !/^evt_[0-9a-f]{24}$/.test(after))) throw ApiError.invalidRequest('after must be a webhook event id.', 'after');
+    const rows = await this.settings.listEvents(settingsAccount(caller), n + 1, (after as string | undefined) ?? null);
+    const page = rows.slice(0, n);
+    return { object: 'list', data: page.map((e) => presentWebhookEvent(e)), first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: rows.length > n };
+  }
+
+  @Get(':id')
+  async get(@CallerParam() caller: Caller, @Param('id') id: string) {
+    const { event, attempts } = await this.settings.event(settingsAccount(caller), id);
+    return { data: presentWebhookEvent(event, attempts) };
+  }
+
+  @Post(':id/redeliver')
+  @HttpCode(202)
+  async redeliver(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string) {
+    const { event, attempts } = await this.settings.redeliver(settingsAccount(caller), id, actor);
+    return { data: presentWebhookEvent(event, attempts) };
+  }
+}

@@ -1,0 +1,5 @@
+export * from './delivery';
+export * from './dispatcher';
+export * from './event-types';
+export * from './outbox';
+export * from './signature';
