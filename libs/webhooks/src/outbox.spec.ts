@@ -1,0 +1,58 @@
+import { createHmac } from 'node:crypto';
+import type { RecordedEvent } from '@svc/eventstore';
+import { WEBHOOK_EVENT_TYPES } from './event-types';
+import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES } from './outbox';
+import { signWebhook, verifyWebhookSignature } from './signature';
+
+const recorded = (type: string, data: object): RecordedEvent => ({ id: 'e1', type, data, metadata: {}, stream: 's', revision: 0n, position: 0n as never });
+
+describe('the outbox mapping (spec 6.1)', () => {
+  it('maps each source to a spec type, in decimal USD, never nano', () => {
+    expect(webhookEventOf(recorded('CreditsAdded', { account_id: 'a1', amount_nano: '2500000000', reason: 'purchase' }))).toEqual({ accountId: 'a1', type: 'credits.added', data: { amount: 2.5, reason: 'purchase' } });
+    expect(webhookEventOf(recorded('BalanceLow', { account_id: 'a1', balance_nano: '900000000', threshold_nano: '1000000000' }))).toEqual({ accountId: 'a1', type: 'balance.low', data: { balance: 0.9, threshold: 1 } });
+    const window = { account_id: 'a1', key_id: 'k1', reset: 'daily', limit_nano: '5000000000', charged_nano: '4000000000', window_start: '2026-11-02T00:00:00.000Z', resets_at: '2026-11-03T00:00:00.000Z' };
+    expect(webhookEventOf(recorded('KeySpendCapWarning', window))?.data).toEqual({ key_id: 'k1', limit: 5, limit_reset: 'daily', usage: 4, window_start: window.window_start, resets_at: window.resets_at });
+    expect(webhookEventOf(recorded('KeySpendCapReached', { ...window, trigger: 'charge' }))?.type).toBe('key.spend_cap.reached');
+    expect(webhookEventOf(recorded('KeyRevoked', { account_id: 'a1', key_id: 'k1' }))).toEqual({ accountId: 'a1', type: 'key.revoked', data: { key_id: 'k1' } });
+  });
+
+  it('maps only to types of the spec, and ignores what causes none', () => {
+    for (const type of WEBHOOK_SOURCE_TYPES) expect(WEBHOOK_EVENT_TYPES).toContain(webhookEventOf(recorded(type, { account_id: 'a1', amount_nano: '0', balance_nano: '0', threshold_nano: '0', limit_nano: '0', charged_nano: '0' }))!.type);
+    expect(webhookEventOf(recorded('UsageCharged', { account_id: 'a1' }))).toBeNull();
+  });
+
+  it('gives an event the same id for the same cause and account, and another for another', () => {
+    expect(webhookEventId('e1', 'a1')).toMatch(/^evt_[0-9a-f]{24}$/);
+    expect(webhookEventId('e1', 'a1')).toBe(webhookEventId('e1', 'a1'));
+    expect(webhookEventId('e1', 'a2')).not.toBe(webhookEventId('e1', 'a1'));
+    expect(webhookEventId('e2', 'a1')).not.toBe(webhookEventId('e1', 'a1'));
+  });
+
+  it('subscribes to every type with null, else to the listed ones', () => {
+    expect(subscribes(null, 'balance.low')).toBe(true);
+    expect(subscribes(['key.created'], 'balance.low')).toBe(false);
+  });
+});
+
+describe('Svc-Signature (spec 6.1)', () => {
+  const body = '{"id":"evt_1","type":"credits.added","created":1790000000,"data":{"amount":2}}';
+
+  it('is t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">, as Stripe signs', () => {
+    const header = signWebhook('whsec_test', 1790000000, body);
+    expect(header).toMatch(/^t=1790000000,v1=[0-9a-f]{64}$/);
+    expect(header).toBe(`t=1790000000,v1=${createHmac('sha256', 'whsec_test').update(`1790000000.${body}`).digest('hex')}`);
+  });
+
+  it('verifies with the secret, the body as signed and a fresh timestamp only', () => {
+    const header = signWebhook('whsec_test', 1790000000, body);
+    expect(verifyWebhookSignature(header, 'whsec_test', body, 1790000100)).toBe(true);
+    expect(verifyWebhookSignature(header, 'whsec_other', body, 1790000100)).toBe(false);
+    expect(verifyWebhookSignature(header, 'whsec_test', `${body} `, 1790000100)).toBe(false);
+    expect(verifyWebhookSignature(header, 'whsec_test', body, 1790000301)).toBe(false);
+    expect(verifyWebhookSignature(header, 'whsec_test', body, 1789999699)).toBe(false);
+    expect(verifyWebhookSignature('t=abc,v1=00', 'whsec_test', body, 1790000000)).toBe(false);
+    // Several v1 values (a receiver during a secret rotation sees one per secret): any one may match.
+    const other = signWebhook('whsec_other', 1790000000, body).split(',')[1];
+    expect(verifyWebhookSignature(`${header},${other}`, 'whsec_other', body, 1790000000)).toBe(true);
+  });
+});
