@@ -4,9 +4,9 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } 
 import { StoredResponses } from '@svc/conversations';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
-import { settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
+import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
 import { openSecret, OutboundClient, PeriodicTask, SecretDecryptionError } from '@svc/platform';
-import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, orphanedHolds, pruneInFlight } from '@svc/projections';
+import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, orphanedHolds, pruneInFlight } from '@svc/projections';
 import { deliveryDecider, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
 
@@ -52,7 +52,23 @@ export async function recordDeprecationNotices(runtime: Runtime): Promise<number
   return events.length;
 }
 
-/** How often due deprecation notices are looked for: a week's notice need not be to the second. */
+/**
+ * Records the `key.expiring` notices due now (spec 6.1: 7 days and 1 day before a key's
+ * expiry) on each key's stream; the key decider keeps each notice to once, however many
+ * workers look. Resolves with how many were new.
+ */
+export async function recordKeyExpiryNotices(runtime: Runtime): Promise<number> {
+  const now = runtime.clock.now();
+  const horizon = new Date(now.getTime() + Math.max(...KEY_EXPIRY_NOTICE_DAYS) * 24 * 3600_000);
+  let recorded = 0;
+  for (const keyId of await keysExpiringBy(runtime.sql, now, horizon)) {
+    const { events } = await runtime.aggregates.handle(keyDecider, keyStream(keyId), { type: 'NoteKeyExpiring' }, { actor: 'keys' });
+    recorded += events.length;
+  }
+  return recorded;
+}
+
+/** How often due deprecation and expiry notices are looked for: a week's notice need not be to the second. */
 const NOTICE_INTERVAL_MS = 10 * 60_000;
 
 /**
@@ -107,6 +123,7 @@ export interface Background {
   sweeper: HoldExpirySweeper;
   reaper: HoldReaper;
   recordDeprecationNotices(): Promise<number>;
+  recordKeyExpiryNotices(): Promise<number>;
   /** One purge pass of expired stored responses, as the background runs it every hour. */
   purgeStoredResponses(): Promise<number>;
   webhooks: WebhookDispatcher;
@@ -122,6 +139,8 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   reaper.start();
   const notices = new PeriodicTask(() => recordDeprecationNotices(runtime), NOTICE_INTERVAL_MS);
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
+  const expiries = new PeriodicTask(() => recordKeyExpiryNotices(runtime), NOTICE_INTERVAL_MS);
+  expiries.start((err) => console.error('recording key expiry notices failed:', err), { immediately: true });
   const purge = new PeriodicTask(() => purgeStoredResponses(runtime), PURGE_INTERVAL_MS);
   purge.start((err) => console.error('purging expired stored responses failed:', err), { immediately: true });
   const outbound = new OutboundClient({ allowPrivate: runtime.config.webhookAllowPrivate });
@@ -132,6 +151,7 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     sweeper,
     reaper,
     recordDeprecationNotices: () => recordDeprecationNotices(runtime),
+    recordKeyExpiryNotices: () => recordKeyExpiryNotices(runtime),
     purgeStoredResponses: () => purgeStoredResponses(runtime),
     webhooks,
     stop: async () => {
@@ -139,6 +159,7 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
       await outbound.close();
       await purge.stop();
       await notices.stop();
+      await expiries.stop();
       await sweeper.stop();
       await reaper.stop();
       await runtime.projections.stop();

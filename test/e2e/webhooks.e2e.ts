@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock, OutboundClient } from '@svc/platform';
 import { webhookDispatcher } from '../../src/background';
+import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '@svc/catalog';
 import { ALL_PROJECTIONS } from '@svc/projections';
 import { RETRY_DELAYS_MS, SIGNATURE_TOLERANCE_SECONDS, verifyWebhookSignature, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
@@ -230,6 +231,44 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(verifyWebhookSignature(delivery.headers['svc-signature'] as string, secret, delivery.raw, now)).toBe(false);
   });
 
+  it('key.expiring: 7 days and again 1 day before a key expires, on the injected clock', async () => {
+    await call('PUT', '/settings/webhook', { key: management, body: { url: receiver.url, events: ['key.expiring'] } });
+    const key = await call('POST', '/keys', { key: management, body: { name: 'short-lived', expires_in_days: 5 } });
+    expect(key.status).toBe(201);
+    const expiring = () => receiver.of('key.expiring').filter((r) => r.body.data.key_id === key.json.data.id);
+
+    expect(await gw.background.recordKeyExpiryNotices()).toBeGreaterThanOrEqual(1);
+    const [week] = await until('the 7-day notice', () => expiring().length === 1 && expiring());
+    expect(week.body.data).toEqual({ key_id: key.json.data.id, expires_at: key.json.data.expires_at, days_before: 7 });
+    // Looked at again: nothing new.
+    await gw.background.recordKeyExpiryNotices();
+    clock.advance(3 * 24 * 3600_000);
+    await gw.background.recordKeyExpiryNotices();
+    await sleep(1200);
+    expect(expiring()).toHaveLength(1);
+
+    clock.advance(1.5 * 24 * 3600_000);
+    await gw.background.recordKeyExpiryNotices();
+    const both = await until('the 1-day notice', () => expiring().length === 2 && expiring());
+    expect(both[1].body.data.days_before).toBe(1);
+  });
+
+  it('model.deprecated: to the accounts that used the model in the last 30 days, once per notice', async () => {
+    await call('PUT', '/settings/webhook', { key: management, body: { url: receiver.url, events: ['model.deprecated'] } });
+    const chat = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } });
+    expect(chat.status).toBe(200);
+    await until('the use of sim/echo projected', async () => (await gw.runtime.sql.query('SELECT 1 FROM webhook_model_use WHERE account_id = $1 AND model = $2', [gw.keys.account_id, 'sim/echo'])).rows.length === 1);
+    const notice = (model: string, kind: 'announced' | 'final') => ({ id: `${model}:${kind}:test`, kind, model, name: model, sunset: new Date(clock.now().getTime() + 40 * 24 * 3600_000), replacement: 'sim/echo-2' });
+    await gw.runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced'), notice('sim/unused', 'announced')] }, { actor: 'catalog' });
+    const [announced] = await until('model.deprecated', () => receiver.of('model.deprecated').length > 0 && receiver.of('model.deprecated'));
+    expect(announced.body.data).toMatchObject({ model: 'sim/echo', notice: 'announced', replacement: 'sim/echo-2' });
+    await sleep(1200);
+    // Nobody used sim/unused; the same notice recorded again is not a new event.
+    await gw.runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced')] }, { actor: 'catalog' });
+    await sleep(1200);
+    expect(receiver.of('model.deprecated').map((r) => r.body.data.model)).toEqual(['sim/echo']);
+  });
+
   it('records every settings write in the audit log with actor and time', async () => {
     const patched = await call('PATCH', '/settings', { key: management, body: { prompt_logging: { enabled: true, retention_days: 7 }, step_up: { enabled: true, email: 'ops@example.com' } } });
     expect(patched.status).toBe(200);
@@ -265,7 +304,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
   });
 
   it('rebuilding the new projections from 0 gives the live rows', async () => {
-    const tables = ['account_settings', 'webhook_subscriptions', 'webhook_events', 'webhook_attempts'];
+    const tables = ['account_settings', 'webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use'];
     const snapshot = async () => Object.fromEntries(await Promise.all(tables.map(async (t) => [t, (await gw.runtime.sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows] as const)));
     const live = await snapshot();
     expect(live.webhook_events.length).toBeGreaterThan(5);

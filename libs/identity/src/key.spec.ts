@@ -144,3 +144,34 @@ describe('key secrets (spec 2.3, 5.2)', () => {
     expect(secretHint(secret)).toBe(`svc_test_...${secret.slice(-4)}`);
   });
 });
+
+describe('key decider: expiry notices (spec 6.1 key.expiring)', () => {
+  const NOW = new Date('2026-11-02T10:00:00Z');
+  const expiringIn = (ms: number): KeyEvent => ({ ...created, data: { ...(created.data as object), expires_at: new Date(NOW.getTime() + ms).toISOString() } }) as KeyEvent;
+  const DAY = 24 * 3600_000;
+  const note = { type: 'NoteKeyExpiring' as const };
+  const expiring = (ms: number, days: number): KeyEvent => ({ type: 'KeyExpiring', data: { key_id: 'k1', account_id: 'a1', expires_at: new Date(NOW.getTime() + ms).toISOString(), days_before: days } });
+
+  it('notes nothing more than 7 days before, nor for a key that never expires', () => {
+    spec.given([expiringIn(7 * DAY + 60_000)]).when(note).then([]);
+    spec.given([created]).when(note).then([]);
+  });
+
+  it('notes 7 days before, once; then 1 day before, once', () => {
+    spec.given([expiringIn(6 * DAY)]).when(note).then([expiring(6 * DAY, 7)]);
+    spec.given([expiringIn(6 * DAY), expiring(6 * DAY, 7)]).when(note).then([]);
+    spec.given([expiringIn(DAY - 1), expiring(DAY - 1, 7)]).when(note).then([expiring(DAY - 1, 1)]);
+    spec.given([expiringIn(DAY - 1), expiring(DAY - 1, 7), expiring(DAY - 1, 1)]).when(note).then([]);
+  });
+
+  it('a key made to expire within a day gets the 1-day notice only; an expired or revoked key none', () => {
+    spec.given([expiringIn(12 * 3600_000)]).when(note).then([expiring(12 * 3600_000, 1)]);
+    spec.given([expiringIn(-1)]).when(note).then([]);
+    spec.given([expiringIn(DAY), revoked]).when(note).then([]);
+  });
+
+  it('a new expiry date gets its own notices', () => {
+    const moved: KeyEvent = { type: 'KeyUpdated', data: { key_id: 'k1', account_id: 'a1', changes: { expires_at: new Date(NOW.getTime() + 3 * DAY).toISOString() } } };
+    spec.given([expiringIn(6 * DAY), expiring(6 * DAY, 7), moved]).when(note).then([expiring(3 * DAY, 7)]);
+  });
+});

@@ -74,7 +74,9 @@ export type KeyEvent =
         previous_valid_until: string | null;
       }
     >
-  | DomainEvent<'KeyRevoked', { key_id: string; account_id: string }>;
+  | DomainEvent<'KeyRevoked', { key_id: string; account_id: string }>
+  /** Spec 6.1 `key.expiring`: 7 days and 1 day before `expires_at`. */
+  | DomainEvent<'KeyExpiring', { key_id: string; account_id: string; expires_at: string; days_before: number }>;
 
 export type KeyCommand =
   | {
@@ -90,7 +92,9 @@ export type KeyCommand =
     }
   | { type: 'UpdateKey'; changes: Partial<KeySettings> }
   | { type: 'RotateKey'; secretHash: string; secretHint: string; graceSeconds: number }
-  | { type: 'RevokeKey' };
+  | { type: 'RevokeKey' }
+  /** The worker's periodic look: records the expiry notice due now, if one is and it is not yet recorded. */
+  | { type: 'NoteKeyExpiring' };
 
 export interface KeyState {
   keyId: string | null;
@@ -98,6 +102,22 @@ export interface KeyState {
   secretHash: string | null;
   settings: KeySettings | null;
   revoked: boolean;
+  /** Expiry notices recorded, as `<expires_at>:<days_before>`: a new expiry date gets its own. */
+  expiryNotices: readonly string[];
+}
+
+/** Spec 6.1: `key.expiring` goes out 7 days and again 1 day before a key expires. */
+export const KEY_EXPIRY_NOTICE_DAYS: readonly number[] = [1, 7];
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * The notice due at `now` for a key expiring at `expiresAt`: the nearest threshold already
+ * reached (a key made to expire in 12 hours gets the 1-day notice only), none once expired.
+ */
+export function expiryNoticeDue(expiresAt: string, now: Date): number | null {
+  const remaining = new Date(expiresAt).getTime() - now.getTime();
+  if (remaining <= 0) return null;
+  return KEY_EXPIRY_NOTICE_DAYS.find((days) => remaining <= days * DAY_MS) ?? null;
 }
 
 /** Largest rpm_limit and tpm_limit: the read model keeps them as PostgreSQL `integer`. */
@@ -157,7 +177,7 @@ function requireLive(state: KeyState): { keyId: string; accountId: string; secre
 }
 
 export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
-  initialState: () => ({ keyId: null, accountId: null, secretHash: null, settings: null, revoked: false }),
+  initialState: () => ({ keyId: null, accountId: null, secretHash: null, settings: null, revoked: false, expiryNotices: [] }),
 
   decide(command, state, now) {
     switch (command.type) {
@@ -219,6 +239,14 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
         if (state.keyId === null || state.accountId === null) throw new DomainError('key_not_found', 'The key does not exist.');
         if (state.revoked) return [];
         return [{ type: 'KeyRevoked', data: { key_id: state.keyId, account_id: state.accountId } }];
+
+      case 'NoteKeyExpiring': {
+        const expiresAt = state.settings?.expires_at;
+        if (state.keyId === null || state.accountId === null || state.revoked || !expiresAt) return [];
+        const days = expiryNoticeDue(expiresAt, now);
+        if (days === null || state.expiryNotices.includes(`${expiresAt}:${days}`)) return [];
+        return [{ type: 'KeyExpiring', data: { key_id: state.keyId, account_id: state.accountId, expires_at: expiresAt, days_before: days } }];
+      }
     }
   },
 
@@ -226,7 +254,7 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
     switch (event.type) {
       case 'KeyCreated': {
         const { key_id, account_id, workspace_id: _w, org_id: _o, created_by: _c, secret_hash, secret_hint: _h, ...settings } = event.data;
-        return { keyId: key_id, accountId: account_id, secretHash: secret_hash, settings, revoked: false };
+        return { keyId: key_id, accountId: account_id, secretHash: secret_hash, settings, revoked: false, expiryNotices: [] };
       }
       case 'KeyUpdated':
         return { ...state, settings: { ...(state.settings as KeySettings), ...event.data.changes } };
@@ -234,6 +262,8 @@ export const keyDecider: Decider<KeyCommand, KeyState, KeyEvent> = {
         return { ...state, secretHash: event.data.secret_hash };
       case 'KeyRevoked':
         return { ...state, revoked: true };
+      case 'KeyExpiring':
+        return { ...state, expiryNotices: [...state.expiryNotices, `${event.data.expires_at}:${event.data.days_before}`] };
       default:
         return state;
     }

@@ -37,6 +37,7 @@ const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = 
   KeyCreated: (d) => ({ accountId: d.account_id, type: 'key.created', data: { key_id: d.key_id, name: d.name, scope: d.scope, environment: d.environment, workspace_id: d.workspace_id, org_id: d.org_id, expires_at: d.expires_at } }),
   KeyRotated: (d) => ({ accountId: d.account_id, type: 'key.rotated', data: { key_id: d.key_id, previous_valid_until: d.previous_valid_until } }),
   KeyRevoked: (d) => ({ accountId: d.account_id, type: 'key.revoked', data: { key_id: d.key_id } }),
+  KeyExpiring: (d) => ({ accountId: d.account_id, type: 'key.expiring', data: { key_id: d.key_id, expires_at: d.expires_at, days_before: d.days_before } }),
   KeySpendCapWarning: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.warning', data: spendWindow(d) }),
   KeySpendCapReached: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.reached', data: spendWindow(d) }),
   DailyLimitReached: (d) => ({ accountId: d.account_id, type: 'account.daily_limit.reached', data: { daily_limit: usd(d.limit_nano), usage: usd(d.charged_nano), day: d.day, resets_at: d.resets_at } }),

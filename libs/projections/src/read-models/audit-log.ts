@@ -7,7 +7,8 @@ import { eventTime, perEvent, type Projection } from '../projection';
 
 /** Every settings write, and the pause the dispatcher records; not each failed delivery, which the webhook events list. */
 type AuditedSettings = Exclude<SettingsEvent, { type: 'WebhookDeliveryFailed' | 'WebhookDeliveryRecovered' }>;
-type Audited = KeyEvent | OrgEvent | AuditedSettings | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
+/** A key's expiry notice is the service's, not anyone's change. */
+type Audited = Exclude<KeyEvent, { type: 'KeyExpiring' }> | OrgEvent | AuditedSettings | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
 
 /** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
 const API_FIELD: Record<string, string> = { limit_nano: 'limit' };

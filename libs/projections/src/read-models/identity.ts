@@ -215,3 +215,12 @@ export async function orgRoleOf(sql: SqlExecutor, orgId: string, accountId: stri
   );
   return rows[0]?.role ?? null;
 }
+
+/** Live keys expiring after `now` and by `until`: those a `key.expiring` notice may be due for (spec 6.1). */
+export async function keysExpiringBy(sql: SqlExecutor, now: Date, until: Date): Promise<string[]> {
+  const { rows } = await sql.query<{ key_id: string }>(
+    'SELECT key_id FROM api_keys WHERE revoked_at IS NULL AND expires_at > $1 AND expires_at <= $2 ORDER BY expires_at',
+    [now.toISOString(), until.toISOString()],
+  );
+  return rows.map((r) => r.key_id);
+}

@@ -2,10 +2,15 @@ import type { RecordedEvent } from '@svc/eventstore';
 import type { SettingsEvent } from '@svc/identity';
 import type { SqlExecutor } from '@svc/platform';
 import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES, type DeliveryEvent } from '@svc/webhooks';
-import { eventTime, perEvent, type Projection } from '../projection';
+import type { ModelDeprecated } from '@svc/catalog';
+import { asColumns, eventTime, type Projection } from '../projection';
 
 type Settings<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
 type Delivery<T extends DeliveryEvent['type']> = RecordedEvent<T, Extract<DeliveryEvent, { type: T }>['data']>;
+type Handler = (event: RecordedEvent<any, any>, tx: SqlExecutor) => Promise<void>;
+
+/** Spec 9: a deprecation is announced to the accounts that used the model in the last 30 days. */
+const DEPRECATION_AUDIENCE_MS = 30 * 24 * 3600_000;
 
 /**
  * A domain event that maps to a webhook type becomes an outbox row when the account has an
@@ -14,24 +19,97 @@ type Delivery<T extends DeliveryEvent['type']> = RecordedEvent<T, Extract<Delive
  */
 async function enqueue(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
   const draft = webhookEventOf(event);
-  if (!draft) return;
-  const { rows } = await tx.query<{ events: string[] | null }>('SELECT events FROM webhook_subscriptions WHERE account_id = $1', [draft.accountId]);
-  if (rows.length === 0 || !subscribes(rows[0].events, draft.type)) return;
-  const at = eventTime(event);
+  if (draft) await insertEvent(tx, event, draft.accountId, draft.type, draft.data);
+}
+
+async function insertEvent(tx: SqlExecutor, cause: RecordedEvent, accountId: string, type: string, data: object): Promise<void> {
+  const { rows } = await tx.query<{ events: string[] | null }>('SELECT events FROM webhook_subscriptions WHERE account_id = $1', [accountId]);
+  if (rows.length === 0 || !subscribes(rows[0].events, type)) return;
+  const at = eventTime(cause);
   await tx.query(
     `INSERT INTO webhook_events (event_id, account_id, type, created_at, data, state, attempts, next_attempt_at)
      VALUES ($1, $2, $3, $4, $5, 'pending', 0, $4) ON CONFLICT (event_id) DO NOTHING`,
-    [webhookEventId(event.id, draft.accountId), draft.accountId, draft.type, at, JSON.stringify(draft.data)],
+    [webhookEventId(cause.id, accountId), accountId, type, at, JSON.stringify(data)],
   );
+}
+
+/**
+ * `model.deprecated` (spec 6.1, 9), at once and a week before the sunset: to every subscribed
+ * account that used the model in the 30 days before the notice, as this projection's own
+ * record of model use says (another projection's tables could be ahead or behind it).
+ */
+async function announceDeprecation(event: RecordedEvent<'ModelDeprecated', ModelDeprecated['data']>, tx: SqlExecutor): Promise<void> {
+  const d = event.data;
+  const since = new Date(new Date(d.noticed_at).getTime() - DEPRECATION_AUDIENCE_MS).toISOString();
+  const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM webhook_model_use WHERE model = $1 AND last_used_at >= $2 ORDER BY account_id', [d.model, since]);
+  const data = { model: d.model, name: d.name, notice: d.kind, sunset: d.sunset, replacement: d.replacement };
+  for (const { account_id } of rows) await insertEvent(tx, event, account_id, 'model.deprecated', data);
 }
 
 /**
  * The webhook outbox and its scheduler (ARCHITECTURE section 11, spec 6.1): each event with
  * its delivery state and the time its next attempt is due, and every attempt made.
  */
-export const webhookEventsProjection: Projection = perEvent({
+const HANDLERS: Readonly<Record<string, Handler>> = {
+  ...Object.fromEntries(WEBHOOK_SOURCE_TYPES.map((type) => [type, enqueue])),
+  ModelDeprecated: announceDeprecation,
+  WebhookSaved: async (e: Settings<'WebhookSaved'>, tx) => {
+    await tx.query(
+      `INSERT INTO webhook_subscriptions (account_id, webhook_id, events) VALUES ($1, $2, $3)
+       ON CONFLICT (account_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id, events = EXCLUDED.events`,
+      [e.data.account_id, e.data.webhook_id, e.data.events === null ? null : JSON.stringify(e.data.events)],
+    );
+  },
+  WebhookDeleted: async (e: Settings<'WebhookDeleted'>, tx) => {
+    await tx.query('DELETE FROM webhook_subscriptions WHERE account_id = $1', [e.data.account_id]);
+  },
+  WebhookAttemptRecorded: async (e: Delivery<'WebhookAttemptRecorded'>, tx) => {
+    const d = e.data;
+    await tx.query(
+      `INSERT INTO webhook_attempts (event_id, attempt, at, webhook_id, status_code, latency_ms, error, delivered)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id, attempt) DO NOTHING`,
+      [d.event_id, d.attempt, d.at, d.webhook_id, d.status_code, d.latency_ms, d.error, d.delivered],
+    );
+    await tx.query(
+      `UPDATE webhook_events SET attempts = $2, state = $3, next_attempt_at = $4, last_status_code = $5, last_error = $6 WHERE event_id = $1`,
+      [d.event_id, d.attempt, d.delivered ? 'delivered' : d.next_attempt_at ? 'pending' : 'failed', d.next_attempt_at, d.status_code, d.error],
+    );
+  },
+  WebhookRedeliveryRequested: async (e: Delivery<'WebhookRedeliveryRequested'>, tx) => {
+    await tx.query(`UPDATE webhook_events SET state = 'pending', next_attempt_at = $2 WHERE event_id = $1`, [e.data.event_id, e.data.requested_at]);
+  },
+};
+
+/** Each account's last use of each model, one statement per batch whatever its number of charges. */
+async function recordModelUse(used: Map<string, [string, string, string]>, tx: SqlExecutor): Promise<void> {
+  if (used.size === 0) return;
+  const c = asColumns(['text', 'text', 'timestamptz'], [...used.values()]);
+  await tx.query(
+    `INSERT INTO webhook_model_use (account_id, model, last_used_at) SELECT * FROM ${c.unnest}
+     ON CONFLICT (account_id, model) DO UPDATE SET last_used_at = GREATEST(webhook_model_use.last_used_at, EXCLUDED.last_used_at)`,
+    c.params,
+  );
+  used.clear();
+}
+
+export const webhookEventsProjection: Projection = {
   name: 'webhook_events',
-  tables: ['webhook_subscriptions', 'webhook_events', 'webhook_attempts'],
+  tables: ['webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use'],
+  eventTypes: new Set([...Object.keys(HANDLERS), 'UsageCharged']),
+  apply: async (events, tx) => {
+    const used = new Map<string, [string, string, string]>();
+    for (const event of events) {
+      if (event.type === 'UsageCharged') {
+        const { account_id, model } = event.data as { account_id: string; model: string };
+        used.set(`${account_id}\n${model}`, [account_id, model, eventTime(event)]);
+        continue;
+      }
+      // Use recorded before what follows it in the log is handled: a rebuild decides as the live run did.
+      await recordModelUse(used, tx);
+      await HANDLERS[event.type](event, tx);
+    }
+    await recordModelUse(used, tx);
+  },
   schema: [
     `CREATE TABLE IF NOT EXISTS webhook_subscriptions (account_id text PRIMARY KEY, webhook_id text NOT NULL, events jsonb)`,
     `CREATE TABLE IF NOT EXISTS webhook_events (
@@ -59,36 +137,10 @@ export const webhookEventsProjection: Projection = perEvent({
       delivered boolean NOT NULL,
       PRIMARY KEY (event_id, attempt)
     )`,
+    `CREATE TABLE IF NOT EXISTS webhook_model_use (account_id text NOT NULL, model text NOT NULL, last_used_at timestamptz NOT NULL, PRIMARY KEY (account_id, model))`,
+    `CREATE INDEX IF NOT EXISTS webhook_model_use_model ON webhook_model_use (model, last_used_at)`,
   ],
-  handlers: {
-    ...Object.fromEntries(WEBHOOK_SOURCE_TYPES.map((type) => [type, enqueue])),
-    WebhookSaved: async (e: Settings<'WebhookSaved'>, tx) => {
-      await tx.query(
-        `INSERT INTO webhook_subscriptions (account_id, webhook_id, events) VALUES ($1, $2, $3)
-         ON CONFLICT (account_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id, events = EXCLUDED.events`,
-        [e.data.account_id, e.data.webhook_id, e.data.events === null ? null : JSON.stringify(e.data.events)],
-      );
-    },
-    WebhookDeleted: async (e: Settings<'WebhookDeleted'>, tx) => {
-      await tx.query('DELETE FROM webhook_subscriptions WHERE account_id = $1', [e.data.account_id]);
-    },
-    WebhookAttemptRecorded: async (e: Delivery<'WebhookAttemptRecorded'>, tx) => {
-      const d = e.data;
-      await tx.query(
-        `INSERT INTO webhook_attempts (event_id, attempt, at, webhook_id, status_code, latency_ms, error, delivered)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id, attempt) DO NOTHING`,
-        [d.event_id, d.attempt, d.at, d.webhook_id, d.status_code, d.latency_ms, d.error, d.delivered],
-      );
-      await tx.query(
-        `UPDATE webhook_events SET attempts = $2, state = $3, next_attempt_at = $4, last_status_code = $5, last_error = $6 WHERE event_id = $1`,
-        [d.event_id, d.attempt, d.delivered ? 'delivered' : d.next_attempt_at ? 'pending' : 'failed', d.next_attempt_at, d.status_code, d.error],
-      );
-    },
-    WebhookRedeliveryRequested: async (e: Delivery<'WebhookRedeliveryRequested'>, tx) => {
-      await tx.query(`UPDATE webhook_events SET state = 'pending', next_attempt_at = $2 WHERE event_id = $1`, [e.data.event_id, e.data.requested_at]);
-    },
-  },
-});
+};
 
 export interface WebhookEventRow {
   id: string;
