@@ -45,3 +45,42 @@ describe('SVC_WEBHOOK_ALLOW_PRIVATE', () => {
     }
   });
 });
+
+describe('SVC_SMTP_URL', () => {
+  it('is unset (mail goes to the development mailbox) unless set to an smtp: or smtps: URL', () => {
+    expect(loadConfig({}).smtpUrl).toBeNull();
+    expect(loadConfig({ SVC_SMTP_URL: '  ' }).smtpUrl).toBeNull();
+    expect(loadConfig({ SVC_SMTP_URL: 'smtp://127.0.0.1:2525' }).smtpUrl).toBe('smtp://127.0.0.1:2525');
+    expect(loadConfig({ SVC_SMTP_URL: ' smtps://relay.example.com ' }).smtpUrl).toBe('smtps://relay.example.com');
+    expect(loadConfig({ SVC_SMTP_URL: 'smtp://apikey:s%40cret@relay.example.com:587' }).smtpUrl).toBe(
+      'smtp://apikey:s%40cret@relay.example.com:587',
+    );
+  });
+
+  it('refuses other schemes, non-URLs and URLs without a host, naming the variable', () => {
+    for (const bad of ['http://relay.example.com', 'relay.example.com:25', 'smtp:relay', 'smtp://relay:99999', 'mailto:ops@example.com']) {
+      expect(() => loadConfig({ SVC_SMTP_URL: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ SVC_SMTP_URL: bad })).toThrow(/^SVC_SMTP_URL: /);
+    }
+  });
+
+  it('never repeats the URL, which may hold the password, in its error', () => {
+    expect(() => loadConfig({ SVC_SMTP_URL: 'smtp:user:hunter2' })).toThrow(/^SVC_SMTP_URL: (?!.*hunter2)/);
+    expect(() => loadConfig({ SVC_SMTP_URL: 'https://user:hunter2@relay' })).toThrow(/^SVC_SMTP_URL: (?!.*hunter2)/);
+  });
+});
+
+describe('SVC_MAIL_FROM', () => {
+  it('is "svc-gateway <no-reply@localhost>" unless set to an address or a name and <address>', () => {
+    expect(loadConfig({}).mailFrom).toBe('svc-gateway <no-reply@localhost>');
+    expect(loadConfig({ SVC_MAIL_FROM: ' no-reply@example.com ' }).mailFrom).toBe('no-reply@example.com');
+    expect(loadConfig({ SVC_MAIL_FROM: '"Acme, Inc." <billing@acme.example>' }).mailFrom).toBe('"Acme, Inc." <billing@acme.example>');
+  });
+
+  it('refuses what is not one mailbox, naming the variable', () => {
+    for (const bad of ['no-reply', 'Acme <no-reply>', 'a@b.example, c@d.example', 'Acme\r\nBcc: x@y.example <a@b.example>']) {
+      expect(() => loadConfig({ SVC_MAIL_FROM: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ SVC_MAIL_FROM: bad })).toThrow(/^SVC_MAIL_FROM: expected an address/);
+    }
+  });
+});

@@ -61,6 +61,17 @@ export interface Config {
    * production, any caller could make the service reach its own internal network.
    */
   webhookAllowPrivate: boolean;
+  /**
+   * Where outgoing mail is relayed (SVC_SMTP_URL, `smtp://` or `smtps://`, credentials in the
+   * URL); null = nothing leaves the machine and each message is written as an .eml file under
+   * `<dataDir>/mail/`, so development and tests need no mail server and the codes can still be read.
+   */
+  smtpUrl: string | null;
+  /**
+   * The From header of every message (SVC_MAIL_FROM). Relays refuse or spam-folder mail whose
+   * sender domain they do not handle, so production sets one the relay is allowed to send for.
+   */
+  mailFrom: string;
 }
 
 export class ConfigError extends Error {
@@ -84,6 +95,18 @@ function addressList(variable: string, value: string | null): string[] {
     }
   }
   return entries;
+}
+
+/**
+ * A From header is read once and used on every message; a malformed one would only show up as
+ * every send failing, and a line break would let the setting smuggle in headers of its own.
+ */
+function mailbox(variable: string, value: string | null, fallback: string): string {
+  if (value === null) return fallback;
+  if (!/^(?:[^\s<>@",;:]+@[^\s<>@",;:]+|[^<>\r\n]*<[^\s<>@",;:]+@[^\s<>@",;:]+>)$/.test(value)) {
+    throw new ConfigError(variable, `expected an address, or a name and <address>, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -146,6 +169,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(name, `expected true or false (or on or off), got ${JSON.stringify(v)}`);
   };
 
+  // The URL helper checks the scheme; a relay also needs a host, and `smtp:relay` (no //) parses
+  // as a URL with none. The value is never echoed: it may carry the relay's password.
+  const smtpUrl = (): string | null => {
+    const v = url('SVC_SMTP_URL', ['smtp:', 'smtps:']);
+    if (v !== null && new URL(v).hostname === '') {
+      throw new ConfigError('SVC_SMTP_URL', 'expected smtp://[user:password@]host[:port] (or smtps://), got no host');
+    }
+    return v;
+  };
+
   const rateLimits = (name: string, environment: 'live' | 'test') => {
     const v = text(name);
     try {
@@ -175,5 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestLog: onOff('SVC_REQUEST_LOG', true),
     shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
     webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),
+    smtpUrl: smtpUrl(),
+    mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),
   };
 }
