@@ -1,7 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
-import { StoredResponses } from '@svc/conversations';
+import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
@@ -79,7 +79,12 @@ export function purgeStoredResponses(runtime: Runtime): Promise<number> {
   return new StoredResponses(runtime.sql).purgeExpired(runtime.clock.now());
 }
 
-/** How often expired stored responses are purged. */
+/** Removes the prompt logs (spec 1) whose retention is over; reads hide them from the moment they expire. */
+export function purgePromptLogs(runtime: Runtime): Promise<number> {
+  return new PromptLogs(runtime.sql).purgeExpired(runtime.clock.now());
+}
+
+/** How often expired stored responses and prompt logs are purged. */
 const PURGE_INTERVAL_MS = 60 * 60_000;
 
 /**
@@ -126,6 +131,8 @@ export interface Background {
   recordKeyExpiryNotices(): Promise<number>;
   /** One purge pass of expired stored responses, as the background runs it every hour. */
   purgeStoredResponses(): Promise<number>;
+  /** One purge pass of expired prompt logs, as the background runs it every hour. */
+  purgePromptLogs(): Promise<number>;
   webhooks: WebhookDispatcher;
   stop(): Promise<void>;
 }
@@ -141,8 +148,8 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   const expiries = new PeriodicTask(() => recordKeyExpiryNotices(runtime), NOTICE_INTERVAL_MS);
   expiries.start((err) => console.error('recording key expiry notices failed:', err), { immediately: true });
-  const purge = new PeriodicTask(() => purgeStoredResponses(runtime), PURGE_INTERVAL_MS);
-  purge.start((err) => console.error('purging expired stored responses failed:', err), { immediately: true });
+  const purge = new PeriodicTask(() => Promise.all([purgeStoredResponses(runtime), purgePromptLogs(runtime)]), PURGE_INTERVAL_MS);
+  purge.start((err) => console.error('purging expired stored responses or prompt logs failed:', err), { immediately: true });
   const outbound = new OutboundClient({ allowPrivate: runtime.config.webhookAllowPrivate });
   const webhooks = webhookDispatcher(runtime, outbound);
   const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
@@ -153,6 +160,7 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     recordDeprecationNotices: () => recordDeprecationNotices(runtime),
     recordKeyExpiryNotices: () => recordKeyExpiryNotices(runtime),
     purgeStoredResponses: () => purgeStoredResponses(runtime),
+    purgePromptLogs: () => purgePromptLogs(runtime),
     webhooks,
     stop: async () => {
       await deliveries.stop();

@@ -6,7 +6,7 @@ import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
 import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
-import { StoredImages, StoredResponses } from '@svc/conversations';
+import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import type { ChatProvider } from '@svc/providers';
@@ -86,6 +86,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     // Content, not a projection: a rebuild of the read models never touches it.
     await StoredResponses.init(sql);
     await StoredImages.init(sql);
+    await PromptLogs.init(sql);
     await WebhookDispatcher.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;

@@ -27,6 +27,7 @@ import { ManagementModule } from '@svc/management';
 import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
+import { PromptLogsController } from './settings/prompt-logs.controller';
 import { SettingsController, WebhookEventsController } from './settings/settings.controller';
 import { SpeechController } from './audio/speech.controller';
 import { TranscriptionsController } from './audio/transcriptions.controller';
@@ -40,6 +41,7 @@ export class GatewayModule {
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule],
       controllers: [
         SettingsController,
+        PromptLogsController,
         WebhookEventsController,
         ChatCompletionsController,
         EmbeddingsController,

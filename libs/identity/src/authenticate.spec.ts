@@ -21,6 +21,7 @@ const record: SecretMatch = {
   secretValidUntil: null,
   orgActive: true,
   sealedProviderKeys: new Map(),
+  promptLogDays: null,
 };
 const finding = (over: Partial<SecretMatch> = {}) => async (hash: string) => (hash === record.secretHash ? { ...record, ...over } : null);
 

@@ -25,6 +25,11 @@ export interface SecretMatch extends KeyRecord {
    * at once without a read of its own.
    */
   sealedProviderKeys: ReadonlyMap<string, string>;
+  /**
+   * Spec 1: how many days the account keeps prompt logs when prompt logging is on; null when it
+   * is off. Read with the key, so a request pays no read of its own to know.
+   */
+  promptLogDays: number | null;
   /** The stored hash the lookup matched, compared again here in constant time. */
   secretHash: string;
   /** Until when this secret works (a rotated-out secret); null = while the key lives. */
@@ -34,7 +39,7 @@ export interface SecretMatch extends KeyRecord {
 }
 
 /** The authenticated caller of a request: its key, and its account's sealed provider keys. */
-export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys'>;
+export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys' | 'promptLogDays'>;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
 export function keyFromHeaders(rawHeaders: readonly string[]): string | null {

@@ -15,6 +15,7 @@ import {
   type WebhookEventRow,
 } from '@svc/projections';
 import { deliveryDecider, webhookEventStream } from '@svc/webhooks';
+import { PromptLogs, promptLogsUnavailable, type PromptLogSummary } from '@svc/conversations';
 import type { SettingsPatch, WebhookRequest } from './settings.request';
 
 /** `whsec_` and 32 random bytes, as Stripe's signing secrets look. */
@@ -78,6 +79,7 @@ export class SettingsService {
     const current = await this.get(accountId);
     if (patch.promptLogging) {
       const { enabled = current.promptLogging.enabled, retentionDays = current.promptLogging.retentionDays } = patch.promptLogging;
+      if (enabled && this.config.encryptionKey === null) throw promptLogsUnavailable();
       await this.execute(accountId, { type: 'SetPromptLogging', accountId, enabled, retentionDays }, metadata);
     }
     if (patch.stepUp) {
@@ -146,6 +148,28 @@ export class SettingsService {
     const handled = await this.aggregates.handle(deliveryDecider, webhookEventStream(eventId), { type: 'RequestRedelivery', eventId, accountId }, metadata);
     if (handled.appended) await this.projections.waitUntilVisible(handled.appended.position, ['webhook_events']);
     return this.event(accountId, eventId);
+  }
+
+  /** Spec 1: the account's prompt logs, newest first. */
+  promptLogs(accountId: string, limit: number, after: string | null): Promise<PromptLogSummary[]> {
+    return this.logs().list(accountId, this.clock.now(), limit, after);
+  }
+
+  async promptLog(accountId: string, generationId: string) {
+    const found = await this.logs().find(accountId, generationId, this.clock.now());
+    if (!found) throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
+    return found;
+  }
+
+  /** Purges one log, or all of them (`generationId` null): deleted for good, not hidden. */
+  async purgePromptLogs(accountId: string, generationId: string | null): Promise<number> {
+    const deleted = await this.logs().purge(accountId, generationId);
+    if (generationId !== null && deleted === 0) throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
+    return deleted;
+  }
+
+  private logs(): PromptLogs {
+    return new PromptLogs(this.sql, () => this.config.encryptionKey);
   }
 
   private seal(accountId: string, webhookId: string, secret: string): string {

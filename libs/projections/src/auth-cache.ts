@@ -31,7 +31,8 @@ import type { ProjectionCaches } from './runner';
 export const AUTH_CACHE_CHANNEL = 'auth_cache_invalidate';
 
 /** The projections `findKeyBySecretHash` joins. */
-export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys']);
+/** The read models a cached key lookup reads: the key, the account's provider keys and its settings (prompt logging). */
+export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys', 'account_settings']);
 
 /** Entries per process: bounded, since every key that authenticates may be cached. */
 export const AUTH_CACHE_CAPACITY = 10_000;

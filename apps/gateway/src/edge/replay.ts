@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import stringify from 'safe-stable-stringify';
+import { PromptLogs } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
 import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
@@ -59,11 +60,14 @@ export class EdgeResponses {
   private readonly logger = new Logger('edge');
   /** Built on first use: the encryption key is fixed for the process's life. */
   private sealedStore: SealedIdempotencyStore | null = null;
+  private readonly promptLogs: PromptLogs;
 
   constructor(
     @Inject(RUNTIME) private readonly runtime: Runtime,
     private readonly metering: Metering,
-  ) {}
+  ) {
+    this.promptLogs = new PromptLogs(runtime.sql, () => runtime.config.encryptionKey);
+  }
 
   /**
    * Sends what `produce` answers (it gets the request's X-Client-Request-Id, spec 4, which is
@@ -109,6 +113,7 @@ export class EdgeResponses {
       }
 
       const answer = await produce(clientRequestId);
+      const log = this.promptLog(request, answer);
       const headers = { ...answer.headers, ...cacheHeaders };
       const answerId = answer.generationId ?? request.route;
       const store = async (stored: StoredResponse) => {
@@ -123,10 +128,11 @@ export class EdgeResponses {
             : { status: answer.status ?? 200, headers, kind: 'binary', body: answer.binary.toString('base64'), sourceId: answer.generationId ?? '' };
         // Kept before it is sent, so the client's next request already finds it.
         await store(stored).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
+        log?.(answer.binary === undefined ? answer.json : answer.binary);
         return send(reply, stored);
       }
 
-      if (cache === null && idempotencyKey === null) {
+      if (cache === null && idempotencyKey === null && log === null) {
         void reply.headers(headers).send(answer.stream.body);
         return;
       }
@@ -137,6 +143,8 @@ export class EdgeResponses {
         body,
         () =>
           finished.then(async (clean) => {
+            // What the client was sent, whole or cut short.
+            log?.(text);
             if (!clean) return giveBack();
             await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId ?? '' }).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
           }),
@@ -154,6 +162,23 @@ export class EdgeResponses {
     if (encryptionKey === null) throw sealingUnavailable();
     this.sealedStore ??= new SealedIdempotencyStore(this.runtime.edge.idempotency, encryptionKey);
     return this.sealedStore;
+  }
+
+  /**
+   * Spec 1: with prompt logging on for the caller's account, a function that keeps this
+   * exchange once its answer is known; null when it is off (the default), which costs nothing.
+   * A log that cannot be written is a warning, never a failed request.
+   */
+  private promptLog(request: EdgeRequest, answer: Answer): ((response: unknown) => void) | null {
+    const days = request.caller.promptLogDays;
+    const generationId = answer.generationId;
+    if (days === null || days === undefined || !generationId) return null;
+    const { caller, route, body } = request;
+    const createdAt = this.runtime.clock.now();
+    return (response) =>
+      void this.promptLogs
+        .save({ generationId, accountId: caller.accountId, keyId: caller.keyId, endpoint: route, createdAt, request: body, response }, days)
+        .catch((err: unknown) => this.warn(`${generationId} not kept in the prompt log`, err));
   }
 
   private warn(what: string, err: unknown): void {

@@ -9,7 +9,7 @@ import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.gua
  * Settings belong to the account that pays (spec 1); an organization's are changed with a
  * management key of its owner's own account, as its audit log is read.
  */
-function settingsAccount(caller: Caller): string {
+export function settingsAccount(caller: Caller): string {
   if (caller.workspaceId !== caller.accountId) {
     throw ApiError.permission("An organization's settings are managed with a management key of its owner's own account.", 'management_key_required');
   }

@@ -162,7 +162,8 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
   const { rows } = await sql.query<Record<string, any>>(
     `SELECT k.*, s.secret_hash, s.valid_until,
             (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
-            (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys
+            (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys,
+            (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days
        FROM api_key_secrets s
        JOIN api_keys k ON k.key_id = s.key_id
        LEFT JOIN organizations o ON o.org_id = k.org_id
@@ -174,7 +175,7 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
   const r = rows[0];
   if (!r) return null;
   const sealedProviderKeys = new Map<string, string>(Object.entries(r.provider_keys ?? {}));
-  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys };
+  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys, promptLogDays: r.prompt_log_days ?? null };
 }
 
 export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {
