@@ -28,7 +28,7 @@ import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
 import { PromptLogsController } from './settings/prompt-logs.controller';
-import { SettingsController, WebhookEventsController } from './settings/settings.controller';
+import { SettingsController, StepUpController, WebhookEventsController } from './settings/settings.controller';
 import { SpeechController } from './audio/speech.controller';
 import { TranscriptionsController } from './audio/transcriptions.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
@@ -42,6 +42,7 @@ export class GatewayModule {
       controllers: [
         SettingsController,
         PromptLogsController,
+        StepUpController,
         WebhookEventsController,
         ChatCompletionsController,
         EmbeddingsController,

@@ -6,3 +6,4 @@ export * from './permissions';
 export * from './restrictions';
 export * from './secrets';
 export * from './settings/index';
+export * from './step-up';

@@ -5,6 +5,7 @@ import { ReadYourWrites } from '@svc/projections';
 import { AdminService } from './admin.service';
 import { KeysService } from './keys.service';
 import { SettingsService } from './settings.service';
+import { StepUpService } from './step-up.service';
 
 /**
  * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
@@ -13,7 +14,7 @@ import { SettingsService } from './settings.service';
  */
 @Module({
   imports: [LedgerModule, IdentityModule],
-  providers: [ReadYourWrites, KeysService, AdminService, SettingsService],
-  exports: [ReadYourWrites, KeysService, AdminService, SettingsService],
+  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService],
+  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService],
 })
 export class ManagementModule {}

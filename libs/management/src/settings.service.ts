@@ -94,7 +94,13 @@ export class SettingsService {
    * Spec 6.1 and the outbound guard: `https` to a public address, checked here by resolving the
    * name, and again by the dispatcher at every connection (a name may resolve elsewhere later).
    */
-  async saveWebhook(accountId: string, request: WebhookRequest, metadata: EventMetadata): Promise<{ webhook: AccountSettingsRow['webhook']; secret: string | null }> {
+  async saveWebhook(
+    accountId: string,
+    request: WebhookRequest,
+    metadata: EventMetadata,
+    /** Runs once the URL is known to be usable, before anything is written (email step-up). */
+    authorize: () => Promise<void> = async () => undefined,
+  ): Promise<{ webhook: AccountSettingsRow['webhook']; secret: string | null }> {
     const policy = { allowPrivate: this.config.webhookAllowPrivate };
     try {
       const url = checkOutboundUrl(request.url, policy);
@@ -103,6 +109,7 @@ export class SettingsService {
       if (err instanceof OutboundRefused) throw ApiError.invalidRequest(err.message, 'url', 'invalid_webhook_url');
       throw err;
     }
+    await authorize();
     const current = await this.get(accountId);
     const webhookId = current.webhook?.id ?? newWebhookId();
     const secret = current.webhook ? null : newWebhookSecret();

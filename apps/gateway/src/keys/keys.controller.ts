@@ -5,7 +5,7 @@ import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { bodyValidation } from '@svc/platform';
-import { KeyRequest, KeysService, RotateKeyRequest } from '@svc/management';
+import { KeyRequest, KeysService, RotateKeyRequest, StepUpService } from '@svc/management';
 
 const CREATE_ROUTE = '/v1/keys';
 
@@ -17,6 +17,7 @@ export class KeysController {
   constructor(
     private readonly keys: KeysService,
     private readonly edge: EdgeResponses,
+    private readonly stepUp: StepUpService,
   ) {}
 
   /**
@@ -34,6 +35,8 @@ export class KeysController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     await this.edge.serve({ caller, route: CREATE_ROUTE, body, headers, cacheable: false, sealed: true }, reply, async () => {
+      // Inside the claim: a replay of a created key needs no second code.
+      await this.stepUp.require(caller.accountId, body.scope === 'management' ? 'grant_management' : 'create_key', headers, actor);
       const { record, secret } = await this.keys.create(this.keys.ownerFor(caller), body, actor);
       const [data] = await this.keys.present([record]);
       return { status: 201, headers: {}, json: { data, key: secret } };
@@ -52,7 +55,14 @@ export class KeysController {
   }
 
   @Patch(':id')
-  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: KeyRequest) {
+  async update(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Param('id') id: string,
+    @Body(bodyValidation({ strict: true })) body: KeyRequest,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+  ) {
+    if (body.scope === 'management') await this.stepUp.require(caller.accountId, 'grant_management', headers, actor);
     const [data] = await this.keys.present([await this.keys.update(await this.keys.managerOf(caller), id, body, actor)]);
     return { data };
   }
@@ -66,7 +76,14 @@ export class KeysController {
   /** Replaces the secret; the old one keeps working for `grace_period_seconds` (default 0). */
   @Post(':id/rotate')
   @HttpCode(200)
-  async rotate(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: RotateKeyRequest) {
+  async rotate(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Param('id') id: string,
+    @Body(bodyValidation({ strict: true })) body: RotateKeyRequest,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+  ) {
+    await this.stepUp.require(caller.accountId, 'rotate_key', headers, actor);
     const { record, secret } = await this.keys.rotate(await this.keys.managerOf(caller), id, body.grace_period_seconds ?? 0, actor);
     const [data] = await this.keys.present([record]);
     return { data, key: secret };

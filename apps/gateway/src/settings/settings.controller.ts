@@ -1,7 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query as QueryParam, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query as QueryParam, UseGuards } from '@nestjs/common';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import { parseSettingsPatch, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService } from '@svc/management';
+import { parseSettingsPatch, parseStepUpCodeRequest, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService, StepUpService } from '@svc/management';
 import { ApiError } from '@svc/platform';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
@@ -21,24 +21,31 @@ export function settingsAccount(caller: Caller): string {
 @UseGuards(ApiKeyGuard)
 @Requires('management')
 export class SettingsController {
-  constructor(private readonly settings: SettingsService) {}
+  constructor(
+    private readonly settings: SettingsService,
+    private readonly stepUp: StepUpService,
+  ) {}
 
   @Get()
   async get(@CallerParam() caller: Caller) {
     return { data: presentSettings(await this.settings.get(settingsAccount(caller))) };
   }
 
+  /** Changing step-up while it is on needs a code too: otherwise a leaked management key turns it off first. */
   @Patch()
-  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown, @Headers() headers: Record<string, string | string[] | undefined>) {
     const patch = parseSettingsPatch(body);
-    return { data: presentSettings(await this.settings.update(settingsAccount(caller), patch, actor)) };
+    const account = settingsAccount(caller);
+    if (patch.stepUp) await this.stepUp.require(account, 'change_step_up', headers, actor);
+    return { data: presentSettings(await this.settings.update(account, patch, actor)) };
   }
 
   /** The signing secret is in the answer only when the endpoint is new: shown once, as Stripe's. */
   @Put('webhook')
-  async saveWebhook(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+  async saveWebhook(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown, @Headers() headers: Record<string, string | string[] | undefined>) {
     const request = parseWebhookRequest(body);
-    const { webhook, secret } = await this.settings.saveWebhook(settingsAccount(caller), request, actor);
+    const account = settingsAccount(caller);
+    const { webhook, secret } = await this.settings.saveWebhook(account, request, actor, () => this.stepUp.require(account, 'save_webhook', headers, actor));
     return { data: presentWebhook(webhook!), ...(secret !== null && { secret }) };
   }
 
@@ -59,6 +66,21 @@ export class SettingsController {
   @HttpCode(200)
   async resume(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata) {
     return { data: presentWebhook((await this.settings.resumeWebhook(settingsAccount(caller), actor))!) };
+  }
+}
+
+/** Spec 1: a code for one sensitive action, mailed to the account's step-up address. */
+@Controller('v1/step-up')
+@UseGuards(ApiKeyGuard)
+@Requires('management')
+export class StepUpController {
+  constructor(private readonly stepUp: StepUpService) {}
+
+  @Post('codes')
+  @HttpCode(201)
+  async sendCode(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+    const action = parseStepUpCodeRequest(body);
+    return { data: await this.stepUp.sendCode(settingsAccount(caller), action, actor) };
   }
 }
 
