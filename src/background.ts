@@ -5,9 +5,9 @@ import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
-import { openSecret, OutboundClient, PeriodicTask, SecretDecryptionError } from '@svc/platform';
-import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, orphanedHolds, pruneInFlight } from '@svc/projections';
-import { deliveryDecider, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
+import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
+import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, noticesToMail, orphanedHolds, pruneInFlight } from '@svc/projections';
+import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
@@ -110,6 +110,17 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
   });
 }
 
+/** Notices (spec 9) mailed to the account's step-up address, the one address the service holds. */
+export function noticeMailer(runtime: Runtime, mailer: Pick<Mailer, 'send'>): NoticeMailer {
+  return new NoticeMailer({
+    sql: runtime.sql,
+    clock: runtime.clock,
+    mailer,
+    pending: (staleBefore, limit) => noticesToMail(runtime.sql, staleBefore, limit),
+    addressOf: async (accountId) => (await getAccountSettings(runtime.sql, accountId)).stepUp.email,
+  });
+}
+
 function openWebhookSecret(runtime: Runtime, accountId: string, webhookId: string, sealed: string): string | null {
   const key = runtime.config.encryptionKey;
   if (key === null) return null;
@@ -134,6 +145,7 @@ export interface Background {
   /** One purge pass of expired prompt logs, as the background runs it every hour. */
   purgePromptLogs(): Promise<number>;
   webhooks: WebhookDispatcher;
+  notices: NoticeMailer;
   stop(): Promise<void>;
 }
 
@@ -154,6 +166,10 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   const webhooks = webhookDispatcher(runtime, outbound);
   const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
   deliveries.start((err) => console.error('delivering webhooks failed:', err));
+  const mailer = createMailer(runtime.config);
+  const noticeMail = noticeMailer(runtime, mailer);
+  const mailing = new PeriodicTask(() => noticeMail.runOnce(), WEBHOOK_INTERVAL_MS);
+  mailing.start((err) => console.error('mailing notices failed:', err));
   return {
     sweeper,
     reaper,
@@ -162,8 +178,11 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     purgeStoredResponses: () => purgeStoredResponses(runtime),
     purgePromptLogs: () => purgePromptLogs(runtime),
     webhooks,
+    notices: noticeMail,
     stop: async () => {
       await deliveries.stop();
+      await mailing.stop();
+      await mailer.close();
       await outbound.close();
       await purge.stop();
       await notices.stop();

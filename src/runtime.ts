@@ -7,7 +7,7 @@ import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRu
 import type { Config } from '@svc/platform';
 import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
-import { WebhookDispatcher } from '@svc/webhooks';
+import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import type { ChatProvider } from '@svc/providers';
 
@@ -88,6 +88,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await StoredImages.init(sql);
     await PromptLogs.init(sql);
     await WebhookDispatcher.init(sql);
+    await NoticeMailer.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;
     if (withProviders) {

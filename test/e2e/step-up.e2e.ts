@@ -1,3 +1,4 @@
+import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '@svc/catalog';
 import { ManualClock } from '@svc/platform';
 import { startSmtpServer, type TestSmtpServer } from '@svc/platform/testing/smtp-server';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
@@ -113,6 +114,33 @@ describe('email step-up (spec 1, 8)', () => {
     expect(turnedOff.json.data.step_up.enabled).toBe(false);
     const audit = (await call('GET', '/audit-log?action=settings.step_up_set', { key: management })).json.data;
     expect(audit.length).toBe(2);
+  });
+
+  it('notices (spec 9): a deprecation of a model the account used is listed in /v1/notices and mailed to the step-up address', async () => {
+    expect((await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } })).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while ((await gw.runtime.sql.query('SELECT 1 FROM webhook_model_use WHERE account_id = $1', [gw.keys.account_id])).rows.length === 0) {
+      if (Date.now() > deadline) throw new Error('model use not projected');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const sunset = new Date(clock.now().getTime() + 40 * 24 * 3600_000);
+    await gw.runtime.aggregates.handle(
+      catalogNoticesDecider,
+      CATALOG_NOTICES_STREAM,
+      { type: 'RecordDeprecationNotices', due: [{ id: 'sim/echo:announced:step-up-test', kind: 'announced', model: 'sim/echo', name: 'Echo', sunset, replacement: 'sim/claude-echo' }] },
+      { actor: 'catalog' },
+    );
+    const mail = await smtp.waitFor(EMAIL, 10_000);
+    expect(mail.subject).toBe(`Echo will be retired on ${sunset.toISOString().slice(0, 10)}`);
+    expect(mail.text).toContain('sim/claude-echo');
+    const notices = (await call('GET', '/notices', { key: gw.keys.api_key })).json;
+    expect(notices.data).toEqual([
+      { id: expect.stringMatching(/^ntc_/), type: 'model.deprecated', title: mail.subject, message: expect.stringContaining('Echo (sim/echo)'), data: expect.objectContaining({ model: 'sim/echo', replacement: 'sim/claude-echo' }), created: expect.any(Number) },
+    ]);
+    // Mailed once, however many passes run.
+    await gw.background.notices.runOnce();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(smtp.messages.filter((m) => m.subject === mail.subject)).toHaveLength(1);
   });
 
   describe('bad input: 400 naming the field, nothing sent or changed', () => {

@@ -304,11 +304,11 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
   });
 
   it('rebuilding the new projections from 0 gives the live rows', async () => {
-    const tables = ['account_settings', 'webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use'];
+    const tables = ['account_settings', 'webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use', 'notices'];
     const snapshot = async () => Object.fromEntries(await Promise.all(tables.map(async (t) => [t, (await gw.runtime.sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows] as const)));
     const live = await snapshot();
     expect(live.webhook_events.length).toBeGreaterThan(5);
-    await gw.runtime.projections.rebuild(ALL_PROJECTIONS.filter((p) => ['account_settings', 'webhook_events'].includes(p.name)).map((p) => p.name));
+    await gw.runtime.projections.rebuild(ALL_PROJECTIONS.filter((p) => ['account_settings', 'notifications'].includes(p.name)).map((p) => p.name));
     expect(await snapshot()).toEqual(live);
   });
 

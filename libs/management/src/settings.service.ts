@@ -153,7 +153,7 @@ export class SettingsService {
     await this.event(accountId, eventId);
     if (!(await this.get(accountId)).webhook) throw webhookNotFound();
     const handled = await this.aggregates.handle(deliveryDecider, webhookEventStream(eventId), { type: 'RequestRedelivery', eventId, accountId }, metadata);
-    if (handled.appended) await this.projections.waitUntilVisible(handled.appended.position, ['webhook_events']);
+    if (handled.appended) await this.projections.waitUntilVisible(handled.appended.position, ['notifications']);
     return this.event(accountId, eventId);
   }
 

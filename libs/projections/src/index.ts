@@ -6,7 +6,7 @@ import { identityProjection } from './read-models/identity';
 import { keyUsageProjection } from './read-models/key-usage';
 import { providerKeysProjection } from './read-models/provider-keys';
 import { settingsProjection } from './read-models/settings';
-import { webhookEventsProjection } from './read-models/webhook-events';
+import { notificationsProjection } from './read-models/notifications';
 
 export * from './auth-cache';
 export * from './in-flight';
@@ -20,10 +20,10 @@ export * from './read-models/identity';
 export * from './read-models/key-usage';
 export * from './read-models/provider-keys';
 export * from './read-models/settings';
-export * from './read-models/webhook-events';
+export * from './read-models/notifications';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, webhookEventsProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection];
 export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

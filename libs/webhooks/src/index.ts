@@ -3,3 +3,4 @@ export * from './dispatcher';
 export * from './event-types';
 export * from './outbox';
 export * from './signature';
+export * from './notice-mail';

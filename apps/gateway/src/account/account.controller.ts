@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, Use
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
+import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { generationIdOf } from '../responses/responses.service';
 import { presentActivity, presentGeneration } from './account.presenter';
@@ -101,6 +101,15 @@ export class AccountController {
     }
     await this.reads.settle(caller.accountId, 'audit_log');
     return { data: await listAuditLog(this.sql, caller.accountId, n, (action as string | undefined) ?? null) };
+  }
+
+  /** Spec 9: the account's in-app notices (model deprecations), newest first; any key of the account reads them. */
+  @Get('notices')
+  async notices(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown) {
+    const n = limit === undefined ? 20 : Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > 100) throw ApiError.invalidRequest('limit must be an integer from 1 to 100.', 'limit');
+    const rows = await listNotices(this.sql, caller.accountId, n);
+    return { object: 'list', data: rows.map((r) => ({ id: r.id, type: r.type, title: r.title, message: r.message, data: r.data, created: Math.floor(new Date(r.created).getTime() / 1000) })) };
   }
 
   /**

@@ -2,6 +2,7 @@ import type { RecordedEvent } from '@svc/eventstore';
 import type { SettingsEvent } from '@svc/identity';
 import type { SqlExecutor } from '@svc/platform';
 import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES, type DeliveryEvent } from '@svc/webhooks';
+import { createHash } from 'node:crypto';
 import type { ModelDeprecated } from '@svc/catalog';
 import { asColumns, eventTime, type Projection } from '../projection';
 
@@ -43,12 +44,27 @@ async function announceDeprecation(event: RecordedEvent<'ModelDeprecated', Model
   const since = new Date(new Date(d.noticed_at).getTime() - DEPRECATION_AUDIENCE_MS).toISOString();
   const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM webhook_model_use WHERE model = $1 AND last_used_at >= $2 ORDER BY account_id', [d.model, since]);
   const data = { model: d.model, name: d.name, notice: d.kind, sunset: d.sunset, replacement: d.replacement };
-  for (const { account_id } of rows) await insertEvent(tx, event, account_id, 'model.deprecated', data);
+  const sunset = d.sunset.slice(0, 10);
+  const title = d.kind === 'final' ? `${d.name} retires on ${sunset}` : `${d.name} will be retired on ${sunset}`;
+  const message =
+    `${d.name} (${d.model}), which this account used in the last 30 days, is deprecated and stops answering on ${sunset}. ` +
+    (d.replacement ? `Requests for it will then be answered by ${d.replacement}; switch to it before then.` : 'It has no replacement: requests for it will then fail with 410 model_retired.');
+  for (const { account_id } of rows) {
+    await insertEvent(tx, event, account_id, 'model.deprecated', data);
+    await tx.query(
+      `INSERT INTO notices (notice_id, account_id, type, title, message, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (notice_id) DO NOTHING`,
+      [noticeId(event.id, account_id), account_id, 'model.deprecated', title, message, JSON.stringify(data), eventTime(event)],
+    );
+  }
 }
 
+/** Derived from its cause, as webhook event ids are: the same notice after a rebuild. */
+const noticeId = (sourceEventId: string, accountId: string) => `ntc_${createHash('sha256').update(`notice:${sourceEventId}:${accountId}`).digest('hex').slice(0, 24)}`;
+
 /**
- * The webhook outbox and its scheduler (ARCHITECTURE section 11, spec 6.1): each event with
- * its delivery state and the time its next attempt is due, and every attempt made.
+ * What the service tells accounts (spec 6.1, 9): the webhook outbox and its scheduler
+ * (ARCHITECTURE section 11; each event with its delivery state, the time its next attempt is
+ * due, and every attempt made), and the in-app notices, which the worker also mails.
  */
 const HANDLERS: Readonly<Record<string, Handler>> = {
   ...Object.fromEntries(WEBHOOK_SOURCE_TYPES.map((type) => [type, enqueue])),
@@ -92,9 +108,9 @@ async function recordModelUse(used: Map<string, [string, string, string]>, tx: S
   used.clear();
 }
 
-export const webhookEventsProjection: Projection = {
-  name: 'webhook_events',
-  tables: ['webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use'],
+export const notificationsProjection: Projection = {
+  name: 'notifications',
+  tables: ['webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use', 'notices'],
   eventTypes: new Set([...Object.keys(HANDLERS), 'UsageCharged']),
   apply: async (events, tx) => {
     const used = new Map<string, [string, string, string]>();
@@ -139,6 +155,16 @@ export const webhookEventsProjection: Projection = {
     )`,
     `CREATE TABLE IF NOT EXISTS webhook_model_use (account_id text NOT NULL, model text NOT NULL, last_used_at timestamptz NOT NULL, PRIMARY KEY (account_id, model))`,
     `CREATE INDEX IF NOT EXISTS webhook_model_use_model ON webhook_model_use (model, last_used_at)`,
+    `CREATE TABLE IF NOT EXISTS notices (
+      notice_id text PRIMARY KEY,
+      account_id text NOT NULL,
+      type text NOT NULL,
+      title text NOT NULL,
+      message text NOT NULL,
+      data jsonb NOT NULL,
+      created_at timestamptz NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS notices_account ON notices (account_id, created_at DESC, notice_id DESC)`,
   ],
 };
 
@@ -212,4 +238,41 @@ export async function dueWebhookEvents(sql: SqlExecutor, now: Date, limit: numbe
     [now.toISOString(), limit],
   );
   return rows.map(eventRow);
+}
+
+export interface NoticeRow {
+  id: string;
+  accountId: string;
+  type: string;
+  title: string;
+  message: string;
+  data: Record<string, unknown>;
+  created: string;
+}
+
+const noticeRow = (r: Record<string, any>): NoticeRow => ({
+  id: r.notice_id,
+  accountId: r.account_id,
+  type: r.type,
+  title: r.title,
+  message: r.message,
+  data: typeof r.data === 'string' ? JSON.parse(r.data) : r.data,
+  created: iso(r.created_at)!,
+});
+
+/** An account's in-app notices, newest first. */
+export async function listNotices(sql: SqlExecutor, accountId: string, limit: number): Promise<NoticeRow[]> {
+  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM notices WHERE account_id = $1 ORDER BY created_at DESC, notice_id DESC LIMIT $2', [accountId, limit]);
+  return rows.map(noticeRow);
+}
+
+/** Notices not yet mailed (or whose mailing was claimed before `staleBefore` and never finished), oldest first. */
+export async function noticesToMail(sql: SqlExecutor, staleBefore: Date, limit: number): Promise<NoticeRow[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT n.* FROM notices n LEFT JOIN notice_mail m ON m.notice_id = n.notice_id
+      WHERE m.notice_id IS NULL OR (m.state = 'claimed' AND m.claimed_at < $1)
+      ORDER BY n.created_at, n.notice_id LIMIT $2`,
+    [staleBefore.toISOString(), limit],
+  );
+  return rows.map(noticeRow);
 }
