@@ -277,6 +277,16 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     for (const action of ['settings.prompt_logging_set', 'settings.step_up_set', 'webhook.saved', 'webhook.secret_rotated', 'webhook.paused', 'webhook.resumed']) expect(actions).toContain(action);
     const entry = (await call('GET', '/audit-log?action=settings.prompt_logging_set', { key: management })).json.data[0];
     expect(entry).toMatchObject({ actor: expect.any(String), at: expect.any(String), details: { enabled: true, retention_days: 7 } });
+    // Filtered by time: since is inclusive, until exclusive.
+    const at = Date.parse(entry.at);
+    const inRange = async (query: string) => (await call('GET', `/audit-log?action=settings.prompt_logging_set&${query}`, { key: management })).json.data.length;
+    expect(await inRange(`since=${new Date(at).toISOString()}`)).toBe(1);
+    expect(await inRange(`since=${new Date(at + 1).toISOString()}`)).toBe(0);
+    expect(await inRange(`until=${new Date(at).toISOString()}`)).toBe(0);
+    expect(await inRange(`until=${Math.floor(at / 1000) + 1}`)).toBe(1);
+    const bad = await call('GET', '/audit-log?since=yesterday', { key: management });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.param).toBe('since');
     expect(JSON.stringify(actions)).not.toContain('whsec_');
     const log = JSON.stringify((await call('GET', '/audit-log?limit=1000', { key: management })).json);
     expect(log).not.toContain(secret);

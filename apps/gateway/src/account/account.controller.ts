@@ -90,7 +90,13 @@ export class AccountController {
    */
   @Get('audit-log')
   @Requires('management')
-  async auditLog(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('action') action: unknown) {
+  async auditLog(
+    @CallerParam() caller: Caller,
+    @QueryParam('limit') limit: unknown,
+    @QueryParam('action') action: unknown,
+    @QueryParam('since') since: unknown,
+    @QueryParam('until') until: unknown,
+  ) {
     if (caller.workspaceId !== caller.accountId) {
       throw ApiError.permission("An organization's audit log is read with a management key of its owner's own account.", 'management_key_required');
     }
@@ -99,8 +105,9 @@ export class AccountController {
     if (action !== undefined && (typeof action !== 'string' || !/^[a-z_]+\.[a-z_]+$/.test(action))) {
       throw ApiError.invalidRequest('action must be an audit action such as key.created.', 'action');
     }
+    const range = { since: instant(since, 'since'), until: instant(until, 'until') };
     await this.reads.settle(caller.accountId, 'audit_log');
-    return { data: await listAuditLog(this.sql, caller.accountId, n, (action as string | undefined) ?? null) };
+    return { data: await listAuditLog(this.sql, caller.accountId, n, { action: (action as string | undefined) ?? null, ...range }) };
   }
 
   /** Spec 9: the account's in-app notices (model deprecations), newest first; any key of the account reads them. */
@@ -129,4 +136,12 @@ export class AccountController {
     if (!key || key.workspaceId !== caller.workspaceId) throw ApiError.notFound(`No key with id '${requested}' in this workspace.`, 'key_not_found', 'key_id');
     return requested;
   }
+}
+
+/** An ISO 8601 time (or unix seconds) of a query filter; null when absent. */
+function instant(value: unknown, param: string): Date | null {
+  if (value === undefined) return null;
+  const at = typeof value === 'string' && /^\d{1,12}$/.test(value) ? new Date(Number(value) * 1000) : typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(at.getTime())) throw ApiError.invalidRequest(`${param} must be an ISO 8601 time or unix seconds.`, param);
+  return at;
 }

@@ -84,12 +84,20 @@ export interface AuditEntry {
   details: Record<string, unknown>;
 }
 
-/** Entries about an account, or made by it, newest first; `action` narrows to one kind. */
-export async function listAuditLog(sql: SqlExecutor, accountId: string | null, limit = 100, action: string | null = null): Promise<AuditEntry[]> {
+/** What narrows an audit log read: one kind of action, and a time range (`since` inclusive, `until` exclusive). */
+export interface AuditLogFilter {
+  action?: string | null;
+  since?: Date | null;
+  until?: Date | null;
+}
+
+/** Entries about an account, or made by it, newest first. */
+export async function listAuditLog(sql: SqlExecutor, accountId: string | null, limit = 100, filter: AuditLogFilter = {}): Promise<AuditEntry[]> {
   const { rows } = await sql.query<Record<string, any>>(
     `SELECT * FROM audit_log WHERE ($1::text IS NULL OR account_id = $1 OR actor_account_id = $1) AND ($3::text IS NULL OR action = $3)
+        AND ($4::timestamptz IS NULL OR at >= $4) AND ($5::timestamptz IS NULL OR at < $5)
       ORDER BY at DESC, event_id LIMIT $2`,
-    [accountId, limit, action],
+    [accountId, limit, filter.action ?? null, filter.since?.toISOString() ?? null, filter.until?.toISOString() ?? null],
   );
   return rows.map((r) => ({
     id: r.event_id,
