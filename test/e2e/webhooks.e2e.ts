@@ -292,6 +292,22 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(log).not.toContain(secret);
   });
 
+  it('DELETE removes the endpoint: nothing more is queued or sent, and a second DELETE is 404', async () => {
+    const removed = await call('DELETE', '/settings/webhook', { key: management });
+    expect(removed.status).toBe(200);
+    expect((await call('GET', '/settings', { key: management })).json.data.webhook).toBeNull();
+    const listed = (await call('GET', '/webhook-events?limit=100', { key: management })).json.data.length;
+    const sent = receiver.received.length;
+    await addCredits(1);
+    await sleep(1500);
+    expect(receiver.received.length).toBe(sent);
+    expect((await call('GET', '/webhook-events?limit=100', { key: management })).json.data.length).toBe(listed);
+    const again = await call('DELETE', '/settings/webhook', { key: management });
+    expect(again.status).toBe(404);
+    expect(again.json.error.code).toBe('webhook_not_found');
+    expect((await call('GET', '/audit-log?action=webhook.deleted', { key: management })).json.data).toHaveLength(1);
+  });
+
   describe('bad input: 400 naming the field, nothing changed', () => {
     const cases: [string, string, string, unknown, string][] = [
       ['a URL that is not one', 'PUT', '/settings/webhook', { url: 'not a url' }, 'url'],

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEFAULT_KEY_SETTINGS, keyDecider, type KeySettings, keyStream, providerKeyContext, settingsDecider, settingsStream } from '@svc/identity';
+import { DEFAULT_KEY_SETTINGS, keyDecider, type KeySettings, keyStream, providerKeyContext, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
 import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
@@ -30,6 +30,12 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
     if (r.appended) last = r.appended.position;
   };
   for (const id of ['a1', 'a2', 'a3']) {
+    if (id === 'a1') {
+      // An endpoint first: the account's credit and key events below are rows of the webhook outbox.
+      const webhookId = `wh-${id}`;
+      const encryptedSecret = sealSecret(randomBytes(32), 'whsec_x', webhookSecretContext(id, webhookId));
+      await aggregates.handle(settingsDecider, settingsStream(id), { type: 'SaveWebhook', accountId: id, webhookId, url: 'https://example.com/hook', events: null, encryptedSecret });
+    }
     await account(id, { type: 'OpenAccount', accountId: id });
     await account(id, { type: 'AddCredits', amountNano: 5_000_000_000n, reason: 'signup' });
     for (let i = 0; i < 4; i++) {
@@ -61,6 +67,8 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       hint: '...abcd',
     });
     last = saved.appended!.position;
+    const settings = await aggregates.handle(settingsDecider, settingsStream(id), { type: 'SetPromptLogging', accountId: id, enabled: id !== 'a3', retentionDays: 7 });
+    last = settings.appended!.position;
   }
   return last;
 }
