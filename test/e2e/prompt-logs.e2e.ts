@@ -3,18 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PROMPT_LOGS_TABLE } from '@svc/conversations';
 import { ManualClock } from '@svc/platform';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { until } from '../support/until';
 
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 describe('prompt logging (spec 1, 8): off by default, encrypted at rest, purgeable, kept for its retention', () => {
   const clock = new ManualClock(new Date());

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { generateEncryptionKey } from '@svc/platform';
 import { RETRY_DELAYS_MS } from '@svc/webhooks';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
+import { until } from '../support/until';
 import { spawnGateway } from '../support/second-gateway';
 
 const ROOT = join(__dirname, '..', '..');
@@ -30,15 +31,6 @@ function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /**
  * Spec 6.1 across real processes: a gateway, and workers that deliver; retries survive a

@@ -7,6 +7,7 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '@svc/catalog';
 import { ALL_PROJECTIONS } from '@svc/projections';
 import { RETRY_DELAYS_MS, SIGNATURE_TOLERANCE_SECONDS, verifyWebhookSignature, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { until } from '../support/until';
 
 interface Received {
   headers: IncomingMessage['headers'];
@@ -43,15 +44,6 @@ class Receiver {
   }
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, redelivery', () => {
   const clock = new ManualClock(new Date());

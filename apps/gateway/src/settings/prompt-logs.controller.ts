@@ -1,11 +1,9 @@
 import { Controller, Delete, Get, Param, Query as QueryParam, UseGuards } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
 import { SettingsService } from '@svc/management';
-import { ApiError } from '@svc/platform';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { listPage, pageQuery } from '../http/pagination';
 import { settingsAccount } from './settings.controller';
-
-const MAX_PAGE = 100;
 
 const summary = (log: { generationId: string; keyId: string; endpoint: string; createdAt: string; expiresAt: string }) => ({
   generation_id: log.generationId,
@@ -27,12 +25,9 @@ export class PromptLogsController {
 
   @Get()
   async list(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('after') after: unknown) {
-    const n = limit === undefined ? 20 : Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw ApiError.invalidRequest(`limit must be an integer from 1 to ${MAX_PAGE}.`, 'limit');
-    if (after !== undefined && (typeof after !== 'string' || after.length === 0 || after.length > 255)) throw ApiError.invalidRequest('after must be a generation id.', 'after');
-    const rows = await this.settings.promptLogs(settingsAccount(caller), n + 1, (after as string | undefined) ?? null);
-    const page = rows.slice(0, n);
-    return { object: 'list', data: page.map(summary), first_id: page[0]?.generationId ?? null, last_id: page.at(-1)?.generationId ?? null, has_more: rows.length > n };
+    const page = pageQuery(limit, after, { max: 100, fallback: 20, isId: (v) => v.length > 0 && v.length <= 255, what: 'a generation id' });
+    const rows = await this.settings.promptLogs(settingsAccount(caller), page.fetch, page.after);
+    return listPage(rows, page.limit, (r) => r.generationId, summary);
   }
 
   @Get(':generationId')

@@ -4,6 +4,7 @@ import type { Caller } from '@svc/identity';
 import { parseSettingsPatch, parseStepUpCodeRequest, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService, StepUpService } from '@svc/management';
 import { ApiError } from '@svc/platform';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { listPage, pageQuery } from '../http/pagination';
 
 /**
  * Settings belong to the account that pays (spec 1); an organization's are changed with a
@@ -84,8 +85,6 @@ export class StepUpController {
   }
 }
 
-const MAX_PAGE = 100;
-
 /** Spec 6.1: every event sent to the endpoint, with its delivery state and attempts; redelivery. */
 @Controller('v1/webhook-events')
 @UseGuards(ApiKeyGuard)
@@ -96,12 +95,9 @@ export class WebhookEventsController {
   /** A cursor list, newest first, in OpenAI's list shape (`after` is the last id of the page before). */
   @Get()
   async list(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('after') after: unknown) {
-    const n = limit === undefined ? 20 : Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw ApiError.invalidRequest(`limit must be an integer from 1 to ${MAX_PAGE}.`, 'limit');
-    if (after !== undefined && (typeof after !== 'string' || !/^evt_[0-9a-f]{24}$/.test(after))) throw ApiError.invalidRequest('after must be a webhook event id.', 'after');
-    const rows = await this.settings.listEvents(settingsAccount(caller), n + 1, (after as string | undefined) ?? null);
-    const page = rows.slice(0, n);
-    return { object: 'list', data: page.map((e) => presentWebhookEvent(e)), first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: rows.length > n };
+    const page = pageQuery(limit, after, { max: 100, fallback: 20, isId: (v) => /^evt_[0-9a-f]{24}$/.test(v), what: 'a webhook event id' });
+    const rows = await this.settings.listEvents(settingsAccount(caller), page.fetch, page.after);
+    return listPage(rows, page.limit, (e) => e.id, (e) => presentWebhookEvent(e));
   }
 
   @Get(':id')
