@@ -27,6 +27,7 @@ import { ManagementModule } from '@svc/management';
 import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
+import { PresetsController } from './presets/presets.controller';
 import { PromptLogsController } from './settings/prompt-logs.controller';
 import { SettingsController, StepUpController, WebhookEventsController } from './settings/settings.controller';
 import { SpeechController } from './audio/speech.controller';
@@ -41,6 +42,7 @@ export class GatewayModule {
       imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule],
       controllers: [
         SettingsController,
+        PresetsController,
         PromptLogsController,
         StepUpController,
         WebhookEventsController,

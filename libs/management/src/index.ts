@@ -5,3 +5,4 @@ export { ManagementModule } from './management.module';
 export { parseSettingsPatch, parseWebhookRequest, type SettingsPatch, type WebhookRequest } from './settings.request';
 export { presentSettings, presentWebhook, presentWebhookEvent, SettingsService } from './settings.service';
 export { maskEmail, parseStepUpCodeRequest, STEP_UP_HEADER, StepUpService } from './step-up.service';
+export { presetNotFound, PresetsService, type PresetWithVersions } from './presets.service';

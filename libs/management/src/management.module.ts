@@ -6,6 +6,7 @@ import { AdminService } from './admin.service';
 import { KeysService } from './keys.service';
 import { SettingsService } from './settings.service';
 import { StepUpService } from './step-up.service';
+import { PresetsService } from './presets.service';
 
 /**
  * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
@@ -14,7 +15,7 @@ import { StepUpService } from './step-up.service';
  */
 @Module({
   imports: [LedgerModule, IdentityModule],
-  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService],
-  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService],
+  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService],
+  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService],
 })
 export class ManagementModule {}

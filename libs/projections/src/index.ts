@@ -7,6 +7,7 @@ import { keyUsageProjection } from './read-models/key-usage';
 import { providerKeysProjection } from './read-models/provider-keys';
 import { settingsProjection } from './read-models/settings';
 import { notificationsProjection } from './read-models/notifications';
+import { presetsProjection } from './read-models/presets';
 
 export * from './auth-cache';
 export * from './in-flight';
@@ -21,9 +22,10 @@ export * from './read-models/key-usage';
 export * from './read-models/provider-keys';
 export * from './read-models/settings';
 export * from './read-models/notifications';
+export * from './read-models/presets';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection];
 export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

@@ -4,6 +4,7 @@ import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/p
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { Random } from '@svc/ledger/testing/random';
+import { presetDecider, presetStream } from '@svc/presets';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
 
@@ -35,6 +36,9 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       const webhookId = `wh-${id}`;
       const encryptedSecret = sealSecret(randomBytes(32), 'whsec_x', webhookSecretContext(id, webhookId));
       await aggregates.handle(settingsDecider, settingsStream(id), { type: 'SaveWebhook', accountId: id, webhookId, url: 'https://example.com/hook', events: null, encryptedSecret });
+      // A preset with two versions.
+      await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'CreatePreset', workspaceId: id, slug: 'support', name: 'Support', description: null, config: { model: 'sim/echo' } });
+      await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'UpdatePreset', workspaceId: id, slug: 'support', config: { model: 'sim/echo', system_prompt: 'Be brief.' } });
     }
     await account(id, { type: 'OpenAccount', accountId: id });
     await account(id, { type: 'AddCredits', amountNano: 5_000_000_000n, reason: 'signup' });

@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
 import type { KeyEvent, OrgEvent, SettingsEvent } from '@svc/identity';
 import type { AccountEvent } from '@svc/ledger';
+import type { PresetEvent } from '@svc/presets';
 import { nanoToUsd } from '@svc/platform';
 import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
@@ -8,7 +9,7 @@ import { eventTime, perEvent, type Projection } from '../projection';
 /** Every settings write, and the pause the dispatcher records; not each failed delivery, which the webhook events list. */
 type AuditedSettings = Exclude<SettingsEvent, { type: 'WebhookDeliveryFailed' | 'WebhookDeliveryRecovered' }>;
 /** A key's expiry notice is the service's, not anyone's change. */
-type Audited = Exclude<KeyEvent, { type: 'KeyExpiring' }> | OrgEvent | AuditedSettings | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
+type Audited = Exclude<KeyEvent, { type: 'KeyExpiring' }> | OrgEvent | AuditedSettings | PresetEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
 
 /** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
 const API_FIELD: Record<string, string> = { limit_nano: 'limit' };
@@ -36,6 +37,11 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
   WebhookDeleted: (d) => ({ action: 'webhook.deleted', account: d.account_id, target: d.webhook_id, details: {} }),
   WebhookPaused: (d) => ({ action: 'webhook.paused', account: d.account_id, target: d.webhook_id, details: { consecutive_failures: d.consecutive_failures } }),
   WebhookResumed: (d) => ({ action: 'webhook.resumed', account: d.account_id, target: d.webhook_id, details: {} }),
+  // A workspace is its owner's account, or an organization, whose log its owner reads (actor_account_id for members).
+  PresetCreated: (d) => ({ action: 'preset.created', account: d.workspace_id, target: d.slug, details: { name: d.name } }),
+  PresetDetailsChanged: (d) => ({ action: 'preset.updated', account: d.workspace_id, target: d.slug, details: { name: d.name, description: d.description } }),
+  PresetVersionAdded: (d) => ({ action: d.rolled_back_to === null ? 'preset.version_added' : 'preset.rolled_back', account: d.workspace_id, target: d.slug, details: { version: d.version, rolled_back_to: d.rolled_back_to } }),
+  PresetDeleted: (d) => ({ action: 'preset.deleted', account: d.workspace_id, target: d.slug, details: {} }),
   CreditsAdded: (d) => ({ action: 'credits.added', account: d.account_id, target: d.account_id, details: { amount_usd: usd(d.amount_nano), reason: d.reason } }),
   DailyLimitSet: (d) => ({ action: 'account.daily_limit_set', account: d.account_id, target: d.account_id, details: { daily_limit_usd: usd(d.limit_nano) } }),
 };

@@ -1,0 +1,68 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CATALOG, type Catalog } from '@svc/catalog';
+import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
+import { ApiError, READ_DB, type SqlRunner } from '@svc/platform';
+import { presetDecider, presetStream, type PresetCommand, type PresetRequest } from '@svc/presets';
+import { getPreset, listPresets, PROJECTIONS, type PresetRow, type PresetVersionRow, type ProjectionRunner } from '@svc/projections';
+
+export type PresetWithVersions = PresetRow & { versions: PresetVersionRow[] };
+
+/** Presets of a workspace (spec 4.18): each write a command on its stream, read back once projected. */
+@Injectable()
+export class PresetsService {
+  constructor(
+    @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(CATALOG) private readonly catalog: Pick<Catalog, 'get'>,
+    @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
+    @Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore,
+  ) {}
+
+  get catalogModels(): Pick<Catalog, 'get'> {
+    return this.catalog;
+  }
+
+  list(workspaceId: string): Promise<PresetRow[]> {
+    return listPresets(this.sql, workspaceId);
+  }
+
+  async get(workspaceId: string, slug: string): Promise<PresetWithVersions> {
+    const found = await getPreset(this.sql, workspaceId, slug);
+    if (!found) throw presetNotFound(slug);
+    return found;
+  }
+
+  async create(workspaceId: string, request: PresetRequest, metadata: EventMetadata): Promise<PresetWithVersions> {
+    const { slug, name = null, description = null, config = {} } = request;
+    await this.execute(workspaceId, slug, { type: 'CreatePreset', workspaceId, slug, name, description, config }, metadata);
+    return this.get(workspaceId, slug);
+  }
+
+  async update(workspaceId: string, request: PresetRequest, metadata: EventMetadata): Promise<PresetWithVersions> {
+    const { slug, name, description, config } = request;
+    await this.execute(workspaceId, slug, { type: 'UpdatePreset', workspaceId, slug, name, description, config }, metadata);
+    return this.get(workspaceId, slug);
+  }
+
+  async rollback(workspaceId: string, slug: string, version: number, metadata: EventMetadata): Promise<PresetWithVersions> {
+    await this.execute(workspaceId, slug, { type: 'RollbackPreset', workspaceId, slug, version }, metadata);
+    return this.get(workspaceId, slug);
+  }
+
+  async delete(workspaceId: string, slug: string, metadata: EventMetadata): Promise<void> {
+    await this.execute(workspaceId, slug, { type: 'DeletePreset', workspaceId, slug }, metadata);
+  }
+
+  private async execute(workspaceId: string, slug: string, command: PresetCommand, metadata: EventMetadata): Promise<void> {
+    const handled = await this.aggregates.handle(presetDecider, presetStream(workspaceId, slug), command, metadata).catch((err: unknown) => {
+      if (!(err instanceof DomainError)) throw err;
+      if (err.code === 'preset_not_found') throw presetNotFound(slug);
+      if (err.code === 'preset_exists') throw new ApiError(409, 'invalid_request_error', err.message, err.code, 'slug');
+      throw ApiError.invalidRequest(err.message, err.code === 'preset_version_not_found' ? 'version' : 'slug', err.code);
+    });
+    if (handled.appended) await this.projections.waitUntilVisible(handled.appended.position, ['presets', 'audit_log']);
+  }
+}
+
+export function presetNotFound(slug: string): ApiError {
+  return ApiError.notFound(`No preset '${slug}' in this workspace.`, 'preset_not_found', 'slug');
+}

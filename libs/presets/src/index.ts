@@ -1,0 +1,2 @@
+export * from './preset';
+export * from './request';
