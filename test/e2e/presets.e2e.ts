@@ -1,4 +1,10 @@
+import OpenAI from 'openai';
+import { countChatPromptTokens } from '@svc/providers';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { twoGateways } from '../support/second-gateway';
+
+const ADMIN_TOKEN = 'admin-token-for-preset-tests';
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 /** Spec 4.18, 2.5: presets stored with their versions; any key reads them, a management key changes them. */
 describe('presets: create, versions, rollback, delete (spec 4.18, 2.5)', () => {
@@ -91,5 +97,92 @@ describe('presets: create, versions, rollback, delete (spec 4.18, 2.5)', () => {
     const again = await call('POST', '/presets', { key: management, body: { slug: 'support', config: config2 } });
     expect(again.json.data).toMatchObject({ version: 1, config: config2 });
     expect(again.json.data.versions).toHaveLength(1);
+  });
+});
+
+/**
+ * Spec 1, 2.5, 4.2: presets in requests, on every chat-based interface, with a second gateway
+ * process on the same database to show that a PATCH reaches the very next request there too.
+ */
+describe('presets in requests (spec 2.5, 4.2)', () => {
+  const gateways = twoGateways('presets', ADMIN_TOKEN);
+  let key: string;
+  let management: string;
+  let one: OpenAI;
+  let two: OpenAI;
+
+  beforeAll(async () => {
+    const account = (await gateways.one('POST', '/admin/accounts', { body: { initial_credits_usd: 5 }, headers: admin })).json.id;
+    key = (await gateways.one('POST', `/admin/accounts/${account}/keys`, { body: {}, headers: admin })).json.key;
+    management = (await gateways.one('POST', `/admin/accounts/${account}/keys`, { body: { scope: 'management' }, headers: admin })).json.key;
+    one = new OpenAI({ baseURL: gateways.first.url, apiKey: key, maxRetries: 0 });
+    two = new OpenAI({ baseURL: `${gateways.second.url}/v1`, apiKey: key, maxRetries: 0 });
+    const created = await gateways.one('POST', '/v1/presets', {
+      key: management,
+      body: { slug: 'brief', config: { model: 'sim/echo', models: ['sim/claude-echo'], system_prompt: 'Be brief.', params: { max_tokens: 40 } } },
+    });
+    expect(created.status).toBe(201);
+  });
+
+  const user = (content: string) => [{ role: 'user' as const, content }];
+  const withSystem = (system: string, content: string) => countChatPromptTokens([{ role: 'system', content: system }, ...user(content)]);
+
+  it('applies by all three forms: @preset/<slug>, <model>@preset/<slug>, and the preset field', async () => {
+    const a = await one.chat.completions.create({ model: '@preset/brief', messages: user('hello') });
+    expect(a.model).toBe('sim/echo');
+    expect(a.usage!.prompt_tokens).toBe(withSystem('Be brief.', 'hello'));
+    const b = await one.chat.completions.create({ model: 'sim/claude-echo@preset/brief', messages: user('hello') });
+    expect(b.model).toBe('sim/claude-echo');
+    expect(b.usage!.prompt_tokens).toBe(a.usage!.prompt_tokens);
+    const c = await one.chat.completions.create({ model: 'sim/echo', messages: user('hello'), preset: 'brief' } as never);
+    expect(c.usage!.prompt_tokens).toBe(a.usage!.prompt_tokens);
+  });
+
+  it("request fields beat the preset's; its fallbacks answer when the primary fails", async () => {
+    const capped = await one.chat.completions.create({ model: '@preset/brief', messages: user('one two three four five six'), max_tokens: 2 });
+    expect(capped.usage!.completion_tokens).toBeLessThanOrEqual(2);
+    const fallback = await one.chat.completions.create({ model: '@preset/brief', messages: user('hi\n#sim {"fail_models": {"sim/echo": 503}}') });
+    expect(fallback.model).toBe('sim/claude-echo');
+  });
+
+  it('works on messages, responses and completions too', async () => {
+    const messages = await gateways.one('POST', '/v1/messages', { key, body: { model: '@preset/brief', max_tokens: 20, messages: user('hello') } });
+    expect(messages.status).toBe(200);
+    expect(messages.json.usage.input_tokens).toBe(withSystem('Be brief.', 'hello'));
+    const response = await one.responses.create({ model: '@preset/brief', input: 'hello', store: false });
+    expect(response.model).toBe('sim/echo');
+    const completion = await one.completions.create({ model: '@preset/brief', prompt: 'hello' });
+    expect(completion.model).toBe('sim/echo');
+  });
+
+  it('a PATCH is used by the very next request, in this process and in the other one', async () => {
+    const patched = await gateways.one('PATCH', '/v1/presets/brief', { key: management, body: { slug: 'brief', config: { model: 'sim/echo', system_prompt: 'Be very kind and thorough.' } } });
+    expect(patched.json.data.version).toBe(2);
+    const expected = withSystem('Be very kind and thorough.', 'hello');
+    expect((await one.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(expected);
+    expect((await two.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(expected);
+    // And a rollback, the same way.
+    await gateways.one('POST', '/v1/presets/brief/rollback', { key: management, body: { version: 1 } });
+    expect((await two.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(withSystem('Be brief.', 'hello'));
+  });
+
+  it('a preset with the cache on answers MISS, then HIT', async () => {
+    await gateways.one('POST', '/v1/presets', { key: management, body: { slug: 'cached', config: { model: 'sim/echo', cache: { enabled: true, ttl_seconds: 60 } } } });
+    const ask = () => gateways.one('POST', '/v1/chat/completions', { key, body: { model: '@preset/cached', messages: user('cache me') } });
+    const miss = await ask();
+    expect(miss.headers.get('x-svc-cache-status')).toBe('MISS');
+    const hit = await ask();
+    expect(hit.headers.get('x-svc-cache-status')).toBe('HIT');
+    expect(hit.json.choices).toEqual(miss.json.choices);
+  });
+
+  it('an unknown preset is 404 preset_not_found, and nothing is billed', async () => {
+    const before = (await gateways.one('GET', '/v1/credits', { key })).json.data.balance;
+    for (const body of [{ model: '@preset/nope', messages: user('x') }, { model: 'sim/echo', preset: 'nope', messages: user('x') }]) {
+      const r = await gateways.one('POST', '/v1/chat/completions', { key, body });
+      expect(r.status).toBe(404);
+      expect(r.json.error.code).toBe('preset_not_found');
+    }
+    expect((await gateways.one('GET', '/v1/credits', { key })).json.data.balance).toBe(before);
   });
 });

@@ -22,6 +22,7 @@ const record: SecretMatch = {
   orgActive: true,
   sealedProviderKeys: new Map(),
   promptLogDays: null,
+  presets: new Map(),
 };
 const finding = (over: Partial<SecretMatch> = {}) => async (hash: string) => (hash === record.secretHash ? { ...record, ...over } : null);
 

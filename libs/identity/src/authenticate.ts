@@ -1,4 +1,5 @@
 import { ApiError } from '@svc/platform';
+import type { StoredPreset } from '@svc/presets';
 import type { KeySettings } from './key';
 import { ipAllowed, referrerAllowed } from './restrictions';
 import { hashesEqual, hashKeySecret, isKeySecretShape } from './secrets';
@@ -30,6 +31,12 @@ export interface SecretMatch extends KeyRecord {
    * is off. Read with the key, so a request pays no read of its own to know.
    */
   promptLogDays: number | null;
+  /**
+   * The workspace's presets at their latest version, by slug (spec 2.5: requests always use the
+   * latest). With the key, so a request using one pays no read, and a change reaches every
+   * process through the same invalidation as a key change.
+   */
+  presets: ReadonlyMap<string, StoredPreset>;
   /** The stored hash the lookup matched, compared again here in constant time. */
   secretHash: string;
   /** Until when this secret works (a rotated-out secret); null = while the key lives. */
@@ -39,7 +46,7 @@ export interface SecretMatch extends KeyRecord {
 }
 
 /** The authenticated caller of a request: its key, and its account's sealed provider keys. */
-export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys' | 'promptLogDays'>;
+export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys' | 'promptLogDays' | 'presets'>;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
 export function keyFromHeaders(rawHeaders: readonly string[]): string | null {

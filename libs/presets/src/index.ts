@@ -1,2 +1,3 @@
 export * from './preset';
 export * from './request';
+export * from './apply';

@@ -31,8 +31,8 @@ import type { ProjectionCaches } from './runner';
 export const AUTH_CACHE_CHANNEL = 'auth_cache_invalidate';
 
 /** The projections `findKeyBySecretHash` joins. */
-/** The read models a cached key lookup reads: the key, the account's provider keys and its settings (prompt logging). */
-export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys', 'account_settings']);
+/** The read models a cached key lookup reads: the key, the account's provider keys, its settings (prompt logging) and the workspace's presets. */
+export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys', 'account_settings', 'presets']);
 
 /** Entries per process: bounded, since every key that authenticates may be cached. */
 export const AUTH_CACHE_CAPACITY = 10_000;

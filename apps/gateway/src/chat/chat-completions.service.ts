@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Readable } from 'node:stream';
 import type { CatalogRoute } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
+import { applyPreset, findPreset, presetReference } from '@svc/presets';
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
@@ -159,7 +160,10 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * gets (known fields only, plugin fields consumed, messages compressed to fit), the plugins
    * to apply to the answer, and the headers that report what was changed.
    */
-  applyRules(caller: Caller, body: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string> } {
+  applyRules(caller: Caller, sent: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string> } {
+    // Spec 2.5: a preset's settings first, so every rule below sees the request as it will run.
+    const reference = presetReference(sent);
+    const body = reference ? applyPreset(sent as unknown as Record<string, unknown>, reference, findPreset(reference, caller.presets)) as unknown as ChatCompletionRequest : sent;
     const { known, ignored } = withoutUnknownFields(body);
     const plugins = readPlugins(known);
     // The models that may answer, resolved and routed exactly as the service will.

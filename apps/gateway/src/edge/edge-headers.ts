@@ -12,7 +12,8 @@ export interface EdgeHeaders {
   cache: CacheRequest | null;
 }
 
-const DEFAULT_TTL_SECONDS = 300;
+/** Spec 8: a cached answer lives 300 s unless told otherwise. */
+export const DEFAULT_CACHE_TTL_SECONDS = 300;
 const MAX_TTL_SECONDS = 86_400;
 /** The request headers may also carry the upstream router's name instead of ours. */
 const CACHE_HEADER_PREFIXES = ['x-svc-cache', 'x-openrouter-cache'];
@@ -44,7 +45,7 @@ function cacheRequest(headers: Headers): CacheRequest | null {
   const ttlText = read('-ttl', 'X-Svc-Cache-TTL');
   const clear = flag(read('-clear', 'X-Svc-Cache-Clear'), 'X-Svc-Cache-Clear');
   if (!enabled) return null;
-  let ttlSeconds = DEFAULT_TTL_SECONDS;
+  let ttlSeconds = DEFAULT_CACHE_TTL_SECONDS;
   if (ttlText !== null) {
     ttlSeconds = /^\d+$/.test(ttlText) ? Number(ttlText) : NaN;
     if (!(ttlSeconds >= 1 && ttlSeconds <= MAX_TTL_SECONDS)) {

@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import stringify from 'safe-stable-stringify';
 import { PromptLogs } from '@svc/conversations';
+import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
 import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
@@ -11,7 +12,7 @@ import { RUNTIME } from '../../../../src/runtime.module';
 import { endAfter } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
 import { Metering } from '../metering/metering.service';
-import { readEdgeHeaders } from './edge-headers';
+import { DEFAULT_CACHE_TTL_SECONDS, readEdgeHeaders } from './edge-headers';
 
 /** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
 export interface Answer {
@@ -76,9 +77,14 @@ export class EdgeResponses {
   async serve(request: EdgeRequest, reply: FastifyReply, produce: (clientRequestId: string | undefined) => Promise<Answer>): Promise<void> {
     const clientRequestId = clientRequestIdOf(request.headers);
     if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
-    const { idempotencyKey, cache } = readEdgeHeaders(request.headers, request.cacheable);
+    const { idempotencyKey, cache: asked } = readEdgeHeaders(request.headers, request.cacheable);
+    // Spec 2.5: a preset's version is part of what the request is, and its `cache` turns the cache on.
+    const reference = presetReference(request.body);
+    const preset = reference ? findPreset(reference, request.caller.presets) : null;
+    const cache = asked ?? (request.cacheable && preset?.config.cache?.enabled ? { ttlSeconds: preset.config.cache.ttl_seconds ?? DEFAULT_CACHE_TTL_SECONDS, clear: false } : null);
     // Most requests use neither: a large prompt is then not serialised and hashed for nothing.
-    const fingerprint = idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${stringify(request.body)}`);
+    const fingerprint =
+      idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
     const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.runtime.edge.idempotency;
     const scope = request.caller.keyId;
 

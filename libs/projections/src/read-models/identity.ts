@@ -158,12 +158,16 @@ function toRow(r: Record<string, any>): ApiKeyRow {
   };
 }
 
+/** A json column: an object from PostgreSQL, a string from some drivers. */
+const json = (v: unknown): Record<string, any> | null => (typeof v === 'string' ? JSON.parse(v) : (v as Record<string, any> | null));
+
 export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string): Promise<SecretMatch | null> {
   const { rows } = await sql.query<Record<string, any>>(
     `SELECT k.*, s.secret_hash, s.valid_until,
             (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
             (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys,
-            (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days
+            (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days,
+            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets
        FROM api_key_secrets s
        JOIN api_keys k ON k.key_id = s.key_id
        LEFT JOIN organizations o ON o.org_id = k.org_id
@@ -175,7 +179,7 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
   const r = rows[0];
   if (!r) return null;
   const sealedProviderKeys = new Map<string, string>(Object.entries(r.provider_keys ?? {}));
-  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys, promptLogDays: r.prompt_log_days ?? null };
+  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys, promptLogDays: r.prompt_log_days ?? null, presets: new Map(Object.entries(json(r.presets) ?? {})) };
 }
 
 export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {
