@@ -161,6 +161,7 @@ describe('account read endpoints', () => {
         status: 'completed',
         key_id: full.id,
         client_request_id: 'client-req-1',
+        preset: null,
         created_at: expect.any(String),
         finished_at: expect.any(String),
         tokens_prompt: 100,

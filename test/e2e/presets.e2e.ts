@@ -136,6 +136,12 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     expect(b.usage!.prompt_tokens).toBe(a.usage!.prompt_tokens);
     const c = await one.chat.completions.create({ model: 'sim/echo', messages: user('hello'), preset: 'brief' } as never);
     expect(c.usage!.prompt_tokens).toBe(a.usage!.prompt_tokens);
+
+    // The generation record names the preset and its version; one without a preset names none.
+    const generation = async (id: string) => (await gateways.one('GET', `/v1/generation?id=${id}`, { key })).json.data;
+    expect((await generation(a.id)).preset).toEqual({ slug: 'brief', version: 1 });
+    const plain = await one.chat.completions.create({ model: 'sim/echo', messages: user('hello') });
+    expect((await generation(plain.id)).preset).toBeNull();
   });
 
   it("request fields beat the preset's; its fallbacks answer when the primary fails", async () => {
@@ -151,6 +157,8 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     expect(messages.json.usage.input_tokens).toBe(withSystem('Be brief.', 'hello'));
     const response = await one.responses.create({ model: '@preset/brief', input: 'hello', store: false });
     expect(response.model).toBe('sim/echo');
+    const recorded = (await gateways.one('GET', `/v1/generation?id=${response.id}`, { key })).json.data;
+    expect(recorded).toMatchObject({ endpoint: '/v1/responses', preset: { slug: 'brief', version: 1 } });
     const completion = await one.completions.create({ model: '@preset/brief', prompt: 'hello' });
     expect(completion.model).toBe('sim/echo');
   });

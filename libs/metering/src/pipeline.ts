@@ -94,6 +94,8 @@ export interface Plan {
   /** The end user's id (safety_identifier / user), recorded with the events. */
   user?: unknown;
   clientRequestId?: string;
+  /** The preset the request used (spec 2.5), recorded with the events as the client's request id is. */
+  preset?: { slug: string; version: number };
 }
 
 export interface ReserveOptions {
@@ -141,6 +143,7 @@ export class MeteredCalls {
       correlationId: id,
       ...(plan.clientRequestId ? { client_request_id: plan.clientRequestId } : {}),
       ...(typeof plan.user === 'string' ? { user: plan.user } : {}),
+      ...(plan.preset ? { preset: plan.preset.slug, preset_version: plan.preset.version } : {}),
       // The process whose lease vouches for the hold: once it lapses, the hold is reaped.
       ...(leaseId ? { gateway: leaseId } : {}),
     };

@@ -15,6 +15,12 @@ export interface StoredPreset {
   config: PresetConfig;
 }
 
+/** Which preset, at which version, a request ran with: recorded on its generation. */
+export interface PresetUse {
+  slug: string;
+  version: number;
+}
+
 export interface PresetReference {
   slug: string;
   /** The model the request names besides the preset (`<model>@preset/<slug>`, or `model` next to `preset`). */

@@ -11,6 +11,7 @@ export function presentGeneration(g: GenerationRow) {
     status: g.status,
     key_id: g.keyId,
     client_request_id: g.clientRequestId,
+    preset: g.preset,
     created_at: g.createdAt.toISOString(),
     finished_at: g.finishedAt?.toISOString() ?? null,
     tokens_prompt: g.promptTokens,

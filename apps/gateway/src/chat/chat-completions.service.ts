@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Readable } from 'node:stream';
 import type { CatalogRoute } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { applyPreset, findPreset, presetReference } from '@svc/presets';
+import { applyPreset, findPreset, presetReference, type PresetUse } from '@svc/presets';
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
@@ -25,6 +25,8 @@ export interface RequestContext {
   clientRequestId?: string;
   /** The interface the request came through (/v1/messages...), recorded on the generation. */
   endpoint?: string;
+  /** The preset the request used (spec 2.5), recorded on the generation. */
+  preset?: PresetUse | null;
 }
 
 export interface ChatCompletionResponse {
@@ -160,10 +162,12 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * gets (known fields only, plugin fields consumed, messages compressed to fit), the plugins
    * to apply to the answer, and the headers that report what was changed.
    */
-  applyRules(caller: Caller, sent: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string> } {
+  applyRules(caller: Caller, sent: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string>; preset: PresetUse | null } {
     // Spec 2.5: a preset's settings first, so every rule below sees the request as it will run.
     const reference = presetReference(sent);
-    const body = reference ? applyPreset(sent as unknown as Record<string, unknown>, reference, findPreset(reference, caller.presets)) as unknown as ChatCompletionRequest : sent;
+    const stored = reference ? findPreset(reference, caller.presets) : null;
+    const body = reference && stored ? (applyPreset(sent as unknown as Record<string, unknown>, reference, stored) as unknown as ChatCompletionRequest) : sent;
+    const preset = reference && stored ? { slug: reference.slug, version: stored.version } : null;
     const { known, ignored } = withoutUnknownFields(body);
     const plugins = readPlugins(known);
     // The models that may answer, resolved and routed exactly as the service will.
@@ -178,7 +182,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const headers: Record<string, string> = {};
     if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
-    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers };
+    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset };
   }
 
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */
@@ -194,6 +198,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       endpoint: context.endpoint ?? ENDPOINT,
       user: request.safety_identifier ?? request.user,
       clientRequestId: context.clientRequestId,
+      preset: context.preset ?? undefined,
     });
     return { metered };
   }

@@ -40,9 +40,10 @@ export class ThroughChat {
 
   constructor(private readonly chat: ChatCompletionsService) {}
 
-  async answer(caller: Caller, body: ChatRequestBody, context: RequestContext, presentation: Presentation): Promise<Answer> {
+  async answer(caller: Caller, body: ChatRequestBody, asked: RequestContext, presentation: Presentation): Promise<Answer> {
     // The translators build plain chat bodies; the rules validate them against the model.
-    const { request, headers: chatRuleHeaders } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    const { request, headers: chatRuleHeaders, preset } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    const context = { ...asked, preset };
     // The translated body holds known fields only: what was ignored is the interface's request's.
     const ignored = presentation.ignored ?? [];
     const ruleHeaders = ignored.length > 0 ? { ...chatRuleHeaders, 'x-svc-ignored-params': ignoredParamsHeader(ignored) } : chatRuleHeaders;

@@ -33,6 +33,8 @@ interface Placed {
   model: string;
   endpoint: string;
   client_request_id: string | null;
+  preset: string | null;
+  preset_version: number | null;
   created_at: string;
   outcome: Outcome | null;
 }
@@ -72,6 +74,9 @@ export const generationsProjection: Projection = {
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS meters jsonb`,
     // A cache hit's row names the generation whose answer it replayed (spec 4.2).
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS cache_source_id text`,
+    // The preset and version a request ran with (spec 2.5), from the hold's metadata.
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS preset text`,
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS preset_version integer`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
@@ -102,6 +107,8 @@ export const generationsProjection: Projection = {
             model: d.model,
             endpoint: d.endpoint,
             client_request_id: typeof clientRequestId === 'string' ? clientRequestId : null,
+            preset: typeof e.metadata.preset === 'string' ? e.metadata.preset : null,
+            preset_version: typeof e.metadata.preset_version === 'number' ? e.metadata.preset_version : null,
             created_at: eventTime(e),
             outcome: null,
           });
@@ -139,13 +146,14 @@ export const generationsProjection: Projection = {
           g.id, g.account_id, g.key_id, u?.model ?? g.model, g.endpoint, u?.provider ?? null, g.outcome?.status ?? 'in_progress',
           u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, g.outcome?.cost_nano ?? '0',
           u?.latency_ms ?? null, u?.ttft_ms ?? null, u?.error_code ?? null, g.client_request_id, g.created_at, g.outcome?.finished_at ?? null,
-          jsonOrNull(u?.meters),
+          jsonOrNull(u?.meters), g.preset, g.preset_version,
         ];
       });
       const c = asColumns(INSERTED, rows);
       await tx.query(
         `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
-                                  reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters)
+                                  reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters,
+                                  preset, preset_version)
          SELECT * FROM ${c.unnest}`,
         c.params,
       );
@@ -195,7 +203,7 @@ export const generationsProjection: Projection = {
 
 const FREE = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'integer'];
 
-const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb'];
+const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb', 'text', 'integer'];
 const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer', 'jsonb'];
 
 const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
@@ -246,6 +254,8 @@ export interface GenerationRow {
   ttftMs: number | null;
   errorCode: string | null;
   clientRequestId: string | null;
+  /** The preset and version the request ran with; null without one. */
+  preset: { slug: string; version: number } | null;
   /** A cache hit (status `cached`): the generation whose answer it replayed. */
   cacheSourceId: string | null;
   /** What a charge billed, by meter; null when nothing was billed. */
@@ -284,6 +294,7 @@ function toRow(r: Record<string, any>): GenerationRow {
     ttftMs: r.ttft_ms,
     errorCode: r.error_code,
     clientRequestId: r.client_request_id,
+    preset: r.preset ? { slug: r.preset, version: r.preset_version } : null,
     cacheSourceId: r.cache_source_id ?? null,
     meters: r.meters ?? null,
     createdAt: new Date(r.created_at),
