@@ -161,6 +161,11 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     expect(recorded).toMatchObject({ endpoint: '/v1/responses', preset: { slug: 'brief', version: 1 } });
     const completion = await one.completions.create({ model: '@preset/brief', prompt: 'hello' });
     expect(completion.model).toBe('sim/echo');
+    // The preset field on the other interfaces' bodies too.
+    const byField = await gateways.one('POST', '/v1/messages', { key, body: { model: 'sim/claude-echo', preset: 'brief', max_tokens: 20, messages: user('hello') } });
+    expect(byField.json).toMatchObject({ model: 'sim/claude-echo', usage: { input_tokens: withSystem('Be brief.', 'hello') } });
+    const responseByField = await gateways.one('POST', '/v1/responses', { key, body: { model: 'sim/echo', preset: 'brief', input: 'hello', store: false } });
+    expect(responseByField.json.usage.input_tokens).toBe(withSystem('Be brief.', 'hello'));
   });
 
   it('a PATCH is used by the very next request, in this process and in the other one', async () => {
@@ -182,6 +187,17 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     const hit = await ask();
     expect(hit.headers.get('x-svc-cache-status')).toBe('HIT');
     expect(hit.json.choices).toEqual(miss.json.choices);
+    // The request beats the preset: X-Svc-Cache: false asks afresh and keeps nothing.
+    const refused = await gateways.one('POST', '/v1/chat/completions', { key, body: { model: '@preset/cached', messages: user('cache me') }, headers: { 'x-svc-cache': 'false' } });
+    expect(refused.status).toBe(200);
+    expect(refused.headers.get('x-svc-cache-status')).toBeNull();
+    expect(refused.json.id).not.toBe(hit.json.id);
+  });
+
+  it('a preset field that is not a slug is a 400 naming it', async () => {
+    const r = await gateways.one('POST', '/v1/chat/completions', { key, body: { model: 'sim/echo', preset: 42, messages: user('x') } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.param).toBe('preset');
   });
 
   it('an unknown preset is 404 preset_not_found, and nothing is billed', async () => {

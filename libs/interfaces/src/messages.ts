@@ -37,6 +37,8 @@ import {
 /** The request fields this interface reads (Anthropic's Messages API); others are listed as ignored. */
 export const MESSAGES_FIELDS: ReadonlySet<string> = new Set([
   'model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stream', 'temperature', 'top_k', 'top_p', 'stop_sequences', 'metadata', 'thinking',
+  // Ours (spec 4.2): a preset, applied on the chat pipeline.
+  'preset',
 ]);
 
 export function messagesToChat(body: unknown): ChatRequestBody {
@@ -58,6 +60,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
       stop: stopOf(b.stop_sequences),
       user: userOf(b.metadata),
       reasoning: reasoningOf(b.thinking, maxTokens),
+      preset: b.preset,
     }),
     ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice) } : {}),
     ...streamFields(stream),

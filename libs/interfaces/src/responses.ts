@@ -143,6 +143,8 @@ const WEB_SEARCH_TOOLS = new Set(['web_search', 'web_search_preview', 'web_searc
 export const RESPONSES_FIELDS: ReadonlySet<string> = new Set([
   'model', 'input', 'instructions', 'stream', 'store', 'previous_response_id', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens',
   'text', 'reasoning', 'temperature', 'top_p', 'user', 'safety_identifier', 'background', 'conversation', 'prompt',
+  // Ours (spec 4.2): a preset, applied on the chat pipeline.
+  'preset',
 ]);
 
 export function responsesToChat(
@@ -179,6 +181,7 @@ export function responsesToChat(
       reasoning: reasoningOf(b.reasoning),
       user: typeof b.user === 'string' ? b.user : undefined,
       safety_identifier: typeof b.safety_identifier === 'string' ? b.safety_identifier : undefined,
+      preset: b.preset,
     }),
     ...(tools.length > 0 ? { tools, ...defined({ tool_choice: toolChoiceOf(b.tool_choice) }) } : {}),
     ...streamFields(optionalBoolean(b, 'stream')),

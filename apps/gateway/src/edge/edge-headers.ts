@@ -10,6 +10,8 @@ export interface EdgeHeaders {
   idempotencyKey: string | null;
   /** null: caching not asked for (or not offered by the endpoint). */
   cache: CacheRequest | null;
+  /** `X-Svc-Cache: false` sent: no cache, even where a preset would turn it on. */
+  cacheRefused: boolean;
 }
 
 /** Spec 8: a cached answer lives 300 s unless told otherwise. */
@@ -30,7 +32,8 @@ export function readEdgeHeaders(headers: Headers, cacheable: boolean): EdgeHeade
       throw ApiError.invalidRequest(`Idempotency-Key: ${(err as Error).message}.`, 'Idempotency-Key');
     }
   }
-  return { idempotencyKey, cache: cacheable ? cacheRequest(headers) : null };
+  const cache = cacheable ? cacheRequest(headers) : null;
+  return { idempotencyKey, cache, cacheRefused: cacheable && cache === null && CACHE_HEADER_PREFIXES.some((prefix) => single(headers, prefix, 'X-Svc-Cache')?.toLowerCase() === 'false') };
 }
 
 function cacheRequest(headers: Headers): CacheRequest | null {

@@ -77,11 +77,11 @@ export class EdgeResponses {
   async serve(request: EdgeRequest, reply: FastifyReply, produce: (clientRequestId: string | undefined) => Promise<Answer>): Promise<void> {
     const clientRequestId = clientRequestIdOf(request.headers);
     if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
-    const { idempotencyKey, cache: asked } = readEdgeHeaders(request.headers, request.cacheable);
+    const { idempotencyKey, cache: asked, cacheRefused } = readEdgeHeaders(request.headers, request.cacheable);
     // Spec 2.5: a preset's version is part of what the request is, and its `cache` turns the cache on.
     const reference = presetReference(request.body);
     const preset = reference ? findPreset(reference, request.caller.presets) : null;
-    const cache = asked ?? (request.cacheable && preset?.config.cache?.enabled ? { ttlSeconds: preset.config.cache.ttl_seconds ?? DEFAULT_CACHE_TTL_SECONDS, clear: false } : null);
+    const cache = asked ?? (request.cacheable && !cacheRefused && preset?.config.cache?.enabled ? { ttlSeconds: preset.config.cache.ttl_seconds ?? DEFAULT_CACHE_TTL_SECONDS, clear: false } : null);
     // Most requests use neither: a large prompt is then not serialised and hashed for nothing.
     const fingerprint =
       idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
