@@ -362,6 +362,15 @@ describe('webhook URL safety (spec 6.1; the outbound guard): refused at save and
     expect((await call('GET', '/settings', { key: gw.keys.management_key })).json.data.webhook).toBeNull();
   });
 
+  it('two first saves at once: one endpoint, and only the answer whose secret was recorded shows one', async () => {
+    const body = { url: 'https://93.184.216.34/hook' };
+    const answers = await Promise.all([1, 2].map(() => call('PUT', '/settings/webhook', { key: gw.keys.management_key, body })));
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(answers.filter((a) => typeof a.json.secret === 'string')).toHaveLength(1);
+    expect(answers[0].json.data.id).toBe(answers[1].json.data.id);
+    expect((await call('DELETE', '/settings/webhook', { key: gw.keys.management_key })).status).toBe(200);
+  });
+
   it('refuses at connect time a name that resolves to a private address when it is used (DNS rebinding)', async () => {
     const hits: string[] = [];
     const server = createServer((req, res) => void (hits.push(req.url ?? ''), res.end()));

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
-import { SettingsCommandMessage, webhookSecretContext, type SettingsCommand } from '@svc/identity';
+import { SettingsCommandMessage, webhookSecretContext, type SettingsCommand, type SettingsEvent } from '@svc/identity';
 import { ApiError, checkOutboundUrl, CLOCK, CONFIG, OutboundRefused, READ_DB, resolveOutboundTarget, sealSecret, type Clock, type Config, type SqlRunner } from '@svc/platform';
 import {
   getAccountSettings,
@@ -113,12 +113,14 @@ export class SettingsService {
     const current = await this.get(accountId);
     const webhookId = current.webhook?.id ?? newWebhookId();
     const secret = current.webhook ? null : newWebhookSecret();
-    await this.execute(
+    const events = await this.execute(
       accountId,
       { type: 'SaveWebhook', accountId, webhookId, url: request.url as string, events: request.events, encryptedSecret: secret === null ? '' : this.seal(accountId, webhookId, secret) },
       metadata,
     );
-    return { webhook: (await this.get(accountId)).webhook, secret };
+    // Shown only if it is the one recorded: a concurrent first save may have made the endpoint already.
+    const recorded = events.some((e) => e.type === 'WebhookSaved' && e.data.encrypted_secret !== undefined);
+    return { webhook: (await this.get(accountId)).webhook, secret: recorded ? secret : null };
   }
 
   async rotateWebhookSecret(accountId: string, metadata: EventMetadata): Promise<{ webhook: AccountSettingsRow['webhook']; secret: string }> {
@@ -187,7 +189,7 @@ export class SettingsService {
     return sealSecret(key, secret, webhookSecretContext(accountId, webhookId));
   }
 
-  private async execute(accountId: string, command: SettingsCommand, metadata: EventMetadata): Promise<void> {
+  private async execute(accountId: string, command: SettingsCommand, metadata: EventMetadata): Promise<SettingsEvent[]> {
     const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
         if (err.code === 'webhook_not_found') throw webhookNotFound();
@@ -196,6 +198,7 @@ export class SettingsService {
       throw err;
     });
     if (result.appended) await this.projections.waitUntilVisible(result.appended.position, ['account_settings', 'audit_log']);
+    return result.events;
   }
 }
 
