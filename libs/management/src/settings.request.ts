@@ -4,7 +4,7 @@
  * Unknown fields are refused, as on every management body: a typo is not a setting that took.
  */
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
-import { ApiError } from '@svc/platform';
+import { ApiError, jsonObjectOf } from '@svc/platform';
 import { PROMPT_LOG_RETENTION_DAYS } from '@svc/identity';
 
 export interface SettingsPatch {
@@ -19,14 +19,6 @@ export interface WebhookRequest {
 
 const bad = (param: string, message: string) => ApiError.invalidRequest(message, param);
 
-function object(value: unknown, param: string, fields: readonly string[]): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad(param, `'${param}' must be an object.`);
-  for (const key of Object.keys(value)) {
-    if (!fields.includes(key)) throw bad(param ? `${param}.${key}` : key, `Unknown field '${param ? `${param}.${key}` : key}'; known: ${fields.join(', ')}.`);
-  }
-  return value as Record<string, unknown>;
-}
-
 function boolean(value: unknown, param: string): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') throw bad(param, `'${param}' must be a boolean.`);
@@ -37,10 +29,10 @@ function boolean(value: unknown, param: string): boolean | undefined {
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export function parseSettingsPatch(body: unknown): SettingsPatch {
-  const root = object(body, '', ['prompt_logging', 'step_up']);
+  const root = jsonObjectOf(body, '', ['prompt_logging', 'step_up']);
   const patch: SettingsPatch = {};
   if (root.prompt_logging !== undefined) {
-    const p = object(root.prompt_logging, 'prompt_logging', ['enabled', 'retention_days']);
+    const p = jsonObjectOf(root.prompt_logging, 'prompt_logging', ['enabled', 'retention_days']);
     const days = p.retention_days;
     if (days !== undefined && (typeof days !== 'number' || !Number.isInteger(days) || days < PROMPT_LOG_RETENTION_DAYS.min || days > PROMPT_LOG_RETENTION_DAYS.max)) {
       throw bad('prompt_logging.retention_days', `'prompt_logging.retention_days' must be an integer from ${PROMPT_LOG_RETENTION_DAYS.min} to ${PROMPT_LOG_RETENTION_DAYS.max}.`);
@@ -48,7 +40,7 @@ export function parseSettingsPatch(body: unknown): SettingsPatch {
     patch.promptLogging = { enabled: boolean(p.enabled, 'prompt_logging.enabled'), retentionDays: days as number | undefined };
   }
   if (root.step_up !== undefined) {
-    const s = object(root.step_up, 'step_up', ['enabled', 'email']);
+    const s = jsonObjectOf(root.step_up, 'step_up', ['enabled', 'email']);
     const email = s.email;
     if (email !== undefined && email !== null && (typeof email !== 'string' || email.length > 254 || !EMAIL.test(email))) {
       throw bad('step_up.email', "'step_up.email' must be an email address.");
@@ -61,7 +53,7 @@ export function parseSettingsPatch(body: unknown): SettingsPatch {
 
 /** PUT /v1/settings/webhook: `url` is checked for safety by the service; `events` absent or null means every type. */
 export function parseWebhookRequest(body: unknown): WebhookRequest {
-  const root = object(body, '', ['url', 'events']);
+  const root = jsonObjectOf(body, '', ['url', 'events']);
   if (typeof root.url !== 'string' || root.url.length === 0 || root.url.length > 2048) throw bad('url', "'url' must be an https URL of at most 2048 characters.");
   const events = root.events;
   if (events === undefined || events === null) return { url: root.url, events: null };

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { randomBytes, randomInt } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
 import { STEP_UP_ACTIONS, STEP_UP_CODE, STEP_UP_CODE_TTL_MS, stepUpCodeHash, stepUpDecider, stepUpStream, type StepUpAction } from '@svc/identity';
-import { ApiError, CLOCK, CONFIG, createMailer, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
+import { ApiError, CLOCK, CONFIG, createMailer, jsonObjectOf, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
 import { getAccountSettings } from '@svc/projections';
 
 /** The request header that carries a code (spec 1). */
@@ -92,9 +92,7 @@ export class StepUpService implements OnApplicationShutdown {
 }
 
 export function parseStepUpCodeRequest(body: unknown): StepUpAction {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw ApiError.invalidRequest("The body must be an object with 'action'.", 'action');
-  for (const key of Object.keys(body)) if (key !== 'action') throw ApiError.invalidRequest(`Unknown field '${key}'; known: action.`, key);
-  const action = (body as { action?: unknown }).action;
+  const { action } = jsonObjectOf(body, '', ['action']);
   if (typeof action !== 'string' || !(STEP_UP_ACTIONS as readonly string[]).includes(action)) {
     throw ApiError.invalidRequest(`action must be one of ${STEP_UP_ACTIONS.join(', ')}.`, 'action');
   }

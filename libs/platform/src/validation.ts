@@ -30,3 +30,22 @@ function firstFailure(error: ValidationError, path = ''): [string, string] {
   if (error.children?.length) return firstFailure(error.children[0], here);
   return [here, `'${here}' is invalid.`];
 }
+
+/**
+ * For bodies parsed by hand because they nest (a nested field's error must still name it, as
+ * `prompt_logging.retention_days`): `value` as a JSON object, refusing any field not in
+ * `fields` when given, as management bodies do (a typo is not a setting that took). `param`
+ * is where it sits; '' for the body itself.
+ */
+export function jsonObjectOf(value: unknown, param: string, fields?: readonly string[]): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw param ? ApiError.invalidRequest(`'${param}' must be an object.`, param) : ApiError.invalidRequest('The body must be a JSON object.');
+  }
+  if (fields) {
+    for (const key of Object.keys(value)) {
+      const at = param ? `${param}.${key}` : key;
+      if (!fields.includes(key)) throw ApiError.invalidRequest(`Unknown field '${at}'; known: ${fields.join(', ')}.`, at);
+    }
+  }
+  return value as Record<string, unknown>;
+}

@@ -5,7 +5,7 @@
  */
 import type { Catalog } from '@svc/catalog';
 import { SUFFIXES } from '@svc/catalog';
-import { ApiError } from '@svc/platform';
+import { ApiError, jsonObjectOf } from '@svc/platform';
 import { PRESET_SLUG, type PresetConfig } from './preset';
 
 export interface PresetRequest {
@@ -23,17 +23,6 @@ const MAX_TTL_SECONDS = 86_400;
 
 const bad = (param: string, message: string) => ApiError.invalidRequest(message, param);
 
-function object(value: unknown, param: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad(param, `'${param}' must be an object.`);
-  return value as Record<string, unknown>;
-}
-
-function known(record: Record<string, unknown>, fields: readonly string[], prefix: string): void {
-  for (const key of Object.keys(record)) {
-    if (!fields.includes(key)) throw bad(prefix ? `${prefix}.${key}` : key, `Unknown field '${prefix ? `${prefix}.${key}` : key}'; known: ${fields.join(', ')}.`);
-  }
-}
-
 function text(value: unknown, param: string, max: number): string | null | undefined {
   if (value === undefined || value === null) return value as null | undefined;
   if (typeof value !== 'string' || value.length > max) throw bad(param, `'${param}' must be a string of at most ${max} characters.`);
@@ -42,7 +31,7 @@ function text(value: unknown, param: string, max: number): string | null | undef
 
 function objects(value: unknown, param: string): Record<string, unknown>[] {
   if (!Array.isArray(value)) throw bad(param, `'${param}' must be an array of objects.`);
-  return value.map((v, i) => object(v, `${param}[${i}]`));
+  return value.map((v, i) => jsonObjectOf(v, `${param}[${i}]`));
 }
 
 /** A model of the catalog, with optional routing suffixes (`:nitro`...), as `model` takes it. */
@@ -54,8 +43,7 @@ function model(value: unknown, param: string, catalog: Pick<Catalog, 'get'>): st
 }
 
 export function parsePresetConfig(value: unknown, catalog: Pick<Catalog, 'get'>): PresetConfig {
-  const c = object(value, 'config');
-  known(c, CONFIG_FIELDS, 'config');
+  const c = jsonObjectOf(value, 'config', CONFIG_FIELDS);
   const config: PresetConfig = {};
   if (c.model !== undefined) config.model = model(c.model, 'config.model', catalog);
   if (c.models !== undefined) {
@@ -63,11 +51,10 @@ export function parsePresetConfig(value: unknown, catalog: Pick<Catalog, 'get'>)
     config.models = c.models.map((m, i) => model(m, `config.models[${i}]`, catalog));
   }
   if (c.system_prompt !== undefined) config.system_prompt = text(c.system_prompt, 'config.system_prompt', 100_000) ?? undefined;
-  for (const field of ['params', 'provider', 'reasoning'] as const) if (c[field] !== undefined) config[field] = object(c[field], `config.${field}`);
+  for (const field of ['params', 'provider', 'reasoning'] as const) if (c[field] !== undefined) config[field] = jsonObjectOf(c[field], `config.${field}`);
   for (const field of ['plugins', 'tools'] as const) if (c[field] !== undefined) config[field] = objects(c[field], `config.${field}`);
   if (c.cache !== undefined) {
-    const cache = object(c.cache, 'config.cache');
-    known(cache, ['enabled', 'ttl_seconds'], 'config.cache');
+    const cache = jsonObjectOf(c.cache, 'config.cache', ['enabled', 'ttl_seconds']);
     if (cache.enabled !== undefined && typeof cache.enabled !== 'boolean') throw bad('config.cache.enabled', "'config.cache.enabled' must be a boolean.");
     const ttl = cache.ttl_seconds;
     if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS)) {
@@ -80,8 +67,7 @@ export function parsePresetConfig(value: unknown, catalog: Pick<Catalog, 'get'>)
 
 /** POST /v1/presets, and PATCH with its required `slug` equal to the path's (spec 4.18: the same body). */
 export function parsePresetRequest(body: unknown, catalog: Pick<Catalog, 'get'>, pathSlug?: string): PresetRequest {
-  const root = object(body, 'body');
-  known(root, ['slug', 'name', 'description', 'config'], '');
+  const root = jsonObjectOf(body, '', ['slug', 'name', 'description', 'config']);
   if (typeof root.slug !== 'string' || !PRESET_SLUG.test(root.slug)) {
     throw bad('slug', "'slug' is required: 1 to 64 lower-case letters, digits and hyphens, starting with a letter or digit.");
   }
