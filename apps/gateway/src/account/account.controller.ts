@@ -4,6 +4,8 @@ import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { ownAccountOf } from '../http/own-account';
+import { limitOf } from '../http/pagination';
 import { generationIdOf } from '../responses/responses.service';
 import { presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
@@ -97,25 +99,20 @@ export class AccountController {
     @QueryParam('since') since: unknown,
     @QueryParam('until') until: unknown,
   ) {
-    if (caller.workspaceId !== caller.accountId) {
-      throw ApiError.permission("An organization's audit log is read with a management key of its owner's own account.", 'management_key_required');
-    }
-    const n = limit === undefined ? 100 : Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > 1000) throw ApiError.invalidRequest('limit must be an integer from 1 to 1000.', 'limit');
+    const account = ownAccountOf(caller, 'audit log is read');
+    const n = limitOf(limit, { max: 1000, fallback: 100 });
     if (action !== undefined && (typeof action !== 'string' || !/^[a-z_]+\.[a-z_]+$/.test(action))) {
       throw ApiError.invalidRequest('action must be an audit action such as key.created.', 'action');
     }
     const range = { since: instant(since, 'since'), until: instant(until, 'until') };
-    await this.reads.settle(caller.accountId, 'audit_log');
-    return { data: await listAuditLog(this.sql, caller.accountId, n, { action: (action as string | undefined) ?? null, ...range }) };
+    await this.reads.settle(account, 'audit_log');
+    return { data: await listAuditLog(this.sql, account, n, { action: (action as string | undefined) ?? null, ...range }) };
   }
 
   /** Spec 9: the account's in-app notices (model deprecations), newest first; any key of the account reads them. */
   @Get('notices')
   async notices(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown) {
-    const n = limit === undefined ? 20 : Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > 100) throw ApiError.invalidRequest('limit must be an integer from 1 to 100.', 'limit');
-    const rows = await listNotices(this.sql, caller.accountId, n);
+    const rows = await listNotices(this.sql, caller.accountId, limitOf(limit, { max: 100, fallback: 20 }));
     return { object: 'list', data: rows.map((r) => ({ id: r.id, type: r.type, title: r.title, message: r.message, data: r.data, created: Math.floor(new Date(r.created).getTime() / 1000) })) };
   }
 

@@ -2,20 +2,12 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, P
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { parseSettingsPatch, parseStepUpCodeRequest, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService, StepUpService } from '@svc/management';
-import { ApiError } from '@svc/platform';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { ownAccountOf } from '../http/own-account';
 import { listPage, pageQuery } from '../http/pagination';
 
-/**
- * Settings belong to the account that pays (spec 1); an organization's are changed with a
- * management key of its owner's own account, as its audit log is read.
- */
-export function settingsAccount(caller: Caller): string {
-  if (caller.workspaceId !== caller.accountId) {
-    throw ApiError.permission("An organization's settings are managed with a management key of its owner's own account.", 'management_key_required');
-  }
-  return caller.accountId;
-}
+/** Settings belong to the account that pays (spec 1). */
+export const settingsAccount = (caller: Caller) => ownAccountOf(caller, 'settings are managed');
 
 /** Account settings (spec 1, 6.1): prompt logging, email step-up and the webhook endpoint. */
 @Controller('v1/settings')
