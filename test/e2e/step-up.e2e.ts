@@ -36,6 +36,8 @@ describe('email step-up (spec 1, 8)', () => {
     expect(mail.from?.text).toContain('security@svc.test');
     const code = /\b(\d{6})\b/.exec(mail.text ?? '')?.[1];
     expect(code).toBeDefined();
+    // Subjects show in notifications and in the development mailbox's log line: never the code.
+    expect(mail.subject).not.toContain(code);
     return code!;
   };
   const createKey = (code?: string, body: object = { name: 'guarded' }) =>

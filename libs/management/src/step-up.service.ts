@@ -51,7 +51,8 @@ export class StepUpService implements OnApplicationShutdown {
     await this.aggregates.handle(stepUpDecider, stepUpStream(accountId), { type: 'IssueStepUpCode', accountId, action, codeId, salt, codeHash: stepUpCodeHash(salt, code) }, metadata);
     await this.mail().send({
       to: stepUp.email,
-      subject: `Your svc-gateway confirmation code: ${code}`,
+      // Not the code: subjects show in notifications and in the development mailbox's log line.
+      subject: 'Your svc-gateway confirmation code',
       text:
         `Your confirmation code for ${WHAT[action]} is ${code}.\n\n` +
         `It works once, for that action only, for ${STEP_UP_CODE_TTL_MS / 60_000} minutes. Send it in the X-Svc-Step-Up-Code header.\n\n` +
