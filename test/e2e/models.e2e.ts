@@ -11,6 +11,7 @@ const ADMIN_TOKEN = 'admin-token-for-models-tests';
 const CATALOG = `
 providers:
   sim: { adapter: openai, base_url: simulator, api_key: k }
+  sim-search: { adapter: searxng, base_url: simulator }
 models:
   - id: t/vision
     name: Vision
@@ -41,7 +42,7 @@ models:
     type: search
     context_length: 1000
     pricing: { per_query: "0.005" }
-    providers: [{ provider: sim, upstream_model: sim/echo }]
+    providers: [{ provider: sim-search, upstream_model: searxng }]
   - id: t/video
     type: video
     context_length: 1000

@@ -27,6 +27,7 @@ import { ManagementModule } from '@svc/management';
 import { ModelsController } from './models/models.controller';
 import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
+import { SearchController } from './search/search.controller';
 import { PresetsController } from './presets/presets.controller';
 import { PromptLogsController } from './settings/prompt-logs.controller';
 import { SettingsController, StepUpController, WebhookEventsController } from './settings/settings.controller';
@@ -49,6 +50,7 @@ export class GatewayModule {
         ChatCompletionsController,
         EmbeddingsController,
         RerankController,
+        SearchController,
         ModerationsController,
         ImagesController,
         SpeechController,

@@ -133,9 +133,13 @@ describe('catalog', () => {
 
   it('lets a model priced per query, second or image leave out its token prices', () => {
     const catalog = parse({
-      providers: { ...base.providers, co: { adapter: 'cohere', base_url: 'https://api.cohere.com', api_key_env: 'UP_KEY' } },
+      providers: {
+        ...base.providers,
+        co: { adapter: 'cohere', base_url: 'https://api.cohere.com', api_key_env: 'UP_KEY' },
+        tv: { adapter: 'tavily', base_url: 'https://api.tavily.com', api_key_env: 'UP_KEY' },
+      },
       models: [
-        model({ id: 'web/search', type: 'search', pricing: { per_query: '0.005' } }),
+        model({ id: 'web/search', type: 'search', pricing: { per_query: '0.005' }, providers: [{ provider: 'tv', upstream_model: 'tavily' }] }),
         model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' } }),
         model({ id: 'tts/voice', type: 'audio', output_modalities: ['audio'], pricing: { per_million_characters: '15.00' } }),
         model({ id: 'rr/rank', type: 'rerank', pricing: { per_search_unit: '0.002' }, providers: [{ provider: 'co', upstream_model: 'rerank-v3.5' }] }),

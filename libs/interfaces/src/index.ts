@@ -8,3 +8,5 @@ export * from './responses';
 export * from './speech';
 export * from './transcriptions';
 export * from './types';
+export * from './web-search';
+export * from './search';

@@ -19,10 +19,20 @@ export interface Target {
   byok: boolean;
   /** Fields this model's suffixes add to the upstream request (`:thinking`); empty otherwise. */
   fields: Record<string, unknown>;
+  /** Prices of the server tools the gateway runs inside this call (web search, spec 4.2 rule 7). */
+  toolPrices?: ToolPrices;
+}
+
+/**
+ * What the gateway's own tools cost inside a model call: a web search at its engine's price
+ * per query (spec 4.2 rule 7), billed on the same generation under the `queries` meter.
+ */
+export interface ToolPrices {
+  perQuery: Nano;
 }
 
 /** The operations only some adapters have (ARCHITECTURE section 10: a provider declares what it supports). */
-export type OptionalOperation = 'moderations' | 'rerank' | 'images' | 'speech' | 'transcribe';
+export type OptionalOperation = 'moderations' | 'rerank' | 'images' | 'speech' | 'transcribe' | 'search';
 
 /**
  * The answering provider's `name` operation. The catalog routes a model only to adapters that
@@ -39,6 +49,7 @@ export interface RoutedModel {
   model: CatalogModel;
   routes: readonly CatalogRoute[];
   fields: Record<string, unknown>;
+  toolPrices?: ToolPrices;
 }
 
 export interface Failure {
@@ -56,13 +67,14 @@ export function targetsOf(
   providers: ReadonlyMap<string, OpenAiCompatibleProvider>,
   own: (provider: CatalogProvider) => OpenAiCompatibleProvider | null = () => null,
 ): Target[] {
-  return models.flatMap(({ model, routes, fields }) =>
+  return models.flatMap(({ model, routes, fields, toolPrices }) =>
     routes.map((route) => {
+      const tools = toolPrices ? { toolPrices } : {};
       const byok = own(route.provider);
-      if (byok) return { model, route, provider: byok, byok: true, fields };
+      if (byok) return { model, route, provider: byok, byok: true, fields, ...tools };
       const provider = providers.get(route.provider.name);
       if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
-      return { model, route, provider, byok: false, fields };
+      return { model, route, provider, byok: false, fields, ...tools };
     }),
   );
 }
@@ -79,6 +91,11 @@ const byokFee = (cost: Nano, feePercent: number): Nano => ceilDiv(cost * BigInt(
  * meter and the fee in the cost, so the worst case's charge bounds every actual one.
  */
 export function costOf(target: Target, usage: MeterUsage, byokFeePercent: number): Nano {
+  if (target.toolPrices) {
+    // The tools run on the operator's engines: full price, whoever's key the model used.
+    const { queries, ...model } = usage;
+    return costOf({ ...target, toolPrices: undefined }, model, byokFeePercent) + BigInt(queries ?? 0) * target.toolPrices.perQuery;
+  }
   const cost = costOfMeters(usage, pricesOf(target));
   return target.byok ? byokFee(cost, byokFeePercent) : cost;
 }

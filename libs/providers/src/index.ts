@@ -1,12 +1,15 @@
 /**
- * Upstream providers: one folder each (`openai/`, `anthropic/`, `cohere/`, `jina/`) declaring the
- * operations it serves with their request mappings, the registry that names them, the known
- * fields of every operation, the shared transport, token counting and the simulated upstream.
+ * Upstream providers: one folder each (`openai/`, `anthropic/`, `cohere/`, `jina/`, `searxng/`,
+ * `tavily/`) declaring the operations it serves with their request mappings, the registry that
+ * names them, the known fields of every operation, the shared transport, token counting and the
+ * simulated upstream.
  */
 export { AnthropicProvider, ANTHROPIC_VERSION, MIN_THINKING_BUDGET, type AnthropicOptions } from './anthropic';
 export { OpenAiCompatibleAdapter, OpenAiCompatibleProvider, OPENAI_PARAMETERS, type OpenAiCompatibleOptions } from './openai';
 export { CohereRerankAdapter } from './cohere';
 export { JinaRerankAdapter } from './jina';
+export { SearxngSearchAdapter } from './searxng';
+export { TavilySearchAdapter } from './tavily';
 export { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
 export { knownParameters, mapParameters, MODEL_TYPE_OPERATIONS, OPERATIONS, PARAMETERS, type OperationName, type ParameterConfig, type ParameterOf } from './operations';
 export {
@@ -24,8 +27,11 @@ export {
   type ProviderDeclaration,
   type RerankBody,
   type RerankResult,
+  type SearchBody,
+  type SearchHit,
+  type SearchResult,
 } from './provider';
-export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget } from './tokens';
+export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget, truncateToTokens } from './tokens';
 export { ProviderError, type ProviderErrorInit, type ProviderErrorKind } from './provider-error';
 export { readSse, SseParser, type SseEvent } from './sse';
 export { SIMULATOR_MODELS, startSimulator, type SimDirectives, type Simulator, type SimulatorOptions } from './simulator';

@@ -47,6 +47,8 @@ export interface ChatProvider {
   moderations?(body: object, signal?: AbortSignal): Promise<JsonResult>;
   /** Spec 4.12; only rerank adapters have it. */
   rerank?(body: RerankBody, signal?: AbortSignal): Promise<RerankResult>;
+  /** Spec 4.14: one query; only search engine adapters have it. */
+  search?(body: SearchBody, signal?: AbortSignal): Promise<SearchResult>;
   /** Spec 4.8-4.10; OpenAI-compatible adapters have them. */
   images?(body: object, signal?: AbortSignal): Promise<JsonResult>;
   speech?(body: object, signal?: AbortSignal): Promise<BinaryResult>;
@@ -68,6 +70,34 @@ export interface RerankResult {
   /** What the provider billed: Cohere's search units, or Jina's tokens; null when it did not say. */
   searchUnits: number | null;
   totalTokens: number | null;
+  latencyMs: number;
+}
+
+/**
+ * One web search query in the gateway's terms (spec 4.14). `search_domain_filter` as Perplexity
+ * takes it: domains to keep, or, each prefixed with `-`, domains to leave out (not mixed).
+ * `country`: an ISO 3166-1 alpha-2 code.
+ */
+export interface SearchBody {
+  query: string;
+  max_results: number;
+  search_domain_filter?: string[];
+  country?: string;
+}
+
+/** One result, whatever the engine's shape: `content` is the page's text where the engine gives it, else the snippet. */
+export interface SearchHit {
+  title: string;
+  url: string;
+  snippet: string;
+  content: string;
+  /** Publication date as the engine gives it, or null. */
+  date: string | null;
+}
+
+export interface SearchResult {
+  /** Best first, at most `max_results`, only from the domains the filter allows. */
+  results: SearchHit[];
   latencyMs: number;
 }
 
@@ -141,4 +171,5 @@ export const OPERATION_METHODS = {
   translation: 'transcribe',
   rerank: 'rerank',
   moderation: 'moderations',
+  search: 'search',
 } as const satisfies Record<OperationName, keyof ChatProvider>;

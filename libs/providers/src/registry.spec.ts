@@ -13,7 +13,7 @@ describe('provider declarations', () => {
     const client = createChatProvider(adapter, options) as unknown as Record<string, unknown>;
     const declared = new Set(operationsOf(adapter).map((o) => OPERATION_METHODS[o]));
     for (const method of declared) expect(typeof client[method]).toBe('function');
-    for (const method of ['images', 'speech', 'transcribe', 'rerank', 'moderations']) {
+    for (const method of ['images', 'speech', 'transcribe', 'rerank', 'moderations', 'search']) {
       if (!declared.has(method as never)) expect(client[method]).toBeUndefined();
     }
   });
@@ -30,6 +30,8 @@ describe('provider declarations', () => {
     expect(operationsOf('anthropic')).toEqual(['chat']);
     expect(operationsOf('cohere')).toEqual(['rerank']);
     expect(operationsOf('jina')).toEqual(['rerank']);
+    expect(operationsOf('searxng')).toEqual(['search']);
+    expect(operationsOf('tavily')).toEqual(['search']);
   });
 
   it('a model type is served by an adapter declaring one of its operations; types with no operation yet are listed anywhere', () => {
@@ -37,7 +39,19 @@ describe('provider declarations', () => {
     expect(servesModelType('anthropic', 'embedding')).toBe(false);
     expect(servesModelType('cohere', 'rerank')).toBe(true);
     expect(servesModelType('openai', 'rerank')).toBe(false);
+    expect(servesModelType('searxng', 'search')).toBe(true);
+    expect(servesModelType('tavily', 'search')).toBe(true);
+    expect(servesModelType('openai', 'search')).toBe(false);
+    expect(servesModelType('tavily', 'chat')).toBe(false);
     expect(servesModelType('anthropic', 'video')).toBe(true);
+  });
+
+  it.each(['cohere', 'searxng', 'tavily'] as const)('%s refuses the ChatProvider methods it does not serve with a 400 naming the operation', async (adapter) => {
+    const client = createChatProvider(adapter, options);
+    const serves = operationsOf(adapter)[0];
+    expect(() => client.chatCompletion({})).toThrow(`a ${serves} provider does not serve chat completions`);
+    expect(() => client.embeddings({})).toThrow(expect.objectContaining({ kind: 'http', status: 400, message: `a ${serves} provider does not serve embeddings` }));
+    await expect(client.streamChatCompletion({}).next()).rejects.toMatchObject({ status: 400, message: `a ${serves} provider does not serve chat completions` });
   });
 });
 
@@ -54,6 +68,12 @@ describe('request mapping', () => {
 
   it('Anthropic: renamed fields (stop -> stop_sequences, user -> metadata.user_id)', () => {
     expect(mapParameters(PROVIDERS.anthropic.operations.chat!, { model: 'm', stop: 'END', user: 'u1', seed: 3 })).toEqual({ model: 'm', stop_sequences: ['END'], metadata: { user_id: 'u1' } });
+  });
+
+  it('search: SearXNG takes only the query (as q); Tavily splits the domain filter and names the country', () => {
+    const body = { model: 'm', query: 'q', max_results: 3, search_domain_filter: ['-a.com', '-B.org'], country: 'FR', max_tokens_per_page: 100 };
+    expect(mapParameters(PROVIDERS.searxng.operations.search!, body)).toEqual({ q: 'q' });
+    expect(mapParameters(PROVIDERS.tavily.operations.search!, body)).toEqual({ query: 'q', max_results: 3, exclude_domains: ['a.com', 'b.org'], country: 'france' });
   });
 
   it('rerank: return_documents is the gateway\'s own and is not sent', () => {

@@ -10,11 +10,20 @@ import { ProviderError } from './provider-error';
 export const DEFAULT_TIMEOUT_MS = 120_000;
 
 /** POSTs JSON under a deadline of `timeoutMs` and parses the JSON answer; every failure is a ProviderError. */
-export async function postJsonUpstream(url: string, headers: Record<string, string>, payload: object, timeoutMs: number, signal?: AbortSignal) {
+export function postJsonUpstream(url: string, headers: Record<string, string>, payload: object, timeoutMs: number, signal?: AbortSignal) {
+  return jsonUpstream((deadline) => postUpstream(url, { ...headers, accept: 'application/json' }, payload, deadline), timeoutMs, signal);
+}
+
+/** GETs `url` (its query string included) under the deadline and parses the JSON answer, as postJsonUpstream does. */
+export function getJsonUpstream(url: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal) {
+  return jsonUpstream((deadline) => callUpstream('GET', url, { ...headers, accept: 'application/json' }, undefined, deadline), timeoutMs, signal);
+}
+
+async function jsonUpstream(send: (deadline: Deadline) => Promise<UpstreamBody>, timeoutMs: number, signal: AbortSignal | undefined) {
   const started = performance.now();
   const deadline = new Deadline(timeoutMs, signal);
   try {
-    const answer = await postUpstream(url, { ...headers, accept: 'application/json' }, payload, deadline);
+    const answer = await send(deadline);
     const json = parseJson(await answer.text());
     return { json, latencyMs: performance.now() - started };
   } catch (error) {
@@ -43,13 +52,17 @@ const USER_AGENT = 'svc-gateway/0.1';
  * POSTs JSON to an upstream under the deadline and returns the body of a 2xx answer; any other
  * status becomes a ProviderError. An abort of the deadline's signal destroys the body too.
  */
-export async function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+export function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+  return callUpstream('POST', url, headers, payload, deadline);
+}
+
+async function callUpstream(method: 'GET' | 'POST', url: string, headers: Record<string, string>, payload: object | undefined, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
   const { statusCode, body, headers: answered } = await request(url, {
-    method: 'POST',
+    method,
     // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
     headers: { 'user-agent': USER_AGENT, ...headers },
     // A multipart form goes as it is (undici sets its boundary); anything else as JSON.
-    body: payload instanceof FormData ? payload : JSON.stringify(payload),
+    body: payload === undefined || payload instanceof FormData ? payload : JSON.stringify(payload),
     signal: deadline.signal,
     dispatcher: upstreams,
   });
@@ -59,9 +72,10 @@ export async function postUpstream(url: string, headers: Record<string, string>,
     // A provider failure like any other (not billed; a fallback may answer), not the caller's.
     throw new ProviderError({ kind: 'invalid_response', status: 502, message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`, upstreamBody: null });
   }
-  if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body);
   const type = answered['content-type'];
-  return Object.assign(body, { contentType: Array.isArray(type) ? type[0] : type });
+  const contentType = Array.isArray(type) ? type[0] : type;
+  if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body, contentType);
+  return Object.assign(body, { contentType });
 }
 
 /**
@@ -111,8 +125,8 @@ export class Deadline {
   }
 }
 
-/** Reads OpenAI's `{error: {message}}` and Anthropic's `{type: "error", error: {message}}` alike. */
-async function httpError(status: number, responseBody: UpstreamBody): Promise<ProviderError> {
+/** An error answer as a ProviderError whose message is the upstream's own explanation where it gives one. */
+async function httpError(status: number, responseBody: UpstreamBody, contentType: string | undefined): Promise<ProviderError> {
   const text = await responseBody.text();
   let body: unknown = text;
   try {
@@ -120,10 +134,27 @@ async function httpError(status: number, responseBody: UpstreamBody): Promise<Pr
   } catch {
     // Proxies in front of upstreams answer with HTML or plain text; keep it as it is.
   }
-  const message = isRecord(body) && isRecord(body.error) && typeof body.error.message === 'string'
-    ? body.error.message
-    : `upstream answered HTTP ${status}`;
-  return new ProviderError({ kind: 'http', status, message, upstreamBody: body });
+  return new ProviderError({ kind: 'http', status, message: explanationIn(body, contentType) ?? `upstream answered HTTP ${status}`, upstreamBody: body });
+}
+
+/** The longest plain-text error body taken as the message; a longer one is cut there. */
+const PLAIN_MESSAGE_CHARS = 300;
+
+/**
+ * OpenAI's `{error: {message}}` and Anthropic's `{type: "error", error: {message}}`; SearXNG's
+ * `{error: "..."}`; Tavily's `{detail: {error: "..."}}`; and a `text/plain` body (SearXNG's other
+ * errors), but not HTML, whose markup says nothing a caller could use.
+ */
+function explanationIn(body: unknown, contentType: string | undefined): string | undefined {
+  if (typeof body === 'string') {
+    const text = body.trim();
+    return /^text\/plain\b/i.test(contentType ?? '') && text !== '' ? text.slice(0, PLAIN_MESSAGE_CHARS) : undefined;
+  }
+  if (!isRecord(body)) return undefined;
+  if (isRecord(body.error) && typeof body.error.message === 'string') return body.error.message;
+  if (typeof body.error === 'string') return body.error;
+  if (isRecord(body.detail) && typeof body.detail.error === 'string') return body.detail.error;
+  return undefined;
 }
 
 export function invalidResponse(message: string, body: unknown): ProviderError {

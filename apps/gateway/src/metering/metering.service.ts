@@ -77,7 +77,11 @@ export class Metering {
     return { ...ran, headers };
   }
 
-  private defaultModel(caller: Caller, type: ModelType): string {
+  /**
+   * The model a call of `type` that names none gets: the catalog's first of that type the key
+   * may use (moderation; search without an engine, spec 4.14).
+   */
+  defaultModel(caller: Caller, type: ModelType): string {
     const model = this.runtime.catalog.models.find((m) => m.type === type && (!caller.allowed_models || caller.allowed_models.includes(m.id)));
     if (!model) throw ApiError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
     return model.id;

@@ -10,6 +10,10 @@
  *   model id) is a key of the map; other models answer normally. The same prompt goes to every
  *   model of a fallback chain, so this is how a test fails the primary and not the fallback.
  *   `fail` wins when both are given. Also on embeddings.
+ * - `{"fail_search": 503}`: the same status, only on the search routes (SearXNG's and Tavily's
+ *   `/search`); every other route accepts it and ignores it. A chat request's web search sends
+ *   the same last user message as its query, so this is how a test fails the search and not the
+ *   model.
  * - `{"delay_ms": 200}`: wait before answering (before a `fail` too). Also on embeddings.
  * - `{"completion_tokens": 12}`: content of exactly 12 tokens; 0 gives empty content.
  * - `{"chunk_delay_ms": 50}`: wait before every stream chunk after the first.
@@ -24,14 +28,15 @@
  * - `{"malformed_json": true}`: content is JSON cut short, `{"answer": "<echo>", "items": [1, 2,`,
  *   for the response-healing plugin.
  *
- * - `{"empty": true}`: an answer with nothing in it, on the media and rerank routes: images
- *   `data: []`, speech audio of no samples, a transcript `text: ""` with no segments, rerank
- *   `results: []`, moderations `results: []`. Chat and embeddings ignore it.
+ * - `{"empty": true}`: an answer with nothing in it, on the media, rerank and search routes:
+ *   images `data: []`, speech audio of no samples, a transcript `text: ""` with no segments,
+ *   rerank, moderations and search `results: []`. Chat and embeddings ignore it.
  *
  * The other routes read their directives from `prompt` (images, and the transcription `prompt`
  * field together with `#sim` lines inside the uploaded file), `input` (speech, and every text
- * input of moderations) or `query` (rerank); there `fail`, `fail_models`, `delay_ms` and `empty`
- * apply, and the chat-only ones are accepted and ignored.
+ * input of moderations) or the query (rerank's `query`, SearXNG's `q`, Tavily's `query`); there
+ * `fail`, `fail_models`, `delay_ms` and `empty` apply (`fail_models` never on search, whose
+ * requests name no model), and the chat-only ones are accepted and ignored.
  *
  * Content precedence: tool_call, then malformed_json, then completion_tokens, else the echo.
  * `max_completion_tokens` (or `max_tokens`) caps reasoning plus text content, as OpenAI's cap
@@ -42,6 +47,7 @@ import { isRecord } from '../json';
 export interface SimDirectives {
   fail?: number;
   fail_models?: Record<string, number>;
+  fail_search?: number;
   delay_ms?: number;
   completion_tokens?: number;
   chunk_delay_ms?: number;
@@ -61,6 +67,7 @@ const isFailStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 400
 const VALID: { [K in keyof Required<SimDirectives>]: (value: unknown) => boolean } = {
   fail: isFailStatus,
   fail_models: (v) => isRecord(v) && Object.values(v).every(isFailStatus),
+  fail_search: isFailStatus,
   delay_ms: isCount,
   completion_tokens: isCount,
   chunk_delay_ms: isCount,

@@ -11,8 +11,8 @@
  * `x-api-key: <anything>` (else 401) and `anthropic-version` (else 400) and answers errors as
  * `{type: "error", error: {type, message}}`. Any model name is accepted.
  *
- * Media, moderation and rerank routes, each in its vendor's wire format (details in the file
- * named), all wanting `Authorization: Bearer <anything>`:
+ * Media, moderation, rerank and search routes, each in its vendor's wire format (details in the
+ * file named), all but SearXNG's wanting `Authorization: Bearer <anything>`:
  * - POST /v1/images/generations (./images.ts): real PNGs as `b64_json`, or as `url`s served by
  *   GET /v1/files/images/<id>.png (no auth) from the last IMAGES_KEPT images.
  * - POST /v1/audio/speech (./speech.ts): binary mp3, opus, flac, wav or pcm.
@@ -21,8 +21,13 @@
  * - POST /v1/moderations (./moderations.ts).
  * - POST /v2/rerank (./rerank.ts): Cohere v2, errors as Cohere's `{message}` bodies.
  * - POST /v1/rerank (./rerank.ts): Jina, errors as OpenAI bodies.
- * Their JSON bodies are kept in `received`; a multipart body as `{model, ...fields, file:
- * {bytes, filename}}`.
+ * - GET /search (./search.ts): SearXNG's JSON API, which wants no key and `format=json` (else
+ *   403, plain text); errors as plain text, a 400 as `{error}`.
+ * - POST /search (./search.ts): Tavily, errors as `{detail: {error}}`, a missing key included.
+ * The search adapters drop the `/v1` of the simulator's base URL, as Cohere's does, so both
+ * search routes sit at the root. Their JSON bodies are kept in `received`; a multipart body as
+ * `{model, ...fields, file: {bytes, filename}}`; SearXNG's query string as `{q, format, pageno,
+ * ...other parameters}`.
  *
  * The chat model answers `Echo: <last user message without its #sim lines>`, cut to the
  * request's token cap, and reports prompt_tokens with countChatPromptTokens, the gateway's own
@@ -45,6 +50,7 @@ import { anthropicErrorBody, checkAnthropicHeaders, message, messageEvents, pars
 import { moderationResponse, parseModerationRequest } from './moderations';
 import { readMultipart, type MultipartForm } from './multipart';
 import { cohereErrorBody, cohereRerankResponse, jinaRerankResponse, parseCohereRerankRequest, parseJinaRerankRequest } from './rerank';
+import { parseSearxngRequest, parseTavilyRequest, SEARCH_PATH, searxngErrorBody, searxngResponse, tavilyErrorBody, tavilyRequestId, tavilyResponse } from './search';
 import { parseSpeechRequest, renderSpeech, SPEECH_CONTENT_TYPES } from './speech';
 import { parseTranscriptionRequest, renderTranscription, transcribe, type TranscriptionTask } from './transcriptions';
 
@@ -62,7 +68,8 @@ export interface Simulator {
   readonly requests: number;
   /**
    * The bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent
-   * upstream. JSON as parsed; multipart/form-data as `{model, ...fields, file: {bytes, filename}}`.
+   * upstream. JSON as parsed; multipart/form-data as `{model, ...fields, file: {bytes, filename}}`;
+   * SearXNG's query string as `{q, format, pageno, ...}`.
    */
   readonly received: readonly unknown[];
   /** Stops listening and drops open connections, streams and delayed answers included. */
@@ -83,6 +90,8 @@ interface Exchange {
   body(): Promise<unknown>;
   /** The request's multipart/form-data body, kept in `received` as `{model, ...fields, file}`. */
   form(): Promise<MultipartForm>;
+  /** The request's query string, one value a parameter (the last), kept in `received`. */
+  query(): Record<string, string>;
   /** Images answered by URL, for GET /v1/files/images/<id>.png. */
   images: ImageStore;
   /** `http://host:port` as the client reached the simulator: the origin of image URLs. */
@@ -105,12 +114,18 @@ const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/moderations': moderations,
   'POST /v2/rerank': cohereRerank,
   'POST /v1/rerank': jinaRerank,
+  [`GET ${SEARCH_PATH}`]: searxngSearch,
+  [`POST ${SEARCH_PATH}`]: tavilySearch,
 };
+
+/** Routes that want no key: SearXNG has none. */
+const KEYLESS_ROUTES = new Set([`GET ${SEARCH_PATH}`]);
 
 const ANTHROPIC_PATH = '/v1/messages';
 const COHERE_PATH = '/v2/rerank';
 const IMAGE_FILE = /^\/v1\/files\/images\/([0-9a-f]{64})\.png$/;
-const pathOf = (req: IncomingMessage) => new URL(req.url ?? '/', 'http://simulator').pathname;
+const urlOf = (req: IncomingMessage) => new URL(req.url ?? '/', 'http://simulator');
+const pathOf = (req: IncomingMessage) => urlOf(req).pathname;
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const { port = 0, host = '127.0.0.1' } = options;
@@ -133,6 +148,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     keep(receivedForm(parsed));
     return parsed;
   };
+  const query = (req: IncomingMessage) => {
+    const params = Object.fromEntries(urlOf(req).searchParams);
+    keep(params);
+    return params;
+  };
   const server = createServer((req, res) => {
     requests++;
     const closed = new AbortController();
@@ -144,13 +164,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       nextId: () => ++lastId,
       body: () => body(req),
       form: () => form(req),
+      query: () => query(req),
       images,
       origin: req.headers.host ? `http://${req.headers.host}` : origin,
     };
     handle(exchange).catch((error: unknown) => {
       if (closed.signal.aborted) return;
       if (res.headersSent) res.destroy();
-      else sendJson(res, ...answerFor(error, pathOf(req)));
+      else answer(res, error, req);
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -181,23 +202,32 @@ async function handle(x: Exchange): Promise<void> {
   const path = pathOf(x.req);
   const image = x.req.method === 'GET' ? IMAGE_FILE.exec(path) : null;
   if (image) return imageFile(x, image[1]);
-  const route = ROUTES[`${x.req.method} ${path}`];
+  const key = `${x.req.method} ${path}`;
+  const route = ROUTES[key];
   if (!route) throw new SimError(404, `unknown route ${x.req.method} ${path}`, null, 'unknown_url');
   if (path === ANTHROPIC_PATH) checkAnthropicHeaders(x.req.headers);
-  else if (!/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
+  else if (!KEYLESS_ROUTES.has(key) && !/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
     throw new SimError(401, 'missing or malformed Authorization: Bearer header', null, 'invalid_api_key');
   }
   await route(x);
 }
 
-/** The error answer in the wire format of the route's vendor. */
-function answerFor(error: unknown, path: string): [number, unknown] {
+/** The error answer in the wire format of the route's vendor: JSON, or plain text where the body is a string. */
+function answer(res: ServerResponse, error: unknown, req: IncomingMessage): void {
   const sim =
     error instanceof SimError ? error
     : error instanceof DirectiveError ? new SimError(400, error.message, null, 'invalid_sim_directive')
     : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
-  const body = path === ANTHROPIC_PATH ? anthropicErrorBody(sim) : path === COHERE_PATH ? cohereErrorBody(sim) : errorBody(sim);
-  return [sim.status, body];
+  const body = errorBodyFor(req.method, pathOf(req))(sim);
+  if (typeof body === 'string') sendBytes(res, sim.status, 'text/plain; charset=utf-8', body);
+  else sendJson(res, sim.status, body);
+}
+
+function errorBodyFor(method: string | undefined, path: string): (error: SimError) => unknown {
+  if (path === ANTHROPIC_PATH) return anthropicErrorBody;
+  if (path === COHERE_PATH) return cohereErrorBody;
+  if (path === SEARCH_PATH) return method === 'GET' ? searxngErrorBody : tavilyErrorBody;
+  return errorBody;
 }
 
 /** A multipart body as `received` keeps it: one value per field unless sent several times, the file by size. */
@@ -335,18 +365,39 @@ async function jinaRerank(exchange: Exchange): Promise<void> {
   sendJson(exchange.res, 200, jinaRerankResponse(request));
 }
 
+async function searxngSearch(exchange: Exchange): Promise<void> {
+  const request = parseSearxngRequest(exchange.query());
+  await delayThenFailSearch(exchange, request.directives);
+  sendJson(exchange.res, 200, searxngResponse(request));
+}
+
+async function tavilySearch(exchange: Exchange): Promise<void> {
+  const started = performance.now();
+  const request = parseTavilyRequest(await exchange.body());
+  await delayThenFailSearch(exchange, request.directives);
+  const seconds = Number(((performance.now() - started) / 1000).toFixed(3));
+  sendJson(exchange.res, 200, tavilyResponse(request, tavilyRequestId(exchange.nextId()), seconds));
+}
+
 /** `delay_ms`, then `fail` / `fail_models`: the directives every non-chat route honours first. */
 async function delayThenFail({ signal }: Exchange, directives: SimDirectives, model: string): Promise<void> {
   if (directives.delay_ms) await sleep(directives.delay_ms, undefined, { signal });
   failIfAsked(directives, model);
 }
 
+/** The same, then `fail_search`, which only the search routes honour; their requests name no model. */
+async function delayThenFailSearch(exchange: Exchange, directives: SimDirectives): Promise<void> {
+  await delayThenFail(exchange, directives, '');
+  if (directives.fail_search !== undefined) throw simulatedFailure('fail_search', directives.fail_search);
+}
+
 function failIfAsked(directives: SimDirectives, model: string): void {
   const status = failureFor(directives, model);
   if (status === undefined) return;
-  const which = directives.fail === undefined ? `fail_models ${model}` : 'fail';
-  throw new SimError(status, `simulated failure (#sim ${which} ${status})`, null, 'sim_failure');
+  throw simulatedFailure(directives.fail === undefined ? `fail_models ${model}` : 'fail', status);
 }
+
+const simulatedFailure = (directive: string, status: number) => new SimError(status, `simulated failure (#sim ${directive} ${status})`, null, 'sim_failure');
 
 async function models({ res }: Exchange): Promise<void> {
   const data = SIMULATOR_MODELS.map((id) => ({ id, object: 'model', created: MODELS_CREATED, owned_by: 'simulator' }));
