@@ -170,7 +170,7 @@ describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and
     ['an unknown member', { model: 'test/routed', provider: { max_price: 1 } }, 400, null, 'provider.max_price'],
     ['provider not an object', { model: 'test/routed', provider: 'cheap' }, 400, null, 'provider'],
     ['an unknown suffix', { model: 'test/routed:turbo' }, 404, 'model_not_found', 'model'],
-    [':online (web search comes later)', { model: 'test/routed:online' }, 400, 'unsupported_parameter', 'model'],
+    [':online with an engine option out of range', { model: 'test/routed:online', plugins: [{ id: 'web', max_results: 0 }] }, 400, null, 'plugins[0].max_results'],
     [':thinking on a model without reasoning', { model: 'sim/small-8k:thinking' }, 400, 'unsupported_parameter', 'model'],
     [':exacto on a model without tools', { model: 'sim/small-8k:exacto' }, 404, 'no_provider_available', 'model'],
   ])('refuses %s before calling anything', async (_what, body, status, code, param) => {

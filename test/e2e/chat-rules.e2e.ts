@@ -245,20 +245,7 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
     });
   });
 
-  describe('rule 7: web search is not available yet', () => {
-    it('refuses the web plugin (SDK)', async () => {
-      const before = await credits();
-      const error = await failure(chat({ model: 'sim/echo', messages: user('news?'), plugins: [{ id: 'web' }] }));
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error!.error).toMatchObject({ type: 'invalid_request_error', code: 'unsupported_parameter', param: 'plugins' });
-      expect(error!.message).toMatch(/not available yet/);
-      expect(await credits()).toEqual(before);
-    });
-
-    it('refuses the :online suffix, naming the model', async () => {
-      await expectRefused({ model: 'sim/echo:online', messages: user('news?') }, 400, { code: 'unsupported_parameter', param: 'model' });
-    });
-
+  describe('rule 7: the web plugin (its searches: test/e2e/web-search.e2e.ts)', () => {
     it('accepts the web plugin when it is disabled', async () => {
       expect((await post({ model: 'sim/echo', messages: user('hi'), plugins: [{ id: 'web', enabled: false }] })).status).toBe(200);
     });
@@ -267,6 +254,10 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
       [{ plugins: [{ id: 'nope' }] }, 'plugins[0].id'],
       [{ plugins: [{ id: 'response-healing', enabled: 'no' }] }, 'plugins[0].enabled'],
       [{ transforms: ['middle-in'] }, 'transforms[0]'],
+      [{ plugins: [{ id: 'web', max_results: 1000 }] }, 'plugins[0].max_results'],
+      [{ plugins: [{ id: 'web', on_failure: 'retry' }] }, 'plugins[0].on_failure'],
+      [{ plugins: [{ id: 'web', search_domain_filter: ['a.com', '-b.com'] }] }, 'plugins[0].search_domain_filter'],
+      [{ plugins: [{ id: 'web', maxResults: 3 }] }, 'plugins[0].maxResults'],
     ])('refuses malformed plugin fields %j', async (extra, param) => {
       await expectRefused({ model: 'sim/echo', messages: user('hi'), ...extra }, 400, { type: 'invalid_request_error', param });
     });

@@ -272,7 +272,7 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
       ['a missing max_tokens', { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] }, 'max_tokens', /max_tokens/],
       ['a bad role', { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role', /role/],
       ['a thinking budget not below max_tokens', { model: 'sim/echo', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }] }, 'thinking.budget_tokens', /less than max_tokens/],
-      ['the web_search server tool', { model: 'sim/echo', max_tokens: 16, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'hi' }] }, 'tools', /web search is not available/],
+      ['a web_search server tool with a max_uses of 0', { model: 'sim/echo', max_tokens: 16, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }], messages: [{ role: 'user', content: 'hi' }] }, 'tools[0].max_uses', /max_uses/],
     ])('400 invalid_request_error naming the field for %s', async (_, body, param, message) => {
       const before = await creditsOf(call, key);
       const err = await errorOf(client.messages.create(body as Anthropic.MessageCreateParamsNonStreaming));

@@ -145,8 +145,8 @@ describe('parseModelId', () => {
     expect(errorOf(() => parseModelId('t/m:'))).toMatchObject({ status: 404, code: 'model_not_found' });
   });
 
-  it(':online is a 400 unsupported_parameter until web search exists', () => {
-    expect(errorOf(() => parseModelId('t/m:online'))).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'model' });
+  it(':online is a suffix like the others (spec 4.2 rule 7: the web plugin)', () => {
+    expect(parseModelId('t/m:online:nitro')).toEqual({ id: 't/m', suffixes: ['online', 'nitro'] });
   });
 
   it(':nitro and :floor together are a 400', () => {

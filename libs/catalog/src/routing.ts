@@ -46,9 +46,6 @@ export function parseModelId(requested: string): { id: string; suffixes: Suffix[
     if (!(SUFFIXES as readonly string[]).includes(s)) throw modelNotFound(requested);
     if (!suffixes.includes(s as Suffix)) suffixes.push(s as Suffix);
   }
-  if (suffixes.includes('online')) {
-    throw ApiError.invalidRequest(`The :online suffix (web search) is not available yet; use '${id}' without it.`, 'model', 'unsupported_parameter');
-  }
   const sorting = suffixes.filter((s) => s === 'nitro' || s === 'floor');
   if (sorting.length > 1) throw ApiError.invalidRequest(`:nitro and :floor ask for opposite orders; use one of them.`, 'model');
   return { id, suffixes };

@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import { errorOf } from '@svc/platform/testing/errors';
 import { countChatPromptTokens, countTextTokens } from '@svc/providers';
 import type { ChatChunk, ChatCompletion } from '@svc/providers';
@@ -11,6 +12,7 @@ import {
 } from './messages';
 import { chunk, parseFrames, USAGE, type ParsedFrame } from './testing/sse';
 import type { CostedUsage } from './types';
+import type { WebSearchRun } from './web-search';
 
 const base = { model: 'claude-x', max_tokens: 256 };
 const ask = (content: unknown) => ({ ...base, messages: [{ role: 'user', content }] });
@@ -297,13 +299,82 @@ describe('messagesToChat: validation', () => {
     expect({ status: error.status, type: error.type, param: error.param }).toEqual({ status: 400, type: 'invalid_request_error', param });
   });
 
-  it.each(['web_search_20250305', 'web_search_20260101'])('refuses the %s server tool with a clear 400 on tools', (type) => {
-    const error = errorOf(() => messagesToChat({ ...ask('x'), tools: [{ type, name: 'web_search', max_uses: 3 }] }));
-    expect({ status: error.status, message: error.message, param: error.param }).toEqual({
-      status: 400,
-      message: 'web search is not available yet',
-      param: 'tools',
+});
+
+describe('messagesToChat: the web search server tool', () => {
+  const search = (fields: object = {}) => ({ type: 'web_search_20250305', name: 'web_search', ...fields });
+  const weather = { name: 'weather', input_schema: { type: 'object' } };
+  const weatherFunction = { type: 'function', function: { name: 'weather', parameters: { type: 'object' } } };
+
+  it.each(['web_search_20250305', 'web_search_20260209', 'web_search_20260318'])(
+    'turns %s alone into the web plugin, with no tools and no tool_choice left',
+    (type) => {
+      const chat = messagesToChat({ ...ask('news?'), tools: [{ type, name: 'web_search', max_uses: 5, cache_control: ephemeral }], tool_choice: { type: 'any' } });
+      expect(chat).toEqual({ model: 'claude-x', max_tokens: 256, messages: [{ role: 'user', content: 'news?' }], plugins: [{ id: 'web' }] });
+    },
+  );
+
+  it.each<[string, object, object]>([
+    ['allowed_domains as the domain filter', { allowed_domains: ['a.com', 'b.org'] }, { id: 'web', search_domain_filter: ['a.com', 'b.org'] }],
+    ['blocked_domains as excluded domains', { blocked_domains: ['spam.com'], allowed_domains: null }, { id: 'web', search_domain_filter: ['-spam.com'] }],
+    ['an empty domain list as no filter', { allowed_domains: [] }, { id: 'web' }],
+    ['user_location.country, upper-cased', { user_location: { type: 'approximate', city: 'Lyon', country: 'fr', timezone: 'Europe/Paris' } }, { id: 'web', country: 'FR' }],
+    ['max_uses 1 (the one search the gateway runs)', { max_uses: 1 }, { id: 'web' }],
+  ])('translates %s', (_, fields, plugin) => {
+    expect(messagesToChat({ ...ask('x'), tools: [search(fields)] }).plugins).toEqual([plugin]);
+  });
+
+  it('keeps the function tools beside it; choosing web_search leaves the model its choice of them', () => {
+    const chat = messagesToChat({ ...ask('x'), tools: [weather, search()], tool_choice: { type: 'tool', name: 'web_search', disable_parallel_tool_use: true } });
+    expect(chat).toEqual({
+      model: 'claude-x',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [weatherFunction],
+      parallel_tool_calls: false,
+      plugins: [{ id: 'web' }],
     });
+    const named = messagesToChat({ ...ask('x'), tools: [weather, search()], tool_choice: { type: 'tool', name: 'weather' } });
+    expect(named.tool_choice).toEqual({ type: 'function', function: { name: 'weather' } });
+  });
+
+  it('drops an earlier answer\'s search blocks sent back in an assistant turn, keeping its text', () => {
+    const chat = messagesToChat({
+      ...base,
+      messages: [
+        { role: 'user', content: 'news?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'news' } },
+            { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [{ type: 'web_search_result', url: 'https://a.com', title: 'A', encrypted_content: 'eA' }] },
+            { type: 'text', text: 'Quiet day.', citations: [{ type: 'web_search_result_location', url: 'https://a.com', title: 'A', cited_text: 'x', encrypted_index: 'MA' }] },
+          ],
+        },
+        { role: 'user', content: 'thanks' },
+      ],
+    });
+    expect(chat.messages).toEqual([
+      { role: 'user', content: 'news?' },
+      { role: 'assistant', content: 'Quiet day.' },
+      { role: 'user', content: 'thanks' },
+    ]);
+  });
+
+  it.each<[string, object[], string]>([
+    ['allowed and blocked domains together', [search({ allowed_domains: ['a.com'], blocked_domains: ['b.com'] })], 'tools[0]'],
+    ['max_uses 0', [search({ max_uses: 0 })], 'tools[0].max_uses'],
+    ['a fractional max_uses', [weather, search({ max_uses: 1.5 })], 'tools[1].max_uses'],
+    ['max_uses as a string', [search({ max_uses: '3' })], 'tools[0].max_uses'],
+    ['allowed_domains as a string', [search({ allowed_domains: 'a.com' })], 'tools[0].allowed_domains'],
+    ['a blocked domain that is not a string', [search({ blocked_domains: [1] })], 'tools[0].blocked_domains'],
+    ['a country that is not alpha-2', [search({ user_location: { type: 'approximate', country: 'FRA' } })], 'tools[0].user_location.country'],
+    ['user_location as a string', [search({ user_location: 'Paris' })], 'tools[0].user_location'],
+    ['two web search tools', [search(), search({ type: 'web_search_20260209' })], 'tools[1]'],
+    ['another server tool', [{ type: 'web_fetch_20250910', name: 'web_fetch' }], 'tools[0].type'],
+  ])('refuses %s with a 400 naming the field', (_, tools, param) => {
+    const error = errorOf(() => messagesToChat({ ...ask('x'), tools }));
+    expect({ status: error.status, type: error.type, param: error.param }).toEqual({ status: 400, type: 'invalid_request_error', param });
   });
 });
 
@@ -375,6 +446,76 @@ describe('chatToMessage', () => {
   });
 });
 
+/** One search, two results: the answer cites the first by a markdown link, not the second. */
+const run: WebSearchRun = {
+  id: '5eed',
+  query: 'weather in Paris',
+  engine: 'exa',
+  hits: [
+    { title: 'Paris forecast', url: 'https://meteo.example/paris', snippet: 'Sunny.', content: `Sunny and warm. ${'Details follow. '.repeat(12)}`, date: '2026-08-01' },
+    { title: 'Elsewhere', url: 'https://other.example/x', snippet: 'Rain.', content: 'Rain in Brest.', date: null },
+  ],
+};
+const answer = 'It is sunny ([meteo.example](https://meteo.example/paris)) today.';
+const searchedUsage: CostedUsage = Object.assign({ ...USAGE }, { server_tool_use: { web_search_requests: 1 } });
+const base64url = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
+
+/** What Anthropic's web search shows for `run`, in both the message and the stream. */
+const searchBlocks = [
+  { type: 'server_tool_use', id: 'srvtoolu_5eed', name: 'web_search', input: { query: 'weather in Paris' }, caller: { type: 'direct' } },
+  {
+    type: 'web_search_tool_result',
+    tool_use_id: 'srvtoolu_5eed',
+    caller: { type: 'direct' },
+    content: [
+      { type: 'web_search_result', url: 'https://meteo.example/paris', title: 'Paris forecast', encrypted_content: base64url(run.hits[0].content), page_age: '2026-08-01' },
+      { type: 'web_search_result', url: 'https://other.example/x', title: 'Elsewhere', encrypted_content: base64url('Rain in Brest.'), page_age: null },
+    ],
+  },
+];
+const citedText = {
+  type: 'text',
+  text: answer,
+  citations: [
+    {
+      type: 'web_search_result_location',
+      url: 'https://meteo.example/paris',
+      title: 'Paris forecast',
+      cited_text: run.hits[0].content.slice(0, 150),
+      // "0", the result's index.
+      encrypted_index: 'MA',
+    },
+  ],
+};
+
+describe('chatToMessage with a web search', () => {
+  it('starts with the server_tool_use and web_search_tool_result blocks, cites the result the text links, and counts the search', () => {
+    const message = chatToMessage(completion({ content: answer, reasoning: 'Look it up.' }, 'stop', searchedUsage), 'claude-x', run);
+    expect(message.content).toEqual([...searchBlocks, { type: 'thinking', thinking: 'Look it up.', signature: '' }, citedText]);
+    expect(message.usage).toEqual({
+      input_tokens: 70,
+      output_tokens: 40,
+      cache_read_input_tokens: 30,
+      cache_creation_input_tokens: 0,
+      cost: 0.00123,
+      server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 },
+    });
+    expect(citedText.citations[0].cited_text).toHaveLength(150);
+    expect(Buffer.from(searchBlocks[1].content![0].encrypted_content, 'base64url').toString('utf8')).toBe(run.hits[0].content);
+  });
+
+  it('gives text that cites no result no citations', () => {
+    const message = chatToMessage(completion({ content: 'No idea.' }), 'claude-x', run);
+    expect(message.content.at(-1)).toEqual({ type: 'text', text: 'No idea.' });
+  });
+
+  it('without a search, nothing changes: no server blocks, no citations, no server_tool_use', () => {
+    expect(chatToMessage(completion({ content: answer }), 'claude-x', null)).toEqual(chatToMessage(completion({ content: answer }), 'claude-x'));
+    expect(chatToMessage(completion({ content: answer }), 'claude-x').content).toEqual([{ type: 'text', text: answer }]);
+    expect(chatToMessage(completion({ content: 'x' }), 'claude-x').usage).not.toHaveProperty('server_tool_use');
+  });
+});
+
 /** Applies Anthropic stream events the way the SDK's MessageStream accumulates them. */
 function accumulate(events: ParsedFrame[]): AnthropicMessage {
   let message: any;
@@ -393,11 +534,14 @@ function accumulate(events: ParsedFrame[]): AnthropicMessage {
         if (data.delta.type === 'text_delta') block.text += data.delta.text;
         if (data.delta.type === 'thinking_delta') block.thinking += data.delta.thinking;
         if (data.delta.type === 'input_json_delta') json.set(data.index, (json.get(data.index) ?? '') + data.delta.partial_json);
+        if (data.delta.type === 'citations_delta') block.citations = [...(block.citations ?? []), data.delta.citation];
         break;
       }
-      case 'content_block_stop':
-        if (message.content[data.index].type === 'tool_use') message.content[data.index].input = JSON.parse(json.get(data.index) || '{}');
+      case 'content_block_stop': {
+        const block = message.content[data.index];
+        if (block.type === 'tool_use' || block.type === 'server_tool_use') block.input = JSON.parse(json.get(data.index) || '{}');
         break;
+      }
       case 'message_delta':
         Object.assign(message, data.delta);
         Object.assign(message.usage, data.usage);
@@ -407,17 +551,18 @@ function accumulate(events: ParsedFrame[]): AnthropicMessage {
   return message;
 }
 
-function run(chunks: ChatChunk[], finishReason: string | null = 'stop') {
-  const encoder = new MessagesStreamEncoder({ id: 'chatcmpl-abc', model: 'claude-x' });
-  const frames = [...chunks.flatMap((c) => encoder.chunk(c)), ...encoder.finish(USAGE, finishReason)];
-  return parseFrames(frames);
+function encode(chunks: ChatChunk[], finishReason: string | null = 'stop', webSearch?: WebSearchRun, usage: CostedUsage = USAGE): string[] {
+  const encoder = new MessagesStreamEncoder({ id: 'chatcmpl-abc', model: 'claude-x', webSearch });
+  return [...chunks.flatMap((c) => encoder.chunk(c)), ...encoder.finish(usage, finishReason)];
 }
+
+const stream = (chunks: ChatChunk[], finishReason: string | null = 'stop') => parseFrames(encode(chunks, finishReason));
 
 const names = (events: ParsedFrame[]) => events.map((e) => e.event);
 
 describe('MessagesStreamEncoder', () => {
   it('(a) plain text: message_start, ping, one text block, message_delta, message_stop', () => {
-    const events = run([chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop')]);
+    const events = stream([chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop')]);
     expect(names(events)).toEqual([
       'message_start',
       'ping',
@@ -452,7 +597,7 @@ describe('MessagesStreamEncoder', () => {
   });
 
   it('(b) reasoning then text: a thinking block, then a text block', () => {
-    const events = run([chunk({ reasoning: 'Think' }), chunk({ reasoning: 'ing.' }), chunk({ content: 'Answer' }), chunk({}, 'stop')]);
+    const events = stream([chunk({ reasoning: 'Think' }), chunk({ reasoning: 'ing.' }), chunk({ content: 'Answer' }), chunk({}, 'stop')]);
     expect(names(events)).toEqual([
       'message_start',
       'ping',
@@ -473,7 +618,7 @@ describe('MessagesStreamEncoder', () => {
   });
 
   it('(c) tool calls with arguments split over chunks: one tool_use block per call index', () => {
-    const events = run(
+    const events = stream(
       [
         chunk({ content: 'Checking.' }),
         chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'weather', arguments: '' } }] }),
@@ -549,6 +694,79 @@ describe('MessagesStreamEncoder', () => {
   });
 });
 
+describe('MessagesStreamEncoder with a web search', () => {
+  const chunks = [
+    chunk({ content: 'It is sunny ([meteo.example]' }),
+    chunk({ content: '(https://meteo.example/paris)) today.' }),
+    chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'umbrella', arguments: '{}' } }] }),
+    chunk({}, 'tool_calls'),
+  ];
+  const searched = () => parseFrames(encode(chunks, 'tool_calls', run, searchedUsage));
+
+  it('sends the search as blocks 0 and 1 right after message_start, and every answer block two places later', () => {
+    const events = searched();
+    expect(names(events)).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_stop',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    expect(events.slice(1, 6).map((e) => e.data)).toEqual([
+      { type: 'content_block_start', index: 0, content_block: { ...searchBlocks[0], input: {} } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"query":"weather in Paris"}' } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: searchBlocks[1] },
+      { type: 'content_block_stop', index: 1 },
+    ]);
+    expect(events[7].data).toEqual({ type: 'content_block_start', index: 2, content_block: { type: 'text', text: '' } });
+    // The citation once the text is whole, before its block stops.
+    expect(events[10].data).toEqual({ type: 'content_block_delta', index: 2, delta: { type: 'citations_delta', citation: citedText.citations[0] } });
+    expect(events[11].data).toEqual({ type: 'content_block_stop', index: 2 });
+    expect(events[12].data).toMatchObject({ index: 3, content_block: { type: 'tool_use', id: 'call_1', name: 'umbrella' } });
+    expect(events[14].data).toEqual({ type: 'content_block_stop', index: 3 });
+    expect(events[15].data.usage).toEqual({
+      input_tokens: 70,
+      output_tokens: 40,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 30,
+      cost: 0.00123,
+      server_tool_use: { web_search_requests: 1, web_fetch_requests: 0 },
+    });
+  });
+
+  it('accumulates into the message chatToMessage builds', () => {
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'umbrella', arguments: '{}' } };
+    const expected = chatToMessage(completion({ content: answer, tool_calls: [call] }, 'tool_calls', searchedUsage), 'claude-x', run);
+    expect(accumulate(searched())).toEqual(expected);
+  });
+
+  it('the Anthropic SDK reads the same content and server_tool_use from the stream', async () => {
+    const body = encode(chunks, 'tool_calls', run, searchedUsage).join('');
+    const client = new Anthropic({
+      apiKey: 'sk-ant-test',
+      baseURL: 'http://gateway.test',
+      maxRetries: 0,
+      fetch: async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } }),
+    });
+    const final = await client.messages.stream({ model: 'claude-x', max_tokens: 256, messages: [{ role: 'user', content: 'weather?' }] }).finalMessage();
+    expect(final.content).toEqual(accumulate(searched()).content);
+    expect(final.usage.server_tool_use).toEqual({ web_search_requests: 1, web_fetch_requests: 0 });
+  });
+});
+
 describe('toAnthropicError', () => {
   it.each<[number, string]>([
     [400, 'invalid_request_error'],
@@ -597,11 +815,17 @@ describe('countMessagesTokens', () => {
     expect(countMessagesTokens({ ...request, tools }).input_tokens).toBe(without + countTextTokens(JSON.stringify(tools)));
   });
 
+  it('counts a web search tool as it counts the others: by its JSON', () => {
+    const tools = [{ type: 'web_search_20250305', name: 'web_search', max_uses: 2 }];
+    const without = countMessagesTokens(request).input_tokens;
+    expect(countMessagesTokens({ ...request, tools }).input_tokens).toBe(without + countTextTokens(JSON.stringify(tools)));
+  });
+
   it.each<[string, unknown, string]>([
     ['no model', { messages: [{ role: 'user', content: 'x' }] }, 'model'],
     ['no messages', { model: 'm' }, 'messages'],
     ['a bad system', { model: 'm', system: 4, messages: [{ role: 'user', content: 'x' }] }, 'system'],
-    ['a web search tool', { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, 'tools'],
+    ['a web search tool with a bad max_uses', { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }] }, 'tools[0].max_uses'],
   ])('refuses %s', (_, body, param) => {
     const error = errorOf(() => countMessagesTokens(body));
     expect([error.status, error.param]).toEqual([400, param]);

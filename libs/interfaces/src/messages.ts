@@ -4,13 +4,18 @@
  * or a stream of chunks) becomes a Messages `message` or Anthropic's SSE events. This is the
  * reverse of libs/providers/src/anthropic.ts, which sends OpenAI requests to Anthropic upstreams.
  *
+ * The web search server tool maps to the chat pipeline's `web` plugin (spec 4.3): its one search
+ * comes back as Anthropic's `server_tool_use` and `web_search_tool_result` blocks, with citations
+ * on the text that cites a result.
+ *
  * Not carried over: thinking signatures (the gateway cannot verify or produce them, so earlier
- * thinking is dropped and new thinking blocks carry an empty signature), server tools (web
- * search, code execution...), Files API sources, citations, `service_tier`, `container`,
- * `mcp_servers`.
+ * thinking is dropped and new thinking blocks carry an empty signature), other server tools
+ * (web fetch, code execution...), Files API sources, citations of documents, `service_tier`,
+ * `container`, `mcp_servers`.
  */
 import { countChatPromptTokens, countTextTokens, isRecord, MIN_THINKING_BUDGET } from '@svc/providers';
 import type { ChatChunk, ChatCompletion, ToolCall } from '@svc/providers';
+import { urlCitations, type WebSearchRun } from './web-search';
 import {
   cachedTokens,
   cacheWriteTokens,
@@ -47,7 +52,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
   const maxTokens = optionalPositiveInt(b, 'max_tokens');
   if (maxTokens === undefined) throw invalid('max_tokens is required and must be a positive integer.', 'max_tokens');
   const messages = conversationOf(b);
-  const tools = anthropicToolsOf(b.tools);
+  const { functions: tools, plugins } = anthropicToolsOf(b.tools);
   const stream = optionalBoolean(b, 'stream');
   return {
     model,
@@ -62,7 +67,8 @@ export function messagesToChat(body: unknown): ChatRequestBody {
       reasoning: reasoningOf(b.thinking, maxTokens),
       preset: b.preset,
     }),
-    ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice) } : {}),
+    ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice, plugins.length > 0) } : {}),
+    ...(plugins.length > 0 ? { plugins } : {}),
     ...streamFields(stream),
   };
 }
@@ -75,8 +81,8 @@ export function countMessagesTokens(body: unknown): { input_tokens: number } {
   const b = requireBody(body);
   requireString(b, 'model');
   const messages = conversationOf(b);
-  const tools = anthropicToolsOf(b.tools);
-  const toolTokens = tools.length > 0 ? countTextTokens(JSON.stringify(b.tools)) : 0;
+  const { functions, plugins } = anthropicToolsOf(b.tools);
+  const toolTokens = functions.length + plugins.length > 0 ? countTextTokens(JSON.stringify(b.tools)) : 0;
   return { input_tokens: countChatPromptTokens(messages) + toolTokens };
 }
 
@@ -141,7 +147,11 @@ function userTurn(blocks: unknown[], param: string): ChatMessage[] {
   return user.length > 0 ? [...tools, { role: 'user', content: collapse(user) }] : tools;
 }
 
-/** An assistant turn: text (as content) and tool_use blocks (as tool_calls); thinking is dropped. */
+/**
+ * An assistant turn: text (as content) and tool_use blocks (as tool_calls). Thinking is dropped,
+ * and so is an earlier web search (clients send our answers back whole): the model is not given
+ * old results again, as the chat pipeline does not replay them either.
+ */
 function assistantTurn(blocks: unknown[], param: string): ChatMessage[] {
   const parts: Json[] = [];
   const calls: ToolCall[] = [];
@@ -157,6 +167,8 @@ function assistantTurn(blocks: unknown[], param: string): ChatMessage[] {
         break;
       case 'thinking':
       case 'redacted_thinking':
+      case 'server_tool_use':
+      case 'web_search_tool_result':
         break;
       default:
         throw unsupportedBlock(block.type, at);
@@ -287,12 +299,13 @@ function collapse(parts: Json[]): string | Json[] {
   return parts;
 }
 
-/** Web search is a server tool we do not run (yet); the message says so rather than "unknown type". */
-/** Client tools (`custom` or untyped) -> function tools; Anthropic's server tools are not served. */
-function anthropicToolsOf(tools: unknown): Json[] {
+/**
+ * Client tools (`custom` or untyped) -> function tools; the web search server tool (every version,
+ * `web_search_20250305` and later) -> the `web` plugin; the other server tools are not served.
+ */
+function anthropicToolsOf(tools: unknown): { functions: Json[]; plugins: Json[] } {
   return toolsOf(
     tools,
-    (type) => typeof type === 'string' && type.startsWith('web_search'),
     (tool, param) => {
       if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
         throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only client tools are.`, `${param}.type`);
@@ -308,11 +321,41 @@ function anthropicToolsOf(tools: unknown): Json[] {
         },
       };
     },
+    { is: (type) => typeof type === 'string' && type.startsWith('web_search_'), options: webSearchOptionsOf },
   );
 }
 
-/** auto/any/tool/none -> auto/required/function/none; `disable_parallel_tool_use` -> parallel_tool_calls. */
-function toolChoiceOf(choice: unknown): Json {
+/** The name Anthropic gives its web search tool, in requests and in `server_tool_use` blocks. */
+const WEB_SEARCH_NAME = 'web_search';
+
+/**
+ * The web search tool's own fields as `web` plugin options: its allowed or blocked domains (never
+ * both, which Anthropic refuses) as one `search_domain_filter`. `max_uses` is checked and needs
+ * nothing more: the gateway runs one search per request, within any max_uses of 1 or more. The
+ * other fields (cache_control, allowed_callers, defer_loading...) do not change the search.
+ */
+function webSearchOptionsOf(tool: Json, param: string): Json {
+  const maxUses = tool.max_uses;
+  if (maxUses !== undefined && maxUses !== null && (typeof maxUses !== 'number' || !Number.isInteger(maxUses) || maxUses < 1)) {
+    throw invalid('max_uses must be a positive integer.', `${param}.max_uses`);
+  }
+  const [allowed, blocked] = (['allowed_domains', 'blocked_domains'] as const).map((field) => {
+    const domains = tool[field];
+    if (domains === undefined || domains === null) return undefined;
+    if (!Array.isArray(domains) || !domains.every((d) => typeof d === 'string')) throw invalid(`${field} must be an array of domains.`, `${param}.${field}`);
+    return domains;
+  });
+  if (allowed && blocked) throw invalid('allowed_domains and blocked_domains cannot be used together.', param);
+  const filter = allowed ?? blocked?.map((domain) => `-${domain}`);
+  return filter && filter.length > 0 ? { search_domain_filter: filter } : {};
+}
+
+/**
+ * auto/any/tool/none -> auto/required/function/none; `disable_parallel_tool_use` ->
+ * parallel_tool_calls. Choosing the web search tool asks for what happens anyway (the search runs
+ * before the model answers), so it leaves the model its choice of the function tools.
+ */
+function toolChoiceOf(choice: unknown, searching: boolean): Json {
   if (choice === undefined || choice === null) return {};
   if (!isRecord(choice)) throw invalid('tool_choice must be an object.', 'tool_choice');
   const serial = choice.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
@@ -325,6 +368,7 @@ function toolChoiceOf(choice: unknown): Json {
       return { tool_choice: 'none' };
     case 'tool':
       if (typeof choice.name !== 'string' || choice.name === '') throw invalid('tool_choice of type "tool" needs a name.', 'tool_choice.name');
+      if (searching && choice.name === WEB_SEARCH_NAME) return serial;
       return { tool_choice: { type: 'function', function: { name: choice.name } }, ...serial };
     default:
       throw invalid('tool_choice.type must be auto, any, tool or none.', 'tool_choice.type');
@@ -400,6 +444,8 @@ export interface AnthropicUsage {
   cache_read_input_tokens: number;
   /** The gateway's price of the call in USD; SDKs ignore it. */
   cost: number;
+  /** Only when a search ran; web fetch is not a tool the gateway offers. */
+  server_tool_use?: { web_search_requests: number; web_fetch_requests: number };
 }
 
 /**
@@ -417,7 +463,13 @@ export function anthropicUsage(usage: CostedUsage): AnthropicUsage {
     cache_creation_input_tokens: write,
     cache_read_input_tokens: read,
     cost: count(usage.cost),
+    ...(reportsSearches(usage) ? { server_tool_use: { web_search_requests: usage.server_tool_use.web_search_requests, web_fetch_requests: 0 } } : {}),
   };
+}
+
+/** The chat pipeline's usage counts the searches it ran, outside the ChatUsage type. */
+function reportsSearches(usage: CostedUsage): usage is CostedUsage & { server_tool_use: { web_search_requests: number } } {
+  return 'server_tool_use' in usage && isRecord(usage.server_tool_use) && typeof usage.server_tool_use.web_search_requests === 'number';
 }
 
 export interface AnthropicMessage {
@@ -431,15 +483,23 @@ export interface AnthropicMessage {
   usage: AnthropicUsage;
 }
 
-export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage }, requestedModel: string): AnthropicMessage {
+/** With `webSearch`, the search the chat pipeline ran comes first, as Anthropic's server tool blocks. */
+export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage }, requestedModel: string, webSearch?: WebSearchRun | null): AnthropicMessage {
   const choice = completion.choices[0];
   const message = choice?.message;
   const content: Json[] = [];
+  if (webSearch) {
+    const { call, result } = searchBlocks(webSearch);
+    content.push(call, result);
+  }
   if (typeof message?.reasoning === 'string' && message.reasoning !== '') {
     content.push({ type: 'thinking', thinking: message.reasoning, signature: '' });
   }
   const text = typeof message?.content === 'string' && message.content !== '' ? message.content : message?.refusal;
-  if (typeof text === 'string' && text !== '') content.push({ type: 'text', text });
+  if (typeof text === 'string' && text !== '') {
+    const citations = webSearch ? citationsOf(text, webSearch) : [];
+    content.push({ type: 'text', text, ...(citations.length > 0 ? { citations } : {}) });
+  }
   const calls = message?.tool_calls ?? [];
   for (const call of calls) {
     content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseInput(call.function.arguments) });
@@ -454,6 +514,56 @@ export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage 
     stop_sequence: null,
     usage: anthropicUsage(completion.usage),
   };
+}
+
+/** Anthropic marks the server tools it ran itself (rather than code execution) with this caller. */
+const DIRECT_CALLER = { type: 'direct' };
+
+/**
+ * The search as Anthropic's web search tool reports it: the call, then its results. Anthropic
+ * encrypts each result for its own later turns; we have no encryption contract with the client,
+ * so `encrypted_content` is the page text in base64url, as opaque to SDKs as Anthropic's.
+ */
+function searchBlocks(run: WebSearchRun): { call: Json & { input: Json }; result: Json } {
+  const id = `srvtoolu_${run.id}`;
+  const results = run.hits.map((hit) => ({
+    type: 'web_search_result',
+    url: hit.url,
+    title: hit.title,
+    encrypted_content: base64url(hit.content),
+    page_age: hit.date ?? null,
+  }));
+  return {
+    call: { type: 'server_tool_use', id, name: WEB_SEARCH_NAME, input: { query: run.query }, caller: DIRECT_CALLER },
+    result: { type: 'web_search_tool_result', tool_use_id: id, caller: DIRECT_CALLER, content: results },
+  };
+}
+
+/** Anthropic quotes at most this much of a cited result. */
+const CITED_TEXT_CHARS = 150;
+
+/**
+ * Citations of the results the text cites (their markdown link or bare URL); `encrypted_index`
+ * names the result by its position, in base64url for the reason encrypted_content is.
+ */
+function citationsOf(text: string, run: WebSearchRun): Json[] {
+  return urlCitations(text, run).flatMap((citation, i) =>
+    citation.end_index > 0
+      ? [
+          {
+            type: 'web_search_result_location',
+            url: citation.url,
+            title: citation.title,
+            cited_text: citation.content.slice(0, CITED_TEXT_CHARS),
+            encrypted_index: base64url(String(i)),
+          },
+        ]
+      : [],
+  );
+}
+
+function base64url(text: string): string {
+  return Buffer.from(text, 'utf8').toString('base64url');
 }
 
 /** Tool arguments as the `input` object; arguments that are not a JSON object give `{}`. */
@@ -471,10 +581,11 @@ function parseInput(args: string): Json {
 type OpenBlock = { kind: 'text' | 'thinking'; index: number } | { kind: 'tool'; index: number; tool: number };
 
 /**
- * Chat chunks -> Anthropic's stream: `message_start` and a `ping` first, then for each run of one
- * kind of delta a content block (`content_block_start`, `content_block_delta`*,
- * `content_block_stop`), one tool_use block per tool call index; `finish` closes the open block
- * and sends `message_delta` (stop reason, usage) and `message_stop`.
+ * Chat chunks -> Anthropic's stream: `message_start`, the web search's two blocks when one ran,
+ * and a `ping` first, then for each run of one kind of delta a content block
+ * (`content_block_start`, `content_block_delta`*, `content_block_stop`), one tool_use block per
+ * tool call index; `finish` closes the open block and sends `message_delta` (stop reason, usage,
+ * where Anthropic's SDKs read the final server_tool_use count) and `message_stop`.
  */
 export class MessagesStreamEncoder {
   private started = false;
@@ -483,8 +594,10 @@ export class MessagesStreamEncoder {
   /** Tool call index -> content block index. */
   private readonly tools = new Map<number, number>();
   private lastFinishReason: string | null = null;
+  /** The open text block's text so far, for its citations. */
+  private text = '';
 
-  constructor(private readonly options: { id: string; model: string; inputTokens?: number }) {}
+  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null }) {}
 
   chunk(c: ChatChunk): string[] {
     const frames = this.start();
@@ -497,6 +610,7 @@ export class MessagesStreamEncoder {
     }
     if (typeof delta.content === 'string' && delta.content !== '') {
       frames.push(...this.ensure('text'), this.delta({ type: 'text_delta', text: delta.content }));
+      this.text += delta.content;
     }
     for (const call of delta.tool_calls ?? []) {
       let index = this.tools.get(call.index);
@@ -522,22 +636,8 @@ export class MessagesStreamEncoder {
   finish(usage: CostedUsage, finishReason: string | null): string[] {
     const frames = [...this.start(), ...this.close()];
     const stopReason = stopReasonOf(finishReason ?? this.lastFinishReason, this.tools.size > 0);
-    const u = anthropicUsage(usage);
     frames.push(
-      sseFrame(
-        {
-          type: 'message_delta',
-          delta: { stop_reason: stopReason, stop_sequence: null },
-          usage: {
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            cache_creation_input_tokens: u.cache_creation_input_tokens,
-            cache_read_input_tokens: u.cache_read_input_tokens,
-            cost: u.cost,
-          },
-        },
-        'message_delta',
-      ),
+      sseFrame({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: anthropicUsage(usage) }, 'message_delta'),
       sseFrame({ type: 'message_stop' }, 'message_stop'),
     );
     return frames;
@@ -561,7 +661,22 @@ export class MessagesStreamEncoder {
       stop_sequence: null,
       usage: { input_tokens: this.options.inputTokens ?? 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     };
-    return [sseFrame({ type: 'message_start', message }, 'message_start'), sseFrame({ type: 'ping' }, 'ping')];
+    const search = this.options.webSearch ? this.searchFrames(this.options.webSearch) : [];
+    return [sseFrame({ type: 'message_start', message }, 'message_start'), ...search, sseFrame({ type: 'ping' }, 'ping')];
+  }
+
+  /** The search's blocks, finished before the answer's: the call with its input streamed as Anthropic streams tool input, then the results whole. */
+  private searchFrames(run: WebSearchRun): string[] {
+    const { call, result } = searchBlocks(run);
+    const callIndex = this.nextIndex++;
+    const resultIndex = this.nextIndex++;
+    return [
+      sseFrame({ type: 'content_block_start', index: callIndex, content_block: { ...call, input: {} } }, 'content_block_start'),
+      sseFrame({ type: 'content_block_delta', index: callIndex, delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) } }, 'content_block_delta'),
+      sseFrame({ type: 'content_block_stop', index: callIndex }, 'content_block_stop'),
+      sseFrame({ type: 'content_block_start', index: resultIndex, content_block: result }, 'content_block_start'),
+      sseFrame({ type: 'content_block_stop', index: resultIndex }, 'content_block_stop'),
+    ];
   }
 
   /** Makes a text or thinking block the open one, closing another kind first. */
@@ -570,6 +685,7 @@ export class MessagesStreamEncoder {
     const frames = this.close();
     const index = this.nextIndex++;
     this.open = { kind, index };
+    this.text = '';
     // The signature is Anthropic's proof of the thinking; we have none to give.
     const block = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
     frames.push(sseFrame({ type: 'content_block_start', index, content_block: block }, 'content_block_start'));
@@ -580,11 +696,19 @@ export class MessagesStreamEncoder {
     return sseFrame({ type: 'content_block_delta', index: this.open?.index ?? 0, delta }, 'content_block_delta');
   }
 
+  /**
+   * Ends the open block. A text block's citations go out here, the first moment the spans they
+   * cite are known (Anthropic sends each before the text it cites); SDKs add them to the block
+   * all the same, so the streamed message equals chatToMessage's.
+   */
   private close(): string[] {
     if (!this.open) return [];
-    const { index } = this.open;
+    const { index, kind } = this.open;
+    const run = this.options.webSearch;
+    const citations = kind === 'text' && run ? citationsOf(this.text, run) : [];
+    const frames = citations.map((citation) => this.delta({ type: 'citations_delta', citation }));
     this.open = null;
-    return [sseFrame({ type: 'content_block_stop', index }, 'content_block_stop')];
+    return [...frames, sseFrame({ type: 'content_block_stop', index }, 'content_block_stop')];
   }
 }
 

@@ -11,6 +11,7 @@ import {
 } from './responses';
 import { chunk, parseFrames, USAGE, usageChunk, type ParsedFrame } from './testing/sse';
 import type { CostedUsage } from './types';
+import type { WebSearchRun } from './web-search';
 
 /** A deterministic id generator: msg_1, fc_2, ... */
 function counter() {
@@ -191,14 +192,93 @@ describe('responsesToChat: validation', () => {
     expect({ status: error.status, type: error.type, param: error.param }).toEqual({ status: 400, type: 'invalid_request_error', param });
   });
 
-  it.each(['web_search', 'web_search_preview'])('refuses the %s tool with a clear 400 on tools', (type) => {
-    const error = errorOf(() => translate({ model: 'm', input: 'x', tools: [{ type }] }));
-    expect({ status: error.status, message: error.message, param: error.param }).toEqual({ status: 400, message: 'web search is not available yet', param: 'tools' });
-  });
-
   it('accepts an empty input when continuing a previous response', () => {
     const previous: StoredConversation = { items: [{ type: 'message', id: 'msg_a', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }] };
     expect(translate({ model: 'm', input: [] }, previous).chat.messages).toEqual([{ role: 'user', content: 'hi' }]);
+  });
+});
+
+describe('responsesToChat: the web_search tool', () => {
+  const weather = { type: 'function', name: 'weather', parameters: { type: 'object' } };
+
+  it.each(['web_search', 'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11'])(
+    'turns %s alone into the web plugin, with no tools and no tool_choice left',
+    (type) => {
+      expect(translate({ model: 'm', input: 'news?', tools: [{ type }], tool_choice: 'required' }).chat).toEqual({
+        model: 'm',
+        messages: [{ role: 'user', content: 'news?' }],
+        plugins: [{ id: 'web' }],
+      });
+    },
+  );
+
+  it.each<[string, object, object]>([
+    ['filters.allowed_domains as the domain filter', { filters: { allowed_domains: ['pubmed.ncbi.nlm.nih.gov'] } }, { search_domain_filter: ['pubmed.ncbi.nlm.nih.gov'] }],
+    ['empty filters as none', { filters: { allowed_domains: [] } }, {}],
+    ['user_location.country', { user_location: { type: 'approximate', country: 'US', city: 'Boston' } }, { country: 'US' }],
+    ['search_context_size low as 3 results', { search_context_size: 'low' }, { max_results: 3 }],
+    ['search_context_size medium as 5 results', { search_context_size: 'medium' }, { max_results: 5 }],
+    ['search_context_size high as 10 results', { search_context_size: 'high' }, { max_results: 10 }],
+    ['external_web_access as nothing', { external_web_access: true }, {}],
+  ])('translates %s', (_, fields, options) => {
+    expect(translate({ model: 'm', input: 'x', tools: [{ type: 'web_search', ...fields }] }).chat.plugins).toEqual([{ id: 'web', ...options }]);
+  });
+
+  it('keeps the function tools beside it; choosing web_search leaves the model its choice of them', () => {
+    const { chat } = translate({ model: 'm', input: 'x', tools: [weather, { type: 'web_search' }], tool_choice: { type: 'web_search_preview' } });
+    expect(chat).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+      plugins: [{ id: 'web' }],
+    });
+  });
+
+  it('accepts a web_search_call item sent back, keeps it as an input item and does not give it to the model', () => {
+    const action = { type: 'search', query: 'news', sources: [{ type: 'url', url: 'https://a.com' }] };
+    const { chat, inputItems } = translate({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'news?' },
+        { type: 'web_search_call', id: 'ws_prev', status: 'completed', action },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Quiet day.', annotations: [] }] },
+        { type: 'web_search_call', status: 'odd' },
+        { role: 'user', content: 'thanks' },
+      ],
+    });
+    expect(chat.messages).toEqual([
+      { role: 'user', content: 'news?' },
+      { role: 'assistant', content: 'Quiet day.' },
+      { role: 'user', content: 'thanks' },
+    ]);
+    expect(inputItems[1]).toEqual({ type: 'web_search_call', id: 'ws_prev', status: 'completed', action });
+    expect(inputItems[3]).toEqual({ type: 'web_search_call', id: 'ws_3', status: 'completed', action: { type: 'search' } });
+  });
+
+  it('skips the web_search_call of a previous response when continuing it', () => {
+    const previous: StoredConversation = {
+      items: [
+        { type: 'message', id: 'msg_a', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'news?' }] },
+        { type: 'web_search_call', id: 'ws_a', status: 'completed', action: { type: 'search', query: 'news', sources: [] } },
+        { type: 'message', id: 'msg_b', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Quiet.', annotations: [] }] },
+      ],
+    };
+    expect(translate({ model: 'm', input: 'more?' }, previous).chat.messages).toEqual([
+      { role: 'user', content: 'news?' },
+      { role: 'assistant', content: 'Quiet.' },
+      { role: 'user', content: 'more?' },
+    ]);
+  });
+
+  it.each<[string, object[], string]>([
+    ['an unknown search_context_size', [{ type: 'web_search', search_context_size: 'huge' }], 'tools[0].search_context_size'],
+    ['filters that are not an object', [{ type: 'web_search', filters: ['a.com'] }], 'tools[0].filters'],
+    ['allowed_domains as a string', [weather, { type: 'web_search', filters: { allowed_domains: 'a.com' } }], 'tools[1].filters.allowed_domains'],
+    ['a country that is not alpha-2', [{ type: 'web_search', user_location: { country: 'United States' } }], 'tools[0].user_location.country'],
+    ['two web search tools', [{ type: 'web_search' }, { type: 'web_search_preview' }], 'tools[1]'],
+  ])('refuses %s with a 400 naming the field', (_, tools, param) => {
+    const error = errorOf(() => translate({ model: 'm', input: 'x', tools }));
+    expect({ status: error.status, type: error.type, param: error.param }).toEqual({ status: 400, type: 'invalid_request_error', param });
   });
 });
 
@@ -315,8 +395,52 @@ describe('chatToResponse', () => {
   });
 });
 
-function stream(chunks: ChatChunk[], finishReason: string | null) {
-  const encoder = new ResponsesStreamEncoder(ctx);
+/** One search, two results: the answer cites the first by a markdown link, not the second. */
+const run: WebSearchRun = {
+  id: '5eed',
+  query: 'weather in Paris',
+  engine: 'exa',
+  hits: [
+    { title: 'Paris forecast', url: 'https://meteo.example/paris', snippet: 'Sunny.', content: 'Sunny and warm.', date: '2026-08-01' },
+    { title: 'Elsewhere', url: 'https://other.example/x', snippet: 'Rain.', content: 'Rain in Brest.', date: null },
+  ],
+};
+const answer = 'It is sunny ([meteo.example](https://meteo.example/paris)) today.';
+const searchCtx: ResponseContext = { ...ctx, webSearch: run };
+const searchCall = {
+  type: 'web_search_call',
+  id: 'ws_5eed',
+  status: 'completed',
+  action: { type: 'search', query: 'weather in Paris', sources: [{ type: 'url', url: 'https://meteo.example/paris' }, { type: 'url', url: 'https://other.example/x' }] },
+};
+const annotations = [
+  { type: 'url_citation', url: 'https://meteo.example/paris', title: 'Paris forecast', start_index: 13, end_index: 57 },
+  // Not cited: 0 and 0, as chat annotates every result.
+  { type: 'url_citation', url: 'https://other.example/x', title: 'Elsewhere', start_index: 0, end_index: 0 },
+];
+
+describe('chatToResponse with a web search', () => {
+  it('starts the output with the web_search_call item and annotates the message with every result', () => {
+    const response = chatToResponse(completion({ content: answer, reasoning: 'Look it up.' }), searchCtx);
+    expect(response.output).toEqual([
+      searchCall,
+      { type: 'reasoning', id: 'rs_abc_1', summary: [{ type: 'summary_text', text: 'Look it up.' }] },
+      { type: 'message', id: 'msg_abc_2', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: answer, annotations }] },
+    ]);
+    expect(answer.slice(13, 57)).toBe('[meteo.example](https://meteo.example/paris)');
+  });
+
+  it('without a search, nothing changes', () => {
+    const plain = chatToResponse(completion({ content: answer }), ctx);
+    expect(chatToResponse(completion({ content: answer }), { ...ctx, webSearch: null })).toEqual(plain);
+    expect(plain.output).toEqual([
+      { type: 'message', id: 'msg_abc_0', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: answer, annotations: [] }] },
+    ]);
+  });
+});
+
+function stream(chunks: ChatChunk[], finishReason: string | null, context: ResponseContext = ctx) {
+  const encoder = new ResponsesStreamEncoder(context);
   const frames = [...chunks.flatMap((c) => encoder.chunk(c)), ...encoder.finish(USAGE, finishReason)];
   return { encoder, frames, events: parseFrames(frames) };
 }
@@ -493,6 +617,75 @@ describe('ResponsesStreamEncoder', () => {
   });
 });
 
+describe('ResponsesStreamEncoder with a web search', () => {
+  const chunks = [chunk({ content: 'It is sunny ([meteo.example]' }), chunk({ content: '(https://meteo.example/paris)) today.' }), chunk({}, 'stop')];
+
+  it('tells the search first as item 0, shifts the message to 1 and adds its annotations before its text is done', () => {
+    const { encoder, events } = stream(chunks, 'stop', searchCtx);
+    expect(types(events)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.web_search_call.in_progress',
+      'response.web_search_call.searching',
+      'response.web_search_call.completed',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.annotation.added',
+      'response.output_text.annotation.added',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expectWellFormed(events);
+    expect(events[2].data).toEqual({
+      type: 'response.output_item.added',
+      sequence_number: 2,
+      output_index: 0,
+      item: { type: 'web_search_call', id: 'ws_5eed', status: 'in_progress', action: { type: 'search', query: 'weather in Paris' } },
+    });
+    expect(events.slice(3, 6).map((e) => e.data)).toEqual(
+      ['in_progress', 'searching', 'completed'].map((state, i) => ({
+        type: `response.web_search_call.${state}`,
+        sequence_number: 3 + i,
+        item_id: 'ws_5eed',
+        output_index: 0,
+      })),
+    );
+    expect(events[6].data).toEqual({ type: 'response.output_item.done', sequence_number: 6, output_index: 0, item: searchCall });
+    expect(events[7].data).toMatchObject({ output_index: 1, item: { type: 'message', id: 'msg_abc_1' } });
+    expect(events[11].data).toEqual({
+      type: 'response.output_text.annotation.added',
+      sequence_number: 11,
+      item_id: 'msg_abc_1',
+      output_index: 1,
+      content_index: 0,
+      annotation_index: 0,
+      annotation: annotations[0],
+    });
+    expect(events[12].data).toMatchObject({ annotation_index: 1, annotation: annotations[1] });
+    expect(events[14].data.part).toEqual({ type: 'output_text', text: answer, annotations });
+    expect(events[15].data.item.content).toEqual([{ type: 'output_text', text: answer, annotations }]);
+    const expected = chatToResponse(completion({ content: answer }), searchCtx);
+    expect(events[16].data.response).toEqual(expected);
+    expect(encoder.response()).toEqual(expected);
+  });
+
+  it('keeps the finished search in a response that fails afterwards', () => {
+    const encoder = new ResponsesStreamEncoder(searchCtx);
+    encoder.chunk(chunk({ content: 'It is' }));
+    const [failed] = parseFrames(encoder.error({ error: { message: 'boom', type: 'api_error' } }));
+    expect(failed.data.response.output.map((item: ResponseItem) => [item.type, item.status])).toEqual([
+      ['web_search_call', 'completed'],
+      ['message', 'incomplete'],
+    ]);
+  });
+});
+
 /** The official SDK reading our bytes through a fetch that never leaves the process. */
 function sdkServing(body: string, contentType: string): OpenAI {
   return new OpenAI({
@@ -527,6 +720,19 @@ describe('the openai SDK reads what we write', () => {
       completed.output.map((item: ResponseItem) => ({ ...item, parsed_arguments: undefined, content: undefined })),
     );
     expect(final.usage).toEqual(usage);
+  });
+
+  it('follows the web search call and the annotations through the stream', async () => {
+    const { frames, events } = stream([chunk({ content: answer }), chunk({}, 'stop')], 'stop', searchCtx);
+    const client = sdkServing(frames.join(''), 'text/event-stream');
+    const seen: string[] = [];
+    const runner = client.responses.stream({ model: 'gpt-x', input: 'weather?', tools: [{ type: 'web_search' }] });
+    runner.on('event', (event) => seen.push(event.type));
+    const final = await runner.finalResponse();
+    expect(seen).toEqual(types(events));
+    expect(final.output_text).toBe(answer);
+    expect(final.output[0]).toEqual(searchCall);
+    expect(final.output[1]).toMatchObject({ type: 'message', content: [{ type: 'output_text', text: answer, annotations }] });
   });
 
   it('parses a non-streamed response and computes output_text', async () => {

@@ -4,7 +4,10 @@
  * body; the completion, or the stream of chunks, becomes a `response` object or the Responses
  * stream events.
  *
- * Not carried over: hosted tools (web search, file search, code interpreter, computer use, MCP,
+ * The web_search tool maps to the chat pipeline's `web` plugin (spec 4.5): its one search comes
+ * back as a `web_search_call` item, and the answer's citations as `url_citation` annotations.
+ *
+ * Not carried over: the other hosted tools (file search, code interpreter, computer use, MCP,
  * image generation), `background`, `conversation`, `prompt` templates, item references, file
  * ids, refusal parts in answers, logprobs. Reasoning comes back as a `reasoning` item whose
  * summary is the upstream's reasoning text; reasoning items sent back as input are dropped (the
@@ -12,6 +15,7 @@
  */
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatCompletion, ToolCall } from '@svc/providers';
+import { urlCitations, type WebSearchRun } from './web-search';
 import {
   cachedTokens,
   count,
@@ -70,7 +74,18 @@ export interface ReasoningItem {
   [key: string]: unknown;
 }
 
-export type ResponseItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem;
+/**
+ * A web search the gateway ran, as OpenAI's hosted tool reports it; as input, one a client sends
+ * back, its action as sent. The model is never given these again: chat has no such message.
+ */
+export interface WebSearchCallItem {
+  type: 'web_search_call';
+  id: string;
+  status: 'in_progress' | 'searching' | 'completed' | 'failed';
+  action: { type: string; query?: string; sources?: Array<{ type: 'url'; url: string }>; [key: string]: unknown };
+}
+
+export type ResponseItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | WebSearchCallItem;
 
 /** The previous response's input items then its output items, chained back by the caller. */
 export interface StoredConversation {
@@ -127,10 +142,12 @@ export interface ResponseContext {
   request: unknown;
   previousResponseId?: string | null;
   store?: boolean;
+  /** The search the chat pipeline ran for the web_search tool, if one ran. */
+  webSearch?: WebSearchRun | null;
 }
 
-/** Item ids by kind: `msg`, `fc` (function call), `fco` (function call output), `rs` (reasoning). */
-export type ItemIdGenerator = (prefix: 'msg' | 'fc' | 'fco' | 'rs') => string;
+/** Item ids by kind: `msg`, `fc` (function call), `fco` (function call output), `rs` (reasoning), `ws` (web search call). */
+export type ItemIdGenerator = (prefix: 'msg' | 'fc' | 'fco' | 'rs' | 'ws') => string;
 
 // ------------------------------------------------------------------ request: Responses -> chat
 
@@ -168,7 +185,7 @@ export function responsesToChat(
     ...(typeof instructions === 'string' && instructions !== '' ? [{ role: 'system' as const, content: instructions }] : []),
     ...itemsToMessages([...(previous?.items ?? []), ...inputItems]),
   ];
-  const tools = responsesToolsOf(b.tools);
+  const { functions: tools, plugins } = responsesToolsOf(b.tools);
   const chat: ChatRequestBody = {
     model,
     messages,
@@ -184,6 +201,7 @@ export function responsesToChat(
       preset: b.preset,
     }),
     ...(tools.length > 0 ? { tools, ...defined({ tool_choice: toolChoiceOf(b.tool_choice) }) } : {}),
+    ...(plugins.length > 0 ? { plugins } : {}),
     ...streamFields(optionalBoolean(b, 'stream')),
   };
   return { chat, inputItems };
@@ -234,6 +252,13 @@ function inputItemOf(item: unknown, param: string, ids: ItemIdGenerator): Respon
         : [];
       return { type: 'reasoning', id: given ?? ids('rs'), summary };
     }
+    case 'web_search_call':
+      return {
+        type: 'web_search_call',
+        id: given ?? ids('ws'),
+        status: WEB_SEARCH_STATUSES.has(item.status) ? (item.status as WebSearchCallItem['status']) : 'completed',
+        action: isRecord(item.action) && typeof item.action.type === 'string' ? { ...item.action, type: item.action.type } : { type: 'search' },
+      };
     default:
       throw invalid(`input items of type ${JSON.stringify(type)} are not supported.`, `${param}.type`);
   }
@@ -291,9 +316,12 @@ function contentPartsOf(content: unknown, role: MessageItem['role'], param: stri
   });
 }
 
+const WEB_SEARCH_STATUSES: ReadonlySet<unknown> = new Set(['in_progress', 'searching', 'completed', 'failed']);
+
 /**
  * Items as chat messages. Function calls join the assistant message right before them (text then
- * calls, or parallel calls), outputs become tool messages, reasoning items are dropped.
+ * calls, or parallel calls), outputs become tool messages, reasoning items are dropped, and so
+ * are web search calls: an earlier search's results are not given to the model again.
  */
 function itemsToMessages(items: ResponseItem[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -313,6 +341,7 @@ function itemsToMessages(items: ResponseItem[]): ChatMessage[] {
         out.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
         break;
       case 'reasoning':
+      case 'web_search_call':
         break;
     }
   }
@@ -339,11 +368,10 @@ function messageOf(item: MessageItem): ChatMessage {
   };
 }
 
-/** Function tools; the hosted tools are not served. */
-function responsesToolsOf(tools: unknown): Json[] {
+/** Function tools, and the web_search tool (every version) as the `web` plugin; the other hosted tools are not served. */
+function responsesToolsOf(tools: unknown): { functions: Json[]; plugins: Json[] } {
   return toolsOf(
     tools,
-    (type) => typeof type === 'string' && WEB_SEARCH_TOOLS.has(type),
     (tool, param) => {
       if (tool.type !== 'function') {
         throw invalid(`tools of type ${JSON.stringify(tool.type)} are not supported; only function tools are.`, `${param}.type`);
@@ -361,12 +389,42 @@ function responsesToolsOf(tools: unknown): Json[] {
         },
       };
     },
+    { is: isWebSearchTool, options: webSearchOptionsOf },
   );
 }
 
+function isWebSearchTool(type: unknown): boolean {
+  return typeof type === 'string' && WEB_SEARCH_TOOLS.has(type);
+}
+
+/** How many results each search context size gives the model; medium is the `web` plugin's default. */
+const RESULTS_BY_CONTEXT_SIZE: ReadonlyMap<unknown, number> = new Map([
+  ['low', 3],
+  ['medium', 5],
+  ['high', 10],
+]);
+
+/** The web_search tool's own fields as `web` plugin options: `filters.allowed_domains` and `search_context_size`. */
+function webSearchOptionsOf(tool: Json, param: string): Json {
+  const filters = tool.filters;
+  if (filters !== undefined && filters !== null && !isRecord(filters)) throw invalid('filters must be an object.', `${param}.filters`);
+  const domains = filters?.allowed_domains;
+  if (domains !== undefined && domains !== null && (!Array.isArray(domains) || !domains.every((d) => typeof d === 'string'))) {
+    throw invalid('filters.allowed_domains must be an array of domains.', `${param}.filters.allowed_domains`);
+  }
+  const size = tool.search_context_size;
+  const maxResults = RESULTS_BY_CONTEXT_SIZE.get(size);
+  if (size !== undefined && size !== null && maxResults === undefined) {
+    throw invalid('search_context_size must be low, medium or high.', `${param}.search_context_size`);
+  }
+  return defined({ search_domain_filter: Array.isArray(domains) && domains.length > 0 ? domains : undefined, max_results: maxResults });
+}
+
+/** Choosing the web_search tool asks for what happens anyway (the search runs before the model answers): the model keeps its choice. */
 function toolChoiceOf(choice: unknown): unknown {
   if (choice === undefined || choice === null) return undefined;
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
+  if (isRecord(choice) && isWebSearchTool(choice.type)) return undefined;
   if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string' && choice.name !== '') {
     return { type: 'function', function: { name: choice.name } };
   }
@@ -424,12 +482,27 @@ function reasoningItem(id: string, text: string): ReasoningItem {
   return { type: 'reasoning', id, summary: [{ type: 'summary_text', text }] };
 }
 
-function outputText(text: string): Json {
-  return { type: 'output_text', text, annotations: [] };
+function outputText(text: string, annotations: Json[] = []): Json {
+  return { type: 'output_text', text, annotations };
 }
 
-function messageItem(id: string, text: string, status: ItemStatus): MessageItem {
-  return { type: 'message', id, status, role: 'assistant', content: [outputText(text)] };
+function messageItem(id: string, text: string, status: ItemStatus, annotations: Json[] = []): MessageItem {
+  return { type: 'message', id, status, role: 'assistant', content: [outputText(text, annotations)] };
+}
+
+/**
+ * The search as OpenAI's web_search tool reports it. Its sources are always there: OpenAI sends
+ * them only when `include` asks, but they are what clients show and cost nothing to send.
+ */
+function webSearchCallItem(run: WebSearchRun, status: 'in_progress' | 'completed'): WebSearchCallItem {
+  const sources = status === 'completed' ? { sources: run.hits.map((hit) => ({ type: 'url' as const, url: hit.url })) } : {};
+  return { type: 'web_search_call', id: `ws_${run.id}`, status, action: { type: 'search', query: run.query, ...sources } };
+}
+
+/** Every result as a flat `url_citation` of the answer (0 and 0 when the answer does not cite it), as chat annotates it. */
+function annotationsOf(text: string, run: WebSearchRun | null | undefined): Json[] {
+  if (!run) return [];
+  return urlCitations(text, run).map(({ url, title, start_index, end_index }) => ({ type: 'url_citation', url, title, start_index, end_index }));
 }
 
 function functionCallItem(id: string, callId: string, name: string, args: string, status: ItemStatus): FunctionCallItem {
@@ -492,21 +565,23 @@ function buildResponse(
 }
 
 /**
- * Output items in the order a stream produces them: reasoning, the message, function calls. The
- * message is left out when there is no text but there are function calls. When the answer was
- * cut short, the last item is `incomplete`.
+ * Output items in the order a stream produces them: the web search call when one ran, reasoning,
+ * the message, function calls. The message is left out when there is no text but there are
+ * function calls. When the answer was cut short, the last item is `incomplete`.
  */
 export function chatToResponse(completion: ChatCompletion & { usage: CostedUsage }, ctx: ResponseContext): ResponseObject {
   const choice = completion.choices[0];
   const message = choice?.message;
   const outcome = outcomeOf(choice?.finish_reason);
-  const output: ResponseItem[] = [];
+  const output: ResponseItem[] = ctx.webSearch ? [webSearchCallItem(ctx.webSearch, 'completed')] : [];
   if (typeof message?.reasoning === 'string' && message.reasoning !== '') {
     output.push(reasoningItem(itemId(ctx.id, 'rs', output.length), message.reasoning));
   }
   const text = typeof message?.content === 'string' ? message.content : '';
   const calls = message?.tool_calls ?? [];
-  if (text !== '' || calls.length === 0) output.push(messageItem(itemId(ctx.id, 'msg', output.length), text, 'completed'));
+  if (text !== '' || calls.length === 0) {
+    output.push(messageItem(itemId(ctx.id, 'msg', output.length), text, 'completed', annotationsOf(text, ctx.webSearch)));
+  }
   for (const call of calls) {
     output.push(functionCallItem(itemId(ctx.id, 'fc', output.length), call.id, call.function.name, call.function.arguments, 'completed'));
   }
@@ -527,8 +602,9 @@ type Open =
   | { kind: 'tool'; index: number; id: string; tool: number };
 
 /**
- * Chat chunks -> the Responses stream: `response.created`, `response.in_progress`, then one
- * output item per run of reasoning, text or a tool call (added, deltas, done), then
+ * Chat chunks -> the Responses stream: `response.created`, `response.in_progress`, the web
+ * search call when one ran, then one output item per run of reasoning, text or a tool call
+ * (added, deltas, done; a message's annotations just before its text is done), then
  * `response.completed` (`response.incomplete` when the answer was cut short, as OpenAI sends
  * it) carrying the same object chatToResponse builds, or `response.failed` on error.
  */
@@ -630,7 +706,24 @@ export class ResponsesStreamEncoder {
     if (this.started) return [];
     this.started = true;
     const response = buildResponse(this.ctx, { status: 'in_progress', incomplete_details: null, output: [], usage: null, error: null });
-    return [this.event('response.created', { response }), this.event('response.in_progress', { response })];
+    const frames = [this.event('response.created', { response }), this.event('response.in_progress', { response })];
+    if (this.ctx.webSearch) frames.push(...this.searchEvents(this.ctx.webSearch));
+    return frames;
+  }
+
+  /** The search, over before the answer starts, told as OpenAI tells its web_search tool's progress. */
+  private searchEvents(run: WebSearchRun): string[] {
+    const index = this.output.length;
+    const item = webSearchCallItem(run, 'completed');
+    this.output.push(item);
+    const at = { item_id: item.id, output_index: index };
+    return [
+      this.event('response.output_item.added', { output_index: index, item: webSearchCallItem(run, 'in_progress') }),
+      this.event('response.web_search_call.in_progress', at),
+      this.event('response.web_search_call.searching', at),
+      this.event('response.web_search_call.completed', at),
+      this.event('response.output_item.done', { output_index: index, item }),
+    ];
   }
 
   /** Makes a reasoning or message item the open one, closing another first. */
@@ -681,11 +774,15 @@ export class ResponsesStreamEncoder {
       );
       item = reasoningItem(id, open.text);
     } else if (open.kind === 'message') {
+      const annotations = annotationsOf(open.text, this.ctx.webSearch);
+      const at = { item_id: id, output_index: index, content_index: 0 };
       frames.push(
-        this.event('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text: open.text, logprobs: [] }),
-        this.event('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: outputText(open.text) }),
+        // Only the whole text says where it cites each result.
+        ...annotations.map((annotation, i) => this.event('response.output_text.annotation.added', { ...at, annotation_index: i, annotation })),
+        this.event('response.output_text.done', { ...at, text: open.text, logprobs: [] }),
+        this.event('response.content_part.done', { ...at, part: outputText(open.text, annotations) }),
       );
-      item = messageItem(id, open.text, status);
+      item = messageItem(id, open.text, status, annotations);
     } else {
       const call = this.output[index] as FunctionCallItem;
       frames.push(

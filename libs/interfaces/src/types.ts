@@ -67,19 +67,39 @@ export function requireString(body: Json, field: string): string {
 }
 
 /**
- * A request's `tools`: absent is none; otherwise an array of objects, each turned into a chat
- * function tool by `convert` (which checks the interface's own fields). A web search tool is
- * refused as a whole until web search exists.
+ * A request's `tools`: absent is none; otherwise an array of objects. The vendor's web search tool
+ * (`webSearch.is` on its type) becomes the entry of chat's `web` plugin (spec 4.2 rule 7) with
+ * the options `webSearch.options` reads from the vendor's fields, plus the user's country, which
+ * both vendors give alike; every other tool becomes a chat function tool through `convert`. Both
+ * callbacks check the interface's own fields.
  */
-export function toolsOf(tools: unknown, isWebSearch: (type: unknown) => boolean, convert: (tool: Json, param: string) => Json): Json[] {
-  if (tools === undefined || tools === null) return [];
+export function toolsOf(
+  tools: unknown,
+  convert: (tool: Json, param: string) => Json,
+  webSearch: { is: (type: unknown) => boolean; options: (tool: Json, param: string) => Json },
+): { functions: Json[]; plugins: Json[] } {
+  const functions: Json[] = [];
+  const plugins: Json[] = [];
+  if (tools === undefined || tools === null) return { functions, plugins };
   if (!Array.isArray(tools)) throw invalid('tools must be an array.', 'tools');
-  return tools.map((tool, i) => {
+  tools.forEach((tool, i) => {
     const param = `tools[${i}]`;
     if (!isRecord(tool)) throw invalid('Each tool must be an object.', param);
-    if (isWebSearch(tool.type)) throw invalid('web search is not available yet', 'tools');
-    return convert(tool, param);
+    if (!webSearch.is(tool.type)) {
+      functions.push(convert(tool, param));
+      return;
+    }
+    // The chat pipeline keeps one `web` plugin entry; a second tool would silently replace the first.
+    if (plugins.length > 0) throw invalid('Only one web search tool may be given.', param);
+    const location = tool.user_location;
+    if (location !== undefined && location !== null && !isRecord(location)) throw invalid('user_location must be an object.', `${param}.user_location`);
+    const country = location?.country;
+    if (country !== undefined && country !== null && (typeof country !== 'string' || !/^[A-Za-z]{2}$/.test(country))) {
+      throw invalid('user_location.country must be an ISO 3166-1 alpha-2 code such as "US".', `${param}.user_location.country`);
+    }
+    plugins.push({ id: 'web', ...webSearch.options(tool, param), ...(typeof country === 'string' ? { country: country.toUpperCase() } : {}) });
   });
+  return { functions, plugins };
 }
 
 /** A positive integer when present (null counts as absent). */

@@ -17,5 +17,6 @@ export {
   type Settlement,
   type TargetRef,
   type TokenLimits,
+  type Tried,
 } from './pipeline';
-export { allFailed, costOf, operationOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type OptionalOperation, type RoutedModel, type Target } from './targets';
+export { allFailed, costOf, operationOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type OptionalOperation, type RoutedModel, type Target, type ToolPrices } from './targets';

@@ -1,5 +1,6 @@
-import type { ModelPrices } from '@svc/catalog';
+import type { CatalogModel, CatalogRoute, ModelPrices } from '@svc/catalog';
 import { costOfMeters, recordedMeters, tokenMeters, tokenWorstCase } from './meters';
+import { costOf, type Target } from './targets';
 
 // $2 / M input, $8 / M output, $0.50 / M cached input; no per-unit prices.
 const prices: ModelPrices = {
@@ -70,5 +71,24 @@ describe('pricing by meter (spec 1)', () => {
   it('records only the meters that were used, in a stable order', () => {
     expect(recordedMeters({ output: 5, input: 0, images: 1, cached_input: 0 })).toEqual({ output: 5, images: 1 });
     expect(Object.keys(recordedMeters({ images: 1, input: 3, output: 2 }))).toEqual(['input', 'output', 'images']);
+  });
+});
+
+describe('the tools a model call runs, priced on the same generation (spec 4.2 rule 7)', () => {
+  const route = { provider: { name: 'p' }, upstreamModel: 'm', prices } as unknown as CatalogRoute;
+  const target = (over: Partial<Target> = {}): Target => ({ model: { id: 'm', prices } as unknown as CatalogModel, route, provider: {} as Target['provider'], byok: false, fields: {}, ...over });
+
+  it('adds each web search at its engine price to the tokens', () => {
+    expect(costOf(target({ toolPrices: { perQuery: 2_000_000n } }), { ...tokens(), queries: 1 }, 5)).toBe(2_800_000n + 2_000_000n);
+  });
+
+  it('charges BYOK its fee on the tokens only: the search ran on the operator engine, at full price', () => {
+    // 5% of 2.8 m nano = 140,000, plus the search.
+    expect(costOf(target({ byok: true, toolPrices: { perQuery: 2_000_000n } }), { ...tokens(), queries: 1 }, 5)).toBe(140_000n + 2_000_000n);
+  });
+
+  it('bills no search when none returned results, and none without tool prices', () => {
+    expect(costOf(target({ toolPrices: { perQuery: 2_000_000n } }), tokens(), 5)).toBe(2_800_000n);
+    expect(costOf(target(), { ...tokens(), queries: 1 }, 5)).toBe(2_800_000n);
   });
 });

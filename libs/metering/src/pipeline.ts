@@ -11,7 +11,7 @@ import { ProviderError } from '@svc/providers';
 import { byokKeyRejected } from './byok';
 import { markFailedGeneration } from './failed-generation';
 import { recordedMeters, type MeterUsage } from './meters';
-import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnProviders, type RoutedModel, type Target } from './targets';
+import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnProviders, type RoutedModel, type Target, type ToolPrices } from './targets';
 
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
 const HOLD_GRACE_MS = 15 * 60_000;
@@ -97,6 +97,9 @@ export interface Plan {
   /** The preset the request used (spec 2.5), recorded with the events as the client's request id is. */
   preset?: { slug: string; version: number };
 }
+
+/** How trying a call's targets went: the first answer, or the failure to report (`cause` is the last provider's own error). */
+export type Tried<T> = { answered: true; target: Target; value: T } | { answered: false; target: Target; cause: unknown; error: unknown; errorCode?: string };
 
 export interface ReserveOptions {
   /** Spec 8 tokens per minute; off for work outside the per-minute limits (spec 1 rule 6: batches). */
@@ -214,10 +217,9 @@ export class MeteredCalls {
    * fallbacks, and a generation record of cost 0 once a provider answered.
    */
   async runFree<T>(caller: Caller, plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>, call: (target: Target) => Promise<T>): Promise<{ id: string; target: Target; value: T }> {
-    const targets = targetsOf(plan.models, this.deps.providers, this.deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
     const id = `gen-${randomBytes(12).toString('hex')}`;
     const started = performance.now();
-    const tried = await this.firstAnswer(id, targets, call);
+    const tried = await this.tryTargets(id, caller, plan.models, call);
     if (!tried.answered) throw tried.error;
     await this.recordFree(caller, {
       id,
@@ -231,6 +233,24 @@ export class MeteredCalls {
   }
 
   /**
+   * A call made on behalf of another (the web search of a chat generation, spec 4.2 rule 7):
+   * `models`' targets in turn, as `attempt` tries them, with no hold and no record of its own.
+   * `id` names the generation it serves in the warnings.
+   */
+  tryTargets<T>(id: string, caller: Caller, models: readonly RoutedModel[], call: (target: Target) => Promise<T>): Promise<Tried<T>> {
+    const targets = targetsOf(models, this.deps.providers, this.deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
+    return this.firstAnswer(id, targets, call);
+  }
+
+  /**
+   * The reservation's targets with the tools priced as the engine that answered charges them:
+   * the hold counted the dearest engine; the charge is the one that ran.
+   */
+  withToolPrices(metered: Metered, toolPrices: ToolPrices): Metered {
+    return { ...metered, targets: metered.targets.map((target) => ({ ...target, toolPrices })) };
+  }
+
+  /**
    * Spec 4.2 rule 6: each target in turn until one answers. Only a provider-side failure moves
    * on; a refusal of the request, or of the account's own key (spec 7: not retried on the
    * operator's key at full price), ends the search, as does the last failure.
@@ -239,7 +259,7 @@ export class MeteredCalls {
     id: string,
     targets: readonly Target[],
     call: (target: Target) => Promise<T>,
-  ): Promise<{ answered: true; target: Target; value: T } | { answered: false; target: Target; cause: unknown; error: unknown; errorCode?: string }> {
+  ): Promise<Tried<T>> {
     const failures: Failure[] = [];
     for (const target of targets) {
       try {

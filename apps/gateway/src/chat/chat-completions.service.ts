@@ -7,14 +7,15 @@ import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestP
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { type Metered, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import { markFailedGeneration, type Metered, type MeterUsage, operationOf, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
-import { type EmbeddingsCall, embedOperation } from '@svc/interfaces';
+import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
+import { randomBytes } from 'node:crypto';
 import { toApiError } from '../http/error-mapping';
 import { Metering } from '../metering/metering.service';
 import type { ChatCompletionRequest } from './chat-completion.request';
-import { fitContext, readPlugins, type ChatPlugins } from './plugins/chat-plugins';
+import { fitContext, readPlugins, type ChatPlugins, type WebPlugin } from './plugins/chat-plugins';
 import { checkCapabilities, checkImages, ignoredParamsHeader, withoutUnknownFields } from './request-rules';
 import { ChatChunkEncoder, ChatStreamRelay, openStream, type Delivered, type StreamEncoder, type StreamOutcome } from './chat-stream';
 
@@ -27,6 +28,8 @@ export interface RequestContext {
   endpoint?: string;
   /** The preset the request used (spec 2.5), recorded on the generation. */
   preset?: PresetUse | null;
+  /** Spec 4.2 rule 7: the web search to run before the model is called. */
+  web?: WebPlugin | null;
 }
 
 export interface ChatCompletionResponse {
@@ -34,6 +37,8 @@ export interface ChatCompletionResponse {
   /** Deprecation headers of the requested model (spec 9). */
   headers: Record<string, string>;
   body: Omit<ChatCompletion, 'usage'> & { usage: Record<string, unknown> & { cost: number } };
+  /** The web search the generation ran (spec 4.2 rule 7), for the interfaces that show it in their own shape. */
+  webSearch: WebSearchRun | null;
 }
 
 export interface EmbeddingsAnswer {
@@ -53,7 +58,7 @@ export interface ChatStreamResponse {
 }
 
 /** The wire format of a stream, made once the generation's id and answering model are known. */
-export type EncoderFactory = (generation: { id: string; model: string; promptTokens: number }) => StreamEncoder;
+export type EncoderFactory = (generation: { id: string; model: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
 
 const chatEncoder =
   (request: ChatCompletionRequest): EncoderFactory =>
@@ -63,8 +68,19 @@ const chatEncoder =
 /** One chat request from its hold to its settlement: the reservation and the prompt as counted here. */
 interface Generation {
   metered: Metered;
+  /** The request as it goes upstream: with the web search's results when one ran. */
+  request: ChatCompletionRequest;
+  webSearch: WebSearchRun | null;
+  /** Searches billed on the generation (spec 4.2 rule 7): those that returned results. */
+  searches: number;
   /** Whether a stream recorded its progress (issue 14.10): its row is dropped once settled. */
   progressRecorded?: boolean;
+}
+
+/** The engine of a web search: its routed providers, and the most one query may cost (the hold's figure). */
+interface SearchEngine {
+  models: RoutedModel[];
+  maxPerQuery: bigint;
 }
 
 /** ARCHITECTURE section 5, steps 3 and 7-10, for a chat completion, streamed or not, through the metering pipeline. */
@@ -93,20 +109,26 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
     const generation = await this.beginChat(caller, request, context);
     const { target, value: result } = await this.metering.calls.attempt(generation.metered, (target) =>
-      target.provider.chatCompletion({ ...upstreamBody(request, target), stream: false }),
+      target.provider.chatCompletion({ ...upstreamBody(generation.request, target), stream: false }),
     );
     this.measure(target, result.latencyMs, null, result.usage.completionTokens);
 
     // Step 9: charge the actual cost, or nothing for zero completion tokens (spec 1 rule 3).
-    const charged = await this.metering.calls.settle(generation.metered, target, { ...chatSettlement(result.usage), latencyMs: result.latencyMs, ttftMs: null });
+    const settlement = chatSettlement(result.usage, generation.searches);
+    const charged = await this.metering.calls.settle(generation.metered, target, { ...settlement, latencyMs: result.latencyMs, ttftMs: null });
 
     // Step 10, spec 1 rule 2: our id, the model that answered, and the cost charged.
     const upstream = result.response;
     const { id } = generation.metered.reservation;
+    const { webSearch } = generation;
+    const choices = webSearch
+      ? upstream.choices.map((choice) => (choice.index === 0 ? { ...choice, message: { ...choice.message, annotations: chatAnnotations(choice.message.content, webSearch) } } : choice))
+      : upstream.choices;
     return {
       generationId: id,
       headers: generation.metered.headers,
-      body: { ...upstream, id, model: target.model.id, usage: { ...(upstream.usage ?? {}), cost: nanoToUsd(charged) } },
+      body: { ...upstream, id, model: target.model.id, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
+      webSearch,
     };
   }
 
@@ -140,12 +162,12 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const generation = await this.beginChat(caller, request, context);
     const { reservation } = generation.metered;
     const { target, value: opened } = await this.metering.calls.attempt(generation.metered, (target) =>
-      openStream(target.provider.streamChatCompletion(upstreamBody(request, target))),
+      openStream(target.provider.streamChatCompletion(upstreamBody(generation.request, target))),
     );
     const relay = new ChatStreamRelay({
       id: reservation.id,
       model: target.model.id,
-      encoder: encoder({ id: reservation.id, model: target.model.id, promptTokens: reservation.promptTokens }),
+      encoder: encoder({ id: reservation.id, model: target.model.id, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
@@ -169,11 +191,13 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const body = reference && stored ? (applyPreset(sent as unknown as Record<string, unknown>, reference, stored) as unknown as ChatCompletionRequest) : sent;
     const preset = reference && stored ? { slug: reference.slug, version: stored.version } : null;
     const { known, ignored } = withoutUnknownFields(body);
-    const plugins = readPlugins(known);
+    const plugins = readPlugins(known, parseModelId(known.model).suffixes.includes('online'));
     // The models that may answer, resolved and routed exactly as the service will.
     const models = this.resolveModels(caller, known).models.map((m) => m.model);
     checkCapabilities(known, models);
     checkImages(known.messages);
+    // The engine is checked now, so a mistake in it is a 4XX before anything is held.
+    if (plugins.web) this.searchEngine(caller, plugins.web);
     const maxOutput = known.max_completion_tokens ?? known.max_tokens ?? null;
     const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
 
@@ -188,19 +212,75 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */
   private async beginChat(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
     const { models, headers } = this.resolveModels(caller, request);
-    const promptTokens = countChatPromptTokens(request.messages);
+    const web = context.web ?? null;
+    const engine = web ? this.searchEngine(caller, web) : null;
+    // Spec 1 rule 1 with a web search: its results in the prompt (bounded) and one query at the dearest engine price.
+    const promptTokens = countChatPromptTokens(request.messages) + (web ? webSearchPromptTokens(web.maxResults) : 0);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
+    const worstCase: MeterUsage = { ...tokenWorstCase(promptTokens, maxOutput), ...(engine ? { queries: 1 } : {}) };
     const metered = await this.metering.calls.reserve(caller, {
-      models,
+      models: engine ? models.map((m) => ({ ...m, toolPrices: { perQuery: engine.maxPerQuery } })) : models,
       headers,
       promptTokens,
-      worstCase: tokenWorstCase(promptTokens, maxOutput),
+      worstCase,
       endpoint: context.endpoint ?? ENDPOINT,
       user: request.safety_identifier ?? request.user,
       clientRequestId: context.clientRequestId,
       preset: context.preset ?? undefined,
     });
-    return { metered };
+    const generation: Generation = { metered, request, webSearch: null, searches: 0 };
+    return web && engine ? this.webSearch(caller, generation, web, engine) : generation;
+  }
+
+  /**
+   * Spec 4.2 rule 7, after the hold: one search for the last user message, on the engine's
+   * providers in turn, its results given to the model before that message. The search is
+   * billed (on this generation, at the price of the engine's provider that answered) only when
+   * it found something. A search that fails releases the hold and fails the request, unbilled,
+   * unless the plugin says `on_failure: "continue"`: then the model answers without it.
+   */
+  private async webSearch(caller: Caller, generation: Generation, web: WebPlugin, engine: SearchEngine): Promise<Generation> {
+    const { calls } = this.metering;
+    const { reservation } = generation.metered;
+    const query = lastUserText(generation.request.messages).trim();
+    const unpriced = { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery: 0n }) };
+    if (query === '') return unpriced;
+    const started = performance.now();
+    const tried = await calls.tryTargets(reservation.id, caller, engine.models, (target) => operationOf(target, 'search')(searchBody(query, web)));
+    if (!tried.answered) {
+      if (web.onFailure === 'continue') {
+        this.logger.warn(`${reservation.id}: web search failed (${(tried.error as Error).message}); answering without it`);
+        return unpriced;
+      }
+      const primary = generation.metered.targets[0];
+      await calls.release(reservation, primary, tried.cause, performance.now() - started, 'web_search_failed');
+      throw markFailedGeneration(tried.error, reservation.id);
+    }
+    const hits = tried.value.results.slice(0, web.maxResults).map((hit) => pageOf(hit, WEB_RESULT_TOKENS));
+    const run: WebSearchRun = { id: randomBytes(12).toString('hex'), query, engine: tried.target.model.id, hits };
+    if (hits.length === 0) return { ...unpriced, webSearch: run };
+    const perQuery = tried.target.route.prices.perQuery ?? 0n;
+    const messages = withWebSearch(generation.request.messages, webSearchMessage(run, this.clock.now(), web.searchPrompt) as ChatCompletionRequest['messages'][number]);
+    return { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery }), request: { ...generation.request, messages }, webSearch: run, searches: 1 };
+  }
+
+  /** The plugin's engine (or the catalog's default search engine the key may use), routed; its errors name the field that chose it. */
+  private searchEngine(caller: Caller, web: WebPlugin): SearchEngine {
+    try {
+      const model = web.engine ?? this.metering.defaultModel(caller, 'search');
+      const { models } = this.metering.route(caller, 'search', { model });
+      const maxPerQuery = models[0].routes.reduce((max, route) => ((route.prices.perQuery ?? 0n) > max ? (route.prices.perQuery ?? 0n) : max), 0n);
+      return { models, maxPerQuery };
+    } catch (err) {
+      throw err instanceof ApiError && err.param === 'model' ? new ApiError(err.status, err.type, err.message, err.code, web.engineParam, err.headers) : err;
+    }
+  }
+
+  /** Spec 4.2 rule 7 in `usage`: the searches billed and their cost (OpenRouter's server_tool_use, with the cost beside it). */
+  private searchUsage(generation: Generation, target: Target): Record<string, unknown> {
+    if (!generation.webSearch) return {};
+    const cost = BigInt(generation.searches) * (target.toolPrices?.perQuery ?? 0n);
+    return { server_tool_use: { web_search_requests: generation.searches, web_search_cost: nanoToUsd(cost) } };
   }
 
   /**
@@ -216,7 +296,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       await this.forgetProgress(generation);
       return { ...wireUsage(usage), cost: 0 };
     }
-    const settlement: Settlement = { ...chatSettlement(usage), latencyMs: outcome.latencyMs, ttftMs: outcome.ttftMs };
+    const settlement: Settlement = { ...chatSettlement(usage, generation.searches), latencyMs: outcome.latencyMs, ttftMs: outcome.ttftMs };
     const charged = await settleDurably(
       () => calls.settle(generation.metered, target, settlement),
       // The attempt that lost its connection had committed after all: the hold is charged.
@@ -225,7 +305,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     await this.forgetProgress(generation);
     // A stream cut short says nothing reliable about the provider's speed.
     if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, usage.completionTokens);
-    return { ...(outcome.usage ?? wireUsage(usage)), cost: nanoToUsd(charged) };
+    return { ...(outcome.usage ?? wireUsage(usage)), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) };
   }
 
   /**
@@ -237,7 +317,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     if (usage.completionTokens === 0) return;
     const { calls } = this.metering;
     const { reservation } = generation.metered;
-    const settlement = chatSettlement(usage);
+    const settlement = chatSettlement(usage, generation.searches);
     const stats = { ...calls.statsOf(reservation, target, settlement), latency_ms: sofar.latencyMs, ttft_ms: sofar.ttftMs };
     await recordProgress(this.sql, { holdId: reservation.id, accountId: reservation.accountId, amountNano: calls.costOf(target, settlement.usage), stats });
     generation.progressRecorded = true;
@@ -309,9 +389,9 @@ function streamUsage(generation: Generation, outcome: StreamOutcome): TokenUsage
   return outcome.usage ? normalizeUsage(outcome.usage) : deliveredUsage(generation.metered.reservation.promptTokens, outcome.delivered);
 }
 
-/** A chat answer's tokens as the pipeline bills them: by meter, with reasoning shown apart (spec 2.6). */
-function chatSettlement(usage: TokenUsage): Pick<Settlement, 'usage' | 'reasoningTokens'> {
-  return { usage: tokenMeters(usage), reasoningTokens: usage.reasoningTokens };
+/** A chat answer's tokens as the pipeline bills them: by meter, with reasoning shown apart (spec 2.6), and its web searches (rule 7). */
+function chatSettlement(usage: TokenUsage, searches: number): Pick<Settlement, 'usage' | 'reasoningTokens'> {
+  return { usage: { ...tokenMeters(usage), ...(searches > 0 ? { queries: searches } : {}) }, reasoningTokens: usage.reasoningTokens };
 }
 
 /** What a stream cut short delivered, counted the way the simulator and OpenAI count output. */

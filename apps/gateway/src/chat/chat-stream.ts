@@ -5,6 +5,7 @@
  * `[DONE]`, so a client can never take a cut answer for a whole one.
  */
 import { PassThrough } from 'node:stream';
+import { chatAnnotations, type WebSearchRun } from '@svc/interfaces';
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatUsage } from '@svc/providers';
 
@@ -72,13 +73,33 @@ export class ChatChunkEncoder implements StreamEncoder {
   /** The usage chunk copies the stream's id, object, created and model from the chunks before it. */
   private base: Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
 
-  constructor(options: { id: string; model: string }, private readonly includeUsage: boolean) {
+  /** The text of choice 0 so far: where the web search's citations are looked for. */
+  private text = '';
+  private readonly webSearch: WebSearchRun | null;
+
+  constructor(options: { id: string; model: string; webSearch?: WebSearchRun | null }, private readonly includeUsage: boolean) {
     this.base = { id: options.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: options.model };
+    this.webSearch = options.webSearch ?? null;
   }
 
   chunk(chunk: ChatChunk): string[] {
     if (typeof chunk.created === 'number') this.base = { ...this.base, created: chunk.created };
-    return [frame({ ...chunk, ...(this.includeUsage ? { usage: null } : {}) })];
+    return [frame({ ...this.annotated(chunk), ...(this.includeUsage ? { usage: null } : {}) })];
+  }
+
+  /**
+   * Spec 4.2 rule 7 streamed: the citations go on choice 0's last delta (the one with its
+   * finish reason), once the text they point into is complete.
+   */
+  private annotated(chunk: ChatChunk): ChatChunk {
+    const { webSearch } = this;
+    if (!webSearch) return chunk;
+    const choices = chunk.choices.map((choice) => {
+      if (choice.index !== 0) return choice;
+      if (typeof choice.delta?.content === 'string') this.text += choice.delta.content;
+      return choice.finish_reason ? { ...choice, delta: { ...choice.delta, annotations: chatAnnotations(this.text, webSearch) } } : choice;
+    });
+    return { ...chunk, choices };
   }
 
   finish(usage: ChatUsage & { cost: number }): string[] {

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
-import type { ChatRequestBody, CostedUsage } from '@svc/interfaces';
+import type { ChatRequestBody, CostedUsage, WebSearchRun } from '@svc/interfaces';
 import type { ChatCompletion } from '@svc/providers';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService, type EncoderFactory, type RequestContext } from '../chat/chat-completions.service';
@@ -14,8 +14,8 @@ export type CostedCompletion = ChatCompletion & { usage: CostedUsage };
 
 /** How one interface (messages, responses, legacy completions) presents what the chat pipeline answered. */
 export interface Presentation {
-  /** The non-streamed answer, in the interface's format. */
-  json(completion: CostedCompletion): unknown;
+  /** The non-streamed answer, in the interface's format, with the web search the generation ran (spec 4.2 rule 7). */
+  json(completion: CostedCompletion, webSearch: WebSearchRun | null): unknown;
   /** The stream, in the interface's events. */
   encoder: EncoderFactory;
   /**
@@ -42,8 +42,8 @@ export class ThroughChat {
 
   async answer(caller: Caller, body: ChatRequestBody, asked: RequestContext, presentation: Presentation): Promise<Answer> {
     // The translators build plain chat bodies; the rules validate them against the model.
-    const { request, headers: chatRuleHeaders, preset } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
-    const context = { ...asked, preset };
+    const { request, headers: chatRuleHeaders, preset, plugins } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    const context = { ...asked, preset, web: plugins.web };
     // The translated body holds known fields only: what was ignored is the interface's request's.
     const ignored = presentation.ignored ?? [];
     const ruleHeaders = ignored.length > 0 ? { ...chatRuleHeaders, 'x-svc-ignored-params': ignoredParamsHeader(ignored) } : chatRuleHeaders;
@@ -59,11 +59,11 @@ export class ThroughChat {
         stream: { body: stream, finished },
       };
     }
-    const { generationId, headers, body: completion } = await this.chat.create(caller, request, context);
+    const { generationId, headers, body: completion, webSearch } = await this.chat.create(caller, request, context);
     return {
       generationId,
       headers: { ...ruleHeaders, ...headers, 'x-svc-generation-id': generationId },
-      json: await presentation.json(completion as CostedCompletion),
+      json: await presentation.json(completion as CostedCompletion, webSearch),
     };
   }
 }

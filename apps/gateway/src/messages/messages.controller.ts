@@ -42,8 +42,8 @@ export class MessagesController {
         chatBody,
         { clientRequestId, endpoint: ROUTE },
         {
-          json: (completion) => chatToMessage(completion, completion.model),
-          encoder: ({ id, model, promptTokens }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens }),
+          json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch),
+          encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch }),
           ignored: Object.keys(body as object).filter((field) => !MESSAGES_FIELDS.has(field)),
         },
       ),

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
-import { chatToResponse, invalid, type Json, optionalBoolean, requireBody, type ResponseContext, type ResponseItem, type ResponseObject, RESPONSES_FIELDS, ResponsesStreamEncoder, responsesToChat } from '@svc/interfaces';
+import { chatToResponse, invalid, type Json, optionalBoolean, requireBody, type ResponseContext, type ResponseItem, type ResponseObject, RESPONSES_FIELDS, ResponsesStreamEncoder, responsesToChat, type WebSearchRun } from '@svc/interfaces';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import type { Answer } from '../edge/replay';
 import { ThroughChat } from '../interfaces/through-chat';
@@ -78,13 +78,14 @@ export class ResponsesService {
     const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
     // What the model is given besides the instructions: a later response continues from here.
     const conversation = [...(earlier ?? []), ...inputItems];
-    const context = (generationId: string, model: string): ResponseContext => ({
+    const context = (generationId: string, model: string, webSearch: WebSearchRun | null): ResponseContext => ({
       id: responseIdOf(generationId),
       created: Math.floor(now.getTime() / 1000),
       model,
       request: request.body,
       previousResponseId: request.previousResponseId,
       store: request.store,
+      webSearch,
     });
     const keep = async (response: ResponseObject) => {
       if (request.store) await this.stored.save({ id: response.id, workspaceId: caller.workspaceId, keyId: caller.keyId, createdAt: now, response, inputItems: conversation });
@@ -96,8 +97,8 @@ export class ResponsesService {
       chat,
       { clientRequestId, endpoint: RESPONSES_ROUTE },
       {
-        json: async (completion) => {
-          const response = chatToResponse(completion, context(completion.id, completion.model));
+        json: async (completion, webSearch) => {
+          const response = chatToResponse(completion, context(completion.id, completion.model, webSearch));
           try {
             // Written before the answer goes out, so the client's next request finds it.
             await keep(response);
@@ -109,7 +110,7 @@ export class ResponsesService {
             return { ...response, store: false };
           }
         },
-        encoder: ({ id, model }) => (encoder = new ResponsesStreamEncoder(context(id, model))),
+        encoder: ({ id, model, webSearch }) => (encoder = new ResponsesStreamEncoder(context(id, model, webSearch))),
         // A stream that broke off ended in response.failed: nothing to continue from. The
         // completed event is out already: a failure to store can only be logged (by ThroughChat).
         beforeStreamEnd: async (clean) => {
