@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
+import { SqlFileStore } from '@svc/files';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
@@ -84,7 +85,12 @@ export function purgePromptLogs(runtime: Runtime): Promise<number> {
   return new PromptLogs(runtime.sql).purgeExpired(runtime.clock.now());
 }
 
-/** How often expired stored responses and prompt logs are purged. */
+/** Removes the expired files (spec 4.11) and the uploads never finished; reads hide an expired file from the moment it expires. */
+export function purgeFiles(runtime: Runtime): Promise<number> {
+  return new SqlFileStore(runtime.sql, () => null, runtime.clock).purgeExpired(runtime.clock.now());
+}
+
+/** How often expired stored responses, prompt logs and files are purged. */
 const PURGE_INTERVAL_MS = 60 * 60_000;
 
 /**
@@ -144,6 +150,8 @@ export interface Background {
   purgeStoredResponses(): Promise<number>;
   /** One purge pass of expired prompt logs, as the background runs it every hour. */
   purgePromptLogs(): Promise<number>;
+  /** One purge pass of expired files and unfinished uploads, as the background runs it every hour. */
+  purgeFiles(): Promise<number>;
   webhooks: WebhookDispatcher;
   notices: NoticeMailer;
   stop(): Promise<void>;
@@ -160,8 +168,8 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   const expiries = new PeriodicTask(() => recordKeyExpiryNotices(runtime), NOTICE_INTERVAL_MS);
   expiries.start((err) => console.error('recording key expiry notices failed:', err), { immediately: true });
-  const purge = new PeriodicTask(() => Promise.all([purgeStoredResponses(runtime), purgePromptLogs(runtime)]), PURGE_INTERVAL_MS);
-  purge.start((err) => console.error('purging expired stored responses or prompt logs failed:', err), { immediately: true });
+  const purge = new PeriodicTask(() => Promise.all([purgeStoredResponses(runtime), purgePromptLogs(runtime), purgeFiles(runtime)]), PURGE_INTERVAL_MS);
+  purge.start((err) => console.error('purging expired stored responses, prompt logs or files failed:', err), { immediately: true });
   const outbound = new OutboundClient({ allowPrivate: runtime.config.webhookAllowPrivate });
   const webhooks = webhookDispatcher(runtime, outbound);
   const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
@@ -177,6 +185,7 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     recordKeyExpiryNotices: () => recordKeyExpiryNotices(runtime),
     purgeStoredResponses: () => purgeStoredResponses(runtime),
     purgePromptLogs: () => purgePromptLogs(runtime),
+    purgeFiles: () => purgeFiles(runtime),
     webhooks,
     notices: noticeMail,
     stop: async () => {

@@ -9,6 +9,7 @@ import { AccountController } from './account/account.controller';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
+import { FilesController } from './files/files.controller';
 import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
 import { RateLimitService } from './edge/rate-limits';
@@ -58,6 +59,7 @@ export class GatewayModule {
         MessagesController,
         ResponsesController,
         CompletionsController,
+        FilesController,
         AccountController,
         KeysController,
         CurrentKeyController,

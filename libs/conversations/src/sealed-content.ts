@@ -1,4 +1,4 @@
-import { openSecret, sealSecret, SecretDecryptionError, type ApiError } from '@svc/platform';
+import { openBytes, openSecret, sealBytes, sealSecret, SecretDecryptionError, type ApiError } from '@svc/platform';
 
 /**
  * Content kept at rest (ARCHITECTURE section 4): sealed with AES-256-GCM under
@@ -29,8 +29,22 @@ export class SealedContent {
 
   /** The plain text; null when it was sealed under an earlier key or altered, which is as gone as deleted. */
   open(sealed: string, context: string): string | null {
+    return this.opened(() => openSecret(this.requireKey(), sealed, context));
+  }
+
+  /** Binary content (file chunks), sealed without the third more that base64 text would take. */
+  sealBytes(plain: Buffer, context: string): Buffer {
+    return sealBytes(this.requireKey(), plain, context);
+  }
+
+  /** The bytes; null, as `open`, when they do not open. */
+  openBytes(sealed: Uint8Array, context: string): Buffer | null {
+    return this.opened(() => openBytes(this.requireKey(), sealed, context));
+  }
+
+  private opened<T>(open: () => T): T | null {
     try {
-      return openSecret(this.requireKey(), sealed, context);
+      return open();
     } catch (err) {
       if (err instanceof SecretDecryptionError) return null;
       throw err;

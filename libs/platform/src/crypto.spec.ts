@@ -1,4 +1,4 @@
-import { generateEncryptionKey, isSealedSecret, openSecret, sealSecret, SecretDecryptionError } from './crypto';
+import { generateEncryptionKey, isSealedSecret, openBytes, openSecret, sealBytes, sealSecret, SecretDecryptionError } from './crypto';
 
 const key = Buffer.from(generateEncryptionKey(), 'base64');
 const secret = 'sk-or-v1-0123456789abcdef';
@@ -47,5 +47,28 @@ describe('sealed secrets (AES-256-GCM)', () => {
 
   it('refuses a key that is not 32 bytes', () => {
     expect(() => sealSecret(Buffer.alloc(16), secret)).toThrow(RangeError);
+  });
+});
+
+describe('sealed bytes', () => {
+  const plain = Buffer.concat([Buffer.from('{"custom_id": "a"}\n'), Buffer.from([0, 255, 128])]);
+
+  it('round-trips bytes as bytes: a version byte, the nonce, then ciphertext and tag', () => {
+    const sealed = sealBytes(key, plain, 'file:f1:0');
+    expect(sealed).toHaveLength(1 + 12 + plain.length + 16);
+    expect(sealed.includes('custom_id')).toBe(false);
+    expect(openBytes(key, sealed, 'file:f1:0').equals(plain)).toBe(true);
+    expect(openBytes(key, new Uint8Array(sealed), 'file:f1:0').equals(plain)).toBe(true);
+  });
+
+  it('opens only under the same key and context, untampered', () => {
+    const sealed = sealBytes(key, plain, 'file:f1:0');
+    expect(() => openBytes(key, sealed, 'file:f1:1')).toThrow(SecretDecryptionError);
+    expect(() => openBytes(Buffer.from(generateEncryptionKey(), 'base64'), sealed, 'file:f1:0')).toThrow(SecretDecryptionError);
+    const flipped = Buffer.from(sealed);
+    flipped[20] ^= 0x01;
+    expect(() => openBytes(key, flipped, 'file:f1:0')).toThrow(SecretDecryptionError);
+    expect(() => openBytes(key, Buffer.concat([Buffer.of(9), sealed.subarray(1)]), 'file:f1:0')).toThrow(SecretDecryptionError);
+    expect(() => openBytes(key, sealed.subarray(0, 20), 'file:f1:0')).toThrow(SecretDecryptionError);
   });
 });
