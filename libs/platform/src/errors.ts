@@ -31,6 +31,14 @@ export class ApiError extends Error {
     super(message);
   }
 
+  /**
+   * `err` naming `param` instead of `from`, when it is an ApiError naming `from`; otherwise `err`
+   * as it is. For a rule written for one field (`model`) applied to another (an engine, a fallback).
+   */
+  static renamingParam(err: unknown, from: string, param: string): unknown {
+    return err instanceof ApiError && err.param === from ? new ApiError(err.status, err.type, err.message, err.code, param, err.headers) : err;
+  }
+
   toBody(): ErrorBody {
     return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
   }

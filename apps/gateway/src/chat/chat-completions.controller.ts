@@ -37,16 +37,16 @@ export class ChatCompletionsController {
   }
 
   private async answer(caller: Caller, body: ChatCompletionRequest, clientRequestId: string | undefined): Promise<Answer> {
-    const { request, plugins, headers: ruleHeaders, preset } = this.chat.applyRules(caller, body);
+    const { request, plugins, headers: ruleHeaders, preset, web } = this.chat.applyRules(caller, body);
     if (request.stream === true) {
-      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, { clientRequestId, preset, web: plugins.web });
+      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, { clientRequestId, preset, web });
       return {
         generationId,
         headers: { ...ruleHeaders, ...headers, ...SSE_HEADERS, 'x-svc-generation-id': generationId },
         stream: { body: events, finished },
       };
     }
-    const { generationId, headers, body: response } = await this.chat.create(caller, request, { clientRequestId, preset, web: plugins.web });
+    const { generationId, headers, body: response } = await this.chat.create(caller, request, { clientRequestId, preset, web });
     // Spec 4.2 rule 8: streamed output has gone out piece by piece and cannot be healed.
     const answer = plugins.healing && wantsJson(request.response_format) ? healChoices(response).completion : response;
     return { generationId, headers: { ...ruleHeaders, ...headers, 'x-svc-generation-id': generationId }, json: answer };

@@ -28,8 +28,8 @@ export interface RequestContext {
   endpoint?: string;
   /** The preset the request used (spec 2.5), recorded on the generation. */
   preset?: PresetUse | null;
-  /** Spec 4.2 rule 7: the web search to run before the model is called. */
-  web?: WebPlugin | null;
+  /** Spec 4.2 rule 7: the web search to run before the model is called (as applyRules found it). */
+  web?: WebSearch | null;
 }
 
 export interface ChatCompletionResponse {
@@ -81,6 +81,12 @@ interface Generation {
 interface SearchEngine {
   models: RoutedModel[];
   maxPerQuery: bigint;
+}
+
+/** A request's web search: the plugin's options and the engine they chose, routed once. */
+export interface WebSearch {
+  plugin: WebPlugin;
+  engine: SearchEngine;
 }
 
 /** ARCHITECTURE section 5, steps 3 and 7-10, for a chat completion, streamed or not, through the metering pipeline. */
@@ -184,7 +190,10 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * gets (known fields only, plugin fields consumed, messages compressed to fit), the plugins
    * to apply to the answer, and the headers that report what was changed.
    */
-  applyRules(caller: Caller, sent: ChatCompletionRequest): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string>; preset: PresetUse | null } {
+  applyRules(
+    caller: Caller,
+    sent: ChatCompletionRequest,
+  ): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string>; preset: PresetUse | null; web: WebSearch | null } {
     // Spec 2.5: a preset's settings first, so every rule below sees the request as it will run.
     const reference = presetReference(sent);
     const stored = reference ? findPreset(reference, caller.presets) : null;
@@ -196,8 +205,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const models = this.resolveModels(caller, known).models.map((m) => m.model);
     checkCapabilities(known, models);
     checkImages(known.messages);
-    // The engine is checked now, so a mistake in it is a 4XX before anything is held.
-    if (plugins.web) this.searchEngine(caller, plugins.web);
+    // The engine is routed now, so a mistake in it is a 4XX before anything is held.
+    const web = plugins.web ? { plugin: plugins.web, engine: this.searchEngine(caller, plugins.web) } : null;
     const maxOutput = known.max_completion_tokens ?? known.max_tokens ?? null;
     const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
 
@@ -206,20 +215,19 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const headers: Record<string, string> = {};
     if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
-    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset };
+    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset, web };
   }
 
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */
   private async beginChat(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
     const { models, headers } = this.resolveModels(caller, request);
     const web = context.web ?? null;
-    const engine = web ? this.searchEngine(caller, web) : null;
     // Spec 1 rule 1 with a web search: its results in the prompt (bounded) and one query at the dearest engine price.
-    const promptTokens = countChatPromptTokens(request.messages) + (web ? webSearchPromptTokens(web.maxResults) : 0);
+    const promptTokens = countChatPromptTokens(request.messages) + (web ? webSearchPromptTokens(web.plugin.maxResults) : 0);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
-    const worstCase: MeterUsage = { ...tokenWorstCase(promptTokens, maxOutput), ...(engine ? { queries: 1 } : {}) };
+    const worstCase: MeterUsage = { ...tokenWorstCase(promptTokens, maxOutput), ...(web ? { queries: 1 } : {}) };
     const metered = await this.metering.calls.reserve(caller, {
-      models: engine ? models.map((m) => ({ ...m, toolPrices: { perQuery: engine.maxPerQuery } })) : models,
+      models: web ? models.map((m) => ({ ...m, toolPrices: { perQuery: web.engine.maxPerQuery } })) : models,
       headers,
       promptTokens,
       worstCase,
@@ -229,7 +237,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       preset: context.preset ?? undefined,
     });
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };
-    return web && engine ? this.webSearch(caller, generation, web, engine) : generation;
+    return web ? this.webSearch(caller, generation, web) : generation;
   }
 
   /**
@@ -239,7 +247,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * it found something. A search that fails releases the hold and fails the request, unbilled,
    * unless the plugin says `on_failure: "continue"`: then the model answers without it.
    */
-  private async webSearch(caller: Caller, generation: Generation, web: WebPlugin, engine: SearchEngine): Promise<Generation> {
+  private async webSearch(caller: Caller, generation: Generation, { plugin: web, engine }: WebSearch): Promise<Generation> {
     const { calls } = this.metering;
     const { reservation } = generation.metered;
     const query = lastUserText(generation.request.messages).trim();
@@ -272,14 +280,15 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       const maxPerQuery = models[0].routes.reduce((max, route) => ((route.prices.perQuery ?? 0n) > max ? (route.prices.perQuery ?? 0n) : max), 0n);
       return { models, maxPerQuery };
     } catch (err) {
-      throw err instanceof ApiError && err.param === 'model' ? new ApiError(err.status, err.type, err.message, err.code, web.engineParam, err.headers) : err;
+      throw ApiError.renamingParam(err, 'model', web.engineParam);
     }
   }
 
   /** Spec 4.2 rule 7 in `usage`: the searches billed and their cost (OpenRouter's server_tool_use, with the cost beside it). */
   private searchUsage(generation: Generation, target: Target): Record<string, unknown> {
     if (!generation.webSearch) return {};
-    const cost = BigInt(generation.searches) * (target.toolPrices?.perQuery ?? 0n);
+    // Priced as the settlement prices them: the queries meter alone, on the target that answered.
+    const cost = this.metering.calls.costOf(target, { queries: generation.searches });
     return { server_tool_use: { web_search_requests: generation.searches, web_search_cost: nanoToUsd(cost) } };
   }
 
@@ -365,7 +374,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
         routed = route(id, false).routed;
       } catch (err) {
         // The same answer as for `model`, naming the entry of `models` at fault.
-        throw err instanceof ApiError && err.param === 'model' ? new ApiError(err.status, err.type, err.message, err.code, `models[${i}]`, err.headers) : err;
+        throw ApiError.renamingParam(err, 'model', `models[${i}]`);
       }
       // Naming a model twice would only try the same providers again.
       if (routed.routes.length > 0 && !models.some((m) => m.model === routed.model)) models.push(routed);

@@ -42,8 +42,8 @@ export class ThroughChat {
 
   async answer(caller: Caller, body: ChatRequestBody, asked: RequestContext, presentation: Presentation): Promise<Answer> {
     // The translators build plain chat bodies; the rules validate them against the model.
-    const { request, headers: chatRuleHeaders, preset, plugins } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
-    const context = { ...asked, preset, web: plugins.web };
+    const { request, headers: chatRuleHeaders, preset, web } = this.chat.applyRules(caller, body as unknown as ChatCompletionRequest);
+    const context = { ...asked, preset, web };
     // The translated body holds known fields only: what was ignored is the interface's request's.
     const ignored = presentation.ignored ?? [];
     const ruleHeaders = ignored.length > 0 ? { ...chatRuleHeaders, 'x-svc-ignored-params': ignoredParamsHeader(ignored) } : chatRuleHeaders;

@@ -49,7 +49,7 @@ export class SearchController {
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (clientRequestId) => {
       const ran = await this.metering.run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId }).catch((err: unknown) => {
         // The engine is not a field called `model` here: the error names the one the caller set.
-        throw err instanceof ApiError && err.param === 'model' ? new ApiError(err.status, err.type, err.message, err.code, param, err.headers) : err;
+        throw ApiError.renamingParam(err, 'model', param);
       });
       const { metered, target, answer, usage, charged } = ran;
       const { id } = metered.reservation;
