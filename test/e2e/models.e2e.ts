@@ -48,6 +48,7 @@ models:
     context_length: 1000
     input_modalities: [text, image]
     output_modalities: [video]
+    video: { durations: [4] }
     pricing: { per_second: "0.10" }
     providers: [{ provider: sim, upstream_model: sim/echo }]
   - id: t/old

@@ -1,4 +1,4 @@
-import { CatalogError, loadCatalog, parseCatalog } from './catalog';
+import { aspectRatioOfSize, CatalogError, loadCatalog, parseCatalog } from './catalog';
 
 const usd = (n: number) => BigInt(Math.round(n * 1e9));
 
@@ -81,10 +81,18 @@ describe('catalog', () => {
       deprecation: null,
       uptime: null,
       voices: [],
+      batchDiscountPercent: 50,
+      video: null,
       providers: [
         { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
       ],
     });
+  });
+
+  it('gives batch lines the catalog\'s discount (spec 1 rule 6), 50% unless it says otherwise, and a model\'s own where it has one', () => {
+    const two = { ...withModels(model({}), model({ id: 'x/own', batch_discount_percent: 0 })) };
+    expect(parse(two).models.map((m) => m.batchDiscountPercent)).toEqual([50, 0]);
+    expect(parse({ ...two, batch_discount_percent: 25 }).models.map((m) => m.batchDiscountPercent)).toEqual([25, 0]);
   });
 
   it('reads every field of a model and of its providers', () => {
@@ -140,7 +148,7 @@ describe('catalog', () => {
       },
       models: [
         model({ id: 'web/search', type: 'search', pricing: { per_query: '0.005' }, providers: [{ provider: 'tv', upstream_model: 'tavily' }] }),
-        model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' } }),
+        model({ id: 'vid/clip', type: 'video', output_modalities: ['video'], pricing: { per_second: '0.1' }, video: { durations: [4] } }),
         model({ id: 'tts/voice', type: 'audio', output_modalities: ['audio'], pricing: { per_million_characters: '15.00' } }),
         model({ id: 'rr/rank', type: 'rerank', pricing: { per_search_unit: '0.002' }, providers: [{ provider: 'co', upstream_model: 'rerank-v3.5' }] }),
       ],
@@ -149,6 +157,37 @@ describe('catalog', () => {
     expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
     expect(catalog.get('tts/voice')!.prices).toMatchObject({ inputPerM: 0n, perMillionCharacters: usd(15) });
     expect(catalog.get('rr/rank')!.prices).toMatchObject({ outputPerM: 0n, perSearchUnit: usd(0.002) });
+  });
+
+  it('the built-in sim/video is a per-second video model on the sim provider (spec 4.15)', () => {
+    const video = loadCatalog().get('sim/video')!;
+    expect(video).toMatchObject({ name: 'Simulated video', type: 'video', inputModalities: ['text', 'image'], outputModalities: ['video'] });
+    expect(video.prices.perSecond).toBe(usd(0.1));
+    expect(video.video).toEqual({ durations: [4, 8, 12], aspectRatios: ['16:9', '9:16'], resolutions: ['720p', '1080p'], sizes: [], imageToVideo: true });
+    expect(video.providers.map((r) => [r.provider.name, r.upstreamModel])).toEqual([['sim', 'sim-video']]);
+  });
+
+  const videoModel = (video: unknown, fields: Record<string, unknown> = {}) =>
+    model({ id: 'v/clip', type: 'video', input_modalities: ['text', 'image'], output_modalities: ['video'], pricing: { per_second: '0.05' }, video, ...fields });
+
+  it('reads a video model\'s capabilities, durations ascending, and defaults the rest', () => {
+    const full = parse(withModels(videoModel({ durations: [12, 4, 8], aspect_ratios: ['16:9', '9:16'], resolutions: ['720p'], sizes: ['1280x720', '1024x1792'], image_to_video: false }))).get('v/clip')!;
+    expect(full.video).toEqual({ durations: [4, 8, 12], aspectRatios: ['16:9', '9:16'], resolutions: ['720p'], sizes: ['1280x720', '1024x1792'], imageToVideo: false });
+    expect(full.prices.perSecond).toBe(usd(0.05));
+    // image_to_video follows input_modalities unless stated.
+    expect(parse(withModels(videoModel({ durations: [5] }))).get('v/clip')!.video).toEqual({ durations: [5], aspectRatios: [], resolutions: [], sizes: [], imageToVideo: true });
+    expect(parse(withModels(videoModel({ durations: [5] }, { input_modalities: ['text'] }))).get('v/clip')!.video!.imageToVideo).toBe(false);
+  });
+
+  it('maps a size to the listed aspect ratio nearest it, within 2%', () => {
+    expect(aspectRatioOfSize('1280x720', ['16:9', '9:16'])).toBe('16:9');
+    expect(aspectRatioOfSize('720x1280', ['16:9', '9:16'])).toBe('9:16');
+    // OpenAI's 1024x1792 is 4:7, 1.6% from 9:16.
+    expect(aspectRatioOfSize('1024x1792', ['16:9', '9:16'])).toBe('9:16');
+    expect(aspectRatioOfSize('1000x1000', ['16:9', '9:16'])).toBeNull();
+    expect(aspectRatioOfSize('1920x1080', [])).toBe('16:9');
+    expect(aspectRatioOfSize('1280*720', ['16:9'])).toBeNull();
+    expect(aspectRatioOfSize('0x720', [])).toBeNull();
   });
 
   it('reads a deprecation without announcement or replacement, and a time zone offset', () => {
@@ -182,7 +221,31 @@ describe('catalog', () => {
     [withModels(model({ providers: [{ provider: 'nope', upstream_model: 'm' }] })), 'models[0].providers[0].provider: unknown provider nope'],
     [withModels(base.models[0], base.models[0]), 'models[1].id: duplicate id x/m (also models[0])'],
     [withModels(model({ context_length: 0 })), 'models[0].context_length'],
+    [withModels(model({ batch_discount_percent: 101 })), 'models[0].batch_discount_percent: expected a whole percentage from 0 to 100'],
+    [{ ...base, batch_discount_percent: 12.5 }, 'batch_discount_percent: expected a whole percentage'],
     [withModels(model({ deprecaton: {} })), 'models[0].deprecaton: unknown field'],
+    [withModels(videoModel(undefined)), 'models[0].video: required for video models: at least video.durations'],
+    [withModels(videoModel({ aspect_ratios: ['16:9'] })), 'models[0].video.durations: required'],
+    [withModels(videoModel({ durations: [] })), 'models[0].video.durations: expected at least one clip length'],
+    [withModels(videoModel({ durations: [4, 0] })), 'models[0].video.durations[1]: expected a positive whole number of seconds'],
+    [withModels(videoModel({ durations: [4.5] })), 'models[0].video.durations[0]: expected a positive whole number'],
+    [withModels(videoModel({ durations: ['4'] })), 'models[0].video.durations[0]: expected a positive whole number'],
+    [withModels(videoModel({ durations: [4, 4] })), 'models[0].video.durations: lists an entry twice'],
+    [withModels(videoModel({ durations: [4], fps: 24 })), 'models[0].video.fps: unknown field (known: durations, aspect_ratios, resolutions, sizes, image_to_video)'],
+    [withModels(videoModel({ durations: [4], aspect_ratios: ['16/9'] })), 'models[0].video.aspect_ratios[0]: expected an aspect ratio such as "16:9", got "16/9"'],
+    [withModels(videoModel({ durations: [4], aspect_ratios: '16:9' })), 'models[0].video.aspect_ratios: expected a list'],
+    [withModels(videoModel({ durations: [4], resolutions: ['720 p'] })), 'models[0].video.resolutions[0]: expected a resolution label'],
+    [withModels(videoModel({ durations: [4], sizes: ['1280X720'] })), 'models[0].video.sizes[0]: expected a size WxH such as "1280x720"'],
+    [withModels(videoModel({ durations: [4], aspect_ratios: ['16:9'], sizes: ['1280x720', '720x720'] })), 'models[0].video.sizes[1]: 720x720 has none of the aspect ratios 16:9'],
+    [withModels(videoModel({ durations: [4], image_to_video: 'yes' })), 'models[0].video.image_to_video: expected true or false'],
+    [withModels(videoModel({ durations: [4], image_to_video: true }, { input_modalities: ['text'] })), 'models[0].video.image_to_video: the model does not list image in input_modalities'],
+    [withModels(videoModel('4s')), 'models[0].video: expected a mapping'],
+    [withModels(model({ video: { durations: [4] } })), 'models[0].video: only video models have video capabilities'],
+    [withModels(videoModel({ durations: [4] }, { pricing: { per_image: '0.1' } })), 'models[0].pricing.per_second: required for video models'],
+    [
+      withModels(videoModel({ durations: [4] }, { providers: [{ provider: 'up', upstream_model: 'v', pricing: { per_image: '0.1' } }] })),
+      'models[0].providers[0].pricing.per_second: required for video models',
+    ],
     [withModels(model({ id: 'x/m:free' })), 'models[0].id: "x/m:free": use letters'],
     [withModels(model({ id: 'x//m' })), 'models[0].id: "x//m"'],
     [withModels(model({ id: 'count' })), 'models[0].id: "count" is reserved'],

@@ -46,6 +46,13 @@ export interface CatalogModel {
   uptime: number | null;
   /** Speech models (spec 4.9): the voices a request may name; empty for other models. */
   voices: string[];
+  /**
+   * Spec 1 rule 6: a batch line is billed this much below the regular price (0-100); the
+   * model's own figure, else the catalog's `batch_discount_percent`, else 50, as OpenAI's is.
+   */
+  batchDiscountPercent: number;
+  /** Video models only (spec 4.15): what a request may ask for; null for every other type. */
+  video: VideoCapabilities | null;
   /** In preference order. */
   providers: CatalogRoute[];
 }
@@ -59,6 +66,62 @@ export interface ModelPrices extends TokenPrices {
   perMillionCharacters: Nano | null;
   /** Rerank (spec 4.12): one query with up to 100 documents. */
   perSearchUnit: Nano | null;
+}
+
+/**
+ * What a video model makes (spec 4.15: `seconds`, `aspect_ratio` or `size`, `resolution`,
+ * `image_url` "where the model supports them"; GET /models?type=video lists them). An empty list
+ * means the caller has no choice there: the request may not set that field.
+ */
+export interface VideoCapabilities {
+  /** Clip lengths in whole seconds, ascending; never empty. The shortest is the default. */
+  durations: number[];
+  /** `W:H` as the file writes them (`16:9`); the first is the default. */
+  aspectRatios: string[];
+  /** Free labels such as `720p`; the first is the default. */
+  resolutions: string[];
+  /** `WxH` pixel sizes a request may name in `size`; empty = any size of a listed aspect ratio. */
+  sizes: string[];
+  /** Whether a first frame (`image_url`) may be given. */
+  imageToVideo: boolean;
+}
+
+/**
+ * Providers round their pixel sizes (OpenAI's 1024x1792 is called 9:16 but is 4:7), so a size
+ * belongs to the listed ratio nearest its own within this relative distance.
+ */
+export const SIZE_RATIO_TOLERANCE = 0.02;
+const SIZE = /^([1-9][0-9]{0,4})x([1-9][0-9]{0,4})$/;
+const ASPECT_RATIO = /^([1-9][0-9]{0,3}):([1-9][0-9]{0,3})$/;
+
+/** `[width, height]` of a `WxH` size, or null when it is not one. */
+export function parseVideoSize(size: string): [number, number] | null {
+  const m = SIZE.exec(size);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+/**
+ * The aspect ratio a `WxH` size has among `ratios`: the nearest within SIZE_RATIO_TOLERANCE, or
+ * null when none is that near; with no ratios listed, the size's own in lowest terms.
+ */
+export function aspectRatioOfSize(size: string, ratios: readonly string[]): string | null {
+  const wh = parseVideoSize(size);
+  if (!wh) return null;
+  const [w, h] = wh;
+  if (ratios.length === 0) {
+    const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+    const d = gcd(w, h);
+    return `${w / d}:${h / d}`;
+  }
+  let best: { ratio: string; distance: number } | null = null;
+  for (const ratio of ratios) {
+    const m = ASPECT_RATIO.exec(ratio);
+    if (!m) continue;
+    const target = Number(m[1]) / Number(m[2]);
+    const distance = Math.abs(w / h - target) / target;
+    if (distance <= SIZE_RATIO_TOLERANCE && (best === null || distance < best.distance)) best = { ratio, distance };
+  }
+  return best?.ratio ?? null;
 }
 
 export interface Deprecation {
@@ -140,7 +203,9 @@ export function loadCatalog(path: string = BUILTIN_CATALOG_PATH, env: Record<str
   return parseCatalog(doc, path, env);
 }
 
-const TOP_FIELDS = ['providers', 'models'];
+const TOP_FIELDS = ['providers', 'models', 'batch_discount_percent'];
+/** OpenAI bills its Batch API at half price; a catalog may say otherwise. */
+export const DEFAULT_BATCH_DISCOUNT_PERCENT = 50;
 const PROVIDER_FIELDS = ['adapter', 'dialect', 'base_url', 'api_key', 'api_key_env'];
 const MODEL_FIELDS = [
   'id',
@@ -156,10 +221,13 @@ const MODEL_FIELDS = [
   'deprecation',
   'uptime',
   'voices',
+  'batch_discount_percent',
+  'video',
   'providers',
 ];
 const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit'];
 const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
+const VIDEO_FIELDS = ['durations', 'aspect_ratios', 'resolutions', 'sizes', 'image_to_video'];
 const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'quantization', 'tools', 'data_collection', 'zdr'];
 /** A time zone is required: a sunset must mean the same instant on every server. */
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
@@ -230,7 +298,10 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     return { inputPerM, outputPerM: perToken('output'), cachedInputPerM, perQuery, perSecond, perImage, perMillionCharacters, perSearchUnit };
   };
 
+  const percent = (v: unknown, where: string) => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 100 ? (v as number) : fail(where, 'expected a whole percentage from 0 to 100'));
+
   const root = fields(doc, 'top level', TOP_FIELDS);
+  const batchDiscount = root.batch_discount_percent === undefined ? DEFAULT_BATCH_DISCOUNT_PERCENT : percent(root.batch_discount_percent, 'batch_discount_percent');
   const providers = new Map<string, CatalogProvider>();
   for (const [name, raw] of Object.entries(obj(root.providers, 'providers'))) {
     const at = `providers.${name}`;
@@ -264,6 +335,15 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const voices = list(m.voices ?? [], `${at}.voices`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(x) ? x : fail(w, 'expected a voice name (letters, digits, - and _)')));
     if (voices.length > 0 && type !== 'audio') fail(`${at}.voices`, 'only audio (speech) models have voices');
     const modelPrices = prices(m.pricing, `${at}.pricing`);
+    // Spec 1: video is billed per second; without the price a clip would be free.
+    const perSecondRequired = (p: ModelPrices, where: string) => {
+      if (type === 'video' && p.perSecond === null) fail(`${where}.per_second`, 'required for video models (billed per second of clip)');
+    };
+    perSecondRequired(modelPrices, `${at}.pricing`);
+    const inputModalities = list(m.input_modalities ?? ['text'], `${at}.input_modalities`, (x, w) => oneOf(x, w, MODALITIES));
+    if (m.video !== undefined && type !== 'video') fail(`${at}.video`, 'only video models have video capabilities');
+    if (m.video === undefined && type === 'video') fail(`${at}.video`, 'required for video models: at least video.durations');
+    const videoCaps = type === 'video' ? video(m.video, `${at}.video`, inputModalities) : null;
     if (!Array.isArray(m.providers) || m.providers.length === 0) fail(`${at}.providers`, 'expected a list of at least one provider');
     const routes = (m.providers as unknown[]).map((raw, j): CatalogRoute => {
       const where = `${at}.providers[${j}]`;
@@ -272,6 +352,9 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const tools = r.tools === undefined ? supportedParameters.includes('tools') : bool(r.tools, `${where}.tools`);
       if (tools && !supportedParameters.includes('tools')) fail(`${where}.tools`, 'the model does not list tools in supported_parameters');
       const provider = providers.get(name) ?? fail(`${where}.provider`, `unknown provider ${name} (not under providers:)`);
+      const routePrices = r.pricing === undefined ? modelPrices : prices(r.pricing, `${where}.pricing`);
+      // A route's own prices replace the model's whole, so they must bill seconds too.
+      if (r.pricing !== undefined) perSecondRequired(routePrices, `${where}.pricing`);
       // A route to a provider that declares none of its model type's operations (ARCHITECTURE 10)
       // is refused here, not found out on every request.
       if (!servesModelType(provider.adapter, type)) {
@@ -280,7 +363,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       return {
         provider,
         upstreamModel: str(r.upstream_model, `${where}.upstream_model`),
-        prices: r.pricing === undefined ? modelPrices : prices(r.pricing, `${where}.pricing`),
+        prices: routePrices,
         quantization: r.quantization === undefined ? 'unknown' : oneOf(r.quantization, `${where}.quantization`, QUANTIZATIONS),
         tools,
         dataCollection: r.data_collection === undefined ? 'allow' : oneOf(r.data_collection, `${where}.data_collection`, ['allow', 'deny'] as const),
@@ -296,16 +379,38 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       created: m.created === undefined ? 0 : Math.floor(date(m.created, `${at}.created`).getTime() / 1000),
       ownedBy: m.owned_by === undefined ? (id.includes('/') ? id.slice(0, id.indexOf('/')) : 'svc') : str(m.owned_by, `${at}.owned_by`),
       contextLength: context as number,
-      inputModalities: list(m.input_modalities ?? ['text'], `${at}.input_modalities`, (x, w) => oneOf(x, w, MODALITIES)),
+      inputModalities,
       outputModalities: list(m.output_modalities ?? ['text'], `${at}.output_modalities`, (x, w) => oneOf(x, w, MODALITIES)),
       supportedParameters,
       prices: modelPrices,
       deprecation: m.deprecation === undefined ? null : deprecation(m.deprecation, `${at}.deprecation`),
       uptime: uptime === undefined ? null : (uptime as number),
       voices,
+      batchDiscountPercent: m.batch_discount_percent === undefined ? batchDiscount : percent(m.batch_discount_percent, `${at}.batch_discount_percent`),
+      video: videoCaps,
       providers: routes,
     };
   });
+
+  function video(v: unknown, where: string, inputModalities: Modality[]): VideoCapabilities {
+    const d = fields(v, where, VIDEO_FIELDS);
+    // Required: a default clip length the file never stated would be a price the operator never saw.
+    if (d.durations === undefined) fail(`${where}.durations`, 'required: the clip lengths in seconds, such as [4, 8, 12]');
+    const durations = list(d.durations, `${where}.durations`, (x, w) => (Number.isInteger(x) && (x as number) > 0 ? (x as number) : fail(w, 'expected a positive whole number of seconds')));
+    if (durations.length === 0) fail(`${where}.durations`, 'expected at least one clip length');
+    const aspectRatios = list(d.aspect_ratios ?? [], `${where}.aspect_ratios`, (x, w) => (typeof x === 'string' && ASPECT_RATIO.test(x) ? x : fail(w, `expected an aspect ratio such as "16:9", got ${JSON.stringify(x)}`)));
+    const resolutions = list(d.resolutions ?? [], `${where}.resolutions`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9]{1,16}$/.test(x) ? x : fail(w, `expected a resolution label such as "720p", got ${JSON.stringify(x)}`)));
+    const sizes = list(d.sizes ?? [], `${where}.sizes`, (x, w) => {
+      if (typeof x !== 'string' || parseVideoSize(x) === null) return fail(w, `expected a size WxH such as "1280x720", got ${JSON.stringify(x)}`);
+      // A listed size no request could be given (its ratio is not offered) is a mistake in the file.
+      if (aspectRatioOfSize(x, aspectRatios) === null) fail(w, `${x} has none of the aspect ratios ${aspectRatios.join(', ')}`);
+      return x;
+    });
+    // By default a model takes a first frame exactly when it takes images at all.
+    const imageToVideo = d.image_to_video === undefined ? inputModalities.includes('image') : bool(d.image_to_video, `${where}.image_to_video`);
+    if (imageToVideo && !inputModalities.includes('image')) fail(`${where}.image_to_video`, 'the model does not list image in input_modalities');
+    return { durations: [...durations].sort((a, b) => a - b), aspectRatios, resolutions, sizes, imageToVideo };
+  }
 
   function deprecation(v: unknown, where: string): Deprecation {
     const d = fields(v, where, DEPRECATION_FIELDS);

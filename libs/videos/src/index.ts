@@ -1,0 +1,2 @@
+export * from './request';
+export * from './video';
