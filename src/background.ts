@@ -2,14 +2,16 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
-import { SqlFileStore } from '@svc/files';
+import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
+import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import { accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, noticesToMail, orphanedHolds, pruneInFlight } from '@svc/projections';
+import { activeBatches, accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, noticesToMail, orphanedHolds, pruneInFlight } from '@svc/projections';
 import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
+import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
 export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number): HoldExpirySweeper {
@@ -116,6 +118,33 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
   });
 }
 
+/** How often batches are looked at; a line that ends starts the next one at once, without waiting for it. */
+const BATCH_INTERVAL_MS = 500;
+
+/**
+ * The batch runner (spec 4.11) of this process: lines run through the app's pipeline
+ * (BatchLineCalls), under leases longer than an upstream call may take.
+ */
+export function batchRunner(runtime: Runtime, app: INestApplicationContext): BatchRunner {
+  const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock);
+  return new BatchRunner({
+    clock: runtime.clock,
+    lines: new BatchLines(runtime.sql, () => runtime.config.encryptionKey),
+    files: {
+      input: async (batch) => (files.available && (await files.get(batch.workspaceId, batch.inputFileId)) ? readJsonl(files.content(batch.workspaceId, batch.inputFileId)) : null),
+      write: async (batch, filename, lines) => (await createOutputFile(files, { workspaceId: batch.workspaceId, accountId: batch.accountId, keyId: batch.keyId, filename }, lines)).id,
+      remove: async (batch, fileId) => void (await files.delete(batch.workspaceId, fileId)),
+    },
+    calls: app.get(BatchLineCalls),
+    active: async () => (await activeBatches(runtime.sql)).map((b) => ({ ...b, endpoint: b.endpoint as BatchEndpoint })),
+    decide: async (command) => void (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId })),
+    owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
+    leaseMs: runtime.config.upstreamTimeoutMs + 30_000,
+    perAccount: runtime.config.batchConcurrency,
+    warn: (message) => console.warn(message),
+  });
+}
+
 /** Notices (spec 9) mailed to the account's step-up address, the one address the service holds. */
 export function noticeMailer(runtime: Runtime, mailer: Pick<Mailer, 'send'>): NoticeMailer {
   return new NoticeMailer({
@@ -154,6 +183,7 @@ export interface Background {
   purgeFiles(): Promise<number>;
   webhooks: WebhookDispatcher;
   notices: NoticeMailer;
+  batches: BatchRunner;
   stop(): Promise<void>;
 }
 
@@ -174,6 +204,9 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   const webhooks = webhookDispatcher(runtime, outbound);
   const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
   deliveries.start((err) => console.error('delivering webhooks failed:', err));
+  const batches = batchRunner(runtime, app);
+  const batching = new PeriodicTask(() => batches.runOnce(), BATCH_INTERVAL_MS);
+  batching.start((err) => console.error('running batches failed:', err));
   const mailer = createMailer(runtime.config);
   const noticeMail = noticeMailer(runtime, mailer);
   const mailing = new PeriodicTask(() => noticeMail.runOnce(), WEBHOOK_INTERVAL_MS);
@@ -188,7 +221,10 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     purgeFiles: () => purgeFiles(runtime),
     webhooks,
     notices: noticeMail,
+    batches,
     stop: async () => {
+      await batching.stop();
+      await batches.stop();
       await deliveries.stop();
       await mailing.stop();
       await mailer.close();

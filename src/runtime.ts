@@ -8,6 +8,7 @@ import type { Config } from '@svc/platform';
 import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
+import { BatchLines } from '@svc/batches';
 import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import type { ChatProvider } from '@svc/providers';
@@ -87,6 +88,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     // Content, not a projection: a rebuild of the read models never touches it.
     await StoredResponses.init(sql);
     await SqlFileStore.init(sql);
+    await BatchLines.init(sql);
     await StoredImages.init(sql);
     await PromptLogs.init(sql);
     await WebhookDispatcher.init(sql);

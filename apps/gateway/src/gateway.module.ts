@@ -7,13 +7,12 @@ import { ProjectionQueriesModule } from '@svc/projections';
 import type { Runtime } from '../../../src/runtime';
 import { AccountController } from './account/account.controller';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
-import { ChatCompletionsService } from './chat/chat-completions.service';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { FilesController } from './files/files.controller';
+import { BatchesController } from './batches/batches.controller';
+import { BatchWorkModule } from './batches/batch-work.module';
 import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
-import { RateLimitService } from './edge/rate-limits';
-import { Metering } from './metering/metering.service';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
@@ -41,7 +40,7 @@ export class GatewayModule {
   static forRoot(runtime: Runtime): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule],
+      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule, BatchWorkModule],
       controllers: [
         SettingsController,
         PresetsController,
@@ -60,6 +59,7 @@ export class GatewayModule {
         ResponsesController,
         CompletionsController,
         FilesController,
+        BatchesController,
         AccountController,
         KeysController,
         CurrentKeyController,
@@ -67,12 +67,9 @@ export class GatewayModule {
         ModelsController,
       ],
       providers: [
-        Metering,
-        ChatCompletionsService,
         ThroughChat,
         ResponsesService,
         ApiKeyGuard,
-        RateLimitService,
         EdgeResponses,
         AdminGuard,
         { provide: APP_FILTER, useClass: ApiErrorFilter },

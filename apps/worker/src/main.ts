@@ -5,9 +5,9 @@ import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '../../../src/runtime';
 import { WorkerModule } from './worker.module';
 
-/** Background work: projections from the event log, and expiry of holds nobody settled. */
+/** Background work: projections from the event log, expiry of holds nobody settled, webhooks, and batch lines (which call the models). */
 runMain(async () => {
-  const runtime = await createRuntime(configOrExit(), { withProviders: false });
+  const runtime = await createRuntime(configOrExit());
   const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: ['error', 'warn'] });
   const background = startBackground(runtime, context);
   closeOnSignals(async () => {

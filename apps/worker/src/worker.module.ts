@@ -3,11 +3,15 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { LedgerModule } from '@svc/ledger';
 import type { Runtime } from '../../../src/runtime';
 import { RuntimeModule } from '../../../src/runtime.module';
+import { BatchWorkModule } from '../../gateway/src/batches/batch-work.module';
 
-/** The worker's command bus: background jobs decide through the same handlers as the gateway. */
+/**
+ * The worker's command bus: background jobs decide through the same handlers as the gateway,
+ * and batch lines run through the same pipeline and use cases.
+ */
 @Module({})
 export class WorkerModule {
   static forRoot(runtime: Runtime): DynamicModule {
-    return { module: WorkerModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule] };
+    return { module: WorkerModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, BatchWorkModule] };
   }
 }

@@ -30,7 +30,7 @@ describe('batch workflow (spec 4.11, 3.2; OpenAI statuses)', () => {
   it('starts with its line count once the input file is read, or fails with the problems found', () => {
     spec.given([created]).when({ type: 'RecordValidation', ...ids, total: 3, errors: [] }).then([started]);
     const errors = [{ code: 'url_mismatch', message: 'line 2 calls /v1/embeddings', line: 2, param: 'url' }];
-    spec.given([created]).when({ type: 'RecordValidation', ...ids, total: 3, errors }).then([{ type: 'BatchValidationFailed', data: { batch_id, errors, failed_at: at(0) } }]);
+    spec.given([created]).when({ type: 'RecordValidation', ...ids, total: 3, errors }).then([{ type: 'BatchValidationFailed', data: { batch_id, account_id: 'a1', errors, failed_at: at(0) } }]);
     spec.given([created]).when({ type: 'RecordValidation', ...ids, total: 0, errors: [] }).thenThrows('empty_batch');
     spec.given([created, started]).when({ type: 'RecordValidation', ...ids, total: 3, errors: [] }).thenThrows('batch_invalid_state');
     spec.given([]).when({ type: 'RecordValidation', ...ids, total: 3, errors: [] }).thenThrows('batch_not_found');
@@ -38,15 +38,15 @@ describe('batch workflow (spec 4.11, 3.2; OpenAI statuses)', () => {
 
   it('completes when every line has an outcome, even when every line failed; finalizing first', () => {
     spec.given([created, started]).when({ type: 'BeginFinalizing', ...ids }).then([finalizing]);
-    spec.given([created, started, finalizing]).when({ type: 'FinishBatch', ...ids, completed: 2, failed: 1, ...files }).then([{ type: 'BatchCompleted', data: { batch_id, completed_at: at(0), completed: 2, failed: 1, ...outcome } }]);
-    spec.given([created, started]).when({ type: 'FinishBatch', ...ids, completed: 0, failed: 3, outputFileId: null, errorFileId: 'file-err' }).then([{ type: 'BatchCompleted', data: { batch_id, completed_at: at(0), completed: 0, failed: 3, output_file_id: null, error_file_id: 'file-err' } }]);
+    spec.given([created, started, finalizing]).when({ type: 'FinishBatch', ...ids, completed: 2, failed: 1, ...files }).then([{ type: 'BatchCompleted', data: { batch_id, account_id: 'a1', completed_at: at(0), completed: 2, failed: 1, ...outcome } }]);
+    spec.given([created, started]).when({ type: 'FinishBatch', ...ids, completed: 0, failed: 3, outputFileId: null, errorFileId: 'file-err' }).then([{ type: 'BatchCompleted', data: { batch_id, account_id: 'a1', completed_at: at(0), completed: 0, failed: 3, output_file_id: null, error_file_id: 'file-err' } }]);
     spec.given([created, started]).when({ type: 'FinishBatch', ...ids, completed: 4, failed: 0, ...files }).thenThrows('invalid_batch_counts');
   });
 
   it('does not finish with lines left inside its window; past the window it expires, keeping the lines that finished', () => {
     spec.given([created, started]).when({ type: 'FinishBatch', ...ids, completed: 1, failed: 0, ...files }).thenThrows('batch_unfinished');
     late.given([created, started]).when({ type: 'FinishBatch', ...ids, completed: 1, failed: 0, ...files }).then([
-      { type: 'BatchExpired', data: { batch_id, expired_at: new Date(NOW.getTime() + 24 * 3_600_000 + 60_000).toISOString(), completed: 1, failed: 0, ...outcome } },
+      { type: 'BatchExpired', data: { batch_id, account_id: 'a1', expired_at: new Date(NOW.getTime() + 24 * 3_600_000 + 60_000).toISOString(), completed: 1, failed: 0, ...outcome } },
     ]);
   });
 
@@ -56,22 +56,22 @@ describe('batch workflow (spec 4.11, 3.2; OpenAI statuses)', () => {
     spec.given([created, started, finalizing]).when({ type: 'RequestCancel', ...ids }).then([cancelling]);
     spec.given([created, started, cancelling]).when({ type: 'RequestCancel', ...ids }).then([]);
     spec.given([created, started, cancelling]).when({ type: 'BeginFinalizing', ...ids }).then([]);
-    spec.given([created, started, cancelling]).when({ type: 'FinishBatch', ...ids, completed: 1, failed: 0, ...files }).then([{ type: 'BatchCancelled', data: { batch_id, cancelled_at: at(0), completed: 1, failed: 0, ...outcome } }]);
+    spec.given([created, started, cancelling]).when({ type: 'FinishBatch', ...ids, completed: 1, failed: 0, ...files }).then([{ type: 'BatchCancelled', data: { batch_id, account_id: 'a1', cancelled_at: at(0), completed: 1, failed: 0, ...outcome } }]);
   });
 
   it('a batch cancelled while validating ends at once, with no lines run', () => {
     spec.given([created, cancelling]).when({ type: 'RecordValidation', ...ids, total: 3, errors: [] }).then([
       started,
-      { type: 'BatchCancelled', data: { batch_id, cancelled_at: at(0), completed: 0, failed: 0, output_file_id: null, error_file_id: null } },
+      { type: 'BatchCancelled', data: { batch_id, account_id: 'a1', cancelled_at: at(0), completed: 0, failed: 0, output_file_id: null, error_file_id: null } },
     ]);
   });
 
   it('an ended batch cannot be cancelled, finalized or finished again', () => {
-    const completed: BatchEvent = { type: 'BatchCompleted', data: { batch_id, completed_at: at(0), completed: 3, failed: 0, ...outcome } };
+    const completed: BatchEvent = { type: 'BatchCompleted', data: { batch_id, account_id: 'a1', completed_at: at(0), completed: 3, failed: 0, ...outcome } };
     spec.given([created, started, completed]).when({ type: 'RequestCancel', ...ids }).thenThrows('batch_invalid_state');
     spec.given([created, started, completed]).when({ type: 'BeginFinalizing', ...ids }).thenThrows('batch_invalid_state');
     spec.given([created, started, completed]).when({ type: 'FinishBatch', ...ids, completed: 3, failed: 0, ...files }).thenThrows('batch_invalid_state');
-    const failed: BatchEvent = { type: 'BatchValidationFailed', data: { batch_id, errors: [], failed_at: at(0) } };
+    const failed: BatchEvent = { type: 'BatchValidationFailed', data: { batch_id, account_id: 'a1', errors: [], failed_at: at(0) } };
     spec.given([created, failed]).when({ type: 'RequestCancel', ...ids }).thenThrows('batch_invalid_state');
   });
 });

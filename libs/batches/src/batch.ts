@@ -61,12 +61,12 @@ export type BatchEvent =
       }
     >
   | DomainEvent<'BatchStarted', { batch_id: string; total: number; in_progress_at: string }>
-  | DomainEvent<'BatchValidationFailed', { batch_id: string; errors: BatchError[]; failed_at: string }>
+  | DomainEvent<'BatchValidationFailed', { batch_id: string; account_id: string; errors: BatchError[]; failed_at: string }>
   | DomainEvent<'BatchCancelRequested', { batch_id: string; cancelling_at: string }>
   | DomainEvent<'BatchFinalizing', { batch_id: string; finalizing_at: string }>
-  | DomainEvent<'BatchCompleted', { batch_id: string; completed_at: string } & Outcome>
-  | DomainEvent<'BatchExpired', { batch_id: string; expired_at: string } & Outcome>
-  | DomainEvent<'BatchCancelled', { batch_id: string; cancelled_at: string } & Outcome>;
+  | DomainEvent<'BatchCompleted', { batch_id: string; account_id: string; completed_at: string } & Outcome>
+  | DomainEvent<'BatchExpired', { batch_id: string; account_id: string; expired_at: string } & Outcome>
+  | DomainEvent<'BatchCancelled', { batch_id: string; account_id: string; cancelled_at: string } & Outcome>;
 
 export type BatchCommand =
   | {
@@ -89,6 +89,8 @@ export type BatchCommand =
 
 export interface BatchState {
   status: BatchStatus | null;
+  /** The account its end is told to (spec 6.1: batch.completed, batch.failed). */
+  accountId: string;
   total: number;
   expiresAt: Date | null;
 }
@@ -127,11 +129,12 @@ function create(command: Extract<BatchCommand, { type: 'CreateBatch' }>, state: 
 function recordValidation(command: Extract<BatchCommand, { type: 'RecordValidation' }>, state: BatchState, now: Date): BatchEvent[] {
   const status = requireStatus(state, command.batchId, ['validating', 'cancelling'], 'be validated');
   const at = now.toISOString();
-  if (command.errors.length > 0) return [{ type: 'BatchValidationFailed', data: { batch_id: command.batchId, errors: command.errors, failed_at: at } }];
+  const account_id = state.accountId;
+  if (command.errors.length > 0) return [{ type: 'BatchValidationFailed', data: { batch_id: command.batchId, account_id, errors: command.errors, failed_at: at } }];
   if (command.total < 1) throw new DomainError('empty_batch', 'A batch without lines is a validation error, not a start.');
   const started: BatchEvent = { type: 'BatchStarted', data: { batch_id: command.batchId, total: command.total, in_progress_at: at } };
   // Cancelled while it was being read: nothing ran, so it ends at once with no lines.
-  if (status === 'cancelling') return [started, { type: 'BatchCancelled', data: { batch_id: command.batchId, cancelled_at: at, ...outcomeOf({ completed: 0, failed: 0, outputFileId: null, errorFileId: null }) } }];
+  if (status === 'cancelling') return [started, { type: 'BatchCancelled', data: { batch_id: command.batchId, account_id, cancelled_at: at, ...outcomeOf({ completed: 0, failed: 0, outputFileId: null, errorFileId: null }) } }];
   return [started];
 }
 
@@ -160,16 +163,17 @@ function finish(command: Extract<BatchCommand, { type: 'FinishBatch' }>, state: 
   if (done > state.total || command.completed < 0 || command.failed < 0) throw new DomainError('invalid_batch_counts', `${done} outcomes for ${state.total} lines.`);
   const at = now.toISOString();
   const outcome = outcomeOf(command);
-  if (status === 'cancelling') return [{ type: 'BatchCancelled', data: { batch_id: command.batchId, cancelled_at: at, ...outcome } }];
-  if (done === state.total) return [{ type: 'BatchCompleted', data: { batch_id: command.batchId, completed_at: at, ...outcome } }];
-  if (state.expiresAt !== null && now >= state.expiresAt) return [{ type: 'BatchExpired', data: { batch_id: command.batchId, expired_at: at, ...outcome } }];
+  const batch = { batch_id: command.batchId, account_id: state.accountId };
+  if (status === 'cancelling') return [{ type: 'BatchCancelled', data: { ...batch, cancelled_at: at, ...outcome } }];
+  if (done === state.total) return [{ type: 'BatchCompleted', data: { ...batch, completed_at: at, ...outcome } }];
+  if (state.expiresAt !== null && now >= state.expiresAt) return [{ type: 'BatchExpired', data: { ...batch, expired_at: at, ...outcome } }];
   throw new DomainError('batch_unfinished', `Batch ${command.batchId} has ${state.total - done} lines to run and ${state.expiresAt?.toISOString()} to run them.`);
 }
 
 const outcomeOf = (o: BatchOutcome): Outcome => ({ completed: o.completed, failed: o.failed, output_file_id: o.outputFileId, error_file_id: o.errorFileId });
 
 export const batchDecider: Decider<BatchCommand, BatchState, BatchEvent> = {
-  initialState: () => ({ status: null, total: 0, expiresAt: null }),
+  initialState: () => ({ status: null, accountId: '', total: 0, expiresAt: null }),
   decide(command, state, now) {
     switch (command.type) {
       case 'CreateBatch':
@@ -187,7 +191,7 @@ export const batchDecider: Decider<BatchCommand, BatchState, BatchEvent> = {
   evolve(state, event) {
     switch (event.type) {
       case 'BatchCreated':
-        return { ...state, status: 'validating', expiresAt: new Date(event.data.expires_at) };
+        return { ...state, status: 'validating', accountId: event.data.account_id, expiresAt: new Date(event.data.expires_at) };
       case 'BatchStarted':
         // A cancel asked during validation stays asked.
         return { ...state, status: state.status === 'cancelling' ? 'cancelling' : 'in_progress', total: event.data.total };

@@ -1,2 +1,5 @@
 export * from './batch';
 export * from './input';
+export * from './lines';
+export * from './runner';
+export * from './request';

@@ -5,7 +5,7 @@
 export { byokKeyRejected, byokUnavailable } from './byok';
 export { failedGenerationOf, markFailedGeneration } from './failed-generation';
 export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenMeters, tokenWorstCase, type Meter, type MeterUsage } from './meters';
-export { routeOperation, runOperation, type CallContext, type Operation, type RunResult } from './operation';
+export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type RunResult } from './operation';
 export {
   MeteredCalls,
   settleDurably,

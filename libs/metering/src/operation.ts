@@ -5,7 +5,7 @@ import type { Clock, Nano } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { markFailedGeneration } from './failed-generation';
 import type { MeterUsage } from './meters';
-import type { Metered, MeteredCalls, Plan } from './pipeline';
+import type { Metered, MeteredCalls, Plan, ReserveOptions, Settlement } from './pipeline';
 import type { RoutedModel, Target } from './targets';
 
 /**
@@ -38,6 +38,14 @@ export interface CallContext {
   body?: Record<string, unknown>;
   user?: unknown;
   clientRequestId?: string;
+}
+
+/** A call answered and not yet settled: what its settlement will charge is decided already. */
+export interface Answered<Answer> {
+  metered: Metered;
+  target: Target;
+  answer: Answer;
+  settlement: Settlement;
 }
 
 export interface RunResult<Answer> {
@@ -73,6 +81,25 @@ export async function runOperation<Request, Answer>(
   request: Request,
   context: CallContext,
 ): Promise<RunResult<Answer>> {
+  const { metered, target, answer, settlement } = await answerOperation(calls, routing, caller, operation, request, context);
+  const charged = await calls.settle(metered, target, settlement);
+  return { metered, target, answer, usage: settlement.usage, charged };
+}
+
+/**
+ * Reserve and attempt one call of `operation`, leaving the settlement to the caller: a job keeps
+ * the answer and its settlement before it settles (ARCHITECTURE section 10), so a crash between
+ * the two loses neither.
+ */
+export async function answerOperation<Request, Answer>(
+  calls: MeteredCalls,
+  routing: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  caller: Caller,
+  operation: Operation<Request, Answer>,
+  request: Request,
+  context: CallContext,
+  options: ReserveOptions = {},
+): Promise<Answered<Answer>> {
   const { models, headers } = routeOperation(routing, caller, operation.modelType, context);
   const plan: Plan = {
     models,
@@ -83,7 +110,7 @@ export async function runOperation<Request, Answer>(
     user: context.user,
     clientRequestId: context.clientRequestId,
   };
-  const metered = await calls.reserve(caller, plan);
+  const metered = await calls.reserve(caller, plan, options);
   const started = performance.now();
   let answeredIn = 0;
   const { target, value: answer } = await calls.attempt(metered, async (t) => {
@@ -106,6 +133,5 @@ export async function runOperation<Request, Answer>(
     await calls.release(metered.reservation, target, failure, latencyMs, 'invalid_upstream_answer');
     throw markFailedGeneration(failure, metered.reservation.id);
   }
-  const charged = await calls.settle(metered, target, { usage, latencyMs, ttftMs: null, returned });
-  return { metered, target, answer, usage, charged };
+  return { metered, target, answer, settlement: { usage, latencyMs, ttftMs: null, returned } };
 }

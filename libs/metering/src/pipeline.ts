@@ -45,6 +45,8 @@ export interface Reservation {
   heldNano: string;
   /** The event metadata every decision of this call carries (actor, correlation, end user...). */
   metadata: EventMetadata;
+  /** A batch line's (spec 1 rule 6): priced at each model's batch discount. */
+  batchLine?: true;
 }
 
 /** A reservation with what this process needs to run it: live provider clients, and the caller's token window. */
@@ -104,6 +106,13 @@ export type Tried<T> = { answered: true; target: Target; value: T } | { answered
 export interface ReserveOptions {
   /** Spec 8 tokens per minute; off for work outside the per-minute limits (spec 1 rule 6: batches). */
   rateLimits?: boolean;
+  /**
+   * A line of a batch (spec 1 rule 6): outside the per-minute limits, priced at each model's
+   * batch discount, under the hold id its worker chose (one per attempt of the line, so the
+   * worker knows which hold is whose). No serving process's lease vouches for the hold: its
+   * worker settles it, or releases it, or another worker does after a crash, within `ttlMs`.
+   */
+  batchLine?: { holdId: string; ttlMs: number };
 }
 
 /** What a call used and how it went, once it is done. */
@@ -132,14 +141,15 @@ export class MeteredCalls {
 
   async reserve(caller: Caller, plan: Plan, options: ReserveOptions = {}): Promise<Metered> {
     const { deps } = this;
-    const rateLimits = options.rateLimits ?? true;
+    const { batchLine } = options;
+    const rateLimits = batchLine ? false : (options.rateLimits ?? true);
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
     // A call with no text input (an audio file, a prompt-less form) has nothing to count yet.
     const windowHeaders = rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
-    const targets = targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys));
-    const id = `gen-${randomBytes(12).toString('hex')}`;
-    const leaseId = deps.leaseId();
+    const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine !== undefined);
+    const id = batchLine?.holdId ?? `gen-${randomBytes(12).toString('hex')}`;
+    const leaseId = batchLine ? undefined : deps.leaseId();
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata: EventMetadata = {
       actor: `key:${caller.keyId}`,
@@ -160,7 +170,7 @@ export class MeteredCalls {
       amountNano: held,
       model: plan.models[0].model.id,
       endpoint: plan.endpoint,
-      ttlMs: deps.upstreamTimeoutMs + HOLD_GRACE_MS,
+      ttlMs: batchLine?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     }, metadata);
@@ -173,6 +183,7 @@ export class MeteredCalls {
       promptTokens: plan.promptTokens,
       heldNano: held.toString(),
       metadata,
+      ...(batchLine ? { batchLine: true as const } : {}),
     };
     return {
       reservation,
@@ -188,7 +199,7 @@ export class MeteredCalls {
    */
   targetsOf(reservation: Reservation, sealedProviderKeys: ReadonlyMap<string, string>): Target[] {
     const own = this.deps.own.resolver(reservation.accountId, sealedProviderKeys);
-    return reservation.targets.map((ref) => {
+    const targets = reservation.targets.map((ref): Target => {
       const model: CatalogModel | undefined = this.deps.catalog.get(ref.model);
       const route = model?.providers.find((r) => r.provider.name === ref.provider);
       if (!model || !route) throw ApiError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
@@ -196,6 +207,7 @@ export class MeteredCalls {
       if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
       return { model, route, provider, byok: ref.byok, fields: ref.fields };
     });
+    return discounted(targets, reservation.batchLine === true);
   }
 
   /**
@@ -340,6 +352,11 @@ export class MeteredCalls {
     await this.deps.ledger(caller.accountId, { type: 'RecordFreeGeneration', generationId, keyId: caller.keyId, endpoint, model, provider, sourceId, latencyMs }, metadata);
   }
 
+  /** What `settle` charges for `settlement`: its cost, or nothing when nothing was returned (spec 1 rule 3). */
+  chargeOf(target: Target, settlement: Pick<Settlement, 'usage' | 'returned'>): Nano {
+    return (settlement.returned ?? settlement.usage.output ?? 0) === 0 ? 0n : this.costOf(target, settlement.usage);
+  }
+
   /** The charge for `usage` on `target`, as settle would make it. */
   costOf(target: Target, usage: MeterUsage): Nano {
     return costOf(target, usage, this.deps.byokFeePercent);
@@ -356,6 +373,11 @@ export class MeteredCalls {
       reasoning_tokens: settlement.reasoningTokens ?? 0,
     };
   }
+}
+
+/** Spec 1 rule 6: a batch line's targets, each at its model's batch discount. */
+function discounted(targets: Target[], batchLine: boolean): Target[] {
+  return batchLine ? targets.map((t) => ({ ...t, discountPercent: t.model.batchDiscountPercent })) : targets;
 }
 
 /**

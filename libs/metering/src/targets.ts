@@ -21,6 +21,8 @@ export interface Target {
   fields: Record<string, unknown>;
   /** Prices of the server tools the gateway runs inside this call (web search, spec 4.2 rule 7). */
   toolPrices?: ToolPrices;
+  /** A batch line's discount on the model's price, in percent (spec 1 rule 6; the catalog's `batch_discount_percent`). */
+  discountPercent?: number;
 }
 
 /**
@@ -96,7 +98,9 @@ export function costOf(target: Target, usage: MeterUsage, byokFeePercent: number
     const { queries, ...model } = usage;
     return costOf({ ...target, toolPrices: undefined }, model, byokFeePercent) + BigInt(queries ?? 0) * target.toolPrices.perQuery;
   }
-  const cost = costOfMeters(usage, pricesOf(target));
+  const listed = costOfMeters(usage, pricesOf(target));
+  // Rounded up like every charge, and never above the listed price (100 - percent is at most 100).
+  const cost = target.discountPercent ? ceilDiv(listed * BigInt(100 - target.discountPercent), 100n) : listed;
   return target.byok ? byokFee(cost, byokFeePercent) : cost;
 }
 

@@ -29,6 +29,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** What a bring-your-own-key request is billed, in percent of its price on the operator's key. */
   byokFeePercent: number;
+  /** Lines of one account's batches a worker runs at once (spec 4.11): bounds what one huge batch takes. */
+  batchConcurrency: number;
   /** Per-key rate limits of every account (spec 8), for live and for test keys. */
   rateLimits: RateLimitDefaults;
   /**
@@ -201,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
     upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
     byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
+    batchConcurrency: integer('SVC_BATCH_CONCURRENCY', 8, 1, 256),
     rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
     trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
     authCache: onOff('SVC_AUTH_CACHE', true),

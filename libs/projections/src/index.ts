@@ -8,6 +8,7 @@ import { providerKeysProjection } from './read-models/provider-keys';
 import { settingsProjection } from './read-models/settings';
 import { notificationsProjection } from './read-models/notifications';
 import { presetsProjection } from './read-models/presets';
+import { batchesProjection } from './read-models/batches';
 
 export * from './auth-cache';
 export * from './in-flight';
@@ -23,9 +24,10 @@ export * from './read-models/provider-keys';
 export * from './read-models/settings';
 export * from './read-models/notifications';
 export * from './read-models/presets';
+export * from './read-models/batches';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection, batchesProjection];
 export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

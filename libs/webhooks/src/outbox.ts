@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RecordedEvent } from '@svc/eventstore';
+import type { BatchEvent } from '@svc/batches';
 import type { KeyEvent } from '@svc/identity';
 import type { AccountEvent } from '@svc/ledger';
 import { nanoToUsd } from '@svc/platform';
@@ -21,7 +22,7 @@ export interface WebhookEventDraft {
   data: Record<string, unknown>;
 }
 
-type Source = KeyEvent | AccountEvent;
+type Source = KeyEvent | AccountEvent | BatchEvent;
 type Data<T extends Source['type']> = Extract<Source, { type: T }>['data'];
 
 const usd = (nano: string) => nanoToUsd(BigInt(nano));
@@ -29,6 +30,10 @@ const usd = (nano: string) => nanoToUsd(BigInt(nano));
 /** The key spend window of `key.spend_cap.*`, in the API's names (spec 2.2 `limit`, `limit_reset`). */
 function spendWindow(d: Data<'KeySpendCapWarning'>) {
   return { key_id: d.key_id, limit: usd(d.limit_nano), limit_reset: d.reset, usage: usd(d.charged_nano), window_start: d.window_start, resets_at: d.resets_at };
+}
+
+function batchEnd(d: Data<'BatchCompleted' | 'BatchExpired' | 'BatchCancelled'>, status: string) {
+  return { id: d.batch_id, status, request_counts: { completed: d.completed, failed: d.failed }, output_file_id: d.output_file_id, error_file_id: d.error_file_id };
 }
 
 const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = {
@@ -40,6 +45,12 @@ const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = 
   KeyExpiring: (d) => ({ accountId: d.account_id, type: 'key.expiring', data: { key_id: d.key_id, expires_at: d.expires_at, days_before: d.days_before } }),
   KeySpendCapWarning: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.warning', data: spendWindow(d) }),
   KeySpendCapReached: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.reached', data: spendWindow(d) }),
+  // Spec 6.1, 3.2: a batch's end is batch.completed or batch.failed; `status` tells an expired or
+  // cancelled batch (which kept the lines that finished) from one whose input was refused.
+  BatchCompleted: (d) => ({ accountId: d.account_id, type: 'batch.completed', data: batchEnd(d, 'completed') }),
+  BatchExpired: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: batchEnd(d, 'expired') }),
+  BatchCancelled: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: batchEnd(d, 'cancelled') }),
+  BatchValidationFailed: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: { id: d.batch_id, status: 'failed', errors: d.errors } }),
   DailyLimitReached: (d) => ({ accountId: d.account_id, type: 'account.daily_limit.reached', data: { daily_limit: usd(d.limit_nano), usage: usd(d.charged_nano), day: d.day, resets_at: d.resets_at } }),
 };
 

@@ -6,8 +6,8 @@ import { applyPreset, findPreset, presetReference, type PresetUse } from '@svc/p
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
-import { ApiError, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { markFailedGeneration, type Metered, type MeterUsage, operationOf, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
+import { markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
 import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
@@ -45,6 +45,15 @@ export interface EmbeddingsAnswer {
   generationId: string;
   headers: Record<string, string>;
   body: EmbeddingsResponse & { id: string; usage: { prompt_tokens: number; total_tokens: number; cost: number } };
+}
+
+/** A call held and answered whose settlement is still to come: it charges `costOf(target, settlement.usage)`. */
+export interface AnsweredCall<Body> {
+  metered: Metered;
+  target: Target;
+  settlement: Settlement;
+  /** The response, given what the settlement charged. */
+  present(charged: Nano): Body;
 }
 
 export interface ChatStreamResponse {
@@ -113,29 +122,37 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   }
 
   async create(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}): Promise<ChatCompletionResponse> {
-    const generation = await this.beginChat(caller, request, context);
+    return this.settled(await this.answer(caller, request, context));
+  }
+
+  /**
+   * Steps 3 and 7-8 of a chat completion: held and answered, not yet settled. A batch line
+   * keeps the answer and its settlement before it settles (ARCHITECTURE section 10).
+   */
+  async answer(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}, options: ReserveOptions = {}): Promise<AnsweredCall<ChatCompletionResponse>> {
+    const generation = await this.beginChat(caller, request, context, options);
     const { target, value: result } = await this.metering.calls.attempt(generation.metered, (target) =>
       target.provider.chatCompletion({ ...upstreamBody(generation.request, target), stream: false }),
     );
     this.measure(target, result.latencyMs, null, result.usage.completionTokens);
-
-    // Step 9: charge the actual cost, or nothing for zero completion tokens (spec 1 rule 3).
-    const settlement = chatSettlement(result.usage, generation.searches);
-    const charged = await this.metering.calls.settle(generation.metered, target, { ...settlement, latencyMs: result.latencyMs, ttftMs: null });
-
-    // Step 10, spec 1 rule 2: our id, the model that answered, and the cost charged.
-    const upstream = result.response;
+    // Step 9's figures: the actual usage, nothing for zero completion tokens (spec 1 rule 3).
+    const settlement: Settlement = { ...chatSettlement(result.usage, generation.searches), latencyMs: result.latencyMs, ttftMs: null };
     const { id } = generation.metered.reservation;
     const { webSearch } = generation;
-    const choices = webSearch
-      ? upstream.choices.map((choice) => (choice.index === 0 ? { ...choice, message: { ...choice.message, annotations: chatAnnotations(choice.message.content, webSearch) } } : choice))
-      : upstream.choices;
-    return {
-      generationId: id,
-      headers: generation.metered.headers,
-      body: { ...upstream, id, model: target.model.id, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
-      webSearch,
+    // Step 10, spec 1 rule 2: our id, the model that answered, and the cost charged.
+    const present = (charged: Nano): ChatCompletionResponse => {
+      const upstream = result.response;
+      const choices = webSearch
+        ? upstream.choices.map((choice) => (choice.index === 0 ? { ...choice, message: { ...choice.message, annotations: chatAnnotations(choice.message.content, webSearch) } } : choice))
+        : upstream.choices;
+      return {
+        generationId: id,
+        headers: generation.metered.headers,
+        body: { ...upstream, id, model: target.model.id, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
+        webSearch,
+      };
     };
+    return { metered: generation.metered, target, settlement, present };
   }
 
   /**
@@ -143,20 +160,26 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * pipeline as chat: hold, fallbacks across the model's providers, settlement.
    */
   async embed(caller: Caller, call: EmbeddingsCall, context: RequestContext = {}): Promise<EmbeddingsAnswer> {
-    const { metered, target, answer, usage, charged } = await this.metering.run(caller, embedOperation, call, {
-      model: call.model,
-      provider: call.provider,
-      body: call.body,
-      user: call.body.user,
-      clientRequestId: context.clientRequestId,
-    });
-    const promptTokens = usage.input ?? 0;
+    return this.settled(await this.answerEmbeddings(caller, call, context));
+  }
+
+  /** Embeddings held and answered, not yet settled (see `answer`). */
+  async answerEmbeddings(caller: Caller, call: EmbeddingsCall, context: RequestContext = {}, options: ReserveOptions = {}): Promise<AnsweredCall<EmbeddingsAnswer>> {
+    const callContext = { model: call.model, provider: call.provider, body: call.body, user: call.body.user, clientRequestId: context.clientRequestId };
+    const { metered, target, answer, settlement } = await this.metering.answer(caller, embedOperation, call, callContext, options);
+    const promptTokens = settlement.usage.input ?? 0;
     const { id } = metered.reservation;
-    return {
+    const present = (charged: Nano): EmbeddingsAnswer => ({
       generationId: id,
       headers: metered.headers,
       body: { ...answer.response, id, model: target.model.id, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, cost: nanoToUsd(charged) } },
-    };
+    });
+    return { metered, target, settlement, present };
+  }
+
+  /** Settles an answered call (step 9) and presents it with what was charged. */
+  async settled<Body>(answered: AnsweredCall<Body>): Promise<Body> {
+    return answered.present(await this.metering.calls.settle(answered.metered, answered.target, answered.settlement));
   }
 
   /**
@@ -219,7 +242,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   }
 
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */
-  private async beginChat(caller: Caller, request: ChatCompletionRequest, context: RequestContext): Promise<Generation> {
+  private async beginChat(caller: Caller, request: ChatCompletionRequest, context: RequestContext, options: ReserveOptions = {}): Promise<Generation> {
     const { models, headers } = this.resolveModels(caller, request);
     const web = context.web ?? null;
     // Spec 1 rule 1 with a web search: its results in the prompt (bounded) and one query at the dearest engine price.
@@ -235,7 +258,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       user: request.safety_identifier ?? request.user,
       clientRequestId: context.clientRequestId,
       preset: context.preset ?? undefined,
-    });
+    }, options);
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };
     return web ? this.webSearch(caller, generation, web) : generation;
   }

@@ -5,7 +5,7 @@ import type { Caller } from '@svc/identity';
 import { LedgerCommand } from '@svc/ledger';
 import type { ModelType } from '@svc/catalog';
 import { ApiError } from '@svc/platform';
-import { MeteredCalls, OwnProviders, routeOperation, runOperation, type CallContext, type Operation, type RoutedModel, type RunResult, type Target } from '@svc/metering';
+import { answerOperation, MeteredCalls, type MeteringDeps, OwnProviders, routeOperation, runOperation, type Answered, type CallContext, type ReserveOptions, type Operation, type RoutedModel, type RunResult, type Target } from '@svc/metering';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites } from '@svc/projections';
@@ -21,6 +21,8 @@ export class Metering {
   /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
   readonly providerStats = new ProviderStats();
   readonly calls: MeteredCalls;
+  /** Decides a command on an account's stream; the caller's next reads then see it. */
+  readonly ledger: MeteringDeps['ledger'];
   private readonly logger = new Logger('metering');
 
   constructor(
@@ -30,6 +32,11 @@ export class Metering {
     rateLimits: RateLimitService,
   ) {
     const { config } = runtime;
+    this.ledger = async (accountId, command, metadata) => {
+      const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
+      reads.wrote(accountId, handled.appended?.position);
+      return handled;
+    };
     this.calls = new MeteredCalls({
       clock: runtime.clock,
       catalog: runtime.catalog,
@@ -37,11 +44,7 @@ export class Metering {
       own: new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs }),
       byokFeePercent: config.byokFeePercent,
       upstreamTimeoutMs: config.upstreamTimeoutMs,
-      ledger: async (accountId, command, metadata) => {
-        const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
-        reads.wrote(accountId, handled.appended?.position);
-        return handled;
-      },
+      ledger: this.ledger,
       tokenLimits: {
         consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await rateLimits.consumePromptTokens(caller, tokens)),
         recordOutput: (caller: Caller, tokens: number) => rateLimits.recordCompletionTokens(caller, tokens),
@@ -54,6 +57,11 @@ export class Metering {
   /** One call of `operation` through the whole pipeline. */
   run<Request, Answer>(caller: Caller, operation: Operation<Request, Answer>, request: Request, context: CallContext): Promise<RunResult<Answer>> {
     return runOperation(this.calls, this.routing(), caller, operation, request, context);
+  }
+
+  /** One call of `operation` held and answered, its settlement left to the caller (a batch line's). */
+  answer<Request, Answer>(caller: Caller, operation: Operation<Request, Answer>, request: Request, context: CallContext, options?: ReserveOptions): Promise<Answered<Answer>> {
+    return answerOperation(this.calls, this.routing(), caller, operation, request, context, options);
   }
 
   /** The model of a one-model call and the providers routing leaves for it. */

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { KeyEnvironment, KeyEvent, KeyRecord, KeyScope, KeySettings, LimitReset, OrgEvent, OrgRole, SecretMatch } from '@svc/identity';
+import type { Caller, KeyEnvironment, KeyEvent, KeyRecord, KeyScope, KeySettings, LimitReset, OrgEvent, OrgRole, SecretMatch } from '@svc/identity';
 import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '../projection';
 
@@ -180,6 +180,31 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
   if (!r) return null;
   const sealedProviderKeys = new Map<string, string>(Object.entries(r.provider_keys ?? {}));
   return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys, promptLogDays: r.prompt_log_days ?? null, presets: new Map(Object.entries(json(r.presets) ?? {})) };
+}
+
+/**
+ * A key as a request would find it, by id: what a job (a batch's lines) runs as, long after the
+ * request that started it. Null when the key is gone, revoked, expired or its organization
+ * inactive at `now`: the job's remaining work is then refused as a request with that key would be.
+ */
+export async function callerOfKey(sql: SqlExecutor, keyId: string, now: Date): Promise<Caller | null> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT k.*,
+            (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
+            (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys,
+            (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days,
+            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets
+       FROM api_keys k
+       LEFT JOIN organizations o ON o.org_id = k.org_id
+       LEFT JOIN org_members m ON m.org_id = k.org_id AND m.account_id = k.created_by
+      WHERE k.key_id = $1`,
+    [keyId],
+  );
+  const r = rows[0];
+  if (!r || r.revoked_at !== null || r.org_active !== true) return null;
+  const key = toRow(r);
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= now.getTime()) return null;
+  return { ...key, sealedProviderKeys: new Map<string, string>(Object.entries(json(r.provider_keys) ?? {})), promptLogDays: r.prompt_log_days ?? null, presets: new Map(Object.entries(json(r.presets) ?? {})) };
 }
 
 export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {

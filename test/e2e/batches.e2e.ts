@@ -1,0 +1,191 @@
+import OpenAI, { toFile } from 'openai';
+import { usdToNano } from '@svc/platform';
+import { api, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { accountWithKey, creditsOf, rejectionOf } from '../support/interfaces';
+import { until } from '../support/until';
+
+type Line = { custom_id: string; method?: string; url: string; body: Record<string, unknown> };
+const chatLine = (id: string, content: string, extra: Record<string, unknown> = {}): Line => ({
+  custom_id: id,
+  url: '/v1/chat/completions',
+  body: { model: 'sim/echo', messages: [{ role: 'user', content }], max_tokens: 50, ...extra },
+});
+const jsonl = (lines: Line[]) => lines.map((l) => JSON.stringify({ method: 'POST', ...l })).join('\n') + '\n';
+const sdkRefusal = (promise: Promise<unknown>) => rejectionOf(promise, OpenAI.APIError);
+const ENDED = ['completed', 'failed', 'expired', 'cancelled'];
+
+/**
+ * Spec 4.11, 3.2 and 1 rule 6, OpenAI's Batch API (WIRE-FORMATS 1.2) through the official SDK:
+ * lines run by the worker of `npm start`, each billed through the metering pipeline at the
+ * catalog's batch discount (50 %), outside the per-minute limits and inside the spend limit.
+ */
+describe('batches (spec 4.11)', () => {
+  let gw: StartedGateway;
+  let client: OpenAI;
+  let call: Call;
+
+  beforeAll(async () => void ({ gw, client, call } = await startWithClient()), 60_000);
+  afterAll(() => stopGateway(gw));
+
+  const sdkFor = (key: string) => new OpenAI({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
+  const upload = async (sdk: OpenAI, lines: Line[]) => sdk.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'input.jsonl'), purpose: 'batch' });
+  const finished = (sdk: OpenAI, id: string) =>
+    until(`batch ${id} to end`, async () => {
+      const batch = await sdk.batches.retrieve(id);
+      return ENDED.includes(batch.status) ? batch : null;
+    }, 30_000);
+  const resultsOf = async (sdk: OpenAI, fileId: string | null | undefined) => {
+    if (!fileId) return [];
+    const text = await (await sdk.files.content(fileId)).text();
+    return text.trim().split('\n').map((l) => JSON.parse(l));
+  };
+  /** Another key of the account (same workspace): it sees the account's batches. */
+  const secondKey = async (accountId: string) => {
+    const root = api(gw.url.replace(/\/v1$/, ''));
+    const created = await root('POST', `/admin/accounts/${accountId}/keys`, { body: {}, headers: { authorization: `Bearer ${gw.keys.admin_token}` } });
+    expect(created.status).toBe(201);
+    return created.json.key as string;
+  };
+  const generation = async (key: string, id: string) => (await call('GET', `/generation?id=${id}`, { key })).json.data;
+
+  it('runs a chat batch from the SDK: every line billed at half the regular price, the balance moved by their sum', async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const before = await creditsOf(call, key);
+    const input = await upload(sdk, [chatLine('a', 'hello there'), chatLine('b', 'a longer question about batches'), chatLine('c', 'third')]);
+    const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { run: 'nightly' } });
+    expect(created).toMatchObject({ id: expect.stringMatching(/^batch_[0-9a-f]{24}$/), object: 'batch', status: 'validating', endpoint: '/v1/chat/completions', input_file_id: input.id, completion_window: '24h', metadata: { run: 'nightly' }, errors: null, output_file_id: null });
+    expect(created.expires_at! - created.created_at).toBe(24 * 3600);
+
+    const batch = await finished(sdk, created.id);
+    expect(batch).toMatchObject({ status: 'completed', request_counts: { total: 3, completed: 3, failed: 0 }, error_file_id: null });
+    for (const field of ['in_progress_at', 'finalizing_at', 'completed_at'] as const) expect(batch[field]).toEqual(expect.any(Number));
+
+    const output = await resultsOf(sdk, batch.output_file_id);
+    expect(output.map((l) => l.custom_id).sort()).toEqual(['a', 'b', 'c']);
+    let sum = 0n;
+    for (const line of output) {
+      expect(line).toMatchObject({ id: expect.stringMatching(/^batch_req_/), response: { status_code: 200, request_id: expect.stringMatching(/^gen-/) }, error: null });
+      const body = line.response.body;
+      expect(body.id).toBe(line.response.request_id);
+      expect(body.choices[0].message.content).toEqual(expect.any(String));
+      const record = await generation(key, body.id);
+      // Spec 1 rule 6: the line pays half the answering provider's price (sim/echo: $2/$8 per M, or $2.50/$10 on the backup), rounded up to the nano.
+      const [input, output] = record.provider === 'sim-backup' ? [2_500n, 10_000n] : [2_000n, 8_000n];
+      const regular = BigInt(body.usage.prompt_tokens) * input + BigInt(body.usage.completion_tokens) * output;
+      const charged = usdToNano(String(record.total_cost));
+      expect(charged).toBe((regular + 1n) / 2n);
+      expect(charged).toBeLessThanOrEqual(regular);
+      expect(usdToNano(String(body.usage.cost))).toBe(charged);
+      expect(record).toMatchObject({ model: 'sim/echo', endpoint: '/v1/chat/completions' });
+      sum += charged;
+    }
+    const after = await creditsOf(call, key);
+    expect(usdToNano(after.balance) - usdToNano(before.balance)).toBe(-sum);
+    expect([after.held, after.open_holds]).toEqual([0, 0]);
+
+    const listed = await sdk.batches.list({ limit: 10 });
+    expect(listed.data.map((b) => b.id)).toContain(created.id);
+  });
+
+  it('runs an embeddings batch the same way', async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const input = await upload(sdk, [{ custom_id: 'e1', url: '/v1/embeddings', body: { model: 'sim/embed', input: 'one text' } }, { custom_id: 'e2', url: '/v1/embeddings', body: { model: 'sim/embed', input: ['two', 'texts'] } }]);
+    const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    const batch = await finished(sdk, created.id);
+    expect(batch.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    const output = await resultsOf(sdk, batch.output_file_id);
+    const e2 = output.find((l) => l.custom_id === 'e2');
+    expect(e2.response.body.data).toHaveLength(2);
+    expect(e2.response.body.usage.cost).toBeGreaterThan(0);
+  });
+
+  it('fails a line alone with the error its endpoint would give, billing nothing for it', async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const before = await creditsOf(call, key);
+    const input = await upload(sdk, [chatLine('ok', 'fine'), chatLine('bad-model', 'x', { model: 'no/such-model' }), chatLine('no-messages', 'x', { messages: 'nope' }), chatLine('upstream', '#sim {"fail": 400}\nhi')]);
+    const batch = await finished(sdk, (await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(batch).toMatchObject({ status: 'completed', request_counts: { total: 4, completed: 1, failed: 3 } });
+    const errors = await resultsOf(sdk, batch.error_file_id);
+    const byId = Object.fromEntries(errors.map((l) => [l.custom_id, l]));
+    expect(byId['bad-model'].response).toMatchObject({ status_code: 404, body: { error: { code: 'model_not_found', param: 'model' } } });
+    expect(byId['no-messages'].response).toMatchObject({ status_code: 400, body: { error: { type: 'invalid_request_error', param: 'messages' } } });
+    expect(byId.upstream.response.status_code).toBe(400);
+    expect(byId.upstream.error).toBeNull();
+    const [ok] = await resultsOf(sdk, batch.output_file_id);
+    const after = await creditsOf(call, key);
+    expect(usdToNano(before.balance) - usdToNano(after.balance)).toBe(usdToNano(String(ok.response.body.usage.cost)));
+  });
+
+  it('a line whose hold the balance cannot cover fails alone with 402; the others run', async () => {
+    const { key } = await accountWithKey(gw, 0.01);
+    const sdk = sdkFor(key);
+    const input = await upload(sdk, [chatLine('small-1', 'a'), chatLine('huge', 'b', { max_tokens: 100_000 }), chatLine('small-2', 'c')]);
+    const batch = await finished(sdk, (await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(batch.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
+    const [huge] = await resultsOf(sdk, batch.error_file_id);
+    expect(huge).toMatchObject({ custom_id: 'huge', response: { status_code: 402, body: { error: { code: 'insufficient_quota' } } }, error: null });
+    expect((await resultsOf(sdk, batch.output_file_id)).map((l) => l.custom_id).sort()).toEqual(['small-1', 'small-2']);
+  });
+
+  it("ignores the key's requests per minute but keeps its spend limit (spec 1 rule 6)", async () => {
+    const { accountId, key: twoRpm } = await accountWithKey(gw, 5, { rpm_limit: 2 });
+    const sdk = sdkFor(twoRpm);
+    const input = await upload(sdk, Array.from({ length: 6 }, (_, i) => chatLine(`r${i}`, `line ${i}`)));
+    const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    // The key's two requests of this minute are spent: a direct call is refused, the batch's six lines are not.
+    const direct = await sdkRefusal(sdk.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'x' }] }));
+    expect(direct.status).toBe(429);
+    const watcher = sdkFor(await secondKey(accountId));
+    expect((await finished(watcher, created.id)).request_counts).toEqual({ total: 6, completed: 6, failed: 0 });
+
+    // A spend limit below one line's worst case: every line is refused by it, and nothing is billed.
+    const { key: capped } = await accountWithKey(gw, 5, { limit: 0.0001 });
+    const cappedSdk = sdkFor(capped);
+    const before = await creditsOf(call, capped);
+    const refused = await finished(cappedSdk, (await cappedSdk.batches.create({ input_file_id: (await upload(cappedSdk, [chatLine('a', 'x'), chatLine('b', 'y')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(refused.request_counts).toEqual({ total: 2, completed: 0, failed: 2 });
+    for (const line of await resultsOf(cappedSdk, refused.error_file_id)) expect(line.response).toMatchObject({ status_code: 429, body: { error: { type: 'insufficient_quota' } } });
+    expect(await creditsOf(call, capped)).toEqual(before);
+  });
+
+  it('refuses bad input with a 400 naming the field, creating and billing nothing', async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const before = await creditsOf(call, key);
+    const good = await upload(sdk, [chatLine('a', 'x')]);
+    const cases: [Record<string, unknown>, string, string?][] = [
+      [{ input_file_id: 'file-000000000000000000000000', endpoint: '/v1/chat/completions', completion_window: '24h' }, 'input_file_id', 'file_not_found'],
+      [{ input_file_id: good.id, endpoint: '/v1/chat/completions', completion_window: '48h' }, 'completion_window'],
+      [{ input_file_id: good.id, endpoint: '/v1/images/generations', completion_window: '24h' }, 'endpoint'],
+      [{ input_file_id: good.id, endpoint: '/v1/embeddings', completion_window: '24h' }, 'input_file_id', 'url_mismatch'],
+      [{ input_file_id: good.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { n: 1 } }, 'metadata.n'],
+      [{ endpoint: '/v1/chat/completions', completion_window: '24h' }, 'input_file_id', 'missing_required_parameter'],
+    ];
+    for (const [body, param, code] of cases) {
+      const err = await sdkRefusal(sdk.batches.create(body as never));
+      expect([err.status, err.error]).toEqual([400, expect.objectContaining({ type: 'invalid_request_error', param, ...(code ? { code } : {}) })]);
+    }
+    const mixed = await upload(sdk, [chatLine('a', 'x'), { ...chatLine('b', 'y'), url: '/v1/embeddings' }]);
+    const err = await sdkRefusal(sdk.batches.create({ input_file_id: mixed.id, endpoint: '/v1/chat/completions', completion_window: '24h' }));
+    expect(err.error).toMatchObject({ code: 'url_mismatch', param: 'input_file_id', message: expect.stringContaining('Line 2: url is "/v1/embeddings"') });
+    // A non-JSONL file never becomes a file at all.
+    const notJsonl = await sdkRefusal(sdk.files.create({ file: await toFile(Buffer.from('not json\n'), 'x.jsonl'), purpose: 'batch' }));
+    expect([notJsonl.status, (notJsonl.error as any).param]).toEqual([400, 'file']);
+    expect((await sdk.batches.list()).data).toEqual([]);
+    expect(await creditsOf(call, key)).toEqual(before);
+  });
+
+  it('5,001 lines fail validation; 404 for a batch of another workspace', async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const many = Array.from({ length: 5001 }, (_, i) => chatLine(`r${i}`, 'x'));
+    const err = await sdkRefusal(sdk.batches.create({ input_file_id: (await upload(sdk, many)).id, endpoint: '/v1/chat/completions', completion_window: '24h' }));
+    expect(err.error).toMatchObject({ code: 'too_many_tasks', param: 'input_file_id' });
+    const mine = await client.batches.create({ input_file_id: (await upload(client, [chatLine('a', 'x')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const notFound = await sdkRefusal(sdk.batches.retrieve(mine.id));
+    expect([notFound.status, (notFound.error as any).code]).toEqual([404, 'batch_not_found']);
+  });
+});
