@@ -208,7 +208,7 @@ describe('catalog', () => {
       { providers: { up: { ...base.providers.up, adapter: 'cohere' } }, models: [model({ type: 'chat' })] },
       'models[0].providers[0].provider: up uses the cohere adapter, which declares no chat operation (it serves: rerank)',
     ],
-    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation)'],
+    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation, video)'],
     [{ ...base, providers: { up: { ...base.providers.up, adapter: 'jina', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],

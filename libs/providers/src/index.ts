@@ -1,6 +1,6 @@
 /**
  * Upstream providers: one folder each (`openai/`, `anthropic/`, `cohere/`, `jina/`, `searxng/`,
- * `tavily/`) declaring the operations it serves with their request mappings, the registry that
+ * `tavily/`, `videorouter/`) declaring the operations it serves with their request mappings, the registry that
  * names them, the known fields of every operation, the shared transport, token counting and the
  * simulated upstream.
  */
@@ -10,12 +10,14 @@ export { CohereRerankAdapter } from './cohere';
 export { JinaRerankAdapter } from './jina';
 export { SearxngSearchAdapter } from './searxng';
 export { TavilySearchAdapter } from './tavily';
+export { VideoRouterAdapter } from './videorouter';
 export { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
 export { knownParameters, mapParameters, MODEL_TYPE_OPERATIONS, OPERATIONS, PARAMETERS, type OperationName, type ParameterConfig, type ParameterOf } from './operations';
 export {
   excludesReasoning,
   normalizeUsage,
   OPERATION_METHODS,
+  VIDEO_STATUSES,
   type AdapterOptions,
   type AudioForm,
   type BinaryResult,
@@ -30,6 +32,10 @@ export {
   type SearchBody,
   type SearchHit,
   type SearchResult,
+  type VideoJob,
+  type VideoJobRequest,
+  type VideoStatus,
+  type VideoVariant,
 } from './provider';
 export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget, truncateToTokens } from './tokens';
 export { ProviderError, type ProviderErrorInit, type ProviderErrorKind } from './provider-error';

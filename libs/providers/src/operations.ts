@@ -5,7 +5,7 @@
  * config maps fields of it, and only of it, to its own wire format, in the manner of Portkey's
  * `ParameterConfig`: a known field a provider's config leaves out is not sent to that provider.
  */
-export const OPERATIONS = ['chat', 'embed', 'image', 'speech', 'transcription', 'translation', 'rerank', 'moderation', 'search'] as const;
+export const OPERATIONS = ['chat', 'embed', 'image', 'speech', 'transcription', 'translation', 'rerank', 'moderation', 'search', 'video'] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
 export const PARAMETERS = {
@@ -32,6 +32,8 @@ export const PARAMETERS = {
   moderation: ['model', 'input', 'provider'],
   /** Spec 4.14 (`max_tokens_per_page` is applied by the gateway to what the engine returns). */
   search: ['model', 'query', 'search_tool_name', 'max_results', 'search_domain_filter', 'country', 'max_tokens_per_page', 'provider'],
+  /** Spec 4.15: POST /videos (`seconds` a number or numeric string; `size` or `aspect_ratio`). */
+  video: ['model', 'prompt', 'seconds', 'size', 'aspect_ratio', 'resolution', 'image_url', 'provider'],
 } as const satisfies Record<OperationName, readonly string[]>;
 
 export type ParameterOf<O extends OperationName> = (typeof PARAMETERS)[O][number];
@@ -79,8 +81,8 @@ export function sameNames<O extends OperationName>(fields: readonly ParameterOf<
 
 /**
  * The operations that serve each catalog model type. A route's provider must declare at least
- * one of its model's type (checked when the catalog loads). Types absent here (video) have no
- * operation yet: their models are listed, not called.
+ * one of its model's type (checked when the catalog loads). A type absent here would have no
+ * operation: its models would be listed, not called (every type has one now).
  */
 export const MODEL_TYPE_OPERATIONS: Readonly<Record<string, readonly OperationName[]>> = {
   chat: ['chat'],
@@ -90,4 +92,5 @@ export const MODEL_TYPE_OPERATIONS: Readonly<Record<string, readonly OperationNa
   rerank: ['rerank'],
   moderation: ['moderation'],
   search: ['search'],
+  video: ['video'],
 };

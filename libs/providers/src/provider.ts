@@ -53,6 +53,54 @@ export interface ChatProvider {
   images?(body: object, signal?: AbortSignal): Promise<JsonResult>;
   speech?(body: object, signal?: AbortSignal): Promise<BinaryResult>;
   transcribe?(kind: 'transcriptions' | 'translations', form: AudioForm, signal?: AbortSignal): Promise<BinaryResult>;
+  /**
+   * Spec 4.15 and 3.1: a video job is started by createVideo and followed by getVideo until it is
+   * `completed` or `failed`; only video adapters (`openai`, `videorouter`) have these.
+   */
+  createVideo?(body: VideoJobRequest, signal?: AbortSignal): Promise<VideoJob>;
+  getVideo?(id: string, signal?: AbortSignal): Promise<VideoJob>;
+  /** Stops the job; idempotent: a job already finished (or already cancelled) is not an error. */
+  cancelVideo?(id: string, signal?: AbortSignal): Promise<void>;
+  /** The clip (`video/mp4`) or its poster image, once the job has completed. */
+  videoContent?(id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult>;
+}
+
+/**
+ * A video request in the gateway's terms (spec 4.15), already checked against the model: the
+ * upstream model id, `seconds` as a number, and `size` (`WxH`) or `aspect_ratio` (`16:9`) with
+ * `resolution` (`720p`), each null when not given. Each adapter turns it into its own fields.
+ */
+export interface VideoJobRequest {
+  model: string;
+  prompt: string;
+  seconds: number;
+  size: string | null;
+  aspect_ratio: string | null;
+  resolution: string | null;
+  /** A public https URL of the first frame. */
+  image_url: string | null;
+}
+
+/** Spec 2.4's statuses; `cancelled` only from providers that can cancel. */
+export const VIDEO_STATUSES = ['queued', 'in_progress', 'completed', 'failed', 'cancelled'] as const;
+export type VideoStatus = (typeof VIDEO_STATUSES)[number];
+export type VideoVariant = 'video' | 'thumbnail';
+
+/** A provider's video job, whatever its wire format. */
+export interface VideoJob {
+  /** The provider's own id, for getVideo, cancelVideo and videoContent. */
+  id: string;
+  status: VideoStatus;
+  /** Whole percent, 0-100. */
+  progress: number;
+  /** Set when the provider reports why the job failed. */
+  error: { code: string; message: string } | null;
+  /** What the provider charged, exact in nano-USD, where it reports it (a router's `usage.cost`); null where it does not (OpenAI). */
+  costNano: bigint | null;
+  /** How long the provider asks to wait before the next poll (`openai-poll-after-ms`), or null. */
+  pollAfterMs: number | null;
+  /** A direct MP4 URL, where the provider gives one. */
+  url: string | null;
 }
 
 /** A rerank request in the gateway's terms (Cohere's, which Jina's extends). */
@@ -172,4 +220,5 @@ export const OPERATION_METHODS = {
   rerank: 'rerank',
   moderation: 'moderations',
   search: 'search',
+  video: 'createVideo',
 } as const satisfies Record<OperationName, keyof ChatProvider>;

@@ -13,7 +13,7 @@ describe('provider declarations', () => {
     const client = createChatProvider(adapter, options) as unknown as Record<string, unknown>;
     const declared = new Set(operationsOf(adapter).map((o) => OPERATION_METHODS[o]));
     for (const method of declared) expect(typeof client[method]).toBe('function');
-    for (const method of ['images', 'speech', 'transcribe', 'rerank', 'moderations', 'search']) {
+    for (const method of ['images', 'speech', 'transcribe', 'rerank', 'moderations', 'search', 'createVideo']) {
       if (!declared.has(method as never)) expect(client[method]).toBeUndefined();
     }
   });
@@ -26,15 +26,26 @@ describe('provider declarations', () => {
   });
 
   it('declares what each wire format serves', () => {
-    expect(operationsOf('openai').sort()).toEqual(['chat', 'embed', 'image', 'moderation', 'speech', 'transcription', 'translation']);
+    expect(operationsOf('openai').sort()).toEqual(['chat', 'embed', 'image', 'moderation', 'speech', 'transcription', 'translation', 'video']);
     expect(operationsOf('anthropic')).toEqual(['chat']);
     expect(operationsOf('cohere')).toEqual(['rerank']);
     expect(operationsOf('jina')).toEqual(['rerank']);
     expect(operationsOf('searxng')).toEqual(['search']);
     expect(operationsOf('tavily')).toEqual(['search']);
+    expect(operationsOf('videorouter')).toEqual(['video']);
   });
 
-  it('a model type is served by an adapter declaring one of its operations; types with no operation yet are listed anywhere', () => {
+  it.each(['openai', 'videorouter'] as const)('%s: a video client has every video method, the others none', (adapter) => {
+    const methods = ['createVideo', 'getVideo', 'cancelVideo', 'videoContent'];
+    const client = createChatProvider(adapter, options) as unknown as Record<string, unknown>;
+    for (const method of methods) expect(typeof client[method]).toBe('function');
+    for (const other of ADAPTERS.filter((a) => !operationsOf(a).includes('video'))) {
+      const without = createChatProvider(other, options) as unknown as Record<string, unknown>;
+      for (const method of methods) expect({ other, method, present: without[method] !== undefined }).toEqual({ other, method, present: false });
+    }
+  });
+
+  it('a model type is served by an adapter declaring one of its operations', () => {
     expect(servesModelType('openai', 'audio')).toBe(true);
     expect(servesModelType('anthropic', 'embedding')).toBe(false);
     expect(servesModelType('cohere', 'rerank')).toBe(true);
@@ -43,10 +54,15 @@ describe('provider declarations', () => {
     expect(servesModelType('tavily', 'search')).toBe(true);
     expect(servesModelType('openai', 'search')).toBe(false);
     expect(servesModelType('tavily', 'chat')).toBe(false);
-    expect(servesModelType('anthropic', 'video')).toBe(true);
+    expect(servesModelType('openai', 'video')).toBe(true);
+    expect(servesModelType('videorouter', 'video')).toBe(true);
+    expect(servesModelType('anthropic', 'video')).toBe(false);
+    expect(servesModelType('videorouter', 'chat')).toBe(false);
+    // A type no operation serves is listed only, wherever it is routed.
+    expect(servesModelType('anthropic', 'hologram')).toBe(true);
   });
 
-  it.each(['cohere', 'searxng', 'tavily'] as const)('%s refuses the ChatProvider methods it does not serve with a 400 naming the operation', async (adapter) => {
+  it.each(['cohere', 'searxng', 'tavily', 'videorouter'] as const)('%s refuses the ChatProvider methods it does not serve with a 400 naming the operation', async (adapter) => {
     const client = createChatProvider(adapter, options);
     const serves = operationsOf(adapter)[0];
     expect(() => client.chatCompletion({})).toThrow(`a ${serves} provider does not serve chat completions`);
@@ -74,6 +90,19 @@ describe('request mapping', () => {
     const body = { model: 'm', query: 'q', max_results: 3, search_domain_filter: ['-a.com', '-B.org'], country: 'FR', max_tokens_per_page: 100 };
     expect(mapParameters(PROVIDERS.searxng.operations.search!, body)).toEqual({ q: 'q' });
     expect(mapParameters(PROVIDERS.tavily.operations.search!, body)).toEqual({ query: 'q', max_results: 3, exclude_domains: ['a.com', 'b.org'], country: 'france' });
+  });
+
+  it('video: OpenAI takes seconds as a string, an aspect ratio as its size, the image as input_reference; the router takes duration and derives the ratio from a size', () => {
+    const body = { model: 'm', prompt: 'p', seconds: 8, aspect_ratio: '9:16', image_url: 'https://x/a.png', provider: { order: ['a'] } };
+    expect(mapParameters(PROVIDERS.openai.operations.video!, body)).toEqual({ model: 'm', prompt: 'p', seconds: '8', size: '720x1280', input_reference: { image_url: 'https://x/a.png' } });
+    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '16:9', resolution: '1024p' })).toMatchObject({ size: '1792x1024' });
+    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '9:16', resolution: '1080p' })).toMatchObject({ size: '1024x1792' });
+    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, resolution: '480p' })).toThrow(expect.objectContaining({ status: 400, message: expect.stringContaining('not 9:16 480p') }));
+    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, size: '1280x720' })).toMatchObject({ size: '1280x720' });
+    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '1:1' })).toThrow(expect.objectContaining({ kind: 'http', status: 400, message: expect.stringContaining('not 1:1 720p') }));
+    expect(mapParameters(PROVIDERS.videorouter.operations.video!, body)).toEqual({ model: 'm', prompt: 'p', duration: 8, aspect_ratio: '9:16', image_url: 'https://x/a.png' });
+    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080' })).toEqual({ model: 'm', prompt: 'p', duration: 4, aspect_ratio: '16:9', resolution: '1080p' });
+    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080', resolution: '720p' })).toMatchObject({ aspect_ratio: '16:9', resolution: '720p' });
   });
 
   it('rerank: return_documents is the gateway\'s own and is not sent', () => {

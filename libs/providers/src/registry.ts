@@ -7,8 +7,9 @@ import { MODEL_TYPE_OPERATIONS, type OperationName } from './operations';
 import type { AdapterOptions, ChatProvider, ProviderDeclaration } from './provider';
 import { searxng } from './searxng';
 import { tavily } from './tavily';
+import { videorouter } from './videorouter';
 
-export const PROVIDERS = { openai, anthropic, cohere, jina, searxng, tavily } as const satisfies Record<string, ProviderDeclaration>;
+export const PROVIDERS = { openai, anthropic, cohere, jina, searxng, tavily, videorouter } as const satisfies Record<string, ProviderDeclaration>;
 export type AdapterName = keyof typeof PROVIDERS;
 export const ADAPTERS = Object.keys(PROVIDERS) as AdapterName[];
 
@@ -24,7 +25,7 @@ export function operationsOf(adapter: AdapterName): OperationName[] {
 
 /**
  * Whether an adapter can serve models of a catalog type: it declares one of the type's
- * operations. A type with no operation yet (video) is listed only, so any adapter may carry it.
+ * operations. A type with no operation would be listed only, so any adapter could carry it.
  */
 export function servesModelType(adapter: AdapterName, type: string): boolean {
   const wanted = MODEL_TYPE_OPERATIONS[type];

@@ -1,6 +1,6 @@
 /**
  * What the upstreams that serve one operation share (rerank in `cohere/` and `jina/`, search in
- * `searxng/` and `tavily/`): where and how they are called, and a refusal of the methods every
+ * `searxng/` and `tavily/`, video in `videorouter/`): where and how they are called, and a refusal of the methods every
  * ChatProvider has but they do not serve. They declare no other operation, so the catalog never
  * routes another model type to them; the refusals only guard against a wiring mistake.
  */

@@ -3,6 +3,7 @@
  * call, and every failure turned into a ProviderError that says whether a retry or a fallback
  * model makes sense.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request, type Dispatcher, FormData } from 'undici';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
@@ -19,13 +20,36 @@ export function getJsonUpstream(url: string, headers: Record<string, string>, ti
   return jsonUpstream((deadline) => callUpstream('GET', url, { ...headers, accept: 'application/json' }, undefined, deadline), timeoutMs, signal);
 }
 
-async function jsonUpstream(send: (deadline: Deadline) => Promise<UpstreamBody>, timeoutMs: number, signal: AbortSignal | undefined) {
+/**
+ * Any method, a JSON payload or none, and the JSON answer with its headers, for upstreams whose
+ * answers say more in headers (`openai-poll-after-ms`) or that want DELETE.
+ */
+export function sendJsonUpstream(method: UpstreamMethod, url: string, headers: Record<string, string>, payload: object | undefined, timeoutMs: number, signal?: AbortSignal) {
+  return jsonUpstream((deadline) => callUpstream(method, url, { ...headers, accept: 'application/json' }, payload, deadline), timeoutMs, signal);
+}
+
+/** GETs a binary body (a video, an image) whole, with the content type the upstream gave it. */
+export async function getBinaryUpstream(url: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal) {
+  const started = performance.now();
+  const deadline = new Deadline(timeoutMs, signal);
+  try {
+    const answer = await callUpstream('GET', url, headers, undefined, deadline);
+    const bytes = Buffer.from(await answer.arrayBuffer());
+    return { bytes, contentType: answer.contentType ?? 'application/octet-stream', latencyMs: performance.now() - started };
+  } catch (error) {
+    throw deadline.failure(error);
+  } finally {
+    deadline.dispose();
+  }
+}
+
+async function jsonUpstream(send: (deadline: Deadline) => Promise<UpstreamAnswer>, timeoutMs: number, signal: AbortSignal | undefined) {
   const started = performance.now();
   const deadline = new Deadline(timeoutMs, signal);
   try {
     const answer = await send(deadline);
     const json = parseJson(await answer.text());
-    return { json, latencyMs: performance.now() - started };
+    return { json, latencyMs: performance.now() - started, headers: answer.upstreamHeaders };
   } catch (error) {
     throw deadline.failure(error);
   } finally {
@@ -35,6 +59,9 @@ async function jsonUpstream(send: (deadline: Deadline) => Promise<UpstreamBody>,
 
 /** A Node Readable with `text()`. Read it to the end or destroy it: until then its socket stays taken. */
 export type UpstreamBody = Dispatcher.ResponseData['body'];
+/** A 2xx answer's body, with its content type and every header. */
+export type UpstreamAnswer = UpstreamBody & { contentType?: string; upstreamHeaders: IncomingHttpHeaders };
+export type UpstreamMethod = 'GET' | 'POST' | 'DELETE';
 
 /**
  * One keep-alive pool for every upstream: undici's request() rather than fetch(), which spends
@@ -52,11 +79,11 @@ const USER_AGENT = 'svc-gateway/0.1';
  * POSTs JSON to an upstream under the deadline and returns the body of a 2xx answer; any other
  * status becomes a ProviderError. An abort of the deadline's signal destroys the body too.
  */
-export function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+export function postUpstream(url: string, headers: Record<string, string>, payload: object, deadline: Deadline): Promise<UpstreamAnswer> {
   return callUpstream('POST', url, headers, payload, deadline);
 }
 
-async function callUpstream(method: 'GET' | 'POST', url: string, headers: Record<string, string>, payload: object | undefined, deadline: Deadline): Promise<UpstreamBody & { contentType?: string }> {
+async function callUpstream(method: UpstreamMethod, url: string, headers: Record<string, string>, payload: object | undefined, deadline: Deadline): Promise<UpstreamAnswer> {
   const { statusCode, body, headers: answered } = await request(url, {
     method,
     // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
@@ -75,7 +102,7 @@ async function callUpstream(method: 'GET' | 'POST', url: string, headers: Record
   const type = answered['content-type'];
   const contentType = Array.isArray(type) ? type[0] : type;
   if (statusCode < 200 || statusCode > 299) throw await httpError(statusCode, body, contentType);
-  return Object.assign(body, { contentType });
+  return Object.assign(body, { contentType, upstreamHeaders: answered as IncomingHttpHeaders });
 }
 
 /**

@@ -8,10 +8,23 @@ import type { Dispatcher } from 'undici';
 import { FormData } from 'undici';
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
-import { excludesReasoning, normalizeUsage, type AudioForm, type BinaryResult, type ChatCompletionResult, type ChatProvider, type EmbeddingsResult, type JsonResult } from '../provider';
+import {
+  excludesReasoning,
+  normalizeUsage,
+  type AudioForm,
+  type BinaryResult,
+  type ChatCompletionResult,
+  type ChatProvider,
+  type EmbeddingsResult,
+  type JsonResult,
+  type VideoJob,
+  type VideoJobRequest,
+  type VideoVariant,
+} from '../provider';
 import { ProviderError } from '../provider-error';
 import { readSse } from '../sse';
-import { Deadline, DEFAULT_TIMEOUT_MS, invalidResponse, parseJson, postJsonUpstream, postUpstream, type UpstreamBody } from '../transport';
+import { Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
+import { givenFields, videoJobFrom } from '../video';
 import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from '../wire';
 import { OPENAI_PARAMETERS } from './parameters';
 
@@ -175,6 +188,46 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     }
   }
 
+  /**
+   * Spec 4.15 on OpenAI's Videos API (WIRE-FORMATS 2): `POST /videos` as JSON, the answer's
+   * Video object as a VideoJob. OpenAI reports no cost (costNano null) and no URL.
+   */
+  async createVideo(body: VideoJobRequest, signal?: AbortSignal): Promise<VideoJob> {
+    const payload = mapParameters(OPENAI_PARAMETERS.video, givenFields(body));
+    const { json, headers } = await sendJsonUpstream('POST', `${this.baseUrl}/videos`, this.headers, payload, this.timeoutMs, signal);
+    return openAiVideoJob(json, headers);
+  }
+
+  async getVideo(id: string, signal?: AbortSignal): Promise<VideoJob> {
+    const { json, headers } = await sendJsonUpstream('GET', this.videoUrl(id), this.headers, undefined, this.timeoutMs, signal);
+    return openAiVideoJob(json, headers);
+  }
+
+  /**
+   * OpenAI has no cancel: DELETE /videos/{id} is the nearest, and it removes the video as well
+   * (WIRE-FORMATS 2 says OpenAI deletes only finished ones; an upstream that refuses to delete a
+   * running job makes this a ProviderError). A 404 means it is already gone, which is what a
+   * repeated cancel finds: not an error.
+   */
+  async cancelVideo(id: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await sendJsonUpstream('DELETE', this.videoUrl(id), this.headers, undefined, this.timeoutMs, signal);
+    } catch (error) {
+      if (error instanceof ProviderError && error.kind === 'http' && error.status === 404) return;
+      throw error;
+    }
+  }
+
+  /** `GET /videos/{id}/content?variant=`; OpenAI's SDK asks with `Accept: application/binary`. */
+  async videoContent(id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult> {
+    const { 'content-type': _json, ...headers } = this.headers;
+    return getBinaryUpstream(`${this.videoUrl(id)}/content?variant=${variant}`, { ...headers, accept: 'application/binary' }, this.timeoutMs, signal);
+  }
+
+  private videoUrl(id: string): string {
+    return `${this.baseUrl}/videos/${encodeURIComponent(id)}`;
+  }
+
   private postJson(path: string, payload: object, signal: AbortSignal | undefined) {
     return postJsonUpstream(this.baseUrl + path, this.headers, payload, this.timeoutMs, signal);
   }
@@ -190,6 +243,11 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
  */
 export const OpenAiCompatibleProvider = OpenAiCompatibleAdapter;
 export type OpenAiCompatibleProvider = ChatProvider;
+
+/** OpenAI's Video object: `{id, object: "video", status, progress, error: {code, message} | null, ...}`. */
+function openAiVideoJob(json: unknown, headers: Parameters<typeof videoJobFrom>[1]): VideoJob {
+  return videoJobFrom(json, headers, 'OpenAI', () => ({}));
+}
 
 function streamedError(chunk: Record<string, unknown>): ProviderError {
   const error = chunk.error as Record<string, unknown>;

@@ -1,6 +1,6 @@
 /**
  * OpenAI's wire format, spoken by OpenAI, OpenRouter, vLLM, Ollama, llama.cpp and the simulator:
- * every operation but rerank.
+ * every operation but rerank and search.
  */
 import type { ProviderDeclaration } from '../provider';
 import { OpenAiCompatibleAdapter } from './client';
@@ -15,6 +15,7 @@ export const openai: ProviderDeclaration = {
     transcription: OPENAI_PARAMETERS.transcription,
     translation: OPENAI_PARAMETERS.translation,
     moderation: OPENAI_PARAMETERS.moderation,
+    video: OPENAI_PARAMETERS.video,
   },
   client: (options) => new OpenAiCompatibleAdapter(options),
 };

@@ -5,6 +5,7 @@
  */
 import { isRecord } from '../json';
 import { sameNames, type ParameterConfig } from '../operations';
+import { ProviderError } from '../provider-error';
 
 /** OpenAI's own chat API. */
 const OPENAI_CHAT: ParameterConfig<'chat'> = {
@@ -18,6 +19,40 @@ const OPENAI_CHAT: ParameterConfig<'chat'> = {
   // the `:thinking` suffix sets) becomes it unless the caller gave it. `reasoning.max_tokens`
   // has no OpenAI equivalent and stays behind.
   reasoning: (value, body) => (isRecord(value) && typeof value.effort === 'string' && body.reasoning_effort == null ? { reasoning_effort: value.effort } : undefined),
+};
+
+/**
+ * The sizes OpenAI's Videos API takes (WIRE-FORMATS 2), by the gateway's aspect ratio and
+ * resolution: sora-2's 720p, and sora-2-pro's larger 1792x1024, whose short side is 1024. A
+ * catalog that lists 1080p for such a model gets that larger size, the nearest OpenAI has.
+ */
+const OPENAI_VIDEO_SIZES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  '16:9': { '720p': '1280x720', '1024p': '1792x1024', '1080p': '1792x1024' },
+  '9:16': { '720p': '720x1280', '1024p': '1024x1792', '1080p': '1024x1792' },
+};
+
+/** The OpenAI `size` for an aspect ratio (and resolution, 720p when not given); anything else is refused before calling. */
+export function openAiVideoSize(aspectRatio: string, resolution: unknown): string {
+  const size = OPENAI_VIDEO_SIZES[aspectRatio]?.[typeof resolution === 'string' ? resolution : '720p'];
+  if (size === undefined) {
+    const known = Object.entries(OPENAI_VIDEO_SIZES).flatMap(([ratio, sizes]) => Object.keys(sizes).map((r) => `${ratio} ${r}`));
+    throw new ProviderError({ kind: 'http', status: 400, message: `OpenAI videos come in ${known.join(', ')}, not ${aspectRatio} ${resolution ?? '720p'}` });
+  }
+  return size;
+}
+
+/**
+ * OpenAI's POST /videos (WIRE-FORMATS 2): `seconds` a string ("4", "8", "12"), the picture as
+ * `size`, a first frame as `input_reference: {image_url}`. An aspect ratio becomes the size it
+ * names when no size is given; a resolution alone says nothing OpenAI takes.
+ */
+const OPENAI_VIDEO: ParameterConfig<'video'> = {
+  model: 'model',
+  prompt: 'prompt',
+  seconds: (value) => ({ seconds: String(value) }),
+  size: 'size',
+  aspect_ratio: (value, body) => (body.size == null ? { size: openAiVideoSize(value as string, body.resolution) } : undefined),
+  image_url: (value) => ({ input_reference: { image_url: value } }),
 };
 
 /**
@@ -37,4 +72,5 @@ export const OPENAI_PARAMETERS = {
   transcription: sameNames<'transcription'>(['model', 'language', 'prompt', 'response_format', 'temperature', 'timestamp_granularities[]']),
   translation: sameNames<'translation'>(['model', 'prompt', 'response_format', 'temperature']),
   moderation: sameNames<'moderation'>(['model', 'input']),
+  video: OPENAI_VIDEO,
 } as const;

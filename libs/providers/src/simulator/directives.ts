@@ -28,6 +28,12 @@
  * - `{"malformed_json": true}`: content is JSON cut short, `{"answer": "<echo>", "items": [1, 2,`,
  *   for the response-healing plugin.
  *
+ * - `{"fail": true}` (a boolean, not a status): on the video routes (./videos.ts), the job
+ *   is accepted and then fails once half done: status `failed`, error `{code:
+ *   "video_generation_failed", message}`. Every other route accepts it and ignores it.
+ * - `{"stall": true}`: on the video routes, the job stays `in_progress` until it is cancelled
+ *   (or deleted); every other route accepts it and ignores it.
+ *
  * - `{"empty": true}`: an answer with nothing in it, on the media, rerank and search routes:
  *   images `data: []`, speech audio of no samples, a transcript `text: ""` with no segments,
  *   rerank, moderations and search `results: []`. Chat and embeddings ignore it.
@@ -45,7 +51,8 @@
 import { isRecord } from '../json';
 
 export interface SimDirectives {
-  fail?: number;
+  /** A status fails the request; `true` fails a video job after it started. */
+  fail?: number | true;
   fail_models?: Record<string, number>;
   fail_search?: number;
   delay_ms?: number;
@@ -57,6 +64,7 @@ export interface SimDirectives {
   tool_call?: { name: string; arguments?: Record<string, unknown> };
   malformed_json?: boolean;
   empty?: boolean;
+  stall?: boolean;
 }
 
 export class DirectiveError extends Error {}
@@ -65,7 +73,7 @@ const isCount = (v: unknown) => Number.isInteger(v) && (v as number) >= 0;
 const isFailStatus = (v: unknown) => Number.isInteger(v) && (v as number) >= 400 && (v as number) <= 599;
 
 const VALID: { [K in keyof Required<SimDirectives>]: (value: unknown) => boolean } = {
-  fail: isFailStatus,
+  fail: (v) => v === true || isFailStatus(v),
   fail_models: (v) => isRecord(v) && Object.values(v).every(isFailStatus),
   fail_search: isFailStatus,
   delay_ms: isCount,
@@ -77,6 +85,7 @@ const VALID: { [K in keyof Required<SimDirectives>]: (value: unknown) => boolean
   tool_call: (v) => isRecord(v) && typeof v.name === 'string' && v.name !== '' && (v.arguments === undefined || isRecord(v.arguments)),
   malformed_json: (v) => typeof v === 'boolean',
   empty: (v) => typeof v === 'boolean',
+  stall: (v) => typeof v === 'boolean',
 };
 
 const PREFIX = '#sim ';
@@ -106,8 +115,9 @@ export function parseDirectives(text: string): { directives: SimDirectives; text
   return { directives: directives as SimDirectives, text: kept.join('\n').trim() };
 }
 
-/** The status a request for `model` must fail with (`fail`, else `fail_models`), if any. */
+/** The status a request for `model` must fail with (`fail` as a status, else `fail_models`), if any. */
 export function failureFor(directives: SimDirectives, model: string): number | undefined {
   const perModel = directives.fail_models;
-  return directives.fail ?? (perModel && Object.hasOwn(perModel, model) ? perModel[model] : undefined);
+  if (typeof directives.fail === 'number') return directives.fail;
+  return perModel && Object.hasOwn(perModel, model) ? perModel[model] : undefined;
 }

@@ -24,6 +24,11 @@
  * - GET /search (./search.ts): SearXNG's JSON API, which wants no key and `format=json` (else
  *   403, plain text); errors as plain text, a 400 as `{error}`.
  * - POST /search (./search.ts): Tavily, errors as `{detail: {error}}`, a missing key included.
+ * - Videos (./videos.ts), jobs that take `videoJobMs`: OpenAI's POST /v1/videos, GET and
+ *   DELETE /v1/videos/{id}, GET /v1/videos/{id}/content (the MP4, or `variant=thumbnail`); and a
+ *   router's POST /v1/videos/generations, GET /v1/videos/generations/{id}, POST
+ *   /v1/videos/generations/{id}/cancel, whose clips are served (no auth) at
+ *   GET /v1/files/videos/<id>.mp4 and .jpg.
  * The search adapters drop the `/v1` of the simulator's base URL, as Cohere's does, so both
  * search routes sit at the root. Their JSON bodies are kept in `received`; a multipart body as
  * `{model, ...fields, file: {bytes, filename}}`; SearXNG's query string as `{q, format, pageno,
@@ -41,6 +46,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { systemClock, type Clock } from '@svc/platform';
 import { chunks, completion, lastUserText, parseChatRequest, planReply } from './chat';
 import { DirectiveError, failureFor, parseDirectives, type SimDirectives } from './directives';
 import { embeddingsResponse, parseEmbeddingsRequest } from './embeddings';
@@ -53,11 +59,34 @@ import { cohereErrorBody, cohereRerankResponse, jinaRerankResponse, parseCohereR
 import { parseSearxngRequest, parseTavilyRequest, SEARCH_PATH, searxngErrorBody, searxngResponse, tavilyErrorBody, tavilyRequestId, tavilyResponse } from './search';
 import { parseSpeechRequest, renderSpeech, SPEECH_CONTENT_TYPES } from './speech';
 import { parseTranscriptionRequest, renderTranscription, transcribe, type TranscriptionTask } from './transcriptions';
+import {
+  cancelVideo,
+  contentVariant,
+  notReady,
+  openAiVideoJob,
+  openAiVideoObject,
+  parseOpenAiVideoForm,
+  parseOpenAiVideoJson,
+  parseRouterVideoRequest,
+  routerVideoJob,
+  routerVideoObject,
+  VIDEO_FILE,
+  videoMedia,
+  videoState,
+  VideoStore,
+  type VideoJob,
+} from './videos';
 
 export interface SimulatorOptions {
   /** 0 (the default) picks a free port. */
   port?: number;
   host?: string;
+  /** How long a video job takes from creation to completed (./videos.ts). Default 2000 ms. */
+  videoJobMs?: number;
+  /** The `openai-poll-after-ms` header of GET /v1/videos/{id}. Default a tenth of videoJobMs, at least 10 ms. */
+  videoPollAfterMs?: number;
+  /** What video jobs read the time from, so a test can move it by hand. Default the system clock. */
+  clock?: Clock;
 }
 
 export interface Simulator {
@@ -69,7 +98,8 @@ export interface Simulator {
   /**
    * The bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent
    * upstream. JSON as parsed; multipart/form-data as `{model, ...fields, file: {bytes, filename}}`;
-   * SearXNG's query string as `{q, format, pageno, ...}`.
+   * SearXNG's query string as `{q, format, pageno, ...}`; a video content download's as
+   * `{variant?}`. Polls, cancels and deletes of video jobs have no body and are not kept.
    */
   readonly received: readonly unknown[];
   /** Stops listening and drops open connections, streams and delayed answers included. */
@@ -96,11 +126,16 @@ interface Exchange {
   images: ImageStore;
   /** `http://host:port` as the client reached the simulator: the origin of image URLs. */
   origin: string;
+  videos: VideoStore;
+  video: { jobMs: number; pollAfterMs: number; now(): number };
 }
 
 const RECEIVED_KEPT = 50;
 /** How many images answered by URL stay fetchable (least recently used dropped first). */
 const IMAGES_KEPT = 200;
+/** How many video jobs are remembered, both APIs together (oldest dropped first). */
+const VIDEOS_KEPT = 500;
+const DEFAULT_VIDEO_JOB_MS = 2000;
 
 const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/chat/completions': chatCompletions,
@@ -116,7 +151,35 @@ const ROUTES: Record<string, (x: Exchange) => Promise<void>> = {
   'POST /v1/rerank': jinaRerank,
   [`GET ${SEARCH_PATH}`]: searxngSearch,
   [`POST ${SEARCH_PATH}`]: tavilySearch,
+  'POST /v1/videos': openAiCreateVideo,
+  'POST /v1/videos/generations': routerCreateVideo,
 };
+
+/** The video routes with an id in their path, tried in order after ROUTES. */
+const VIDEO_ROUTES: [method: string, path: RegExp, handler: (x: Exchange, id: string) => Promise<void>][] = [
+  ['GET', /^\/v1\/videos\/generations\/([^/]+)$/, routerGetVideo],
+  ['POST', /^\/v1\/videos\/generations\/([^/]+)\/cancel$/, routerCancelVideo],
+  ['GET', /^\/v1\/videos\/([^/]+)$/, openAiGetVideo],
+  ['DELETE', /^\/v1\/videos\/([^/]+)$/, openAiDeleteVideo],
+  ['GET', /^\/v1\/videos\/([^/]+)\/content$/, openAiVideoContent],
+];
+
+function videoRoute(method: string | undefined, path: string): ((x: Exchange) => Promise<void>) | undefined {
+  for (const [m, pattern, handler] of VIDEO_ROUTES) {
+    const match = method === m ? pattern.exec(path) : null;
+    if (match) return (x) => handler(x, decodedSegment(match[1]));
+  }
+  return undefined;
+}
+
+/** A malformed escape names no job: kept as it is, it is answered 404 like any unknown id. */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
 
 /** Routes that want no key: SearXNG has none. */
 const KEYLESS_ROUTES = new Set([`GET ${SEARCH_PATH}`]);
@@ -128,7 +191,13 @@ const urlOf = (req: IncomingMessage) => new URL(req.url ?? '/', 'http://simulato
 const pathOf = (req: IncomingMessage) => urlOf(req).pathname;
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
-  const { port = 0, host = '127.0.0.1' } = options;
+  const { port = 0, host = '127.0.0.1', videoJobMs = DEFAULT_VIDEO_JOB_MS, clock = systemClock } = options;
+  const video = {
+    jobMs: videoJobMs,
+    pollAfterMs: options.videoPollAfterMs ?? Math.max(10, Math.round(videoJobMs / 10)),
+    now: () => clock.now().getTime(),
+  };
+  const videos = new VideoStore(VIDEOS_KEPT);
   let requests = 0;
   let lastId = 0;
   let origin = '';
@@ -167,6 +236,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       query: () => query(req),
       images,
       origin: req.headers.host ? `http://${req.headers.host}` : origin,
+      videos,
+      video,
     };
     handle(exchange).catch((error: unknown) => {
       if (closed.signal.aborted) return;
@@ -202,8 +273,10 @@ async function handle(x: Exchange): Promise<void> {
   const path = pathOf(x.req);
   const image = x.req.method === 'GET' ? IMAGE_FILE.exec(path) : null;
   if (image) return imageFile(x, image[1]);
+  const clip = x.req.method === 'GET' ? VIDEO_FILE.exec(path) : null;
+  if (clip) return videoFile(x, clip[1], clip[2] as 'mp4' | 'jpg');
   const key = `${x.req.method} ${path}`;
-  const route = ROUTES[key];
+  const route = ROUTES[key] ?? videoRoute(x.req.method, path);
   if (!route) throw new SimError(404, `unknown route ${x.req.method} ${path}`, null, 'unknown_url');
   if (path === ANTHROPIC_PATH) checkAnthropicHeaders(x.req.headers);
   else if (!KEYLESS_ROUTES.has(key) && !/^Bearer\s+\S/i.test(x.req.headers.authorization ?? '')) {
@@ -394,10 +467,80 @@ async function delayThenFailSearch(exchange: Exchange, directives: SimDirectives
 function failIfAsked(directives: SimDirectives, model: string): void {
   const status = failureFor(directives, model);
   if (status === undefined) return;
-  throw simulatedFailure(directives.fail === undefined ? `fail_models ${model}` : 'fail', status);
+  throw simulatedFailure(typeof directives.fail === 'number' ? 'fail' : `fail_models ${model}`, status);
 }
 
 const simulatedFailure = (directive: string, status: number) => new SimError(status, `simulated failure (#sim ${directive} ${status})`, null, 'sim_failure');
+
+/** OpenAI's create: JSON, or multipart/form-data with the reference image as a file. */
+async function openAiCreateVideo(exchange: Exchange): Promise<void> {
+  const multipart = /^multipart\/form-data\b/i.test(exchange.req.headers['content-type'] ?? '');
+  const request = multipart ? parseOpenAiVideoForm(await exchange.form()) : parseOpenAiVideoJson(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  const job = openAiVideoJob(request, `video_sim_${exchange.nextId()}`, exchange.video.now());
+  exchange.videos.add(job);
+  sendOpenAiVideo(exchange, job);
+}
+
+async function openAiGetVideo(exchange: Exchange, id: string): Promise<void> {
+  sendOpenAiVideo(exchange, exchange.videos.get(id, 'openai'));
+}
+
+function sendOpenAiVideo({ res, video }: Exchange, job: VideoJob): void {
+  const state = videoState(job, video.jobMs, video.now());
+  sendJson(res, 200, openAiVideoObject(job, state), { 'openai-poll-after-ms': String(video.pollAfterMs) });
+}
+
+/** OpenAI's delete, which also stops a job still running (see ./videos.ts). */
+async function openAiDeleteVideo({ res, videos, video }: Exchange, id: string): Promise<void> {
+  const job = videos.get(id, 'openai');
+  cancelVideo(job, video.jobMs, video.now());
+  videos.delete(id);
+  sendJson(res, 200, { id, object: 'video.deleted', deleted: true });
+}
+
+async function openAiVideoContent(exchange: Exchange, id: string): Promise<void> {
+  const variant = contentVariant(exchange.query());
+  const job = exchange.videos.get(id, 'openai');
+  const state = videoState(job, exchange.video.jobMs, exchange.video.now());
+  if (state.status !== 'completed') throw notReady(job, state);
+  const media = videoMedia(job);
+  if (variant === 'video') sendBytes(exchange.res, 200, 'video/mp4', media.mp4);
+  else sendBytes(exchange.res, 200, 'image/jpeg', media.jpeg);
+}
+
+async function routerCreateVideo(exchange: Exchange): Promise<void> {
+  const request = parseRouterVideoRequest(await exchange.body());
+  await delayThenFail(exchange, request.directives, request.model);
+  const job = routerVideoJob(request, `vgen_sim_${exchange.nextId()}`, exchange.video.now());
+  exchange.videos.add(job);
+  sendRouterVideo(exchange, job);
+}
+
+async function routerGetVideo(exchange: Exchange, id: string): Promise<void> {
+  sendRouterVideo(exchange, exchange.videos.get(id, 'router'));
+}
+
+async function routerCancelVideo(exchange: Exchange, id: string): Promise<void> {
+  const job = exchange.videos.get(id, 'router');
+  cancelVideo(job, exchange.video.jobMs, exchange.video.now());
+  sendRouterVideo(exchange, job);
+}
+
+function sendRouterVideo({ res, video, origin }: Exchange, job: VideoJob): void {
+  sendJson(res, 200, routerVideoObject(job, videoState(job, video.jobMs, video.now()), origin));
+}
+
+/** A router clip's `video_url` / `thumbnail_url`, keyless as a signed link; 404 until completed. */
+async function videoFile({ res, videos, video }: Exchange, id: string, extension: 'mp4' | 'jpg'): Promise<void> {
+  // OpenAI's clips are downloaded with the key, through GET /v1/videos/{id}/content.
+  const job = videos.get(id, 'router');
+  const state = videoState(job, video.jobMs, video.now());
+  if (state.status !== 'completed') throw notReady(job, state);
+  const media = videoMedia(job);
+  if (extension === 'mp4') sendBytes(res, 200, 'video/mp4', media.mp4);
+  else sendBytes(res, 200, 'image/jpeg', media.jpeg);
+}
 
 async function models({ res }: Exchange): Promise<void> {
   const data = SIMULATOR_MODELS.map((id) => ({ id, object: 'model', created: MODELS_CREATED, owned_by: 'simulator' }));
