@@ -139,7 +139,8 @@ export function batchRunner(runtime: Runtime, app: INestApplicationContext): Bat
     active: async () => (await activeBatches(runtime.sql)).map((b) => ({ ...b, endpoint: b.endpoint as BatchEndpoint })),
     decide: async (command) => void (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId })),
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
-    leaseMs: runtime.config.upstreamTimeoutMs + 30_000,
+    // A line ends within the upstream timeout (its settlement takes milliseconds): a lease past it is never cut short.
+    leaseMs: runtime.config.upstreamTimeoutMs + 5_000,
     perAccount: runtime.config.batchConcurrency,
     warn: (message) => console.warn(message),
   });

@@ -5,6 +5,7 @@ import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { Random } from '@svc/ledger/testing/random';
 import { presetDecider, presetStream } from '@svc/presets';
+import { batchDecider, batchStream, type BatchCommand } from '@svc/batches';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
 
@@ -39,6 +40,14 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       // A preset with two versions.
       await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'CreatePreset', workspaceId: id, slug: 'support', name: 'Support', description: null, config: { model: 'sim/echo' } });
       await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'UpdatePreset', workspaceId: id, slug: 'support', config: { model: 'sim/echo', system_prompt: 'Be brief.' } });
+      // A batch that ran to its end, and one cancelled while it was read (which reaches the outbox too).
+      for (const [batchId, end] of [[`batch-done-${id}`, 'finish'], [`batch-off-${id}`, 'cancel']] as const) {
+        const batch = (command: BatchCommand) => aggregates.handle(batchDecider, batchStream(batchId), command);
+        await batch({ type: 'CreateBatch', batchId, accountId: id, workspaceId: id, keyId: `key-${id}`, endpoint: '/v1/chat/completions', inputFileId: 'file-1', completionWindow: '24h', metadata: { n: id } });
+        if (end === 'cancel') await batch({ type: 'RequestCancel', batchId });
+        await batch({ type: 'RecordValidation', batchId, total: 2, errors: [] });
+        if (end === 'finish') await batch({ type: 'FinishBatch', batchId, completed: 1, failed: 1, outputFileId: 'file-out', errorFileId: 'file-err' });
+      }
     }
     await account(id, { type: 'OpenAccount', accountId: id });
     await account(id, { type: 'AddCredits', amountNano: 5_000_000_000n, reason: 'signup' });

@@ -1,0 +1,121 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { generateEncryptionKey, usdToNano } from '@svc/platform';
+import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
+import { spawnGateway } from '../support/second-gateway';
+import { until } from '../support/until';
+
+const ROOT = join(__dirname, '..', '..');
+const WORKER = join(ROOT, 'dist', 'apps', 'worker', 'src', 'main.js');
+const CLI = join(ROOT, 'dist', 'src', 'cli.js');
+const ADMIN_TOKEN = 'admin-token-for-batch-worker-tests';
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [WORKER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('svc-worker running')) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+  });
+}
+
+const jsonl = (n: number, prompt: (i: number) => string) =>
+  Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: prompt(i) }], max_tokens: 20 } })).join('\n') + '\n';
+
+/**
+ * Spec 4.11 across real processes (issue 19): a production gateway takes the batches, worker
+ * processes run their lines, sharing them through the PostgreSQL leases. A worker killed with
+ * `kill -9` mid-batch loses nothing and bills nothing twice: the balance moves by exactly the
+ * sum of the lines' costs, no hold stays open, and the ledger audit is clean.
+ */
+describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
+  let gateway: ChildProcess;
+  let call: Call;
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+  const workers: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    const databaseUrl = await freshPgSchemaUrl('batch_workers');
+    // Leases end 5 s after the upstream timeout: short here, so a dead worker's lines return soon.
+    const shared = { SVC_ENCRYPTION_KEY: generateEncryptionKey(), SVC_UPSTREAM_TIMEOUT_MS: '2000' };
+    const started = await spawnGateway(databaseUrl, ADMIN_TOKEN, shared);
+    gateway = started.child;
+    root = started.url;
+    call = api(root);
+    env = { ...process.env, ...shared, DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN };
+    delete env.REDIS_URL;
+    delete env.EVENTSTORE_URL;
+  }, 60_000);
+
+  afterAll(() => {
+    for (const w of workers) w.kill('SIGKILL');
+    gateway?.removeAllListeners('exit');
+    gateway?.kill('SIGTERM');
+  });
+
+  const account = async (credits: number) => {
+    const id = (await call('POST', '/admin/accounts', { body: { initial_credits_usd: credits }, headers: admin })).json.id as string;
+    return { id, key: (await call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string };
+  };
+  const submit = async (key: string, text: string) => {
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append('file', new Blob([text]), 'input.jsonl');
+    const file = (await (await fetch(`${root}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).json()) as { id: string };
+    const created = await call('POST', '/v1/batches', { key, body: { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' } });
+    expect(created.status).toBe(200);
+    return created.json.id as string;
+  };
+  const batch = async (key: string, id: string) => (await call('GET', `/v1/batches/${id}`, { key })).json;
+  const outputOf = async (key: string, fileId: string) =>
+    (await (await fetch(`${root}/v1/files/${fileId}/content`, { headers: { authorization: `Bearer ${key}` } })).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+  const credits = async (key: string) => (await call('GET', '/v1/credits', { key })).json.data as { balance: number; held: number; open_holds: number };
+
+  /** Every line completed once, and the balance moved by exactly the sum of their costs. */
+  const expectBilledOnce = async (key: string, id: string, lines: number, initial: number) => {
+    const ended = await batch(key, id);
+    expect(ended).toMatchObject({ status: 'completed', request_counts: { total: lines, completed: lines, failed: 0 } });
+    const output = await outputOf(key, ended.output_file_id);
+    expect(new Set(output.map((l) => l.custom_id)).size).toBe(lines);
+    const sum = output.reduce((total, l) => total + usdToNano(String(l.response.body.usage.cost)), 0n);
+    await until('no hold left open', async () => (await credits(key)).open_holds === 0, 30_000);
+    expect(usdToNano(String((await credits(key)).balance))).toBe(usdToNano(String(initial)) - sum);
+  };
+
+  it('two workers share one batch of 5,000 lines without doubling any', async () => {
+    workers.push(await spawnWorker(env), await spawnWorker(env));
+    const { key } = await account(50);
+    const started = Date.now();
+    const id = await submit(key, jsonl(5000, (i) => `line ${i}`));
+    await until('the batch to end', async () => ['completed', 'failed'].includes((await batch(key, id)).status), 600_000, 500);
+    console.log(`5,000 batch lines on 2 workers: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await expectBilledOnce(key, id, 5000, 50);
+  }, 700_000);
+
+  it('a worker killed with kill -9 mid-batch: restarted, every line is billed exactly once and the ledger audit is clean', async () => {
+    while (workers.length > 1) workers.pop()!.kill('SIGKILL');
+    const { key } = await account(5);
+    const id = await submit(key, jsonl(60, (i) => `#sim {"delay_ms": 150}\nline ${i}`));
+    await until('some lines done', async () => (await batch(key, id)).request_counts.completed >= 10, 60_000, 100);
+    workers.pop()!.kill('SIGKILL');
+    expect((await batch(key, id)).status).toBe('in_progress');
+    workers.push(await spawnWorker(env));
+    await until('the batch to end', async () => (await batch(key, id)).status === 'completed', 120_000, 250);
+    await expectBilledOnce(key, id, 60, 5);
+    const audit = spawnSync(process.execPath, [CLI, 'ledger', 'audit'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(audit.status).toBe(0);
+  }, 180_000);
+});
