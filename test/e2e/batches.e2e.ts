@@ -1,5 +1,7 @@
 import OpenAI, { toFile } from 'openai';
-import { usdToNano } from '@svc/platform';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ManualClock, usdToNano } from '@svc/platform';
 import { api, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { accountWithKey, creditsOf, rejectionOf } from '../support/interfaces';
 import { until } from '../support/until';
@@ -187,5 +189,96 @@ describe('batches (spec 4.11)', () => {
     const mine = await client.batches.create({ input_file_id: (await upload(client, [chatLine('a', 'x')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
     const notFound = await sdkRefusal(sdk.batches.retrieve(mine.id));
     expect([notFound.status, (notFound.error as any).code]).toEqual([404, 'batch_not_found']);
+  });
+});
+
+/**
+ * The batch's end in time (spec 3.2): cancelled and expired batches keep the lines that
+ * finished (billed) and list the others as not run (not billed); the end is told by webhook.
+ * The clock is the gateway's, moved by the test.
+ */
+describe('batches over time (spec 3.2, 6.1)', () => {
+  const clock = new ManualClock(new Date());
+  const received: { type: string; data: Record<string, any> }[] = [];
+  let receiver: Server;
+  let gw: StartedGateway;
+  let client: OpenAI;
+  let call: Call;
+
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        received.push(JSON.parse(raw));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    ({ gw, client, call } = await startWithClient({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_BATCH_CONCURRENCY: '2' }, undefined, { clock }));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    expect((await call('PUT', '/settings/webhook', { key: gw.keys.management_key, body: { url, events: ['batch.completed', 'batch.failed'] } })).status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await stopGateway(gw);
+    await new Promise((resolve) => receiver?.close(resolve));
+  });
+
+  const slow = (n: number) => Array.from({ length: n }, (_, i) => chatLine(`s${i}`, `#sim {"delay_ms": 250}\nline ${i}`));
+  const start = async (lines: Line[]) =>
+    client.batches.create({ input_file_id: (await client.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'in.jsonl'), purpose: 'batch' })).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+  const ended = (id: string) =>
+    until(`batch ${id} to end`, async () => {
+      const batch = await client.batches.retrieve(id);
+      return ENDED.includes(batch.status) ? batch : null;
+    }, 30_000);
+  const linesOf = async (fileId: string | null | undefined) => (fileId ? (await (await client.files.content(fileId)).text()).trim().split('\n').map((l) => JSON.parse(l)) : []);
+  const webhook = (id: string) => until(`the webhook of ${id}`, () => received.find((r) => r.data.id === id), 15_000);
+  const balance = async () => usdToNano(String((await creditsOf(call, gw.keys.api_key)).balance));
+
+  /** The lines that finished are kept and billed; the others are listed with `code` and cost nothing. */
+  const expectKept = async (batch: OpenAI.Batches.Batch, before: bigint, code: string) => {
+    const output = await linesOf(batch.output_file_id);
+    const errors = await linesOf(batch.error_file_id);
+    expect(output.length).toBe(batch.request_counts!.completed);
+    expect(output.length).toBeGreaterThan(0);
+    expect(output.length).toBeLessThan(12);
+    expect(errors.length).toBe(12 - output.length);
+    for (const line of errors) expect(line).toMatchObject({ response: null, error: { code } });
+    const sum = output.reduce((total, l) => total + usdToNano(String(l.response.body.usage.cost)), 0n);
+    expect(before - (await balance())).toBe(sum);
+    expect((await creditsOf(call, gw.keys.api_key)).open_holds).toBe(0);
+  };
+
+  it('a completed batch sends batch.completed with its counts and files', async () => {
+    const batch = await ended((await start([chatLine('a', 'x'), chatLine('b', 'y')])).id);
+    const event = await webhook(batch.id);
+    expect(event).toMatchObject({ type: 'batch.completed', data: { id: batch.id, status: 'completed', request_counts: { completed: 2, failed: 0 }, output_file_id: batch.output_file_id, error_file_id: null } });
+  });
+
+  it('cancel mid-run: the lines running finish and are billed, the rest never run; batch.failed says cancelled', async () => {
+    const before = await balance();
+    const created = await start(slow(12));
+    await until('a line done', async () => (await client.batches.retrieve(created.id)).request_counts!.completed >= 1, 15_000, 50);
+    const cancelling = await client.batches.cancel(created.id);
+    expect(cancelling.status).toBe('cancelling');
+    expect(cancelling.cancelling_at).toEqual(expect.any(Number));
+    const batch = await ended(created.id);
+    expect(batch.status).toBe('cancelled');
+    await expectKept(batch, before, 'batch_cancelled');
+    expect(await webhook(batch.id)).toMatchObject({ type: 'batch.failed', data: { status: 'cancelled', request_counts: batch.request_counts && { completed: batch.request_counts.completed, failed: 0 } } });
+    const again = await sdkRefusal(client.batches.cancel(created.id));
+    expect([again.status, (again.error as any).code]).toEqual([409, 'batch_not_cancellable']);
+  });
+
+  it('past its 24 hours a batch expires, keeping the lines that finished; batch.failed says expired', async () => {
+    const before = await balance();
+    const created = await start(slow(12));
+    await until('a line done', async () => (await client.batches.retrieve(created.id)).request_counts!.completed >= 1, 15_000, 50);
+    clock.advance(24 * 3_600_000 + 60_000);
+    const batch = await ended(created.id);
+    expect(batch).toMatchObject({ status: 'expired', expired_at: expect.any(Number) });
+    await expectKept(batch, before, 'batch_expired');
+    expect(await webhook(batch.id)).toMatchObject({ type: 'batch.failed', data: { status: 'expired' } });
   });
 });
