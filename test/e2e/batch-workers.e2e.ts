@@ -1,32 +1,16 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { generateEncryptionKey, usdToNano } from '@svc/platform';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { until } from '../support/until';
+import { spawnWorker } from '../support/worker';
 
 const ROOT = join(__dirname, '..', '..');
-const WORKER = join(ROOT, 'dist', 'apps', 'worker', 'src', 'main.js');
 const CLI = join(ROOT, 'dist', 'src', 'cli.js');
 const ADMIN_TOKEN = 'admin-token-for-batch-worker-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [WORKER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('svc-worker running')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-  });
-}
 
 const jsonl = (n: number, prompt: (i: number) => string) =>
   Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: prompt(i) }], max_tokens: 20 } })).join('\n') + '\n';

@@ -1,35 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateEncryptionKey } from '@svc/platform';
 import { RETRY_DELAYS_MS } from '@svc/webhooks';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { until } from '../support/until';
+import { spawnWorker } from '../support/worker';
 import { spawnGateway } from '../support/second-gateway';
 
-const ROOT = join(__dirname, '..', '..');
-const WORKER = join(ROOT, 'dist', 'apps', 'worker', 'src', 'main.js');
 const ADMIN_TOKEN = 'admin-token-for-webhook-worker-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [WORKER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('svc-worker running')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-  });
-}
 
 
 /**

@@ -61,7 +61,7 @@ export interface RunResult<Answer> {
  * (spec 9: a retired model answers through its replacement), with the providers routing leaves.
  */
 export function routeOperation(
-  deps: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  deps: Routing,
   caller: Caller,
   modelType: ModelType,
   context: CallContext,
@@ -72,10 +72,17 @@ export function routeOperation(
   return { models: [{ model: resolved.model, routes, fields: {} }], headers: resolved.headers };
 }
 
+/** What routing a call reads: the catalog, the time (retirements), this process's provider figures. */
+export interface Routing {
+  catalog: Catalog;
+  clock: Clock;
+  providerStats: ProviderStats;
+}
+
 /** Reserve, attempt and settle one call of `operation`: the whole pipeline for an answer that comes at once. */
 export async function runOperation<Request, Answer>(
   calls: MeteredCalls,
-  routing: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  routing: Routing,
   caller: Caller,
   operation: Operation<Request, Answer>,
   request: Request,
@@ -93,7 +100,7 @@ export async function runOperation<Request, Answer>(
  */
 export async function answerOperation<Request, Answer>(
   calls: MeteredCalls,
-  routing: { catalog: Catalog; clock: Clock; providerStats: ProviderStats },
+  routing: Routing,
   caller: Caller,
   operation: Operation<Request, Answer>,
   request: Request,
