@@ -199,16 +199,12 @@ export class BatchLines {
         [batchId, after],
       );
       for (const r of rows) {
-        const result = r.result === null ? null : this.sealed.open(r.result, resultContext(batchId, r.line));
+        const sealedResult = r.result === null ? null : this.sealed.open(r.result, resultContext(batchId, r.line));
+        const result: BatchResultLine | null = sealedResult === null ? null : JSON.parse(sealedResult);
+        // A line that never ran has no result: its custom_id is in its request.
         const request = result === null ? this.sealed.open(r.request, requestContext(batchId, r.line)) : null;
-        yield {
-          line: r.line,
-          status: r.status,
-          outcome: r.outcome,
-          attempt: r.attempt,
-          result: result === null ? null : JSON.parse(result),
-          customId: result !== null ? JSON.parse(result).custom_id : request === null ? null : JSON.parse(request).custom_id,
-        };
+        const customId = result !== null ? result.custom_id : request === null ? null : (JSON.parse(request) as { custom_id: string }).custom_id;
+        yield { line: r.line, status: r.status, outcome: r.outcome, attempt: r.attempt, result, customId };
       }
       if (rows.length < 500) return;
       after = rows[rows.length - 1].line;

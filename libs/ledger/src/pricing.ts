@@ -34,3 +34,12 @@ export type MeterUsage = Partial<Record<Meter, number>>;
 /** The meters other than tokens: what a non-text call is billed in, shown beside the token counts. */
 export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost'] as const satisfies readonly Meter[];
 export type UnitMeter = (typeof UNIT_METERS)[number];
+
+/**
+ * Spec 1 rule 3: a call that returned nothing (`returned`, in its own units: output tokens,
+ * vectors, images...) is not billed, whatever it cost; otherwise it is billed its cost. The
+ * ledger settles by it, and a job presents a cost before settling by it.
+ */
+export function billedAmount(costNano: Nano, returned: number): Nano {
+  return returned === 0 ? 0n : costNano;
+}

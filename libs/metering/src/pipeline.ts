@@ -4,6 +4,7 @@ import type { EventMetadata, Handled } from '@svc/eventstore';
 import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '@svc/ledger';
+import { billedAmount } from '@svc/ledger';
 import type { Clock, Nano } from '@svc/platform';
 import { ApiError, isConnectionFailure } from '@svc/platform';
 import type { ChatProvider } from '@svc/providers';
@@ -354,7 +355,8 @@ export class MeteredCalls {
 
   /** What `settle` charges for `settlement`: its cost, or nothing when nothing was returned (spec 1 rule 3). */
   chargeOf(target: Target, settlement: Pick<Settlement, 'usage' | 'returned'>): Nano {
-    return (settlement.returned ?? settlement.usage.output ?? 0) === 0 ? 0n : this.costOf(target, settlement.usage);
+    // The settlement's `returned`, else its output tokens: what `settle` sends the ledger.
+    return billedAmount(this.costOf(target, settlement.usage), settlement.returned ?? settlement.usage.output ?? 0);
   }
 
   /** The charge for `usage` on `target`, as settle would make it. */

@@ -7,7 +7,7 @@ import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestP
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import { type Answered, markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
 import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
@@ -47,11 +47,8 @@ export interface EmbeddingsAnswer {
   body: EmbeddingsResponse & { id: string; usage: { prompt_tokens: number; total_tokens: number; cost: number } };
 }
 
-/** A call held and answered whose settlement is still to come: it charges `costOf(target, settlement.usage)`. */
-export interface AnsweredCall<Body> {
-  metered: Metered;
-  target: Target;
-  settlement: Settlement;
+/** A call held and answered whose settlement is still to come (it will charge `MeteredCalls.chargeOf`), with its response. */
+export interface AnsweredCall<Body> extends Omit<Answered<unknown>, 'answer'> {
   /** The response, given what the settlement charged. */
   present(charged: Nano): Body;
 }

@@ -4,6 +4,7 @@ import { EXPIRE_BATCH, type AccountCommand } from './commands';
 import { freeGenerationData, type AccountEvent } from './events';
 import { DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
 import { accountDayChargedNano, type AccountState, type OpenHold } from './state';
+import { billedAmount } from '../pricing';
 
 type Command<T extends AccountCommand['type']> = Extract<AccountCommand, { type: T }>;
 
@@ -92,7 +93,7 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
     const hold = requireHold(state, command.holdId);
     if (command.amountNano < 0n) throw new DomainError('invalid_amount', 'A charge cannot be negative.');
     // Spec 1, rule 3: a request that returns no tokens is not billed.
-    if ((command.returned ?? command.stats.completion_tokens) === 0 || command.amountNano === 0n) {
+    if (billedAmount(command.amountNano, command.returned ?? command.stats.completion_tokens) === 0n) {
       return [
         {
           type: 'HoldReleased',
