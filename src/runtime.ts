@@ -55,6 +55,11 @@ export interface RuntimeOptions {
   inMemory?: boolean;
   /** False for processes that never call a model (worker, CLI): no upstream clients, no simulator. */
   withProviders?: boolean;
+  /**
+   * False for processes that call models but serve no request (the worker running batch lines):
+   * no auth cache, no serving lease, no Redis. Default: whether it has providers.
+   */
+  servesRequests?: boolean;
   /** Overrides SVC_ADMIN_TOKEN (the dev setup generates one). */
   adminToken?: string | null;
 }
@@ -72,6 +77,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await store.init();
 
     const withProviders = options.withProviders ?? true;
+    const servesRequests = options.servesRequests ?? withProviders;
     let authCache: AuthCache | null = null;
     const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, {
       coalesceMs: PROJECTION_COALESCE_MS,
@@ -81,7 +87,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await projections.init();
     // Every process on PostgreSQL has the lease table: writers read it even where nothing caches.
     if (sql.dialect === 'postgres') await initAuthCacheLeases(sql);
-    if (withProviders && config.authCache) {
+    if (servesRequests && config.authCache) {
       const opened = (authCache = await AuthCache.open(sql));
       closers.push(() => opened.close());
     }
@@ -95,7 +101,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await NoticeMailer.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;
-    if (withProviders) {
+    if (servesRequests) {
       const lease = (gatewayLease = new GatewayLease(sql));
       await lease.start();
       closers.push(() => lease.stop());
@@ -122,7 +128,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const clock = options.clock ?? systemClock;
     // Only processes that serve requests talk to Redis; the worker and the CLI never do.
     const edge = createEdgeStores({
-      redisUrl: withProviders ? config.redisUrl : null,
+      redisUrl: servesRequests ? config.redisUrl : null,
       clock,
       onDegraded: (what, err) => console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
     });

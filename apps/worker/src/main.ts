@@ -7,7 +7,7 @@ import { WorkerModule } from './worker.module';
 
 /** Background work: projections from the event log, expiry of holds nobody settled, webhooks, and batch lines (which call the models). */
 runMain(async () => {
-  const runtime = await createRuntime(configOrExit());
+  const runtime = await createRuntime(configOrExit(), { servesRequests: false });
   const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: ['error', 'warn'] });
   const background = startBackground(runtime, context);
   closeOnSignals(async () => {
