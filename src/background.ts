@@ -4,6 +4,7 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } 
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
 import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
+import { videoDecider, VideoJobs, VideoRunner, videoStream } from '@svc/videos';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
@@ -12,6 +13,7 @@ import { activeBatches, accountsWithExpiredHolds, dueWebhookEvents, forgetProgre
 import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
+import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
 export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number): HoldExpirySweeper {
@@ -146,6 +148,42 @@ export function batchRunner(runtime: Runtime, app: INestApplicationContext): Bat
   });
 }
 
+/** How often due videos are looked for: polls are seconds apart (POLL_FLOOR_MS), a cancel is acted on within this. */
+const VIDEO_INTERVAL_MS = 1_000;
+
+/** Videos one worker moves at once: each step is a provider call or two. */
+const VIDEO_CONCURRENCY = 16;
+
+/**
+ * The video runner (spec 4.15, 3.1) of this process: providers and billing through the app's
+ * pipeline (VideoCalls); the clip and its poster kept as files of purpose `video`.
+ */
+export function videoRunner(runtime: Runtime, app: INestApplicationContext): VideoRunner {
+  const calls = app.get(VideoCalls);
+  const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock, ['video']);
+  const metadata = (videoId: string) => ({ actor: 'videos', correlationId: videoId });
+  return new VideoRunner({
+    clock: runtime.clock,
+    jobs: new VideoJobs(runtime.sql, () => runtime.config.encryptionKey),
+    load: (videoId) => runtime.aggregates.load(videoDecider, videoStream(videoId)),
+    decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
+    targets: (job) => calls.targets(job),
+    costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
+    charge: (job, state, seconds) => calls.charge(job, state, seconds),
+    release: (job, errorCode) => calls.release(job, errorCode),
+    store: async (job, variant, content) => {
+      const extension = variant === 'video' ? 'mp4' : (content.contentType.split('/')[1]?.split(';')[0] ?? 'jpeg');
+      const meta = { workspaceId: job.workspaceId, accountId: job.accountId, keyId: job.keyId, filename: `${job.videoId}.${extension}`, purpose: 'video' as const };
+      return (await files.create(meta, (async function* () { yield content.bytes; })())).id;
+    },
+    owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
+    // A step is at most a submission to each provider, or a clip's and a poster's download.
+    leaseMs: runtime.config.upstreamTimeoutMs * 3 + 5_000,
+    concurrency: VIDEO_CONCURRENCY,
+    warn: (message) => console.warn(message),
+  });
+}
+
 /** Notices (spec 9) mailed to the account's step-up address, the one address the service holds. */
 export function noticeMailer(runtime: Runtime, mailer: Pick<Mailer, 'send'>): NoticeMailer {
   return new NoticeMailer({
@@ -185,6 +223,7 @@ export interface Background {
   webhooks: WebhookDispatcher;
   notices: NoticeMailer;
   batches: BatchRunner;
+  videos: VideoRunner;
   stop(): Promise<void>;
 }
 
@@ -208,6 +247,9 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   const batches = batchRunner(runtime, app);
   const batching = new PeriodicTask(() => batches.runOnce(), BATCH_INTERVAL_MS);
   batching.start((err) => console.error('running batches failed:', err));
+  const videos = videoRunner(runtime, app);
+  const filming = new PeriodicTask(() => videos.runOnce(), VIDEO_INTERVAL_MS);
+  filming.start((err) => console.error('running videos failed:', err));
   const mailer = createMailer(runtime.config);
   const noticeMail = noticeMailer(runtime, mailer);
   const mailing = new PeriodicTask(() => noticeMail.runOnce(), WEBHOOK_INTERVAL_MS);
@@ -223,9 +265,12 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
     webhooks,
     notices: noticeMail,
     batches,
+    videos,
     stop: async () => {
       await batching.stop();
       await batches.stop();
+      await filming.stop();
+      await videos.stop();
       await deliveries.stop();
       await mailing.stop();
       await mailer.close();

@@ -9,6 +9,7 @@ import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAu
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
+import { VideoJobs } from '@svc/videos';
 import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import type { ChatProvider } from '@svc/providers';
@@ -95,6 +96,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await StoredResponses.init(sql);
     await SqlFileStore.init(sql);
     await BatchLines.init(sql);
+    await VideoJobs.init(sql);
     await StoredImages.init(sql);
     await PromptLogs.init(sql);
     await WebhookDispatcher.init(sql);

@@ -48,7 +48,7 @@ models:
     context_length: 1000
     input_modalities: [text, image]
     output_modalities: [video]
-    video: { durations: [4] }
+    video: { durations: [12, 4, 8], aspect_ratios: ["16:9", "9:16"], resolutions: [720p, 1080p], sizes: ["1280x720", "720x1280"] }
     pricing: { per_second: "0.10" }
     providers: [{ provider: sim, upstream_model: sim/echo }]
   - id: t/old
@@ -174,6 +174,22 @@ describe('models', () => {
     });
   });
 
+  it('lists what a video model makes beside its price per second (spec 4.15)', async () => {
+    const r = await get('/v1/models?type=video');
+    expect(r.status).toBe(200);
+    expect(r.json.data).toHaveLength(1);
+    expect(r.json.data[0]).toMatchObject({
+      id: 't/video',
+      type: 'video',
+      pricing: { second: '0.1' },
+      // Durations ascending whatever the file's order: the first is the default.
+      video: { durations: [4, 8, 12], aspect_ratios: ['16:9', '9:16'], resolutions: ['720p', '1080p'], sizes: ['1280x720', '720x1280'], image_to_video: true },
+    });
+    expect((await get('/v1/models/t/video')).json.video).toEqual(r.json.data[0].video);
+    // Only video models carry the member.
+    expect((await get('/v1/models/t/vision')).json).not.toHaveProperty('video');
+  });
+
   it('marks an announced deprecation, hides one not yet announced, and still shows a retired model by id', async () => {
     expect((await get('/v1/models/t/old')).json).toMatchObject({ deprecated: true, sunset: '2026-12-01T00:00:00.000Z', replacement: 't/text' });
     expect((await get('/v1/models/t/soon')).json).toMatchObject({ deprecated: false, sunset: null, replacement: null });
@@ -186,6 +202,7 @@ describe('models', () => {
     ['?type=chat', ['t/vision', 't/text', 't/old', 't/soon']],
     ['?type=embedding', ['t/embed']],
     ['?type=rerank', []],
+    ['?type=video', ['t/video']],
     ['?supported_parameters=tools', ['t/vision']],
     ['?supported_parameters=max_tokens,temperature', ['t/vision', 't/text']],
     ['?supported_parameters=logprobs', []],

@@ -10,7 +10,8 @@ import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { FilesController } from './files/files.controller';
 import { BatchesController } from './batches/batches.controller';
-import { BatchWorkModule } from './batches/batch-work.module';
+import { VideosController } from './videos/videos.controller';
+import { JobWorkModule } from './jobs/job-work.module';
 import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
 import { EdgeResponses } from './edge/replay';
@@ -40,7 +41,7 @@ export class GatewayModule {
   static forRoot(runtime: Runtime): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule, BatchWorkModule],
+      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule, JobWorkModule],
       controllers: [
         SettingsController,
         PresetsController,
@@ -60,6 +61,7 @@ export class GatewayModule {
         CompletionsController,
         FilesController,
         BatchesController,
+        VideosController,
         AccountController,
         KeysController,
         CurrentKeyController,

@@ -3,7 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { LedgerModule } from '@svc/ledger';
 import type { Runtime } from '../../../src/runtime';
 import { RuntimeModule } from '../../../src/runtime.module';
-import { BatchWorkModule } from '../../gateway/src/batches/batch-work.module';
+import { JobWorkModule } from '../../gateway/src/jobs/job-work.module';
 
 /**
  * The worker's command bus: background jobs decide through the same handlers as the gateway,
@@ -12,6 +12,6 @@ import { BatchWorkModule } from '../../gateway/src/batches/batch-work.module';
 @Module({})
 export class WorkerModule {
   static forRoot(runtime: Runtime): DynamicModule {
-    return { module: WorkerModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, BatchWorkModule] };
+    return { module: WorkerModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, JobWorkModule] };
   }
 }

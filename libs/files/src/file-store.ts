@@ -20,8 +20,14 @@ export const FILE_CHUNK_BYTES = 1024 * 1024;
 // Chunks cross the driver as base64 text (bytea at rest): PGlite converts a bytea parameter or
 // result byte by byte in JavaScript, some 200 ms a megabyte, where base64 is native on both sides.
 
-/** `batch` is what callers upload (spec 4.11); `batch_output` is what the batches write. */
-export type FilePurpose = 'batch' | 'batch_output';
+/**
+ * `batch` is what callers upload (spec 4.11); `batch_output` is what the batches write; `video`,
+ * the clips and posters of videos (spec 4.15), reached only through /v1/videos.
+ */
+export type FilePurpose = 'batch' | 'batch_output' | 'video';
+
+/** The purposes the Files API shows; a store sees only the purposes it is made for. */
+export const FILES_API_PURPOSES: readonly FilePurpose[] = ['batch', 'batch_output'];
 
 /** The purposes a caller may upload. */
 export const UPLOAD_PURPOSES: readonly FilePurpose[] = ['batch'];
@@ -40,6 +46,8 @@ export const MAX_BATCH_INPUT_BYTES = 200 * MB;
 const PURPOSE_RULES: Record<FilePurpose, { maxBytes: number; jsonl: boolean; expiresAfterSeconds: number | null }> = {
   batch: { maxBytes: MAX_BATCH_INPUT_BYTES, jsonl: true, expiresAfterSeconds: MAX_EXPIRES_AFTER_SECONDS },
   batch_output: { maxBytes: MAX_FILE_BYTES, jsonl: false, expiresAfterSeconds: null },
+  // Kept until the video is deleted (DELETE /v1/videos/{id}).
+  video: { maxBytes: MAX_FILE_BYTES, jsonl: false, expiresAfterSeconds: null },
 };
 
 /**
@@ -138,8 +146,9 @@ interface Row {
 
 const COLUMNS = 'id, workspace_id, account_id, key_id, filename, purpose, bytes, created_at, expires_at';
 
-/** Published and not expired at the parameter `now`. */
-const visibleAt = (now: string) => `status = 'processed' AND (expires_at IS NULL OR expires_at > ${now})`;
+/** Published, not expired at the parameter `now`, and of one of `purposes` (constants, never input). */
+const visibleAt = (now: string, purposes: readonly FilePurpose[]) =>
+  `status = 'processed' AND (expires_at IS NULL OR expires_at > ${now}) AND purpose IN (${purposes.map((p) => `'${p}'`).join(', ')})`;
 
 export class SqlFileStore implements FileStore {
   private readonly sealed: SealedContent;
@@ -149,6 +158,8 @@ export class SqlFileStore implements FileStore {
     /** SVC_ENCRYPTION_KEY, read at each use; without it nothing can be kept or read (503). The purge needs none. */
     key: () => Buffer | null,
     private readonly clock: Clock,
+    /** What this store sees: the Files API's purposes, or the videos' own files. */
+    private readonly purposes: readonly FilePurpose[] = FILES_API_PURPOSES,
   ) {
     this.sealed = new SealedContent(key, filesUnavailable);
   }
@@ -229,7 +240,7 @@ export class SqlFileStore implements FileStore {
   async get(workspaceId: string, id: string): Promise<FileRecord | null> {
     this.sealed.requireAvailable();
     if (!isFileId(id)) return null;
-    const { rows } = await this.sql.query<Row>(`SELECT ${COLUMNS} FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3')}`, [
+    const { rows } = await this.sql.query<Row>(`SELECT ${COLUMNS} FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3', this.purposes)}`, [
       id,
       workspaceId,
       this.clock.now().toISOString(),
@@ -242,7 +253,7 @@ export class SqlFileStore implements FileStore {
     const [beyond, direction] = order === 'asc' ? ['>', 'ASC'] : ['<', 'DESC'];
     const { rows } = await this.sql.query<Row>(
       `SELECT ${COLUMNS} FROM ${FILES_TABLE}
-        WHERE workspace_id = $1 AND ${visibleAt('$2')} AND ($3::text IS NULL OR purpose = $3)
+        WHERE workspace_id = $1 AND ${visibleAt('$2', this.purposes)} AND ($3::text IS NULL OR purpose = $3)
           AND ($4::text IS NULL OR (created_at, id) ${beyond} (SELECT created_at, id FROM ${FILES_TABLE} WHERE id = $4 AND workspace_id = $1))
         ORDER BY created_at ${direction}, id ${direction} LIMIT $5`,
       [workspaceId, this.clock.now().toISOString(), purpose, after, limit],
@@ -252,7 +263,7 @@ export class SqlFileStore implements FileStore {
 
   async delete(workspaceId: string, id: string): Promise<boolean> {
     if (!isFileId(id)) return false;
-    const { rows } = await this.sql.query(`DELETE FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3')} RETURNING id`, [
+    const { rows } = await this.sql.query(`DELETE FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3', this.purposes)} RETURNING id`, [
       id,
       workspaceId,
       this.clock.now().toISOString(),

@@ -108,12 +108,13 @@ export interface ReserveOptions {
   /** Spec 8 tokens per minute; off for work outside the per-minute limits (spec 1 rule 6: batches). */
   rateLimits?: boolean;
   /**
-   * A line of a batch (spec 1 rule 6): outside the per-minute limits, priced at each model's
-   * batch discount, under the hold id its worker chose (one per attempt of the line, so the
-   * worker knows which hold is whose). No serving process's lease vouches for the hold: its
-   * worker settles it, or releases it, or another worker does after a crash, within `ttlMs`.
+   * Work that outlives its request (a batch line, spec 1 rule 6; a video, spec 4.15): outside
+   * the per-minute limits, under the hold id its job chose (a batch line names one per attempt,
+   * so its worker knows which hold is whose). No serving process's lease vouches for the hold:
+   * a worker settles it, or releases it, or another worker does after a crash, within `ttlMs`.
+   * `batchDiscount`: priced at each model's batch discount (a batch line's).
    */
-  batchLine?: { holdId: string; ttlMs: number };
+  job?: { holdId: string; ttlMs: number; batchDiscount?: boolean };
 }
 
 /** What a call used and how it went, once it is done. */
@@ -142,15 +143,16 @@ export class MeteredCalls {
 
   async reserve(caller: Caller, plan: Plan, options: ReserveOptions = {}): Promise<Metered> {
     const { deps } = this;
-    const { batchLine } = options;
-    const rateLimits = batchLine ? false : (options.rateLimits ?? true);
+    const { job } = options;
+    const batchLine = job?.batchDiscount === true;
+    const rateLimits = job ? false : (options.rateLimits ?? true);
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held.
     // A call with no text input (an audio file, a prompt-less form) has nothing to count yet.
     const windowHeaders = rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
-    const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine !== undefined);
-    const id = batchLine?.holdId ?? `gen-${randomBytes(12).toString('hex')}`;
-    const leaseId = batchLine ? undefined : deps.leaseId();
+    const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine);
+    const id = job?.holdId ?? `gen-${randomBytes(12).toString('hex')}`;
+    const leaseId = job ? undefined : deps.leaseId();
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata: EventMetadata = {
       actor: `key:${caller.keyId}`,
@@ -171,7 +173,7 @@ export class MeteredCalls {
       amountNano: held,
       model: plan.models[0].model.id,
       endpoint: plan.endpoint,
-      ttlMs: batchLine?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
+      ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
     }, metadata);

@@ -9,6 +9,7 @@ import { settingsProjection } from './read-models/settings';
 import { notificationsProjection } from './read-models/notifications';
 import { presetsProjection } from './read-models/presets';
 import { batchesProjection } from './read-models/batches';
+import { videosProjection } from './read-models/videos';
 
 export * from './auth-cache';
 export * from './in-flight';
@@ -25,9 +26,10 @@ export * from './read-models/settings';
 export * from './read-models/notifications';
 export * from './read-models/presets';
 export * from './read-models/batches';
+export * from './read-models/videos';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection, batchesProjection];
+export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection, batchesProjection, videosProjection];
 export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

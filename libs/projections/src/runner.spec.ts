@@ -6,6 +6,7 @@ import { type AccountCommand, accountDecider, accountStream, type GenerationStat
 import { Random } from '@svc/ledger/testing/random';
 import { presetDecider, presetStream } from '@svc/presets';
 import { batchDecider, batchStream, type BatchCommand } from '@svc/batches';
+import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
 
@@ -47,6 +48,20 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
         if (end === 'cancel') await batch({ type: 'RequestCancel', batchId });
         await batch({ type: 'RecordValidation', batchId, total: 2, errors: [] });
         if (end === 'finish') await batch({ type: 'FinishBatch', batchId, completed: 1, failed: 1, outputFileId: 'file-out', errorFileId: 'file-err' });
+      }
+      // A video that completed (which reaches the outbox too), and one deleted once cancelled.
+      for (const [videoId, end] of [[`video_done_${id}`, 'complete'], [`video_gone_${id}`, 'delete']] as const) {
+        const video = (command: VideoCommand) => aggregates.handle(videoDecider, videoStream(videoId), command);
+        await video({ type: 'RequestVideo', videoId, accountId: id, workspaceId: id, keyId: `key-${id}`, model: 'sim/video', seconds: 4, aspectRatio: '16:9', resolution: '720p', size: null, holdId: `hold-${videoId}`, estimatedNano: 400_000_000n });
+        await video({ type: 'RecordSubmission', videoId, provider: 'sim', providerJobId: `job-${videoId}`, pollAfterMs: null });
+        if (end === 'complete') {
+          await video({ type: 'RecordProgress', videoId, status: 'in_progress', progress: 50, pollAfterMs: null });
+          await video({ type: 'RecordCompletion', videoId, costNano: 400_000_000n, hasThumbnail: true });
+        } else {
+          await video({ type: 'RequestCancel', videoId });
+          await video({ type: 'ConfirmCancel', videoId });
+          await video({ type: 'DeleteVideo', videoId });
+        }
       }
     }
     await account(id, { type: 'OpenAccount', accountId: id });

@@ -1,2 +1,4 @@
+export * from './jobs';
 export * from './request';
+export * from './runner';
 export * from './video';

@@ -36,9 +36,9 @@ const error = { code: 'provider_error', message: 'upstream 503' };
 const submitFailure = (retryable = true) => ({ type: 'RecordSubmissionFailure' as const, ...ids, error, retryable });
 const submissionFailed = (attempt: number): VideoEvent => ({ type: 'VideoSubmissionFailed', data: { video_id, attempt, error, retry_at: at(0) } });
 const complete = { type: 'RecordCompletion' as const, ...ids, costNano: 750_000_000n, hasThumbnail: true };
-const completed: VideoEvent = { type: 'VideoCompleted', data: { video_id, cost_nano: '750000000', has_thumbnail: true, completed_at: at(0) } };
+const completed: VideoEvent = { type: 'VideoCompleted', data: { video_id, account_id: 'a1', model: 'sim/video', cost_nano: '750000000', has_thumbnail: true, completed_at: at(0) } };
 const fail = { type: 'RecordFailure' as const, ...ids, error: { code: 'content_policy', message: 'The prompt was refused.' } };
-const failed: VideoEvent = { type: 'VideoFailed', data: { video_id, error: { code: 'content_policy', message: 'The prompt was refused.' }, failed_at: at(0) } };
+const failed: VideoEvent = { type: 'VideoFailed', data: { video_id, account_id: 'a1', model: 'sim/video', error: { code: 'content_policy', message: 'The prompt was refused.' }, failed_at: at(0) } };
 const cancelRequested: VideoEvent = { type: 'VideoCancelRequested', data: { video_id, requested_at: at(0), next_poll_at: at(0) } };
 const cancelled: VideoEvent = { type: 'VideoCancelled', data: { video_id, cancelled_at: at(0) } };
 const cancel = { type: 'RequestCancel' as const, ...ids };
@@ -91,11 +91,11 @@ describe('video workflow (spec 2.4, 3.1, 4.15; ARCHITECTURE 11)', () => {
     spec.given([requested, ...four]).when(submitFailure()).then([{ type: 'VideoSubmissionFailed', data: { video_id, attempt: 5, error, retry_at: at(60_000) } }]);
     expect(MAX_SUBMISSION_ATTEMPTS).toBe(6);
     const five = [1, 2, 3, 4, 5].map(submissionFailed);
-    spec.given([requested, ...five]).when(submitFailure()).then([{ type: 'VideoFailed', data: { video_id, error, failed_at: at(0) } }]);
+    spec.given([requested, ...five]).when(submitFailure()).then([{ type: 'VideoFailed', data: { video_id, account_id: 'a1', model: 'sim/video', error, failed_at: at(0) } }]);
   });
 
   it('fails at once on a submission error that will not change, and a retry can still succeed', () => {
-    spec.given([requested]).when(submitFailure(false)).then([{ type: 'VideoFailed', data: { video_id, error, failed_at: at(0) } }]);
+    spec.given([requested]).when(submitFailure(false)).then([{ type: 'VideoFailed', data: { video_id, account_id: 'a1', model: 'sim/video', error, failed_at: at(0) } }]);
     spec.given([requested, submissionFailed(1), submissionFailed(2)]).when(submit).then([submitted]);
     spec.given([requested, submitted]).when(submitFailure()).thenThrows('video_already_submitted');
     spec.given([]).when(submitFailure()).thenThrows('video_not_found');
@@ -124,7 +124,7 @@ describe('video workflow (spec 2.4, 3.1, 4.15; ARCHITECTURE 11)', () => {
   it('fails a video still running at its deadline (free), or cancels it when a cancel waits', () => {
     const late = after(VIDEO_DEADLINE_MS);
     late.given([requested, submitted]).when(poll(90)).then([
-      { type: 'VideoFailed', data: { video_id, error: { code: 'video_timeout', message: 'The video did not finish within 60 minutes.' }, failed_at: at(VIDEO_DEADLINE_MS) } },
+      { type: 'VideoFailed', data: { video_id, account_id: 'a1', model: 'sim/video', error: { code: 'video_timeout', message: 'The video did not finish within 60 minutes.' }, failed_at: at(VIDEO_DEADLINE_MS) } },
     ]);
     late.given([requested, submitted, cancelRequested]).when(poll(90)).then([{ type: 'VideoCancelled', data: { video_id, cancelled_at: at(VIDEO_DEADLINE_MS) } }]);
     // One poll earlier it is still running, and the next poll is the deadline itself.
@@ -136,7 +136,7 @@ describe('video workflow (spec 2.4, 3.1, 4.15; ARCHITECTURE 11)', () => {
   it('completes with the provider\'s actual cost (spec 1 rule 7), from queued or in progress', () => {
     spec.given([requested, submitted]).when(complete).then([completed]);
     spec.given([requested, submitted, progressed(80)]).when(complete).then([completed]);
-    spec.given([requested, submitted]).when({ ...complete, costNano: 0n, hasThumbnail: false }).then([{ type: 'VideoCompleted', data: { video_id, cost_nano: '0', has_thumbnail: false, completed_at: at(0) } }]);
+    spec.given([requested, submitted]).when({ ...complete, costNano: 0n, hasThumbnail: false }).then([{ type: 'VideoCompleted', data: { video_id, account_id: 'a1', model: 'sim/video', cost_nano: '0', has_thumbnail: false, completed_at: at(0) } }]);
     spec.given([requested, submitted]).when({ ...complete, costNano: -1n }).thenThrows('invalid_video_cost');
     spec.given([requested]).when(complete).thenThrows('video_not_submitted');
     spec.given([]).when(complete).thenThrows('video_not_found');
@@ -188,8 +188,22 @@ describe('video workflow (spec 2.4, 3.1, 4.15; ARCHITECTURE 11)', () => {
     expect(fold(videoDecider, [requested, submitted])).toMatchObject({ status: 'queued', provider: 'sim', providerJobId: 'job_1', dueAt: new Date(at(5_000)) });
     expect(fold(videoDecider, [requested, submitted, progressed(40)])).toMatchObject({ status: 'in_progress', progress: 40, dueAt: new Date(at(5_000)) });
     expect(fold(videoDecider, [requested, submitted, progressed(40), cancelRequested])).toMatchObject({ status: 'in_progress', cancelRequested: true, dueAt: new Date(at(0)) });
-    expect(fold(videoDecider, [requested, submitted, completed])).toMatchObject({ status: 'completed', progress: 100, dueAt: null });
+    expect(fold(videoDecider, [requested, submitted, completed])).toMatchObject({ status: 'completed', progress: 100, costNano: 750_000_000n, dueAt: null });
     expect(fold(videoDecider, [requested, failed])).toMatchObject({ status: 'failed', dueAt: null });
     expect(fold(videoDecider, [requested, cancelRequested, cancelled])).toMatchObject({ status: 'cancelled', dueAt: null });
+  });
+
+  it('is deleted only once it has ended (spec 4.15 DELETE); a deleted video is gone for every command', () => {
+    const deleted: VideoEvent = { type: 'VideoDeleted', data: { video_id, deleted_at: at(0) } };
+    const del = { type: 'DeleteVideo' as const, ...ids };
+    spec.given([requested, submitted, completed]).when(del).then([deleted]);
+    spec.given([requested, failed]).when(del).then([deleted]);
+    spec.given([requested, cancelRequested, cancelled]).when(del).then([deleted]);
+    spec.given([requested, submitted]).when(del).thenThrows('video_invalid_state');
+    spec.given([]).when(del).thenThrows('video_not_found');
+    spec.given([requested, failed, deleted]).when(del).thenThrows('video_not_found');
+    spec.given([requested, failed, deleted]).when(cancel).thenThrows('video_not_found');
+    spec.given([requested, failed, deleted]).when(fail).thenThrows('video_not_found');
+    expect(fold(videoDecider, [requested, failed, deleted])).toMatchObject({ status: 'failed', deleted: true });
   });
 });

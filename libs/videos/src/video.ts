@@ -98,11 +98,14 @@ export type VideoEvent =
   | DomainEvent<'VideoSubmitted', { video_id: string; provider: string; provider_job_id: string; next_poll_at: string }>
   | DomainEvent<'VideoSubmissionFailed', { video_id: string; attempt: number; error: VideoError; retry_at: string }>
   | DomainEvent<'VideoProgressed', { video_id: string; status: 'queued' | 'in_progress'; progress: number; next_poll_at: string }>
-  | DomainEvent<'VideoCompleted', { video_id: string; cost_nano: string; has_thumbnail: boolean; completed_at: string }>
-  | DomainEvent<'VideoFailed', { video_id: string; error: VideoError; failed_at: string }>
+  /** The end events name the account and model: the webhook outbox (spec 6.1) maps each event alone. */
+  | DomainEvent<'VideoCompleted', { video_id: string; account_id: string; model: string; cost_nano: string; has_thumbnail: boolean; completed_at: string }>
+  | DomainEvent<'VideoFailed', { video_id: string; account_id: string; model: string; error: VideoError; failed_at: string }>
   /** The timer is set to now: the worker stops the job at the provider at once. */
   | DomainEvent<'VideoCancelRequested', { video_id: string; requested_at: string; next_poll_at: string }>
-  | DomainEvent<'VideoCancelled', { video_id: string; cancelled_at: string }>;
+  | DomainEvent<'VideoCancelled', { video_id: string; cancelled_at: string }>
+  /** Spec 4.15 DELETE of an ended video: its clip is purged and the video is gone from the API. */
+  | DomainEvent<'VideoDeleted', { video_id: string; deleted_at: string }>;
 
 export type VideoCommand =
   | {
@@ -130,13 +133,19 @@ export type VideoCommand =
   | { type: 'RecordFailure'; videoId: string; error: VideoError }
   | { type: 'RequestCancel'; videoId: string }
   /** The job is stopped at the provider, or never reached it. */
-  | { type: 'ConfirmCancel'; videoId: string };
+  | { type: 'ConfirmCancel'; videoId: string }
+  | { type: 'DeleteVideo'; videoId: string };
 
 export interface VideoState {
   status: VideoStatus | null;
   cancelRequested: boolean;
+  deleted: boolean;
   createdAt: Date | null;
+  accountId: string | null;
+  model: string | null;
   holdId: string | null;
+  /** What VideoCompleted charged; null until then. */
+  costNano: bigint | null;
   provider: string | null;
   providerJobId: string | null;
   /** Failed submission attempts so far. */
@@ -150,7 +159,7 @@ const TERMINAL: readonly VideoStatus[] = ['completed', 'failed', 'cancelled'];
 export const isVideoTerminal = (status: VideoStatus | null) => status !== null && TERMINAL.includes(status);
 
 function requireRunning(state: VideoState, videoId: string, action: string): VideoStatus {
-  if (state.status === null) throw new DomainError('video_not_found', `No video ${videoId}.`);
+  if (state.status === null || state.deleted) throw new DomainError('video_not_found', `No video ${videoId}.`);
   if (isVideoTerminal(state.status)) throw new DomainError('video_invalid_state', `Video ${videoId} is ${state.status}: it cannot ${action}.`, { status: state.status });
   return state.status;
 }
@@ -169,6 +178,11 @@ function nextPoll(state: VideoState, now: Date, hintMs: number | null): string {
 }
 
 const cancelled = (videoId: string, now: Date): VideoEvent => ({ type: 'VideoCancelled', data: { video_id: videoId, cancelled_at: now.toISOString() } });
+
+const failedWith = (state: VideoState, videoId: string, error: VideoError, now: Date): VideoEvent => ({
+  type: 'VideoFailed',
+  data: { video_id: videoId, account_id: state.accountId!, model: state.model!, error, failed_at: now.toISOString() },
+});
 
 function request(command: Extract<VideoCommand, { type: 'RequestVideo' }>, state: VideoState, now: Date): VideoEvent[] {
   if (state.status !== null) throw new DomainError('video_exists', `Video ${command.videoId} exists already.`);
@@ -215,7 +229,7 @@ function recordSubmissionFailure(command: Extract<VideoCommand, { type: 'RecordS
   if (state.cancelRequested) return [cancelled(command.videoId, now)];
   const attempt = state.attempts + 1;
   if (!command.retryable || attempt >= MAX_SUBMISSION_ATTEMPTS) {
-    return [{ type: 'VideoFailed', data: { video_id: command.videoId, error: command.error, failed_at: now.toISOString() } }];
+    return [failedWith(state, command.videoId, command.error, now)];
   }
   const retryAt = new Date(now.getTime() + submissionRetryDelayMs(attempt)).toISOString();
   return [{ type: 'VideoSubmissionFailed', data: { video_id: command.videoId, attempt, error: command.error, retry_at: retryAt } }];
@@ -226,7 +240,7 @@ function recordProgress(command: Extract<VideoCommand, { type: 'RecordProgress' 
   if (now >= deadlineOf(state)) {
     if (state.cancelRequested) return [cancelled(command.videoId, now)];
     const error = { code: 'video_timeout', message: `The video did not finish within ${VIDEO_DEADLINE_MS / 60_000} minutes.` };
-    return [{ type: 'VideoFailed', data: { video_id: command.videoId, error, failed_at: now.toISOString() } }];
+    return [failedWith(state, command.videoId, error, now)];
   }
   // What a client sees never moves back: a provider's own queue may report a lower figure or
   // `queued` again after a retry on its side.
@@ -241,18 +255,23 @@ function recordCompletion(command: Extract<VideoCommand, { type: 'RecordCompleti
   if (command.costNano < 0n) throw new DomainError('invalid_video_cost', 'A provider cost cannot be negative.');
   // Asked to cancel first: the clip is neither delivered nor billed (see VideoStatus).
   if (state.cancelRequested) return [cancelled(command.videoId, now)];
-  return [{ type: 'VideoCompleted', data: { video_id: command.videoId, cost_nano: command.costNano.toString(), has_thumbnail: command.hasThumbnail, completed_at: now.toISOString() } }];
+  return [
+    {
+      type: 'VideoCompleted',
+      data: { video_id: command.videoId, account_id: state.accountId!, model: state.model!, cost_nano: command.costNano.toString(), has_thumbnail: command.hasThumbnail, completed_at: now.toISOString() },
+    },
+  ];
 }
 
 function recordFailure(command: Extract<VideoCommand, { type: 'RecordFailure' }>, state: VideoState, now: Date): VideoEvent[] {
   requireRunning(state, command.videoId, 'fail');
   // Free either way (spec 1 rule 7); the caller hears what they asked for, not a video.failed.
   if (state.cancelRequested) return [cancelled(command.videoId, now)];
-  return [{ type: 'VideoFailed', data: { video_id: command.videoId, error: command.error, failed_at: now.toISOString() } }];
+  return [failedWith(state, command.videoId, command.error, now)];
 }
 
 function requestCancel(command: Extract<VideoCommand, { type: 'RequestCancel' }>, state: VideoState, now: Date): VideoEvent[] {
-  if (state.status === null) throw new DomainError('video_not_found', `No video ${command.videoId}.`);
+  if (state.status === null || state.deleted) throw new DomainError('video_not_found', `No video ${command.videoId}.`);
   // Asking twice is answered with the video as it is.
   if (state.status === 'cancelled' || state.cancelRequested) return [];
   requireRunning(state, command.videoId, 'be cancelled');
@@ -269,8 +288,29 @@ function confirmCancel(command: Extract<VideoCommand, { type: 'ConfirmCancel' }>
   return [cancelled(command.videoId, now)];
 }
 
+function deleteVideo(command: Extract<VideoCommand, { type: 'DeleteVideo' }>, state: VideoState, now: Date): VideoEvent[] {
+  if (state.status === null || state.deleted) throw new DomainError('video_not_found', `No video ${command.videoId}.`);
+  // A running video is cancelled first (RequestCancel); only an ended one has nothing left to stop or bill.
+  if (!isVideoTerminal(state.status)) throw new DomainError('video_invalid_state', `Video ${command.videoId} is ${state.status}: cancel it before deleting it.`, { status: state.status });
+  return [{ type: 'VideoDeleted', data: { video_id: command.videoId, deleted_at: now.toISOString() } }];
+}
+
 export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
-  initialState: () => ({ status: null, cancelRequested: false, createdAt: null, holdId: null, provider: null, providerJobId: null, attempts: 0, progress: 0, dueAt: null }),
+  initialState: () => ({
+    status: null,
+    cancelRequested: false,
+    deleted: false,
+    createdAt: null,
+    accountId: null,
+    model: null,
+    holdId: null,
+    costNano: null,
+    provider: null,
+    providerJobId: null,
+    attempts: 0,
+    progress: 0,
+    dueAt: null,
+  }),
   decide(command, state, now) {
     switch (command.type) {
       case 'RequestVideo':
@@ -289,12 +329,22 @@ export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
         return requestCancel(command, state, now);
       case 'ConfirmCancel':
         return confirmCancel(command, state, now);
+      case 'DeleteVideo':
+        return deleteVideo(command, state, now);
     }
   },
   evolve(state, event) {
     switch (event.type) {
       case 'VideoRequested':
-        return { ...state, status: 'queued', createdAt: new Date(event.data.created_at), holdId: event.data.hold_id, dueAt: new Date(event.data.next_poll_at) };
+        return {
+          ...state,
+          status: 'queued',
+          createdAt: new Date(event.data.created_at),
+          accountId: event.data.account_id,
+          model: event.data.model,
+          holdId: event.data.hold_id,
+          dueAt: new Date(event.data.next_poll_at),
+        };
       case 'VideoSubmitted':
         return { ...state, provider: event.data.provider, providerJobId: event.data.provider_job_id, dueAt: new Date(event.data.next_poll_at) };
       case 'VideoSubmissionFailed':
@@ -302,13 +352,15 @@ export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
       case 'VideoProgressed':
         return { ...state, status: event.data.status, progress: event.data.progress, dueAt: new Date(event.data.next_poll_at) };
       case 'VideoCompleted':
-        return { ...state, status: 'completed', progress: 100, dueAt: null };
+        return { ...state, status: 'completed', progress: 100, costNano: BigInt(event.data.cost_nano), dueAt: null };
       case 'VideoFailed':
         return { ...state, status: 'failed', dueAt: null };
       case 'VideoCancelRequested':
         return { ...state, cancelRequested: true, dueAt: new Date(event.data.next_poll_at) };
       case 'VideoCancelled':
         return { ...state, status: 'cancelled', dueAt: null };
+      case 'VideoDeleted':
+        return { ...state, deleted: true };
     }
   },
 };

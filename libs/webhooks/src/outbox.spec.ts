@@ -17,8 +17,26 @@ describe('the outbox mapping (spec 6.1)', () => {
   });
 
   it('maps only to types of the spec, and ignores what causes none', () => {
-    for (const type of WEBHOOK_SOURCE_TYPES) expect(WEBHOOK_EVENT_TYPES).toContain(webhookEventOf(recorded(type, { account_id: 'a1', amount_nano: '0', balance_nano: '0', threshold_nano: '0', limit_nano: '0', charged_nano: '0' }))!.type);
+    for (const type of WEBHOOK_SOURCE_TYPES) expect(WEBHOOK_EVENT_TYPES).toContain(webhookEventOf(recorded(type, { account_id: 'a1', amount_nano: '0', balance_nano: '0', threshold_nano: '0', limit_nano: '0', charged_nano: '0', cost_nano: '0' }))!.type);
     expect(webhookEventOf(recorded('UsageCharged', { account_id: 'a1' }))).toBeNull();
+  });
+
+  it("maps a video's end to video.completed with its actual cost, or video.failed with its error (spec 6.1, 3.1)", () => {
+    const completed = { video_id: 'video_1', account_id: 'a1', model: 'sim/video', cost_nano: '800000000', has_thumbnail: true, completed_at: '2026-11-02T10:03:00.000Z' };
+    expect(webhookEventOf(recorded('VideoCompleted', completed))).toEqual({
+      accountId: 'a1',
+      type: 'video.completed',
+      data: { id: 'video_1', status: 'completed', model: 'sim/video', cost: 0.8, completed_at: '2026-11-02T10:03:00.000Z' },
+    });
+    const error = { code: 'video_timeout', message: 'The video did not finish within 60 minutes.' };
+    expect(webhookEventOf(recorded('VideoFailed', { video_id: 'video_2', account_id: 'a1', model: 'sim/video', error, failed_at: '2026-11-02T11:00:00.000Z' }))).toEqual({
+      accountId: 'a1',
+      type: 'video.failed',
+      data: { id: 'video_2', status: 'failed', model: 'sim/video', error, failed_at: '2026-11-02T11:00:00.000Z' },
+    });
+    expect(WEBHOOK_SOURCE_TYPES).toEqual(expect.arrayContaining(['VideoCompleted', 'VideoFailed']));
+    // The caller asked for the end of a cancelled video: no webhook tells them again.
+    expect(webhookEventOf(recorded('VideoCancelled', { video_id: 'video_3', cancelled_at: '2026-11-02T10:01:00.000Z' }))).toBeNull();
   });
 
   it('gives an event the same id for the same cause and account, and another for another', () => {

@@ -13,6 +13,7 @@ import type { RecordedEvent } from '@svc/eventstore';
 import type { BatchEvent } from '@svc/batches';
 import type { KeyEvent } from '@svc/identity';
 import type { AccountEvent } from '@svc/ledger';
+import type { VideoEvent } from '@svc/videos';
 import { nanoToUsd } from '@svc/platform';
 import type { WebhookEventType } from './event-types';
 
@@ -22,7 +23,7 @@ export interface WebhookEventDraft {
   data: Record<string, unknown>;
 }
 
-type Source = KeyEvent | AccountEvent | BatchEvent;
+type Source = KeyEvent | AccountEvent | BatchEvent | VideoEvent;
 type Data<T extends Source['type']> = Extract<Source, { type: T }>['data'];
 
 const usd = (nano: string) => nanoToUsd(BigInt(nano));
@@ -51,6 +52,10 @@ const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = 
   BatchExpired: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: batchEnd(d, 'expired') }),
   BatchCancelled: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: batchEnd(d, 'cancelled') }),
   BatchValidationFailed: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: { id: d.batch_id, status: 'failed', errors: d.errors } }),
+  // Spec 6.1, 3.1: a video's end is video.completed (billed its actual cost) or video.failed (not
+  // billed). A cancelled video sends neither: its caller asked for the end and knows it already.
+  VideoCompleted: (d) => ({ accountId: d.account_id, type: 'video.completed', data: { id: d.video_id, status: 'completed', model: d.model, cost: usd(d.cost_nano), completed_at: d.completed_at } }),
+  VideoFailed: (d) => ({ accountId: d.account_id, type: 'video.failed', data: { id: d.video_id, status: 'failed', model: d.model, error: d.error, failed_at: d.failed_at } }),
   DailyLimitReached: (d) => ({ accountId: d.account_id, type: 'account.daily_limit.reached', data: { daily_limit: usd(d.limit_nano), usage: usd(d.charged_nano), day: d.day, resets_at: d.resets_at } }),
 };
 

@@ -42,7 +42,7 @@ export class BatchLineCalls implements LineCalls {
   ) {}
 
   async answer(batch: ActiveBatch, body: Record<string, unknown>, holdId: string): Promise<LineAnswer> {
-    const options = { batchLine: { holdId, ttlMs: LINE_HOLD_TTL_MS } };
+    const options = { job: { holdId, ttlMs: LINE_HOLD_TTL_MS, batchDiscount: true } };
     try {
       const caller = await callerOfKey(this.sql, batch.keyId, this.clock.now());
       if (!caller) throw ApiError.authentication('The key that created this batch has been revoked or has expired.');

@@ -10,8 +10,11 @@ import { isMessagesPath } from './error.filter';
  * handler, event or row ever sees it. Errors thrown here reach the application's exception
  * filter (Nest installs it as Fastify's error handler) and leave as the spec's error object.
  */
-/** The routes that take a multipart form (spec 4.10: an audio file; 4.11: a batch input file); every other takes JSON. */
-const MULTIPART_PATHS = new Set(['/v1/audio/transcriptions', '/v1/audio/translations', '/v1/files']);
+/**
+ * The routes that take a multipart form (spec 4.10: an audio file; 4.11: a batch input file;
+ * 4.15: a video, which the openai SDK always sends as a form); every other takes JSON.
+ */
+const MULTIPART_PATHS = new Set(['/v1/audio/transcriptions', '/v1/audio/translations', '/v1/files', '/v1/videos']);
 
 export function installRequestChecks(fastify: FastifyInstance): void {
   // An empty body labelled JSON (what some clients send with DELETE) is no body, not bad JSON

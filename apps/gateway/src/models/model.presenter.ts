@@ -1,4 +1,4 @@
-import type { CatalogModel, ModelPrices } from '@svc/catalog';
+import type { CatalogModel, ModelPrices, VideoCapabilities } from '@svc/catalog';
 import { deprecationAt } from '@svc/catalog';
 import { nanoToUsdString, type Nano } from '@svc/platform';
 
@@ -25,7 +25,15 @@ export function presentModel(model: CatalogModel, now: Date) {
     uptime: model.uptime,
     // Speech models: the voices POST /v1/audio/speech accepts (spec 4.9).
     ...(model.voices.length > 0 ? { voices: model.voices } : {}),
+    // Video models: what POST /videos may ask for (spec 4.15: "GET /models?type=video lists
+    // durations, ratios and price per second"; the price is `pricing.second`). An empty list
+    // means the request may not set that field.
+    ...(model.video !== null ? { video: presentVideo(model.video) } : {}),
   };
+}
+
+function presentVideo(video: VideoCapabilities) {
+  return { durations: video.durations, aspect_ratios: video.aspectRatios, resolutions: video.resolutions, sizes: video.sizes, image_to_video: video.imageToVideo };
 }
 
 /**
