@@ -104,6 +104,20 @@ describe.each([
     expect(await files.get('ws-a', 'not-a-file-id')).toBeNull();
   });
 
+  it("keeps the videos' files (purpose video) out of the Files API's sight, and the Files API's out of the videos' store", async () => {
+    const videos = new SqlFileStore(sql, () => key, clock, ['video']);
+    const clip = await videos.create({ ...meta('ws-video', 'v.mp4'), purpose: 'video' }, pieces(Buffer.from('not really an mp4')));
+    const input = await files.create(meta('ws-video'), pieces(jsonl(1)));
+    expect(clip.expiresAt).toBeNull();
+    expect(await files.get('ws-video', clip.id)).toBeNull();
+    expect((await files.list('ws-video', { limit: 10 })).map((f) => f.id)).toEqual([input.id]);
+    expect(await files.delete('ws-video', clip.id)).toBe(false);
+    await expect(collect(files.content('ws-video', clip.id))).rejects.toMatchObject({ status: 404 });
+    expect(await videos.get('ws-video', input.id)).toBeNull();
+    expect(Buffer.concat(await collect(videos.content('ws-video', clip.id))).toString()).toBe('not really an mp4');
+    expect(await videos.delete('ws-video', clip.id)).toBe(true);
+  });
+
   it('lists by creation, newest first by default, paged with after, filtered by purpose', async () => {
     const created: FileRecord[] = [];
     for (let i = 0; i < 5; i++) {
