@@ -169,7 +169,7 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
     targets: (job) => calls.targets(job),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
-    charge: (job, state, seconds) => calls.charge(job, state, seconds),
+    charge: (job, state) => calls.charge(job, state),
     release: (job, errorCode) => calls.release(job, errorCode),
     store: async (job, variant, content) => {
       const extension = variant === 'video' ? 'mp4' : (content.contentType.split('/')[1]?.split(';')[0] ?? 'jpeg');

@@ -119,7 +119,8 @@ export class VideoJobs {
   /** The request as validated (its prompt and first frame are the caller's content); null when the video is unknown or they no longer open (the key changed). */
   async request(videoId: string): Promise<VideoRequest | null> {
     const { rows } = await this.sql.query<{ request: string }>(`SELECT request FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1`, [videoId]);
-    const plain = rows[0] ? this.sealed.open(rows[0].request, requestContext(videoId)) : null;
+    // '' once the video is deleted (forget).
+    const plain = rows[0]?.request ? this.sealed.open(rows[0].request, requestContext(videoId)) : null;
     return plain === null ? null : JSON.parse(plain);
   }
 
@@ -127,7 +128,7 @@ export class VideoJobs {
   async prompts(videoIds: readonly string[]): Promise<Map<string, string | null>> {
     if (videoIds.length === 0) return new Map();
     const { rows } = await this.sql.query<{ video_id: string; request: string }>(`SELECT video_id, request FROM ${VIDEO_JOBS_TABLE} WHERE video_id = ANY($1::text[])`, [videoIds]);
-    return new Map(rows.map((r) => [r.video_id, (JSON.parse(this.sealed.open(r.request, requestContext(r.video_id)) ?? 'null') as VideoRequest | null)?.prompt ?? null]));
+    return new Map(rows.map((r) => [r.video_id, r.request ? ((JSON.parse(this.sealed.open(r.request, requestContext(r.video_id)) ?? 'null') as VideoRequest | null)?.prompt ?? null) : null]));
   }
 
   /** Records where the clip and its poster are kept, if `owner` still holds the video. */
@@ -146,8 +147,22 @@ export class VideoJobs {
     return { video: rows[0]?.video_file_id ?? null, thumbnail: rows[0]?.thumbnail_file_id ?? null };
   }
 
-  /** Forgets a deleted video's content; its files are the caller's to remove first. */
+  /** Forgets a video whose hold is settled; its files are the caller's to remove first. */
   async remove(videoId: string): Promise<void> {
     await this.sql.query(`DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1`, [videoId]);
+  }
+
+  /**
+   * A deleted video's content goes at once (the prompt, the files' ids); its row goes with it
+   * once nothing is left to do, else it stays, due now, with the ids and the hold, so that a
+   * worker still bills (or releases) what its end says before forgetting it (VideoRunner).
+   */
+  async forget(videoId: string, now: Date): Promise<void> {
+    const { rows } = await this.sql.query(`DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1 AND due_at IS NULL AND owner IS NULL RETURNING video_id`, [videoId]);
+    if (rows.length > 0) return;
+    await this.sql.query(
+      `UPDATE ${VIDEO_JOBS_TABLE} SET request = '', video_file_id = NULL, thumbnail_file_id = NULL, due_at = LEAST(COALESCE(due_at, $2), $2) WHERE video_id = $1`,
+      [videoId, now.toISOString()],
+    );
   }
 }

@@ -26,7 +26,7 @@ const refusedAt = (raw: unknown, model: CatalogModel = sim) => {
 
 describe('video create request (spec 4.15)', () => {
   it('fills in the model\'s defaults: the shortest clip, the first aspect ratio and resolution', () => {
-    expect(validateVideoRequest(body(), sim)).toEqual({ model: 'sim/video', prompt: 'A cat surfing at dawn', seconds: 4, aspectRatio: '16:9', resolution: '720p', size: null, imageUrl: null });
+    expect(validateVideoRequest(body(), sim)).toEqual({ model: 'sim/video', prompt: 'A cat surfing at dawn', seconds: 4, aspectRatio: '16:9', resolution: '720p', size: null, exactSize: null, imageUrl: null });
     // Defaults follow the model, not constants.
     expect(validateVideoRequest(body(), withCaps({ durations: [6, 10], aspectRatios: ['9:16'], resolutions: ['1080p'] }))).toMatchObject({ seconds: 6, aspectRatio: '9:16', resolution: '1080p' });
     expect(validateVideoRequest(body(), withCaps({ aspectRatios: [], resolutions: [] }))).toMatchObject({ aspectRatio: null, resolution: null, size: null });
@@ -67,7 +67,8 @@ describe('video create request (spec 4.15)', () => {
 
   it('maps a size WxH to the model\'s aspect ratio and resolution; never together with aspect_ratio', () => {
     expect(validateVideoRequest(body({ size: '720x1280' }), sim)).toMatchObject({ aspectRatio: '9:16', resolution: '720p', size: '720x1280' });
-    expect(validateVideoRequest(body({ size: '1920x1080' }), sim)).toMatchObject({ aspectRatio: '16:9', resolution: '1080p', size: '1920x1080' });
+    // Sent to the provider as 16:9 at 1080p, which each adapter turns into a size its provider takes.
+    expect(validateVideoRequest(body({ size: '1920x1080' }), sim)).toMatchObject({ aspectRatio: '16:9', resolution: '1080p', size: '1920x1080', exactSize: null });
     // OpenAI's 1024x1792 is 9:16 near enough; the model has no 1024p label.
     expect(validateVideoRequest(body({ size: '1024x1792' }), sim)).toMatchObject({ aspectRatio: '9:16', resolution: null, size: '1024x1792' });
     expect(validateVideoRequest(body({ size: '1280x720', resolution: '720p' }), sim)).toMatchObject({ resolution: '720p' });
@@ -79,7 +80,8 @@ describe('video create request (spec 4.15)', () => {
 
   it('holds a size to the model\'s list when it has one, and refuses it from a model without shapes', () => {
     const listed = withCaps({ sizes: ['1280x720', '720x1280'] });
-    expect(validateVideoRequest(body({ size: '1280x720' }), listed).size).toBe('1280x720');
+    // One of the model's own sizes goes to the provider as it is.
+    expect(validateVideoRequest(body({ size: '1280x720' }), listed)).toMatchObject({ size: '1280x720', exactSize: '1280x720' });
     expect(refusedAt(body({ size: '1920x1080' }), listed)).toBe('size');
     expect(refusedAt(body({ size: '1280x720' }), withCaps({ aspectRatios: [], sizes: [] }))).toBe('size');
     // Sizes listed without ratios: the size's own ratio.

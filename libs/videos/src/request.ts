@@ -22,6 +22,12 @@ export interface VideoRequest {
   resolution: string | null;
   /** As the caller gave it; null when they chose by aspect ratio. */
   size: string | null;
+  /**
+   * The size to send the provider as is: one of the model's own `sizes`. Any other size is
+   * sent as the aspect ratio and resolution it was matched to, which each adapter turns into
+   * its provider's terms (a provider takes only its own sizes).
+   */
+  exactSize: string | null;
   /** A public https URL of the first frame; null for text-to-video. */
   imageUrl: string | null;
 }
@@ -45,12 +51,12 @@ export function validateVideoRequest(body: unknown, model: CatalogModel, options
   const caps = model.video;
   const prompt = promptOf(body.prompt);
   const seconds = secondsOf(body.seconds, caps);
-  const { aspectRatio, resolution, size } = shapeOf(body, caps);
+  const { aspectRatio, resolution, size, exactSize } = shapeOf(body, caps);
   // OpenAI's SDKs send the first frame as `input_reference`; silently ignored, it would turn an
   // image-to-video request into text-to-video at full price.
   if (given(body.input_reference)) throw invalid('input_reference is not supported here: give the first frame as image_url (a public https URL).', 'input_reference');
   const imageUrl = imageUrlOf(body.image_url, model, options);
-  return { model: model.id, prompt, seconds, aspectRatio, resolution, size, imageUrl };
+  return { model: model.id, prompt, seconds, aspectRatio, resolution, size, exactSize, imageUrl };
 }
 
 /**
@@ -88,7 +94,7 @@ function secondsOf(value: unknown, caps: VideoCapabilities): number {
  * both. A size maps to the model's nearest aspect ratio; its resolution is the model's label
  * `<shorter side>p` when it has one.
  */
-function shapeOf(body: Record<string, unknown>, caps: VideoCapabilities): Pick<VideoRequest, 'aspectRatio' | 'resolution' | 'size'> {
+function shapeOf(body: Record<string, unknown>, caps: VideoCapabilities): Pick<VideoRequest, 'aspectRatio' | 'resolution' | 'size' | 'exactSize'> {
   const ratioGiven = given(body.aspect_ratio);
   const sizeGiven = given(body.size);
   const resolutionGiven = given(body.resolution);
@@ -114,7 +120,7 @@ function shapeOf(body: Record<string, unknown>, caps: VideoCapabilities): Pick<V
     const [w, h] = parseVideoSize(size)!;
     const implied = `${Math.min(w, h)}p`;
     if (resolutionGiven && resolution !== implied) throw invalid(`resolution ${resolution} contradicts size ${size} (${implied}); give one of them.`, 'resolution');
-    return { aspectRatio, resolution: caps.resolutions.includes(implied) ? implied : null, size };
+    return { aspectRatio, resolution: caps.resolutions.includes(implied) ? implied : null, size, exactSize: caps.sizes.includes(size) ? size : null };
   }
 
   if (ratioGiven) {
@@ -122,9 +128,9 @@ function shapeOf(body: Record<string, unknown>, caps: VideoCapabilities): Pick<V
     if (typeof body.aspect_ratio !== 'string' || !caps.aspectRatios.includes(body.aspect_ratio)) {
       throw invalid(`aspect_ratio must be one of ${caps.aspectRatios.join(', ')}.`, 'aspect_ratio');
     }
-    return { aspectRatio: body.aspect_ratio, resolution, size: null };
+    return { aspectRatio: body.aspect_ratio, resolution, size: null, exactSize: null };
   }
-  return { aspectRatio: caps.aspectRatios[0] ?? null, resolution, size: null };
+  return { aspectRatio: caps.aspectRatios[0] ?? null, resolution, size: null, exactSize: null };
 }
 
 function imageUrlOf(value: unknown, model: CatalogModel, options: VideoRequestOptions): string | null {

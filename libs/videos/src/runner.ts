@@ -35,7 +35,7 @@ export interface VideoRunnerDeps {
   /** The catalog's price of a clip made by `provider`: its reported cost when it gives one, else the seconds at its price. */
   costOf(job: ClaimedVideo, provider: string, request: VideoRequest, providerCostNano: Nano | null): Promise<Nano>;
   /** Charges the end recorded on the stream (VideoCompleted's cost) against the hold; a hold settled already is not an error. */
-  charge(job: ClaimedVideo, state: VideoState, seconds: number): Promise<void>;
+  charge(job: ClaimedVideo, state: VideoState): Promise<void>;
   /** Releases the hold (a failed or cancelled video is free); a hold settled already is not an error. */
   release(job: ClaimedVideo, errorCode: string): Promise<void>;
   /** Keeps a clip or poster as a file of purpose `video`; resolves with its id. */
@@ -85,16 +85,17 @@ export class VideoRunner {
     const { deps } = this;
     try {
       let state = await deps.load(job.videoId);
-      if (state.status === null || state.deleted) {
-        // The gateway died between keeping the request and recording it (see REQUEST_GRACE_MS), or the video is gone.
-        if (state.status === null) await deps.release(job, 'video_not_recorded');
-        if (state.deleted) await deps.jobs.remove(job.videoId);
-        else await deps.jobs.reschedule(job.videoId, deps.owner, null);
+      if (state.status === null) {
+        // The gateway died between keeping the request and recording it (see REQUEST_GRACE_MS).
+        await deps.release(job, 'video_not_recorded');
+        await deps.jobs.reschedule(job.videoId, deps.owner, null);
         return;
       }
       if (!isVideoTerminal(state.status)) state = await this.step(job, state);
+      // Also for a video deleted before its end was billed: deleting it does not make it free.
       if (isVideoTerminal(state.status)) await this.settle(job, state);
-      await deps.jobs.reschedule(job.videoId, deps.owner, state.dueAt);
+      if (state.deleted) await deps.jobs.remove(job.videoId);
+      else await deps.jobs.reschedule(job.videoId, deps.owner, state.dueAt);
     } catch (err) {
       // The lease keeps it from the others until it runs out; then any worker tries again from the stream.
       deps.warn(`video ${job.videoId}: ${(err as Error).message}; tried again once its lease runs out`);
@@ -128,8 +129,8 @@ export class VideoRunner {
           model: target.upstreamModel,
           prompt: request.prompt,
           seconds: request.seconds,
-          size: request.size,
-          aspect_ratio: request.size === null ? request.aspectRatio : null,
+          size: request.exactSize,
+          aspect_ratio: request.exactSize === null ? request.aspectRatio : null,
           resolution: request.resolution,
           image_url: request.imageUrl,
         };
@@ -199,8 +200,7 @@ export class VideoRunner {
 
   private async settle(job: ClaimedVideo, state: VideoState): Promise<void> {
     if (state.status === 'completed') {
-      const request = await this.deps.jobs.request(job.videoId);
-      await this.deps.charge(job, state, request?.seconds ?? 0);
+      await this.deps.charge(job, state);
     } else {
       await this.deps.release(job, state.status === 'cancelled' ? 'video_cancelled' : 'video_failed');
     }

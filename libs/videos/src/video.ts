@@ -143,6 +143,8 @@ export interface VideoState {
   createdAt: Date | null;
   accountId: string | null;
   model: string | null;
+  /** The clip's length: what a completed video's charge records. */
+  seconds: number;
   holdId: string | null;
   /** What VideoCompleted charged; null until then. */
   costNano: bigint | null;
@@ -303,6 +305,7 @@ export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
     createdAt: null,
     accountId: null,
     model: null,
+    seconds: 0,
     holdId: null,
     costNano: null,
     provider: null,
@@ -342,6 +345,7 @@ export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
           createdAt: new Date(event.data.created_at),
           accountId: event.data.account_id,
           model: event.data.model,
+          seconds: event.data.seconds,
           holdId: event.data.hold_id,
           dueAt: new Date(event.data.next_poll_at),
         };

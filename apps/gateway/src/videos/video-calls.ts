@@ -57,10 +57,10 @@ export class VideoCalls {
   }
 
   /** VideoCompleted's cost, charged once: a hold settled already (by this worker before it died) is not an error. */
-  async charge(job: ClaimedVideo, state: VideoState, seconds: number): Promise<void> {
+  async charge(job: ClaimedVideo, state: VideoState): Promise<void> {
     const { reservation } = job;
     const target = await this.target(job, state.provider!);
-    const usage: MeterUsage = { seconds };
+    const usage: MeterUsage = { seconds: state.seconds };
     const latencyMs = state.createdAt ? this.clock.now().getTime() - state.createdAt.getTime() : 0;
     const stats = { ...this.metering.calls.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, latencyMs), ttft_ms: null };
     await settled(this.metering.ledger(job.accountId, { type: 'ChargeUsage', holdId: reservation.id, amountNano: state.costNano ?? 0n, stats, usage, returned: 1 }, reservation.metadata));

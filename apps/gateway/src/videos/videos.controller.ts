@@ -104,7 +104,8 @@ export class VideosController {
     await this.decide({ type: 'DeleteVideo', videoId: id }, caller);
     // Content after the decision: a crash in between leaves files nobody can reach, never a video without its clip.
     for (const fileId of [files.video, files.thumbnail]) if (fileId !== null) await this.files.delete(caller.workspaceId, fileId);
-    await this.jobs.remove(id);
+    // Not free for being deleted: a worker still settles a hold the end has not settled yet.
+    await this.jobs.forget(id, this.clock.now());
     return { id, object: 'video.deleted' as const, deleted: true };
   }
 
