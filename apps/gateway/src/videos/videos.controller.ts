@@ -130,7 +130,8 @@ export class VideosController {
   /**
    * Hold, keep, record, then make due: the request is kept before the video is recorded, due only
    * after REQUEST_GRACE_MS, so a worker meeting a request with no stream knows its gateway died
-   * (and releases the hold) rather than racing this one.
+   * (and releases the hold) rather than racing this one. Waiting for the read model comes last:
+   * a video recorded runs even when that wait times out (503 projections_behind).
    */
   private async start(caller: Caller, routed: ReturnType<Metering['route']>, video: VideoRequest, clientRequestId: string | undefined): Promise<VideoRow & { holdId: string }> {
     const videoId = `video_${randomBytes(12).toString('hex')}`;
@@ -140,16 +141,16 @@ export class VideosController {
     const ids = { videoId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId };
     try {
       await this.jobs.add({ ...ids, reservation, request: video, dueAt: new Date(now.getTime() + REQUEST_GRACE_MS) });
-      await this.decide(
-        { type: 'RequestVideo', ...ids, model: video.model, seconds: video.seconds, aspectRatio: video.aspectRatio, resolution: video.resolution, size: video.size, holdId, estimatedNano: BigInt(reservation.heldNano) },
-        caller,
-      );
     } catch (err) {
-      await this.jobs.remove(videoId).catch(() => undefined);
       await this.calls.release({ ...ids, reservation }, 'video_not_recorded').catch(() => undefined);
       throw err;
     }
+    // From here the kept request settles the hold whatever happens: a worker runs the video once
+    // it is recorded, or releases the hold after REQUEST_GRACE_MS if it never was.
+    const command: VideoCommand = { type: 'RequestVideo', ...ids, model: video.model, seconds: video.seconds, aspectRatio: video.aspectRatio, resolution: video.resolution, size: video.size, holdId, estimatedNano: BigInt(reservation.heldNano) };
+    const handled = await this.aggregates.handle(videoDecider, videoStream(videoId), command, { actor: `key:${caller.keyId}`, correlationId: videoId });
     await this.jobs.wake(videoId, now);
+    if (handled.appended) await this.projections.waitFor(handled.appended.position, ['videos']);
     return { ...(await this.find(caller, videoId)), holdId };
   }
 
