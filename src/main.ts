@@ -38,7 +38,7 @@ export async function startAll(given: Config, options: RuntimeOptions & { logger
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
     const started = app;
     return {
-      url: `http://${host}:${port}/v1`,
+      url: `${config.tls ? 'https' : 'http'}://${host}:${port}/v1`,
       keys,
       created,
       runtime,

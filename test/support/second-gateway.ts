@@ -26,7 +26,7 @@ export function spawnGateway(databaseUrl: string, adminToken: string, extra: Rec
     const timer = setTimeout(() => fail('did not start'), 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(output);
+      const m = /listening on (https?:\/\/\S+)/.exec(output);
       if (m) {
         clearTimeout(timer);
         resolve({ child, url: m[1] });

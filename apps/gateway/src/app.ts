@@ -10,8 +10,19 @@ import { clientErrorHandler, frameworkErrors, installRequestChecks, installReque
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
 export async function createGatewayApp(runtime: Runtime, { logger = true } = {}): Promise<NestFastifyApplication> {
-  const { trustProxy } = runtime.config;
-  const adapter = new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, trustProxy: trustProxy.length > 0 ? trustProxy : false, clientErrorHandler, frameworkErrors });
+  const { trustProxy, tls } = runtime.config;
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: trustProxy.length > 0 ? trustProxy : false,
+    clientErrorHandler,
+    frameworkErrors,
+    // SVC_TLS_CERT and SVC_TLS_KEY (read and checked with the configuration): every route, and
+    // WebSocket upgrades, over HTTPS on the same port; HTTP/1.1 as without them (no http2).
+    // Plain HTTP to that port gets no answer: the handshake fails and the socket is closed.
+    // The server is then an https.Server where the types say http.Server; both are net.Servers
+    // with the same request and upgrade events, which is all the app and Nest use of it.
+    ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+  });
   // Before the request checks: a preflight is answered before anything else looks at it, and
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);

@@ -1,5 +1,7 @@
-import { existsSync } from 'node:fs';
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
 
@@ -74,6 +76,17 @@ export interface Config {
    * sender domain they do not handle, so production sets one the relay is allowed to send for.
    */
   mailFrom: string;
+  /**
+   * The certificate and private key the gateway serves HTTPS (and WSS) with, on its one port
+   * (SVC_TLS_CERT and SVC_TLS_KEY, PEM file paths, both or neither); null = plain HTTP.
+   */
+  tls: TlsFiles | null;
+}
+
+/** The PEM contents of SVC_TLS_CERT (the leaf first, then any intermediates) and SVC_TLS_KEY. */
+export interface TlsFiles {
+  cert: Buffer;
+  key: Buffer;
 }
 
 export class ConfigError extends Error {
@@ -109,6 +122,56 @@ function mailbox(variable: string, value: string | null, fallback: string): stri
     throw new ConfigError(variable, `expected an address, or a name and <address>, got ${JSON.stringify(value)}`);
   }
   return value;
+}
+
+/**
+ * The files are read here, when the configuration is, not when the app is created: a missing
+ * file, a key that is not the certificate's, or only one of the two set then stops the process
+ * the way every other bad setting does (`Invalid configuration: SVC_TLS_KEY: ...`, exit 1),
+ * before any database is opened or port bound, and the checks can be tested without a server.
+ * They are read once: a renewed certificate takes effect at the next start.
+ * Any process given them (a worker or the CLI sharing the gateway's environment) reads them too.
+ * No message repeats what a file holds (the key is a secret), only its path and what is wrong.
+ */
+function tlsFiles(certPath: string | null, keyPath: string | null): TlsFiles | null {
+  if (certPath === null && keyPath === null) return null;
+  const both = 'HTTPS needs both SVC_TLS_CERT and SVC_TLS_KEY (PEM file paths); plain HTTP neither';
+  if (keyPath === null) throw new ConfigError('SVC_TLS_KEY', `not set, but SVC_TLS_CERT is: ${both}`);
+  if (certPath === null) throw new ConfigError('SVC_TLS_CERT', `not set, but SVC_TLS_KEY is: ${both}`);
+  const read = (variable: string, path: string): Buffer => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new ConfigError(variable, `cannot read ${JSON.stringify(path)}${code ? ` (${code})` : ''}`);
+    }
+  };
+  const cert = read('SVC_TLS_CERT', certPath);
+  const key = read('SVC_TLS_KEY', keyPath);
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+  } catch {
+    throw new ConfigError('SVC_TLS_CERT', `${JSON.stringify(certPath)} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    throw new ConfigError('SVC_TLS_KEY', `${JSON.stringify(keyPath)} holds no unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)`);
+  }
+  if (!leaf.checkPrivateKey(privateKey)) {
+    throw new ConfigError('SVC_TLS_KEY', `the key in ${JSON.stringify(keyPath)} does not match the certificate in ${JSON.stringify(certPath)} (SVC_TLS_CERT)`);
+  }
+  // What the server will do with them: OpenSSL may still refuse the pair (a key too weak for its
+  // security level). Its reason names the problem, never the key's bytes.
+  try {
+    createSecureContext({ cert, key });
+  } catch (err) {
+    const reason = (err as { reason?: unknown }).reason;
+    throw new ConfigError('SVC_TLS_CERT', `TLS refuses this certificate and key${typeof reason === 'string' ? `: ${reason}` : ''}`);
+  }
+  return { cert, key };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -213,5 +276,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),
     smtpUrl: smtpUrl(),
     mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),
+    tls: tlsFiles(text('SVC_TLS_CERT'), text('SVC_TLS_KEY')),
   };
 }
