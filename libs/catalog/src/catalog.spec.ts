@@ -77,7 +77,7 @@ describe('catalog', () => {
       inputModalities: ['text'],
       outputModalities: ['text'],
       supportedParameters: [],
-      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null },
+      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null },
       deprecation: null,
       uptime: null,
       voices: [],
@@ -128,14 +128,14 @@ describe('catalog', () => {
       contextLength: 32768,
       inputModalities: ['text', 'image', 'file'],
       supportedParameters: ['tools', 'max_tokens'],
-      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001), perMillionCharacters: null, perSearchUnit: null },
+      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001), perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null },
       uptime: 0.997,
       deprecation: { sunset: new Date('2027-01-01T00:00:00Z'), replacement: 'acme/vision-2', announced: new Date('2026-12-01T00:00:00Z') },
     });
     expect(m.providers[0]).toMatchObject({ upstreamModel: 'vision-1', prices: m.prices, quantization: 'fp8', tools: false, dataCollection: 'deny', zdr: true });
     // A provider's own prices are complete: cached input defaults to its own input price.
     expect(m.providers[1]).toMatchObject({ upstreamModel: 'v1', tools: true, quantization: 'unknown', dataCollection: 'allow', zdr: false });
-    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null });
+    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
     expect(m.providers[1].provider).toMatchObject({ name: 'other', baseUrl: 'simulator', apiKey: 'sk-2' });
   });
 
@@ -153,10 +153,23 @@ describe('catalog', () => {
         model({ id: 'rr/rank', type: 'rerank', pricing: { per_search_unit: '0.002' }, providers: [{ provider: 'co', upstream_model: 'rerank-v3.5' }] }),
       ],
     });
-    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null });
+    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
     expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
     expect(catalog.get('tts/voice')!.prices).toMatchObject({ inputPerM: 0n, perMillionCharacters: usd(15) });
     expect(catalog.get('rr/rank')!.prices).toMatchObject({ outputPerM: 0n, perSearchUnit: usd(0.002) });
+  });
+
+  it('spec 4.16: audio token prices per million, cached audio defaulting to the audio input price and never above it', () => {
+    const audio = (pricing: Record<string, unknown>) => parse(withModels(model({ pricing: { input: '4', output: '16', ...pricing } })));
+    expect(audio({ audio_input: '32', audio_output: '64' }).models[0].prices).toMatchObject({ inputPerM: usd(4), audioInputPerM: usd(32), cachedAudioInputPerM: usd(32), audioOutputPerM: usd(64) });
+    expect(audio({ audio_input: '32', cached_audio_input: '0.40' }).models[0].prices).toMatchObject({ cachedAudioInputPerM: usd(0.4), audioOutputPerM: null });
+    expect(() => audio({ audio_input: '32', cached_audio_input: '40' })).toThrow('models[0].pricing.cached_audio_input: must not exceed the audio_input price');
+    expect(() => audio({ cached_audio_input: '0.40' })).toThrow('models[0].pricing.cached_audio_input: needs audio_input');
+    expect(() => audio({ audio_output: 'lots' })).toThrow('models[0].pricing.audio_output: expected a USD price per million audio tokens');
+    const realtime = (pricing: Record<string, unknown>) => parse(withModels(model({ type: 'realtime', input_modalities: ['text', 'audio'], pricing: { input: '4', output: '16', ...pricing } })));
+    expect(realtime({ audio_input: '32', audio_output: '64' }).models[0].type).toBe('realtime');
+    expect(() => realtime({ audio_output: '64' })).toThrow('models[0].pricing.audio_input: required for realtime models');
+    expect(() => realtime({ audio_input: '32' })).toThrow('models[0].pricing.audio_output: required for realtime models');
   });
 
   it('the built-in sim/video is a per-second video model on the sim provider (spec 4.15)', () => {
@@ -208,7 +221,7 @@ describe('catalog', () => {
       { providers: { up: { ...base.providers.up, adapter: 'cohere' } }, models: [model({ type: 'chat' })] },
       'models[0].providers[0].provider: up uses the cohere adapter, which declares no chat operation (it serves: rerank)',
     ],
-    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation, video)'],
+    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation, video, realtime)'],
     [{ ...base, providers: { up: { ...base.providers.up, adapter: 'jina', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],

@@ -10,7 +10,7 @@ import { ADAPTERS, operationsOf, servesModelType } from '@svc/providers';
  * that names the place, never a silently empty result. Extend them here when a new kind of
  * model or modality arrives.
  */
-export const MODEL_TYPES = ['chat', 'embedding', 'rerank', 'moderation', 'search', 'image', 'audio', 'video'] as const;
+export const MODEL_TYPES = ['chat', 'embedding', 'rerank', 'moderation', 'search', 'image', 'audio', 'video', 'realtime'] as const;
 export type ModelType = (typeof MODEL_TYPES)[number];
 export const MODALITIES = ['text', 'image', 'audio', 'video', 'file', 'embeddings'] as const;
 export type Modality = (typeof MODALITIES)[number];
@@ -66,6 +66,11 @@ export interface ModelPrices extends TokenPrices {
   perMillionCharacters: Nano | null;
   /** Rerank (spec 4.12): one query with up to 100 documents. */
   perSearchUnit: Nano | null;
+  /** Realtime (spec 4.16): audio tokens per million, apart from the text tokens; null where a model takes or makes no audio tokens. */
+  audioInputPerM: Nano | null;
+  /** Audio input served from the provider's cache; the audio input price when not stated. */
+  cachedAudioInputPerM: Nano | null;
+  audioOutputPerM: Nano | null;
 }
 
 /**
@@ -225,7 +230,7 @@ const MODEL_FIELDS = [
   'video',
   'providers',
 ];
-const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit'];
+const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit', 'audio_input', 'cached_audio_input', 'audio_output'];
 const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
 const VIDEO_FIELDS = ['durations', 'aspect_ratios', 'resolutions', 'sizes', 'image_to_video'];
 const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'quantization', 'tools', 'data_collection', 'zdr'];
@@ -295,7 +300,23 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const inputPerM = perToken('input');
     const cachedInputPerM = p.cached_input === undefined ? inputPerM : usd(p.cached_input, `${where}.cached_input`, 'per million tokens');
     if (cachedInputPerM > inputPerM) fail(`${where}.cached_input`, 'must not exceed the input price');
-    return { inputPerM, outputPerM: perToken('output'), cachedInputPerM, perQuery, perSecond, perImage, perMillionCharacters, perSearchUnit };
+    const audioInputPerM = perUnit('audio_input', 'per million audio tokens');
+    const cachedAudioInputPerM = p.cached_audio_input === undefined ? audioInputPerM : usd(p.cached_audio_input, `${where}.cached_audio_input`, 'per million audio tokens');
+    if (cachedAudioInputPerM !== null && audioInputPerM === null) fail(`${where}.cached_audio_input`, 'needs audio_input, the price it discounts');
+    if (cachedAudioInputPerM !== null && audioInputPerM !== null && cachedAudioInputPerM > audioInputPerM) fail(`${where}.cached_audio_input`, 'must not exceed the audio_input price');
+    return {
+      inputPerM,
+      outputPerM: perToken('output'),
+      cachedInputPerM,
+      perQuery,
+      perSecond,
+      perImage,
+      perMillionCharacters,
+      perSearchUnit,
+      audioInputPerM,
+      cachedAudioInputPerM,
+      audioOutputPerM: perUnit('audio_output', 'per million audio tokens'),
+    };
   };
 
   const percent = (v: unknown, where: string) => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 100 ? (v as number) : fail(where, 'expected a whole percentage from 0 to 100'));
@@ -335,9 +356,12 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const voices = list(m.voices ?? [], `${at}.voices`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(x) ? x : fail(w, 'expected a voice name (letters, digits, - and _)')));
     if (voices.length > 0 && type !== 'audio') fail(`${at}.voices`, 'only audio (speech) models have voices');
     const modelPrices = prices(m.pricing, `${at}.pricing`);
-    // Spec 1: video is billed per second; without the price a clip would be free.
+    // Spec 1: video is billed per second; without the price a clip would be free. Spec 4.16: a
+    // realtime model's audio tokens likewise.
     const perSecondRequired = (p: ModelPrices, where: string) => {
       if (type === 'video' && p.perSecond === null) fail(`${where}.per_second`, 'required for video models (billed per second of clip)');
+      if (type === 'realtime' && p.audioInputPerM === null) fail(`${where}.audio_input`, 'required for realtime models (billed per audio token, apart from text)');
+      if (type === 'realtime' && p.audioOutputPerM === null) fail(`${where}.audio_output`, 'required for realtime models (billed per audio token, apart from text)');
     };
     perSecondRequired(modelPrices, `${at}.pricing`);
     const inputModalities = list(m.input_modalities ?? ['text'], `${at}.input_modalities`, (x, w) => oneOf(x, w, MODALITIES));

@@ -3,8 +3,8 @@
  * forms, the answer in the format asked for, billed on what the model reports (seconds or
  * tokens) or, when its answer says nothing (text, srt, vtt), on the audio's own length.
  */
-import type { CatalogModel } from '@svc/catalog';
-import { type MeterUsage, type Operation, operationOf, type Target } from '@svc/metering';
+import type { CatalogModel, ModelPrices } from '@svc/catalog';
+import { type MeterUsage, type Operation, operationOf, pricesOf, type Target } from '@svc/metering';
 import { audioSeconds, isRecord, PARAMETERS } from '@svc/providers';
 import type { BinaryResult } from '@svc/providers';
 import { ApiError, isStorableText } from '@svc/platform';
@@ -113,20 +113,31 @@ export function transcriptionOperation(task: AudioTask): Operation<Transcription
       const lists = call.fields.filter(([name]) => name.endsWith('[]'));
       return operationOf(target, 'transcribe')(call.task, { file: call.file.bytes, filename: call.file.filename, contentType: call.file.contentType, fields, lists });
     },
-    usageOf: (result, call) => reportedUsage(result) ?? { seconds: call.seconds },
+    usageOf: (result, call, target) => reportedUsage(result, pricesOf(target)) ?? { seconds: call.seconds },
     returned: (result) => transcriptText(result).trim().length,
   };
 }
 
 /** What the model reported, as meters: OpenAI's `{type: "duration", seconds}` or `{type: "tokens", ...}`. */
-function reportedUsage(result: BinaryResult): MeterUsage | null {
+function reportedUsage(result: BinaryResult, prices: ModelPrices): MeterUsage | null {
   const json = asJson(result);
-  const usage = isRecord(json) && isRecord(json.usage) ? json.usage : null;
-  if (usage?.type === 'duration' && typeof usage.seconds === 'number') return { seconds: Math.ceil(usage.seconds) };
-  if (usage?.type === 'tokens' && typeof usage.input_tokens === 'number' && typeof usage.output_tokens === 'number') {
-    return { input: usage.input_tokens, output: usage.output_tokens };
-  }
-  return null;
+  return isRecord(json) ? transcriptionMeters(json.usage, prices) : null;
+}
+
+/**
+ * A transcription's usage as OpenAI reports it (WIRE-FORMATS 3.3 and 4.3: HTTP transcriptions and
+ * a realtime session's input transcription alike) in meters: `{type: "duration", seconds}` as
+ * whole seconds; `{type: "tokens"}` as input and output tokens, the audio ones apart when the
+ * model has an audio input price (else at the input price, never free); null when it is neither.
+ */
+export function transcriptionMeters(usage: unknown, prices: Pick<ModelPrices, 'audioInputPerM'>): MeterUsage | null {
+  if (!isRecord(usage)) return null;
+  if (usage.type === 'duration' && typeof usage.seconds === 'number') return { seconds: Math.ceil(usage.seconds) };
+  if (usage.type !== 'tokens' || typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return null;
+  const details = isRecord(usage.input_token_details) ? usage.input_token_details : {};
+  const audio = typeof details.audio_tokens === 'number' ? Math.min(details.audio_tokens, usage.input_tokens) : 0;
+  if (prices.audioInputPerM === null || audio === 0) return { input: usage.input_tokens, output: usage.output_tokens };
+  return { input: usage.input_tokens - audio, audio_input: audio, output: usage.output_tokens };
 }
 
 /** The text of a transcript, whatever its format: nothing returned is not billed (spec 1 rule 3). */

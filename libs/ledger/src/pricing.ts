@@ -21,18 +21,33 @@ export interface TokenUsage {
 /**
  * What a billed call is measured in (ARCHITECTURE section 10; spec 1: tokens for text models,
  * characters for speech, search units for rerank, queries for search, seconds or the
- * provider's cost for video, the provider's cost for images). Every value is a whole number:
- * tokens, characters, units, queries, images, seconds (rounded up), and `provider_cost` in
- * nano-USD as the provider reported it.
+ * provider's cost for video, the provider's cost for images; spec 4.16: text and audio tokens
+ * for realtime). Every value is a whole number: tokens, characters, units, queries, images,
+ * seconds (rounded up), and `provider_cost` in nano-USD as the provider reported it. The audio
+ * meters count audio tokens apart from `input`/`output`, which stay the text tokens, since
+ * realtime models price the two differently.
  */
-export const METERS = ['input', 'cached_input', 'output', 'characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost'] as const;
+export const METERS = [
+  'input',
+  'cached_input',
+  'output',
+  'characters',
+  'search_units',
+  'queries',
+  'seconds',
+  'images',
+  'provider_cost',
+  'audio_input',
+  'cached_audio_input',
+  'audio_output',
+] as const;
 export type Meter = (typeof METERS)[number];
 
-/** Usage by meter; a meter left out is 0. `input` includes `cached_input`, as providers report it. */
+/** Usage by meter; a meter left out is 0. `input` includes `cached_input`, and `audio_input` includes `cached_audio_input`, as providers report them. */
 export type MeterUsage = Partial<Record<Meter, number>>;
 
 /** The meters other than tokens: what a non-text call is billed in, shown beside the token counts. */
-export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost'] as const satisfies readonly Meter[];
+export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost', 'audio_input', 'cached_audio_input', 'audio_output'] as const satisfies readonly Meter[];
 export type UnitMeter = (typeof UNIT_METERS)[number];
 
 /**

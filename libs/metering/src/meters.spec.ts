@@ -12,6 +12,9 @@ const prices: ModelPrices = {
   perImage: null,
   perMillionCharacters: null,
   perSearchUnit: null,
+  audioInputPerM: null,
+  cachedAudioInputPerM: null,
+  audioOutputPerM: null,
 };
 const tokens = (over = {}) => tokenMeters({ promptTokens: 1000, completionTokens: 100, cachedTokens: 0, reasoningTokens: 0, ...over });
 
@@ -41,6 +44,19 @@ describe('pricing by meter (spec 1)', () => {
   it('rule 1: the worst case is input plus max_tokens, or 4,096 output tokens when unset', () => {
     expect(costOfMeters(tokenWorstCase(1000, 50), prices)).toBe(2_000_000n + 400_000n);
     expect(costOfMeters(tokenWorstCase(1000, null), prices)).toBe(2_000_000n + 4096n * 8000n);
+  });
+
+  it('spec 4.16: audio tokens at the audio prices, cached audio at its own, text tokens unchanged beside them; no audio price, no audio charge', () => {
+    // $32 / M audio in, $0.40 / M cached audio in, $64 / M audio out.
+    const realtime: ModelPrices = { ...prices, audioInputPerM: 32_000_000_000n, cachedAudioInputPerM: 400_000_000n, audioOutputPerM: 64_000_000_000n };
+    // 1000 text in (2,000,000) + 100 text out (800,000) + (500 - 200) * 32,000 + 200 * 400 + 250 * 64,000
+    expect(costOfMeters({ ...tokens(), audio_input: 500, cached_audio_input: 200, audio_output: 250 }, realtime)).toBe(2_800_000n + 9_600_000n + 80_000n + 16_000_000n);
+    // Never more cached audio than audio.
+    expect(costOfMeters({ audio_input: 10, cached_audio_input: 99 }, realtime)).toBe(4_000n);
+    // One audio token at $1 / M is a fraction of a nano: rounded up once, with the other audio.
+    expect(costOfMeters({ audio_input: 1 }, { ...realtime, audioInputPerM: 1_000_000n })).toBe(1n);
+    expect(costOfMeters({ audio_input: 500, audio_output: 250 }, prices)).toBe(0n);
+    expect(recordedMeters({ input: 0, audio_input: 5, cached_audio_input: 0, audio_output: 7 })).toEqual({ audio_input: 5, audio_output: 7 });
   });
 
   it('prices every other meter per unit, characters per million, and adds the provider-reported cost as it is', () => {

@@ -19,9 +19,17 @@ export function costOfMeters(usage: MeterUsage, prices: ModelPrices): Nano {
   const cached = [count(usage, 'cached_input'), input].reduce((a, b) => (a < b ? a : b));
   const tokens = ceilDiv((input - cached) * prices.inputPerM + cached * prices.cachedInputPerM + count(usage, 'output') * prices.outputPerM, PER_MILLION);
   const characters = ceilDiv(count(usage, 'characters') * (prices.perMillionCharacters ?? 0n), PER_MILLION);
+  // Spec 4.16: audio tokens at the audio prices, cached audio at its own, like the text tokens.
+  const audioInput = count(usage, 'audio_input');
+  const cachedAudio = [count(usage, 'cached_audio_input'), audioInput].reduce((a, b) => (a < b ? a : b));
+  const audio = ceilDiv(
+    (audioInput - cachedAudio) * (prices.audioInputPerM ?? 0n) + cachedAudio * (prices.cachedAudioInputPerM ?? 0n) + count(usage, 'audio_output') * (prices.audioOutputPerM ?? 0n),
+    PER_MILLION,
+  );
   return (
     tokens +
     characters +
+    audio +
     count(usage, 'search_units') * (prices.perSearchUnit ?? 0n) +
     count(usage, 'queries') * (prices.perQuery ?? 0n) +
     count(usage, 'seconds') * (prices.perSecond ?? 0n) +

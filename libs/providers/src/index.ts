@@ -36,6 +36,7 @@ export {
   type VideoJobRequest,
   type VideoStatus,
   type VideoVariant,
+  type RealtimeConnection,
 } from './provider';
 export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget, truncateToTokens } from './tokens';
 export { ProviderError, type ProviderErrorInit, type ProviderErrorKind } from './provider-error';

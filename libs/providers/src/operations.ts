@@ -5,7 +5,7 @@
  * config maps fields of it, and only of it, to its own wire format, in the manner of Portkey's
  * `ParameterConfig`: a known field a provider's config leaves out is not sent to that provider.
  */
-export const OPERATIONS = ['chat', 'embed', 'image', 'speech', 'transcription', 'translation', 'rerank', 'moderation', 'search', 'video'] as const;
+export const OPERATIONS = ['chat', 'embed', 'image', 'speech', 'transcription', 'translation', 'rerank', 'moderation', 'search', 'video', 'realtime'] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
 export const PARAMETERS = {
@@ -34,6 +34,8 @@ export const PARAMETERS = {
   search: ['model', 'query', 'search_tool_name', 'max_results', 'search_domain_filter', 'country', 'max_tokens_per_page', 'provider'],
   /** Spec 4.15: POST /videos (`seconds` a number or numeric string; `size` or `aspect_ratio`). */
   video: ['model', 'prompt', 'seconds', 'size', 'aspect_ratio', 'resolution', 'image_url', 'provider'],
+  /** Spec 4.16: the WebSocket's query; the session's settings travel in its events (`session.update`). */
+  realtime: ['model'],
 } as const satisfies Record<OperationName, readonly string[]>;
 
 export type ParameterOf<O extends OperationName> = (typeof PARAMETERS)[O][number];
@@ -93,4 +95,5 @@ export const MODEL_TYPE_OPERATIONS: Readonly<Record<string, readonly OperationNa
   moderation: ['moderation'],
   search: ['search'],
   video: ['video'],
+  realtime: ['realtime'],
 };

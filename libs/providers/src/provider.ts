@@ -63,6 +63,17 @@ export interface ChatProvider {
   cancelVideo?(id: string, signal?: AbortSignal): Promise<void>;
   /** The clip (`video/mp4`) or its poster image, once the job has completed. */
   videoContent?(id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult>;
+  /**
+   * Spec 4.16: where to open a realtime session with `model` (the provider's id) and the
+   * headers of the upgrade; the gateway dials it and relays the events both ways.
+   */
+  realtimeConnection?(model: string): RealtimeConnection;
+}
+
+/** A provider's realtime WebSocket endpoint (WIRE-FORMATS 3.1): `ws(s)://.../realtime?model=<id>` and its auth. */
+export interface RealtimeConnection {
+  url: string;
+  headers: Record<string, string>;
 }
 
 /**
@@ -221,4 +232,5 @@ export const OPERATION_METHODS = {
   moderation: 'moderations',
   search: 'search',
   video: 'createVideo',
+  realtime: 'realtimeConnection',
 } as const satisfies Record<OperationName, keyof ChatProvider>;

@@ -26,7 +26,7 @@ describe('provider declarations', () => {
   });
 
   it('declares what each wire format serves', () => {
-    expect(operationsOf('openai').sort()).toEqual(['chat', 'embed', 'image', 'moderation', 'speech', 'transcription', 'translation', 'video']);
+    expect(operationsOf('openai').sort()).toEqual(['chat', 'embed', 'image', 'moderation', 'realtime', 'speech', 'transcription', 'translation', 'video']);
     expect(operationsOf('anthropic')).toEqual(['chat']);
     expect(operationsOf('cohere')).toEqual(['rerank']);
     expect(operationsOf('jina')).toEqual(['rerank']);
@@ -43,6 +43,15 @@ describe('provider declarations', () => {
       const without = createChatProvider(other, options) as unknown as Record<string, unknown>;
       for (const method of methods) expect({ other, method, present: without[method] !== undefined }).toEqual({ other, method, present: false });
     }
+  });
+
+  it('realtime (spec 4.16): the OpenAI adapter dials its base URL as a WebSocket, /realtime?model=, with its bearer key', () => {
+    const at = (baseUrl: string) => createChatProvider('openai', { baseUrl, apiKey: 'sk-up' }).realtimeConnection!('gpt-realtime');
+    expect(at('https://api.openai.com/v1/')).toEqual({ url: 'wss://api.openai.com/v1/realtime?model=gpt-realtime', headers: { authorization: 'Bearer sk-up' } });
+    expect(at('http://127.0.0.1:4010/v1').url).toBe('ws://127.0.0.1:4010/v1/realtime?model=gpt-realtime');
+    expect(createChatProvider('openai', options).realtimeConnection!('a model/with space').url).toBe('ws://127.0.0.1:9/v1/realtime?model=a+model%2Fwith+space');
+    expect(servesModelType('openai', 'realtime')).toBe(true);
+    expect(servesModelType('anthropic', 'realtime')).toBe(false);
   });
 
   it('a model type is served by an adapter declaring one of its operations', () => {

@@ -61,7 +61,8 @@ export function presentModelWithProviders(model: CatalogModel, now: Date) {
  * USD as exact decimal strings, as OpenRouter does: token prices per token (`prompt`,
  * `completion`, `input_cache_read`), the others per unit and only where the model has them
  * (`request` per query, `image` per image, `second` per second, `character` per character of
- * speech input, `search_unit` per rerank search unit).
+ * speech input, `search_unit` per rerank search unit, `audio_input`, `audio_input_cache_read` and
+ * `audio_output` per audio token).
  */
 export function presentPrices(prices: ModelPrices): Record<string, string> {
   return {
@@ -73,6 +74,10 @@ export function presentPrices(prices: ModelPrices): Record<string, string> {
     ...(prices.perSecond !== null ? { second: nanoToUsdString(prices.perSecond) } : {}),
     ...(prices.perMillionCharacters !== null ? { character: perToken(prices.perMillionCharacters) } : {}),
     ...(prices.perSearchUnit !== null ? { search_unit: nanoToUsdString(prices.perSearchUnit) } : {}),
+    // Realtime (spec 4.16): audio tokens, per token like the text ones.
+    ...(prices.audioInputPerM !== null ? { audio_input: perToken(prices.audioInputPerM) } : {}),
+    ...(prices.cachedAudioInputPerM !== null ? { audio_input_cache_read: perToken(prices.cachedAudioInputPerM) } : {}),
+    ...(prices.audioOutputPerM !== null ? { audio_output: perToken(prices.audioOutputPerM) } : {}),
   };
 }
 

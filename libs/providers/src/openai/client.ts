@@ -20,6 +20,7 @@ import {
   type VideoJob,
   type VideoJobRequest,
   type VideoVariant,
+  type RealtimeConnection,
 } from '../provider';
 import { ProviderError } from '../provider-error';
 import { readSse } from '../sse';
@@ -65,6 +66,14 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     };
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.chatParams = OPENAI_PARAMETERS.chat[options.dialect ?? 'openai'];
+  }
+
+  /** WIRE-FORMATS 3.1: the base URL's scheme as a WebSocket's (https -> wss), `/realtime?model=`, the same bearer key. */
+  realtimeConnection(model: string): RealtimeConnection {
+    const url = new URL(`${this.baseUrl}/realtime`);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    url.searchParams.set('model', model);
+    return { url: url.href, headers: { authorization: this.headers.authorization } };
   }
 
   async chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult> {

@@ -1,6 +1,6 @@
 /**
  * OpenAI's wire format, spoken by OpenAI, OpenRouter, vLLM, Ollama, llama.cpp and the simulator:
- * every operation but rerank and search.
+ * every operation but rerank and search (realtime: its WebSocket endpoint).
  */
 import type { ProviderDeclaration } from '../provider';
 import { OpenAiCompatibleAdapter } from './client';
@@ -16,6 +16,7 @@ export const openai: ProviderDeclaration = {
     translation: OPENAI_PARAMETERS.translation,
     moderation: OPENAI_PARAMETERS.moderation,
     video: OPENAI_PARAMETERS.video,
+    realtime: OPENAI_PARAMETERS.realtime,
   },
   client: (options) => new OpenAiCompatibleAdapter(options),
 };

@@ -73,4 +73,5 @@ export const OPENAI_PARAMETERS = {
   translation: sameNames<'translation'>(['model', 'prompt', 'response_format', 'temperature']),
   moderation: sameNames<'moderation'>(['model', 'input']),
   video: OPENAI_VIDEO,
+  realtime: sameNames<'realtime'>(['model']),
 } as const;
