@@ -29,6 +29,10 @@
  *   router's POST /v1/videos/generations, GET /v1/videos/generations/{id}, POST
  *   /v1/videos/generations/{id}/cancel, whose clips are served (no auth) at
  *   GET /v1/files/videos/<id>.mp4 and .jpg.
+ * - Realtime (./realtime.ts): OpenAI's GA Realtime protocol over WebSocket, an upgrade of GET
+ *   /v1/realtime?model=<id> (subprotocol `realtime`), wanting the key on the upgrade (else a
+ *   plain HTTP 401); responses paced `realtimeDeltaMs` apart; sessions and the client events
+ *   they received are kept in `realtime.sessions`.
  * The search adapters drop the `/v1` of the simulator's base URL, as Cohere's does, so both
  * search routes sit at the root. Their JSON bodies are kept in `received`; a multipart body as
  * `{model, ...fields, file: {bytes, filename}}`; SearXNG's query string as `{q, format, pageno,
@@ -55,6 +59,7 @@ import { ImageStore, imagesResponse, parseImagesRequest, renderImage } from './i
 import { anthropicErrorBody, checkAnthropicHeaders, message, messageEvents, parseMessagesRequest, upToDeltas } from './messages';
 import { moderationResponse, parseModerationRequest } from './moderations';
 import { readMultipart, type MultipartForm } from './multipart';
+import { DEFAULT_REALTIME_DELTA_MS, RealtimeServer, type RealtimeSessionRecord } from './realtime';
 import { cohereErrorBody, cohereRerankResponse, jinaRerankResponse, parseCohereRerankRequest, parseJinaRerankRequest } from './rerank';
 import { parseSearxngRequest, parseTavilyRequest, SEARCH_PATH, searxngErrorBody, searxngResponse, tavilyErrorBody, tavilyRequestId, tavilyResponse } from './search';
 import { parseSpeechRequest, renderSpeech, SPEECH_CONTENT_TYPES } from './speech';
@@ -87,6 +92,8 @@ export interface SimulatorOptions {
   videoPollAfterMs?: number;
   /** What video jobs read the time from, so a test can move it by hand. Default the system clock. */
   clock?: Clock;
+  /** The pause between the pieces of a realtime response (./realtime.ts). Default 5 ms. */
+  realtimeDeltaMs?: number;
 }
 
 export interface Simulator {
@@ -102,6 +109,8 @@ export interface Simulator {
    * `{variant?}`. Polls, cancels and deletes of video jobs have no body and are not kept.
    */
   readonly received: readonly unknown[];
+  /** The realtime WebSocket sessions, oldest first (the latest 50), each with the client events it received. */
+  readonly realtime: { readonly sessions: readonly RealtimeSessionRecord[] };
   /** Stops listening and drops open connections, streams and delayed answers included. */
   close(): Promise<void>;
 }
@@ -203,6 +212,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   let origin = '';
   const received: unknown[] = [];
   const images = new ImageStore(IMAGES_KEPT);
+  const realtime = new RealtimeServer({ deltaMs: options.realtimeDeltaMs ?? DEFAULT_REALTIME_DELTA_MS, nextId: () => ++lastId });
   const keep = (value: unknown) => {
     received.push(value);
     if (received.length > RECEIVED_KEPT) received.shift();
@@ -245,6 +255,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       else answer(res, error, req);
     });
   });
+  server.on('upgrade', (req, socket, head) => realtime.upgrade(req, socket, head));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -261,8 +272,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return requests;
     },
     received,
+    realtime: { sessions: realtime.sessions },
     close: () =>
       new Promise<void>((resolve, reject) => {
+        realtime.close();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
       }),
