@@ -143,6 +143,23 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       expect(await generation(id)).toMatchObject({ model: 'sim/whisper', endpoint: '/v1/audio/transcriptions', status: 'completed', usage_by_meter: { seconds: 3 } });
     });
 
+    it('spec 4.16 prices: a per-token transcriber bills its audio tokens at the audio input price, the rest as text', async () => {
+      const before = await balance();
+      const { data, response } = await client.audio.transcriptions
+        .create({ file: await toFile(recording(2, 'the quick brown fox'), 'fox.wav', { type: 'audio/wav' }), model: 'sim/transcribe' })
+        .withResponse();
+      const usage = data.usage as { type: string; input_tokens: number; output_tokens: number; input_token_details: { audio_tokens: number } };
+      const audio = usage.input_token_details.audio_tokens;
+      expect(audio).toBeGreaterThan(0);
+      // sim/transcribe: $2.50 / M text in, $6.00 / M audio in, $10.00 / M out; text and audio each rounded up to the nano.
+      const up = (n: bigint) => (n + 999_999n) / 1_000_000n;
+      const cost = up(BigInt(usage.input_tokens - audio) * 2_500_000_000n + BigInt(usage.output_tokens) * 10_000_000_000n) + up(BigInt(audio) * 6_000_000_000n);
+      const id = response.headers.get('x-svc-generation-id')!;
+      expect(usdToNano(response.headers.get('x-svc-cost')!)).toBe(cost);
+      expect(before - (await balance())).toBe(cost);
+      expect(await generation(id)).toMatchObject({ model: 'sim/transcribe', usage_by_meter: { audio_input: audio, output: usage.output_tokens } });
+    });
+
     it('answers srt as text and bills the audio\'s own length when the answer reports none', async () => {
       const before = await balance();
       const form = new FormData();
