@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Runtime } from '../../../src/runtime';
 import { GatewayModule } from './gateway.module';
+import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';
 import { clientErrorHandler, frameworkErrors, installRequestChecks, installRequestLog } from './http/request-checks';
 
@@ -39,5 +40,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
     logger: logger ? ['error', 'warn'] : false,
   });
   await app.init();
+  // Spec 4.16: GET /v1/realtime is a WebSocket upgrade, which Fastify's routes never see.
+  app.get(RealtimeUpgrade).attach(app.getHttpServer());
   return app;
 }

@@ -35,6 +35,7 @@ import { SettingsController, StepUpController, WebhookEventsController } from '.
 import { SpeechController } from './audio/speech.controller';
 import { TranscriptionsController } from './audio/transcriptions.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
+import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 
 @Module({})
 export class GatewayModule {
@@ -74,6 +75,7 @@ export class GatewayModule {
         ApiKeyGuard,
         EdgeResponses,
         AdminGuard,
+        RealtimeUpgrade,
         { provide: APP_FILTER, useClass: ApiErrorFilter },
       ],
     };

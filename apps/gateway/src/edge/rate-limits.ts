@@ -58,15 +58,16 @@ export class RateLimitService {
   /**
    * Counts the request and takes a concurrency slot, given back when the response is over, in
    * one decision: a refused request counts nowhere and holds no slot. Throws the 429 for the
-   * first limit reached; the headers are on the reply either way.
+   * first limit reached; the headers are on the reply either way. `slotMs`: how long the slot
+   * may be held at most (a realtime session's whole life, spec 8), else an upstream call's.
    */
-  async admit(caller: Caller, operation: Operation, reply: FastifyReply): Promise<void> {
+  async admit(caller: Caller, operation: Operation, reply: FastifyReply, slotMs?: number): Promise<void> {
     const limits = this.limitsOf(caller);
     const admitted = await this.runtime.edge.admission.admit({
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
       tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
-      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, leaseMs: this.runtime.config.upstreamTimeoutMs + SLOT_GRACE_MS },
+      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, leaseMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS },
     });
     setWindowHeaders(reply, 'requests', admitted.requests);
     setWindowHeaders(reply, 'tokens', admitted.tokens);

@@ -1,0 +1,459 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { DomainError } from '@svc/eventstore';
+import type { Caller } from '@svc/identity';
+import { transcriptionMeters } from '@svc/interfaces';
+import { settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
+import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
+import {
+  checkClientFrame,
+  EMPTY_TALLY,
+  responseMeters,
+  responseWorstCase,
+  SESSION_END_MESSAGES,
+  sessionEnd,
+  tallyClientEvent,
+  tallyServerEvent,
+  transcriptionModelOf,
+  withTranscriptionModel,
+  type ClientEventProblem,
+  type ConversationTally,
+  type Wire,
+} from '@svc/realtime';
+import type { RawData, WebSocket } from 'ws';
+import { toApiError } from '../http/error-mapping';
+import type { Metering } from '../metering/metering.service';
+
+/** Spec 4.1: the endpoint realtime generations are recorded under. */
+export const REALTIME_ENDPOINT = '/v1/realtime';
+
+/**
+ * A response's hold (a job hold: no serving lease vouches for it) outlives the longest a session
+ * may last (spec 8: 60 minutes) plus the wait after a client leaves: the session settles or
+ * releases it before then; only a crashed process leaves it open, until the expiry sweeper
+ * releases it unbilled once this TTL is over.
+ */
+export const RESPONSE_HOLD_TTL_MS = 65 * 60_000;
+/** A transcription is held and settled at once: the TTL only matters if the process dies in between. */
+const TRANSCRIPTION_HOLD_TTL_MS = 15 * 60_000;
+/**
+ * Spec 1 rule 4: a client that leaves mid-response is still billed, so the upstream stays open
+ * until that response's `response.done`, at most this long (then the hold is released unbilled).
+ */
+export const DRAIN_AFTER_CLIENT_LEFT_MS = 30_000;
+/** How often the session limits (spec 8) are checked against the injected clock. */
+export const LIMIT_CHECK_EVERY_MS = 1_000;
+
+/**
+ * Close codes (RFC 6455): 1008 (policy) for exhaustion, as spec 3.3 and 6.2 require; 1000 when
+ * the 60-minute or 10-idle-minute limit ends the session (a normal end, announced by an `error`
+ * event whose code says which); 1011 when the upstream goes away without a sendable code.
+ */
+export const CLOSE_EXHAUSTED = 1008;
+export const CLOSE_LIMIT = 1000;
+const CLOSE_UPSTREAM_GONE = 1011;
+
+interface OpenResponse {
+  metered: Metered;
+  target: Target;
+  startedAt: number;
+  firstOutputAt: number | null;
+  upstreamId: string | null;
+}
+
+export interface SessionParts {
+  caller: Caller;
+  metering: Metering;
+  clock: Clock;
+  /** The realtime model with only the route the session dialled. */
+  routed: RoutedModel;
+  upstream: WebSocket;
+  /** Emits 'close' once the session is over: gives the concurrency slot back (RateLimitService.admit). */
+  slot: EventEmitter;
+  warn(message: string): void;
+  /** The session is over: forget it. */
+  ended(session: RealtimeSession): void;
+}
+
+const OUTPUT_DELTAS = new Set(['response.output_audio.delta', 'response.output_text.delta', 'response.output_audio_transcript.delta', 'response.function_call_arguments.delta']);
+
+/**
+ * One realtime session (spec 4.16): relays the GA protocol between the client and the provider,
+ * and bills each response as a call of its own (ARCHITECTURE section 10): held on the client's
+ * `response.create` before it is forwarded, settled from the upstream's `response.done`. Events
+ * of each direction are handled one at a time, in order, so a hold is in place before the
+ * response.create that needs it goes on, and a charge is recorded before its response.done is
+ * relayed (a /v1/generation read right after sees it).
+ */
+export class RealtimeSession {
+  private client: WebSocket | null = null;
+  private tally: ConversationTally = EMPTY_TALLY;
+  private open: OpenResponse | null = null;
+  private transcription: RoutedModel | null = null;
+  private readonly startedMs: number;
+  private lastClientEventMs: number;
+  private fromClient: Promise<void> = Promise.resolve();
+  private fromUpstream: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | null = null;
+  private drain: NodeJS.Timeout | null = null;
+  private over = false;
+  private readonly done = new EventEmitter();
+
+  constructor(private readonly parts: SessionParts) {
+    this.startedMs = this.lastClientEventMs = parts.clock.now().getTime();
+  }
+
+  get modelId(): string {
+    return this.parts.routed.model.id;
+  }
+
+  start(client: WebSocket): void {
+    this.client = client;
+    const { upstream } = this.parts;
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+    client.on('message', (data, isBinary) => {
+      this.fromClient = this.fromClient.then(() => this.onClient(data, isBinary)).catch((err: unknown) => this.failed(err));
+    });
+    upstream.on('message', (data, isBinary) => {
+      this.fromUpstream = this.fromUpstream.then(() => this.onUpstream(data, isBinary)).catch((err: unknown) => this.failed(err));
+    });
+    client.on('close', () => this.clientLeft());
+    upstream.on('close', (code, reason) => {
+      // Events still queued are relayed (and billed) first.
+      this.fromUpstream = this.fromUpstream.then(() => this.upstreamGone(code, reason.toString()));
+    });
+    this.timer = setInterval(() => this.checkLimits(), LIMIT_CHECK_EVERY_MS);
+    this.timer.unref();
+    upstream.resume();
+  }
+
+  /** Ends the session now (the gateway is shutting down): an open response is released. */
+  async shutdown(): Promise<void> {
+    if (this.over) return;
+    this.closeClient(1001, 'gateway shutting down');
+    await this.end();
+  }
+
+  // ---- client -> upstream -----------------------------------------------------------------
+
+  private async onClient(data: RawData, isBinary: boolean): Promise<void> {
+    if (this.over) return;
+    this.lastClientEventMs = this.parts.clock.now().getTime();
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    const checked = checkClientFrame(bytes, isBinary);
+    if (!checked.ok) return this.sendError(checked.error);
+    let event: Wire = checked.event;
+    if (event.type === 'session.update') {
+      const rewritten = this.sessionUpdate(event);
+      if ('error' in rewritten) return this.sendError(rewritten.error);
+      event = rewritten.event;
+    }
+    if (event.type === 'response.create') return this.createResponse(event);
+    this.tally = tallyClientEvent(this.tally, event);
+    this.forward(event);
+  }
+
+  /**
+   * Spec 4.16: the session's model is the URL's (the one billed), and input transcription takes
+   * one of the three transcription models, each sent upstream as its route's model id.
+   */
+  private sessionUpdate(event: Wire): { event: Wire } | { error: ClientEventProblem } {
+    const eventId = typeof event.event_id === 'string' ? event.event_id : null;
+    const session = event.session as Wire | undefined;
+    if (session && typeof session === 'object' && 'model' in session) {
+      if (session.model !== this.modelId && session.model !== this.parts.routed.routes[0].upstreamModel) {
+        return { error: problem('invalid_value', `session.model cannot change a session's model: it is '${this.modelId}', chosen in the URL.`, 'session.model', eventId) };
+      }
+      event = { ...event, session: { ...session, model: this.parts.routed.routes[0].upstreamModel } };
+    }
+    const chosen = transcriptionModelOf(event);
+    if ('error' in chosen) return chosen;
+    if (chosen.model === null) this.transcription = null;
+    if (typeof chosen.model !== 'string') return { event };
+    let routed: RoutedModel;
+    try {
+      // The key's model allowlist applies to the transcription model too.
+      const { models } = this.parts.metering.route(this.parts.caller, 'audio', { model: chosen.model });
+      routed = { ...models[0], routes: models[0].routes.slice(0, 1) };
+    } catch (err) {
+      const api = toApiError(err, this.parts.clock.now());
+      return { error: problem(api.code ?? 'invalid_value', api.message, 'session.audio.input.transcription.model', eventId) };
+    }
+    this.transcription = routed;
+    return { event: withTranscriptionModel(event, routed.routes[0].upstreamModel) };
+  }
+
+  /** Spec 1 rule 1: the response's worst case is held before the response.create goes upstream. */
+  private async createResponse(event: Wire): Promise<void> {
+    const eventId = typeof event.event_id === 'string' ? event.event_id : null;
+    if (this.open) {
+      // One billed response at a time: a second would run on no hold of its own.
+      return this.sendError(problem('conversation_already_has_active_response', 'A response is already in progress; wait for its response.done or send response.cancel.', null, eventId));
+    }
+    const worstCase = responseWorstCase(this.tally, event, this.parts.routed.routes[0].prices);
+    const opened = await this.hold(worstCase, eventId);
+    if (!opened) return;
+    this.open = opened;
+    this.forward(event);
+  }
+
+  private async hold(worstCase: ReturnType<typeof responseWorstCase>, eventId: string | null): Promise<OpenResponse | null> {
+    const { caller, metering, routed } = this.parts;
+    try {
+      const metered = await metering.calls.reserve(
+        caller,
+        { models: [routed], headers: {}, promptTokens: worstCase.input ?? 0, worstCase, endpoint: REALTIME_ENDPOINT },
+        // A job hold: outside the per-minute limits (the session holds a slot already) and under an id of the session's choosing.
+        { job: { holdId: generationId(), ttlMs: RESPONSE_HOLD_TTL_MS } },
+      );
+      return { metered, target: metered.targets[0], startedAt: performance.now(), firstOutputAt: null, upstreamId: null };
+    } catch (err) {
+      this.refused(err, eventId);
+      return null;
+    }
+  }
+
+  /**
+   * Spec 3.3 and 6.2: a hold refused for money (402 balance, 429 key or account spend limit) is
+   * an `error` event, then close code 1008; any other refusal is an `error` event and the
+   * session goes on.
+   */
+  private refused(err: unknown, eventId: string | null): void {
+    const api = toApiError(err, this.parts.clock.now());
+    this.sendError({ type: api.type, code: api.code, message: api.message, param: api.param, event_id: eventId });
+    if (api.type === 'insufficient_quota') {
+      this.closeClient(CLOSE_EXHAUSTED, api.code ?? 'insufficient_quota');
+      void this.end();
+    }
+  }
+
+  private forward(event: Wire): void {
+    const { upstream } = this.parts;
+    if (upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify(event));
+  }
+
+  // ---- upstream -> client -----------------------------------------------------------------
+
+  private async onUpstream(data: RawData, isBinary: boolean): Promise<void> {
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    let event: Wire;
+    try {
+      event = JSON.parse(bytes.toString('utf8')) as Wire;
+      if (typeof event !== 'object' || event === null || isBinary) throw new Error('not an event');
+    } catch {
+      this.parts.warn(`realtime ${this.modelId}: the upstream sent a frame that is not a JSON event; dropped`);
+      return;
+    }
+    this.tally = tallyServerEvent(this.tally, event);
+    const response = typeof event.response === 'object' && event.response !== null ? (event.response as Wire) : null;
+    switch (event.type) {
+      case 'response.created':
+        if (!this.open && !(await this.unaskedResponse(response))) return;
+        if (this.open) {
+          this.open.upstreamId = typeof response?.id === 'string' ? response.id : null;
+          event = { ...event, generation_id: this.open.metered.reservation.id };
+        }
+        break;
+      case 'response.done': {
+        const open = this.open;
+        if (!open || (open.upstreamId !== null && response?.id !== open.upstreamId)) break;
+        this.open = null;
+        const charged = await this.settle(open, response);
+        event = withCharge(event, open.metered.reservation.id, charged);
+        if (this.client === null || this.client.readyState !== this.client.OPEN) this.drained();
+        break;
+      }
+      case 'conversation.item.input_audio_transcription.completed': {
+        const billed = await this.billTranscription(event);
+        if (billed === null) return;
+        event = billed;
+        break;
+      }
+      default:
+        if (this.open && this.open.firstOutputAt === null && OUTPUT_DELTAS.has(event.type as string)) this.open.firstOutputAt = performance.now();
+    }
+    this.sendClient(event);
+  }
+
+  /**
+   * A response the client did not ask for (server VAD's automatic responses): it is held as it
+   * starts; refused for money, it is cancelled upstream and the session ends as spec 3.3 says.
+   */
+  private async unaskedResponse(response: Wire | null): Promise<boolean> {
+    const opened = await this.hold(responseWorstCase(this.tally, { response: response ?? {} }, this.parts.routed.routes[0].prices), null);
+    if (!opened) {
+      this.forward({ type: 'response.cancel' });
+      return false;
+    }
+    this.open = opened;
+    return true;
+  }
+
+  /** The usage the upstream reports, charged by meter; no output tokens (a failed response) is free (spec 1 rule 3). */
+  private async settle(open: OpenResponse, response: Wire | null): Promise<bigint | null> {
+    const { calls } = this.parts.metering;
+    const latencyMs = performance.now() - open.startedAt;
+    const reported = responseMeters(response?.usage);
+    const { reservation } = open.metered;
+    try {
+      if (!reported) {
+        await calls.release(reservation, open.target, new Error('no usage reported'), latencyMs, 'no_usage_reported');
+        return null;
+      }
+      const settlement = {
+        usage: reported.usage,
+        returned: reported.returned,
+        latencyMs,
+        ttftMs: open.firstOutputAt === null ? null : Math.round(open.firstOutputAt - open.startedAt),
+      };
+      return await settleDurably(
+        () => calls.settle(open.metered, open.target, settlement),
+        async () => calls.chargeOf(open.target, settlement),
+      );
+    } catch (err) {
+      this.parts.warn(`realtime ${reservation.id}: settling failed (${(err as Error).message}); the hold is left to expire`);
+      return null;
+    }
+  }
+
+  /**
+   * Spec 4.16: input transcription is a billed call of its own at the transcription model's
+   * price. The work is done by now, so the exact amount is held and settled at once; null when
+   * the hold is refused (the event is then not relayed and the session ends, spec 3.3).
+   */
+  private async billTranscription(event: Wire): Promise<Wire | null> {
+    const routed = this.transcription;
+    if (!routed) return event;
+    const usage = transcriptionMeters(event.usage, routed.routes[0].prices);
+    if (!usage) {
+      this.parts.warn(`realtime ${this.modelId}: a transcription reported no usage; not billed`);
+      return event;
+    }
+    const { caller, metering } = this.parts;
+    const started = performance.now();
+    let metered: Metered;
+    try {
+      metered = await metering.calls.reserve(
+        caller,
+        { models: [routed], headers: {}, promptTokens: 0, worstCase: usage, endpoint: REALTIME_ENDPOINT },
+        { job: { holdId: generationId(), ttlMs: TRANSCRIPTION_HOLD_TTL_MS } },
+      );
+    } catch (err) {
+      this.refused(err, null);
+      return null;
+    }
+    const transcript = typeof event.transcript === 'string' ? event.transcript : '';
+    const settlement = { usage, returned: transcript.length > 0 ? 1 : 0, latencyMs: performance.now() - started, ttftMs: null };
+    const target = metered.targets[0];
+    const charged = await settleDurably(
+      () => metering.calls.settle(metered, target, settlement),
+      async () => metering.calls.chargeOf(target, settlement),
+    ).catch((err: unknown) => {
+      this.parts.warn(`realtime ${metered.reservation.id}: settling a transcription failed (${(err as Error).message})`);
+      return null;
+    });
+    return { ...event, generation_id: metered.reservation.id, ...(charged === null ? {} : { cost: nanoToUsd(charged) }) };
+  }
+
+  // ---- ends -------------------------------------------------------------------------------
+
+  /** Spec 8: 60 minutes at most, 10 idle minutes, on the injected clock. */
+  private checkLimits(): void {
+    if (this.over) return;
+    const why = sessionEnd(this.startedMs, this.lastClientEventMs, this.parts.clock.now().getTime());
+    if (!why) return;
+    this.sendError({ type: 'invalid_request_error', code: why, message: SESSION_END_MESSAGES[why], param: null, event_id: null });
+    this.closeClient(CLOSE_LIMIT, why);
+    void this.end();
+  }
+
+  /** Spec 1 rule 4: a response under way is still settled; the upstream closes once it is done, or the wait is over. */
+  private clientLeft(): void {
+    if (this.over) return;
+    if (!this.open) {
+      void this.end();
+      return;
+    }
+    this.drain = setTimeout(() => void this.end(), DRAIN_AFTER_CLIENT_LEFT_MS);
+    this.drain.unref();
+  }
+
+  private drained(): void {
+    if (!this.over) void this.end();
+  }
+
+  private async upstreamGone(code: number, reason: string): Promise<void> {
+    if (this.over) return;
+    // Only codes an endpoint may send are passed on (1005, 1006 and 1015 are not).
+    const passOn = code === 1000 || (code >= 1001 && code <= 1014 && ![1004, 1005, 1006].includes(code)) || (code >= 3000 && code <= 4999);
+    this.closeClient(passOn ? code : CLOSE_UPSTREAM_GONE, passOn ? reason : 'upstream connection lost');
+    await this.end();
+  }
+
+  /** Once: the timers stop, an unsettled response is released (spec 1 rule 3), both sockets close, the slot is given back. */
+  private async end(): Promise<void> {
+    if (this.over) return new Promise((resolve) => this.done.once('ended', resolve));
+    this.over = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.drain) clearTimeout(this.drain);
+    const open = this.open;
+    this.open = null;
+    const { upstream } = this.parts;
+    if (upstream.readyState === upstream.OPEN || upstream.readyState === upstream.CONNECTING) upstream.close(1000, 'session over');
+    if (open) {
+      await this.parts.metering.calls
+        .release(open.metered.reservation, open.target, new Error('session closed before response.done'), performance.now() - open.startedAt, 'session_closed')
+        .catch((err: unknown) => {
+          if (!(err instanceof DomainError && err.code === 'hold_not_open')) this.parts.warn(`realtime ${open.metered.reservation.id}: release failed (${(err as Error).message})`);
+        });
+    }
+    this.closeClient(1000, 'session over');
+    this.parts.slot.emit('close');
+    this.parts.ended(this);
+    this.done.emit('ended');
+  }
+
+  private failed(err: unknown): void {
+    // A fault of ours ends this session only: never the process.
+    this.parts.warn(`realtime ${this.modelId}: ${(err as Error)?.stack ?? String(err)}`);
+    const api = err instanceof ApiError ? err : ApiError.internal();
+    this.sendError({ type: api.type, code: api.code, message: api.message, param: null, event_id: null });
+    this.closeClient(1011, 'internal error');
+    void this.end();
+  }
+
+  private sendError(error: ClientEventProblem | { type: string; code: string | null; message: string; param: string | null; event_id: string | null }): void {
+    this.sendClient({ type: 'error', event_id: `event_svc_${randomBytes(8).toString('hex')}`, error });
+  }
+
+  private sendClient(event: Wire): void {
+    const client = this.client;
+    if (client && client.readyState === client.OPEN) client.send(JSON.stringify(event));
+  }
+
+  private closeClient(code: number, reason: string): void {
+    const client = this.client;
+    if (client && (client.readyState === client.OPEN || client.readyState === client.CONNECTING)) client.close(code, reason.slice(0, 120));
+  }
+}
+
+const generationId = () => `gen-${randomBytes(12).toString('hex')}`;
+
+function problem(code: string, message: string, param: string | null, eventId: string | null): ClientEventProblem {
+  return { type: 'invalid_request_error', code, message, param, event_id: eventId };
+}
+
+/**
+ * The relayed response.done: `generation_id` (top level, as on response.created) names the
+ * generation for /v1/generation, and `response.usage.cost` is the USD charged (spec 1 rule 2).
+ */
+function withCharge(event: Wire, id: string, charged: bigint | null): Wire {
+  const response = event.response as Wire;
+  const usage = typeof response.usage === 'object' && response.usage !== null ? (response.usage as Wire) : null;
+  return {
+    ...event,
+    generation_id: id,
+    response: { ...response, ...(usage && charged !== null ? { usage: { ...usage, cost: nanoToUsd(charged) } } : {}) },
+  };
+}
