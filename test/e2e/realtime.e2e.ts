@@ -348,6 +348,59 @@ describe('exhaustion (spec 3.3, 6.2)', () => {
     const report = await runLedgerAudit(gw.runtime.store, gw.runtime.sql, { account: accountId });
     expect(auditFindings(report)).toBe(0);
   });
+
+  it("answers the response.create the key's spend limit cannot hold the same way (spec 2.2, 3.3), with the account's balance to spare", async () => {
+    const rich = await Client.open({ key: (await accountWithKey(10)).key });
+    const calibration = await run(rich, 2);
+    rich.ws.close();
+    const c1 = nano(calibration.dones[0].response.usage.cost);
+    const h2 = calibration.holds[1];
+    // A key limit one nano short of the second response's hold on top of the first's charge.
+    const limit = c1 + h2 - 1n;
+    const { accountId, key } = await accountWithKey(10, { limit: nanoToUsd(limit), limit_reset: 'never' });
+    const c = await Client.open({ key });
+    const { dones } = await run(c, 1);
+    expect(nano(dones[0].response.usage.cost)).toBe(c1);
+    const from = c.events.length;
+    c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: script[1] }] } });
+    c.send({ type: 'response.create', event_id: 'evt_capped' });
+    const error = await c.next('error', from);
+    expect(error.error).toMatchObject({ event_id: 'evt_capped' });
+    expect(error.error.code).toMatch(/^(key_limit_reached|\w+_spend_cap_reached)$/);
+    expect((await c.closed).code).toBe(1008);
+    const after = await until('no hold left', async () => {
+      const cr = await credits(key);
+      return cr.open_holds === 0 ? cr : null;
+    });
+    expect(10 - after.balance).toBeCloseTo(nanoToUsd(c1), 9);
+    const report = await runLedgerAudit(gw.runtime.store, gw.runtime.sql, { account: accountId });
+    expect(auditFindings(report)).toBe(0);
+  });
+});
+
+describe('a client gone mid-response (spec 1 rule 4)', () => {
+  it('is still billed: the upstream stays open until the response is done, and it settles', async () => {
+    const { key } = await accountWithKey(1);
+    const c = await Client.open({ key });
+    await c.next('session.created');
+    c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '#sim {"chunk_delay_ms": 150}\nTell me a long story about the sea' }] } });
+    c.send({ type: 'response.create' });
+    const created = await c.next('response.created');
+    const generationId = created.generation_id as string;
+    expect(generationId).toMatch(/^gen-/);
+    await c.next('response.output_audio.delta');
+    c.ws.close();
+    await c.closed;
+    const g = await until('the response settled', async () => {
+      const r = await http('GET', `/v1/generation?id=${generationId}`, { key });
+      return r.json.data?.status === 'completed' ? r.json.data : null;
+    }, 15_000);
+    expect(g.total_cost).toBeGreaterThan(0);
+    expect(g.usage_by_meter.audio_output).toBeGreaterThan(0);
+    const after = await credits(key);
+    expect(after.open_holds).toBe(0);
+    expect(nano(1) - nano(after.balance)).toBe(nano(g.total_cost));
+  });
 });
 
 describe('session limits on the injected clock (spec 3.3, 8)', () => {

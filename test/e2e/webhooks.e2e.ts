@@ -155,10 +155,21 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     // Five events of four attempts each: 20 failures, the schedule run on the clock.
     for (let i = 0; i < 5; i++) await addCredits(1);
     await until('five first attempts', () => receiver.received.length >= before + 5);
-    for (const delay of RETRY_DELAYS_MS) {
+    const ids = [...new Set(receiver.received.slice(before).map((r) => r.body.id as string))];
+    expect(ids).toHaveLength(5);
+    // The clock moves on only once every attempt of the round is recorded: an attempt recorded
+    // after the move would be scheduled from the later time, and miss the next round.
+    const recorded = (attempts: number) =>
+      until(`${attempts} attempts of each event recorded`, async () => {
+        for (const id of ids) if ((await call('GET', `/webhook-events/${id}`, { key: management })).json.data?.attempts?.length !== attempts) return false;
+        return true;
+      });
+    await recorded(1);
+    for (const [round, delay] of RETRY_DELAYS_MS.entries()) {
       const seen = receiver.received.length;
       clock.advance(delay);
       await until('a round of retries', () => receiver.received.length >= seen + 5);
+      await recorded(round + 2);
     }
     const settings = await until('paused', async () => {
       const r = await call('GET', '/settings', { key: management });
