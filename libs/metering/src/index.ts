@@ -8,6 +8,7 @@ export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenM
 export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type RunResult } from './operation';
 export {
   MeteredCalls,
+  isHoldNotOpen,
   settleDurably,
   type Metered,
   type MeteringDeps,

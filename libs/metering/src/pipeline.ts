@@ -394,6 +394,11 @@ function who(reservation: Reservation, target: Target) {
 
 const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name);
 
+/** The ledger's answer to a charge or release of a hold already settled (or released): for a job that repeats one, done before. */
+export function isHoldNotOpen(err: unknown): boolean {
+  return err instanceof DomainError && err.code === 'hold_not_open';
+}
+
 /** How often, and how long in all (about 30 s), a settlement is retried while the store is unreachable. */
 const SETTLE_RETRIES = 9;
 
@@ -409,7 +414,7 @@ export async function settleDurably<T>(attempt: () => Promise<T>, landed: () => 
     try {
       return await attempt();
     } catch (err) {
-      if (unreachable && err instanceof DomainError && err.code === 'hold_not_open') return landed();
+      if (unreachable && isHoldNotOpen(err)) return landed();
       if (!isConnectionFailure(err) || i >= SETTLE_RETRIES) throw err;
       unreachable = true;
       await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** i, 5_000)));

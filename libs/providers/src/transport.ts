@@ -28,14 +28,18 @@ export function sendJsonUpstream(method: UpstreamMethod, url: string, headers: R
   return jsonUpstream((deadline) => callUpstream(method, url, { ...headers, accept: 'application/json' }, payload, deadline), timeoutMs, signal);
 }
 
+/** A binary answer read whole, with the content type the upstream gave it and the time since `started`. */
+export async function binaryOf(answer: UpstreamBody & { contentType?: string }, started: number) {
+  const bytes = Buffer.from(await answer.arrayBuffer());
+  return { bytes, contentType: answer.contentType ?? 'application/octet-stream', latencyMs: performance.now() - started };
+}
+
 /** GETs a binary body (a video, an image) whole, with the content type the upstream gave it. */
 export async function getBinaryUpstream(url: string, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal) {
   const started = performance.now();
   const deadline = new Deadline(timeoutMs, signal);
   try {
-    const answer = await callUpstream('GET', url, headers, undefined, deadline);
-    const bytes = Buffer.from(await answer.arrayBuffer());
-    return { bytes, contentType: answer.contentType ?? 'application/octet-stream', latencyMs: performance.now() - started };
+    return await binaryOf(await callUpstream('GET', url, headers, undefined, deadline), started);
   } catch (error) {
     throw deadline.failure(error);
   } finally {

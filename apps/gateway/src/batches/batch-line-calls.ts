@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type ActiveBatch, type LineAnswer, type LineCalls } from '@svc/batches';
-import { DomainError } from '@svc/eventstore';
 import { embeddingsRequest } from '@svc/interfaces';
-import { failedGenerationOf, type Reservation, type Settlement, type TargetRef } from '@svc/metering';
+import { failedGenerationOf, isHoldNotOpen, type Reservation, type Settlement, type TargetRef } from '@svc/metering';
 import { ApiError, bodyValidation, CLOCK, type Clock, isConnectionFailure, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/projections';
 import { ChatCompletionRequest } from '../chat/chat-completion.request';
@@ -77,7 +76,7 @@ export class BatchLineCalls implements LineCalls {
       await calls.settle({ reservation, targets: [target], headers: {} }, target, settlement);
     } catch (err) {
       // Settled by the attempt that kept it, before its worker stopped.
-      if (err instanceof DomainError && err.code === 'hold_not_open') return;
+      if (isHoldNotOpen(err)) return;
       throw err;
     }
   }
@@ -86,7 +85,7 @@ export class BatchLineCalls implements LineCalls {
     try {
       await this.metering.ledger(batch.accountId, { type: 'ReleaseHold', holdId, errorCode: 'batch_line_abandoned', stats: { endpoint: batch.endpoint } }, { actor: 'batches', correlationId: holdId });
     } catch (err) {
-      if (err instanceof DomainError && err.code === 'hold_not_open') return;
+      if (isHoldNotOpen(err)) return;
       throw err;
     }
   }

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { transcriptionMeters } from '@svc/interfaces';
-import { settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
+import { isHoldNotOpen, settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
 import {
   checkClientFrame,
@@ -405,7 +404,7 @@ export class RealtimeSession {
       await this.parts.metering.calls
         .release(open.metered.reservation, open.target, new Error('session closed before response.done'), performance.now() - open.startedAt, 'session_closed')
         .catch((err: unknown) => {
-          if (!(err instanceof DomainError && err.code === 'hold_not_open')) this.parts.warn(`realtime ${open.metered.reservation.id}: release failed (${(err as Error).message})`);
+          if (!isHoldNotOpen(err)) this.parts.warn(`realtime ${open.metered.reservation.id}: release failed (${(err as Error).message})`);
         });
     }
     this.closeClient(1000, 'session over');

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import type { MeterUsage, Reservation, RoutedModel, Target } from '@svc/metering';
+import { isHoldNotOpen, type MeterUsage, type Reservation, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, type Nano, READ_DB, type SqlRunner } from '@svc/platform';
 import type { BinaryResult, VideoVariant } from '@svc/providers';
 import { callerOfKey } from '@svc/projections';
@@ -92,7 +91,7 @@ async function settled(decision: Promise<unknown>): Promise<void> {
   try {
     await decision;
   } catch (err) {
-    if (err instanceof DomainError && err.code === 'hold_not_open') return;
+    if (isHoldNotOpen(err)) return;
     throw err;
   }
 }

@@ -24,7 +24,7 @@ import {
 } from '../provider';
 import { ProviderError } from '../provider-error';
 import { readSse } from '../sse';
-import { Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
+import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
 import { givenFields, videoJobFrom } from '../video';
 import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from '../wire';
 import { OPENAI_PARAMETERS } from './parameters';
@@ -164,9 +164,7 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     const started = performance.now();
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
-      const answer = await this.post('/audio/speech', mapParameters(OPENAI_PARAMETERS.speech, body as Record<string, unknown>), deadline, 'application/octet-stream');
-      const bytes = Buffer.from(await answer.arrayBuffer());
-      return { bytes, contentType: answer.contentType ?? 'application/octet-stream', latencyMs: performance.now() - started };
+      return await binaryOf(await this.post('/audio/speech', mapParameters(OPENAI_PARAMETERS.speech, body as Record<string, unknown>), deadline, 'application/octet-stream'), started);
     } catch (error) {
       throw deadline.failure(error);
     } finally {
