@@ -5,6 +5,7 @@ import type { Runtime } from '../../../src/runtime';
 import { GatewayModule } from './gateway.module';
 import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';
+import { serveConsole } from './http/console';
 import { clientErrorHandler, frameworkErrors, installRequestChecks, installRequestLog } from './http/request-checks';
 
 /** Spec section 8: request bodies up to 10 MB. */
@@ -31,6 +32,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // on every other route by the request checks.
   await adapter.getInstance().register(fastifyMultipart, { throwFileSizeLimit: true });
   installRequestChecks(adapter.getInstance());
+  if (runtime.config.consoleDir !== null) await serveConsole(adapter.getInstance(), runtime.config.consoleDir);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form

@@ -6,6 +6,8 @@ import { LedgerModule } from '@svc/ledger';
 import { ProjectionQueriesModule } from '@svc/projections';
 import type { Runtime } from '../../../src/runtime';
 import { AccountController } from './account/account.controller';
+import { OrganizationsController } from './account/organizations.controller';
+import { ProviderKeysController } from './account/provider-keys.controller';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { FilesController } from './files/files.controller';
@@ -64,6 +66,8 @@ export class GatewayModule {
         BatchesController,
         VideosController,
         AccountController,
+        ProviderKeysController,
+        OrganizationsController,
         KeysController,
         CurrentKeyController,
         AdminController,

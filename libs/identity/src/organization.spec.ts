@@ -1,7 +1,7 @@
 import { fold } from '@svc/eventstore';
 import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { orgDecider, roleOf, type OrgEvent } from './organization';
-import { canManageKey } from './permissions';
+import { canManageKey, orgAllows } from './permissions';
 
 const spec = deciderSpec(orgDecider);
 const ids = { org_id: 'o1', owner_account_id: 'owner' };
@@ -67,5 +67,16 @@ describe('who may manage a key (spec 1, organizations)', () => {
     expect(canManageKey({ accountId: 'ann', workspaceId: 'o2', orgRole: 'owner' }, adminsKey)).toBe(false);
     expect(canManageKey({ accountId: 'a1', workspaceId: 'a1', orgRole: null }, { workspaceId: 'a1', orgId: null, createdBy: 'a1' })).toBe(true);
     expect(canManageKey({ accountId: 'a2', workspaceId: 'a2', orgRole: null }, { workspaceId: 'a1', orgId: null, createdBy: 'a1' })).toBe(false);
+  });
+});
+
+describe('what a person of an organization may do there (spec 1, organizations)', () => {
+  it.each([
+    ['owner', true, true, true],
+    ['admin', true, true, false],
+    ['member', true, false, false],
+    [null, false, false, false],
+  ] as const)('%p: view %p, manage members %p, delete %p', (role, view, manage, remove) => {
+    expect([orgAllows(role, 'view'), orgAllows(role, 'manage_members'), orgAllows(role, 'delete')]).toEqual([view, manage, remove]);
   });
 });

@@ -68,11 +68,12 @@ export class AdminService {
     await this.ledger(accountId, { type: 'SetDailyLimit', limitNano }, metadata);
   }
 
-  async credits(accountId: string): Promise<CreditsRow> {
+  /** `param` names the request field that carried the id, for the 404. */
+  async credits(accountId: string, param: string | null = null): Promise<CreditsRow> {
     // Includes what this process just billed to the account.
     await this.reads.settle(accountId, 'credits');
     const row = await getCredits(this.sql, accountId);
-    if (!row) throw accountNotFound(accountId);
+    if (!row) throw accountNotFound(accountId, param);
     return row;
   }
 
@@ -89,7 +90,7 @@ export class AdminService {
   }
 
   async createOrg(ownerAccountId: string, name: string | undefined, metadata: EventMetadata): Promise<string> {
-    await this.credits(ownerAccountId);
+    await this.credits(ownerAccountId, 'owner_account_id');
     const orgId = `org_${randomBytes(8).toString('hex')}`;
     await this.org(orgId, { type: 'CreateOrg', orgId, ownerAccountId, name: name ?? orgId }, metadata);
     return orgId;
@@ -97,16 +98,24 @@ export class AdminService {
 
   async changeOrg(orgId: string, command: Exclude<OrgCommand, { type: 'CreateOrg' }>, metadata: EventMetadata): Promise<void> {
     await this.activeOrg(orgId);
-    if (command.type === 'AddMember') await this.credits(command.accountId);
+    if (command.type === 'AddMember') await this.credits(command.accountId, 'account_id');
     await this.org(orgId, command, metadata);
   }
 
   /** BYOK: seals the key (it is recorded and stored only sealed) and returns its hint. */
-  async saveProviderKey(accountId: string, provider: string, apiKey: string, metadata: EventMetadata): Promise<{ provider: string; hint: string }> {
+  async saveProviderKey(
+    accountId: string,
+    provider: string,
+    apiKey: string,
+    metadata: EventMetadata,
+    /** Runs once the key could be saved, before anything is written (email step-up). */
+    authorize: () => Promise<void> = async () => undefined,
+  ): Promise<{ provider: string; hint: string }> {
     const encryptionKey = this.config.encryptionKey;
     if (encryptionKey === null) throw byokUnavailable();
     this.catalogProvider(provider);
     await this.credits(accountId);
+    await authorize();
     const hint = providerKeyHint(apiKey);
     const encryptedKey = sealSecret(encryptionKey, apiKey, providerKeyContext(accountId, provider));
     await this.settings(accountId, { type: 'SaveProviderKey', accountId, provider, encryptedKey, hint }, metadata);
@@ -125,9 +134,18 @@ export class AdminService {
     return listProviderKeys(this.sql, accountId);
   }
 
+  /** The providers a key can be saved for: those the catalog routes to, by name. */
+  providerNames(): string[] {
+    return [...this.catalogProviders().keys()].sort();
+  }
+
+  private catalogProviders(): Map<string, CatalogProvider> {
+    return new Map(this.catalog.models.flatMap((m) => m.providers.map((r) => [r.provider.name, r.provider] as const)));
+  }
+
   /** Issue 5: a key is saved for a provider the catalog routes to, nothing else. */
   private catalogProvider(provider: string): CatalogProvider {
-    const known = new Map(this.catalog.models.flatMap((m) => m.providers.map((r) => [r.provider.name, r.provider] as const)));
+    const known = this.catalogProviders();
     const found = known.get(provider);
     if (!found) throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
     return found;
@@ -135,10 +153,10 @@ export class AdminService {
 
   private async settings(accountId: string, command: SettingsCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
-      if (err instanceof DomainError && err.code === 'provider_key_not_found') throw ApiError.notFound(err.message, err.code);
+      if (err instanceof DomainError && err.code === 'provider_key_not_found') throw ApiError.notFound(err.message, err.code, 'provider');
       throw err;
     });
-    if (result.appended) await this.settle(result.appended.position, 'provider_keys');
+    if (result.appended) await this.settle(result.appended.position, 'provider_keys', 'audit_log');
   }
 
   auditLog(accountId: string | null, limit: number): Promise<AuditEntry[]> {
@@ -154,20 +172,24 @@ export class AdminService {
   private async org(orgId: string, command: OrgCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new OrganizationCommand(orgId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
-        const status = err.code === 'member_not_found' ? 404 : 409;
-        throw new ApiError(status, status === 404 ? 'not_found_error' : 'invalid_request_error', err.message, err.code);
+        const status = err.code === 'member_not_found' ? 404 : err.code === 'invalid_org_name' ? 400 : 409;
+        const param = typeof err.details.param === 'string' ? err.details.param : err.code.startsWith('member_') ? 'account_id' : null;
+        throw new ApiError(status, status === 404 ? 'not_found_error' : 'invalid_request_error', err.message, err.code, param);
       }
       throw err;
     });
-    if (result.appended) await this.settle(result.appended.position, 'identity');
+    if (result.appended) await this.settle(result.appended.position, 'identity', 'audit_log');
   }
 
-  /** Until the change is in `projection` and, for what authentication caches, out of every cache. */
-  private settle(position: Position, projection: string): Promise<void> {
-    return this.projections.waitUntilVisible(position, [projection]);
+  /**
+   * Until the change is in `projections` and, for what authentication caches, out of every
+   * cache. The audit log among them when the change is audited: the account may read it next.
+   */
+  private settle(position: Position, ...projections: string[]): Promise<void> {
+    return this.projections.waitUntilVisible(position, projections);
   }
 }
 
-function accountNotFound(accountId: string): ApiError {
-  return ApiError.notFound(`No account with id '${accountId}'.`, 'account_not_found');
+function accountNotFound(accountId: string, param: string | null = null): ApiError {
+  return ApiError.notFound(`No account with id '${accountId}'.`, 'account_not_found', param);
 }

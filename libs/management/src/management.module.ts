@@ -7,6 +7,7 @@ import { KeysService } from './keys.service';
 import { SettingsService } from './settings.service';
 import { StepUpService } from './step-up.service';
 import { PresetsService } from './presets.service';
+import { OrganizationsService } from './organizations.service';
 
 /**
  * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
@@ -15,7 +16,7 @@ import { PresetsService } from './presets.service';
  */
 @Module({
   imports: [LedgerModule, IdentityModule],
-  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService],
-  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService],
+  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
+  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
 })
 export class ManagementModule {}

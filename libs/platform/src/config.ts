@@ -1,6 +1,6 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
@@ -81,6 +81,11 @@ export interface Config {
    * (SVC_TLS_CERT and SVC_TLS_KEY, PEM file paths, both or neither); null = plain HTTP.
    */
   tls: TlsFiles | null;
+  /**
+   * The built console (SVC_CONSOLE_DIR; by default the build `npm run build` makes), served at
+   * /console/; null = not served (`off`, or no build beside the code).
+   */
+  consoleDir: string | null;
 }
 
 /** The PEM contents of SVC_TLS_CERT (the leaf first, then any intermediates) and SVC_TLS_KEY. */
@@ -277,5 +282,21 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: smtpUrl(),
     mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),
     tls: tlsFiles(text('SVC_TLS_CERT'), text('SVC_TLS_KEY')),
+    consoleDir: consoleDir(text('SVC_CONSOLE_DIR')),
   };
+}
+
+/**
+ * Where the console's build is: the compiled gateway finds it beside itself (dist/console), the
+ * TypeScript sources (tests) in dist/ of the checkout. A directory named but without an
+ * index.html is a mistake worth stopping for; no build by default just serves no console.
+ */
+function consoleDir(value: string | null): string | null {
+  if (value === 'off') return null;
+  if (value !== null) {
+    const dir = resolve(value);
+    if (!existsSync(join(dir, 'index.html'))) throw new ConfigError('SVC_CONSOLE_DIR', `expected a directory holding the console's index.html, or off; ${dir} has none`);
+    return dir;
+  }
+  return [resolve(__dirname, '../../../console'), resolve(__dirname, '../../../dist/console')].find((dir) => existsSync(join(dir, 'index.html'))) ?? null;
 }

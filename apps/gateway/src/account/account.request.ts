@@ -1,4 +1,5 @@
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsString } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsString, MaxLength } from 'class-validator';
+import { Omittable } from '@svc/management';
 import { ApiError } from '@svc/platform';
 
 /** Spec 8: a lookup names up to 1,000 generations. */
@@ -57,4 +58,12 @@ function isCalendarDay(s: string): boolean {
   const parsed = new Date(`${s}T00:00:00Z`);
   // 2026-02-30 parses (as March 2nd): only a day that round-trips exists.
   return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === s;
+}
+
+/** POST /v1/organizations: the name is the organization's id when left out. */
+export class OrgRequest {
+  @Omittable()
+  @IsString({ message: 'name must be a string.' })
+  @MaxLength(200, { message: 'name must be at most 200 characters.' })
+  name?: string;
 }

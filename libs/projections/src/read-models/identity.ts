@@ -225,13 +225,51 @@ export interface OrgRow {
   orgId: string;
   ownerAccountId: string;
   name: string;
+  createdAt: string;
   deleted: boolean;
 }
 
 export async function getOrg(sql: SqlExecutor, orgId: string): Promise<OrgRow | null> {
   const { rows } = await sql.query<Record<string, any>>('SELECT * FROM organizations WHERE org_id = $1', [orgId]);
   const r = rows[0];
-  return r ? { orgId: r.org_id, ownerAccountId: r.owner_account_id, name: r.name, deleted: r.deleted_at !== null } : null;
+  return r ? { orgId: r.org_id, ownerAccountId: r.owner_account_id, name: r.name, createdAt: iso(r.created_at)!, deleted: r.deleted_at !== null } : null;
+}
+
+/** An organization as one of its people sees it: with that account's role. */
+export interface AccountOrgRow extends Omit<OrgRow, 'deleted'> {
+  role: OrgRole;
+}
+
+/** The organizations that still exist and the account owns or is a member of, oldest first. */
+export async function listOrgsOf(sql: SqlExecutor, accountId: string): Promise<AccountOrgRow[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT o.*, 'owner' AS role FROM organizations o WHERE o.owner_account_id = $1 AND o.deleted_at IS NULL
+     UNION ALL
+     SELECT o.*, m.role FROM org_members m JOIN organizations o ON o.org_id = m.org_id
+      WHERE m.account_id = $1 AND o.deleted_at IS NULL
+     ORDER BY created_at, org_id`,
+    [accountId],
+  );
+  return rows.map((r) => ({ orgId: r.org_id, ownerAccountId: r.owner_account_id, name: r.name, createdAt: iso(r.created_at)!, role: r.role as OrgRole }));
+}
+
+export interface OrgMemberRow {
+  accountId: string;
+  role: OrgRole;
+  /** When the account joined: the organization's creation for its owner. */
+  addedAt: string;
+}
+
+/** Everyone in an organization, its owner first (the owner has no member row), then members as they joined. */
+export async function listOrgMembers(sql: SqlExecutor, orgId: string): Promise<OrgMemberRow[]> {
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT owner_account_id AS account_id, 'owner' AS role, created_at AS added_at, 0 AS rank FROM organizations WHERE org_id = $1
+     UNION ALL
+     SELECT account_id, role, added_at, 1 AS rank FROM org_members WHERE org_id = $1
+     ORDER BY rank, added_at, account_id`,
+    [orgId],
+  );
+  return rows.map((r) => ({ accountId: r.account_id, role: r.role as OrgRole, addedAt: iso(r.added_at)! }));
 }
 
 /** An account's role in an organization that still exists; null when it has none. */
