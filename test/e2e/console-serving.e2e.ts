@@ -47,7 +47,7 @@ describe('the console is served by the gateway itself (issue 21)', () => {
     expect(r.headers.get('location')).toBe('/console/');
     const missing = await fetch(`${root}/console/nope.js`);
     expect(missing.status).toBe(404);
-    expect((await missing.json()).error.type).toBe('not_found_error');
+    expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
   });
 
   it('serves nothing outside the build directory', async () => {

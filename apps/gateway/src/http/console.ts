@@ -27,7 +27,6 @@ export async function serveConsole(app: FastifyInstance, dir: string): Promise<v
     root: dir,
     prefix: '/console/',
     index: 'index.html',
-    wildcard: false,
     cacheControl: false,
     setHeaders: (res, path) => {
       res.setHeader('cache-control', /[\\/]assets[\\/]/.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache');

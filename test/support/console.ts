@@ -1,0 +1,103 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchBrowser } from './browser';
+import { api, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
+
+/** Where a run keeps the console's screenshots (not committed: test-output/ is ignored). */
+export const SCREENSHOT_DIR = join(__dirname, '..', '..', 'test-output', 'console');
+
+/** The console as `npm run build` makes it; SVC_CONSOLE_DIR points a run at another build. */
+const CONSOLE_DIR = process.env.SVC_CONSOLE_DIR ?? join(__dirname, '..', '..', 'dist', 'console');
+
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  // One line, once per suite file that needs the browser; every other suite runs as usual.
+  process.stdout.write(`Chromium is missing at ${CHROMIUM} (apt-get install chromium): the console's browser tests are skipped.\n`);
+}
+
+/** `describe` for the browser suites: skipped, with the one line above, when Chromium is missing. */
+export const describeConsole: jest.Describe = hasChromium ? describe : describe.skip;
+
+export const VIEWPORTS = {
+  desktop: { width: 1280, height: 800 },
+  phone: { width: 390, height: 844 },
+} as const;
+
+export interface ConsoleHarness {
+  gw: StartedGateway;
+  /** The console's address: `http://127.0.0.1:<port>/console/`. */
+  consoleUrl: string;
+  /** The gateway's root, for the operator API under /admin. */
+  rootUrl: string;
+  /** A JSON caller on /v1 (`call('GET', '/credits', { key })`). */
+  call: Call;
+  /** A JSON caller on the root (`root('POST', '/admin/accounts', ...)`). */
+  root: Call;
+  browser: Browser;
+}
+
+/** A gateway on the embedded defaults serving the built console, and Chromium. */
+export async function startConsole(env: Record<string, string> = {}): Promise<ConsoleHarness> {
+  const gw = await startGateway({ SVC_CONSOLE_DIR: CONSOLE_DIR, ...env });
+  const rootUrl = gw.url.replace(/\/v1\/?$/, '');
+  const browser = await launchBrowser();
+  return { gw, consoleUrl: `${rootUrl}/console/`, rootUrl, call: api(gw.url), root: api(rootUrl), browser };
+}
+
+export async function stopConsole(harness: ConsoleHarness | undefined): Promise<void> {
+  await harness?.browser.close();
+  await stopGateway(harness?.gw);
+}
+
+export interface ConsoleTab {
+  context: BrowserContext;
+  page: Page;
+  /** Every console error and uncaught page error seen so far: a test ends expecting none. */
+  errors: string[];
+}
+
+/** A fresh tab (its own session storage) on the console at the given size. */
+export async function openConsole(harness: ConsoleHarness, viewport: keyof typeof VIEWPORTS = 'desktop'): Promise<ConsoleTab> {
+  const context = await harness.browser.newContext({ viewport: VIEWPORTS[viewport] });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.goto(harness.consoleUrl);
+  return { context, page, errors };
+}
+
+/** Signs in with a management key through the form, as a person does, and waits for the shell. */
+export async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel('Management key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Console pages' }).waitFor();
+}
+
+/** Goes to a page of the console by its navigation link and waits for its heading. */
+export async function goTo(page: Page, label: string, heading = label): Promise<void> {
+  await page.getByRole('navigation', { name: 'Console pages' }).getByRole('link', { name: label, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+}
+
+/**
+ * Saves a screenshot of the whole page under test-output/console/<name>.png. Some API errors are
+ * expected in a test (a refused request logs a failed resource load); a test filters those itself.
+ */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/**
+ * Console errors other than the browser's own line for a request the API refused
+ * ("Failed to load resource: ... 4xx"), which a test that provokes an error expects.
+ */
+export function unexpectedErrors(tab: ConsoleTab): string[] {
+  return tab.errors.filter((e) => !/^Failed to load resource: the server responded with a status of (4\d\d)/.test(e));
+}
