@@ -6,7 +6,12 @@ import { startGateway, stopGateway, type StartedGateway } from '../support/gatew
 
 /** A console build as Vite lays it out: index.html naming a hashed asset. */
 function fakeBuild(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-console-'));
+  const base = mkdtempSync(join(tmpdir(), 'svc-console-'));
+  // A file beside the build, which no path under /console/ may reach.
+  writeFileSync(join(base, 'secret.txt'), 'not for the web');
+  const dir = join(base, 'build');
+  mkdirSync(dir);
+  writeFileSync(join(dir, '.env'), 'SECRET=1');
   writeFileSync(join(dir, 'index.html'), '<!doctype html><script type="module" src="/console/assets/index-abc123.js"></script>');
   mkdirSync(join(dir, 'assets'));
   writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
@@ -50,9 +55,12 @@ describe('the console is served by the gateway itself (issue 21)', () => {
     expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
   });
 
-  it('serves nothing outside the build directory', async () => {
-    const r = await fetch(`${root}/console/..%2f..%2fetc%2fpasswd`);
-    expect([400, 403, 404]).toContain(r.status);
+  it('serves nothing outside the build directory, nor its dotfiles', async () => {
+    for (const path of ['..%2fsecret.txt', '%2e%2e/secret.txt', 'assets/..%2f..%2fsecret.txt', '.env']) {
+      const r = await fetch(`${root}/console/${path}`);
+      expect([path, r.status]).toEqual([path, 404]);
+      expect(await r.text()).not.toMatch(/not for the web|SECRET/);
+    }
   });
 });
 

@@ -32,7 +32,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // on every other route by the request checks.
   await adapter.getInstance().register(fastifyMultipart, { throwFileSizeLimit: true });
   installRequestChecks(adapter.getInstance());
-  if (runtime.config.consoleDir !== null) await serveConsole(adapter.getInstance(), runtime.config.consoleDir);
+  if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form

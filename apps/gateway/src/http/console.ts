@@ -1,5 +1,5 @@
-import fastifyStatic from '@fastify/static';
-import type { FastifyInstance } from 'fastify';
+import send from '@fastify/send';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * The page may talk to this origin only and run only its own bundled scripts: a console that
@@ -19,22 +19,29 @@ export const CONSOLE_CSP = [
 ].join('; ');
 
 /**
- * Serves the built console (README: Console) at /console/. Its assets have content hashes in
- * their names, so they may be cached for good; index.html names the current ones, so it may not.
+ * Serves the built console (README: Console) at /console/ with `@fastify/send`, the file sender
+ * under `@fastify/static` (whose Node 20 line cannot be installed beside Nest's Fastify
+ * adapter). The assets' names carry content hashes, so they may be cached for good; index.html
+ * names the current ones, so it may not. A path outside the build, a dotfile or a missing file
+ * is the API's 404.
  */
-export async function serveConsole(app: FastifyInstance, dir: string): Promise<void> {
-  await app.register(fastifyStatic, {
-    root: dir,
-    prefix: '/console/',
-    index: 'index.html',
-    cacheControl: false,
-    setHeaders: (res, path) => {
-      res.setHeader('cache-control', /[\\/]assets[\\/]/.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache');
-      res.setHeader('content-security-policy', CONSOLE_CSP);
-      res.setHeader('x-content-type-options', 'nosniff');
-      res.setHeader('referrer-policy', 'no-referrer');
-      res.setHeader('x-frame-options', 'DENY');
-    },
-  });
+export function serveConsole(app: FastifyInstance, dir: string): void {
+  const serve = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
+    const result = await send(request.raw, path, { root: dir, index: 'index.html', dotfiles: 'ignore', cacheControl: false });
+    if (result.type === 'error') return reply.callNotFound();
+    if (result.type === 'directory') return reply.redirect(`${request.url.split('?')[0]}/`, 301);
+    return reply
+      .code(result.statusCode)
+      .headers(result.headers)
+      .headers({
+        'cache-control': path.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+        'content-security-policy': CONSOLE_CSP,
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+        'x-frame-options': 'DENY',
+      })
+      .send(result.stream);
+  };
   app.get('/console', (_request, reply) => reply.redirect('/console/', 301));
+  app.get('/console/*', (request, reply) => serve(request, reply, `/${(request.params as { '*': string })['*']}`));
 }
