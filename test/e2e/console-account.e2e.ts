@@ -1,19 +1,7 @@
 import type { Page } from 'playwright-core';
 import { byokUnavailable } from '@svc/metering';
-import { describeConsole, goTo, openConsole, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 import { until } from '../support/until';
-
-/** The text of the element that describes a field (its error, when it has one). */
-async function descriptionOf(page: Page, label: string): Promise<string> {
-  const id = await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby');
-  return (await page.locator(`[id="${id}"]`).textContent()) ?? '';
-}
-
-/**
- * The open dialog with this title. Found by its heading, not its accessible name: every Dialog of
- * ui.tsx labels itself with the same id, so a page with several names them all after the first.
- */
-const dialog = (page: Page, title: string) => page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: title, exact: true }) });
 
 const today = () => new Date().toISOString().slice(0, 10);
 const yesterday = () => new Date(Date.now() - 24 * 3600 * 1000).toISOString().slice(0, 10);
@@ -25,26 +13,12 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
   let management: string;
   let admin: { authorization: string };
 
-  /** A second tab at phone size on the same page, for its screenshot. */
-  async function phoneShot(navLabel: string, name: string, open?: (page: Page) => Promise<void>) {
-    const phone = await openConsole(h, 'phone');
-    await signIn(phone.page, management);
-    await goTo(phone.page, navLabel);
-    await open?.(phone.page);
-    await screenshot(phone.page, name);
-    expect(unexpectedErrors(phone)).toEqual([]);
-    await phone.context.close();
-  }
-
   beforeAll(async () => {
     h = await startConsole();
     management = h.gw.keys.management_key;
     admin = { authorization: `Bearer ${h.gw.keys.admin_token}` };
-    tab = await openConsole(h, 'desktop');
+    tab = await openSignedIn(h, 'desktop', management);
     page = tab.page;
-    // A step that never comes fails as itself, well before the test's own timeout.
-    tab.context.setDefaultTimeout(10_000);
-    await signIn(page, management);
   }, 60_000);
 
   afterAll(() => stopConsole(h));
@@ -92,10 +66,10 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     expect(await savedKeys()).toEqual([expect.objectContaining({ provider, hint: '...abcd' })]);
 
     await screenshot(page, 'provider-keys-desktop');
-    await phoneShot('Provider keys', 'provider-keys-phone');
+    await phoneShot(h, management, 'Provider keys', 'provider-keys-phone');
 
     await row.getByRole('button', { name: 'Delete' }).click();
-    await dialog(page, `Delete the ${provider} key?`).getByRole('button', { name: 'Delete key' }).click();
+    await openDialog(page, `Delete the ${provider} key?`).getByRole('button', { name: 'Delete key' }).click();
     await page.getByText(`Deleted the ${provider} key.`).waitFor();
     await row.getByText('none: the gateway’s key is used').waitFor();
     expect(await savedKeys()).toEqual([]);
@@ -153,9 +127,7 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     expect(await members(orgId)).toEqual([expect.objectContaining({ role: 'owner' }), expect.objectContaining({ account_id: other, role: 'admin' })]);
 
     // The admin, in their own console, sees the member controls...
-    const theirs = await openConsole(h, 'desktop');
-    theirs.context.setDefaultTimeout(10_000);
-    await signIn(theirs.page, otherKey);
+    const theirs = await openSignedIn(h, 'desktop', otherKey);
     await goTo(theirs.page, 'Organizations');
     await theirs.page.getByRole('link', { name: 'Members of Console test org' }).click();
     await theirs.page.getByRole('heading', { level: 2, name: /Console test org\s+admin/ }).waitFor();
@@ -172,15 +144,15 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     await theirs.context.close();
 
     await screenshot(page, 'organizations-desktop');
-    await phoneShot('Organizations', 'organizations-phone', (phone) => phone.getByRole('link', { name: 'Members of Console test org' }).click());
+    await phoneShot(h, management, 'Organizations', 'organizations-phone', (phone) => phone.getByRole('link', { name: 'Members of Console test org' }).click());
 
     await table.getByRole('row').filter({ hasText: other }).getByRole('button', { name: 'Remove' }).click();
-    await dialog(page, `Remove ${other} from Console test org?`).getByRole('button', { name: 'Remove member' }).click();
+    await openDialog(page, `Remove ${other} from Console test org?`).getByRole('button', { name: 'Remove member' }).click();
     await page.getByText(`Removed ${other}.`).waitFor();
     expect(await members(orgId)).toEqual([expect.objectContaining({ account_id: h.gw.keys.account_id, role: 'owner' })]);
 
     await page.getByRole('button', { name: 'Delete organization' }).click();
-    await dialog(page, 'Delete Console test org?').getByRole('button', { name: 'Delete organization' }).click();
+    await openDialog(page, 'Delete Console test org?').getByRole('button', { name: 'Delete organization' }).click();
     await page.getByText('Deleted Console test org.').waitFor();
     await page.getByText('This account is in no organization yet.').waitFor();
     expect((await h.call('GET', '/organizations', { key: management })).json.data).toEqual([]);
@@ -242,7 +214,7 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await entries.getByRole('cell', { name: 'org.deleted', exact: true }).waitFor();
     await screenshot(page, 'audit-log-desktop');
-    await phoneShot('Audit log', 'audit-log-phone');
+    await phoneShot(h, management, 'Audit log', 'audit-log-phone');
     expect(unexpectedErrors(tab)).toEqual([]);
   });
 });

@@ -1,8 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { simpleParser } from 'mailparser';
 import type { Page } from 'playwright-core';
-import { describeConsole, goTo, openConsole, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, mailFiles, openSignedIn, screenshot, startConsole, stopConsole, stepUpMail, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 import { until } from '../support/until';
 
 const KEY_NAME = 'console-e2e';
@@ -24,11 +21,8 @@ describeConsole('console: keys and presets', () => {
   beforeAll(async () => {
     h = await startConsole();
     management = h.gw.keys.management_key;
-    tab = await openConsole(h, 'desktop');
+    tab = await openSignedIn(h, 'desktop', management);
     page = tab.page;
-    // A step that cannot happen fails in seconds, well inside jest's own timeout.
-    page.setDefaultTimeout(10_000);
-    await signIn(page, management);
   }, 60_000);
   afterAll(async () => {
     await stopConsole(h);
@@ -37,12 +31,7 @@ describeConsole('console: keys and presets', () => {
   const chat = (key: string) => h.call('POST', '/chat/completions', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 } });
   const keysNamed = async (name: string) => ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).filter((k) => k.name === name);
   const keyRow = (name: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${name}\\b`) }) });
-  /** The text that describes a control (its hint and its error), as a screen reader reads it. */
-  const description = async (label: string) => {
-    const ids = ((await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '').split(' ').filter(Boolean);
-    const texts = await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).textContent()));
-    return texts.join(' ');
-  };
+  const description = (label: string) => descriptionOf(page, label);
   const readSecret = async (title: string) => {
     const dialog = page.getByRole('dialog');
     await dialog.getByRole('heading', { name: title }).waitFor();
@@ -209,10 +198,8 @@ describeConsole('console: keys and presets', () => {
   });
 
   it('looks right on a phone: keys with the secret dialog, a preset with its diff', async () => {
-    const phone = await openConsole(h, 'phone');
-    phone.page.setDefaultTimeout(10_000);
+    const phone = await openSignedIn(h, 'phone', management);
     try {
-      await signIn(phone.page, management);
       await goTo(phone.page, 'Keys');
       await phone.page.getByRole('table').waitFor();
       await screenshot(phone.page, 'keys-phone');
@@ -238,14 +225,7 @@ describeConsole('console: keys and presets', () => {
 
   it('with email step-up on, creating a key asks for the emailed code, and the code creates it', async () => {
     expect((await h.call('PATCH', '/settings', { key: management, body: { step_up: { enabled: true, email: 'ops@example.com' } } })).status).toBe(200);
-    const mailDir = join(h.gw.dataDir, 'mail');
-    const mailsBefore = (() => {
-      try {
-        return readdirSync(mailDir).length;
-      } catch {
-        return 0;
-      }
-    })();
+    const before = mailFiles(h.gw.dataDir);
 
     await goTo(page, 'Keys');
     await page.getByRole('button', { name: 'New key' }).click();
@@ -255,16 +235,12 @@ describeConsole('console: keys and presets', () => {
     await dialog.getByLabel('Confirmation code').waitFor();
     expect(await dialog.textContent()).toContain('o***@example.com');
 
-    const newest = await until('the step-up mail', () => {
-      const files = readdirSync(mailDir).filter((f) => f.endsWith('.eml')).sort();
-      return files.length > mailsBefore && files[files.length - 1];
-    });
-    const mail = await simpleParser(readFileSync(join(mailDir, newest)));
+    const mail = await until('the step-up mail', () => stepUpMail(h.gw.dataDir, before));
     expect(mail.text).toContain('creating an API key');
-    const code = /\b(\d{6})\b/.exec(mail.text ?? '')?.[1];
+    const code = mail.code;
     expect(code).toBeDefined();
 
-    await dialog.getByLabel('Confirmation code').fill(code!);
+    await dialog.getByLabel('Confirmation code').fill(code);
     await dialog.getByRole('button', { name: 'Confirm' }).click();
     const stepped = await readSecret('Key created');
     await closeSecret(stepped);

@@ -1,15 +1,8 @@
 import type { Page } from 'playwright-core';
 import { usd, utcDay } from '../../apps/console/src/format';
-import { describeConsole, goTo, openConsole, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, openConsole, openSignedIn, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 
 const HELLO = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 };
-
-/** The text of the element that describes a control (its error, when it has one). */
-async function descriptionOf(page: Page, label: string): Promise<string> {
-  const ids = (await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '';
-  const texts = await Promise.all(ids.split(' ').map((id) => page.locator(`[id="${id}"]`).textContent()));
-  return texts.join(' ');
-}
 
 describeConsole('console: overview and activity pages, sign-in', () => {
   let h: ConsoleHarness;
@@ -24,14 +17,12 @@ describeConsole('console: overview and activity pages, sign-in', () => {
   beforeAll(async () => {
     h = await startConsole();
     management = h.gw.keys.management_key;
-    tab = await openConsole(h, 'desktop');
+    tab = await openSignedIn(h, 'desktop', management);
     page = tab.page;
-    page.setDefaultTimeout(10_000);
-  });
+  }, 60_000);
   afterAll(() => stopConsole(h));
 
   it("shows the balance, today's spend per model with the cost the API charged, and the keys' limits", async () => {
-    await signIn(page, management);
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     await page.getByText('No spend in the last 30 days.').waitFor();
 
@@ -128,7 +119,6 @@ describeConsole('console: overview and activity pages, sign-in', () => {
   it('refuses a wrong key and a key without the management scope, and ends an idle session', async () => {
     const signin = await openConsole(h, 'desktop');
     const p = signin.page;
-    p.setDefaultTimeout(10_000);
     await p.getByLabel('Management key').waitFor();
     await screenshot(p, 'signin-desktop');
 
@@ -168,7 +158,6 @@ describeConsole('console: overview and activity pages, sign-in', () => {
   it('fits a phone: overview, activity and sign-in', async () => {
     const phone = await openConsole(h, 'phone');
     const p = phone.page;
-    p.setDefaultTimeout(10_000);
     await p.getByLabel('Management key').waitFor();
     await screenshot(p, 'signin-phone');
     await signIn(p, management);

@@ -1,10 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { verifyWebhookSignature } from '@svc/webhooks';
-import { describeConsole, goTo, openConsole, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, mailFiles, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, stepUpMail, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 import { until } from '../support/until';
 
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -44,38 +42,6 @@ class Receiver {
   }
 }
 
-/** The newest step-up mail's code: .eml names start with their ISO time, so the last name is the newest. */
-function newestCode(dataDir: string, after: string[]): string | undefined {
-  const dir = join(dataDir, 'mail');
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.eml') && !after.includes(f))
-    .sort();
-  if (files.length === 0) return undefined;
-  // Quoted-printable may fold a line with a soft break ("=" at its end).
-  const text = readFileSync(join(dir, files[files.length - 1]), 'utf8').replace(/=\r?\n/g, '');
-  return /code for .*? is (\d{6})\./s.exec(text)?.[1];
-}
-
-const mailFiles = (dataDir: string): string[] => {
-  try {
-    return readdirSync(join(dataDir, 'mail'));
-  } catch {
-    return [];
-  }
-};
-
-/** The text of the element that describes a field (its error, when it has one). */
-async function descriptionOf(page: Page, label: string): Promise<string> {
-  const id = await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby');
-  return (await page.locator(`[id="${id}"]`).textContent()) ?? '';
-}
-
-/**
- * The open dialog with that title. Found by its heading rather than by its accessible name: the
- * console's dialogs share one title id (ui.tsx `Dialog`), so a name could come from another one.
- */
-const openDialog = (page: Page, title: string) => page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: title, exact: true }) });
-
 describeConsole('console: webhook, prompt logs and security pages', () => {
   const receiver = new Receiver();
   let h: ConsoleHarness;
@@ -83,26 +49,12 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
   let page: Page;
   let management: string;
 
-  /** A second tab at phone size on the same page, for its screenshot. */
-  async function phoneShot(navLabel: string, name: string, open?: (page: Page) => Promise<void>) {
-    const phone = await openConsole(h, 'phone');
-    phone.page.setDefaultTimeout(10_000);
-    await signIn(phone.page, management);
-    await goTo(phone.page, navLabel);
-    await open?.(phone.page);
-    await screenshot(phone.page, name);
-    expect(unexpectedErrors(phone)).toEqual([]);
-    await phone.context.close();
-  }
-
   beforeAll(async () => {
     await receiver.start();
     h = await startConsole({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
     management = h.gw.keys.management_key;
-    tab = await openConsole(h, 'desktop');
+    tab = await openSignedIn(h, 'desktop', management);
     page = tab.page;
-    page.setDefaultTimeout(10_000);
-    await signIn(page, management);
   }, 60_000);
 
   afterAll(async () => {
@@ -169,7 +121,7 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     expect(detail.json.data.attempts.map((a: { status_code: number }) => a.status_code)).toEqual(expect.arrayContaining([500, 200]));
 
     await screenshot(page, 'webhook-desktop');
-    await phoneShot('Webhook', 'webhook-phone', async (phone) => {
+    await phoneShot(h, management, 'Webhook', 'webhook-phone', async (phone) => {
       await phone.getByRole('button', { name: `View attempts of ${first.id}` }).click();
       await phone.getByRole('region', { name: 'Delivery attempts' }).getByRole('row').filter({ hasText: 'HTTP 200' }).waitFor();
     });
@@ -205,7 +157,7 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     expect(await page.getByRole('region', { name: 'Answer' }).textContent()).toContain(id);
 
     await screenshot(page, 'prompt-logs-desktop');
-    await phoneShot('Prompt logs', 'prompt-logs-phone', async (phone) => {
+    await phoneShot(h, management, 'Prompt logs', 'prompt-logs-phone', async (phone) => {
       await phone.getByRole('button', { name: `View log ${id}` }).click();
       await phone.getByRole('region', { name: 'Request' }).getByText('the console shows platypus').waitFor();
     });
@@ -227,14 +179,14 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     await page.getByText(`Saved: step-up is on; codes go to ${EMAIL}.`).waitFor();
     expect((await h.call('GET', '/settings', { key: management })).json.data.step_up).toEqual({ enabled: true, email: EMAIL });
     await screenshot(page, 'security-desktop');
-    await phoneShot('Security', 'security-phone');
+    await phoneShot(h, management, 'Security', 'security-phone');
 
     const before = mailFiles(h.gw.dataDir);
     await page.getByLabel('Ask for an emailed code before sensitive actions').uncheck();
     await page.getByRole('button', { name: 'Save step-up setting' }).click();
     const dialog = openDialog(page, 'Confirm with the emailed code');
     await dialog.waitFor();
-    const code = await until('the mailed code', () => newestCode(h.gw.dataDir, before));
+    const code = await until('the mailed code', async () => (await stepUpMail(h.gw.dataDir, before))?.code);
     await dialog.getByLabel('Confirmation code').fill(code);
     await dialog.getByRole('button', { name: 'Confirm' }).click();
     await page.getByText('Saved: step-up is off; no action asks for a code.').waitFor();

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { simpleParser } from 'mailparser';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { CHROMIUM, launchBrowser } from './browser';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
 
@@ -67,6 +68,8 @@ export async function openConsole(harness: ConsoleHarness, viewport: keyof typeo
   });
   page.on('pageerror', (error) => errors.push(String(error)));
   await page.goto(harness.consoleUrl);
+  // A step that never comes fails as itself, well before the test's own timeout.
+  context.setDefaultTimeout(10_000);
   return { context, page, errors };
 }
 
@@ -75,6 +78,29 @@ export async function signIn(page: Page, key: string): Promise<void> {
   await page.getByLabel('Management key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('navigation', { name: 'Console pages' }).waitFor();
+}
+
+/** A fresh tab signed in with `key`. */
+export async function openSignedIn(harness: ConsoleHarness, viewport: keyof typeof VIEWPORTS, key: string): Promise<ConsoleTab> {
+  const tab = await openConsole(harness, viewport);
+  await signIn(tab.page, key);
+  return tab;
+}
+
+/**
+ * A second tab at phone size on a page of the console (`open` goes further in, to a detail),
+ * screenshot as `name`; it closes expecting no console error.
+ */
+export async function phoneShot(harness: ConsoleHarness, key: string, navLabel: string, name: string, open?: (page: Page) => Promise<unknown>): Promise<void> {
+  const phone = await openSignedIn(harness, 'phone', key);
+  try {
+    await goTo(phone.page, navLabel);
+    await open?.(phone.page);
+    await screenshot(phone.page, name);
+    expect(unexpectedErrors(phone)).toEqual([]);
+  } finally {
+    await phone.context.close();
+  }
 }
 
 /** Goes to a page of the console by its navigation link and waits for its heading. */
@@ -100,4 +126,39 @@ export async function screenshot(page: Page, name: string): Promise<string> {
  */
 export function unexpectedErrors(tab: ConsoleTab): string[] {
   return tab.errors.filter((e) => !/^Failed to load resource: the server responded with a status of (4\d\d)/.test(e));
+}
+
+/** The text that describes a control (its hint, its error), as a screen reader reads it. */
+export async function descriptionOf(page: Page, label: string): Promise<string> {
+  const ids = ((await page.getByLabel(label, { exact: true }).getAttribute('aria-describedby')) ?? '').split(' ').filter(Boolean);
+  const texts = await Promise.all(ids.map((id) => page.locator(`[id="${id}"]`).textContent()));
+  return texts.join(' ');
+}
+
+/** The open dialog with this title. */
+export const openDialog = (page: Page, title: string): Locator => page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: title, exact: true }) });
+
+/** The files of the development mailbox (<dataDir>/mail/), none before its first mail. */
+export function mailFiles(dataDir: string): string[] {
+  try {
+    return readdirSync(join(dataDir, 'mail'));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The newest step-up mail that is not one of `before` (the mailbox's files before the action),
+ * with its code; undefined until it has come, for `until`. .eml names start with their ISO time,
+ * so the last name is the newest.
+ */
+export async function stepUpMail(dataDir: string, before: string[]): Promise<{ text: string; code: string } | undefined> {
+  const newest = mailFiles(dataDir)
+    .filter((f) => f.endsWith('.eml') && !before.includes(f))
+    .sort()
+    .at(-1);
+  if (!newest) return undefined;
+  const text = (await simpleParser(readFileSync(join(dataDir, 'mail', newest)))).text ?? '';
+  const code = /code for .*? is (\d{6})\./s.exec(text)?.[1];
+  return code ? { text, code } : undefined;
 }

@@ -2,7 +2,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { loadSession, onSessionEnd, signIn, signOut, type Session } from './api';
 import { ROUTES, routeOf, type RoutePath } from './routes';
 import { StepUpProvider } from './stepup';
-import { ErrorText } from './ui';
+import { ErrorText, Notice, useHash } from './ui';
 import { Overview } from './pages/Overview';
 import { Keys } from './pages/Keys';
 import { Presets } from './pages/Presets';
@@ -27,20 +27,10 @@ const PAGES: Record<RoutePath, (props: { session: Session }) => React.ReactNode>
   security: Security,
 };
 
-function useRoute(): RoutePath {
-  const [route, setRoute] = useState(() => routeOf(location.hash));
-  useEffect(() => {
-    const follow = () => setRoute(routeOf(location.hash));
-    addEventListener('hashchange', follow);
-    return () => removeEventListener('hashchange', follow);
-  }, []);
-  return route;
-}
-
 export function App() {
   const [session, setSession] = useState<Session | null>(() => loadSession());
   const [ended, setEnded] = useState<string | null>(null);
-  const route = useRoute();
+  const route = useHash(routeOf);
 
   useEffect(
     () =>
@@ -124,11 +114,7 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn: (se
     <main className="signin" id="main">
       <form onSubmit={submit} className="card" aria-labelledby="signin-title" noValidate>
         <h1 id="signin-title">svc-gateway console</h1>
-        {notice && (
-          <p className="notice" role="status">
-            {notice}
-          </p>
-        )}
+        <Notice>{notice}</Notice>
         <label htmlFor="management-key">Management key</label>
         <input
           id="management-key"

@@ -2,6 +2,7 @@
  * The console's only way to the gateway: the public /v1 API with the signed-in management key,
  * so the console can do nothing its key could not do with curl.
  */
+import type { KeyRecord } from './records';
 
 /** An answer of the API that is not a success: the spec's error object (section 2.1), in words. */
 export class ApiFailure extends Error {
@@ -111,7 +112,7 @@ export async function signIn(key: string, now = Date.now()): Promise<Session> {
     if (response.status === 401) throw new ApiFailure(401, failure.code, 'key', `This key was not accepted: ${failure.message}`);
     throw failure;
   }
-  const { data } = (await response.json()) as { data: { id: string; name: string | null; scope: string; organization_id: string | null; created_by: string | null } };
+  const { data } = (await response.json()) as { data: KeyRecord };
   if (data.scope !== 'management') {
     throw new ApiFailure(403, 'management_key_required', 'key', `This is a ${data.scope} key. The console needs a key with the management scope.`);
   }

@@ -1,4 +1,5 @@
 /** How the console writes amounts and times; pure, so the tests can pin them. */
+import type { LimitReset } from './records';
 
 /**
  * USD as the API gives it (a decimal number), with enough digits that a small charge is not
@@ -22,6 +23,13 @@ export function when(value: string | number | null | undefined): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/** An ISO time to the second, in UTC: audit entries and delivery attempts a few seconds apart must read apart. */
+export function atSecond(iso: string): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
 /** The UTC day (YYYY-MM-DD) of a time. */
 export function utcDay(date: Date): string {
   return date.toISOString().slice(0, 10);
@@ -32,6 +40,14 @@ export function lastDays(today: Date, days: number): string[] {
   const out: string[] = [];
   for (let i = days - 1; i >= 0; i--) out.push(utcDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))));
   return out;
+}
+
+/** A count with thousands separated, as the tables and facts show tokens and requests. */
+export const count = (n: number): string => n.toLocaleString('en-US');
+
+/** How a limit's window reads in a sentence: "daily limit", "lifetime limit". */
+export function periodName(period: LimitReset): string {
+  return period === 'never' ? 'lifetime' : period;
 }
 
 /** Share of a limit used, 0 to 1, or null without a limit. */

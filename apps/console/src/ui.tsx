@@ -43,6 +43,15 @@ export function Empty({ children }: { children: ReactNode }) {
   return <p className="empty">{children}</p>;
 }
 
+/** What an action or a session end did, in a live region; nothing when there is nothing to say. */
+export function Notice({ children }: { children: ReactNode }) {
+  return children ? (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  ) : null;
+}
+
 /** The message of an API failure (or any error) in words, with its code for support. */
 export function ErrorText({ error, id }: { error: unknown; id?: string }) {
   if (!error) return null;
@@ -69,6 +78,11 @@ export function isAbout(error: unknown, field: string): boolean {
 /** The failure next to the field it names, or nothing. */
 export function FieldError({ error, field }: { error: unknown; field: string }) {
   return isAbout(error, field) ? <ErrorText error={error} id={`${field}-error`} /> : null;
+}
+
+/** aria-describedby for a control: its hint, and the failure next to it (FieldError's id) when there is one. */
+export function describedBy(error: unknown, field: string, hint?: string): string | undefined {
+  return [hint, isAbout(error, field) ? `${field}-error` : null].filter(Boolean).join(' ') || undefined;
 }
 
 /** The failure at form level when it names none of the form's fields. */
@@ -100,6 +114,46 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   }, [...deps, round]);
   const reload = useCallback(() => setRound((r) => r + 1), []);
   return { ...state, reload };
+}
+
+/**
+ * A `useLoad` result as a page shows it: "Loading…" until the first answer (a reload keeps the
+ * data shown), then the failure, then `empty` for an empty list, else `children` with the data.
+ * `failed` takes the failure's place where the page already says it elsewhere (next to a field).
+ */
+export function LoadState<T>({
+  loaded,
+  what,
+  empty,
+  failed,
+  children,
+}: {
+  loaded: Pick<Loaded<T>, 'data' | 'error' | 'loading'>;
+  what: string;
+  empty?: ReactNode;
+  failed?: ReactNode;
+  children: (data: NonNullable<T>) => ReactNode;
+}) {
+  const { data, error, loading } = loaded;
+  if (loading && data === undefined) return <Loading what={what} />;
+  if (error) return failed ?? <ErrorText error={error} />;
+  if (data === undefined || data === null) return null;
+  if (Array.isArray(data) && data.length === 0 && empty !== undefined) return <Empty>{empty}</Empty>;
+  return children(data);
+}
+
+/**
+ * A value read from the location hash, read again whenever the hash changes. `read` is a pure
+ * function of the hash, so the first one passed serves for good.
+ */
+export function useHash<T>(read: (hash: string) => T): T {
+  const [value, setValue] = useState(() => read(location.hash));
+  useEffect(() => {
+    const follow = () => setValue(read(location.hash));
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  return value;
 }
 
 /** Runs an action, keeping whether it is busy and its failure; clears the failure on success. */
@@ -191,6 +245,34 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
         </div>
       </Dialog>
     </>
+  );
+}
+
+/**
+ * The card of an item chosen in a list, below it: its heading takes focus and scrolls into view,
+ * as following a link to a new page would, so a keyboard or a phone lands on what was opened.
+ */
+export function DetailCard({ titleId, title, actions, onClose, children }: { titleId: string; title: ReactNode; actions: ReactNode; onClose: () => void; children: ReactNode }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    heading.current?.focus();
+    heading.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' });
+  }, []);
+  return (
+    <section className="card" aria-labelledby={titleId}>
+      <div className="card-head">
+        <h2 id={titleId} ref={heading} tabIndex={-1}>
+          {title}
+        </h2>
+        <div className="page-actions">
+          {actions}
+          <button type="button" className="secondary" onClick={onClose}>
+            Close
+          </button>
+        </div>
+      </div>
+      {children}
+    </section>
   );
 }
 

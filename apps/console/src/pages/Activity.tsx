@@ -1,7 +1,8 @@
 import { Fragment, useState, type FormEvent } from 'react';
 import { api, ApiFailure, query, type Session } from '../api';
-import { lastDays, usd } from '../format';
-import { Card, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import { count, lastDays, usd } from '../format';
+import type { ActivityRow, Generation } from '../records';
+import { Card, describedBy, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
 import {
   activityTotals,
   filterQuery,
@@ -12,10 +13,8 @@ import {
   otherUnits,
   statusLevel,
   type ActivityFilters,
-  type Generation,
   type KeyChoice,
 } from './activity-data';
-import type { ActivityRow } from './overview-data';
 import './Activity.css';
 
 const FILTER_FIELDS = ['date', 'key_id', 'user'];
@@ -36,11 +35,6 @@ export function Activity(_props: { session: Session }) {
       </Card>
     </Page>
   );
-}
-
-/** aria-describedby for a control: its hint, and the error next to it when there is one. */
-function describedBy(error: unknown, field: string, hint?: string): string | undefined {
-  return [hint, isAbout(error, field) ? `${field}-error` : null].filter(Boolean).join(' ') || undefined;
 }
 
 function Filters({ keys, keysError, error, onApply }: { keys: KeyChoice[]; keysError: unknown; error: unknown; onApply: (filters: ActivityFilters) => void }) {
@@ -111,8 +105,6 @@ function Filters({ keys, keysError, error, onApply }: { keys: KeyChoice[]; keysE
     </form>
   );
 }
-
-const count = (n: number) => n.toLocaleString('en-US');
 
 function ActivityTable({ rows, filtered }: { rows: ActivityRow[]; filtered: boolean }) {
   if (rows.length === 0) return <Empty>{filtered ? 'No activity matches these filters.' : 'No activity in the last 30 days.'}</Empty>;

@@ -1,7 +1,9 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { api, query, type Session } from '../api';
-import { Card, Empty, ErrorText, FieldError, isAbout, Loading, Page, Table, useLoad } from '../ui';
-import { actorOf, atSecond, AUDIT_ACTIONS, auditQuery, DEFAULT_LIMIT, detailsSummary, MAX_LIMIT, noFilters, type AuditEntry, type AuditFilters, type AuditQuery } from './auditLog';
+import { atSecond } from '../format';
+import type { AuditEntry } from '../records';
+import { Card, Empty, FieldError, isAbout, LoadState, Page, Table, useLoad } from '../ui';
+import { actorOf, AUDIT_ACTIONS, auditQuery, DEFAULT_LIMIT, detailsSummary, MAX_LIMIT, noFilters, type AuditFilters, type AuditQuery } from './auditLog';
 import './AuditLog.css';
 
 /** The query parameters a filter of the form sets, as the API names them in `param`. */
@@ -45,26 +47,23 @@ export function AuditLog(_: { session: Session }) {
         />
       </Card>
       <Card title="Entries">
-        {log.loading && log.data === undefined ? (
-          <Loading what="the audit log" />
-        ) : onFilter ? (
-          <Empty>Fix the filter marked above to see entries.</Empty>
-        ) : log.error ? (
-          <ErrorText error={log.error} />
-        ) : log.data && log.data.length === 0 ? (
-          <Empty>{applied && Object.keys(applied).some((k) => k !== 'limit') ? 'No entry matches these filters.' : 'Nothing has been changed in this account yet.'}</Empty>
-        ) : (
-          log.data && (
+        <LoadState
+          loaded={{ ...log, error }}
+          what="the audit log"
+          failed={onFilter ? <Empty>Fix the filter marked above to see entries.</Empty> : undefined}
+          empty={applied && Object.keys(applied).some((k) => k !== 'limit') ? 'No entry matches these filters.' : 'Nothing has been changed in this account yet.'}
+        >
+          {(entries) => (
             <>
               <p className="muted small" role="status">
-                {log.data.length === limit
+                {entries.length === limit
                   ? `The newest ${limit} entries; older ones may match too: narrow the dates or raise the limit.`
-                  : `${log.data.length} ${log.data.length === 1 ? 'entry' : 'entries'}.`}
+                  : `${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}.`}
               </p>
-              <EntriesTable entries={log.data} />
+              <EntriesTable entries={entries} />
             </>
-          )
-        )}
+          )}
+        </LoadState>
       </Card>
     </Page>
   );

@@ -1,8 +1,9 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { api, ApiFailure, type Session } from '../api';
-import { usd, usedShare, when } from '../format';
+import { periodName, usd, usedShare, when } from '../format';
+import type { KeyRecord } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, CopyButton, Dialog, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import { Card, ConfirmButton, CopyButton, describedBy, Dialog, FieldError, FormError, isAbout, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
 import {
   createAction,
   createKeyBody,
@@ -16,7 +17,6 @@ import {
   type Checked,
   type KeyBody,
   type KeyFormValues,
-  type KeyRecord,
 } from './keyForm';
 import './Keys.css';
 
@@ -34,7 +34,7 @@ const problemOf = (checked: Checked<KeyBody>) => (checked.problem ? new ApiFailu
 export function Keys({ session }: { session: Session }) {
   const keys = useLoad(() => api<{ data: KeyRecord[] }>('GET', '/keys').then((r) => r.data), []);
   const [editing, setEditing] = useState<Editing | null>(null);
-  const [secret, setSecret] = useState<{ title: string; name: string; secret: string } | null>(null);
+  const [secret, setSecret] = useState<{ title: string; name: string | null; secret: string } | null>(null);
   const [rotating, setRotating] = useState<KeyRecord | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
@@ -54,11 +54,7 @@ export function Keys({ session }: { session: Session }) {
         </button>
       }
     >
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       {editing && (
         <KeyEditor
           key={editing.kind === 'edit' ? editing.key.id : 'create'}
@@ -72,23 +68,17 @@ export function Keys({ session }: { session: Session }) {
         />
       )}
       <Card title="All keys">
-        {keys.loading && !keys.data ? (
-          <Loading what="keys" />
-        ) : keys.error ? (
-          <ErrorText error={keys.error} />
-        ) : keys.data && keys.data.length === 0 ? (
-          <Empty>No keys yet. Create one with “New key”.</Empty>
-        ) : (
-          keys.data && (
+        <LoadState loaded={keys} what="keys" empty="No keys yet. Create one with “New key”.">
+          {(data) => (
             <KeysTable
-              keys={keys.data}
+              keys={data}
               ownKeyId={session.keyId}
               onEdit={(key) => (setNotice(null), setEditing({ kind: 'edit', key, initial: keyFormOf(key, new Date()) }))}
               onRotate={(key) => (setNotice(null), setRotating(key))}
               onRevoked={(key) => done(`Revoked ${key.name || key.id}. Its secret no longer works.`)}
             />
-          )
-        )}
+          )}
+        </LoadState>
       </Card>
       {rotating && (
         <RotateDialog
@@ -196,11 +186,10 @@ function KeysTable({ keys, ownKeyId, onEdit, onRotate, onRevoked }: { keys: KeyR
 function Limit({ keyRecord }: { keyRecord: KeyRecord }) {
   const share = usedShare(keyRecord.limit, keyRecord.limit_remaining);
   if (keyRecord.limit === null || share === null) return <span className="muted">no limit</span>;
-  const period = keyRecord.limit_reset === 'never' ? 'lifetime' : keyRecord.limit_reset;
   return (
     <div className="key-limit">
       <span>
-        {usd(keyRecord.limit)} {period}
+        {usd(keyRecord.limit)} {periodName(keyRecord.limit_reset)}
       </span>
       <meter className="gauge" min={0} max={1} low={0.75} high={0.9} optimum={0} value={share} aria-label={`${Math.round(share * 100)}% of the limit used`} />
       <span className="small">{usd(keyRecord.limit_remaining)} left</span>
@@ -255,17 +244,13 @@ function KeyEditor({ editing, onCancel, onCreated, onSaved }: { editing: Editing
     </div>
   );
   /** The props every control shares: its id, its value, and what describes it. */
-  const bind = (name: keyof KeyFormValues, hint = false) => {
-    const invalid = isAbout(error, name);
-    const described = [hint ? `key-${name}-hint` : null, invalid ? `${name}-error` : null].filter(Boolean).join(' ');
-    return {
-      id: `key-${name}`,
-      name,
-      value: values[name],
-      'aria-invalid': invalid || undefined,
-      'aria-describedby': described || undefined,
-    };
-  };
+  const bind = (name: keyof KeyFormValues, hint = false) => ({
+    id: `key-${name}`,
+    name,
+    value: values[name],
+    'aria-invalid': isAbout(error, name) || undefined,
+    'aria-describedby': describedBy(error, name, hint ? `key-${name}-hint` : undefined),
+  });
   const text = (name: keyof KeyFormValues, extra: Record<string, unknown> = {}, hint = false) => (
     <input type="text" autoComplete="off" spellCheck={false} {...bind(name, hint)} onChange={(e) => set(name, e.target.value)} {...extra} />
   );
@@ -388,7 +373,7 @@ function RotateDialog({ keyRecord, onClose, onRotated }: { keyRecord: KeyRecord;
 }
 
 /** The secret, once: it lives only in this dialog's state and is gone when the dialog closes. */
-function SecretDialog({ title, name, secret, onClose }: { title: string; name: string; secret: string; onClose: () => void }) {
+function SecretDialog({ title, name, secret, onClose }: { title: string; name: string | null; secret: string; onClose: () => void }) {
   return (
     <Dialog open title={title} onClose={onClose}>
       <div className="dialog-body">

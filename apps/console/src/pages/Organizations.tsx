@@ -1,31 +1,23 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { api, type Session } from '../api';
 import { when } from '../format';
+import type { OrgMember, Organization } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
-import { deletesOrg, managesMembers, memberActions, memberBody, ROLE_WORDS, type MemberRole, type OrgMember, type Organization } from './organizations';
+import { Card, ConfirmButton, ErrorText, FieldError, FormError, isAbout, LoadState, Notice, Page, Table, useAction, useHash, useLoad } from '../ui';
+import { deletesOrg, managesMembers, memberActions, memberBody, ROLE_WORDS, type MemberRole } from './organizations';
 import './Organizations.css';
 
 const orgPath = (id: string) => `/organizations/${encodeURIComponent(id)}`;
 const orgHash = (id: string) => `#/organizations/${encodeURIComponent(id)}`;
 
-/** The organization a `#/organizations/<id>` hash names, following the hash as it changes. */
-function useHashOrg(): string | null {
-  const read = () => {
-    const [, id] = location.hash.replace(/^#\/?/, '').split('/');
-    return id ? decodeURIComponent(id) : null;
-  };
-  const [id, setId] = useState(read);
-  useEffect(() => {
-    const follow = () => setId(read());
-    addEventListener('hashchange', follow);
-    return () => removeEventListener('hashchange', follow);
-  }, []);
-  return id;
+/** The organization a `#/organizations/<id>` hash names. */
+function orgIdOf(hash: string): string | null {
+  const [, id] = hash.replace(/^#\/?/, '').split('/');
+  return id ? decodeURIComponent(id) : null;
 }
 
 export function Organizations({ session }: { session: Session }) {
-  const selectedId = useHashOrg();
+  const selectedId = useHash(orgIdOf);
   const orgs = useLoad(() => api<{ data: Organization[] }>('GET', '/organizations').then((r) => r.data), []);
   const [notice, setNotice] = useState<string | null>(null);
   const selected = orgs.data?.find((o) => o.id === selectedId) ?? null;
@@ -42,21 +34,11 @@ export function Organizations({ session }: { session: Session }) {
       title="Organizations"
       intro="Organizations this account owns or belongs to. Keys created inside one bill its owner; its owner and admins manage its people."
     >
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       <Card title="Your organizations">
-        {orgs.loading && !orgs.data ? (
-          <Loading what="organizations" />
-        ) : orgs.error ? (
-          <ErrorText error={orgs.error} />
-        ) : orgs.data && orgs.data.length === 0 ? (
-          <Empty>This account is in no organization yet. Create one below.</Empty>
-        ) : (
-          orgs.data && <OrgsTable orgs={orgs.data} selectedId={selectedId} />
-        )}
+        <LoadState loaded={orgs} what="organizations" empty="This account is in no organization yet. Create one below.">
+          {(data) => <OrgsTable orgs={data} selectedId={selectedId} />}
+        </LoadState>
       </Card>
       {selected ? (
         <OrgDetail
@@ -215,20 +197,10 @@ function OrgDetail({ org, accountId, onDeleted, onLeft }: { org: Organization; a
       <p className="muted small">
         <span className="mono">{org.id}</span> · You are its {org.role}. {ROLE_WORDS[org.role]}
       </p>
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       <h3>Members</h3>
-      {members.loading && !members.data ? (
-        <Loading what="members" />
-      ) : members.error ? (
-        <ErrorText error={members.error} />
-      ) : members.data && members.data.length === 0 ? (
-        <Empty>No members.</Empty>
-      ) : (
-        members.data && (
+      <LoadState loaded={members} what="members" empty="No members.">
+        {(data) => (
           <div className="org-table">
             <Table label={`Members of ${org.name}`}>
               <thead>
@@ -242,14 +214,14 @@ function OrgDetail({ org, accountId, onDeleted, onLeft }: { org: Organization; a
                 </tr>
               </thead>
               <tbody>
-                {members.data.map((member) => (
+                {data.map((member) => (
                   <MemberRow key={member.account_id} org={org} member={member} accountId={accountId} onChanged={changed} onLeft={onLeft} />
                 ))}
               </tbody>
             </Table>
           </div>
-        )
-      )}
+        )}
+      </LoadState>
       {managesMembers(org.role) && (
         <AddMemberForm
           orgId={org.id}

@@ -1,22 +1,10 @@
 import { useMemo, useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api, type Session } from '../api';
-import { lastDays, usd, when } from '../format';
+import { lastDays, periodName, usd, when } from '../format';
+import type { ActivityRow, Credits, KeyRecord } from '../records';
 import { Card, Empty, ErrorText, Loading, Page, Table, useLoad } from '../ui';
-import {
-  dailySpendSeries,
-  keyLimits,
-  percent,
-  periodName,
-  spendLines,
-  spendTotals,
-  type ActivityRow,
-  type Credits,
-  type DayBar,
-  type KeyLimit,
-  type KeyRecord,
-  type SpendSeries,
-} from './overview-data';
+import { dailySpendSeries, keyLimits, percent, spendLines, spendTotals, type DayBar, type KeyLimit, type SpendSeries } from './overview-data';
 import './Overview.css';
 
 export function Overview(_props: { session: Session }) {

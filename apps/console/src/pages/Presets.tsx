@@ -1,7 +1,8 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { api, ApiFailure } from '../api';
 import { when } from '../format';
-import { Card, ConfirmButton, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import type { Preset, PresetDetail, PresetVersion } from '../records';
+import { Card, ConfirmButton, describedBy, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useHash, useLoad } from '../ui';
 import {
   comparison,
   configDiff,
@@ -10,10 +11,7 @@ import {
   presetFormOf,
   slugOfHash,
   type CompareWith,
-  type Preset,
-  type PresetDetail,
   type PresetFormValues,
-  type PresetVersion,
 } from './presetForm';
 import './Presets.css';
 
@@ -30,19 +28,8 @@ class ConfigSyntaxError extends ApiFailure {
 const presetPath = (slug: string) => `/presets/${encodeURIComponent(slug)}`;
 const presetHash = (slug: string) => `#/presets/${encodeURIComponent(slug)}`;
 
-/** The preset a `#/presets/<slug>` hash names, following the hash as it changes. */
-function useHashSlug(): string | null {
-  const [slug, setSlug] = useState(() => slugOfHash(location.hash));
-  useEffect(() => {
-    const follow = () => setSlug(slugOfHash(location.hash));
-    addEventListener('hashchange', follow);
-    return () => removeEventListener('hashchange', follow);
-  }, []);
-  return slug;
-}
-
 export function Presets() {
-  const slug = useHashSlug();
+  const slug = useHash(slugOfHash);
   return slug === null ? <PresetList /> : <PresetView key={slug} slug={slug} />;
 }
 
@@ -65,14 +52,8 @@ function PresetList() {
         </Card>
       )}
       <Card title="All presets">
-        {presets.loading && !presets.data ? (
-          <Loading what="presets" />
-        ) : presets.error ? (
-          <ErrorText error={presets.error} />
-        ) : presets.data && presets.data.length === 0 ? (
-          <Empty>No presets yet. Create one with “New preset”.</Empty>
-        ) : (
-          presets.data && (
+        <LoadState loaded={presets} what="presets" empty="No presets yet. Create one with “New preset”.">
+          {(data) => (
             <div className="presets-table">
               <Table label="Presets">
                 <thead>
@@ -86,7 +67,7 @@ function PresetList() {
                   </tr>
                 </thead>
                 <tbody>
-                  {presets.data.map((preset) => (
+                  {data.map((preset) => (
                     <tr key={preset.slug}>
                       <th scope="row" className="mono">
                         <a href={presetHash(preset.slug)}>{preset.slug}</a>
@@ -99,8 +80,8 @@ function PresetList() {
                 </tbody>
               </Table>
             </div>
-          )
-        )}
+          )}
+        </LoadState>
       </Card>
     </Page>
   );
@@ -143,7 +124,7 @@ function PresetEditor({ initial, onSaved, onCancel }: { initial: PresetFormValue
     if (saved) onSaved(saved.data);
   };
 
-  const described = (field: keyof PresetFormValues, hint: boolean) => [hint ? `preset-${field}-hint` : null, isAbout(error, field) ? `${field}-error` : null].filter(Boolean).join(' ') || undefined;
+  const described = (field: keyof PresetFormValues, hint: boolean) => describedBy(error, field, hint ? `preset-${field}-hint` : undefined);
   const input = (field: 'slug' | 'name' | 'description', label: string, hint?: string) => (
     <div className="field">
       <label htmlFor={`preset-${field}`}>{label}</label>
@@ -259,11 +240,7 @@ function PresetView({ slug }: { slug: string }) {
       }
     >
       {back}
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       <Card title={`Latest: version ${detail.version}`}>
         <PresetEditor
           key={`${detail.version}-${detail.updated_at}`}

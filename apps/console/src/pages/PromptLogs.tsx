@@ -1,28 +1,22 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, query, type Session } from '../api';
+import { useState, type FormEvent } from 'react';
+import { api, type Session } from '../api';
 import { when } from '../format';
-import { Card, ConfirmButton, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import type { PromptLog, PromptLoggingSetting, PromptLogSummary, Settings } from '../records';
+import { Card, ConfirmButton, DetailCard, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
+import { CursorItems } from './CursorItems';
 import { withoutItem } from './cursorList';
-import { printedSegments, modelOf, promptLoggingBody, promptLoggingFormOf, RETENTION_DAYS, type PromptLog, type PromptLoggingForm, type PromptLoggingSetting, type PromptLogSummary } from './promptLogs';
+import { printedSegments, modelOf, promptLoggingBody, promptLoggingFormOf, RETENTION_DAYS, type PromptLoggingForm } from './promptLogs';
 import { useCursorList, type CursorList } from './useCursorList';
+import { useSetting } from './useSetting';
 import './PromptLogs.css';
 
-const PAGE_SIZE = 20;
 const DAYS_FIELD = 'prompt_logging.retention_days';
 
 export function PromptLogs(_: { session: Session }) {
-  const settings = useLoad(() => api<{ data: { prompt_logging: PromptLoggingSetting } }>('GET', '/settings'), []);
-  const [setting, setSetting] = useState<PromptLoggingSetting | null>(null);
+  const { settings, setting, setSetting } = useSetting('prompt_logging');
   const [selected, setSelected] = useState<string | null>(null);
   const [purged, setPurged] = useState<string | null>(null);
-  const logs = useCursorList<PromptLogSummary>(
-    (after) => api('GET', `/prompt-logs${query({ limit: PAGE_SIZE, after })}`),
-    (l) => l.generation_id,
-  );
-
-  useEffect(() => {
-    if (settings.data) setSetting(settings.data.data.prompt_logging);
-  }, [settings.data]);
+  const logs = useCursorList<PromptLogSummary>('/prompt-logs', (l) => l.generation_id);
 
   return (
     <Page
@@ -34,11 +28,7 @@ export function PromptLogs(_: { session: Session }) {
       ) : (
         <Card title="Logging">{settings.error ? <ErrorText error={settings.error} /> : <Loading what="the logging setting" />}</Card>
       )}
-      {purged && (
-        <p className="notice" role="status">
-          {purged}
-        </p>
-      )}
+      <Notice>{purged}</Notice>
       <LogsCard
         logs={logs}
         setting={setting}
@@ -81,7 +71,7 @@ function SettingCard({ setting, onSaved }: { setting: PromptLoggingSetting; onSa
       setError(err);
       return;
     }
-    const answer = await run(() => api<{ data: { prompt_logging: PromptLoggingSetting } }>('PATCH', '/settings', { body }));
+    const answer = await run(() => api<{ data: Settings }>('PATCH', '/settings', { body }));
     if (!answer) return;
     const next = answer.data.prompt_logging;
     onSaved(next);
@@ -126,11 +116,7 @@ function SettingCard({ setting, onSaved }: { setting: PromptLoggingSetting; onSa
           <FieldError error={error} field={DAYS_FIELD} />
         </div>
         <FormError error={error} fields={['prompt_logging.enabled', DAYS_FIELD]} />
-        {saved && (
-          <p className="notice" role="status">
-            {saved}
-          </p>
-        )}
+        <Notice>{saved}</Notice>
         <div className="form-actions">
           <button type="submit" disabled={busy}>
             {busy ? 'Saving…' : 'Save logging setting'}
@@ -149,7 +135,7 @@ function LogsCard({
   onPurgedAll,
 }: {
   logs: CursorList<PromptLogSummary>;
-  setting: PromptLoggingSetting | null;
+  setting: PromptLoggingSetting | undefined;
   selected: string | null;
   onSelect: (id: string) => void;
   onPurgedAll: (count: number) => void;
@@ -173,16 +159,16 @@ function LogsCard({
         </div>
       }
     >
-      {logs.loading && logs.items.length === 0 ? (
-        <Loading what="prompt logs" />
-      ) : logs.items.length === 0 && !logs.error ? (
-        <Empty>
-          {setting?.enabled
+      <CursorItems
+        list={logs}
+        what="prompt logs"
+        empty={
+          setting?.enabled
             ? `No logs yet. Each billed request from now on is kept here for ${setting.retention_days} day${setting.retention_days === 1 ? '' : 's'}.`
-            : 'Logging is off, so nothing is kept. Turn it on above to keep each billed request and its answer.'}
-        </Empty>
-      ) : (
-        logs.items.length > 0 && (
+            : 'Logging is off, so nothing is kept. Turn it on above to keep each billed request and its answer.'
+        }
+      >
+        {(items) => (
           <Table label="Prompt logs">
             <thead>
               <tr>
@@ -194,7 +180,7 @@ function LogsCard({
               </tr>
             </thead>
             <tbody>
-              {logs.items.map((l) => (
+              {items.map((l) => (
                 <tr key={l.generation_id} aria-selected={l.generation_id === selected} className={l.generation_id === selected ? 'prompt-selected' : undefined}>
                   <td className="mono small prompt-nowrap">{l.generation_id}</td>
                   <td className="mono small prompt-nowrap">{l.endpoint}</td>
@@ -209,79 +195,63 @@ function LogsCard({
               ))}
             </tbody>
           </Table>
-        )
-      )}
-      <ErrorText error={logs.error} />
-      {logs.hasMore && (
-        <button type="button" className="secondary" onClick={logs.loadMore} disabled={logs.loadingMore}>
-          {logs.loadingMore ? 'Loading…' : 'Load more'}
-        </button>
-      )}
+        )}
+      </CursorItems>
     </Card>
   );
 }
 
 function LogCard({ id, onClose, onPurged }: { id: string; onClose: () => void; onPurged: () => void }) {
   const log = useLoad(() => api<{ data: PromptLog }>('GET', `/prompt-logs/${encodeURIComponent(id)}`), [id]);
-  const heading = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
-    heading.current?.focus();
-    heading.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' });
-  }, []);
-  const data = log.data?.data;
   return (
-    <section className="card" aria-labelledby="log-title">
-      <div className="card-head">
-        <h2 id="log-title" ref={heading} tabIndex={-1}>
-          Log <span className="mono">{id}</span>
-        </h2>
-        <div className="page-actions">
-          <ConfirmButton
-            label="Purge this log"
-            title="Purge this log?"
-            message={
-              <p>
-                The request and answer of <span className="mono">{id}</span> are deleted for good, now.
-              </p>
-            }
-            confirmLabel="Purge log"
-            onConfirm={async () => {
-              await api('DELETE', `/prompt-logs/${encodeURIComponent(id)}`);
-              onPurged();
-            }}
-          />
-          <button type="button" className="secondary" onClick={onClose}>
-            Close
-          </button>
-        </div>
-      </div>
-      {!data ? (
-        log.error ? (
-          <ErrorText error={log.error} />
-        ) : (
-          <Loading what="the log" />
-        )
-      ) : (
+    <DetailCard
+      titleId="log-title"
+      title={
         <>
-          <dl>
-            <dt>Endpoint</dt>
-            <dd className="mono">{data.endpoint}</dd>
-            <dt>Model</dt>
-            <dd className="mono">{modelOf(data) ?? '—'}</dd>
-            <dt>Key</dt>
-            <dd className="mono">{data.key_id}</dd>
-            <dt>Created</dt>
-            <dd>{when(data.created_at)}</dd>
-            <dt>Expires</dt>
-            <dd>{when(data.expires_at)}</dd>
-          </dl>
-          <h3 id="log-request">Request</h3>
-          <Printed value={data.request} labelledBy="log-request" />
-          <h3 id="log-response">Answer</h3>
-          <Printed value={data.response} labelledBy="log-response" />
+          Log <span className="mono">{id}</span>
         </>
-      )}
-    </section>
+      }
+      actions={
+        <ConfirmButton
+          label="Purge this log"
+          title="Purge this log?"
+          message={
+            <p>
+              The request and answer of <span className="mono">{id}</span> are deleted for good, now.
+            </p>
+          }
+          confirmLabel="Purge log"
+          onConfirm={async () => {
+            await api('DELETE', `/prompt-logs/${encodeURIComponent(id)}`);
+            onPurged();
+          }}
+        />
+      }
+      onClose={onClose}
+    >
+      <LoadState loaded={{ ...log, data: log.data?.data }} what="the log">
+        {(data) => (
+          <>
+            <dl>
+              <dt>Endpoint</dt>
+              <dd className="mono">{data.endpoint}</dd>
+              <dt>Model</dt>
+              <dd className="mono">{modelOf(data) ?? '—'}</dd>
+              <dt>Key</dt>
+              <dd className="mono">{data.key_id}</dd>
+              <dt>Created</dt>
+              <dd>{when(data.created_at)}</dd>
+              <dt>Expires</dt>
+              <dd>{when(data.expires_at)}</dd>
+            </dl>
+            <h3 id="log-request">Request</h3>
+            <Printed value={data.request} labelledBy="log-request" />
+            <h3 id="log-response">Answer</h3>
+            <Printed value={data.response} labelledBy="log-response" />
+          </>
+        )}
+      </LoadState>
+    </DetailCard>
   );
 }
 

@@ -1,9 +1,10 @@
 import { useRef, useState, type FormEvent, type RefObject } from 'react';
 import { api, ApiFailure, type Session } from '../api';
 import { when } from '../format';
+import type { ProviderKeyList } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
-import { providerKeyBody, providerRows, type ProviderKeyList, type ProviderRow } from './providerKeys';
+import { Card, ConfirmButton, FieldError, FormError, isAbout, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
+import { providerKeyBody, providerRows, type ProviderRow } from './providerKeys';
 import './ProviderKeys.css';
 
 const FIELDS = ['provider', 'api_key'];
@@ -14,7 +15,7 @@ export function ProviderKeys(_: { session: Session }) {
   const [provider, setProvider] = useState('');
   const [notice, setNotice] = useState<string | null>(null);
   const keyInput = useRef<HTMLInputElement>(null);
-  const rows = list.data ? providerRows(list.data) : null;
+  const rows = list.data && providerRows(list.data);
 
   /** A row's "Add key" or "Replace key": the form below, set to that provider, ready to paste. */
   const choose = (name: string) => {
@@ -28,22 +29,12 @@ export function ProviderKeys(_: { session: Session }) {
       title="Provider keys"
       intro="Bring your own key: requests for a provider’s models then run on your own account with that provider, and are billed only a small fee here instead of their full price."
     >
-      {notice && (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      )}
+      <Notice>{notice}</Notice>
       <Card title="Providers">
-        {list.loading && !list.data ? (
-          <Loading what="provider keys" />
-        ) : list.error ? (
-          <ErrorText error={list.error} />
-        ) : rows && rows.length === 0 ? (
-          <Empty>The gateway’s catalog has no provider a key can be saved for.</Empty>
-        ) : (
-          rows && (
+        <LoadState loaded={{ ...list, data: rows }} what="provider keys" empty="The gateway’s catalog has no provider a key can be saved for.">
+          {(data) => (
             <ProvidersTable
-              rows={rows}
+              rows={data}
               onChoose={choose}
               onDeleted={(name) => {
                 setNotice(`Deleted the ${name} key. Requests for ${name}’s models run on the gateway’s key again, at the full price.`);
@@ -51,8 +42,8 @@ export function ProviderKeys(_: { session: Session }) {
                 list.reload();
               }}
             />
-          )
-        )}
+          )}
+        </LoadState>
       </Card>
       <Card title="Add or replace a key">
         <ProviderKeyForm

@@ -1,19 +1,16 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { api, type Session } from '../api';
+import type { Settings, StepUpSetting } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ErrorText, FieldError, FormError, isAbout, Loading, Page, useAction, useLoad } from '../ui';
-import { PROTECTED_ACTIONS, stepUpBody, stepUpChanged, stepUpFormOf, type StepUpForm, type StepUpSetting } from './securityForm';
+import { Card, ErrorText, FieldError, FormError, isAbout, Loading, Notice, Page, useAction } from '../ui';
+import { PROTECTED_ACTIONS, stepUpBody, stepUpChanged, stepUpFormOf, type StepUpForm } from './securityForm';
+import { useSetting } from './useSetting';
 import './Security.css';
 
 const EMAIL_FIELD = 'step_up.email';
 
 export function Security(_: { session: Session }) {
-  const settings = useLoad(() => api<{ data: { step_up: StepUpSetting } }>('GET', '/settings'), []);
-  const [setting, setSetting] = useState<StepUpSetting | null>(null);
-
-  useEffect(() => {
-    if (settings.data) setSetting(settings.data.data.step_up);
-  }, [settings.data]);
+  const { settings, setting, setSetting } = useSetting('step_up');
 
   return (
     <Page title="Security" intro="Email step-up: a 6-digit code, mailed to an address you choose, before the actions that could hand this account to someone else.">
@@ -45,7 +42,7 @@ function StepUpCard({ setting, onSaved }: { setting: StepUpSetting; onSaved: (se
       return;
     }
     // The server asks for a code only while step-up is on; withStepUp asks for it then.
-    const answer = await run(() => withStepUp('change_step_up', (headers) => api<{ data: { step_up: StepUpSetting } }>('PATCH', '/settings', { body, headers })));
+    const answer = await run(() => withStepUp('change_step_up', (headers) => api<{ data: Settings }>('PATCH', '/settings', { body, headers })));
     if (!answer) return;
     const next = answer.data.step_up;
     onSaved(next);
@@ -100,11 +97,7 @@ function StepUpCard({ setting, onSaved }: { setting: StepUpSetting; onSaved: (se
           <FieldError error={error} field={EMAIL_FIELD} />
         </div>
         <FormError error={error} fields={[EMAIL_FIELD]} />
-        {saved && (
-          <p className="notice" role="status">
-            {saved}
-          </p>
-        )}
+        <Notice>{saved}</Notice>
         <div className="form-actions">
           <button type="submit" disabled={busy || !changed}>
             {busy ? 'Saving…' : 'Save step-up setting'}

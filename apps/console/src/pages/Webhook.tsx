@@ -1,10 +1,13 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, query, type Session } from '../api';
-import { when } from '../format';
+import { api, type Session } from '../api';
+import { atSecond, when } from '../format';
+import type { WebhookEndpoint, WebhookEvent, WebhookEventDetail } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, CopyButton, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import { Card, ConfirmButton, CopyButton, DetailCard, Empty, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
+import { CursorItems } from './CursorItems';
 import { replaceItem } from './cursorList';
 import { useCursorList, type CursorList } from './useCursorList';
+import { useSetting } from './useSetting';
 import {
   attemptOutcome,
   deliveryBadge,
@@ -15,15 +18,10 @@ import {
   toggleEvent,
   webhookBody,
   webhookFormOf,
-  whenPrecise,
-  type WebhookEndpoint,
-  type WebhookEvent,
-  type WebhookEventDetail,
   type WebhookForm,
 } from './webhook';
 import './Webhook.css';
 
-const PAGE_SIZE = 20;
 /** How long to wait for the worker to make a redelivery's attempt before saying to refresh. */
 const REDELIVERY_WAIT_MS = 15_000;
 
@@ -33,19 +31,11 @@ interface Secret {
 }
 
 export function Webhook(_: { session: Session }) {
-  const settings = useLoad(() => api<{ data: { webhook: WebhookEndpoint | null } }>('GET', '/settings'), []);
-  // The endpoint as the last answer gave it: each action's answer replaces it without a reload.
-  const [endpoint, setEndpoint] = useState<WebhookEndpoint | null | undefined>(undefined);
+  // null: no endpoint is saved; undefined: the settings have not come yet.
+  const { settings, setting: endpoint, setSetting: setEndpoint } = useSetting('webhook');
   const [secret, setSecret] = useState<Secret | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
-  const events = useCursorList<WebhookEvent>(
-    (after) => api('GET', `/webhook-events${query({ limit: PAGE_SIZE, after })}`),
-    (e) => e.id,
-  );
-
-  useEffect(() => {
-    if (settings.data) setEndpoint(settings.data.data.webhook);
-  }, [settings.data]);
+  const events = useCursorList<WebhookEvent>('/webhook-events', (e) => e.id);
 
   return (
     <Page title="Webhook" intro="Where the gateway POSTs signed events about this account (keys, credits, limits, batches, videos, model retirements), and every delivery attempt.">
@@ -317,12 +307,8 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
         </button>
       }
     >
-      {events.loading && events.items.length === 0 ? (
-        <Loading what="events" />
-      ) : events.items.length === 0 && !events.error ? (
-        <Empty>No events yet. Once an endpoint is saved, each event it receives is listed here (creating a key sends key.created, for one).</Empty>
-      ) : (
-        events.items.length > 0 && (
+      <CursorItems list={events} what="events" empty="No events yet. Once an endpoint is saved, each event it receives is listed here (creating a key sends key.created, for one).">
+        {(items) => (
           <Table label="Webhook events">
             <thead>
               <tr>
@@ -338,7 +324,7 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
               </tr>
             </thead>
             <tbody>
-              {events.items.map((e) => (
+              {items.map((e) => (
                 <tr key={e.id} aria-selected={e.id === selected} className={e.id === selected ? 'webhook-selected' : undefined}>
                   <td className="mono webhook-nowrap">{e.type}</td>
                   <td className="mono small webhook-nowrap">{e.id}</td>
@@ -359,14 +345,8 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
               ))}
             </tbody>
           </Table>
-        )
-      )}
-      <ErrorText error={events.error} />
-      {events.hasMore && (
-        <button type="button" className="secondary" onClick={events.loadMore} disabled={events.loadingMore}>
-          {events.loadingMore ? 'Loading…' : 'Load more'}
-        </button>
-      )}
+        )}
+      </CursorItems>
     </Card>
   );
 }
@@ -376,13 +356,7 @@ function EventDetailCard({ id, endpoint, onClose, onChanged }: { id: string; end
   const [fresh, setFresh] = useState<WebhookEventDetail | null>(null);
   const [waiting, setWaiting] = useState<'attempt' | 'late' | 'paused' | null>(null);
   const redeliver = useAction();
-  const heading = useRef<HTMLHeadingElement>(null);
   const event = fresh ?? detail.data?.data;
-
-  useEffect(() => {
-    heading.current?.focus();
-    heading.current?.scrollIntoView?.({ block: 'start', behavior: 'smooth' });
-  }, []);
 
   // The worker makes the attempt after the 202: the page looks again until it is listed.
   const send = () =>
@@ -404,40 +378,30 @@ function EventDetailCard({ id, endpoint, onClose, onChanged }: { id: string; end
     });
 
   return (
-    <section className="card" aria-labelledby="event-detail-title">
-      <div className="card-head">
-        <h2 id="event-detail-title" ref={heading} tabIndex={-1}>
+    <DetailCard
+      titleId="event-detail-title"
+      title={
+        <>
           Event <span className="mono">{id}</span>
-        </h2>
-        <div className="page-actions">
-          <button type="button" onClick={send} disabled={redeliver.busy || !event}>
-            {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
-          </button>
-          <button type="button" className="secondary" onClick={onClose}>
-            Close
-          </button>
-        </div>
-      </div>
+        </>
+      }
+      actions={
+        <button type="button" onClick={send} disabled={redeliver.busy || !event}>
+          {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
+        </button>
+      }
+      onClose={onClose}
+    >
       {!endpoint && <p className="hint">There is no endpoint now: a redelivery needs one.</p>}
       {endpoint?.paused && waiting !== 'paused' && <p className="hint">The endpoint is paused: a redelivery is sent once you resume it.</p>}
       <ErrorText error={redeliver.error} />
-      {waiting === 'attempt' && (
-        <p className="notice" role="status">
-          Redelivery requested: waiting for its attempt…
-        </p>
-      )}
-      {waiting === 'paused' && (
-        <p className="notice" role="status">
-          Redelivery requested: it is sent when you resume the endpoint.
-        </p>
-      )}
-      {waiting === 'late' && (
-        <p className="notice" role="status">
-          Redelivery requested; its attempt is not listed yet. Refresh the events in a moment.
-        </p>
-      )}
-      {!event ? detail.error ? <ErrorText error={detail.error} /> : <Loading what="the event" /> : <EventDetail event={event} />}
-    </section>
+      {waiting === 'attempt' && <Notice>Redelivery requested: waiting for its attempt…</Notice>}
+      {waiting === 'paused' && <Notice>Redelivery requested: it is sent when you resume the endpoint.</Notice>}
+      {waiting === 'late' && <Notice>Redelivery requested; its attempt is not listed yet. Refresh the events in a moment.</Notice>}
+      <LoadState loaded={{ ...detail, data: event }} what="the event">
+        {(data) => <EventDetail event={data} />}
+      </LoadState>
+    </DetailCard>
   );
 }
 
@@ -477,7 +441,7 @@ function EventDetail({ event }: { event: WebhookEventDetail }) {
             {event.attempts.map((a) => (
               <tr key={a.attempt}>
                 <td className="num">{a.attempt}</td>
-                <td className="webhook-nowrap">{whenPrecise(a.at)}</td>
+                <td className="webhook-nowrap">{atSecond(a.at)}</td>
                 <td>{a.delivered ? <span className="badge ok">Delivered</span> : <span className="badge bad">Failed</span>}</td>
                 <td>{attemptOutcome(a)}</td>
                 <td className="num">{a.latency_ms} ms</td>

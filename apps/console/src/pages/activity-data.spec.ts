@@ -1,22 +1,7 @@
 import { query } from '../api';
-import { activityTotals, filterQuery, generationFacts, keyChoices, keyLabel, NO_FILTERS, otherUnits, statusLevel, type Generation } from './activity-data';
-import type { ActivityRow } from './overview-data';
-
-function row(over: Partial<ActivityRow>): ActivityRow {
-  return {
-    date: '2026-03-15',
-    model: 'sim/echo',
-    endpoint: '/v1/chat/completions',
-    requests: 1,
-    requests_not_billed: 0,
-    prompt_tokens: 10,
-    completion_tokens: 5,
-    cached_tokens: 0,
-    reasoning_tokens: 0,
-    usage: 0.0001,
-    ...over,
-  };
-}
+import type { Generation } from '../records';
+import { activityRow } from '../testing/records';
+import { activityTotals, filterQuery, generationFacts, keyChoices, keyLabel, NO_FILTERS, otherUnits, statusLevel } from './activity-data';
 
 const GENERATION: Generation = {
   id: 'gen-abc',
@@ -52,8 +37,8 @@ describe('filterQuery', () => {
 describe('activityTotals', () => {
   it('adds every column, the cost exactly', () => {
     const totals = activityTotals([
-      row({ requests: 2, requests_not_billed: 1, prompt_tokens: 30, completion_tokens: 20, cached_tokens: 4, reasoning_tokens: 3, usage: 0.1 }),
-      row({ requests: 1, prompt_tokens: 15, completion_tokens: 10, usage: 0.2 }),
+      activityRow({ requests: 2, requests_not_billed: 1, prompt_tokens: 30, completion_tokens: 20, cached_tokens: 4, reasoning_tokens: 3, usage: 0.1 }),
+      activityRow({ requests: 1, prompt_tokens: 15, completion_tokens: 10, usage: 0.2 }),
     ]);
     expect(totals).toEqual({ requests: 3, requests_not_billed: 1, prompt_tokens: 45, completion_tokens: 30, cached_tokens: 4, reasoning_tokens: 3, usage: 0.3 });
   });
@@ -69,7 +54,7 @@ describe('otherUnits', () => {
   });
 
   it('says nothing for a row of tokens only', () => {
-    expect(otherUnits(row({}))).toEqual([]);
+    expect(otherUnits(activityRow({}))).toEqual([]);
   });
 });
 

@@ -1,6 +1,7 @@
 /** The activity page's shaping of API answers; pure, so the spec can pin it. */
-import { usd, when } from '../format';
-import { sumUsd, type ActivityRow } from './overview-data';
+import { count, usd, when } from '../format';
+import type { ActivityRow, Generation, KeyRecord } from '../records';
+import { sumUsd } from './overview-data';
 
 /** The filters of GET /v1/activity as the form holds them ('' = not set). */
 export interface ActivityFilters {
@@ -19,15 +20,7 @@ export function filterQuery(filters: ActivityFilters): Record<string, string> {
   return { date: filters.date.trim(), key_id: filters.key_id, user: filters.user.trim() };
 }
 
-export interface ActivityTotals {
-  requests: number;
-  requests_not_billed: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  reasoning_tokens: number;
-  usage: number;
-}
+export type ActivityTotals = Pick<ActivityRow, 'requests' | 'requests_not_billed' | 'prompt_tokens' | 'completion_tokens' | 'cached_tokens' | 'reasoning_tokens' | 'usage'>;
 
 export function activityTotals(rows: ActivityRow[]): ActivityTotals {
   const add = (field: keyof Omit<ActivityTotals, 'usage'>) => rows.reduce((sum, r) => sum + r[field], 0);
@@ -61,7 +54,7 @@ export function otherUnits(units: Partial<Record<UnitMeter | 'provider_cost', nu
   const out: string[] = [];
   for (const [meter, name] of Object.entries(UNIT_NAMES) as [UnitMeter, string][]) {
     const n = units[meter];
-    if (n) out.push(`${n.toLocaleString('en-US')} ${name}`);
+    if (n) out.push(`${count(n)} ${name}`);
   }
   // provider_cost is counted in nano-USD, as the provider reported it.
   if (units.provider_cost) out.push(`${usd(units.provider_cost / 1e9)} provider cost`);
@@ -69,12 +62,7 @@ export function otherUnits(units: Partial<Record<UnitMeter | 'provider_cost', nu
 }
 
 /** The fields of GET /v1/keys the filter's choice shows. */
-export interface KeyChoice {
-  id: string;
-  name: string | null;
-  hint: string;
-  revoked: boolean;
-}
+export type KeyChoice = Pick<KeyRecord, 'id' | 'name' | 'hint' | 'revoked'>;
 
 /** A key as the filter lists it: its name and hint, which tell keys apart without the secret. */
 export function keyLabel(key: KeyChoice): string {
@@ -86,35 +74,9 @@ export function keyChoices<K extends KeyChoice>(keys: K[]): K[] {
   return [...keys].sort((a, b) => Number(a.revoked) - Number(b.revoked) || (a.name || a.id).localeCompare(b.name || b.id));
 }
 
-/** A generation as GET /v1/generation answers it (README "Generations and activity"). */
-export interface Generation {
-  id: string;
-  model: string;
-  provider: string | null;
-  endpoint: string;
-  status: string;
-  key_id: string;
-  client_request_id: string | null;
-  preset: { slug: string; version: number } | null;
-  created_at: string;
-  finished_at: string | null;
-  tokens_prompt: number;
-  tokens_completion: number;
-  tokens_cached: number;
-  tokens_reasoning: number;
-  total_cost: number;
-  usage_by_meter: Record<string, number>;
-  latency_ms: number | null;
-  time_to_first_token_ms: number | null;
-  error_code: string | null;
-  cache_source_id: string | null;
-}
-
 function ms(value: number | null): string {
-  return value === null ? '—' : `${value.toLocaleString('en-US')} ms`;
+  return value === null ? '—' : `${count(value)} ms`;
 }
-
-const count = (n: number) => n.toLocaleString('en-US');
 
 /**
  * A generation's fields as term and value, in reading order, after its id and status (which the

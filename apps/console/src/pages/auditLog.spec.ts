@@ -1,5 +1,6 @@
 import { ApiFailure } from '../api';
-import { actorOf, atSecond, auditQuery, AUDIT_ACTIONS, dayAfter, dayStart, detailsSummary, noFilters } from './auditLog';
+import { atSecond } from '../format';
+import { actorOf, auditQuery, AUDIT_ACTIONS, dayAfter, dayStart, detailsSummary, noFilters } from './auditLog';
 
 describe('audit log filters', () => {
   it('starts a day at UTC midnight and ends the range at the start of the next day', () => {

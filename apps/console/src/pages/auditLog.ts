@@ -1,19 +1,7 @@
 /** The audit log page's filters and how an entry reads; pure, so the tests can pin them. */
 import { ApiFailure } from '../api';
 import { usd } from '../format';
-
-/** An entry of GET /v1/audit-log (libs/projections audit-log read model). */
-export interface AuditEntry {
-  id: string;
-  at: string;
-  account_id: string;
-  actor: string;
-  actor_account_id: string | null;
-  ip: string | null;
-  action: string;
-  target_id: string;
-  details: Record<string, unknown>;
-}
+import type { AuditEntry } from '../records';
 
 /** The audit actions of README "Operator API", in its order: the action filter's suggestions. */
 export const AUDIT_ACTIONS = [
@@ -167,11 +155,4 @@ export function detailsSummary(entry: Pick<AuditEntry, 'action' | 'details'>): s
         .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${typeof v === 'boolean' ? onOff(v) : text(v)}`)
         .join(', ');
   }
-}
-
-/** An entry's time to the second, in UTC: several changes often share a minute. */
-export function atSecond(iso: string): string {
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return iso;
-  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }

@@ -1,39 +1,7 @@
-import { amountOf, createAction, createKeyBody, daysUntil, emptyKeyForm, keyFormOf, keyStatus, listOf, updateAction, updateKeyBody, type KeyRecord } from './keyForm';
+import { keyRecord } from '../testing/records';
+import { amountOf, createAction, createKeyBody, daysUntil, emptyKeyForm, keyFormOf, keyStatus, listOf, updateAction, updateKeyBody } from './keyForm';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
-
-function record(overrides: Partial<KeyRecord> = {}): KeyRecord {
-  return {
-    id: 'key_1',
-    name: 'ci',
-    project: null,
-    environment: 'live',
-    scope: 'full',
-    hint: 'svc_live_ab…wxyz',
-    organization_id: null,
-    created_by: 'acct_1',
-    created_at: '2026-03-01T00:00:00Z',
-    updated_at: '2026-03-01T00:00:00Z',
-    expires_at: null,
-    revoked: false,
-    revoked_at: null,
-    limit: null,
-    limit_reset: 'monthly',
-    limit_remaining: null,
-    limit_resets_at: null,
-    usage: 0,
-    usage_daily: 0,
-    usage_weekly: 0,
-    usage_monthly: 0,
-    allowed_models: null,
-    allowed_ips: null,
-    allowed_referrers: null,
-    rpm_limit: null,
-    tpm_limit: null,
-    rate_limit: { requests_per_minute: 600, tokens_per_minute: 2_000_000, concurrent_requests: 64 },
-    ...overrides,
-  };
-}
 
 describe('listOf', () => {
   it('splits on commas and line breaks, trimming and dropping empty entries', () => {
@@ -112,30 +80,30 @@ describe('createKeyBody', () => {
 
 describe('keyFormOf', () => {
   it('shows lists one entry a line and the days left until expiry, rounded up', () => {
-    const values = keyFormOf(record({ allowed_ips: ['10.0.0.1', '::1'], limit: 2.5, expires_at: '2026-03-12T00:00:00Z', project: 'p' }), NOW);
+    const values = keyFormOf(keyRecord({ allowed_ips: ['10.0.0.1', '::1'], limit: 2.5, expires_at: '2026-03-12T00:00:00Z', project: 'p' }), NOW);
     expect(values).toMatchObject({ allowed_ips: '10.0.0.1\n::1', limit: '2.5', expires_in_days: '2', project: 'p', allowed_models: '' });
   });
 });
 
 describe('updateKeyBody', () => {
   it('sends nothing when nothing changed, even with a management scope and an expiry', () => {
-    const initial = keyFormOf(record({ scope: 'management', expires_at: '2026-04-01T00:00:00Z', allowed_ips: ['::1'] }), NOW);
+    const initial = keyFormOf(keyRecord({ scope: 'management', expires_at: '2026-04-01T00:00:00Z', allowed_ips: ['::1'] }), NOW);
     expect(updateKeyBody(initial, { ...initial, allowed_ips: ' ::1, ' })).toEqual({ body: {} });
   });
 
   it('sends only the changed fields, an emptied one as null to clear it', () => {
-    const initial = keyFormOf(record({ limit: 1, allowed_models: ['sim/echo'], rpm_limit: 10 }), NOW);
+    const initial = keyFormOf(keyRecord({ limit: 1, allowed_models: ['sim/echo'], rpm_limit: 10 }), NOW);
     const { body } = updateKeyBody(initial, { ...initial, limit: '5', allowed_models: '', rpm_limit: '' });
     expect(body).toEqual({ limit: 5, allowed_models: null, rpm_limit: null });
   });
 
   it('clears the expiry with null when the days are emptied', () => {
-    const initial = keyFormOf(record({ expires_at: '2026-03-20T00:00:00Z' }), NOW);
+    const initial = keyFormOf(keyRecord({ expires_at: '2026-03-20T00:00:00Z' }), NOW);
     expect(updateKeyBody(initial, { ...initial, expires_in_days: '' }).body).toEqual({ expires_in_days: null });
   });
 
   it('reports a field that is not a number', () => {
-    const initial = keyFormOf(record(), NOW);
+    const initial = keyFormOf(keyRecord(), NOW);
     expect(updateKeyBody(initial, { ...initial, rpm_limit: 'fast' }).problem?.param).toBe('rpm_limit');
   });
 });

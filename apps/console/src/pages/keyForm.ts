@@ -3,41 +3,7 @@
  * (spec 4.19), and a key record back to values. Pure, so the rules that decide what is sent can
  * be pinned by tests.
  */
-
-export type Environment = 'live' | 'test';
-export type Scope = 'full' | 'read_only' | 'management';
-export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
-
-/** The key record of GET /v1/keys (README "Keys"; `presentKey` in libs/management). */
-export interface KeyRecord {
-  id: string;
-  name: string;
-  project: string | null;
-  environment: Environment;
-  scope: Scope;
-  hint: string;
-  organization_id: string | null;
-  created_by: string | null;
-  created_at: string;
-  updated_at: string;
-  expires_at: string | null;
-  revoked: boolean;
-  revoked_at: string | null;
-  limit: number | null;
-  limit_reset: LimitReset;
-  limit_remaining: number | null;
-  limit_resets_at: string | null;
-  usage: number;
-  usage_daily: number;
-  usage_weekly: number;
-  usage_monthly: number;
-  allowed_models: string[] | null;
-  allowed_ips: string[] | null;
-  allowed_referrers: string[] | null;
-  rpm_limit: number | null;
-  tpm_limit: number | null;
-  rate_limit: { requests_per_minute: number; tokens_per_minute: number; concurrent_requests: number };
-}
+import type { Environment, KeyRecord, LimitReset, Scope } from '../records';
 
 /** The form as typed: every input's text. */
 export interface KeyFormValues {

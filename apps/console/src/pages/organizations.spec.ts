@@ -1,4 +1,5 @@
-import { deletesOrg, managesMembers, memberActions, memberBody, type OrgMember } from './organizations';
+import type { OrgMember } from '../records';
+import { deletesOrg, managesMembers, memberActions, memberBody } from './organizations';
 
 const member = (account_id: string, role: OrgMember['role']): OrgMember => ({ account_id, role, added_at: '2026-03-01T00:00:00.000Z' });
 

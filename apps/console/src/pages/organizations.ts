@@ -1,24 +1,8 @@
 /** What a person may do in an organization, and the member form; pure, so the tests can pin them. */
 import { ApiFailure } from '../api';
+import type { OrgMember, OrgRole } from '../records';
 
-export type OrgRole = 'owner' | 'admin' | 'member';
 export type MemberRole = Exclude<OrgRole, 'owner'>;
-
-/** GET /v1/organizations (apps/gateway/src/account/organizations.controller.ts). */
-export interface Organization {
-  id: string;
-  name: string;
-  owner_account_id: string;
-  role: OrgRole;
-  created_at: string;
-}
-
-/** GET /v1/organizations/{id}/members: the owner first. */
-export interface OrgMember {
-  account_id: string;
-  role: OrgRole;
-  added_at: string;
-}
 
 /** README "Organizations": owners and admins manage the people; only the owner deletes it. */
 export const managesMembers = (role: OrgRole): boolean => role === 'owner' || role === 'admin';

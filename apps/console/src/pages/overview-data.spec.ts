@@ -1,38 +1,11 @@
 import { lastDays } from '../format';
-import { dailySpendSeries, keyLimits, percent, spendLines, spendTotals, sumUsd, type ActivityRow, type KeyRecord } from './overview-data';
+import type { KeyRecord } from '../records';
+import { activityRow, keyRecord } from '../testing/records';
+import { dailySpendSeries, keyLimits, percent, spendLines, spendTotals, sumUsd } from './overview-data';
 
-function row(date: string, model: string, usage: number, endpoint = '/v1/chat/completions'): ActivityRow {
-  return {
-    date,
-    model,
-    endpoint,
-    requests: 1,
-    requests_not_billed: 0,
-    prompt_tokens: 10,
-    completion_tokens: 5,
-    cached_tokens: 0,
-    reasoning_tokens: 0,
-    usage,
-  };
-}
+const row = (date: string, model: string, usage: number, endpoint = '/v1/chat/completions') => activityRow({ date, model, usage, endpoint });
 
-function key(over: Partial<KeyRecord>): KeyRecord {
-  return {
-    id: 'key_1',
-    name: 'one',
-    hint: 'svc_live_…abcd',
-    revoked: false,
-    limit: null,
-    limit_reset: 'never',
-    limit_remaining: null,
-    limit_resets_at: null,
-    usage: 0,
-    usage_daily: 0,
-    usage_weekly: 0,
-    usage_monthly: 0,
-    ...over,
-  };
-}
+const key = (over: Partial<KeyRecord>) => keyRecord({ name: 'one', hint: 'svc_live_…abcd', limit_reset: 'never', ...over });
 
 const NOW = new Date('2026-03-15T10:00:00Z');
 const DAYS = lastDays(NOW, 30);

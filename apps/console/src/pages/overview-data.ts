@@ -1,59 +1,6 @@
 /** The overview's figures, shaped from the API's answers; pure, so the spec can pin them. */
 import { usedShare, utcDay } from '../format';
-
-/** One entry of GET /v1/activity (README "Generations and activity"): `usage` is USD. */
-export interface ActivityRow {
-  date: string;
-  model: string;
-  endpoint: string;
-  key_id?: string;
-  requests: number;
-  requests_not_billed: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  reasoning_tokens: number;
-  usage: number;
-  /** The meters other than tokens, only where a call of the day used them. */
-  characters?: number;
-  search_units?: number;
-  queries?: number;
-  seconds?: number;
-  images?: number;
-  /** Nano-USD, as the provider reported it. */
-  provider_cost?: number;
-  audio_input?: number;
-  cached_audio_input?: number;
-  audio_output?: number;
-}
-
-/** GET /v1/credits, USD. */
-export interface Credits {
-  total_credits: number;
-  total_usage: number;
-  balance: number;
-  held: number;
-  open_holds: number;
-  available: number;
-}
-
-export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
-
-/** The fields of a GET /v1/keys record the overview reads. */
-export interface KeyRecord {
-  id: string;
-  name: string | null;
-  hint: string;
-  revoked: boolean;
-  limit: number | null;
-  limit_reset: LimitReset;
-  limit_remaining: number | null;
-  limit_resets_at: string | null;
-  usage: number;
-  usage_daily: number;
-  usage_weekly: number;
-  usage_monthly: number;
-}
+import type { ActivityRow, KeyRecord, LimitReset } from '../records';
 
 /**
  * Sums USD amounts in whole nano-dollars (the API's own unit), so adding 0.1 and 0.2 gives 0.3
@@ -194,11 +141,6 @@ export function keyLimits(keys: KeyRecord[]): KeyLimit[] {
       };
     });
   return limits.sort((a, b) => (b.share ?? -1) - (a.share ?? -1) || a.name.localeCompare(b.name));
-}
-
-/** How a limit's window reads in a sentence: "daily limit", "lifetime limit". */
-export function periodName(period: LimitReset): string {
-  return period === 'never' ? 'lifetime' : period;
 }
 
 /** A share as a whole percentage that never says 0% of something spent nor 100% short of the limit. */

@@ -1,4 +1,5 @@
-import { comparison, configDiff, findJsonSyntaxError, lineColumn, parseConfig, presetBody, presetFormOf, prettyConfig, slugOfHash, type PresetVersion } from './presetForm';
+import type { PresetVersion } from '../records';
+import { comparison, configDiff, findJsonSyntaxError, lineColumn, parseConfig, presetBody, presetFormOf, prettyConfig, slugOfHash } from './presetForm';
 
 describe('findJsonSyntaxError', () => {
   it('is null for valid JSON of every kind', () => {

@@ -4,31 +4,7 @@
  * versions' configs. Pure, so tests can pin it.
  */
 import { diffLines } from 'diff';
-
-/** A preset as GET /v1/presets lists it (apps/gateway/src/presets/presets.controller.ts). */
-export interface Preset {
-  slug: string;
-  name: string | null;
-  description: string | null;
-  version: number;
-  config: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface PresetVersion {
-  version: number;
-  config: Record<string, unknown>;
-  /** The version this one restored, when it was made by a rollback. */
-  rolled_back_to: number | null;
-  created_at: string;
-  created_by: string | null;
-}
-
-/** GET /v1/presets/{slug}: the preset and every version, oldest first. */
-export interface PresetDetail extends Preset {
-  versions: PresetVersion[];
-}
+import type { Preset, PresetVersion } from '../records';
 
 export interface PresetFormValues {
   slug: string;

@@ -4,27 +4,7 @@
  * placeholders picked out. Pure, so the rules are pinned by tests.
  */
 import { ApiFailure } from '../api';
-
-/** A row of GET /v1/prompt-logs (`summary` in apps/gateway/src/settings/prompt-logs.controller.ts). */
-export interface PromptLogSummary {
-  generation_id: string;
-  key_id: string;
-  endpoint: string;
-  created_at: string;
-  expires_at: string;
-}
-
-/** GET /v1/prompt-logs/{generation_id}: the summary with the exchange as kept. */
-export interface PromptLog extends PromptLogSummary {
-  request: unknown;
-  /** The JSON body answered, or the event-stream text as the client got it. */
-  response: unknown;
-}
-
-export interface PromptLoggingSetting {
-  enabled: boolean;
-  retention_days: number;
-}
+import type { PromptLog, PromptLoggingSetting } from '../records';
 
 /** PROMPT_LOG_RETENTION_DAYS in libs/identity. */
 export const RETENTION_DAYS = { min: 1, max: 30 } as const;

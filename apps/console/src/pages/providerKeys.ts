@@ -1,17 +1,6 @@
 /** The provider keys page's rows and form; pure, so the tests can pin them. */
 import { ApiFailure } from '../api';
-
-/** GET /v1/provider-keys (apps/gateway/src/account/provider-keys.controller.ts). */
-export interface SavedProviderKey {
-  provider: string;
-  hint: string;
-  saved_at: string;
-}
-
-export interface ProviderKeyList {
-  data: SavedProviderKey[];
-  providers: string[];
-}
+import type { ProviderKeyList, SavedProviderKey } from '../records';
 
 /** One provider of the page: its saved key, if any, and whether a key can still be saved for it. */
 export interface ProviderRow {

@@ -1,16 +1,6 @@
 import { STEP_UP_ACTIONS } from '../../../../libs/identity/src/step-up';
-import { ApiFailure } from '../api';
+import { refusal } from '../testing/errors';
 import { PROTECTED_ACTIONS, stepUpBody, stepUpChanged, stepUpFormOf } from './securityForm';
-
-const refusal = (run: () => unknown): ApiFailure => {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof ApiFailure) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal');
-};
 
 describe('step-up form', () => {
   it('round-trips the setting, trimming the address', () => {

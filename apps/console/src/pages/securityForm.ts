@@ -3,11 +3,7 @@
  * PATCH /v1/settings, and what step-up protects, in words. Pure, so the rules are pinned by tests.
  */
 import { ApiFailure } from '../api';
-
-export interface StepUpSetting {
-  enabled: boolean;
-  email: string | null;
-}
+import type { StepUpSetting } from '../records';
 
 export interface StepUpForm {
   enabled: boolean;

@@ -1,5 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { api, query } from '../api';
 import { appendPage, emptyCursor, type CursorPage, type CursorState } from './cursorList';
+
+const PAGE_SIZE = 20;
 
 export interface CursorList<T> extends CursorState<T> {
   /** The first page is loading (at first or on reload). */
@@ -13,8 +16,9 @@ export interface CursorList<T> extends CursorState<T> {
   update: (change: (state: CursorState<T>) => CursorState<T>) => void;
 }
 
-/** A cursor list read page by page: `load(after)` reads one page, null for the first. */
-export function useCursorList<T>(load: (after: string | null) => Promise<CursorPage<T>>, idOf: (item: T) => string): CursorList<T> {
+/** The cursor list at `path` of /v1 (`/webhook-events`, say), read page by page. */
+export function useCursorList<T>(path: string, idOf: (item: T) => string): CursorList<T> {
+  const load = (after: string | null) => api<CursorPage<T>>('GET', `${path}${query({ limit: PAGE_SIZE, after })}`);
   const [state, setState] = useState<CursorState<T>>(emptyCursor);
   const [loading, setLoading] = useState(true);
   const [loadingMore, setLoadingMore] = useState(false);

@@ -1,6 +1,8 @@
 import { WEBHOOK_EVENT_TYPES } from '../../../../libs/webhooks/src/event-types';
-import { ApiFailure } from '../api';
-import { attemptOutcome, deliveryBadge, EVENT_TYPES, lastStatus, pausedNotice, subscribedTo, toggleEvent, webhookBody, webhookFormOf, whenPrecise, type WebhookEndpoint } from './webhook';
+import { atSecond } from '../format';
+import type { WebhookEndpoint } from '../records';
+import { refusal } from '../testing/errors';
+import { attemptOutcome, deliveryBadge, EVENT_TYPES, lastStatus, pausedNotice, subscribedTo, toggleEvent, webhookBody, webhookFormOf } from './webhook';
 
 const endpoint = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
   id: 'wh_1',
@@ -11,16 +13,6 @@ const endpoint = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => 
   updated_at: '2026-03-01T00:00:00Z',
   ...overrides,
 });
-
-const refusal = (run: () => unknown): ApiFailure => {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof ApiFailure) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal');
-};
 
 describe('webhook form', () => {
   it('starts empty with every event for a new endpoint, and from the endpoint otherwise', () => {
@@ -78,8 +70,8 @@ describe('delivery in words', () => {
   });
 
   it('gives attempt times to the second, and an unreadable time as it came', () => {
-    expect(whenPrecise('2026-03-01T10:20:30.456Z')).toBe('2026-03-01 10:20:30 UTC');
-    expect(whenPrecise('soon')).toBe('soon');
+    expect(atSecond('2026-03-01T10:20:30.456Z')).toBe('2026-03-01 10:20:30 UTC');
+    expect(atSecond('soon')).toBe('soon');
   });
 
   it('says a paused endpoint paused after how many failures, and nothing otherwise', () => {

@@ -4,42 +4,7 @@
  * the rules are pinned by tests.
  */
 import { ApiFailure } from '../api';
-
-/** `<endpoint>` of GET /v1/settings (`presentWebhook` in libs/management). */
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  /** null: every type. */
-  events: string[] | null;
-  paused: boolean;
-  consecutive_failures: number;
-  updated_at: string;
-}
-
-export type DeliveryState = 'pending' | 'delivered' | 'failed';
-
-/** `<event>` of GET /v1/webhook-events (`presentWebhookEvent`): the envelope and its delivery. */
-export interface WebhookEvent {
-  id: string;
-  type: string;
-  /** Unix seconds, as the envelope sent to the receiver has it. */
-  created: number;
-  data: Record<string, unknown>;
-  delivery: { state: DeliveryState; attempts: number; next_attempt_at: string | null; last_status_code: number | null; last_error: string | null };
-}
-
-export interface WebhookAttempt {
-  attempt: number;
-  at: string;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  delivered: boolean;
-}
-
-export interface WebhookEventDetail extends WebhookEvent {
-  attempts: WebhookAttempt[];
-}
+import type { WebhookAttempt, WebhookEndpoint, WebhookEvent } from '../records';
 
 /** Spec 6.1's event types, in its order, each with what causes it (README's table). */
 export const EVENT_TYPES: { type: string; cause: string }[] = [
@@ -132,11 +97,4 @@ export function pausedNotice(endpoint: Pick<WebhookEndpoint, 'paused' | 'consecu
   if (!endpoint.paused) return null;
   const n = endpoint.consecutive_failures;
   return `Paused after ${n} consecutive failure${n === 1 ? '' : 's'}. Events are still recorded and listed below; resuming sends those still pending.`;
-}
-
-/** An attempt's time to the second (UTC): attempts a few seconds apart must read apart. */
-export function whenPrecise(iso: string): string {
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return iso;
-  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
