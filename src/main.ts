@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     [
       '',
       `svc-gateway is ready on ${started.url}`,
+      ...(config.consoleDir !== null ? [`The console: ${started.url.replace(/\/v1$/, '/console/')} (sign in with the management_key below)`] : []),
       started.created ? `A dev account with $10.00 of credits was created; its keys are in ${devKeysPath(config.dataDir)}:` : `Dev keys (from ${devKeysPath(config.dataDir)}):`,
       `  account_id      ${keys.account_id}`,
       `  live_api_key    ${keys.live_api_key}   full, ${limits('live')}: use it for scripts`,

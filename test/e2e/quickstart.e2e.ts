@@ -114,6 +114,11 @@ describe('README quick start on a fresh data directory', () => {
     expect(first.output()).toMatch(new RegExp(`live_api_key +${keys.live_api_key} +full, live key: 600 requests/min, 64 at once`));
     expect(first.output()).toMatch(new RegExp(`api_key +${keys.api_key} +full, test key: 60 requests/min, 8 at once`));
     expect(first.output()).toContain('$10.00');
+    // Issue 21: the console is served on the embedded defaults, and the start says where.
+    expect(first.output()).toContain(`The console: http://localhost:${first.port}/console/`);
+    const page = await fetch(`http://localhost:${first.port}/console/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="root">');
 
     const local = (text: string) => text.replaceAll('localhost:8080', `localhost:${first.port}`).replaceAll('./.svc-data', dataDir);
 
