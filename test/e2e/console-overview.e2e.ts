@@ -172,4 +172,34 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     expect(unexpectedErrors(phone)).toEqual([]);
     await phone.context.close();
   });
+
+  it('works from the keyboard alone: sign-in, the skip link, and every page from the navigation', async () => {
+    const keys = await openConsole(h, 'desktop');
+    const p = keys.page;
+    // The key field has the focus on arrival; Enter submits the form.
+    await p.keyboard.type(management);
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    const focused = () => p.evaluate<string>("document.activeElement?.id || (document.activeElement?.textContent ?? '').trim()");
+
+    await p.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    await p.keyboard.press('Enter');
+    expect(await focused()).toBe('main');
+
+    // Every page of the navigation is reached with Tab and opened with Enter.
+    await p.evaluate("document.querySelector('.skip').focus()");
+    const reached: string[] = [];
+    for (let i = 0; i < 15 && reached.length < 10; i++) {
+      await p.keyboard.press('Tab');
+      const inNav = await p.evaluate<boolean>("!!document.activeElement?.closest('nav')");
+      if (inNav) reached.push(await focused());
+    }
+    expect(reached).toEqual(['Overview', 'Keys', 'Presets', 'Webhook', 'Provider keys', 'Prompt logs', 'Activity', 'Audit log', 'Organizations', 'Security']);
+    await p.evaluate("document.querySelector('nav a[href=\"#/keys\"]').focus()");
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    expect(unexpectedErrors(keys)).toEqual([]);
+    await keys.context.close();
+  });
 });
