@@ -7,6 +7,7 @@ import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';
 import { serveConsole } from './http/console';
 import { clientErrorHandler, frameworkErrors, installRequestChecks, installRequestLog } from './http/request-checks';
+import { installRequestMetrics } from './metrics/request-metrics';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -34,6 +35,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   installRequestChecks(adapter.getInstance());
   if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
+  installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.

@@ -38,6 +38,9 @@ import { SpeechController } from './audio/speech.controller';
 import { TranscriptionsController } from './audio/transcriptions.controller';
 import { RuntimeModule } from '../../../src/runtime.module';
 import { RealtimeUpgrade } from './realtime/realtime-upgrade';
+import { HealthController } from './health/health.controller';
+import { HealthService } from './health/health.service';
+import { MetricsController } from './metrics/metrics.controller';
 
 @Module({})
 export class GatewayModule {
@@ -72,6 +75,9 @@ export class GatewayModule {
         CurrentKeyController,
         AdminController,
         ModelsController,
+        HealthController,
+        // Issue 22: on the main port only when SVC_METRICS_PORT does not serve it on its own.
+        ...(runtime.config.metricsPort === null ? [MetricsController] : []),
       ],
       providers: [
         ThroughChat,
@@ -80,6 +86,7 @@ export class GatewayModule {
         EdgeResponses,
         AdminGuard,
         RealtimeUpgrade,
+        HealthService,
         { provide: APP_FILTER, useClass: ApiErrorFilter },
       ],
     };

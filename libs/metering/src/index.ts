@@ -12,6 +12,7 @@ export {
   settleDurably,
   type Metered,
   type MeteringDeps,
+  type MeteringObserver,
   type Plan,
   type Reservation,
   type ReserveOptions,

@@ -82,6 +82,18 @@ export interface MeteringDeps {
   /** The lease of the serving process, named in HoldPlaced's metadata so the hold reaper knows whom it waits for. */
   leaseId(): string | undefined;
   warn(message: string): void;
+  /** Told of every upstream call and every charge (the process's metrics); O(1), no I/O. */
+  observer?: MeteringObserver;
+}
+
+/**
+ * What the pipeline reports as it runs (issue 22): each upstream call, answered or failed, with
+ * its time, and each charge this process records. Implemented by the process's metrics.
+ */
+export interface MeteringObserver {
+  upstreamAnswered(provider: string, operation: string, seconds: number): void;
+  upstreamFailed(provider: string, operation: string, seconds: number, error: unknown): void;
+  charged(amountNano: bigint): void;
 }
 
 /** What a call asks to hold (spec 1 rule 1): the models that may answer, and its worst case by meter. */
@@ -276,10 +288,16 @@ export class MeteredCalls {
     call: (target: Target) => Promise<T>,
   ): Promise<Tried<T>> {
     const failures: Failure[] = [];
+    const observer = this.deps.observer;
     for (const target of targets) {
+      // The one place providers are called: each try timed, by provider and operation (the model's type).
+      const started = performance.now();
       try {
-        return { answered: true, target, value: await call(target) };
+        const value = await call(target);
+        observer?.upstreamAnswered(providerName(target), target.model.type, (performance.now() - started) / 1000);
+        return { answered: true, target, value };
       } catch (err) {
+        observer?.upstreamFailed(providerName(target), target.model.type, (performance.now() - started) / 1000, err);
         if (worthAnotherTry(err)) {
           failures.push({ target, error: err });
           this.deps.warn(`${id}: ${target.model.id} via ${target.route.provider.name} failed (${err.message}); trying the next`);
@@ -319,7 +337,10 @@ export class MeteredCalls {
     if (metered.recordOutputTokens && output > 0) {
       metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
     }
-    return settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
+    if (settled.events[0]?.type !== 'UsageCharged') return 0n;
+    const charged = BigInt(settled.events[0].data.amount_nano);
+    this.deps.observer?.charged(charged);
+    return charged;
   }
 
   /** Releases the hold of a call that failed: nothing is billed (spec 1 rule 3). */

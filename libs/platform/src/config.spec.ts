@@ -1,5 +1,18 @@
 import { ConfigError, loadConfig } from './config';
 
+describe('SVC_METRICS_PORT', () => {
+  it('is null unless set, and a port when set', () => {
+    expect(loadConfig({}).metricsPort).toBeNull();
+    expect(loadConfig({ SVC_METRICS_PORT: '9464' }).metricsPort).toBe(9464);
+    expect(loadConfig({ SVC_METRICS_PORT: '0', PORT: '0' }).metricsPort).toBe(0);
+  });
+
+  it('refuses a value that is not a port, or the main port, naming the variable', () => {
+    for (const bad of ['-1', '65536', 'nine', '1.5']) expect(() => loadConfig({ SVC_METRICS_PORT: bad })).toThrow(/^SVC_METRICS_PORT: /);
+    expect(() => loadConfig({ SVC_METRICS_PORT: '8080' })).toThrow(/^SVC_METRICS_PORT: must differ from PORT/);
+  });
+});
+
 describe('SVC_AUTH_CACHE', () => {
   it('is on unless set to off', () => {
     expect(loadConfig({}).authCache).toBe(true);
@@ -82,5 +95,13 @@ describe('SVC_MAIL_FROM', () => {
       expect(() => loadConfig({ SVC_MAIL_FROM: bad })).toThrow(ConfigError);
       expect(() => loadConfig({ SVC_MAIL_FROM: bad })).toThrow(/^SVC_MAIL_FROM: expected an address/);
     }
+  });
+});
+
+describe('SVC_READY_MAX_LAG_SECONDS', () => {
+  it('is 30 seconds unless set to a positive integer of at most a day', () => {
+    expect(loadConfig({}).readyMaxLagSeconds).toBe(30);
+    expect(loadConfig({ SVC_READY_MAX_LAG_SECONDS: '120' }).readyMaxLagSeconds).toBe(120);
+    for (const bad of ['0', '-5', 'soon', '2.5', '86401']) expect(() => loadConfig({ SVC_READY_MAX_LAG_SECONDS: bad })).toThrow(/^SVC_READY_MAX_LAG_SECONDS: /);
   });
 });

@@ -59,6 +59,16 @@ export interface Config {
    */
   shutdownGraceMs: number;
   /**
+   * SVC_METRICS_PORT: `GET /metrics` is served on this port, without a token, and not on `port`;
+   * null (unset): on `port`, with the admin token. 0 lets the system choose (tests).
+   */
+  metricsPort: number | null;
+  /**
+   * How far (seconds) the slowest projection may be behind the event log before
+   * `GET /health/ready` answers 503 (SVC_READY_MAX_LAG_SECONDS, 30 by default).
+   */
+  readyMaxLagSeconds: number;
+  /**
    * For development only (SVC_WEBHOOK_ALLOW_PRIVATE, off by default): lets webhook targets, and
    * every other URL the service fetches on a caller's behalf, use `http` and reach loopback and
    * private addresses, so a receiver on the developer's own machine can be tried. Left on in
@@ -207,6 +217,13 @@ export function loadConfig(env: Env = process.env): Config {
     return Number(v);
   };
 
+  const metricsPort = (): number | null => {
+    if (text('SVC_METRICS_PORT') === null) return null;
+    const port = integer('SVC_METRICS_PORT', 0, 0, 65535);
+    if (port !== 0 && port === integer('PORT', 8080, 0, 65535)) throw new ConfigError('SVC_METRICS_PORT', `must differ from PORT (${port})`);
+    return port;
+  };
+
   const catalogPath = text('SVC_CATALOG');
   if (catalogPath !== null && !existsSync(catalogPath)) {
     throw new ConfigError('SVC_CATALOG', `no such file: ${catalogPath}`);
@@ -278,6 +295,8 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
     requestLog: onOff('SVC_REQUEST_LOG', true),
     shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    metricsPort: metricsPort(),
+    readyMaxLagSeconds: integer('SVC_READY_MAX_LAG_SECONDS', 30, 1, 86_400),
     webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),
     smtpUrl: smtpUrl(),
     mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),

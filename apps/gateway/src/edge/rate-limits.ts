@@ -37,7 +37,7 @@ export class RateLimitService {
     const until = this.refusedAddresses.get(address);
     if (until === undefined) return;
     const left = until - this.runtime.clock.now().getTime();
-    if (left > 0) throw tooManyFailures(left);
+    if (left > 0) throw this.refused(tooManyFailures(left));
     this.refusedAddresses.delete(address);
   }
 
@@ -48,7 +48,13 @@ export class RateLimitService {
     this.refusedAddresses.delete(address);
     this.refusedAddresses.set(address, this.runtime.clock.now().getTime() + window.resetMs);
     if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) this.refusedAddresses.delete(this.refusedAddresses.keys().next().value!);
-    throw tooManyFailures(window.resetMs);
+    throw this.refused(tooManyFailures(window.resetMs));
+  }
+
+  /** Counts a refusal in the process's metrics by its code (issue 22); the error is thrown by the caller. */
+  private refused(error: ApiError): ApiError {
+    this.runtime.metrics.refused(error.code ?? 'rate_limit_exceeded');
+    return error;
   }
 
   limitsOf(caller: Caller): RateLimits {
@@ -73,11 +79,11 @@ export class RateLimitService {
     setWindowHeaders(reply, 'tokens', admitted.tokens);
     switch (admitted.refused) {
       case 'requests':
-        throw tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs);
+        throw this.refused(tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs));
       case 'tokens':
-        throw tokensExceeded(limits, admitted.tokens.resetMs);
+        throw this.refused(tokensExceeded(limits, admitted.tokens.resetMs));
       case 'concurrency':
-        throw tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000);
+        throw this.refused(tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000));
     }
     const slot = admitted.slot.slot;
     // 'close' comes once the response is over, streamed or not, or the client has gone.
@@ -88,7 +94,7 @@ export class RateLimitService {
   async consumePromptTokens(caller: Caller, promptTokens: number): Promise<WindowResult> {
     const limits = this.limitsOf(caller);
     const window = await this.runtime.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
-    if (!window.allowed) throw tokensExceeded(limits, window.resetMs, promptTokens);
+    if (!window.allowed) throw this.refused(tokensExceeded(limits, window.resetMs, promptTokens));
     return window;
   }
 

@@ -51,6 +51,7 @@ export class Metering {
       },
       leaseId: () => runtime.gatewayLease?.id,
       warn: (message) => this.logger.warn(message),
+      observer: runtime.metrics.metering,
     });
   }
 

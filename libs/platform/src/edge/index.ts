@@ -9,7 +9,7 @@ import {
   RedisConcurrencyLimiter,
   RedisRateLimiter,
 } from './rate-limiter';
-import { closeRedis, connectRedis, whenReady } from './redis';
+import { closeRedis, connectRedis, pingRedis, whenReady } from './redis';
 import { BypassResponseCache, FallbackAdmission, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
 import { MemoryResponseCache, RedisResponseCache } from './response-cache';
 
@@ -42,6 +42,11 @@ export interface EdgeStores {
   backend: 'redis' | 'memory';
   /** Resolves true once the backend takes commands, false if `timeoutMs` passes first (requests then run degraded). */
   ready(timeoutMs?: number): Promise<boolean>;
+  /**
+   * One round trip to the backend (Redis PING), for the readiness probe: resolves when it
+   * answers within `timeoutMs`, rejects otherwise. The in-memory backend always answers.
+   */
+  ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,6 +68,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
       cache: new BypassResponseCache(new MemoryResponseCache(clock)),
       backend: 'memory',
       ready: async () => true,
+      ping: async () => undefined,
       close: async () => undefined,
     };
   }
@@ -75,6 +81,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
     cache: new BypassResponseCache(new RedisResponseCache(redis, clock, keyPrefix), onDegraded),
     backend: 'redis',
     ready: (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => whenReady(redis, timeoutMs),
+    ping: (timeoutMs) => pingRedis(redis, timeoutMs),
     close: () => closeRedis(redis),
   };
 }

@@ -67,6 +67,23 @@ export function whenReady(redis: Redis, timeoutMs: number): Promise<boolean> {
   });
 }
 
+/**
+ * PING within `timeoutMs`: rejects at once while not connected, and when the answer is late (a
+ * half-open socket), with a short message of its own either way.
+ */
+export async function pingRedis(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status !== 'ready') throw new Error(`not connected (${redis.status})`);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer to PING in ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([redis.ping(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Quits politely when connected; a client that cannot reach its server is just dropped. */
 export async function closeRedis(redis: Redis): Promise<void> {
   if (redis.status === 'ready') {

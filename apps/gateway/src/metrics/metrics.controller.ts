@@ -1,0 +1,22 @@
+import { Controller, Get, Inject, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import { AdminGuard } from '../admin/admin.guard';
+
+/**
+ * Issue 22: `GET /metrics` in the Prometheus text format, on the gateway's port, for the
+ * operator's token (the operator API's guard). Not mounted when SVC_METRICS_PORT serves it.
+ */
+@Controller('metrics')
+@UseGuards(AdminGuard)
+export class MetricsController {
+  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+
+  @Get()
+  async metrics(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    const { contentType, body } = await this.runtime.metrics.exposition();
+    void reply.header('content-type', contentType).header('cache-control', 'no-store');
+    return body;
+  }
+}

@@ -1,0 +1,3 @@
+/** Issue 22: the process's Prometheus metrics (prom-client, a registry per process) and their pure helpers. */
+export { routeLabel, ServiceMetrics, upstreamErrorCode, type MetricsSources } from './metrics';
+export { startMetricsServer, type MetricsServer } from './server';

@@ -1,0 +1,50 @@
+import { routeLabel, ServiceMetrics, upstreamErrorCode } from './metrics';
+import type { EventStore } from '@svc/eventstore';
+import { ProviderError } from '@svc/providers';
+
+describe('routeLabel', () => {
+  it('writes Fastify templates as the spec does, and unmatched for no route', () => {
+    expect(routeLabel('/v1/chat/completions')).toBe('/v1/chat/completions');
+    expect(routeLabel('/v1/keys/:id')).toBe('/v1/keys/{id}');
+    expect(routeLabel('/admin/orgs/:id/members/:account_id')).toBe('/admin/orgs/{id}/members/{account_id}');
+    expect(routeLabel('/v1/files/:file_id(^f.+)/content')).toBe('/v1/files/{file_id}/content');
+    expect(routeLabel(undefined)).toBe('unmatched');
+    expect(routeLabel('')).toBe('unmatched');
+  });
+});
+
+describe('upstreamErrorCode', () => {
+  it('maps provider errors to bounded codes', () => {
+    expect(upstreamErrorCode(new ProviderError({ kind: 'http', status: 503, message: 'x' }))).toBe('upstream_503');
+    expect(upstreamErrorCode(new ProviderError({ kind: 'timeout', status: 504, message: 'x' }))).toBe('timeout');
+    expect(upstreamErrorCode(new ProviderError({ kind: 'network', status: 502, message: 'x' }))).toBe('network');
+    expect(upstreamErrorCode(new Error('anything the caller wrote'))).toBe('error');
+    expect(upstreamErrorCode(undefined)).toBe('error');
+  });
+});
+
+describe('ServiceMetrics.timed', () => {
+  it('times each append and leaves every other member the store\'s own', async () => {
+    const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } as never });
+    const store = {
+      name: 'pglite',
+      calls: 0,
+      async append() {
+        this.calls++;
+        return { nextRevision: 0n, position: 'p' };
+      },
+      async countEventsAfter() {
+        return this.calls;
+      },
+    };
+    const timed = metrics.timed(store as unknown as EventStore) as unknown as typeof store;
+    await (timed as unknown as EventStore).append('s', [], 'any' as never);
+    await (timed as unknown as EventStore).append('s', [], 'any' as never);
+    expect(store.calls).toBe(2);
+    expect(await timed.countEventsAfter()).toBe(2);
+    expect(timed.name).toBe('pglite');
+    expect(timed.countEventsAfter).toBe(timed.countEventsAfter);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^svc_event_store_append_seconds_count 2$/m);
+  });
+});
