@@ -111,8 +111,12 @@ describe('a gateway killed mid-request (kill -9)', () => {
     expect(released.data.error_code).toBe('gateway_lost');
     expect(released.data.hold_id).not.toBe(generationId);
 
-    // The balance moved by exactly the charge, and no hold is left open.
-    const after = (await gateways.one('GET', '/v1/credits', { key })).json.data;
+    // The balance moved by exactly the charge, and no hold is left open. The reaper that charged
+    // ran in another process: this gateway's read model shows it once its projection has it.
+    const after = await until(async () => {
+      const data = (await gateways.one('GET', '/v1/credits', { key })).json.data;
+      return data.open_holds === 0 ? data : null;
+    }, 10_000);
     expect(Math.round((before.balance - after.balance) * 1e9)).toBe(Number(charge.data.amount_nano));
     expect(after.open_holds).toBe(0);
     const generation = await gateways.one('GET', `/v1/generation?id=${generationId}`, { key });

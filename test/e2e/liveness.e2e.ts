@@ -1,7 +1,11 @@
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
-/** Generous: a liveness property, not a speed goal (those live in bench/). */
-const LIVENESS_BOUND_MS = 1_000;
+/**
+ * Generous: a liveness property, not a speed goal (those live in bench/). The bugs it guards held
+ * the process for minutes; the pings also wait on this test's own process, which serializes the
+ * hostile bodies, on two cores shared with another jest worker, so a second is too tight.
+ */
+const LIVENESS_BOUND_MS = 3_000;
 
 /**
  * Issue 14.3: 100,000 x "B" as a system prompt on the free count_tokens route held a gateway
@@ -18,7 +22,7 @@ describe('liveness under hostile bodies', () => {
   }, 60_000);
   afterAll(() => stopGateway(gw));
 
-  it('answers GET /v1/credits within a second throughout, and each hostile request with a normal status', async () => {
+  it('answers GET /v1/credits within seconds throughout, and each hostile request with a normal status', async () => {
     const key = gw.keys.api_key;
     const base64 = Buffer.alloc(6_000_000, 'base64-like text is the slowest to encode;').toString('base64');
     const hostile: [string, string, unknown][] = [

@@ -90,8 +90,11 @@ describe('PostgreSQL connections lost under a runner', () => {
   });
 
   it('drops idle pooled connections the server terminated, and queries on', async () => {
-    await Promise.all(Array.from({ length: 5 }, () => runner.query('SELECT pg_sleep(0.01)')));
-    await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database() AND state = 'idle' AND application_name = ''`);
+    // The runner's own pooled connections, by backend pid: other suites share the database.
+    const held = await Promise.all(Array.from({ length: 5 }, () => runner.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.01)')));
+    const pids = [...new Set(held.map((r) => r.rows[0].pid))];
+    const { rows: killed } = await killer.query<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [pids]);
+    expect(killed.length).toBe(pids.length);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(uncaught).toEqual([]);
     for (let i = 0; i < 12; i++) expect((await runner.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
