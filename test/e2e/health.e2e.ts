@@ -4,17 +4,7 @@ import { ManualClock } from '@svc/platform';
 import { freePort, startRedisServer, stopRedisServer } from '@svc/platform/edge/testing/redis-server';
 import { api, type Call, startGateway, stopGateway, type StartedGateway } from '../support/gateway';
 import { startPostgresServer, type PostgresServer } from '../support/postgres-server';
-
-/** Calls `probe` until `done` says yes (returning that answer), or fails after `timeoutMs`. */
-async function until<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { until } from '../support/until';
 
 const root = (gw: StartedGateway): Call => api(gw.url.replace(/\/v1$/, ''));
 
@@ -120,8 +110,13 @@ describe('health probes on a PostgreSQL server that stops', () => {
       pg.start();
     }
     const back = await until(
-      () => call('GET', '/health/ready'),
-      (r) => r.status === 200,
+      'ready once PostgreSQL is back',
+      async () => {
+        const r = await call('GET', '/health/ready');
+        return r.status === 200 ? r : null;
+      },
+      10_000,
+      100,
     );
     expect(back.json.checks.postgres).toEqual({ status: 'ok', backend: 'postgresql' });
   }, 60_000);
@@ -152,8 +147,13 @@ describe('health probes with Redis', () => {
     await stopRedisServer(redis);
     redis = null;
     const down = await until(
-      () => call('GET', '/health/ready'),
-      (r) => r.json.status !== 'ready',
+      'readiness to see Redis gone',
+      async () => {
+        const r = await call('GET', '/health/ready');
+        return r.json.status !== 'ready' ? r : null;
+      },
+      10_000,
+      100,
     );
     expect(down.status).toBe(200);
     expect(down.json.status).toBe('degraded');
@@ -164,8 +164,13 @@ describe('health probes with Redis', () => {
 
     redis = await startRedisServer(port);
     const back = await until(
-      () => call('GET', '/health/ready'),
-      (r) => r.json.status === 'ready',
+      'ready once Redis is back',
+      async () => {
+        const r = await call('GET', '/health/ready');
+        return r.json.status === 'ready' ? r : null;
+      },
+      10_000,
+      100,
     );
     expect(back.json.checks.redis).toEqual({ status: 'ok' });
   }, 30_000);

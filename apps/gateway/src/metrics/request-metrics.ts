@@ -7,8 +7,15 @@ import { routeLabel, type ServiceMetrics } from '@svc/metrics';
  * template, method, status and the catalog model it named. In memory only: no I/O on the path.
  */
 export function installRequestMetrics(fastify: FastifyInstance, metrics: ServiceMetrics, catalog: Catalog): void {
+  // Route templates are few and fixed: each is rewritten once, not on every request.
+  const labels = new Map<string | undefined, string>();
+  const labelOf = (template: string | undefined) => {
+    let label = labels.get(template);
+    if (label === undefined) labels.set(template, (label = routeLabel(template)));
+    return label;
+  };
   fastify.addHook('onResponse', async (request, reply) => {
-    metrics.recordRequest(routeLabel(request.routeOptions.url), methodLabel(request.method), reply.statusCode, modelLabel(request, catalog), reply.elapsedTime / 1000);
+    metrics.recordRequest(labelOf(request.routeOptions.url), methodLabel(request.method), reply.statusCode, modelLabel(request, catalog), reply.elapsedTime / 1000);
   });
 }
 
