@@ -55,7 +55,7 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
 
     await row.getByRole('button', { name: `Replace the ${provider} key` }).click();
     // The key field is ready to paste into.
-    expect(await page.getByLabel('API key', { exact: true }).and(page.locator(':focus')).count()).toBe(1);
+    await page.getByLabel('API key', { exact: true }).and(page.locator(':focus')).waitFor();
     await page.getByLabel('API key', { exact: true }).fill(second);
     await page.getByRole('button', { name: 'Save key' }).click();
     await page.getByText(`Replaced the ${provider} key (...abcd).`).waitFor();

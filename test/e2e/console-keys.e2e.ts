@@ -117,7 +117,8 @@ describeConsole('console: keys and presets', () => {
     const r = await chat(secret);
     expect(r.status).toBe(401);
     expect(r.json.error.code).toBe('invalid_api_key');
-    expect(await keyRow(KEY_NAME).textContent()).toContain('revoked');
+    // The notice comes first; the list is read again after it.
+    await until('the row marked revoked', async () => ((await keyRow(KEY_NAME).textContent()) ?? '').includes('revoked'));
     expect(await keyRow(KEY_NAME).getByRole('button').count()).toBe(0);
     expect(unexpectedErrors(tab)).toEqual([]);
   });

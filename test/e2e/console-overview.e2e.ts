@@ -74,6 +74,8 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     await page.getByLabel('User', { exact: true }).fill('user-7');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await table.getByRole('row').filter({ hasText: 'sim/echo' }).waitFor({ state: 'detached' });
+    // The old rows leave as soon as the new request starts; the new ones come with its answer.
+    await table.getByRole('row').filter({ hasText: 'sim/small-8k' }).waitFor();
     expect(await table.getByRole('row').filter({ hasText: 'sim/small-8k' }).count()).toBe(1);
     await page.getByLabel('User', { exact: true }).fill('');
 
@@ -83,6 +85,7 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await table.getByRole('row').filter({ hasText: 'sim/small-8k' }).waitFor({ state: 'detached' });
     const row = table.getByRole('row').filter({ hasText: 'sim/echo' });
+    await row.waitFor();
     // Date, model with its endpoint, requests billed and not, cost, then the tokens.
     expect((await row.getByRole('cell').allTextContents()).slice(0, 5)).toEqual([utcDay(new Date()), 'sim/echo/v1/chat/completions', '1', '0', usd(echo.cost)]);
     // The API agrees: that key's activity is this one call.
@@ -176,7 +179,9 @@ describeConsole('console: overview and activity pages, sign-in', () => {
   it('works from the keyboard alone: sign-in, the skip link, and every page from the navigation', async () => {
     const keys = await openConsole(h, 'desktop');
     const p = keys.page;
-    // The key field has the focus on arrival; Enter submits the form.
+    // The key field has the focus on arrival (React renders after the page's load event, so wait
+    // for it); Enter submits the form.
+    await p.getByLabel('Management key').and(p.locator(':focus')).waitFor();
     await p.keyboard.type(management);
     await p.keyboard.press('Enter');
     await p.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
