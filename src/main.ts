@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
-import type { Config } from '@svc/platform';
+import { routeConsoleThrough, type Config } from '@svc/platform';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
@@ -62,6 +62,8 @@ async function main(): Promise<void> {
   const config = configOrExit();
   console.log(`svc-gateway starting: ${config.databaseUrl ? 'PostgreSQL' : `embedded PostgreSQL (PGlite) in ${config.dataDir}`}...`);
   const started = await startAll(config);
+  // Issue 22: warnings and errors in the logger's format too; the banner below stays for a person.
+  routeConsoleThrough(started.app.getHttpAdapter().getInstance().log);
   closeOnSignals(() => started.close(), config.shutdownGraceMs);
   const { keys } = started;
   const limits = (environment: 'live' | 'test') => {

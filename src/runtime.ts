@@ -5,7 +5,7 @@ import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
-import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
+import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
@@ -14,6 +14,7 @@ import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
 import type { ChatProvider } from '@svc/providers';
+import { Tracing } from '@svc/telemetry';
 
 /**
  * Everything a process of the service needs, wired from the configuration: the read-model
@@ -46,6 +47,8 @@ export interface Runtime {
   readonly metrics: ServiceMetrics;
   /** The port of the separate metrics server (SVC_METRICS_PORT) once bound; null when /metrics is on the main port. */
   readonly metricsPort: number | null;
+  /** OpenTelemetry spans over OTLP (issue 22); null, and nothing created, without OTEL_EXPORTER_OTLP_ENDPOINT. */
+  readonly tracing: Tracing | null;
   close(): Promise<void>;
 }
 
@@ -76,11 +79,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     for (const c of closers.reverse()) await c().catch(() => undefined);
   };
   try {
+    // Closed last: the spans of whatever the other closers finish are exported before the exit.
+    const tracing = config.tracing ? Tracing.otlp(config.tracing) : null;
+    if (tracing) closers.push(() => tracing.shutdown());
     const sql = await openReadDb(config, options.inMemory ?? false, closers);
 
-    // Every append timed, whatever the adapter: one decorator here rather than one per adapter.
-    const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store) });
-    const store: EventStore = metrics.timed(config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
+    // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
+    const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, options.clock ?? systemClock) });
+    const store: EventStore = metrics.observed(config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
     closers.push(() => store.close());
     await store.init();
 
@@ -144,9 +150,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     closers.push(() => edge.close());
     // Without this the first requests after start would find Redis still connecting, and run degraded.
     await edge.ready(2_000);
-    // SVC_METRICS_PORT: /metrics on a port of its own, in the processes that serve requests.
+    // SVC_METRICS_PORT: /metrics on a port of its own, in every process: a worker's are the
+    // charges of its jobs and its reaper, and the projections it runs.
     let metricsPort: number | null = null;
-    if (servesRequests && config.metricsPort !== null) {
+    if (config.metricsPort !== null) {
       const server = await startMetricsServer(metrics, config.metricsPort, config.host);
       closers.push(() => server.close());
       metricsPort = server.port;
@@ -168,6 +175,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       gatewayLease,
       metrics,
       metricsPort,
+      tracing,
       close,
     };
   } catch (err) {
@@ -177,18 +185,23 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 }
 
 /**
- * Each projection's lag in events, at scrape time: one read of the checkpoints, and one count per
- * distinct checkpoint (normally one: the projections move together).
+ * Each projection's lag at scrape time, in events and in seconds (the age of the first event it
+ * has not applied, as the readiness probe measures it): one read of the checkpoints, then one
+ * count and one read per distinct checkpoint (normally one: the projections move together).
  */
-async function projectionLag(sql: SqlRunner, store: EventStore): Promise<{ name: string; lag: number }[]> {
+async function projectionLag(sql: SqlRunner, store: EventStore, clock: Clock): Promise<{ name: string; lag: number; seconds: number | null }[]> {
   const { rows } = await sql.query<{ name: string; position: string }>('SELECT name, position FROM projection_checkpoints');
-  const counts = new Map<string, Promise<number>>();
-  const count = (position: string) => {
-    let n = counts.get(position);
-    if (!n) counts.set(position, (n = store.countEventsAfter(position)));
-    return n;
+  const behind = new Map<string, Promise<{ lag: number; seconds: number | null }>>();
+  const measure = async (position: string) => {
+    const [lag, [pending]] = await Promise.all([store.countEventsAfter(position), store.readAll({ after: position, maxCount: 1 })]);
+    return { lag, seconds: lagOf(pending ? pending.metadata : null, clock.now(), Infinity).lagSeconds };
   };
-  return Promise.all(rows.map(async (r) => ({ name: r.name, lag: await count(r.position) })));
+  const at = (position: string) => {
+    let m = behind.get(position);
+    if (!m) behind.set(position, (m = measure(position)));
+    return m;
+  };
+  return Promise.all(rows.map(async (r) => ({ name: r.name, ...(await at(r.position)) })));
 }
 
 /** Loaded only when configured: the gRPC client is heavy and most processes never need it. */

@@ -80,13 +80,23 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
   };
 
   it('two workers share one batch of 5,000 lines without doubling any', async () => {
-    workers.push(await spawnWorker(env), await spawnWorker(env));
+    // Each serves its own /metrics (issue 22): between them, every line's charge once.
+    const pair = [await spawnWorker({ ...env, SVC_METRICS_PORT: '0' }), await spawnWorker({ ...env, SVC_METRICS_PORT: '0' })];
+    workers.push(...pair);
     const { key } = await account(50);
     const started = Date.now();
     const id = await submit(key, jsonl(5000, (i) => `line ${i}`));
     await until('the batch to end', async () => ['completed', 'failed'].includes((await batch(key, id)).status), 600_000, 500);
     console.log(`5,000 batch lines on 2 workers: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await expectBilledOnce(key, id, 5000, 50);
+
+    const counted = { charges: 0, nano: 0n };
+    for (const worker of pair) {
+      const text = await (await fetch(`http://localhost:${worker.metricsPort}/metrics`)).text();
+      counted.charges += Number(/^svc_charges_total (\d+)$/m.exec(text)![1]);
+      counted.nano += BigInt(/^svc_charged_nano_usd_total (\d+)$/m.exec(text)![1]);
+    }
+    expect(counted).toEqual({ charges: 5000, nano: usdToNano('50') - usdToNano(String((await credits(key)).balance)) });
   }, 700_000);
 
   it('a worker killed with kill -9 mid-batch: restarted, every line is billed exactly once and the ledger audit is clean', async () => {

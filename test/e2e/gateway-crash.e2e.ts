@@ -84,6 +84,11 @@ describe('a gateway killed mid-request (kill -9)', () => {
     await silent;
 
     // Once the lease lapses the reaper settles both holds (it runs in the first process).
+    const counted = async () => {
+      const { charges, chargedNano } = gateways.first.runtime.metrics;
+      return { charges: (await charges.get()).values[0]?.value ?? 0, nano: (await chargedNano.get()).values[0]?.value ?? 0 };
+    };
+    const countedBefore = await counted();
     const settled = await until(async () => {
       await gateways.first.background.reaper.reapOnce();
       await gateways.first.runtime.projections.catchUpAll();
@@ -106,6 +111,9 @@ describe('a gateway killed mid-request (kill -9)', () => {
     expect(charged).toBeGreaterThan(0);
     expect(charged).toBeLessThanOrEqual(got);
     expect(charged).toBeGreaterThanOrEqual(gotOneIntervalEarlier);
+
+    // Issue 22: the reaper's charge is in the metrics of the process that recorded it.
+    expect(await counted()).toEqual({ charges: countedBefore.charges + 1, nano: countedBefore.nano + Number(charge.data.amount_nano) });
 
     const released = settled.find((e) => e.type === 'HoldReleased')!;
     expect(released.data.error_code).toBe('gateway_lost');

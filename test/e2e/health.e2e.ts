@@ -10,14 +10,20 @@ const root = (gw: StartedGateway): Call => api(gw.url.replace(/\/v1$/, ''));
 
 /** Issue 22: GET /health/live and GET /health/ready. */
 describe('health probes on the embedded defaults', () => {
+  const ADMIN_TOKEN = 'health-admin-token-0123456789';
   const clock = new ManualClock(new Date('2026-11-02T10:00:00Z'));
   let gw: StartedGateway;
   let call: Call;
 
   beforeAll(async () => {
-    gw = await startGateway({}, undefined, { clock });
+    gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN }, undefined, { clock });
     call = root(gw);
   }, 60_000);
+  /** `svc_projection_lag_<unit>` of every projection, as /metrics shows it. */
+  const lagMetric = async (unit: 'seconds' | 'events') => {
+    const text = (await call('GET', '/metrics', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json as string;
+    return [...text.matchAll(new RegExp(`^svc_projection_lag_${unit}\\{projection="([^"]+)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1], Number(m[2])] as const);
+  };
 
   afterAll(() => stopGateway(gw));
 
@@ -62,6 +68,11 @@ describe('health probes on the embedded defaults', () => {
       expect(behind.json.checks.postgres).toEqual({ status: 'ok', backend: 'pglite' });
       expect(behind.json.checks.projections).toMatchObject({ status: 'fail', lag_seconds: 31, max_lag_seconds: 30 });
       expect(behind.json.checks.projections.reason).toMatch(/^projection \S+ is 31 s behind the event log \(the bound is 30 s\)$/);
+      // The metrics say the same, per projection: one event, 31 s old, behind each.
+      const seconds = await lagMetric('seconds');
+      expect(seconds.length).toBe(projections.projections.length);
+      expect(new Set(seconds.map(([, v]) => v))).toEqual(new Set([31]));
+      expect(new Set((await lagMetric('events')).map(([, v]) => v))).toEqual(new Set([1]));
       // Liveness never looks at any of it.
       expect((await call('GET', '/health/live')).status).toBe(200);
 
@@ -70,6 +81,7 @@ describe('health probes on the embedded defaults', () => {
       const caughtUp = await call('GET', '/health/ready');
       expect(caughtUp.status).toBe(200);
       expect(caughtUp.json.checks.projections).toEqual({ status: 'ok', lag_seconds: 0, max_lag_seconds: 30 });
+      expect(new Set((await lagMetric('seconds')).map(([, v]) => v))).toEqual(new Set([0]));
     } finally {
       projections.start();
     }

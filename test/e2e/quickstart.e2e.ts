@@ -1,13 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
+import { killSpawned, MAIN, ROOT, startServer, stop, stopGroup } from '../support/server-process';
+
 const run = promisify(execFile);
-const ROOT = join(__dirname, '..', '..');
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 
 /**
  * The README's quick start, exactly as printed (only the port and data directory moved to a
@@ -22,76 +21,10 @@ function readmeBlock(marker: RegExp): string {
   return block;
 }
 
-/** Every server a test started: a failed test must not leave one running (jest would wait on it). */
-const spawned: { child: ChildProcess; group: boolean }[] = [];
-
-afterAll(() => {
-  for (const { child, group } of spawned) {
-    try {
-      if (group) process.kill(-child.pid!, 'SIGKILL');
-      else child.kill('SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-});
+afterAll(killSpawned);
 
 /** How long `npm start` may take to answer after a build (it recompiles only what changed). */
 const START_BOUND_MS = 30_000;
-
-function startServer(dataDir: string, { viaNpm = false } = {}): Promise<{ child: ChildProcess; port: number; output: () => string; readyMs: number }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0' };
-  // No database, event store or Redis: the embedded defaults must be enough.
-  delete env.DATABASE_URL;
-  delete env.EVENTSTORE_URL;
-  delete env.REDIS_URL;
-  const started = performance.now();
-  const child = viaNpm ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true }) : spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  spawned.push({ child, group: viaNpm });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const m = /ready on http:\/\/localhost:(\d+)\/v1/.exec(output);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), output: () => output, readyMs: performance.now() - started });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    child.removeAllListeners('exit');
-    child.on('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
-}
-
-/**
- * `npm start` and the server it runs, stopped as a terminal's Ctrl-C would (the whole process
- * group); resolves once the server itself (its pid is in the data directory) has exited.
- */
-async function stopGroup(child: ChildProcess, dataDir: string): Promise<void> {
-  const server = Number(readFileSync(join(dataDir, 'svc.pid'), 'utf8'));
-  child.removeAllListeners('exit');
-  process.kill(-child.pid!, 'SIGTERM');
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      process.kill(server, 0);
-    } catch {
-      return;
-    }
-    if (Date.now() > deadline) throw new Error(`the server (pid ${server}) did not stop`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('README quick start on a fresh data directory', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-quickstart-'));
@@ -126,12 +59,26 @@ describe('README quick start on a fresh data directory', () => {
     const answer = JSON.parse(curl.stdout);
     expect(answer.choices[0].message.content).toBe('Echo: Hello!');
     expect(answer.usage.cost).toBeGreaterThan(0);
-    // Issue 15.13: one line per request, with its generation, and neither the key nor the prompt.
+    // Issues 15.13 and 22: one JSON line per request (standard output is not a terminal here),
+    // with its generation, caller, provider and cost, and neither the key nor the prompt.
     // Written once the answer is out, so it may reach this process a moment after curl returned.
-    const logged = () => first.output().split('\n').find((l) => / POST \/v1\/chat\/completions 200 /.test(l));
+    const logged = () => first.output().split('\n').find((l) => l.includes('"route":"/v1/chat/completions"'));
     for (let waited = 0; !logged() && waited < 5_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
-    const line = logged();
-    expect(line).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z POST /v1/chat/completions 200 [\\d.]+ms ${answer.id}$`));
+    const line = logged()!;
+    expect(JSON.parse(line)).toMatchObject({
+      level: 30,
+      msg: 'POST /v1/chat/completions 200',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      status: 200,
+      generation_id: answer.id,
+      key_id: expect.any(String),
+      account_id: keys.account_id,
+      model: answer.model,
+      provider: expect.any(String),
+      cost: answer.usage.cost,
+      latency_ms: expect.any(Number),
+    });
     expect(line).not.toMatch(/svc_|Hello/);
 
     const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');

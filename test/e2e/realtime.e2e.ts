@@ -195,8 +195,18 @@ describe('browser subprotocol (spec 5 rule 7)', () => {
   });
 });
 
+/** Handshakes counted in the request metrics (issue 22), by status: Fastify never sees them. */
+async function handshakes(): Promise<Record<string, number>> {
+  const counted: Record<string, number> = {};
+  for (const { labels, value } of (await gw.runtime.metrics.httpRequests.get()).values) {
+    if (labels.route === '/v1/realtime' && labels.method === 'GET') counted[String(labels.status)] = (counted[String(labels.status)] ?? 0) + value;
+  }
+  return counted;
+}
+
 describe('refusals before the upgrade', () => {
   it('no key: 401; an unknown model: 404; a model of another type: 400; a management key: 403', async () => {
+    const before = await handshakes();
     const noKey = await Client.refused({});
     expect(noKey.status).toBe(401);
     expect(noKey.body.error).toMatchObject({ type: 'authentication_error' });
@@ -208,6 +218,12 @@ describe('refusals before the upgrade', () => {
     expect(chat.body.error.type).toBe('invalid_request_error');
     const management = await Client.refused({ key: gw.keys.management_key });
     expect(management.status).toBe(403);
+    // Each counted once, by its status; and an accepted session as 101.
+    const client = await Client.open({ key: gw.keys.api_key });
+    client.ws.close();
+    await client.closed;
+    const after = await handshakes();
+    for (const status of ['401', '404', '400', '403', '101']) expect([status, (after[status] ?? 0) - (before[status] ?? 0)]).toEqual([status, 1]);
   });
 });
 

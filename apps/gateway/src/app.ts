@@ -1,4 +1,5 @@
 import fastifyMultipart from '@fastify/multipart';
+import { LogController } from 'fastify';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Runtime } from '../../../src/runtime';
@@ -6,14 +7,20 @@ import { GatewayModule } from './gateway.module';
 import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';
 import { serveConsole } from './http/console';
-import { clientErrorHandler, frameworkErrors, installRequestChecks, installRequestLog } from './http/request-checks';
+import { installApiReference } from './http/openapi';
+import { REALTIME_ENDPOINT } from './realtime/realtime-session';
+import { nestLogger, processLog } from '@svc/platform';
+import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
+import { installRequestLog } from './http/request-log';
 import { installRequestMetrics } from './metrics/request-metrics';
+import { installTracing } from './http/tracing';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
 
 export async function createGatewayApp(runtime: Runtime, { logger = true } = {}): Promise<NestFastifyApplication> {
   const { trustProxy, tls } = runtime.config;
+  const log = logger ? processLog(runtime.config) : undefined;
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: trustProxy.length > 0 ? trustProxy : false,
@@ -25,7 +32,14 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
     // The server is then an https.Server where the types say http.Server; both are net.Servers
     // with the same request and upgrade events, which is all the app and Nest use of it.
     ...(tls ? { https: { cert: tls.cert, key: tls.key } } : {}),
+    // Issue 22: the process's pino at LOG_LEVEL; Fastify's own two lines per request give way to ours.
+    ...(log ? { loggerInstance: log } : {}),
+    logController: new LogController({ disableRequestLogging: true }),
   });
+  // First: the request's span covers every other hook, and its context is entered before theirs.
+  installTracing(adapter.getInstance(), runtime.tracing);
+  // Issue 22: before any route is registered, so the OpenAPI document sees every one.
+  const routes = installApiReference(adapter.getInstance());
   // Before the request checks: a preflight is answered before anything else looks at it, and
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);
@@ -34,17 +48,18 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   await adapter.getInstance().register(fastifyMultipart, { throwFileSizeLimit: true });
   installRequestChecks(adapter.getInstance());
   if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir);
-  if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance());
+  if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance(), runtime.metrics.requests, runtime.catalog);
   installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.
     bodyParser: false,
-    // Route mapping at start is Nest's 'log' level: noise in production logs.
-    logger: logger ? ['error', 'warn'] : false,
+    // Nest's messages in the same format; its route mapping at start is debug.
+    logger: log ? nestLogger(log) : false,
   });
   await app.init();
   // Spec 4.16: GET /v1/realtime is a WebSocket upgrade, which Fastify's routes never see.
-  app.get(RealtimeUpgrade).attach(app.getHttpServer());
+  app.get(RealtimeUpgrade).attach(app.getHttpServer(), log && runtime.config.requestLog ? adapter.getInstance().log : null);
+  routes.add({ method: 'GET', url: REALTIME_ENDPOINT });
   return app;
 }

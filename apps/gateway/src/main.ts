@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { routeConsoleThrough } from '@svc/platform';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '../../../src/runtime';
 import { createGatewayApp } from './app';
@@ -12,6 +13,8 @@ runMain(async () => {
   const config = configOrExit();
   const runtime = await createRuntime(config);
   const app = await createGatewayApp(runtime);
+  // Issue 22: warnings and errors in the logger's format too (LOG_LEVEL, SVC_LOG_FORMAT).
+  routeConsoleThrough(app.getHttpAdapter().getInstance().log);
   // Before it says it listens: a signal from then on must stop it cleanly, not by default.
   closeOnSignals(async () => {
     await app.close();

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { nestLogger, processLog, routeConsoleThrough } from '@svc/platform';
 import { startBackground } from '../../../src/background';
 import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '../../../src/runtime';
@@ -7,13 +8,18 @@ import { WorkerModule } from './worker.module';
 
 /** Background work: projections from the event log, expiry of holds nobody settled, webhooks, and batch lines (which call the models). */
 runMain(async () => {
-  const runtime = await createRuntime(configOrExit(), { servesRequests: false });
-  const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: ['error', 'warn'] });
+  const config = configOrExit();
+  // Issue 22: one format for every line a collector reads (LOG_LEVEL, SVC_LOG_FORMAT).
+  const log = processLog(config);
+  routeConsoleThrough(log);
+  const runtime = await createRuntime(config, { servesRequests: false });
+  const context = await NestFactory.createApplicationContext(WorkerModule.forRoot(runtime), { logger: nestLogger(log) });
   const background = startBackground(runtime, context);
   closeOnSignals(async () => {
     await background.stop();
     await context.close();
     await runtime.close();
   }, runtime.config.shutdownGraceMs);
-  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry`);
+  const metrics = runtime.metricsPort === null ? '' : `; metrics on port ${runtime.metricsPort}`;
+  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry${metrics}`);
 });

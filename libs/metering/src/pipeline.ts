@@ -9,6 +9,7 @@ import type { Clock, Nano } from '@svc/platform';
 import { ApiError, isConnectionFailure } from '@svc/platform';
 import type { ChatProvider } from '@svc/providers';
 import { ProviderError } from '@svc/providers';
+import { ATTR, type Attributes, type Span, type Tracing } from '@svc/telemetry';
 import { byokKeyRejected } from './byok';
 import { markFailedGeneration } from './failed-generation';
 import { recordedMeters, type MeterUsage } from './meters';
@@ -84,6 +85,8 @@ export interface MeteringDeps {
   warn(message: string): void;
   /** Told of every upstream call and every charge (the process's metrics); O(1), no I/O. */
   observer?: MeteringObserver;
+  /** Issue 22: spans of the hold, each upstream call and the charge or release; absent when the process does not trace. */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -178,7 +181,8 @@ export class MeteredCalls {
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const held = targets.map((t) => costOf(t, plan.worstCase, deps.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
-    await deps.ledger(caller.accountId, {
+    const holdAttributes = () => ({ ...ids(id, caller.accountId, caller.keyId), [ATTR.amountNano]: Number(held), [ATTR.model]: plan.models[0].model.id, [ATTR.endpoint]: plan.endpoint });
+    await this.traced('hold', holdAttributes, () => deps.ledger(caller.accountId, {
       type: 'PlaceHold',
       holdId: id,
       keyId: caller.keyId,
@@ -188,7 +192,7 @@ export class MeteredCalls {
       ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
-    }, metadata);
+    }, metadata));
     const reservation: Reservation = {
       id,
       accountId: caller.accountId,
@@ -288,12 +292,12 @@ export class MeteredCalls {
     call: (target: Target) => Promise<T>,
   ): Promise<Tried<T>> {
     const failures: Failure[] = [];
-    const observer = this.deps.observer;
-    for (const target of targets) {
+    const { observer, tracing } = this.deps;
+    for (const [i, target] of targets.entries()) {
       // The one place providers are called: each try timed, by provider and operation (the model's type).
       const started = performance.now();
       try {
-        const value = await call(target);
+        const value = await (tracing ? tracing.upstream(`upstream ${providerName(target)}`, upstreamAttributes(id, target, i + 1), () => call(target)) : call(target));
         observer?.upstreamAnswered(providerName(target), target.model.type, (performance.now() - started) / 1000);
         return { answered: true, target, value };
       } catch (err) {
@@ -321,40 +325,49 @@ export class MeteredCalls {
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
     const amountNano = this.costOf(target, settlement.usage);
-    const settled = await this.deps.ledger(
-      reservation.accountId,
-      {
-        type: 'ChargeUsage',
-        holdId: reservation.id,
-        amountNano,
-        stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
-        usage: recordedMeters(settlement.usage),
-        ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
-      },
-      reservation.metadata,
-    );
+    const charged = await this.traced('charge', () => settleAttributes(reservation, target), async (span) => {
+      const settled = await this.deps.ledger(
+        reservation.accountId,
+        {
+          type: 'ChargeUsage',
+          holdId: reservation.id,
+          amountNano,
+          stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
+          usage: recordedMeters(settlement.usage),
+          ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
+        },
+        reservation.metadata,
+      );
+      // Nothing returned is released, not charged (spec 1 rule 3): the span says 0.
+      const amount = settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
+      span?.setAttribute(ATTR.amountNano, Number(amount));
+      return { amount, event: settled.events[0]?.type };
+    });
     const output = settlement.usage.output ?? 0;
     if (metered.recordOutputTokens && output > 0) {
       metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
     }
-    if (settled.events[0]?.type !== 'UsageCharged') return 0n;
-    const charged = BigInt(settled.events[0].data.amount_nano);
-    this.deps.observer?.charged(charged);
-    return charged;
+    if (charged.event !== 'UsageCharged') return 0n;
+    this.deps.observer?.charged(charged.amount);
+    return charged.amount;
   }
 
   /** Releases the hold of a call that failed: nothing is billed (spec 1 rule 3). */
   async release(reservation: Reservation, target: Target, err: unknown, latencyMs: number, errorCode?: string): Promise<void> {
     const status = err instanceof ProviderError ? err.status : undefined;
-    await this.deps.ledger(
-      reservation.accountId,
-      {
-        type: 'ReleaseHold',
-        holdId: reservation.id,
-        errorCode: errorCode ?? (status === undefined ? 'upstream_error' : `upstream_${status}`),
-        stats: { ...who(reservation, target), latency_ms: Math.round(latencyMs) },
-      },
-      reservation.metadata,
+    const code = errorCode ?? (status === undefined ? 'upstream_error' : `upstream_${status}`);
+    const releaseAttributes = () => ({ ...settleAttributes(reservation, target), [ATTR.amountNano]: 0, [ATTR.errorCode]: code });
+    await this.traced('release', releaseAttributes, () =>
+      this.deps.ledger(
+        reservation.accountId,
+        {
+          type: 'ReleaseHold',
+          holdId: reservation.id,
+          errorCode: code,
+          stats: { ...who(reservation, target), latency_ms: Math.round(latencyMs) },
+        },
+        reservation.metadata,
+      ),
     );
   }
 
@@ -380,6 +393,15 @@ export class MeteredCalls {
   chargeOf(target: Target, settlement: Pick<Settlement, 'usage' | 'returned'>): Nano {
     // The settlement's `returned`, else its output tokens: what `settle` sends the ledger.
     return billedAmount(this.costOf(target, settlement.usage), settlement.returned ?? settlement.usage.output ?? 0);
+  }
+
+  /**
+   * `fn` in a span of the current request's trace when this process traces (issue 22); else
+   * just `fn`, its attributes never built.
+   */
+  private traced<T>(name: string, attributes: () => Attributes, fn: (span?: Span) => Promise<T>): Promise<T> {
+    const { tracing } = this.deps;
+    return tracing ? tracing.span(name, attributes(), fn) : fn();
   }
 
   /** The charge for `usage` on `target`, as settle would make it. */
@@ -411,6 +433,20 @@ function discounted(targets: Target[], batchLine: boolean): Target[] {
  */
 function who(reservation: Reservation, target: Target) {
   return { model: target.model.id, provider: providerName(target), endpoint: reservation.endpoint };
+}
+
+/** Who a span's decision is about: ids only (issue 22: never content or a secret). */
+function ids(generationId: string, accountId: string, keyId: string): Attributes {
+  return { [ATTR.generationId]: generationId, [ATTR.accountId]: accountId, [ATTR.keyId]: keyId };
+}
+
+function settleAttributes(reservation: Reservation, target: Target): Attributes {
+  return { ...ids(reservation.id, reservation.accountId, reservation.keyId), [ATTR.provider]: providerName(target), [ATTR.model]: target.model.id, [ATTR.endpoint]: reservation.endpoint };
+}
+
+/** An upstream call's span: which provider serves which model for what, and which try this is (fallbacks make several). */
+function upstreamAttributes(generationId: string, target: Target, attempt: number): Attributes {
+  return { [ATTR.generationId]: generationId, [ATTR.provider]: providerName(target), [ATTR.model]: target.model.id, [ATTR.operation]: target.model.type, [ATTR.attempt]: attempt };
 }
 
 const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name);

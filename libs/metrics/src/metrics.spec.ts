@@ -23,7 +23,7 @@ describe('upstreamErrorCode', () => {
   });
 });
 
-describe('ServiceMetrics.timed', () => {
+describe('ServiceMetrics.observed', () => {
   it('times each append and leaves every other member the store\'s own', async () => {
     const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } as never });
     const store = {
@@ -37,7 +37,7 @@ describe('ServiceMetrics.timed', () => {
         return this.calls;
       },
     };
-    const timed = metrics.timed(store as unknown as EventStore) as unknown as typeof store;
+    const timed = metrics.observed(store as unknown as EventStore) as unknown as typeof store;
     await (timed as unknown as EventStore).append('s', [], 'any' as never);
     await (timed as unknown as EventStore).append('s', [], 'any' as never);
     expect(store.calls).toBe(2);
@@ -46,5 +46,25 @@ describe('ServiceMetrics.timed', () => {
     expect(timed.countEventsAfter).toBe(timed.countEventsAfter);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svc_event_store_append_seconds_count 2$/m);
+  });
+
+  it('counts the charges an append records, once each, and none of a failed append', async () => {
+    const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } as never });
+    let fail = false;
+    const store = {
+      async append() {
+        if (fail) throw new Error('wrong expected revision');
+        return { nextRevision: 0n, position: 'p' };
+      },
+    } as unknown as EventStore;
+    const observed = metrics.observed(store);
+    const charge = (amount: string) => ({ id: amount, type: 'UsageCharged', data: { amount_nano: amount }, metadata: {} });
+    await observed.append('account-a', [charge('1500'), { id: 'x', type: 'HoldPlaced', data: { amount_nano: '9999' }, metadata: {} }], 'any' as never);
+    await observed.append('account-b', [charge('0'), charge('2500')], 'any' as never);
+    fail = true;
+    await expect(observed.append('account-c', [charge('7')], 'any' as never)).rejects.toThrow();
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^svc_charges_total 3$/m);
+    expect(text).toMatch(/^svc_charged_nano_usd_total 4000$/m);
   });
 });

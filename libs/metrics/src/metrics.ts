@@ -1,12 +1,13 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventStore } from '@svc/eventstore';
 import type { SqlRunner } from '@svc/platform';
+import { RequestScope } from './request-scope';
 
 /** What the scrape-time gauges read: the read-model database and, when the runner can tell, each projection's lag. */
 export interface MetricsSources {
   sql: SqlRunner;
-  /** Per projection, events in the log after its checkpoint. */
-  projectionLag?: () => Promise<readonly { name: string; lag: number }[]>;
+  /** Per projection, events in the log after its checkpoint, and the age in seconds of the first of them (0: none; null: it has no time). */
+  projectionLag?: () => Promise<readonly { name: string; lag: number; seconds: number | null }[]>;
 }
 
 /** Seconds buckets for request and upstream times: model calls run from milliseconds to minutes. */
@@ -49,8 +50,8 @@ export class ServiceMetrics {
     labelNames: ['provider', 'code'] as const,
     registers: [this.registry],
   });
-  readonly charges = new Counter({ name: 'svc_charges_total', help: 'Charges settled by this process.', registers: [this.registry] });
-  readonly chargedNano = new Counter({ name: 'svc_charged_nano_usd_total', help: 'Nano-USD charged by this process.', registers: [this.registry] });
+  readonly charges = new Counter({ name: 'svc_charges_total', help: 'Charges recorded by this process (UsageCharged events appended), whatever decided them.', registers: [this.registry] });
+  readonly chargedNano = new Counter({ name: 'svc_charged_nano_usd_total', help: 'Nano-USD those charges amount to.', registers: [this.registry] });
   readonly rateLimitRefusals = new Counter({
     name: 'svc_rate_limit_refusals_total',
     help: 'Requests refused by a rate limit (429), by error code.',
@@ -117,6 +118,9 @@ export class ServiceMetrics {
     });
     const { projectionLag } = sources;
     if (projectionLag) {
+      // Both gauges are collected in one scrape: they share the reads.
+      let lags: ReturnType<typeof projectionLag> | null = null;
+      const sharedLag = () => (lags ??= projectionLag().finally(() => setImmediate(() => (lags = null))));
       new Gauge({
         name: 'svc_projection_lag_events',
         help: 'Events in the log after each projection\'s checkpoint.',
@@ -124,7 +128,17 @@ export class ServiceMetrics {
         registers,
         async collect() {
           this.reset();
-          for (const { name, lag } of await projectionLag()) this.set({ projection: name }, lag);
+          for (const { name, lag } of await sharedLag()) this.set({ projection: name }, lag);
+        },
+      });
+      new Gauge({
+        name: 'svc_projection_lag_seconds',
+        help: 'Age of the first event each projection has not applied yet (0 when it is at the end of the log), as /health/ready measures it.',
+        labelNames: ['projection'] as const,
+        registers,
+        async collect() {
+          this.reset();
+          for (const { name, seconds } of await sharedLag()) if (seconds !== null) this.set({ projection: name }, seconds);
         },
       });
     }
@@ -137,18 +151,23 @@ export class ServiceMetrics {
     this.httpDuration.observe({ route, method }, seconds);
   }
 
-  /** What the metering pipeline reports (libs/metering's MeteringObserver). */
+  /** The HTTP request each report of the pipeline belongs to, for its log line. */
+  readonly requests = new RequestScope();
+
+  /** What the metering pipeline reports (libs/metering's MeteringObserver): counted, and noted on the request's record. */
   readonly metering = {
     upstreamAnswered: (provider: string, operation: string, seconds: number): void => {
       this.upstreamDuration.observe({ provider, operation }, seconds);
+      this.requests.upstreamAnswered(provider, seconds);
     },
     upstreamFailed: (provider: string, operation: string, seconds: number, error: unknown): void => {
       this.upstreamDuration.observe({ provider, operation }, seconds);
       this.upstreamErrors.inc({ provider, code: upstreamErrorCode(error) });
+      this.requests.upstreamFailed(provider, seconds);
     },
+    // Counted where charges are appended (observed), whatever decided them: only the request's record here.
     charged: (amountNano: bigint): void => {
-      this.charges.inc();
-      if (amountNano > 0n) this.chargedNano.inc(Number(amountNano));
+      this.requests.charged(amountNano);
     },
   };
 
@@ -157,17 +176,27 @@ export class ServiceMetrics {
   }
 
   /**
-   * `store` with every append timed: one decorator where the runtime builds the store, not one
-   * per adapter. An own `append` over the adapter's method, so every other member stays the
-   * store's own at no cost (a Proxy would be in the way of every read on the hot path).
+   * `store` with every append timed, and every charge it records counted: one decorator where
+   * the runtime builds the store, not one per adapter. Charges are counted as UsageCharged
+   * events appended, so every path that charges (the metering pipeline, a video job, the hold
+   * reaper after a crash) counts once, in the process that recorded it. An own `append` over the
+   * adapter's method, so every other member stays the store's own at no cost (a Proxy would be
+   * in the way of every read on the hot path).
    */
-  timed<S extends EventStore>(store: S): S {
-    const histogram = this.eventStoreAppend;
+  observed<S extends EventStore>(store: S): S {
+    const { eventStoreAppend: histogram, charges, chargedNano } = this;
     const append = store.append.bind(store);
     store.append = (async (...args: Parameters<EventStore['append']>) => {
       const end = histogram.startTimer();
       try {
-        return await append(...args);
+        const appended = await append(...args);
+        for (const event of args[1]) {
+          if (event.type !== 'UsageCharged') continue;
+          charges.inc();
+          const amount = Number((event.data as { amount_nano?: unknown }).amount_nano);
+          if (amount > 0) chargedNano.inc(amount);
+        }
+        return appended;
       } finally {
         end();
       }

@@ -42,6 +42,19 @@ describe('SVC_REQUEST_LOG', () => {
   });
 });
 
+describe('LOG_LEVEL and SVC_LOG_FORMAT', () => {
+  it('log at info, in the format the terminal decides, unless set', () => {
+    expect(loadConfig({})).toMatchObject({ logLevel: 'info', logFormat: null });
+    expect(loadConfig({ LOG_LEVEL: 'debug', SVC_LOG_FORMAT: 'pretty' })).toMatchObject({ logLevel: 'debug', logFormat: 'pretty' });
+    expect(loadConfig({ LOG_LEVEL: 'silent', SVC_LOG_FORMAT: 'json' })).toMatchObject({ logLevel: 'silent', logFormat: 'json' });
+  });
+
+  it('refuse a level or format pino does not know, naming the variable', () => {
+    expect(() => loadConfig({ LOG_LEVEL: 'verbose' })).toThrow(/^LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent/);
+    expect(() => loadConfig({ SVC_LOG_FORMAT: 'text' })).toThrow(/^SVC_LOG_FORMAT: /);
+  });
+});
+
 describe('SVC_WEBHOOK_ALLOW_PRIVATE', () => {
   it('is off unless set to true or on', () => {
     expect(loadConfig({}).webhookAllowPrivate).toBe(false);
@@ -103,5 +116,20 @@ describe('SVC_READY_MAX_LAG_SECONDS', () => {
     expect(loadConfig({}).readyMaxLagSeconds).toBe(30);
     expect(loadConfig({ SVC_READY_MAX_LAG_SECONDS: '120' }).readyMaxLagSeconds).toBe(120);
     for (const bad of ['0', '-5', 'soon', '2.5', '86401']) expect(() => loadConfig({ SVC_READY_MAX_LAG_SECONDS: bad })).toThrow(/^SVC_READY_MAX_LAG_SECONDS: /);
+  });
+});
+
+describe('OTEL_EXPORTER_OTLP_ENDPOINT (issue 22: traces)', () => {
+  it('is no tracing unless an endpoint is set; the traces path is added to the base endpoint, not to the traces one', () => {
+    expect(loadConfig({}).tracing).toBeNull();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ url: 'http://collector:4318/v1/traces', serviceName: 'svc-gateway' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example/base/', OTEL_SERVICE_NAME: 'edge-eu' }).tracing).toEqual({ url: 'https://otlp.example/base/v1/traces', serviceName: 'edge-eu' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/custom' }).tracing?.url).toBe('http://collector:4318/custom');
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+  });
+
+  it('refuses an endpoint that is not an http(s) URL, naming the variable', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317' })).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: /);
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' })).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: /);
   });
 });

@@ -53,6 +53,13 @@ export interface Config {
   authFailureLimit: number;
   /** One line per request on standard output (SVC_REQUEST_LOG, on by default). */
   requestLog: boolean;
+  /** How much the process logs (LOG_LEVEL, `info` by default): request lines are `info`, failures `warn` and `error`. */
+  logLevel: LogLevel;
+  /**
+   * SVC_LOG_FORMAT: `json`, one object per line for a log collector, or `pretty`, for a person at
+   * a terminal. Unset: pretty when standard output is a terminal, else JSON.
+   */
+  logFormat: 'json' | 'pretty' | null;
   /**
    * How long a stopping process waits for its streams to settle before it exits anyway (ms);
    * by default below the 30 s most orchestrators allow between SIGTERM and SIGKILL.
@@ -96,7 +103,16 @@ export interface Config {
    * /console/; null = not served (`off`, or no build beside the code).
    */
   consoleDir: string | null;
+  /**
+   * Issue 22: OpenTelemetry spans exported over OTLP/HTTP to `url` (OTEL_EXPORTER_OTLP_ENDPOINT
+   * plus `/v1/traces`, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is) as `serviceName`
+   * (OTEL_SERVICE_NAME); null (no endpoint, or OTEL_SDK_DISABLED=true): no tracing at all.
+   */
+  tracing: { url: string; serviceName: string } | null;
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** The PEM contents of SVC_TLS_CERT (the leaf first, then any intermediates) and SVC_TLS_KEY. */
 export interface TlsFiles {
@@ -248,6 +264,13 @@ export function loadConfig(env: Env = process.env): Config {
     return v === 'on';
   };
 
+  const oneOf = <T extends string>(name: string, values: readonly T[]): T | null => {
+    const v = text(name);
+    if (v === null) return null;
+    if (!values.includes(v as T)) throw new ConfigError(name, `expected one of ${values.join(', ')}, got ${JSON.stringify(v)}`);
+    return v as T;
+  };
+
   const trueFalse = (name: string, fallback: boolean): boolean => {
     const v = text(name);
     if (v === null) return fallback;
@@ -264,6 +287,14 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('SVC_SMTP_URL', 'expected smtp://[user:password@]host[:port] (or smtps://), got no host');
     }
     return v;
+  };
+
+  // The OpenTelemetry variables, read as the OTLP exporter specification reads them.
+  const tracing = (): Config['tracing'] => {
+    const traces = url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
+    const base = url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
+    if ((traces === null && base === null) || text('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
+    return { url: traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`, serviceName: text('OTEL_SERVICE_NAME') ?? 'svc-gateway' };
   };
 
   const rateLimits = (name: string, environment: 'live' | 'test') => {
@@ -294,6 +325,8 @@ export function loadConfig(env: Env = process.env): Config {
     authCache: onOff('SVC_AUTH_CACHE', true),
     authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
     requestLog: onOff('SVC_REQUEST_LOG', true),
+    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
+    logFormat: oneOf('SVC_LOG_FORMAT', ['json', 'pretty'] as const),
     shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
     metricsPort: metricsPort(),
     readyMaxLagSeconds: integer('SVC_READY_MAX_LAG_SECONDS', 30, 1, 86_400),
@@ -302,6 +335,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),
     tls: tlsFiles(text('SVC_TLS_CERT'), text('SVC_TLS_KEY')),
     consoleDir: consoleDir(text('SVC_CONSOLE_DIR')),
+    tracing: tracing(),
   };
 }
 

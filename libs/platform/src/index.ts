@@ -4,6 +4,7 @@ export * from './crypto';
 export * from './edge';
 export * from './errors';
 export * from './input';
+export * from './logging';
 export * from './mail';
 export * from './money';
 export * from './outbound';

@@ -13,6 +13,7 @@ import { videosProjection } from './read-models/videos';
 
 export * from './auth-cache';
 export * from './in-flight';
+export * from './lag';
 export * from './projection';
 export * from './runner';
 export * from './read-models/activity';

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request, type Dispatcher, FormData } from 'undici';
+import { upstreamTraceHeaders } from '@svc/telemetry';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
 
@@ -88,10 +89,13 @@ export function postUpstream(url: string, headers: Record<string, string>, paylo
 }
 
 async function callUpstream(method: UpstreamMethod, url: string, headers: Record<string, string>, payload: object | undefined, deadline: Deadline): Promise<UpstreamAnswer> {
+  // Issue 22: the trace context of the upstream call (or, without tracing, the caller's own), so
+  // the provider's trace joins the caller's; every adapter's request passes here.
+  const trace = upstreamTraceHeaders();
   const { statusCode, body, headers: answered } = await request(url, {
     method,
     // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
-    headers: { 'user-agent': USER_AGENT, ...headers },
+    headers: trace ? { 'user-agent': USER_AGENT, ...headers, ...trace } : { 'user-agent': USER_AGENT, ...headers },
     // A multipart form goes as it is (undici sets its boundary); anything else as JSON.
     body: payload === undefined || payload instanceof FormData ? payload : JSON.stringify(payload),
     signal: deadline.signal,

@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, START, type EventStore, type Position } from '@svc/eventstore';
 import { CLOCK, CONFIG, READ_DB, type Clock, type Config, type EdgeStores, type SqlRunner } from '@svc/platform';
-import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
+import { PROJECTIONS, projectionLag, type ProjectionRunner } from '@svc/projections';
 import { RUNTIME } from '../../../../src/runtime.module';
-import { projectionLag } from './lag';
 
 /** Dependencies whose outage the gateway rides out: their failure degrades readiness, never fails it. */
 const SERVES_WITHOUT = new Set(['redis']);

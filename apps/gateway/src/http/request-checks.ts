@@ -97,29 +97,3 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
       `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
-
-/**
- * Health probes (issue 22) come every few seconds from the orchestrator: a line each would bury
- * the requests. The liveness probe is never logged; the readiness probe only when it answers
- * anything but 200, since a 503 is the news an operator looks for.
- */
-export function isQuietProbe(path: string, status: number): boolean {
-  return path === '/health/live' || (path === '/health/ready' && status === 200);
-}
-
-/**
- * Issue 15.13: one line per request, so a newcomer sees what happened: when it ended, method,
- * path (no query string: ids and filters stay out), status, latency and the generation it made.
- * Never a header, a key or a body.
- */
-export function installRequestLog(fastify: FastifyInstance, write: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): void {
-  fastify.addHook('onResponse', async (request, reply) => {
-    const path = request.url.split('?')[0].slice(0, 200);
-    if (isQuietProbe(path, reply.statusCode)) return;
-    const generation = reply.getHeader('x-svc-generation-id');
-    write(
-      // The path as it came: Node's parser refuses control characters in it, so it cannot forge a line.
-      `${new Date().toISOString()} ${request.method} ${path} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)}ms${typeof generation === 'string' ? ` ${generation}` : ''}`,
-    );
-  });
-}

@@ -52,6 +52,7 @@ export class Metering {
       leaseId: () => runtime.gatewayLease?.id,
       warn: (message) => this.logger.warn(message),
       observer: runtime.metrics.metering,
+      tracing: runtime.tracing,
     });
   }
 

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { authenticate, authorize, ipAllowed, keyFromHeaders, type Caller, type SecretMatch } from '@svc/identity';
 import type { RoutedModel, Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
@@ -12,6 +12,7 @@ import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
+import type { RequestLine } from '../http/request-log';
 import { Metering } from '../metering/metering.service';
 import { MAX_APPEND_BASE64_CHARS, SESSION_MAX_MS } from '@svc/realtime';
 import { RealtimeSession, REALTIME_ENDPOINT } from './realtime-session';
@@ -27,6 +28,16 @@ const BROWSER_KEY_PREFIX = 'svc-insecure-api-key.';
 const MAX_FRAME_BYTES = MAX_APPEND_BASE64_CHARS + 1024 * 1024;
 /** How long the upstream may take to accept the session before the client is told 504. */
 const UPSTREAM_CONNECT_MS = 15_000;
+
+/** One handshake, as its log line and metrics tell it. */
+interface Handshake {
+  started: number;
+  /** Once its key is known. */
+  caller?: Caller;
+}
+
+/** The request log's logger (Fastify's), as the handshake writes to it. */
+export type HandshakeLog = Pick<FastifyBaseLogger, 'info' | 'error'>;
 
 /**
  * Stands in for the Fastify reply RateLimitService writes to: it collects the rate-limit headers
@@ -60,6 +71,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
   private readonly sessions = new Set<RealtimeSession>();
   private readonly lookup: (hash: string) => Promise<SecretMatch | null>;
   private readonly upgradeHeaders = new WeakMap<IncomingMessage, Record<string, string>>();
+  private handshakeCount = 0;
   private readonly wss = new WebSocketServer({
     noServer: true,
     maxPayload: MAX_FRAME_BYTES,
@@ -79,16 +91,47 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     });
   }
 
-  /** Takes the upgrades of the gateway's HTTP(S) server. */
-  attach(server: Server): void {
+  /**
+   * Takes the upgrades of the gateway's HTTP(S) server. Fastify never sees them, so each
+   * handshake is counted in the request metrics and written to `log` (the request log; null
+   * when it is off) here, as Fastify's hooks do for every other request (issue 22).
+   */
+  attach(server: Server, log: HandshakeLog | null): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       // A client that goes away mid-handshake must not crash the gateway.
       socket.on('error', () => undefined);
-      this.upgrade(req, socket, head).catch((err: unknown) => {
+      const handshake: Handshake = { started: performance.now() };
+      const ended = (status: number) => this.handshakeEnded(req, handshake, status, log);
+      this.upgrade(req, socket, head, handshake, ended).catch((err: unknown) => {
         this.logger.error(`realtime upgrade failed: ${(err as Error)?.stack ?? String(err)}`);
         refuse(socket, ApiError.internal(), {});
+        ended(500);
       });
     });
+  }
+
+  private handshakeEnded(req: IncomingMessage, handshake: Handshake, status: number, log: HandshakeLog | null): void {
+    const path = new URL(req.url ?? '/', 'http://gateway').pathname.slice(0, 200);
+    const route = path === REALTIME_ENDPOINT ? REALTIME_ENDPOINT : 'unmatched';
+    const requested = new URL(req.url ?? '/', 'http://gateway').searchParams.get('model');
+    const model = requested !== null && this.runtime.catalog.get(requested) !== undefined ? requested : '';
+    const seconds = (performance.now() - handshake.started) / 1000;
+    this.runtime.metrics.recordRequest(route, 'GET', status, model, seconds);
+    if (!log) return;
+    const { caller } = handshake;
+    const line: RequestLine = {
+      method: 'GET',
+      route,
+      path,
+      status,
+      latency_ms: Math.round(seconds * 10_000) / 10,
+      ...(caller ? { key_id: caller.keyId, account_id: caller.accountId } : {}),
+      ...(model ? { model } : {}),
+    };
+    // An id of its own kind beside Fastify's req-N: the log's lines can be told apart.
+    const entry = { reqId: `ws-${(++this.handshakeCount).toString(36)}`, ...line };
+    if (status >= 500) log.error(entry, `GET ${path} ${status}`);
+    else log.info(entry, `GET ${path} ${status}`);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -96,17 +139,21 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     this.wss.close();
   }
 
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, handshake: Handshake, ended: (status: number) => void): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway');
+    const refused = (error: ApiError, headers: Record<string, string>) => {
+      refuse(socket, error, headers);
+      ended(error.status);
+    };
     if (url.pathname !== REALTIME_ENDPOINT) {
-      return refuse(socket, ApiError.notFound(`No WebSocket endpoint at ${url.pathname}; the realtime endpoint is ${REALTIME_ENDPOINT}?model=<id>.`, 'not_found'), {});
+      return refused(ApiError.notFound(`No WebSocket endpoint at ${url.pathname}; the realtime endpoint is ${REALTIME_ENDPOINT}?model=<id>.`, 'not_found'), {});
     }
     const reply = new HandshakeReply();
     let admitted: { caller: Caller; routed: RoutedModel; upstream: WebSocket };
     try {
-      admitted = await this.admit(req, url, reply);
+      admitted = await this.admit(req, url, reply, handshake);
     } catch (err) {
-      return refuse(socket, toApiError(err, this.clock.now()), reply.collected);
+      return refused(toApiError(err, this.clock.now()), reply.collected);
     }
     const { caller, routed, upstream } = admitted;
     const session = new RealtimeSession({
@@ -132,10 +179,11 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
       started = true;
       socket.off('close', abandoned);
       session.start(ws);
+      ended(101);
     });
   }
 
-  private async admit(req: IncomingMessage, url: URL, reply: HandshakeReply): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket }> {
+  private async admit(req: IncomingMessage, url: URL, reply: HandshakeReply, handshake: Handshake): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket }> {
     const ip = clientIp(req, this.runtime.config.trustProxy);
     this.rateLimits.refuseIfGuessing(ip);
     const fromHeaders = keyFromHeaders(req.rawHeaders);
@@ -148,6 +196,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
       if (secret !== null && err instanceof ApiError && err.status === 401) await this.rateLimits.failedAuthentication(ip);
       throw err;
     });
+    handshake.caller = caller;
     const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
     try {
       // Spec 5 rule 7: a key in the subprotocol is one a web page shows; only a key restricted to
