@@ -18,7 +18,7 @@ module.exports = {
   transform: { '^.+\\.(t|j)s$': ['@swc/jest', swc] },
   // NestJS 12 and a few of its dependencies ship ESM only; jest's loader must transform them.
   transformIgnorePatterns: [
-    '/node_modules/(?!(@nestjs|uid|file-type|load-esm|@standard-schema|cookie|set-cookie-parser|toad-cache)/)',
+    '/node_modules/(?!(@nestjs|uid|file-type|load-esm|@standard-schema|cookie|set-cookie-parser|toad-cache|hyparquet|hyparquet-writer)/)',
   ],
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',

@@ -6,9 +6,12 @@ import { Command } from 'commander';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdminService, KeyRequest, KeysService, ManagementModule } from '@svc/management';
+import { balanceOf } from '@svc/projections';
 import { bodyValidation, nanoToUsd } from '@svc/platform';
 import { auditFindings, formatLedgerAudit, LedgerAuditFailedError, ledgerAuditJson, runLedgerAudit } from '@svc/ledger';
 import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
+import { ledgerExportCommands } from './cli-ledger-export';
+import { ledgerStatementCommand } from './cli-ledger-statement';
 import { configOrExit, runMain } from './process';
 import { createRuntime, type Runtime } from './runtime';
 import { RuntimeModule } from './runtime.module';
@@ -91,9 +94,8 @@ export function buildCli(): Command {
       }),
     );
 
-  program
-    .command('ledger')
-    .description('the money ledger, from the event log')
+  const ledger = program.command('ledger').description('the money ledger, from the event log');
+  ledger
     .command('audit')
     .description(
       'replay the account streams alone: balance, open holds and per-key window spend at an instant, the ledger invariants, and (without --at) the credits and key usage projections compared; exits 1 on any finding',
@@ -111,6 +113,8 @@ export function buildCli(): Command {
         if (auditFindings(report) > 0) throw new LedgerAuditFailedError(report);
       }),
     );
+  ledgerExportCommands(ledger, withRuntime);
+  ledgerStatementCommand(ledger, withRuntime);
 
   program
     .command('dev-keys')
@@ -139,7 +143,7 @@ export function buildCli(): Command {
         const admin = context.get(AdminService);
         await admin.addCredits(account, Number(usd), cli);
         const row = await admin.credits(account);
-        print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(row.purchasedNano - row.usedNano) });
+        print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(balanceOf(row)) });
       }),
     );
 

@@ -174,6 +174,10 @@ describe('account read endpoints', () => {
         time_to_first_token_ms: null,
         error_code: null,
         cache_source_id: null,
+        // Charged here without cost lines, at an amount the catalog's prices do not give: none derived.
+        cost_lines: null,
+        byok: false,
+        batch: false,
       });
       expect(data[1]).toEqual({ id: 'gen-unknown', found: false });
       expect(data[2]).toEqual({ id: ids.other, found: false });

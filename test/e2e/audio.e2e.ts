@@ -2,6 +2,7 @@ import OpenAI, { toFile } from 'openai';
 import { usdToNano } from '@svc/platform';
 import { parseWav, tone, wav } from '@svc/providers';
 import { api, createAccountWithKey, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { costLinesOf } from '../support/cost-lines';
 
 // The built-in catalog: sim/tts $15 per million characters = 15,000 nano a character; sim/whisper $0.0001 a second.
 const NANO_PER_CHARACTER = 15_000n;
@@ -49,6 +50,8 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       const record = await generation(id);
       expect(record).toMatchObject({ model: 'sim/tts', endpoint: '/v1/audio/speech', status: 'completed', usage_by_meter: { characters: input.length } });
       expect(usdToNano(record.total_cost)).toBe(cost);
+      // Issue 23: the characters at $15 / M.
+      expect(costLinesOf(record)).toEqual([['characters', input.length, 0.000015, cost]]);
     });
 
     it('answers MP3 by default (audio/mpeg, frame sync), with the model\'s first voice when none is named', async () => {

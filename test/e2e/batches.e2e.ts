@@ -5,6 +5,7 @@ import { ManualClock, usdToNano } from '@svc/platform';
 import { api, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { accountWithKey, creditsOf, rejectionOf } from '../support/interfaces';
 import { until } from '../support/until';
+import { costLinesOf } from '../support/cost-lines';
 
 type Line = { custom_id: string; method?: string; url: string; body: Record<string, unknown> };
 const chatLine = (id: string, content: string, extra: Record<string, unknown> = {}): Line => ({
@@ -79,7 +80,12 @@ describe('batches (spec 4.11)', () => {
       expect(charged).toBe((regular + 1n) / 2n);
       expect(charged).toBeLessThanOrEqual(regular);
       expect(usdToNano(String(body.usage.cost))).toBe(charged);
-      expect(record).toMatchObject({ model: 'sim/echo', endpoint: '/v1/chat/completions' });
+      expect(record).toMatchObject({ model: 'sim/echo', endpoint: '/v1/chat/completions', batch: true, byok: false });
+      // Issue 23: the list price line by line, then the discount (the charge rounds up, so the discount is truncated).
+      const [inputLine, outputLine, discount] = costLinesOf(record);
+      expect(inputLine).toEqual(['input', body.usage.prompt_tokens, Number(input) / 1e9, BigInt(body.usage.prompt_tokens) * input]);
+      expect(outputLine).toEqual(['output', body.usage.completion_tokens, Number(output) / 1e9, BigInt(body.usage.completion_tokens) * output]);
+      expect(discount).toEqual(['batch_discount', 50, -Number(regular) / 1e11, -(regular / 2n)]);
       sum += charged;
     }
     const after = await creditsOf(call, key);

@@ -8,6 +8,7 @@ import { settingsStream } from '@svc/identity';
 import { loadConfig, usdToNano } from '@svc/platform';
 import { createRuntime } from '../../src/runtime';
 import { CALLER_KEY, catalogWithStub, OPERATOR_KEY, REJECTED_KEY, startUpstream } from '../support/byok-upstream';
+import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 import { api, startGateway } from '../support/gateway';
 
 // What the stub reports (USAGE): 11 prompt and 7 completion tokens at the model's $2 / $8 per M.
@@ -80,8 +81,19 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
     expect(before - (await balance())).toBe(FEE);
     expect(await held()).toBe(0);
 
-    const generation = (await call('GET', `/v1/generation?id=${response.headers.get('x-svc-generation-id')}`, { key: gw.keys.api_key })).json.data;
+    const id = response.headers.get('x-svc-generation-id')!;
+    const generation = (await call('GET', `/v1/generation?id=${id}`, { key: gw.keys.api_key })).json.data;
     expect(generation.provider).toBe('stub:byok');
+    // Issue 23: what the operator's key would have cost, credited back, then the fee on it, rounded up.
+    expect(generation).toMatchObject({ byok: true, batch: false });
+    expect(costLinesOf(generation)).toEqual([
+      ['input', 11, 0.000002, 22_000n],
+      ['output', 7, 0.000008, 56_000n],
+      ['byok_credit', 1, -0.000078, -FULL_COST],
+      ['byok_fee', 5, 0.00000078, FEE],
+    ]);
+    // The account's own provider account paid for the call: it cost the operator nothing.
+    expect((await chargeEventOf(gw.runtime, gw.keys.account_id, id)).provider_cost_nano).toBe('0');
   });
 
   it('bills only the fee for a stream too', async () => {

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { usdToNano } from '@svc/platform';
+import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 import { api, startGateway, startWithClient, stopGateway, type StartedGateway, type Call } from '../support/gateway';
 
 // The built-in catalog's sim/echo prices: $2 / M input, $8 / M output (nano-USD per token).
@@ -63,6 +64,17 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
       total_cost: usage.cost,
     });
     expect(generation.json.data.latency_ms).toEqual(expect.any(Number));
+
+    // Issue 23: each meter at its unit price, adding up to the charge; the provider's cost is recorded, never shown.
+    expect(costLinesOf(generation.json.data)).toEqual([
+      ['input', usage.prompt_tokens, 0.000002, BigInt(usage.prompt_tokens) * INPUT_NANO_PER_TOKEN],
+      ['output', usage.completion_tokens, 0.000008, BigInt(usage.completion_tokens) * OUTPUT_NANO_PER_TOKEN],
+    ]);
+    expect(generation.json.data).toMatchObject({ byok: false, batch: false });
+    expect(JSON.stringify(generation.json.data)).not.toContain('provider_cost');
+    // The sim route's catalog cost: $1.40 / M input, $5.60 / M output.
+    const charged = await chargeEventOf(gw.runtime, gw.keys.account_id, completion.id);
+    expect(charged.provider_cost_nano).toBe(String(BigInt(usage.prompt_tokens) * 1400n + BigInt(usage.completion_tokens) * 5600n));
   });
 
   it('bills cached and reasoning tokens at their prices (spec 1, rule 5)', async () => {
@@ -79,6 +91,25 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
       BigInt(usage.prompt_tokens - 8) * INPUT_NANO_PER_TOKEN + 8n * 500n + BigInt(usage.completion_tokens) * OUTPUT_NANO_PER_TOKEN;
     expect(usdToNano((usage as unknown as { cost: number }).cost)).toBe(expectedNano);
     expect(usdToNano(before.balance) - usdToNano((await credits()).balance)).toBe(expectedNano);
+
+    // Issue 23: the cached input on its own line, at its own price; `input` is the rest.
+    const generation = (await call('GET', `/generation?id=${completion.id}`, { key: gw.keys.api_key })).json.data;
+    expect(costLinesOf(generation)).toEqual([
+      ['input', usage.prompt_tokens - 8, 0.000002, BigInt(usage.prompt_tokens - 8) * INPUT_NANO_PER_TOKEN],
+      ['cached_input', 8, 0.0000005, 4000n],
+      ['output', usage.completion_tokens, 0.000008, BigInt(usage.completion_tokens) * OUTPUT_NANO_PER_TOKEN],
+    ]);
+  });
+
+  it('issue 23: explains an embeddings charge; a model without a catalog cost records its provider cost as unknown', async () => {
+    const { data, response } = await client.embeddings.create({ model: 'sim/embed', input: ['one two three', 'four'] }).withResponse();
+    const id = response.headers.get('x-svc-generation-id')!;
+    const generation = (await call('GET', `/generation?id=${id}`, { key: gw.keys.api_key })).json.data;
+    // sim/embed: $0.02 / M input.
+    expect(costLinesOf(generation)).toEqual([['input', data.usage.prompt_tokens, 0.00000002, BigInt(data.usage.prompt_tokens) * 20n]]);
+    const charged = await chargeEventOf(gw.runtime, gw.keys.account_id, id);
+    expect(charged).not.toHaveProperty('provider_cost_nano');
+    expect(charged.lines).toEqual([{ meter: 'input', quantity: data.usage.prompt_tokens, unit_price_usd: '0.00000002', amount_nano: String(data.usage.prompt_tokens * 20) }]);
   });
 
   it('does not bill a request the upstream fails (spec 1, rule 3)', async () => {

@@ -8,6 +8,7 @@ import { accountStream } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
 import { countChatPromptTokens, countTextTokens, type Simulator, startSimulator } from '@svc/providers';
 import { startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 
 // Nano-USD per token, from the built-in catalog: sim/echo $2 / $8 per M, sim/small-8k $0.10 / $0.40.
 const PRICES = { 'sim/echo': { input: 2000n, output: 8000n }, 'sim/small-8k': { input: 100n, output: 400n } };
@@ -31,7 +32,8 @@ function catalogWithTwoRoutes(dir: string): string {
     providers: [
       { provider: 'sim', upstream_model: 'sim/first-route' },
       // Dearer than the model's list price: billing follows the provider that answered.
-      { provider: 'test-backup', upstream_model: 'sim/second-route', pricing: { input: '3.00', output: '12.00', cached_input: '0.75' } },
+      // Its cost to the operator is its own too (issue 23).
+      { provider: 'test-backup', upstream_model: 'sim/second-route', pricing: { input: '3.00', output: '12.00', cached_input: '0.75' }, cost: { input: '2.10', output: '8.40', cached_input: '0.525' } },
     ],
   });
   const path = join(dir, 'catalog.yaml');
@@ -128,6 +130,13 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
     // Spec 4.2 rule 10: billed at the answering provider's prices ($3 / $12 per M), not the model's.
     const usage = completion.usage!;
     expect(usdToNano((usage as unknown as { cost: number }).cost)).toBe(BigInt(usage.prompt_tokens) * 3000n + BigInt(usage.completion_tokens) * 12000n);
+    // Issue 23: the lines show the answering provider's prices, and its own cost is recorded.
+    expect(costLinesOf(await generation(completion.id))).toEqual([
+      ['input', usage.prompt_tokens, 0.000003, BigInt(usage.prompt_tokens) * 3000n],
+      ['output', usage.completion_tokens, 0.000012, BigInt(usage.completion_tokens) * 12000n],
+    ]);
+    const charged = await chargeEventOf(gw.runtime, gw.keys.account_id, completion.id);
+    expect(charged.provider_cost_nano).toBe(String(BigInt(usage.prompt_tokens) * 2100n + BigInt(usage.completion_tokens) * 8400n));
   });
 
   it('does not retry a request the provider refused (400): the fallback is never called, nothing is billed', async () => {

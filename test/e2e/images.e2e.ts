@@ -7,6 +7,7 @@ import { BUILTIN_CATALOG_PATH } from '@svc/catalog';
 import { imageSealContext, STORED_IMAGE_TTL_MS, StoredImages } from '@svc/conversations';
 import { ManualClock, openSecret, usdToNano } from '@svc/platform';
 import { api, createAccountWithKey, freshPgSchemaUrl, startGateway, startWithClient, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { costLinesOf } from '../support/cost-lines';
 
 // sim/image in the built-in catalog: $0.04 per image, on both of its providers.
 const NANO_PER_IMAGE = 40_000_000n;
@@ -84,6 +85,8 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
     const record = await generation(answer.id);
     expect(record).toMatchObject({ model: 'sim/image', provider: 'sim', endpoint: '/v1/images/generations', status: 'completed', usage_by_meter: { images: 2 } });
     expect(usdToNano(record.total_cost)).toBe(2n * NANO_PER_IMAGE);
+    // Issue 23: the images at their price, adding up to the charge.
+    expect(costLinesOf(record)).toEqual([['images', 2, 0.04, 2n * NANO_PER_IMAGE]]);
     // Asked under the route's upstream id, always for bytes.
     expect(upstreamReceived()).toEqual({ model: 'sim/image', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1536', response_format: 'b64_json' });
   });
@@ -186,7 +189,9 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
     expect(r.json.model).toBe('sim/image');
     expect(r.json.data).toHaveLength(1);
     expect(upstreamReceived()).toMatchObject({ model: 'sim/image-backup' });
-    expect(await generation(r.json.id)).toMatchObject({ provider: 'sim-backup', status: 'completed', usage_by_meter: { images: 1 } });
+    const record = await generation(r.json.id);
+    expect(record).toMatchObject({ provider: 'sim-backup', status: 'completed', usage_by_meter: { images: 1 } });
+    expect(costLinesOf(record)).toEqual([['images', 1, 0.04, NANO_PER_IMAGE]]);
     expect(usdToNano(r.json.usage.cost)).toBe(NANO_PER_IMAGE);
     expect(before - (await balance())).toBe(NANO_PER_IMAGE);
   });

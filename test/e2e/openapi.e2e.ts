@@ -133,6 +133,18 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expectDocumented('POST', '/admin/accounts', account);
     expectDocumented('GET', '/admin/accounts/{id}', await call('GET', `/admin/accounts/${account.json.id}`, { headers: admin }));
     expectDocumented('POST', '/admin/accounts/{id}/keys', await call('POST', `/admin/accounts/${account.json.id}/keys`, { headers: admin, body: { scope: 'read_only' } }));
+    // Issue 23: a correction and a statement, as answered.
+    const adjustment = await call('POST', `/admin/accounts/${account.json.id}/adjustments`, { headers: admin, body: { amount_usd: -0.5, kind: 'adjustment', reason: 'openapi', operator: 'ops' } });
+    expect(adjustment.status).toBe(201);
+    expectDocumented('POST', '/admin/accounts/{id}/adjustments', adjustment);
+    const statement = await call('GET', `/v1/credits/statement?from=2020-01-01&to=2020-12-31`, { key: management });
+    expect(statement.status).toBe(200);
+    expectDocumented('GET', '/v1/credits/statement', statement);
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const recent = await call('GET', `/v1/credits/statement?from=${since}&to=${new Date().toISOString()}`, { key: management });
+    expect(recent.status).toBe(200);
+    expect(recent.json.data.charges.length).toBeGreaterThan(0);
+    expectDocumented('GET', '/v1/credits/statement', recent);
     expectDocumented('GET', '/admin/audit-log', await call('GET', '/admin/audit-log?limit=5', { headers: admin }));
     expectDocumented('GET', '/health/live', await call('GET', '/health/live'));
     expectDocumented('GET', '/health/ready', await call('GET', '/health/ready'));

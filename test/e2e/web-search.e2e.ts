@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { countTextTokens } from '@svc/providers';
 import { usdToNano } from '@svc/platform';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 import { creditsOf, expectBilled, generationOf, rawStream, rejectionOf } from '../support/interfaces';
 
 // The built-in catalog: sim/searxng (the default engine) $0.002 per query, sim/tavily $0.008;
@@ -185,7 +186,17 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
       expect(annotations.map((a) => a.url_citation.url)).toEqual(expected.map((h) => h.url));
       expect(annotations.map((a) => a.url_citation.title)).toEqual(expected.map((h) => h.title));
       for (const url of expected.map((h) => h.url)) expect(sent[1].content).toContain(`URL: ${url}`);
-      expect(((await generationOf(call, key, id)) as unknown as { usage_by_meter: object }).usage_by_meter).toMatchObject({ queries: 1, input: usage.prompt_tokens });
+      const generation = (await generationOf(call, key, id)) as unknown as { usage_by_meter: object; total_cost: number; cost_lines: never };
+      expect(generation.usage_by_meter).toMatchObject({ queries: 1, input: usage.prompt_tokens });
+      // Issue 23: the tokens, then the search at the engine's price, adding up to the charge.
+      expect(costLinesOf(generation)).toEqual([
+        ['input', usage.prompt_tokens, 0.000002, BigInt(usage.prompt_tokens) * 2000n],
+        ['output', usage.completion_tokens, 0.000008, BigInt(usage.completion_tokens) * 8000n],
+        ['queries', 1, 0.002, SEARXNG_QUERY_NANO],
+      ]);
+      // The provider cost counts the search at the SearXNG route's catalog cost ($0.0014) beside the tokens at the sim route's.
+      const charged = await chargeEventOf(gw.runtime, gw.keys.account_id, id);
+      expect(charged.provider_cost_nano).toBe(String(BigInt(usage.prompt_tokens) * 1400n + BigInt(usage.completion_tokens) * 5600n + 1_400_000n));
     });
 
     it('streamed: the citations arrive on the last delta, the usage chunk carries the searches and the cost the balance drops by', async () => {
@@ -207,6 +218,8 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
       expect(usage.server_tool_use).toEqual({ web_search_requests: 1, web_search_cost: 0.008 });
       expect(usdToNano(usage.cost)).toBe(echoTokensNano(usage) + TAVILY_QUERY_NANO);
       await expectBilled(call, key, chunks[0].id, usage.cost, '/v1/chat/completions', before);
+      // Issue 23: sim/tavily has no catalog cost, so the call's provider cost is unknown as a whole.
+      expect(await chargeEventOf(gw.runtime, gw.keys.account_id, chunks[0].id)).not.toHaveProperty('provider_cost_nano');
     });
 
     it('a failing search fails the request, unbilled; with on_failure "continue" the model answers without it', async () => {

@@ -6,6 +6,7 @@ import { LedgerModule } from '@svc/ledger';
 import { ProjectionQueriesModule } from '@svc/projections';
 import type { Runtime } from '../../../src/runtime';
 import { AccountController } from './account/account.controller';
+import { StatementController } from './account/statement.controller';
 import { OrganizationsController } from './account/organizations.controller';
 import { ProviderKeysController } from './account/provider-keys.controller';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
@@ -69,6 +70,7 @@ export class GatewayModule {
         BatchesController,
         VideosController,
         AccountController,
+        StatementController,
         ProviderKeysController,
         OrganizationsController,
         KeysController,

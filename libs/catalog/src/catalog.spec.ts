@@ -44,6 +44,28 @@ describe('catalog', () => {
     ]);
   });
 
+  it('issue 23: the built-in sim/echo routes record their provider cost (70% of their prices); other models, such as sim/claude-echo and sim/tavily, leave it unknown', () => {
+    const catalog = loadCatalog();
+    const echo = catalog.get('sim/echo')!;
+    expect(echo.providers.map((r) => r.cost && [r.cost.inputPerM, r.cost.outputPerM, r.cost.cachedInputPerM])).toEqual([
+      [usd(1.4), usd(5.6), usd(0.35)],
+      [usd(1.75), usd(7), usd(0.4375)],
+    ]);
+    expect(catalog.get('sim/searxng')!.providers[0].cost?.perQuery).toBe(usd(0.0014));
+    expect(catalog.get('sim/claude-echo')!.providers[0].cost).toBeNull();
+    expect(catalog.get('sim/tavily')!.providers[0].cost).toBeNull();
+  });
+
+  it('issue 23: a route\'s cost reads like its pricing, and stays apart from what it bills', () => {
+    const doc = withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', pricing: { input: '2', output: '8' }, cost: { input: '1.4', output: '5.6', cached_input: '0.35', per_query: '0.001' } }] }));
+    const route = parse(doc).get('x/m')!.providers[0];
+    expect(route.prices).toMatchObject({ inputPerM: usd(2), outputPerM: usd(8), cachedInputPerM: usd(2) });
+    expect(route.cost).toEqual({ inputPerM: usd(1.4), outputPerM: usd(5.6), cachedInputPerM: usd(0.35), perQuery: usd(0.001), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
+    // A per-unit cost needs no token prices, as pricing does not.
+    const image = parse(withModels(model({ type: 'image', output_modalities: ['image'], pricing: { per_image: '0.04' }, providers: [{ provider: 'up', upstream_model: 'i', cost: { per_image: '0.03' } }] })));
+    expect(image.get('x/m')!.providers[0].cost).toMatchObject({ perImage: usd(0.03), inputPerM: 0n, outputPerM: 0n });
+  });
+
   it('the built-in sim/claude-echo is served through the anthropic adapter of the simulator', () => {
     const claude = loadCatalog().get('sim/claude-echo')!;
     expect(claude).toMatchObject({ type: 'chat', inputModalities: ['text', 'image'] });
@@ -84,7 +106,7 @@ describe('catalog', () => {
       batchDiscountPercent: 50,
       video: null,
       providers: [
-        { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
+        { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, cost: null, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
       ],
     });
   });
@@ -274,6 +296,13 @@ describe('catalog', () => {
     [withModels(model({ providers: [] })), 'models[0].providers: expected a list of at least one provider'],
     [withModels(model({ providers: [{ provider: 'up' }] })), 'models[0].providers[0].upstream_model'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', pricing: { input: 1 } }] })), 'models[0].providers[0].pricing.output: required'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1 } }] })), 'models[0].providers[0].cost.output: required'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: '0.7', output: 'cheap' } }] })), 'models[0].providers[0].cost.output: expected a USD price per million tokens'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cahced_input: 0.5 } }] })), 'models[0].providers[0].cost.cahced_input: unknown field'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cached_input: 2 } }] })), 'models[0].providers[0].cost.cached_input: must not exceed the input price'],
+    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: '0.7' }] })), 'models[0].providers[0].cost: expected a mapping'],
+    [withModels(videoModel({ durations: [4] }, { providers: [{ provider: 'up', upstream_model: 'v', cost: { per_image: '0.1' } }] })), 'models[0].providers[0].cost.per_second: required for video models'],
+    [withModels(model({ cost: { input: 1, output: 1 } })), 'models[0].cost: unknown field'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', quantization: 'q4' }] })), 'models[0].providers[0].quantization: expected one of int4'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', tools: true }] })), 'models[0].providers[0].tools: the model does not list tools'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', data_collection: 'maybe' }] })), 'models[0].providers[0].data_collection: expected one of allow, deny'],

@@ -162,6 +162,12 @@ export interface CatalogRoute {
   upstreamModel: string;
   /** Billed when this provider answers: its own prices in the file, else the model's. */
   prices: ModelPrices;
+  /**
+   * What this provider charges the operator (the file's `cost`, same shape and units as
+   * `pricing`), recorded with each charge for reconciliation (issue 23); null when the file
+   * does not say: the provider cost of its calls is then unknown.
+   */
+  cost: ModelPrices | null;
   quantization: Quantization;
   /** Whether tool calls work through this provider. */
   tools: boolean;
@@ -233,7 +239,7 @@ const MODEL_FIELDS = [
 const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit', 'audio_input', 'cached_audio_input', 'audio_output'];
 const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
 const VIDEO_FIELDS = ['durations', 'aspect_ratios', 'resolutions', 'sizes', 'image_to_video'];
-const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'quantization', 'tools', 'data_collection', 'zdr'];
+const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'cost', 'quantization', 'tools', 'data_collection', 'zdr'];
 /** A time zone is required: a sunset must mean the same instant on every server. */
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
 
@@ -379,6 +385,9 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       const routePrices = r.pricing === undefined ? modelPrices : prices(r.pricing, `${where}.pricing`);
       // A route's own prices replace the model's whole, so they must bill seconds too.
       if (r.pricing !== undefined) perSecondRequired(routePrices, `${where}.pricing`);
+      // Checked as prices are: a cost with a forgotten token price would read as "free to us".
+      const cost = r.cost === undefined ? null : prices(r.cost, `${where}.cost`);
+      if (cost !== null) perSecondRequired(cost, `${where}.cost`);
       // A route to a provider that declares none of its model type's operations (ARCHITECTURE 10)
       // is refused here, not found out on every request.
       if (!servesModelType(provider.adapter, type)) {
@@ -388,6 +397,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
         provider,
         upstreamModel: str(r.upstream_model, `${where}.upstream_model`),
         prices: routePrices,
+        cost,
         quantization: r.quantization === undefined ? 'unknown' : oneOf(r.quantization, `${where}.quantization`, QUANTIZATIONS),
         tools,
         dataCollection: r.data_collection === undefined ? 'allow' : oneOf(r.data_collection, `${where}.data_collection`, ['allow', 'deny'] as const),

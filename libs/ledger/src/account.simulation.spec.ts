@@ -70,6 +70,7 @@ class Episode {
   private readonly placed: string[] = [];
   /** Holds of a burst, settled together in later batches like requests completing. */
   private inFlight: string[] = [];
+  private readonly adjustmentIds: string[] = [];
   private nextHold = 0;
 
   constructor(
@@ -235,7 +236,20 @@ class Episode {
     if (r < 0.75) return this.charge(this.pickHold(0.1));
     if (r < 0.85) return { type: 'ReleaseHold', holdId: this.pickHold(0.2), errorCode: 'upstream_503' };
     if (r < 0.97) return { type: 'ExpireHolds' };
-    return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.3) ? null : this.rng.nano(USD / 5n, 2n * USD) };
+    if (r < 0.985) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.3) ? null : this.rng.nano(USD / 5n, 2n * USD) };
+    return this.adjustment();
+  }
+
+  /** Issue 23: corrections either way, some larger than what is available, some retried (same id), some reusing an id for other content. */
+  private adjustment(): AccountCommand {
+    const retry = this.rng.chance(0.2) && this.adjustmentIds.length > 0;
+    const adjustmentId = retry ? this.rng.pick(this.adjustmentIds) : `adj${this.adjustmentIds.length}`;
+    if (!retry) this.adjustmentIds.push(adjustmentId);
+    const seen = this.reference.adjustments.get(adjustmentId);
+    if (seen && this.rng.chance(0.5)) return { type: 'AdjustBalance', adjustmentId, amountNano: seen.amount, kind: seen.kind as 'adjustment', reason: seen.reason, operator: seen.operator };
+    const credit = this.rng.chance(0.3);
+    const amountNano = credit ? this.rng.nano(1n, USD) : -this.rng.nano(1n, 3n * USD);
+    return { type: 'AdjustBalance', adjustmentId, amountNano, kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment', reason: 'sim', operator: 'ops' };
   }
 
   /** Several requests of one capped key at once: they compete for the same window. */
@@ -374,6 +388,9 @@ const MUST_COVER = [
   'hold_not_open',
   'hold_exists',
   'CreditsAdded',
+  'BalanceAdjusted',
+  'adjustment_exceeds_balance',
+  'adjustment_id_conflict',
   'HoldPlaced',
   'UsageCharged',
   'HoldExpired',

@@ -73,6 +73,7 @@ describe('ledger auditor', () => {
         events: 15,
         creditsNano: 1000n,
         chargedNano: 435n,
+        adjustedNano: 0n,
         openHolds: 1,
         heldNano: 100n,
         availableNano: 465n,
@@ -225,7 +226,7 @@ describe('ledger auditor', () => {
   describe('comparison with the projections', () => {
     /** The credits projection's rows for the clean log, as they should be. */
     const creditRows = (): CreditRows => ({
-      accounts: [{ accountId: A, purchasedNano: 1000n, usedNano: 435n, heldNano: 100n, openHolds: 1 }],
+      accounts: [{ accountId: A, purchasedNano: 1000n, usedNano: 435n, adjustedNano: 0n, heldNano: 100n, openHolds: 1 }],
       holds: [{ holdId: 'h5', accountId: A, amountNano: 100n }],
     });
     const usageRows = (): KeyUsageRow[] => [
@@ -249,7 +250,7 @@ describe('ledger auditor', () => {
     it('reports a corrupt credit_accounts column, a missing and an extra row', () => {
       const rows = creditRows();
       rows.accounts[0].usedNano += 1n;
-      rows.accounts.push({ accountId: 'ghost', purchasedNano: 1n, usedNano: 0n, heldNano: 0n, openHolds: 0 });
+      rows.accounts.push({ accountId: 'ghost', purchasedNano: 1n, usedNano: 0n, adjustedNano: 0n, heldNano: 0n, openHolds: 0 });
       expect(compareCredits(figures, rows).map((m) => m.message)).toEqual([
         'credit_accounts row for acc1: used_nano 436 but the log says 435',
         'credit_accounts has a row for ghost, an account the log does not open',
@@ -287,7 +288,7 @@ describe('ledger auditor', () => {
       const checkpoint = log.events[10].position; // h4 placed, not yet charged
       const { captured } = await audit(log, { captureAt: [checkpoint, log.last.position] });
       const then = captured.get(checkpoint)!;
-      expect(then.accounts.get(A)).toEqual({ purchasedNano: 1000n, usedNano: 370n, heldNano: 50n, openHolds: 1 });
+      expect(then.accounts.get(A)).toEqual({ purchasedNano: 1000n, usedNano: 370n, adjustedNano: 0n, heldNano: 50n, openHolds: 1 });
       expect([...then.holds.keys()]).toEqual(['h4']);
       expect(then.keyUsage.get('k2')).toBeUndefined();
       expect(captured.get(log.last.position)!.accounts.get(A)).toMatchObject({ usedNano: 435n });
@@ -306,5 +307,42 @@ describe('ledger auditor', () => {
     const json = JSON.parse(ledgerAuditJson(report));
     expect(json.accounts[0]).toMatchObject({ creditsNano: '1000', revision: '14', keys: [{ keyId: 'k1', spend: { lifetime: '375' } }, { keyId: 'k2' }] });
     expect(json.captured).toBeUndefined();
+  });
+
+  // Issue 23: corrections are in the auditor's own sums, so an audit after them stays clean.
+  describe('credit notes and adjustments', () => {
+    const adjusted = (adjustment_id: string, amount: bigint, kind: 'credit_note' | 'adjustment' = 'adjustment'): AccountEvent => ({
+      type: 'BalanceAdjusted',
+      data: { account_id: A, adjustment_id, amount_nano: amount.toString(), kind, reason: 'r', operator: 'ana' },
+    });
+
+    it('counts them in the available balance, finds no violation, and compares adjusted_nano with the projection', async () => {
+      const log = cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', 40n, 'credit_note')).add('2026-11-03T10:01:00.000Z', adjusted('adj2', -5n));
+      const result = await audit(log, { captureAt: [log.last.position] });
+      expect(result.violations).toEqual([]);
+      expect(result.accounts[0]).toMatchObject({ creditsNano: 1000n, chargedNano: 435n, adjustedNano: 35n, availableNano: 500n });
+      expect(formatLedgerAudit({ ...result, projections: null }).join('\n')).toContain('  adjustments $0.000000035');
+      const figures = result.captured.get(log.last.position)!;
+      const rows: CreditRows = { accounts: [{ accountId: A, purchasedNano: 1000n, usedNano: 435n, adjustedNano: 35n, heldNano: 100n, openHolds: 1 }], holds: [{ holdId: 'h5', accountId: A, amountNano: 100n }] };
+      expect(compareCredits(figures, rows)).toEqual([]);
+      rows.accounts[0].adjustedNano = 40n;
+      expect(compareCredits(figures, rows).map((m) => m.message)).toEqual(['credit_accounts row for acc1: adjusted_nano 40 but the log says 35']);
+    });
+
+    it('reports an adjustment that took the available balance below zero (invariant 2), and a negative credit note', async () => {
+      const log = cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', -466n)).add('2026-11-03T10:01:00.000Z', adjusted('adj2', -1n, 'credit_note'));
+      const { violations } = await audit(log);
+      expect(violations.map((v) => [v.invariant, v.revision, v.message])).toEqual([
+        [2, 15n, 'adjustment adj1 of -466 took the available balance to -1'],
+        [2, 16n, 'adjustment adj2 of -1 took the available balance to -2'],
+        [2, 16n, 'adjustment adj2 is a credit_note of -1'],
+      ]);
+    });
+
+    it('catches a replay that drops adjustments', async () => {
+      const replay: AccountReplay = { initialState: accountDecider.initialState, evolve: (state, event) => (event.type === 'BalanceAdjusted' ? state : accountDecider.evolve(state, event)) };
+      const { violations } = await audit(cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', 7n)), { replay });
+      expect(violations.map((v) => v.message)).toEqual(['the adjustments in the log sum to 7 but the replayed state holds 0']);
+    });
   });
 });

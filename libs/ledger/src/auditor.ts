@@ -62,6 +62,8 @@ export interface AccountReport {
   creditsNano: Nano;
   /** Lifetime usage. */
   chargedNano: Nano;
+  /** Issue 23: operator credit notes and adjustments, signed. */
+  adjustedNano: Nano;
   openHolds: number;
   heldNano: Nano;
   availableNano: Nano;
@@ -73,7 +75,7 @@ export interface AccountReport {
 /** What the credits and key usage projections should hold at one log position. */
 export interface ProjectedFigures {
   /** credit_accounts, per opened account. */
-  accounts: Map<string, { purchasedNano: Nano; usedNano: Nano; heldNano: Nano; openHolds: number }>;
+  accounts: Map<string, { purchasedNano: Nano; usedNano: Nano; adjustedNano: Nano; heldNano: Nano; openHolds: number }>;
   /** credit_holds: the open holds. */
   holds: Map<string, { accountId: string; amountNano: Nano }>;
   /** key_usage_daily: key -> UTC day (YYYY-MM-DD) -> charges. */
@@ -108,6 +110,7 @@ class AccountAudit {
   private stopped = false;
   private credits = 0n;
   private charges = 0n;
+  private adjustments = 0n;
   private readonly open = new Map<string, OpenHoldEntry>();
   /** Every resolved hold id and the revision of its terminal event; grows with history, ids only. */
   private readonly resolved = new Map<string, bigint>();
@@ -149,13 +152,22 @@ class AccountAudit {
       case 'CreditsAdded':
         this.credits += BigInt(event.data.amount_nano);
         return;
+      case 'BalanceAdjusted': {
+        const amount = BigInt(event.data.amount_nano);
+        this.adjustments += amount;
+        const available = this.credits - this.charges + this.adjustments - this.openNano();
+        // Issue 23: an adjustment may lower the balance, but no more than a hold may.
+        if (amount < 0n && available < 0n) this.violate(2, recorded, `adjustment ${event.data.adjustment_id} of ${amount} took the available balance to ${available}`);
+        if (amount === 0n || (event.data.kind === 'credit_note' && amount < 0n)) this.violate(2, recorded, `adjustment ${event.data.adjustment_id} is a ${event.data.kind} of ${amount}`);
+        return;
+      }
       case 'HoldPlaced': {
         const { hold_id, amount_nano, key_id } = event.data;
         // Hold ids are generation ids: unique, and the generations projection is keyed by them.
         if (this.open.has(hold_id)) this.violate(1, recorded, `hold ${hold_id} placed again while open`);
         else if (this.resolved.has(hold_id)) this.violate(1, recorded, `hold ${hold_id} placed again after it was resolved at revision ${this.resolved.get(hold_id)}`);
         this.open.set(hold_id, { amount: BigInt(amount_nano), keyId: key_id });
-        const available = this.credits - this.charges - this.openNano();
+        const available = this.credits - this.charges + this.adjustments - this.openNano();
         if (available < 0n) this.violate(2, recorded, `hold ${hold_id} of ${amount_nano} took the available balance to ${available}`);
         return;
       }
@@ -222,6 +234,10 @@ class AccountAudit {
     if (this.state.chargedNano !== this.charges) {
       this.violations.push({ ...total, invariant: 3, message: `the charges in the log sum to ${this.charges} but the replayed lifetime usage is ${this.state.chargedNano}` });
     }
+    const replayedAdjustments = this.state.adjustedNano ?? 0n;
+    if (replayedAdjustments !== this.adjustments) {
+      this.violations.push({ ...total, invariant: 3, message: `the adjustments in the log sum to ${this.adjustments} but the replayed state holds ${replayedAdjustments}` });
+    }
     const keyIds = new Set([...this.keyDays.keys(), ...Object.keys(this.state.keys)]);
     for (const keyId of [...keyIds].sort()) {
       let logged = 0n;
@@ -251,9 +267,10 @@ class AccountAudit {
       events: this.events,
       creditsNano: state.creditsNano,
       chargedNano: state.chargedNano,
+      adjustedNano: state.adjustedNano,
       openHolds: state.holds.size,
       heldNano: held,
-      availableNano: state.creditsNano - state.chargedNano - held,
+      availableNano: state.creditsNano - state.chargedNano + state.adjustedNano - held,
       overHold: { ...this.overHold },
       keys,
     };
@@ -325,7 +342,7 @@ export class LedgerAuditor {
       // The credits projection creates an account's row on AccountOpened only.
       if (state.accountId !== null) {
         const open = [...state.holds.entries()];
-        figures.accounts.set(accountId, { purchasedNano: state.creditsNano, usedNano: state.chargedNano, heldNano: heldNano(state), openHolds: open.length });
+        figures.accounts.set(accountId, { purchasedNano: state.creditsNano, usedNano: state.chargedNano, adjustedNano: state.adjustedNano, heldNano: heldNano(state), openHolds: open.length });
         for (const [holdId, hold] of open) figures.holds.set(holdId, { accountId, amountNano: hold.amountNano });
       }
       for (const [keyId, days] of keyDays) {
@@ -355,7 +372,7 @@ export interface Mismatch {
 }
 
 export interface CreditRows {
-  accounts: { accountId: string; purchasedNano: Nano; usedNano: Nano; heldNano: Nano; openHolds: number }[];
+  accounts: { accountId: string; purchasedNano: Nano; usedNano: Nano; adjustedNano: Nano; heldNano: Nano; openHolds: number }[];
   holds: { holdId: string; accountId: string; amountNano: Nano }[];
 }
 
@@ -379,6 +396,7 @@ export function compareCredits(expected: ProjectedFigures, rows: CreditRows): Mi
     const columns = [
       ['purchased_nano', row.purchasedNano, log.purchasedNano],
       ['used_nano', row.usedNano, log.usedNano],
+      ['adjusted_nano', row.adjustedNano, log.adjustedNano],
       ['held_nano', row.heldNano, log.heldNano],
       ['open_holds', BigInt(row.openHolds), BigInt(log.openHolds)],
     ] as const;
@@ -475,8 +493,8 @@ export async function readProjectionSnapshot(sql: SqlRunner, scope: { account?: 
       (await tx.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [name])).rows[0]?.position ?? START;
     const byAccount = scope.account === undefined ? '' : ' WHERE account_id = $1';
     const params = scope.account === undefined ? [] : [scope.account];
-    const accounts = await tx.query<{ account_id: string; purchased_nano: string; used_nano: string; held_nano: string; open_holds: number }>(
-      `SELECT account_id, purchased_nano::text, used_nano::text, held_nano::text, open_holds FROM credit_accounts${byAccount}`,
+    const accounts = await tx.query<{ account_id: string; purchased_nano: string; used_nano: string; adjusted_nano: string; held_nano: string; open_holds: number }>(
+      `SELECT account_id, purchased_nano::text, used_nano::text, adjusted_nano::text, held_nano::text, open_holds FROM credit_accounts${byAccount}`,
       params,
     );
     const holds = await tx.query<{ hold_id: string; account_id: string; amount_nano: string }>(
@@ -490,6 +508,7 @@ export async function readProjectionSnapshot(sql: SqlRunner, scope: { account?: 
           accountId: r.account_id,
           purchasedNano: BigInt(r.purchased_nano),
           usedNano: BigInt(r.used_nano),
+          adjustedNano: BigInt(r.adjusted_nano),
           heldNano: BigInt(r.held_nano),
           openHolds: Number(r.open_holds),
         })),
@@ -581,6 +600,7 @@ export function formatLedgerAudit(report: LedgerAuditReport): string[] {
       `account ${a.accountId} (revision ${a.revision})`,
       `  credits ${usd(a.creditsNano)}  charged ${usd(a.chargedNano)}  open holds ${a.openHolds} (${usd(a.heldNano)})  available ${usd(a.availableNano)}`,
     );
+    if (a.adjustedNano !== 0n) lines.push(`  adjustments ${usd(a.adjustedNano)} (credit notes and operator adjustments, in the available balance)`);
     if (a.overHold.count > 0) lines.push(`  over-hold charges ${a.overHold.count} (${usd(a.overHold.nano)} above their holds)`);
     const width = Math.max(0, ...a.keys.map((k) => k.keyId.length));
     for (const k of a.keys) {

@@ -58,3 +58,18 @@ export type UnitMeter = (typeof UNIT_METERS)[number];
 export function billedAmount(costNano: Nano, returned: number): Nano {
   return returned === 0 ? 0n : costNano;
 }
+
+/**
+ * One line of a charge's explanation (issue 23), as UsageCharged records it: `quantity` units of
+ * `meter` at `unit_price_usd` (USD per unit, an exact decimal, possibly finer than a nano) come
+ * to `amount_nano`, that product truncated toward zero. Besides the meters, a line may be
+ * `rounding` (the nanos the charge rounds up, quantity in nanos), `batch_discount` (quantity:
+ * the percent), `byok_credit` and `byok_fee` (quantity: the percent). The amounts of a charge's
+ * lines add up to its `amount_nano` exactly; libs/metering/src/cost-lines.ts makes them.
+ */
+export interface CostLine {
+  meter: string;
+  quantity: number;
+  unit_price_usd: string;
+  amount_nano: string;
+}

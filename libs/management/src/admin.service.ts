@@ -3,12 +3,12 @@ import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { Catalog, CatalogProvider } from '@svc/catalog';
 import { DomainError } from '@svc/eventstore';
-import type { EventMetadata, Position } from '@svc/eventstore';
+import { EVENT_STORE, type EventMetadata, type EventStore, type Position } from '@svc/eventstore';
 import { OrganizationCommand, providerKeyContext, providerKeyHint, type SettingsCommand, SettingsCommandMessage } from '@svc/identity';
-import { ApiError, CONFIG, READ_DB, sealSecret, usdToNano } from '@svc/platform';
+import { ApiError, CONFIG, nanoToUsd, READ_DB, sealSecret, usdToNano } from '@svc/platform';
 import type { OrgCommand } from '@svc/identity';
 import type { AccountCommand } from '@svc/ledger';
-import { LedgerCommand } from '@svc/ledger';
+import { type AdjustmentKind, findAdjustment, LedgerCommand } from '@svc/ledger';
 import { type AuditEntry, type CreditsRow, getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, PROJECTIONS, type ProviderKeyRow, ReadYourWrites } from '@svc/projections';
 import { CATALOG } from '@svc/catalog';
 import type { Config, SqlRunner } from '@svc/platform';
@@ -17,6 +17,26 @@ import { byokUnavailable } from '@svc/metering';
 import type { KeyOwner } from './keys.service';
 
 export const newAccountId = () => `acc_${randomBytes(8).toString('hex')}`;
+
+/** An operator's correction (issue 23), as POST /admin/accounts/{id}/adjustments takes it. */
+export interface AdjustmentInput {
+  amountUsd: number;
+  kind: AdjustmentKind;
+  reason: string;
+  operator: string;
+  adjustmentId?: string;
+}
+
+/** A recorded correction, as the operator API answers it. */
+export interface RecordedAdjustment {
+  adjustment_id: string;
+  account_id: string;
+  kind: AdjustmentKind;
+  amount_usd: number;
+  reason: string;
+  operator: string;
+  created_at: string;
+}
 
 /** Accounts, credits and organizations for the operator and the companion app. */
 @Injectable()
@@ -28,6 +48,7 @@ export class AdminService {
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
   async createAccount(initialCreditsUsd: number | undefined, metadata: EventMetadata): Promise<string> {
@@ -66,6 +87,36 @@ export class AdminService {
       throw ApiError.invalidRequest('daily_limit_usd must be a USD amount with at most 9 decimals, or null.', 'daily_limit_usd');
     }
     await this.ledger(accountId, { type: 'SetDailyLimit', limitNano }, metadata);
+  }
+
+  /**
+   * Issue 23, corrections: records an operator's credit note or adjustment as an event (never an
+   * edit). With `adjustmentId`, a retry with the same content answers the recorded one again and
+   * records nothing; other content under that id is a 409.
+   */
+  async adjustBalance(accountId: string, input: AdjustmentInput, metadata: EventMetadata): Promise<RecordedAdjustment> {
+    let amountNano: bigint;
+    try {
+      amountNano = usdToNano(input.amountUsd, { allowNegative: true });
+    } catch {
+      throw ApiError.invalidRequest('amount_usd must be a USD amount with at most 9 decimals.', 'amount_usd');
+    }
+    const adjustmentId = input.adjustmentId ?? `adj_${randomBytes(12).toString('hex')}`;
+    const command: AccountCommand = { type: 'AdjustBalance', adjustmentId, amountNano, kind: input.kind, reason: input.reason, operator: input.operator };
+    const result = await this.commands.execute(new LedgerCommand(accountId, command, metadata)).catch((err: unknown) => {
+      if (!(err instanceof DomainError)) throw err;
+      if (err.code === 'account_not_found') throw accountNotFound(accountId);
+      const param = typeof err.details.param === 'string' ? err.details.param : null;
+      // Spec 7 has no row for these: a 409 says the request is fine but the account's state refuses it.
+      if (err.code === 'adjustment_exceeds_balance' || err.code === 'adjustment_id_conflict') throw new ApiError(409, 'invalid_request_error', err.message, err.code, param);
+      throw ApiError.invalidRequest(err.message, param, err.code);
+    });
+    if (result.appended) await this.settle(result.appended.position, 'credits', 'audit_log');
+    const recorded = await findAdjustment(this.store, accountId, adjustmentId);
+    // The decider just accepted it, or recognised it as already recorded: it is in the stream.
+    if (!recorded) throw new Error(`adjustment ${adjustmentId} of ${accountId} is not in its stream`);
+    const d = recorded.data;
+    return { adjustment_id: d.adjustment_id, account_id: d.account_id, kind: d.kind, amount_usd: nanoToUsd(BigInt(d.amount_nano)), reason: d.reason, operator: d.operator, created_at: String(recorded.metadata.at) };
   }
 
   /** `param` names the request field that carried the id, for the 404. */

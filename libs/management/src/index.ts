@@ -1,4 +1,4 @@
-export { AdminService } from './admin.service';
+export { AdminService, type AdjustmentInput, type RecordedAdjustment } from './admin.service';
 export { KeyRequest, Omittable, RotateKeyRequest } from './key.request';
 export { KeysService, type KeyOwner } from './keys.service';
 export { ManagementModule } from './management.module';

@@ -11,6 +11,7 @@ import type { ChatProvider } from '@svc/providers';
 import { ProviderError } from '@svc/providers';
 import { ATTR, type Attributes, type Span, type Tracing } from '@svc/telemetry';
 import { byokKeyRejected } from './byok';
+import { explainCharge, type CostLine, type ExplainedCharge } from './cost-lines';
 import { markFailedGeneration } from './failed-generation';
 import { recordedMeters, type MeterUsage } from './meters';
 import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnProviders, type RoutedModel, type Target, type ToolPrices } from './targets';
@@ -325,6 +326,7 @@ export class MeteredCalls {
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
     const amountNano = this.costOf(target, settlement.usage);
+    const { lines, providerCostNano } = this.explain(reservation.id, target, settlement.usage, amountNano);
     const charged = await this.traced('charge', () => settleAttributes(reservation, target), async (span) => {
       const settled = await this.deps.ledger(
         reservation.accountId,
@@ -334,6 +336,8 @@ export class MeteredCalls {
           amountNano,
           stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
           usage: recordedMeters(settlement.usage),
+          ...(lines ? { lines } : {}),
+          providerCostNano,
           ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
         },
         reservation.metadata,
@@ -402,6 +406,23 @@ export class MeteredCalls {
   private traced<T>(name: string, attributes: () => Attributes, fn: (span?: Span) => Promise<T>): Promise<T> {
     const { tracing } = this.deps;
     return tracing ? tracing.span(name, attributes(), fn) : fn();
+  }
+
+  /**
+   * Issue 23: the lines of the charge `amountNano` and the provider's cost. Lines that would not
+   * add up to the charge (a defect of cost-lines.ts, which its spec rules out) are left out
+   * rather than recorded wrong: the charge itself stands as `costOf` makes it.
+   */
+  private explain(id: string, target: Target, usage: MeterUsage, amountNano: Nano): { lines: CostLine[] | undefined; providerCostNano: Nano | null } {
+    const explained = this.explainCharge(target, usage);
+    if (explained.amountNano === amountNano) return { lines: explained.lines, providerCostNano: explained.providerCostNano };
+    this.deps.warn(`${id}: the cost lines add up to ${explained.amountNano} nano-USD, not the ${amountNano} charged; recorded without them`);
+    return { lines: undefined, providerCostNano: explained.providerCostNano };
+  }
+
+  /** The lines of the charge for `usage` on `target`, and the provider's cost (issue 23). */
+  explainCharge(target: Target, usage: MeterUsage): ExplainedCharge {
+    return explainCharge(target, usage, this.deps.byokFeePercent);
   }
 
   /** The charge for `usage` on `target`, as settle would make it. */

@@ -31,6 +31,8 @@ export interface Target {
  */
 export interface ToolPrices {
   perQuery: Nano;
+  /** What one query costs the operator (the engine route's catalog `cost`); absent or null: unknown. */
+  costPerQuery?: Nano | null;
 }
 
 /** The operations only some adapters have (ARCHITECTURE section 10: a provider declares what it supports). */

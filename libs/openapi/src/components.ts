@@ -351,6 +351,19 @@ const generationProperties = {
   tokens_reasoning: int(),
   total_cost: usd(),
   usage_by_meter: { type: 'object', additionalProperties: num(), description: 'what the charge billed, by meter' },
+  cost_lines: nullable(
+    arr(
+      obj({
+        meter: str('a meter of usage_by_meter (input counts only the input not served from cache), or rounding, batch_discount, byok_credit, byok_fee'),
+        quantity: num('units of the meter; for rounding, nanos; for batch_discount and byok_fee, the percent'),
+        unit_price: usd('USD per unit, exact (may be finer than a nano-dollar)'),
+        amount: usd('USD, quantity x unit_price truncated to the nano-dollar; negative for a discount or credit'),
+      }),
+      { description: 'issue 23: the charge line by line; the amounts add up to total_cost exactly. [] when nothing was charged; null for a charge recorded before lines were whose lines cannot be rebuilt' },
+    ),
+  ),
+  byok: bool('answered with the account\'s own provider key: billed the BYOK fee'),
+  batch: bool('a batch line, billed at the batch discount'),
   latency_ms: nullable(int()),
   time_to_first_token_ms: nullable(int()),
   error_code: nullable(str()),
@@ -360,7 +373,10 @@ const Generation = obj(generationProperties);
 /** POST /v1/generations/lookup: a generation found, flagged so. */
 const GenerationFound = obj({ found: constant(true), ...generationProperties });
 
-const Credits = obj({ total_credits: usd(), total_usage: usd(), balance: usd(), held: usd(), open_holds: int(), available: usd() }, { description: 'Spec 4.20: balance and lifetime totals.' });
+const Credits = obj(
+  { total_credits: usd(), total_usage: usd(), total_adjustments: usd('issue 23: credit notes and operator adjustments, signed'), balance: usd('total_credits - total_usage + total_adjustments'), held: usd(), open_holds: int(), available: usd() },
+  { description: 'Spec 4.20: balance and lifetime totals.' },
+);
 
 const Activity = obj(
   {
@@ -707,7 +723,38 @@ const Organization = obj({ id: str(), name: nullable(str()), owner_account_id: s
 const Member = obj({ account_id: str(), role: oneOfValues(['owner', 'admin', 'member']), added_at: dateTime() });
 const MemberChange = obj({ org_id: str(), account_id: str(), role: oneOfValues(['admin', 'member']) });
 const ProviderKey = obj({ provider: str(), hint: str('last four characters, never the key'), saved_at: dateTime() });
-const AccountCredits = obj({ account_id: str(), total_credits: usd(), total_usage: usd(), balance: usd(), daily_limit_usd: nullable(usd()) });
+const AccountCredits = obj({ account_id: str(), total_credits: usd(), total_usage: usd(), total_adjustments: usd(), balance: usd(), daily_limit_usd: nullable(usd()) });
+
+/** Issue 23, corrections (README "Statements and corrections"). */
+const adjustmentKind = oneOfValues(['credit_note', 'adjustment'], 'credit_note: money given back (positive); adjustment: either sign');
+const AdjustmentRequest = obj(
+  {
+    amount_usd: usd('non-zero, at most 9 decimals; negative lowers the balance (never below what open requests hold)'),
+    kind: adjustmentKind,
+    reason: str(undefined, { minLength: 1, maxLength: 500 }),
+    operator: str('who makes the correction (the admin token is shared)', { minLength: 1, maxLength: 200 }),
+    adjustment_id: str('makes a retry safe: the same id and content answers the recorded correction again; other content is a 409', { pattern: '^[A-Za-z0-9_.:-]{1,100}$' }),
+  },
+  { required: ['amount_usd', 'kind', 'reason', 'operator'] },
+);
+const Adjustment = obj({ adjustment_id: str(), account_id: str(), kind: adjustmentKind, amount_usd: usd(), reason: str(), operator: str(), created_at: dateTime() });
+const meters = { type: 'object', additionalProperties: num(), description: 'quantity by meter' };
+/** Issue 23, statements: replayed from the log up to the end of a period that has ended. */
+const Statement = obj({
+  account_id: str(),
+  from: dateTime('inclusive'),
+  to: dateTime('exclusive'),
+  built_at_position: nullable(str('log position of the last event of the account stream included (not the log head); null when none is')),
+  currency: constant('USD'),
+  opening_balance: usd(),
+  closing_balance: usd('opening_balance + totals.credits - totals.charges + totals.adjustments'),
+  credits: arr(obj({ at: dateTime(), amount: usd(), reason: str() })),
+  charges: arr(obj({ date: str('UTC day', { format: 'date' }), model: str(), key_id: str(), requests: int(), amount: usd(), meters })),
+  totals: obj({ credits: usd(), charges: usd(), adjustments: usd(), by_meter: meters }),
+  releases: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance'), reason: str() })),
+  expiries: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance') })),
+  adjustments: arr(obj({ at: dateTime(), adjustment_id: str(), kind: adjustmentKind, amount: usd(), reason: str(), operator: str() })),
+});
 
 const Notice = obj({ id: str(), type: str(), title: str(), message: str(), data: anyObject(), created: unixSeconds() });
 
@@ -777,6 +824,9 @@ export const SCHEMAS: Record<string, JsonSchema> = {
   MemberChange,
   ProviderKey,
   AccountCredits,
+  AdjustmentRequest,
+  Adjustment,
+  Statement,
   Notice,
   Check,
   Readiness,

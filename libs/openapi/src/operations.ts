@@ -366,6 +366,19 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   // Spec 4.20: account endpoints.
   'GET /v1/key': { summary: 'The calling key: limits and spend', description: 'Spec 4.20, 2.3.', tag: 'Account', access: 'any', ok: { schema: dataOf(ref('KeyRecord')) } },
   'GET /v1/credits': { summary: 'Credit balance and lifetime totals', description: 'Spec 4.20.', tag: 'Account', access: 'any', ok: { schema: dataOf(ref('Credits')) } },
+  'GET /v1/credits/statement': {
+    summary: "The account's statement for a period that has ended",
+    description:
+      'Issue 23 (README "Statements and corrections"): opening balance, credits, charges per day, model and key with meters, releases, expiries, adjustments, closing balance; replayed from the event log, so it never changes once built. An organization key states its owner\'s account, as GET /v1/credits does.',
+    tag: 'Account',
+    access: 'management',
+    query: [
+      { name: 'from', schema: str(), required: true, description: 'inclusive; ISO 8601 date (00:00 UTC) or date-time (UTC when no offset)' },
+      { name: 'to', schema: str(), required: true, description: 'exclusive; not in the future; at most 366 days after from' },
+    ],
+    ok: { schema: dataOf(ref('Statement')) },
+    errors: [404],
+  },
   'GET /v1/generation': {
     summary: 'Tokens, cost and latency of one request',
     description: 'Spec 4.20.',
@@ -506,6 +519,15 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     errors: [404],
   },
   'POST /admin/accounts/:id/credits': { summary: 'Add credits', tag: 'Operator', access: 'admin', body: json(obj({ amount_usd: usd() })), ok: { schema: dataOf(ref('AccountCredits')) }, errors: [404] },
+  'POST /admin/accounts/:id/adjustments': {
+    summary: 'Record a credit note or adjustment',
+    description: 'Issue 23: recorded as an event with the operator\'s name, shown on statements and in the audit log; nothing is edited in place. 409 `adjustment_exceeds_balance` when a negative amount would take the available balance below zero, `adjustment_id_conflict` when the id was used with other content.',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(ref('AdjustmentRequest')),
+    ok: { status: 201, schema: obj({ data: ref('Adjustment'), balance: ref('AccountCredits') }) },
+    errors: [404, 409],
+  },
   'POST /admin/accounts/:id/keys': {
     summary: 'Create a key for an account',
     tag: 'Operator',

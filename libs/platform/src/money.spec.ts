@@ -1,4 +1,4 @@
-import { nanoToUsd, nanoToUsdString, usdToNano } from './money';
+import { nanoToUsd, nanoToUsd9, nanoToUsdString, usdToNano } from './money';
 
 describe('money', () => {
   it.each([
@@ -23,6 +23,10 @@ describe('money', () => {
     expect(nanoToUsdString(1n)).toBe('0.000000001');
     expect(nanoToUsdString(-25n)).toBe('-0.000000025');
     expect(nanoToUsd(9_999_999_999_999n)).toBe(9999.999999999);
+  });
+
+  it('writes documents in USD with exactly 9 decimals', () => {
+    expect([0n, 1n, -1n, 1_500_000_000n, 123_456_789_012n].map(nanoToUsd9)).toEqual(['0.000000000', '0.000000001', '-0.000000001', '1.500000000', '123.456789012']);
   });
 
   it('round-trips every amount through the decimal string', () => {

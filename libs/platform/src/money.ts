@@ -68,3 +68,9 @@ export function ceilDiv(a: bigint, b: bigint): bigint {
   if (a < 0n || b <= 0n) throw new RangeError('ceilDiv expects a >= 0 and b > 0');
   return (a + b - 1n) / b;
 }
+
+/** USD with exactly 9 decimals, for documents (statements, exports): 1500000000n -> "1.500000000", -5n -> "-0.000000005". */
+export function nanoToUsd9(nano: Nano): string {
+  const abs = nano < 0n ? -nano : nano;
+  return `${nano < 0n ? '-' : ''}${abs / 1_000_000_000n}.${(abs % 1_000_000_000n).toString().padStart(9, '0')}`;
+}

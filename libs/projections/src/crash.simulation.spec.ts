@@ -256,14 +256,14 @@ interface Submission {
 type Outcome = Prediction['outcome'];
 
 /** The events types whose projection moves credit_accounts.updated_at (every balance change). */
-const BALANCE_EVENTS = new Set(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet']);
+const BALANCE_EVENTS = new Set(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']);
 
 const ms = (iso: string) => String(Date.parse(iso));
 const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::bigint::text`;
 /** The rows of a query as one JSON column (amounts are selected as text: JSON numbers would round them). */
 const asJson = (name: string, query: string) => `(SELECT coalesce(json_agg(t), '[]'::json) FROM (${query}) t) AS ${name}`;
 // The read models' rows as the checks compare them: $2 account ids, $3 key ids.
-const ACCOUNT_ROWS = `SELECT account_id, purchased_nano::text AS purchased_nano, used_nano::text AS used_nano, held_nano::text AS held_nano,
+const ACCOUNT_ROWS = `SELECT account_id, purchased_nano::text AS purchased_nano, used_nano::text AS used_nano, adjusted_nano::text AS adjusted_nano, held_nano::text AS held_nano,
   open_holds, daily_limit_nano::text AS daily_limit_nano, ${epochMs('opened_at')} AS opened_at, ${epochMs('updated_at')} AS updated_at
   FROM credit_accounts WHERE account_id = ANY($2::text[])`;
 const HOLD_ROWS = `SELECT hold_id, account_id, amount_nano::text AS amount_nano, ${epochMs('expires_at')} AS expires_at
@@ -642,13 +642,26 @@ class Simulation {
     }
     if (r < 0.84) return { type: 'ReleaseHold', holdId: this.pickHold(account, 0.15, extra), errorCode: this.rng.pick(['upstream_503', 'timeout', 'client_gone']) };
     if (r < 0.95) return { type: 'ExpireHolds', max: this.rng.chance(0.2) ? this.rng.int(1, 3) : undefined };
-    if (r < 0.97) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) };
+    if (r < 0.96) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) };
+    if (r < 0.97) return this.adjustment(account);
     if (r < 0.98) {
       // Issue 15.2: a cache hit answered from an earlier generation (or one never placed).
       const sourceId = account.placed.length > 0 ? this.rng.pick(account.placed) : `${account.id}/h-never-placed`;
       return { type: 'RecordFreeGeneration', generationId: `${account.id}/c${this.nextHold++}`, keyId: this.rng.pick(account.keys).id, sourceId, endpoint: '/v1/chat/completions' };
     }
     return { type: 'AddCredits', amountNano: this.rng.pick([0n, -1n]), reason: 'invalid' };
+  }
+
+  /** Issue 23: a correction either way, sometimes past the available balance, sometimes a retry of an earlier id. */
+  private adjustment(account: SimAccount): AccountCommand {
+    const earlier = [...account.ref.adjustments.entries()];
+    if (earlier.length > 0 && this.rng.chance(0.2)) {
+      const [adjustmentId, a] = this.rng.pick(earlier);
+      return { type: 'AdjustBalance', adjustmentId, amountNano: a.amount, kind: a.kind as 'adjustment', reason: a.reason, operator: a.operator };
+    }
+    const credit = this.rng.chance(0.4);
+    const amountNano = credit ? this.rng.nano(1n, USD) : -this.rng.nano(1n, 2n * USD);
+    return { type: 'AdjustBalance', adjustmentId: `${account.id}/a${this.nextHold++}`, amountNano, kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment', reason: 'sim', operator: 'ops' };
   }
 
   private advanceClock(): void {
@@ -1029,6 +1042,7 @@ class Simulation {
       account_id: a.id,
       purchased_nano: String(a.ref.credits),
       used_nano: String(a.ref.charged),
+      adjusted_nano: String(a.ref.balance() - a.ref.credits + a.ref.charged),
       held_nano: String(a.ref.held()),
       open_holds: a.ref.openHolds().length,
       daily_limit_nano: a.ref.dailyLimit === null ? null : String(a.ref.dailyLimit),
@@ -1113,6 +1127,7 @@ function describeCommand(command: AccountCommand): string {
 interface AccountView {
   credits: bigint;
   charged: bigint;
+  adjusted: bigint;
   available: bigint;
   dailyLimit: bigint | null;
   holds: [string, string, bigint, number][];
@@ -1123,6 +1138,7 @@ function deciderView(state: AccountState, account: SimAccount): AccountView {
   return {
     credits: state.creditsNano,
     charged: state.chargedNano,
+    adjusted: state.adjustedNano,
     available: availableNano(state),
     dailyLimit: state.dailyLimitNano,
     holds: [...state.holds.entries()]
@@ -1137,6 +1153,7 @@ function referenceView(account: SimAccount, now: number): AccountView {
   return {
     credits: ref.credits,
     charged: ref.charged,
+    adjusted: ref.balance() - ref.credits + ref.charged,
     available: ref.available(),
     dailyLimit: ref.dailyLimit,
     holds: ref

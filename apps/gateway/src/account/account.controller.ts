@@ -2,12 +2,14 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, Use
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
+import { balanceOf, GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';
 import { generationIdOf } from '../responses/responses.service';
-import { presentActivity, presentGeneration } from './account.presenter';
+import type { Runtime } from '../../../../src/runtime';
+import { RUNTIME } from '../../../../src/runtime.module';
+import { type ChargeContext, presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
 
 /** Spec 4.20: read from projections, after this process's own writes for the account. */
@@ -20,18 +22,25 @@ export class AccountController {
     private readonly reads: ReadYourWrites,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(READ_DB) private readonly sql: SqlRunner,
-  ) {}
+    @Inject(RUNTIME) runtime: Runtime,
+  ) {
+    this.charges = { catalog: runtime.catalog, byokFeePercent: runtime.config.byokFeePercent };
+  }
+
+  private readonly charges: ChargeContext;
 
   @Get('credits')
   async credits(@CallerParam() caller: Caller) {
     await this.reads.settle(caller.accountId, 'credits');
     const row = await this.queries.execute(new GetCreditsQuery(caller.accountId));
     if (!row) throw ApiError.notFound('The account of this key has no credit record.', 'account_not_found');
-    const balance = row.purchasedNano - row.usedNano;
+    // Issue 23: credit notes and adjustments are in the balance, as the statement's closing balance has them.
+    const balance = balanceOf(row);
     return {
       data: {
         total_credits: nanoToUsd(row.purchasedNano),
         total_usage: nanoToUsd(row.usedNano),
+        total_adjustments: nanoToUsd(row.adjustedNano),
         balance: nanoToUsd(balance),
         held: nanoToUsd(row.heldNano),
         open_holds: row.openHolds,
@@ -47,7 +56,7 @@ export class AccountController {
     // Another workspace's generation is as unknown as a missing one.
     const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [generationIdOf(id)]));
     if (!g) throw ApiError.notFound(`No generation with id '${id}'.`, 'generation_not_found', 'id');
-    return { data: presentGeneration(g) };
+    return { data: presentGeneration(g, this.charges) };
   }
 
   /** Each id in request order (repeats once); another workspace's id reads as not found. */
@@ -61,7 +70,7 @@ export class AccountController {
     return {
       data: ids.map((id) => {
         const g = byId.get(generationIdOf(id));
-        return g ? { found: true, ...presentGeneration(g) } : { id, found: false };
+        return g ? { found: true, ...presentGeneration(g, this.charges) } : { id, found: false };
       }),
     };
   }

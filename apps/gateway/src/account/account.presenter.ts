@@ -1,8 +1,17 @@
+import type { Catalog } from '@svc/catalog';
+import { BYOK_SUFFIX, type CostLine, derivedCostLines } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
 import type { ActivityRow, GenerationRow } from '@svc/projections';
 
+/** What explains a charge recorded before its lines were (issue 23): today's catalog and BYOK fee. */
+export interface ChargeContext {
+  catalog: Pick<Catalog, 'get'>;
+  byokFeePercent: number;
+}
+
 /** One generation as GET /v1/generation and POST /v1/generations/lookup show it (README). */
-export function presentGeneration(g: GenerationRow) {
+export function presentGeneration(g: GenerationRow, context: ChargeContext) {
+  const charge = chargeLinesOf(g, context);
   return {
     id: g.id,
     model: g.model,
@@ -21,12 +30,33 @@ export function presentGeneration(g: GenerationRow) {
     total_cost: nanoToUsd(g.costNano),
     // What the charge billed, by meter (tokens, characters, images, search units...); {} when nothing was.
     usage_by_meter: g.meters ?? {},
+    // Issue 23: the charge line by line; the amounts add up to total_cost exactly. The provider's
+    // cost (our margin) is the operator's, never shown here.
+    cost_lines: charge.lines?.map(presentLine) ?? null,
+    byok: g.provider?.endsWith(BYOK_SUFFIX) ?? false,
+    batch: charge.batch,
     latency_ms: g.latencyMs,
     time_to_first_token_ms: g.ttftMs,
     error_code: g.errorCode,
     // Issue 15.2: a cache hit (status `cached`, cost 0) names the generation it replayed.
     cache_source_id: g.cacheSourceId,
   };
+}
+
+/**
+ * The lines of `g`'s charge: as recorded; for a charge recorded without them, rebuilt from its
+ * usage when today's prices reproduce it exactly, else null; none for what cost nothing.
+ */
+function chargeLinesOf(g: GenerationRow, context: ChargeContext): { lines: CostLine[] | null; batch: boolean } {
+  if (g.costLines) return { lines: g.costLines, batch: g.costLines.some((l) => l.meter === 'batch_discount') };
+  if (g.costNano === 0n) return { lines: [], batch: false };
+  const derived = derivedCostLines(context.catalog, { model: g.model, provider: g.provider, meters: g.meters ?? {}, amountNano: g.costNano }, context.byokFeePercent);
+  return derived ?? { lines: null, batch: false };
+}
+
+/** USD as JSON numbers, like total_cost: a unit price finer than a nano keeps its digits. */
+function presentLine(l: CostLine) {
+  return { meter: l.meter, quantity: l.quantity, unit_price: Number(l.unit_price_usd), amount: nanoToUsd(BigInt(l.amount_nano)) };
 }
 
 /** One day x model x endpoint of GET /v1/activity; `key_id` when the answer covers one key. */

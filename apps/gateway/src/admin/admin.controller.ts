@@ -2,10 +2,10 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query
 import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '@svc/eventstore';
 import { ApiError, bodyValidation, nanoToUsd } from '@svc/platform';
-import { AddCreditsRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
+import { AddCreditsRequest, AdjustmentRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
 import { AdminGuard } from './admin.guard';
 import { AdminService, KeysService } from '@svc/management';
-import type { CreditsRow } from '@svc/projections';
+import { balanceOf, type CreditsRow } from '@svc/projections';
 
 const actor = (request: FastifyRequest): EventMetadata => ({ actor: 'admin', ip: request.ip });
 
@@ -14,7 +14,8 @@ function presentCredits(accountId: string, row: CreditsRow) {
     account_id: accountId,
     total_credits: nanoToUsd(row.purchasedNano),
     total_usage: nanoToUsd(row.usedNano),
-    balance: nanoToUsd(row.purchasedNano - row.usedNano),
+    total_adjustments: nanoToUsd(row.adjustedNano),
+    balance: nanoToUsd(balanceOf(row)),
     daily_limit_usd: row.dailyLimitNano === null ? null : nanoToUsd(row.dailyLimitNano),
   };
 }
@@ -51,6 +52,18 @@ export class AdminController {
   async addCredits(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: AddCreditsRequest) {
     await this.admin.addCredits(id, body.amount_usd, actor(request));
     return { data: presentCredits(id, await this.admin.credits(id)) };
+  }
+
+  /** Issue 23, corrections: a credit note or adjustment, recorded as an event with the operator's name. */
+  @Post('accounts/:id/adjustments')
+  @HttpCode(201)
+  async adjust(@Req() request: FastifyRequest, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: AdjustmentRequest) {
+    const data = await this.admin.adjustBalance(
+      id,
+      { amountUsd: body.amount_usd, kind: body.kind, reason: body.reason, operator: body.operator, adjustmentId: body.adjustment_id },
+      actor(request),
+    );
+    return { data, balance: presentCredits(id, await this.admin.credits(id)) };
   }
 
   @Post('accounts/:id/keys')

@@ -1,4 +1,4 @@
-import { IsIn, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import { IsIn, IsNumber, IsString, Matches, Max, MaxLength, Min, MinLength, NotEquals, ValidateIf } from 'class-validator';
 import { MAX_AMOUNT_USD } from '@svc/platform';
 import { KeyRequest, Omittable } from '@svc/management';
 
@@ -71,4 +71,35 @@ export class ProviderKeyRequest {
   // It goes into an Authorization header: whitespace or control characters would break it.
   @Matches(/^[\x21-\x7e]+$/, { message: 'api_key must be non-empty printable ASCII without spaces.' })
   api_key!: string;
+}
+
+/**
+ * Issue 23, corrections: an operator's credit note (positive: money given back) or adjustment
+ * (either sign). `operator` names the person, since the admin token is shared; `adjustment_id`
+ * makes a retry safe.
+ */
+export class AdjustmentRequest {
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: 'amount_usd must be a number of USD (negative lowers the balance).' })
+  @NotEquals(0, { message: 'amount_usd must not be zero.' })
+  @Min(-MAX_AMOUNT_USD, { message: `amount_usd must be at least -${MAX_AMOUNT_USD} USD.` })
+  @Max(MAX_AMOUNT_USD, atMostMax('amount_usd'))
+  amount_usd!: number;
+
+  @IsIn(['credit_note', 'adjustment'], { message: 'kind must be credit_note (positive, money given back) or adjustment (either sign).' })
+  kind!: 'credit_note' | 'adjustment';
+
+  @IsString({ message: 'reason must be a string.' })
+  @MinLength(1, { message: 'reason must not be empty: say why.' })
+  @MaxLength(500, { message: 'reason must be at most 500 characters.' })
+  reason!: string;
+
+  @IsString({ message: 'operator must be a string naming who makes the correction.' })
+  @MinLength(1, { message: 'operator must not be empty: name who makes the correction.' })
+  @MaxLength(200, { message: 'operator must be at most 200 characters.' })
+  operator!: string;
+
+  @Omittable()
+  @IsString({ message: 'adjustment_id must be a string.' })
+  @Matches(/^[A-Za-z0-9_.:-]{1,100}$/, { message: 'adjustment_id must be 1 to 100 letters, digits or _ . : -' })
+  adjustment_id?: string;
 }

@@ -7,7 +7,7 @@ import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestP
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { type Answered, markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
 import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
@@ -288,8 +288,11 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const run: WebSearchRun = { id: randomBytes(12).toString('hex'), query, engine: tried.target.model.id, hits };
     if (hits.length === 0) return { ...unpriced, webSearch: run };
     const perQuery = tried.target.route.prices.perQuery ?? 0n;
+    // Issue 23: what the query costs the operator, recorded with the charge; null when the catalog does not say.
+    const engineCost = tried.target.route.cost;
+    const costPerQuery = engineCost ? costOfMeters({ queries: 1 }, engineCost) : null;
     const messages = withWebSearch(generation.request.messages, webSearchMessage(run, this.clock.now(), web.searchPrompt) as ChatCompletionRequest['messages'][number]);
-    return { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery }), request: { ...generation.request, messages }, webSearch: run, searches: 1 };
+    return { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery, costPerQuery }), request: { ...generation.request, messages }, webSearch: run, searches: 1 };
   }
 
   /** The plugin's engine (or the catalog's default search engine the key may use), routed; its errors name the field that chose it. */

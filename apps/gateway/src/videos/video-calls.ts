@@ -62,7 +62,13 @@ export class VideoCalls {
     const usage: MeterUsage = { seconds: state.seconds };
     const latencyMs = state.createdAt ? this.clock.now().getTime() - state.createdAt.getTime() : 0;
     const stats = { ...this.metering.calls.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, latencyMs), ttft_ms: null };
-    await settled(this.metering.ledger(job.accountId, { type: 'ChargeUsage', holdId: reservation.id, amountNano: state.costNano ?? 0n, stats, usage, returned: 1 }, reservation.metadata));
+    const amountNano = state.costNano ?? 0n;
+    // Issue 23: the seconds at the catalog's prices explain the charge when they make it; a clip
+    // billed at the router's reported cost (or capped at its hold) keeps no lines, as the cost it
+    // reported is not kept beside the charge.
+    const { lines, providerCostNano, amountNano: linesTotal } = this.metering.calls.explainCharge(target, usage);
+    const explained = linesTotal === amountNano ? { lines, providerCostNano } : {};
+    await settled(this.metering.ledger(job.accountId, { type: 'ChargeUsage', holdId: reservation.id, amountNano, stats, usage, returned: 1, ...explained }, reservation.metadata));
   }
 
   async release(job: ClaimedVideo, errorCode: string): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Nano } from '@svc/platform';
-import type { MeterUsage } from '../pricing';
-import type { GenerationStats, KeyLimit } from './events';
+import type { CostLine, MeterUsage } from '../pricing';
+import type { AdjustmentKind, GenerationStats, KeyLimit } from './events';
 
 /** Most holds one ExpireHolds decision expires, so one append stays far below the store's size limit. */
 export const EXPIRE_BATCH = 1000;
@@ -33,6 +33,10 @@ export type AccountCommand =
       stats: GenerationStats;
       /** What `amountNano` bills, by meter: recorded with the charge. */
       usage?: MeterUsage;
+      /** Issue 23: the lines `amountNano` is made of; they add up to it exactly. */
+      lines?: CostLine[];
+      /** Issue 23: what the provider charges the operator for the call; absent or null: unknown. */
+      providerCostNano?: Nano | null;
       /**
        * What the request returned, in its own units (vectors for embeddings); absent: its
        * completion tokens. Nothing returned is not billed (spec 1 rule 3).
@@ -50,4 +54,9 @@ export type AccountCommand =
    * when it would now be admitted or the event is already recorded for this window.
    */
   | { type: 'RecordLimitRefusal'; hold: PlaceHold }
+  /**
+   * Issue 23: an operator's credit note or adjustment. `adjustmentId` makes a retry safe: the same
+   * id with the same content decides nothing, with other content it is refused.
+   */
+  | { type: 'AdjustBalance'; adjustmentId: string; amountNano: Nano; kind: AdjustmentKind; reason: string; operator: string }
   | { type: 'RecordFreeGeneration'; generationId: string; keyId: string; endpoint: string; model?: string; provider?: string; sourceId?: string; latencyMs?: number };

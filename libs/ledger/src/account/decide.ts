@@ -2,8 +2,8 @@ import { DomainError } from '@svc/eventstore';
 import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
 import { freeGenerationData, type AccountEvent } from './events';
-import { DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
-import { accountDayChargedNano, type AccountState, type OpenHold } from './state';
+import { balanceLow, DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
+import { accountDayChargedNano, adjustmentFingerprint, availableNano, type AccountState, type OpenHold } from './state';
 import { billedAmount } from '../pricing';
 
 type Command<T extends AccountCommand['type']> = Extract<AccountCommand, { type: T }>;
@@ -29,6 +29,8 @@ export function decide(command: AccountCommand, state: AccountState, now: Date):
       return recordLimitRefusal(command, state, now);
     case 'RecordFreeGeneration':
       return recordFreeGeneration(command, state, now);
+    case 'AdjustBalance':
+      return adjustBalance(command, state, now);
   }
 }
 
@@ -116,6 +118,8 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
           exceeded_hold_nano: exceeded.toString(),
           ...command.stats,
           ...(command.usage === undefined ? {} : { usage: command.usage }),
+          ...(command.lines === undefined ? {} : { lines: command.lines }),
+          ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
         },
       },
       ...thresholdsCrossedBy(state, account_id, hold.keyId, command.amountNano, now),
@@ -183,4 +187,34 @@ function recordLimitRefusal(command: Command<'RecordLimitRefusal'>, state: Accou
 /** Records a generation that moves no money (a free call, a cache hit). */
 function recordFreeGeneration(command: Command<'RecordFreeGeneration'>, state: AccountState, now: Date): AccountEvent[] {
     return [{ type: 'FreeGenerationRecorded', data: freeGenerationData(requireOpen(state), command) }];
+}
+
+/**
+ * Issue 23, corrections: a credit note gives money back (positive); an adjustment moves the
+ * balance either way, but never takes the available balance (open holds counted) below zero, as
+ * no hold may: a request admitted against it must still be payable.
+ */
+function adjustBalance(command: Command<'AdjustBalance'>, state: AccountState, now: Date): AccountEvent[] {
+  const account_id = requireOpen(state);
+  const { adjustmentId: adjustment_id, amountNano, kind, reason, operator } = command;
+  const data = { account_id, adjustment_id, amount_nano: amountNano.toString(), kind, reason, operator };
+  const recorded = state.adjustments[adjustment_id];
+  if (recorded !== undefined) {
+    if (recorded === adjustmentFingerprint(data)) return [];
+    throw new DomainError('adjustment_id_conflict', `Adjustment ${adjustment_id} was already recorded with other content.`, { param: 'adjustment_id' });
+  }
+  if (amountNano === 0n) throw new DomainError('invalid_amount', 'An adjustment cannot be zero.', { param: 'amount_usd' });
+  if (kind === 'credit_note' && amountNano < 0n) throw new DomainError('invalid_amount', 'A credit note gives money back: its amount must be positive.', { param: 'amount_usd' });
+  if (amountNano > 0n && state.creditsNano + state.adjustedNano + amountNano > MAX_AMOUNT_NANO) {
+    // The read model sums adjustments in a PostgreSQL bigint, as it does credits.
+    throw new DomainError('credits_limit_exceeded', `An account holds at most ${nanoToUsdString(MAX_AMOUNT_NANO)} USD of credits and adjustments.`, { param: 'amount_usd' });
+  }
+  const available = availableNano(state);
+  if (amountNano < 0n && available + amountNano < 0n) {
+    throw new DomainError('adjustment_exceeds_balance', `The adjustment of ${nanoToUsdString(amountNano)} USD exceeds the available balance of ${nanoToUsdString(available)} USD.`, {
+      param: 'amount_usd',
+      available_nano: available,
+    });
+  }
+  return [{ type: 'BalanceAdjusted', data }, ...(amountNano < 0n ? balanceLow(state, account_id, -amountNano) : [])];
 }

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@svc/eventstore';
-import type { MeterUsage } from '../pricing';
+import type { CostLine, MeterUsage } from '../pricing';
 import type { LimitReset } from '../spend-window';
 import type { AccountCommand } from './commands';
 import type { Nano } from '@svc/platform';
@@ -64,6 +64,18 @@ export interface KeyWindowData {
   resets_at: string | null;
 }
 
+export type AdjustmentKind = 'credit_note' | 'adjustment';
+
+export interface BalanceAdjustedData {
+  account_id: string;
+  adjustment_id: string;
+  /** Signed decimal nano-USD, never "0". */
+  amount_nano: string;
+  kind: AdjustmentKind;
+  reason: string;
+  operator: string;
+}
+
 /** What recorded a "reached" event: a charge that brought spend to the limit, or a refused hold. */
 export type ReachedTrigger = 'charge' | 'refusal';
 
@@ -97,6 +109,10 @@ export type AccountEvent =
         exceeded_hold_nano?: string;
         /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: read them through meteredUsage. */
         usage?: MeterUsage;
+        /** Issue 23: the charge explained, line by line; the amounts add up to amount_nano. Absent on old events. */
+        lines?: CostLine[];
+        /** Issue 23: what the provider charges the operator for this call (0 for BYOK). Absent: unknown, or an old event. */
+        provider_cost_nano?: string;
       } & GenerationStats
     >
   | DomainEvent<
@@ -114,6 +130,12 @@ export type AccountEvent =
       { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }
     >
   | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>
+  /**
+   * Issue 23, corrections: an operator's credit note (money given back, positive) or adjustment
+   * (either sign), with the operator's name, since the admin token is shared. Recorded beside the
+   * charges it corrects: nothing is edited in place.
+   */
+  | DomainEvent<'BalanceAdjusted', BalanceAdjustedData>
   /**
    * A request answered at no cost: a free model's (spec 4.13) or the response cache's (spec 4.2,
    * naming the generation it replayed in `source_id`). No money moves, but its id is a

@@ -136,7 +136,8 @@ function dailyLimitThreshold(state: AccountState, account_id: string, amount: Na
   return crosses(before, before + amount, limit) ? dailyLimitReached(state, account_id, limit, before + amount, now, 'charge') : [];
 }
 
-function balanceLow(state: AccountState, account_id: string, amount: Nano): AccountEvent[] {
+/** `amount` is what leaves the settled balance: a charge, or a negative adjustment. */
+export function balanceLow(state: AccountState, account_id: string, amount: Nano): AccountEvent[] {
   const before = balanceNano(state);
   const after = before - amount;
   if (!(before >= BALANCE_LOW_NANO && after < BALANCE_LOW_NANO)) return [];

@@ -31,6 +31,13 @@ export interface AccountState {
   accountId: string | null;
   creditsNano: Nano;
   chargedNano: Nano;
+  /** Issue 23: the sum of operator credit notes and adjustments, signed. */
+  adjustedNano: Nano;
+  /**
+   * Each adjustment id recorded, with what it said (adjustmentFingerprint), so a retry is
+   * recognised. Grows only with operator corrections, which are rare by nature.
+   */
+  adjustments: Readonly<Record<string, string>>;
   /**
    * Open holds by id. A persistent map: a hot account has hundreds open, and every event of it
    * yields a new state, so copying a plain object each time would cost O(open holds) per event.
@@ -58,14 +65,19 @@ export function keyHeldNano(state: AccountState, keyId: string): Nano {
   return sum;
 }
 
-/** Available = credits - charged - open holds. */
+/** Available = credits - charged - open holds + adjustments. */
 export function availableNano(state: AccountState): Nano {
-  return state.creditsNano - state.chargedNano - heldNano(state);
+  return balanceNano(state) - heldNano(state);
 }
 
 /** The settled balance, without open holds: what BalanceLow watches. */
 export function balanceNano(state: AccountState): Nano {
-  return state.creditsNano - state.chargedNano;
+  return state.creditsNano - state.chargedNano + state.adjustedNano;
+}
+
+/** What an adjustment id stands for: a retry must say the same. */
+export function adjustmentFingerprint(a: { amount_nano: string; kind: string; reason: string; operator: string }): string {
+  return JSON.stringify([a.amount_nano, a.kind, a.reason, a.operator]);
 }
 
 export function keySpendOf(state: AccountState, keyId: string): KeySpend {
@@ -98,6 +110,8 @@ export function initialState(): AccountState {
     accountId: null,
     creditsNano: 0n,
     chargedNano: 0n,
+    adjustedNano: 0n,
+    adjustments: {},
     holds: ImmutableMap(),
     dailyLimitNano: null,
     day: NO_SPEND,
@@ -113,6 +127,12 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       return { ...state, accountId: event.data.account_id };
     case 'CreditsAdded':
       return { ...state, creditsNano: state.creditsNano + BigInt(event.data.amount_nano) };
+    case 'BalanceAdjusted':
+      return {
+        ...state,
+        adjustedNano: state.adjustedNano + BigInt(event.data.amount_nano),
+        adjustments: { ...state.adjustments, [event.data.adjustment_id]: adjustmentFingerprint(event.data) },
+      };
     case 'HoldPlaced': {
       const { hold_id, amount_nano, key_id, expires_at, key_limit } = event.data;
       const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;

@@ -33,6 +33,7 @@ export class LedgerInvariants {
   private seq = 0;
   private credits = 0n;
   private charges = 0n;
+  private adjusted = 0n;
   private held = 0n;
   private dailyLimit: bigint | null = null;
   private dailyLimitEpoch = 0;
@@ -52,6 +53,16 @@ export class LedgerInvariants {
       case 'CreditsAdded':
         this.credits += BigInt(event.data.amount_nano);
         return;
+      case 'BalanceAdjusted': {
+        // Issue 23: an adjustment never takes the available balance below zero, as no hold may.
+        const amount = BigInt(event.data.amount_nano);
+        const balanceBefore = this.credits - this.charges + this.adjusted;
+        this.adjusted += amount;
+        this.check(amount !== 0n && (event.data.kind === 'adjustment' || amount > 0n), `adjustment ${event.data.adjustment_id} of ${amount} as a ${event.data.kind}`);
+        this.check(amount > 0n || this.available() >= 0n, `adjustment ${event.data.adjustment_id} took the available balance to ${this.available()}`);
+        this.lastChargeCrossedBalanceLow = balanceBefore >= BALANCE_LOW_NANO && balanceBefore + amount < BALANCE_LOW_NANO;
+        return;
+      }
       case 'DailyLimitSet':
         this.dailyLimit = event.data.limit_nano === null ? null : BigInt(event.data.limit_nano);
         this.dailyLimitEpoch++;
@@ -99,7 +110,7 @@ export class LedgerInvariants {
     const exceeded = BigInt(data.exceeded_hold_nano ?? '0');
     // Invariant 1: charged <= held, except over-hold that is counted exactly.
     this.check(exceeded === (amount > hold.amount ? amount - hold.amount : 0n), `hold ${data.hold_id}: over-hold ${exceeded} miscounted for ${amount} on ${hold.amount}`);
-    const balanceBefore = this.credits - this.charges;
+    const balanceBefore = this.credits - this.charges + this.adjusted;
     this.charges += amount;
     this.lastChargeCrossedBalanceLow = balanceBefore >= BALANCE_LOW_NANO && balanceBefore - amount < BALANCE_LOW_NANO;
     for (const [window, limit] of this.windowsOf(hold, Date.parse(data.charged_at!))) this.admitted(window, hold.seq, limit, amount - exceeded);
@@ -131,7 +142,7 @@ export class LedgerInvariants {
   }
 
   private available(): bigint {
-    return this.credits - this.charges - this.held;
+    return this.credits - this.charges + this.adjusted - this.held;
   }
 
   private once(what: string): void {

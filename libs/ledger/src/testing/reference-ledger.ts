@@ -81,6 +81,8 @@ export class ReferenceLedger {
   accountId: string | null = null;
   credits = 0n;
   charged = 0n;
+  /** Issue 23: every adjustment by id, as recorded. */
+  readonly adjustments = new Map<string, { amount: bigint; kind: string; reason: string; operator: string }>();
   dailyLimit: bigint | null = null;
   /** Every hold ever placed; `openIds` names those still open, so that sums need not scan them all. */
   readonly holds = new Map<string, RefHold>();
@@ -101,7 +103,13 @@ export class ReferenceLedger {
   }
 
   available(): bigint {
-    return this.credits - this.charged - this.held();
+    return this.balance() - this.held();
+  }
+
+  balance(): bigint {
+    let adjusted = 0n;
+    for (const a of this.adjustments.values()) adjusted += a.amount;
+    return this.credits - this.charged + adjusted;
   }
 
   spentIn(scope: string, reset: LimitReset, ms: number): bigint {
@@ -167,7 +175,27 @@ export class ReferenceLedger {
         return this.recordRefusal(account_id, command.hold, now);
       case 'RecordFreeGeneration':
         return { outcome: { events: [{ type: 'FreeGenerationRecorded', data: freeGenerationData(account_id, command) }] }, commit: () => undefined };
+      case 'AdjustBalance':
+        return this.adjust(account_id, command);
     }
+  }
+
+  private adjust(account_id: string, command: Extract<AccountCommand, { type: 'AdjustBalance' }>): Prediction {
+    const { adjustmentId, amountNano: amount, kind, reason, operator } = command;
+    const seen = this.adjustments.get(adjustmentId);
+    if (seen) {
+      const same = seen.amount === amount && seen.kind === kind && seen.reason === reason && seen.operator === operator;
+      return same ? { outcome: { events: [] }, commit: () => undefined } : refuse('adjustment_id_conflict', { param: 'adjustment_id' });
+    }
+    if (amount === 0n || (kind === 'credit_note' && amount < 0n)) return refuse('invalid_amount', { param: 'amount_usd' });
+    if (amount < 0n && this.available() + amount < 0n) return refuse('adjustment_exceeds_balance', { param: 'amount_usd', available_nano: this.available() });
+    const data = { account_id, adjustment_id: adjustmentId, amount_nano: String(amount), kind, reason, operator };
+    const events: AccountEvent[] = [{ type: 'BalanceAdjusted', data }];
+    const balance = this.balance();
+    if (amount < 0n && balance >= BALANCE_LOW_NANO && balance + amount < BALANCE_LOW_NANO) {
+      events.push({ type: 'BalanceLow', data: { account_id, balance_nano: String(balance + amount), threshold_nano: String(BALANCE_LOW_NANO) } });
+    }
+    return { outcome: { events }, commit: () => void this.adjustments.set(adjustmentId, { amount, kind, reason, operator }) };
   }
 
   private open(accountId: string): Prediction {
@@ -298,7 +326,7 @@ export class ReferenceLedger {
       }
     }
 
-    const balance = this.credits - this.charged;
+    const balance = this.balance();
     if (balance >= BALANCE_LOW_NANO && balance - amount < BALANCE_LOW_NANO) {
       events.push({ type: 'BalanceLow', data: { account_id, balance_nano: String(balance - amount), threshold_nano: String(BALANCE_LOW_NANO) } });
     }

@@ -9,7 +9,7 @@ import { eventTime, perEvent, type Projection } from '../projection';
 /** Every settings write, and the pause the dispatcher records; not each failed delivery, which the webhook events list. */
 type AuditedSettings = Exclude<SettingsEvent, { type: 'WebhookDeliveryFailed' | 'WebhookDeliveryRecovered' }>;
 /** A key's expiry notice is the service's, not anyone's change. */
-type Audited = Exclude<KeyEvent, { type: 'KeyExpiring' }> | OrgEvent | AuditedSettings | PresetEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' }>;
+type Audited = Exclude<KeyEvent, { type: 'KeyExpiring' }> | OrgEvent | AuditedSettings | PresetEvent | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' | 'BalanceAdjusted' }>;
 
 /** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
 const API_FIELD: Record<string, string> = { limit_nano: 'limit' };
@@ -44,6 +44,13 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
   PresetDeleted: (d) => ({ action: 'preset.deleted', account: d.workspace_id, target: d.slug, details: {} }),
   CreditsAdded: (d) => ({ action: 'credits.added', account: d.account_id, target: d.account_id, details: { amount_usd: usd(d.amount_nano), reason: d.reason } }),
   DailyLimitSet: (d) => ({ action: 'account.daily_limit_set', account: d.account_id, target: d.account_id, details: { daily_limit_usd: usd(d.limit_nano) } }),
+  // Issue 23: the operator's name is in the data, since the admin token that authorised it is shared.
+  BalanceAdjusted: (d) => ({
+    action: 'account.adjusted',
+    account: d.account_id,
+    target: d.account_id,
+    details: { adjustment_id: d.adjustment_id, kind: d.kind, amount_usd: usd(d.amount_nano), reason: d.reason, operator: d.operator },
+  }),
 };
 
 async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {

@@ -12,6 +12,7 @@ interface AccountDelta {
   openedAt: string | null;
   purchasedNano: bigint;
   usedNano: bigint;
+  adjustedNano: bigint;
   heldNano: bigint;
   openHolds: number;
   dailyLimit: { nano: string | null } | null;
@@ -55,8 +56,11 @@ export const creditsProjection: Projection = {
     `CREATE INDEX IF NOT EXISTS credit_holds_expiry ON credit_holds (expires_at)`,
     // The serving process that placed the hold (HoldPlaced's metadata), for the hold reaper.
     `ALTER TABLE credit_holds ADD COLUMN IF NOT EXISTS gateway_id text`,
+    // Issue 23: credit notes and operator adjustments, signed; the balance is purchased - used + adjusted.
+    // No BalanceAdjusted predates the column, so 0 is right for existing rows without a rebuild.
+    `ALTER TABLE credit_accounts ADD COLUMN IF NOT EXISTS adjusted_nano bigint NOT NULL DEFAULT 0`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet']),
+  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const accounts = new Map<string, AccountDelta>();
     const placed = new Map<string, OpenHold>();
@@ -66,7 +70,7 @@ export const creditsProjection: Projection = {
       const at = eventTime(e);
       let delta = accounts.get(e.data.account_id);
       if (e.type === 'AccountOpened' || !delta) {
-        delta = { openedAt: null, purchasedNano: 0n, usedNano: 0n, heldNano: 0n, openHolds: 0, dailyLimit: null, updatedAt: at };
+        delta = { openedAt: null, purchasedNano: 0n, usedNano: 0n, adjustedNano: 0n, heldNano: 0n, openHolds: 0, dailyLimit: null, updatedAt: at };
         accounts.set(e.data.account_id, delta);
       }
       delta.updatedAt = at;
@@ -76,6 +80,9 @@ export const creditsProjection: Projection = {
           break;
         case 'CreditsAdded':
           delta.purchasedNano += BigInt(e.data.amount_nano);
+          break;
+        case 'BalanceAdjusted':
+          delta.adjustedNano += BigInt(e.data.amount_nano);
           break;
         case 'HoldPlaced':
           placed.set(e.data.hold_id, {
@@ -125,20 +132,21 @@ export const creditsProjection: Projection = {
       d.purchasedNano.toString(),
       d.usedNano.toString(),
       d.heldNano.toString(),
+      d.adjustedNano.toString(),
       d.openHolds,
       d.dailyLimit !== null,
       d.dailyLimit?.nano ?? null,
       d.openedAt,
       d.updatedAt,
     ];
-    const types = ['text', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
+    const types = ['text', 'bigint', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
     const opened = [...accounts].filter(([, d]) => d.openedAt !== null);
     if (opened.length > 0) {
       const c = asColumns(types, opened.map(row));
       await tx.query(
-        `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, open_holds, daily_limit_nano, opened_at, updated_at)
-         SELECT account_id, purchased, used, held, open_holds, daily_limit, opened_at, updated_at
-           FROM ${c.unnest} AS d(account_id, purchased, used, held, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
+        `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, adjusted_nano, open_holds, daily_limit_nano, opened_at, updated_at)
+         SELECT account_id, purchased, used, held, adjusted, open_holds, daily_limit, opened_at, updated_at
+           FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
         c.params,
       );
     }
@@ -148,9 +156,9 @@ export const creditsProjection: Projection = {
       // An account the log never opened has no row, and stays without one.
       await tx.query(
         `UPDATE credit_accounts a SET purchased_nano = a.purchased_nano + d.purchased, used_nano = a.used_nano + d.used,
-                held_nano = a.held_nano + d.held, open_holds = a.open_holds + d.open_holds,
+                held_nano = a.held_nano + d.held, adjusted_nano = a.adjusted_nano + d.adjusted, open_holds = a.open_holds + d.open_holds,
                 daily_limit_nano = CASE WHEN d.limit_set THEN d.daily_limit ELSE a.daily_limit_nano END, updated_at = d.updated_at
-           FROM ${c.unnest} AS d(account_id, purchased, used, held, open_holds, limit_set, daily_limit, opened_at, updated_at)
+           FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)
           WHERE a.account_id = d.account_id`,
         c.params,
       );
@@ -161,14 +169,16 @@ export const creditsProjection: Projection = {
 export interface CreditsRow {
   purchasedNano: bigint;
   usedNano: bigint;
+  /** Issue 23: credit notes and operator adjustments, signed. */
+  adjustedNano: bigint;
   heldNano: bigint;
   openHolds: number;
   dailyLimitNano: bigint | null;
 }
 
 export async function getCredits(sql: SqlExecutor, accountId: string): Promise<CreditsRow | null> {
-  const { rows } = await sql.query<{ purchased_nano: string; used_nano: string; held_nano: string; open_holds: number; daily_limit_nano: string | null }>(
-    'SELECT purchased_nano, used_nano, held_nano, open_holds, daily_limit_nano FROM credit_accounts WHERE account_id = $1',
+  const { rows } = await sql.query<{ purchased_nano: string; used_nano: string; adjusted_nano: string; held_nano: string; open_holds: number; daily_limit_nano: string | null }>(
+    'SELECT purchased_nano, used_nano, adjusted_nano, held_nano, open_holds, daily_limit_nano FROM credit_accounts WHERE account_id = $1',
     [accountId],
   );
   const r = rows[0];
@@ -176,6 +186,7 @@ export async function getCredits(sql: SqlExecutor, accountId: string): Promise<C
   return {
     purchasedNano: BigInt(r.purchased_nano),
     usedNano: BigInt(r.used_nano),
+    adjustedNano: BigInt(r.adjusted_nano),
     heldNano: BigInt(r.held_nano),
     openHolds: Number(r.open_holds),
     dailyLimitNano: r.daily_limit_nano === null ? null : BigInt(r.daily_limit_nano),
@@ -189,4 +200,9 @@ export async function accountsWithExpiredHolds(sql: SqlExecutor, now: Date, limi
     [now.toISOString(), limit],
   );
   return rows.map((r) => r.account_id);
+}
+
+/** The settled balance GET /v1/credits and GET /admin/accounts/{id} show: credits - usage + adjustments (issue 23). */
+export function balanceOf(row: Pick<CreditsRow, 'purchasedNano' | 'usedNano' | 'adjustedNano'>): bigint {
+  return row.purchasedNano - row.usedNano + row.adjustedNano;
 }

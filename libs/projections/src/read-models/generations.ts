@@ -1,5 +1,5 @@
 import { meteredUsage, type AccountEvent, type GenerationStats } from '@svc/ledger';
-import type { MeterUsage } from '@svc/ledger';
+import type { CostLine, MeterUsage } from '@svc/ledger';
 import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, type Projection } from '../projection';
 import type { AccountRecorded } from './credits';
@@ -23,6 +23,9 @@ interface Outcome {
     ttft_ms: number | null;
     /** What was billed, by meter; only a charge has it. */
     meters: MeterUsage | null;
+    /** Issue 23: the charge's lines, and the provider's cost; null on a charge recorded without them. */
+    cost_lines: CostLine[] | null;
+    provider_cost_nano: string | null;
   };
 }
 
@@ -77,6 +80,9 @@ export const generationsProjection: Projection = {
     // The preset and version a request ran with (spec 2.5), from the hold's metadata.
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS preset text`,
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS preset_version integer`,
+    // Issue 23: the lines of a charge, and what the provider charged the operator (null: unknown).
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS cost_lines jsonb`,
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS provider_cost_nano bigint`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
@@ -115,7 +121,7 @@ export const generationsProjection: Projection = {
           break;
         }
         case 'UsageCharged':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), meteredUsage(e.data)));
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), meteredUsage(e.data), e.data));
           break;
         case 'HoldReleased':
           resolve(
@@ -146,14 +152,14 @@ export const generationsProjection: Projection = {
           g.id, g.account_id, g.key_id, u?.model ?? g.model, g.endpoint, u?.provider ?? null, g.outcome?.status ?? 'in_progress',
           u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, g.outcome?.cost_nano ?? '0',
           u?.latency_ms ?? null, u?.ttft_ms ?? null, u?.error_code ?? null, g.client_request_id, g.created_at, g.outcome?.finished_at ?? null,
-          jsonOrNull(u?.meters), g.preset, g.preset_version,
+          jsonOrNull(u?.meters), g.preset, g.preset_version, jsonOrNull(u?.cost_lines), u?.provider_cost_nano ?? null,
         ];
       });
       const c = asColumns(INSERTED, rows);
       await tx.query(
         `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
                                   reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters,
-                                  preset, preset_version)
+                                  preset, preset_version, cost_lines, provider_cost_nano)
          SELECT * FROM ${c.unnest}`,
         c.params,
       );
@@ -164,7 +170,7 @@ export const generationsProjection: Projection = {
         return [
           id, o.status, o.cost_nano, o.finished_at, u !== undefined, u?.error_code ?? null, u?.model ?? null, u?.provider ?? null,
           u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, u?.latency_ms ?? null, u?.ttft_ms ?? null,
-          jsonOrNull(u?.meters),
+          jsonOrNull(u?.meters), jsonOrNull(u?.cost_lines), u?.provider_cost_nano ?? null,
         ];
       });
       const c = asColumns(SETTLED, rows);
@@ -179,9 +185,12 @@ export const generationsProjection: Projection = {
                 reasoning_tokens = CASE WHEN d.known THEN d.reasoning_tokens ELSE g.reasoning_tokens END,
                 latency_ms = CASE WHEN d.known THEN d.latency_ms ELSE g.latency_ms END,
                 ttft_ms = CASE WHEN d.known THEN d.ttft_ms ELSE g.ttft_ms END,
-                meters = CASE WHEN d.known THEN d.meters ELSE g.meters END
+                meters = CASE WHEN d.known THEN d.meters ELSE g.meters END,
+                cost_lines = CASE WHEN d.known THEN d.cost_lines ELSE g.cost_lines END,
+                provider_cost_nano = CASE WHEN d.known THEN d.provider_cost_nano ELSE g.provider_cost_nano END
            FROM ${c.unnest} AS d(id, status, cost_nano, finished_at, known, error_code, model, provider,
-                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms, meters)
+                                 prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms, meters,
+                                 cost_lines, provider_cost_nano)
           WHERE g.id = d.id`,
         c.params,
       );
@@ -203,8 +212,8 @@ export const generationsProjection: Projection = {
 
 const FREE = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'integer'];
 
-const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb', 'text', 'integer'];
-const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer', 'jsonb'];
+const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb', 'text', 'integer', 'jsonb', 'bigint'];
+const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer', 'jsonb', 'jsonb', 'bigint'];
 
 const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
@@ -215,6 +224,7 @@ function finished(
   errorCode: string | null,
   at: string,
   meters: MeterUsage | null = null,
+  charge?: { lines?: CostLine[]; provider_cost_nano?: string },
 ): Outcome {
   return {
     status,
@@ -231,6 +241,8 @@ function finished(
       latency_ms: d.latency_ms ?? null,
       ttft_ms: d.ttft_ms ?? null,
       meters,
+      cost_lines: charge?.lines ?? null,
+      provider_cost_nano: charge?.provider_cost_nano ?? null,
     },
   };
 }
@@ -260,6 +272,10 @@ export interface GenerationRow {
   cacheSourceId: string | null;
   /** What a charge billed, by meter; null when nothing was billed. */
   meters: MeterUsage | null;
+  /** Issue 23: the charge's lines; null when it was recorded without them (before issue 23, or by the hold reaper). */
+  costLines: CostLine[] | null;
+  /** What the provider charged the operator; null when unknown (or not billed). Never shown to the account. */
+  providerCostNano: bigint | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -297,6 +313,8 @@ function toRow(r: Record<string, any>): GenerationRow {
     preset: r.preset ? { slug: r.preset, version: r.preset_version } : null,
     cacheSourceId: r.cache_source_id ?? null,
     meters: r.meters ?? null,
+    costLines: r.cost_lines ?? null,
+    providerCostNano: r.provider_cost_nano === null || r.provider_cost_nano === undefined ? null : BigInt(r.provider_cost_nano),
     createdAt: new Date(r.created_at),
     finishedAt: r.finished_at === null ? null : new Date(r.finished_at),
   };
