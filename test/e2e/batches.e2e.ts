@@ -96,6 +96,25 @@ describe('batches (spec 4.11)', () => {
     expect(listed.data.map((b) => b.id)).toContain(created.id);
   });
 
+  it("charges a line that searched the web what its answer says: the query at the engine's price, outside the discount", async () => {
+    const { key } = await accountWithKey(gw, 5);
+    const sdk = sdkFor(key);
+    const before = await creditsOf(call, key);
+    const input = await upload(sdk, [chatLine('searched', 'what is new in the news', { plugins: [{ id: 'web' }] })]);
+    const batch = await finished(sdk, (await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(batch.request_counts).toEqual({ total: 1, completed: 1, failed: 0 });
+    const [line] = await resultsOf(sdk, batch.output_file_id);
+    const body = line.response.body;
+    expect(body.usage.server_tool_use).toEqual({ web_search_requests: 1, web_search_cost: 0.002 });
+    // The answer, the record and the balance say the same amount, the $0.002 query included.
+    const record = await generation(key, body.id);
+    const charged = usdToNano(String(record.total_cost));
+    expect(usdToNano(String(body.usage.cost))).toBe(charged);
+    expect(costLinesOf(record).find(([meter]) => meter === 'queries')).toEqual(['queries', 1, 0.002, 2_000_000n]);
+    const after = await creditsOf(call, key);
+    expect(usdToNano(before.balance) - usdToNano(after.balance)).toBe(charged);
+  });
+
   it('runs an embeddings batch the same way', async () => {
     const { key } = await accountWithKey(gw, 5);
     const sdk = sdkFor(key);

@@ -21,6 +21,12 @@ interface KeptSettlement {
   reservation: Reservation;
   answered: Pick<TargetRef, 'model' | 'provider' | 'byok'>;
   settlement: Settlement;
+  /**
+   * The web search's price per query of the engine that ran (nano-USD, as decimal strings: this
+   * is kept as JSON), absent when none ran: the reservation's targets are the models', and the
+   * line's charge must include the queries its answer was priced with.
+   */
+  toolPrices?: { perQuery: string; costPerQuery: string | null };
 }
 
 const validateChat = bodyValidation();
@@ -55,7 +61,13 @@ export class BatchLineCalls implements LineCalls {
         answered = await this.chat.answerEmbeddings(caller, embeddingsRequest(body), {}, options);
       }
       const { metered, target, settlement } = answered;
-      const kept: KeptSettlement = { reservation: metered.reservation, answered: { model: target.model.id, provider: target.route.provider.name, byok: target.byok }, settlement };
+      const { toolPrices } = target;
+      const kept: KeptSettlement = {
+        reservation: metered.reservation,
+        answered: { model: target.model.id, provider: target.route.provider.name, byok: target.byok },
+        settlement,
+        ...(toolPrices ? { toolPrices: { perQuery: toolPrices.perQuery.toString(), costPerQuery: toolPrices.costPerQuery == null ? null : toolPrices.costPerQuery.toString() } } : {}),
+      };
       return { answered: true, body: answered.present(this.metering.calls.chargeOf(target, settlement)).body, requestId: metered.reservation.id, kept };
     } catch (err) {
       // The service's own failure (its database) is not the line's: it is tried again.
@@ -67,11 +79,12 @@ export class BatchLineCalls implements LineCalls {
   }
 
   async settle(batch: ActiveBatch, kept: unknown): Promise<void> {
-    const { reservation, answered, settlement } = kept as KeptSettlement;
+    const { reservation, answered, settlement, toolPrices } = kept as KeptSettlement;
     const caller = await callerOfKey(this.sql, batch.keyId, this.clock.now());
     const calls = this.metering.calls;
-    const target = calls.targetsOf(reservation, caller?.sealedProviderKeys ?? new Map()).find((t) => t.model.id === answered.model && t.route.provider.name === answered.provider && t.byok === answered.byok);
-    if (!target) throw ApiError.internal(`batch ${batch.batchId}: ${answered.model} via ${answered.provider} is no longer a target of ${reservation.id}`);
+    const found = calls.targetsOf(reservation, caller?.sealedProviderKeys ?? new Map()).find((t) => t.model.id === answered.model && t.route.provider.name === answered.provider && t.byok === answered.byok);
+    if (!found) throw ApiError.internal(`batch ${batch.batchId}: ${answered.model} via ${answered.provider} is no longer a target of ${reservation.id}`);
+    const target = toolPrices ? { ...found, toolPrices: { perQuery: BigInt(toolPrices.perQuery), costPerQuery: toolPrices.costPerQuery === null ? null : BigInt(toolPrices.costPerQuery) } } : found;
     try {
       await calls.settle({ reservation, targets: [target], headers: {} }, target, settlement);
     } catch (err) {
