@@ -92,12 +92,13 @@ export interface MeteringDeps {
 
 /**
  * What the pipeline reports as it runs (issue 22): each upstream call, answered or failed, with
- * its time, and each charge this process records. Implemented by the process's metrics.
+ * its time, and each charge this process records, by generation id (the request log finds its
+ * generation's by the id it answered with). Implemented by the process's metrics.
  */
 export interface MeteringObserver {
-  upstreamAnswered(provider: string, operation: string, seconds: number): void;
-  upstreamFailed(provider: string, operation: string, seconds: number, error: unknown): void;
-  charged(amountNano: bigint): void;
+  upstreamAnswered(generationId: string, provider: string, operation: string, seconds: number): void;
+  upstreamFailed(generationId: string, provider: string, operation: string, seconds: number, error: unknown): void;
+  charged(generationId: string, amountNano: bigint): void;
 }
 
 /** What a call asks to hold (spec 1 rule 1): the models that may answer, and its worst case by meter. */
@@ -299,10 +300,10 @@ export class MeteredCalls {
       const started = performance.now();
       try {
         const value = await (tracing ? tracing.upstream(`upstream ${providerName(target)}`, upstreamAttributes(id, target, i + 1), () => call(target)) : call(target));
-        observer?.upstreamAnswered(providerName(target), target.model.type, (performance.now() - started) / 1000);
+        observer?.upstreamAnswered(id, providerName(target), target.model.type, (performance.now() - started) / 1000);
         return { answered: true, target, value };
       } catch (err) {
-        observer?.upstreamFailed(providerName(target), target.model.type, (performance.now() - started) / 1000, err);
+        observer?.upstreamFailed(id, providerName(target), target.model.type, (performance.now() - started) / 1000, err);
         if (worthAnotherTry(err)) {
           failures.push({ target, error: err });
           this.deps.warn(`${id}: ${target.model.id} via ${target.route.provider.name} failed (${err.message}); trying the next`);
@@ -352,7 +353,7 @@ export class MeteredCalls {
       metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
     }
     if (charged.event !== 'UsageCharged') return 0n;
-    this.deps.observer?.charged(charged.amount);
+    this.deps.observer?.charged(reservation.id, charged.amount);
     return charged.amount;
   }
 

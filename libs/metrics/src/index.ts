@@ -1,4 +1,4 @@
 /** Issue 22: the process's Prometheus metrics (prom-client, a registry per process) and their pure helpers. */
 export { routeLabel, ServiceMetrics, upstreamErrorCode, type MetricsSources } from './metrics';
 export { startMetricsServer, type MetricsServer } from './server';
-export { RequestScope, type RequestRecord } from './request-scope';
+export { GenerationNotes, type RequestRecord } from './generation-notes';

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventStore } from '@svc/eventstore';
 import type { SqlRunner } from '@svc/platform';
-import { RequestScope } from './request-scope';
+import { GenerationNotes } from './generation-notes';
 
 /** What the scrape-time gauges read: the read-model database and, when the runner can tell, each projection's lag. */
 export interface MetricsSources {
@@ -151,23 +151,23 @@ export class ServiceMetrics {
     this.httpDuration.observe({ route, method }, seconds);
   }
 
-  /** The HTTP request each report of the pipeline belongs to, for its log line. */
-  readonly requests = new RequestScope();
+  /** The pipeline's reports by generation, for the request log's lines. */
+  readonly requests = new GenerationNotes();
 
   /** What the metering pipeline reports (libs/metering's MeteringObserver): counted, and noted on the request's record. */
   readonly metering = {
-    upstreamAnswered: (provider: string, operation: string, seconds: number): void => {
+    upstreamAnswered: (generationId: string, provider: string, operation: string, seconds: number): void => {
       this.upstreamDuration.observe({ provider, operation }, seconds);
-      this.requests.upstreamAnswered(provider, seconds);
+      this.requests.upstreamAnswered(generationId, provider, seconds);
     },
-    upstreamFailed: (provider: string, operation: string, seconds: number, error: unknown): void => {
+    upstreamFailed: (generationId: string, provider: string, operation: string, seconds: number, error: unknown): void => {
       this.upstreamDuration.observe({ provider, operation }, seconds);
       this.upstreamErrors.inc({ provider, code: upstreamErrorCode(error) });
-      this.requests.upstreamFailed(provider, seconds);
+      this.requests.upstreamFailed(generationId, provider, seconds);
     },
-    // Counted where charges are appended (observed), whatever decided them: only the request's record here.
-    charged: (amountNano: bigint): void => {
-      this.requests.charged(amountNano);
+    // Counted where charges are appended (observed), whatever decided them: only the generation's note here.
+    charged: (generationId: string, amountNano: bigint): void => {
+      this.requests.charged(generationId, amountNano);
     },
   };
 

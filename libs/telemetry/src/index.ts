@@ -3,6 +3,6 @@
  * charge, exported over OTLP when configured; and the W3C trace context its provider requests
  * carry. The SDK is loaded only by a process that traces.
  */
-export { incomingTraceHeaders, upstreamTraceHeaders, withUpstreamTraceHeaders, type TraceHeaders } from './propagation';
+export { upstreamTraceHeaders, withUpstreamTraceHeaders, type TraceHeaders } from './propagation';
 export { ATTR, errorType, Tracing, type RequestTrace, type TracingOptions } from './tracing';
 export type { Attributes, Span } from '@opentelemetry/api';

@@ -2,7 +2,7 @@ import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { DomainError } from '@svc/eventstore';
 import { ProviderError } from '@svc/providers';
-import { incomingTraceHeaders, upstreamTraceHeaders } from './propagation';
+import { upstreamTraceHeaders } from './propagation';
 import { errorType, Tracing } from './tracing';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -120,29 +120,5 @@ describe('errorType', () => {
     expect(errorType(new TypeError('cannot read x of undefined'))).toBe('TypeError');
     expect(errorType(Object.assign(new Error('x'), { code: 'has spaces in it' }))).toBe('Error');
     expect(errorType('a thrown string')).toBe('error');
-  });
-});
-
-describe('incomingTraceHeaders', () => {
-  it('passes a valid traceparent and its tracestate on as they came', () => {
-    expect(incomingTraceHeaders({ traceparent: TRACEPARENT, tracestate: 'a=1,b=2' })).toEqual({ traceparent: TRACEPARENT, tracestate: 'a=1,b=2' });
-    expect(incomingTraceHeaders({ traceparent: TRACEPARENT })).toEqual({ traceparent: TRACEPARENT });
-    // A later version may carry more fields; they go on as they are.
-    expect(incomingTraceHeaders({ traceparent: `01-${TRACE_ID}-${CALLER_SPAN}-01-extra` })).toEqual({ traceparent: `01-${TRACE_ID}-${CALLER_SPAN}-01-extra` });
-  });
-
-  it('passes on nothing for a missing or invalid traceparent, whatever the tracestate', () => {
-    for (const traceparent of [
-      undefined,
-      '',
-      `00-${TRACE_ID}-${CALLER_SPAN}`,
-      `00-${TRACE_ID.toUpperCase()}-${CALLER_SPAN}-01`,
-      `00-${'0'.repeat(32)}-${CALLER_SPAN}-01`,
-      `00-${TRACE_ID}-${'0'.repeat(16)}-01`,
-      `ff-${TRACE_ID}-${CALLER_SPAN}-01`,
-      `00-${TRACE_ID}-${CALLER_SPAN}-01-extra`,
-    ]) {
-      expect(incomingTraceHeaders({ traceparent, tracestate: 'a=1' })).toBeUndefined();
-    }
   });
 });

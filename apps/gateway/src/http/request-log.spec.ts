@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { RequestScope } from '@svc/metrics';
+import { GenerationNotes } from '@svc/metrics';
 import { processLog, type LogLevel } from '@svc/platform';
 import { installRequestLog, isQuietProbe } from './request-log';
 
@@ -12,9 +12,9 @@ function harness(options: { level?: LogLevel; format?: 'json' | 'pretty' } = {})
   const out = new PassThrough();
   const chunks: string[] = [];
   out.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')));
-  const scope = new RequestScope();
+  const notes = new GenerationNotes();
   const fastify = Fastify({ loggerInstance: processLog({ logLevel: options.level ?? 'info', logFormat: options.format ?? 'json' }, out) as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
-  installRequestLog(fastify, scope, catalog);
+  installRequestLog(fastify, notes, catalog);
   const text = () => chunks.join('');
   // The request lines (a listening server also says where it listens).
   const lines = () =>
@@ -23,7 +23,7 @@ function harness(options: { level?: LogLevel; format?: 'json' | 'pretty' } = {})
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => 'route' in l);
-  return { fastify, scope, text, lines };
+  return { fastify, notes, text, lines };
 }
 
 describe('the request log (issue 22)', () => {
@@ -72,9 +72,11 @@ describe('the request log (issue 22)', () => {
       (request as unknown as { caller: typeof caller }).caller = caller;
       // What the metering pipeline reports, a tick after the body was read: a fallback, then an answer.
       await new Promise((resolve) => setImmediate(resolve));
-      h.scope.upstreamFailed('first', 0.004);
-      h.scope.upstreamAnswered('second:byok', 0.008);
-      h.scope.charged(42_123n);
+      h.notes.upstreamFailed('gen-abc', 'first', 0.004);
+      h.notes.upstreamAnswered('gen-abc', 'second:byok', 0.008);
+      h.notes.charged('gen-abc', 42_123n);
+      // Another generation's reports (a job's, another request's) are not this request's.
+      h.notes.charged('gen-other', 99n);
       void reply.header('x-svc-generation-id', 'gen-abc');
       return { ok: true };
     });
@@ -107,8 +109,8 @@ describe('the request log (issue 22)', () => {
       reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'x-svc-generation-id': 'gen-stream' });
       reply.raw.write('data: {}\n\n');
       setTimeout(() => {
-        h.scope.upstreamAnswered('sim', 0.001);
-        h.scope.charged(7n);
+        h.notes.upstreamAnswered('gen-stream', 'sim', 0.001);
+        h.notes.charged('gen-stream', 7n);
         reply.raw.end('data: [DONE]\n\n');
       }, 20);
       reply.hijack();
@@ -123,17 +125,20 @@ describe('the request log (issue 22)', () => {
     expect(h.text()).not.toContain('nope/unknown');
   });
 
-  it('reports nothing outside a request, and a request that charged nothing has no cost', async () => {
+  it('takes a generation\'s notes once; a request naming no generation has no provider or cost', async () => {
     const h = harness();
     fastify = h.fastify;
-    h.scope.charged(5n);
-    h.scope.upstreamAnswered('sim', 1);
+    h.notes.charged('gen-1', 5n);
     fastify.get('/v1/models', async () => ({ data: [] }));
+    fastify.get('/v1/generation', async (_request, reply) => reply.header('x-svc-generation-id', 'gen-1').send({}));
     await fastify.inject({ method: 'GET', url: '/v1/models' });
-    const [line] = h.lines();
-    expect(line.cost).toBeUndefined();
-    expect(line.provider).toBeUndefined();
-    expect(line.upstream_ms).toBeUndefined();
+    await fastify.inject({ method: 'GET', url: '/v1/generation' });
+    await fastify.inject({ method: 'GET', url: '/v1/generation' });
+    const [models, first, again] = h.lines();
+    expect([models.cost, models.provider, models.upstream_ms]).toEqual([undefined, undefined, undefined]);
+    expect(first.cost).toBe(0.000000005);
+    expect(again.cost).toBeUndefined();
+    expect(h.notes.size).toBe(0);
   });
 
   it('LOG_LEVEL=warn keeps only the server errors', async () => {
@@ -154,5 +159,21 @@ describe('the request log (issue 22)', () => {
     const lines = h.text().split('\n').filter(Boolean);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: GET \/v1\/models 200 \{.*"route":"\/v1\/models".*\}$/);
+  });
+});
+
+describe('GenerationNotes', () => {
+  it('keeps nothing until a request log takes them, and at most its bound, the oldest going first', () => {
+    const notes = new GenerationNotes(2);
+    notes.charged('gen-0', 1n);
+    expect(notes.size).toBe(0);
+    notes.enabled = true;
+    notes.charged('gen-1', 1n);
+    notes.upstreamAnswered('gen-2', 'sim', 0.5);
+    notes.charged('gen-3', 3n);
+    expect(notes.size).toBe(2);
+    expect(notes.take('gen-1')).toBeUndefined();
+    expect(notes.take('gen-2')).toEqual({ provider: 'sim', failedProvider: undefined, upstreamSeconds: 0.5, chargedNano: 0n, charged: false });
+    expect(notes.take('gen-3')).toMatchObject({ chargedNano: 3n, charged: true });
   });
 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Catalog } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { RequestScope, routeLabel, type RequestRecord } from '@svc/metrics';
+import { routeLabel, type GenerationNotes, type RequestRecord } from '@svc/metrics';
 import { nanoToUsd } from '@svc/platform';
 import { modelLabel } from '../metrics/request-metrics';
 
@@ -63,19 +63,14 @@ export function requestLine(request: FastifyRequest & { caller?: Caller }, reply
 
 /**
  * Issue 22: one line per request through Fastify's logger (pino), written when the response
- * has ended, so a stream's line carries its charge. The request's record is the async context
- * of the handler and all it starts: entered at preValidation, once the body has been read in
- * the request stream's callbacks (the point @fastify/request-context recommends for bodies).
+ * has ended, so a stream's line carries its charge: the metering pipeline's notes of the
+ * generation the response named (`x-svc-generation-id`) are taken then.
  */
-export function installRequestLog(fastify: FastifyInstance, scope: RequestScope, catalog: Pick<Catalog, 'get'>): void {
-  const records = new WeakMap<FastifyRequest, RequestRecord>();
-  fastify.addHook('preValidation', (request, _reply, done) => {
-    const record = RequestScope.record();
-    records.set(request, record);
-    scope.run(record, done);
-  });
+export function installRequestLog(fastify: FastifyInstance, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): void {
+  notes.enabled = true;
   fastify.addHook('onResponse', (request, reply, done) => {
-    const line = requestLine(request, reply, records.get(request), catalog);
+    const generation = reply.getHeader('x-svc-generation-id');
+    const line = requestLine(request, reply, typeof generation === 'string' ? notes.take(generation) : undefined, catalog);
     if (!isQuietProbe(line.path, line.status)) {
       const message = `${line.method} ${line.path} ${line.status}`;
       if (line.status >= 500) request.log.error(line, message);
