@@ -69,7 +69,7 @@ describe('ledger export, written from the PostgreSQL event store', () => {
       sums.set(r[col('account_id')], (sums.get(r[col('account_id')]) ?? 0n) + nano);
     }
     expect(sums).toEqual(want.sums);
-    // The statements engineer's statement of each account for the same period.
+    // Each account's statement for the same period.
     for (const [account, sum] of sums) {
       const statement = await readStatement(store, account, { from: period.from!, to: period.to! });
       expect(nanoToUsd9(statement.closingNano - statement.openingNano)).toBe(nanoToUsd9(sum));
