@@ -198,8 +198,16 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     const ledger = await holdEvents(accountId, v.generationId);
     expect(ledger.map((e) => e.type)).toEqual(['HoldPlaced', 'UsageCharged']);
     expect(BigInt(ledger[1].data.amount_nano)).toBe(cost);
-    const generation = await call('GET', `/v1/generation?id=${v.generationId}`, { key });
-    expect(generation.status).toBe(200);
+    // The generations read model follows the log (a worker's projection): wait for the charge there.
+    const generation = await until(
+      'the generation settled in its read model',
+      async () => {
+        const r = await call('GET', `/v1/generation?id=${v.generationId}`, { key });
+        return r.status === 200 && r.json.data.status !== 'in_progress' && r;
+      },
+      15_000,
+      100,
+    );
     expect(usdToNano(String(generation.json.data.total_cost))).toBe(cost);
     expect(generation.json.data.endpoint).toBe('/v1/videos');
     const clip = await fetch(`${root}/v1/videos/${v.id}/content`, { headers: { authorization: `Bearer ${key}` } });
