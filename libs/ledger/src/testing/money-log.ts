@@ -1,4 +1,4 @@
-import type { EventStore, NewEvent } from '@svc/eventstore';
+import { START, type EventStore, type NewEvent, type Position } from '@svc/eventstore';
 import { randomUUID } from 'node:crypto';
 import { Random } from './random';
 
@@ -103,11 +103,24 @@ export function moneyLog(steps: number, seed = 23, accounts = 5): AppendedEvent[
   return out;
 }
 
-/** Appends each group as one append to its stream, in order. */
+/**
+ * Appends each group as one append to its stream, in order, and resolves once readAll shows the
+ * last of them: the PostgreSQL store reads only below the oldest transaction still running in
+ * the cluster (so it never skips one that commits late), and a test run in parallel with others
+ * sharing the server may hold that back for a moment after the append returned.
+ */
 export async function appendMoneyLog(store: EventStore, groups: AppendedEvent[][]): Promise<void> {
+  let before: Position = START;
+  let last: Position = START;
   for (const group of groups) {
     const events: NewEvent[] = group.map((e) => ({ id: randomUUID(), type: e.type, data: e.data, metadata: e.metadata }));
-    await store.append(group[0].stream, events, 'any');
+    before = last;
+    last = (await store.append(group[0].stream, events, 'any')).position;
+  }
+  const deadline = Date.now() + 10_000;
+  while (!(await store.readAll({ after: before })).some((e) => e.position === last)) {
+    if (Date.now() > deadline) throw new Error(`the appended events are not readable after 10 s (last at ${last})`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
