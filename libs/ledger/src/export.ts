@@ -2,7 +2,7 @@ import type { Position, RecordedEvent } from '@svc/eventstore';
 import { decodePosition, START } from '@svc/eventstore';
 import { type Nano, nanoToUsd9 } from '@svc/platform';
 import { meteredUsage } from './account';
-import { parseStatementInstant } from './statement';
+import { csvField, eventInstant, parseStatementInstant } from './statement';
 import type { MeterUsage } from './pricing';
 
 /**
@@ -77,18 +77,6 @@ export function parseAfter(text: string | undefined): Position {
 }
 
 // ---- The period rule --------------------------------------------------------------------------
-
-/**
- * When an event counts: a charge at its own `charged_at` (the instant the spend windows and
- * statements count it at), anything else at `metadata.at`, the instant it was decided. An event
- * that carries neither counts as the beginning of time, as statements count it: it is in every
- * balance, so it is in a period without `from` only.
- */
-export function eventInstant(event: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>): number {
-  const chargedAt = event.type === 'UsageCharged' ? (event.data as { charged_at?: unknown })?.charged_at : undefined;
-  const ms = Date.parse(String(chargedAt ?? event.metadata?.at));
-  return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
-}
 
 /** In `[from, to)`. */
 export function inPeriod(event: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>, period: ExportPeriod): boolean {
@@ -247,11 +235,6 @@ export function parseFormat(text: string | undefined): ExportFormat {
   const format = (text ?? 'csv').toLowerCase();
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new LedgerOptionError('--format', `--format must be one of ${EXPORT_FORMATS.join(', ')}: ${JSON.stringify(text)}`);
   return format as ExportFormat;
-}
-
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
 export const csvHeader = (): string => `${EXPORT_COLUMNS.join(',')}\r\n`;

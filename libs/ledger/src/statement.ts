@@ -55,11 +55,15 @@ export interface Statement {
   totals: { creditsNano: Nano; chargesNano: Nano; adjustmentsNano: Nano; byMeter: MeterUsage };
 }
 
-/** When an event counts: its decision, or a charge's own instant. Unknown (no metadata.at) counts as the beginning of time: it is in every balance. */
-function timeOf(recorded: RecordedEvent): number {
-  const event = recorded as unknown as AccountEvent;
-  const at = event.type === 'UsageCharged' && event.data.charged_at !== undefined ? event.data.charged_at : recorded.metadata?.at;
-  const ms = Date.parse(String(at));
+/**
+ * When an event counts, for statements, exports and reconciliation alike: a charge at its own
+ * `charged_at` (the instant the spend windows count it at), anything else at `metadata.at`, the
+ * instant it was decided. An event that carries neither counts as the beginning of time: it is
+ * in every balance, so it is in a period without `from` only.
+ */
+export function eventInstant(event: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>): number {
+  const chargedAt = event.type === 'UsageCharged' ? (event.data as { charged_at?: unknown })?.charged_at : undefined;
+  const ms = Date.parse(String(chargedAt ?? event.metadata?.at));
   return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
 }
 
@@ -93,7 +97,7 @@ export class StatementBuilder {
     // Holds are tracked whenever they were placed: one placed before `from` may be released in the period.
     if (event.type === 'HoldPlaced') this.held.set(event.data.hold_id, BigInt(event.data.amount_nano));
     const heldNano = event.type === 'HoldReleased' || event.type === 'HoldExpired' || event.type === 'UsageCharged' ? this.resolve(event.data.hold_id) : 0n;
-    const ms = timeOf(recorded);
+    const ms = eventInstant(recorded);
     if (!(ms < this.toMs)) return;
     this.lastIncluded = recorded.position;
     const moved = movement(event);
@@ -287,7 +291,7 @@ export const STATEMENT_CSV_COLUMNS = ['section', 'at', 'date', 'key_id', 'model'
 type CsvRow = Partial<Record<(typeof STATEMENT_CSV_COLUMNS)[number], string | number>>;
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-function csvField(value: string | number | undefined): string {
+export function csvField(value: string | number | undefined): string {
   const text = value === undefined ? '' : String(value);
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
