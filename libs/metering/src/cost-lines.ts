@@ -6,9 +6,9 @@
  * usages and prices).
  */
 import type { Catalog, ModelPrices } from '@svc/catalog';
-import type { CostLine } from '@svc/ledger';
+import { BYOK_SUFFIX, type CostLine } from '@svc/ledger';
 import type { Nano } from '@svc/platform';
-import { costOfMeters, METERS, type Meter, type MeterUsage } from './meters';
+import { costOfMeters, METERS, pricedUsage, type MeterUsage } from './meters';
 import { pricesOf, type Target } from './targets';
 
 export type { CostLine };
@@ -22,43 +22,6 @@ export function decimalOf(n: bigint, scale: number): string {
   const whole = digits.slice(0, digits.length - scale);
   const fraction = digits.slice(digits.length - scale).replace(/0+$/, '');
   return `${negative && n !== 0n ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
-}
-
-/**
- * How `costOfMeters` prices each meter: per million (tokens, characters, audio tokens) or per
- * unit, and in which group it is rounded up (it rounds each group's sum once, not each meter).
- */
-interface Pricing {
-  price: Nano;
-  perMillion: boolean;
-  group: 'tokens' | 'characters' | 'audio' | null;
-}
-
-/** The billed quantity of each meter and its price; cached input is billed apart from the rest of the input. */
-function pricedUsage(usage: MeterUsage, p: ModelPrices): Partial<Record<Meter, { quantity: bigint } & Pricing>> {
-  const count = (meter: Meter) => BigInt(usage[meter] ?? 0);
-  const min = (a: bigint, b: bigint) => (a < b ? a : b);
-  const input = count('input');
-  const cached = min(count('cached_input'), input);
-  const audioInput = count('audio_input');
-  const cachedAudio = min(count('cached_audio_input'), audioInput);
-  const perM = (quantity: bigint, price: Nano | null, group: Pricing['group']) => ({ quantity, price: price ?? 0n, perMillion: true, group });
-  const perUnit = (quantity: bigint, price: Nano | null) => ({ quantity, price: price ?? 0n, perMillion: false, group: null });
-  return {
-    input: perM(input - cached, p.inputPerM, 'tokens'),
-    cached_input: perM(cached, p.cachedInputPerM, 'tokens'),
-    output: perM(count('output'), p.outputPerM, 'tokens'),
-    characters: perM(count('characters'), p.perMillionCharacters, 'characters'),
-    search_units: perUnit(count('search_units'), p.perSearchUnit),
-    queries: perUnit(count('queries'), p.perQuery),
-    seconds: perUnit(count('seconds'), p.perSecond),
-    images: perUnit(count('images'), p.perImage),
-    // Already nano-USD, as the provider reported it.
-    provider_cost: perUnit(count('provider_cost'), 1n),
-    audio_input: perM(audioInput - cachedAudio, p.audioInputPerM, 'audio'),
-    cached_audio_input: perM(cachedAudio, p.cachedAudioInputPerM, 'audio'),
-    audio_output: perM(count('audio_output'), p.audioOutputPerM, 'audio'),
-  };
 }
 
 const line = (meter: string, quantity: bigint | number, unitPriceUsd: string, amountNano: Nano): CostLine => ({
@@ -84,7 +47,7 @@ export function meterLines(usage: MeterUsage, prices: ModelPrices): { lines: Cos
   let total = 0n;
   for (const meter of METERS) {
     const m = priced[meter];
-    if (!m || m.quantity === 0n) continue;
+    if (m.quantity === 0n) continue;
     const product = m.quantity * m.price;
     const amount = m.perMillion ? product / PER_MILLION : product;
     if (m.group) {
@@ -194,6 +157,3 @@ export function derivedCostLines(
   }
   return null;
 }
-
-/** How a BYOK generation names its provider (`sim:byok`). */
-export const BYOK_SUFFIX = ':byok';

@@ -3,7 +3,7 @@
  * reserve -> attempt -> settle, shared by every model call whatever its interface.
  */
 export { byokKeyRejected, byokUnavailable } from './byok';
-export { BYOK_SUFFIX, decimalOf, derivedCostLines, explainCharge, meterLines, providerCostOf, sumOfLines, type CostLine, type ExplainedCharge } from './cost-lines';
+export { decimalOf, derivedCostLines, explainCharge, meterLines, providerCostOf, sumOfLines, type CostLine, type ExplainedCharge } from './cost-lines';
 export { failedGenerationOf, markFailedGeneration } from './failed-generation';
 export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenMeters, tokenWorstCase, type Meter, type MeterUsage } from './meters';
 export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type RunResult } from './operation';

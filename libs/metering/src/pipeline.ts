@@ -4,7 +4,7 @@ import type { EventMetadata, Handled } from '@svc/eventstore';
 import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '@svc/ledger';
-import { billedAmount } from '@svc/ledger';
+import { billedAmount, BYOK_SUFFIX } from '@svc/ledger';
 import type { Clock, Nano } from '@svc/platform';
 import { ApiError, isConnectionFailure } from '@svc/platform';
 import type { ChatProvider } from '@svc/providers';
@@ -471,7 +471,7 @@ function upstreamAttributes(generationId: string, target: Target, attempt: numbe
   return { [ATTR.generationId]: generationId, [ATTR.provider]: providerName(target), [ATTR.model]: target.model.id, [ATTR.operation]: target.model.type, [ATTR.attempt]: attempt };
 }
 
-const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}:byok` : target.route.provider.name);
+const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}${BYOK_SUFFIX}` : target.route.provider.name);
 
 /** The ledger's answer to a charge or release of a hold already settled (or released): for a job that repeats one, done before. */
 export function isHoldNotOpen(err: unknown): boolean {

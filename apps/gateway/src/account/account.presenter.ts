@@ -1,5 +1,6 @@
 import type { Catalog } from '@svc/catalog';
-import { BYOK_SUFFIX, type CostLine, derivedCostLines } from '@svc/metering';
+import { isByokProvider } from '@svc/ledger';
+import { type CostLine, derivedCostLines } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
 import type { ActivityRow, GenerationRow } from '@svc/projections';
 
@@ -33,7 +34,7 @@ export function presentGeneration(g: GenerationRow, context: ChargeContext) {
     // Issue 23: the charge line by line; the amounts add up to total_cost exactly. The provider's
     // cost (our margin) is the operator's, never shown here.
     cost_lines: charge.lines?.map(presentLine) ?? null,
-    byok: g.provider?.endsWith(BYOK_SUFFIX) ?? false,
+    byok: isByokProvider(g.provider),
     batch: charge.batch,
     latency_ms: g.latencyMs,
     time_to_first_token_ms: g.ttftMs,
