@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Catalog } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { routeLabel, type GenerationNotes, type RequestRecord } from '@svc/metrics';
+import { routeLabel, type GenerationNotes } from '@svc/metrics';
 import { nanoToUsd } from '@svc/platform';
 import { modelLabel } from '../metrics/request-metrics';
 
@@ -40,8 +40,9 @@ export interface RequestLine {
  * provider that answered), how it went (status, latency, time upstream) and what it cost. Never
  * a header, a query string or a body.
  */
-export function requestLine(request: FastifyRequest & { caller?: Caller }, reply: FastifyReply, record: RequestRecord | undefined, catalog: Pick<Catalog, 'get'>): RequestLine {
+export function requestLine(request: FastifyRequest & { caller?: Caller }, reply: FastifyReply, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): RequestLine {
   const generation = reply.getHeader('x-svc-generation-id');
+  const record = typeof generation === 'string' ? notes.take(generation) : undefined;
   const model = modelLabel(request, catalog);
   const provider = record?.provider ?? record?.failedProvider;
   return {
@@ -69,8 +70,7 @@ export function requestLine(request: FastifyRequest & { caller?: Caller }, reply
 export function installRequestLog(fastify: FastifyInstance, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): void {
   notes.enabled = true;
   fastify.addHook('onResponse', (request, reply, done) => {
-    const generation = reply.getHeader('x-svc-generation-id');
-    const line = requestLine(request, reply, typeof generation === 'string' ? notes.take(generation) : undefined, catalog);
+    const line = requestLine(request, reply, notes, catalog);
     if (!isQuietProbe(line.path, line.status)) {
       const message = `${line.method} ${line.path} ${line.status}`;
       if (line.status >= 500) request.log.error(line, message);

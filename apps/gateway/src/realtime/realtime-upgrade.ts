@@ -111,9 +111,10 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
   }
 
   private handshakeEnded(req: IncomingMessage, handshake: Handshake, status: number, log: HandshakeLog | null): void {
-    const path = new URL(req.url ?? '/', 'http://gateway').pathname.slice(0, 200);
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    const path = url.pathname.slice(0, 200);
     const route = path === REALTIME_ENDPOINT ? REALTIME_ENDPOINT : 'unmatched';
-    const requested = new URL(req.url ?? '/', 'http://gateway').searchParams.get('model');
+    const requested = url.searchParams.get('model');
     const model = requested !== null && this.runtime.catalog.get(requested) !== undefined ? requested : '';
     const seconds = (performance.now() - handshake.started) / 1000;
     this.runtime.metrics.recordRequest(route, 'GET', status, model, seconds);
