@@ -75,9 +75,8 @@ export class ServiceMetrics {
       );
       return { holds: Number(rows[0]?.holds ?? 0), held: Number(rows[0]?.held ?? 0) };
     };
-    let pending: Promise<{ holds: number; held: number }> | null = null;
     // Both gauges are collected in one scrape: they share the query.
-    const shared = () => (pending ??= holds().finally(() => setImmediate(() => (pending = null))));
+    const shared = oncePerScrape(holds);
     new Gauge({
       name: 'svc_open_holds',
       help: 'Holds placed and not yet charged, released or expired, over every account (credits read model).',
@@ -119,8 +118,7 @@ export class ServiceMetrics {
     const { projectionLag } = sources;
     if (projectionLag) {
       // Both gauges are collected in one scrape: they share the reads.
-      let lags: ReturnType<typeof projectionLag> | null = null;
-      const sharedLag = () => (lags ??= projectionLag().finally(() => setImmediate(() => (lags = null))));
+      const sharedLag = oncePerScrape(projectionLag);
       new Gauge({
         name: 'svc_projection_lag_events',
         help: 'Events in the log after each projection\'s checkpoint.',
@@ -208,6 +206,15 @@ export class ServiceMetrics {
   async exposition(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/**
+ * `read` shared by the gauges of one scrape: prom-client collects them one after another within
+ * it, so the first starts the read and the others await the same; the next scrape reads anew.
+ */
+function oncePerScrape<T>(read: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | null = null;
+  return () => (pending ??= read().finally(() => setImmediate(() => (pending = null))));
 }
 
 /**
