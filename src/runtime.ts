@@ -83,9 +83,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const tracing = config.tracing ? Tracing.otlp(config.tracing) : null;
     if (tracing) closers.push(() => tracing.shutdown());
     const sql = await openReadDb(config, options.inMemory ?? false, closers);
+    const clock = options.clock ?? systemClock;
 
     // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
-    const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, options.clock ?? systemClock) });
+    const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
     const store: EventStore = metrics.observed(config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
     closers.push(() => store.close());
     await store.init();
@@ -140,7 +141,6 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       }
     }
 
-    const clock = options.clock ?? systemClock;
     // Only processes that serve requests talk to Redis; the worker and the CLI never do.
     const edge = createEdgeStores({
       redisUrl: servesRequests ? config.redisUrl : null,
