@@ -300,7 +300,7 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     await until('the video submitted', () => providerJobOf(v.id), 20_000, 100);
 
     // The charge is an append to the account's stream, which takes that stream's advisory lock
-    // first (eventstore_append): holding it here stops the worker right before its charge.
+    // first (eventstore_append_group): holding it here stops the worker right before its charge.
     const gate = new Client({ connectionString: env.DATABASE_URL });
     await gate.connect();
     try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '@svc/platform';
-import { isConnectionFailure } from '@svc/platform';
+import { storeUnavailable } from './common';
 import { DomainError, type Decider, type DomainEvent } from './decider';
 import { WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
 
@@ -40,19 +40,6 @@ interface StreamQueue {
 
 type Outcome = { events: DomainEvent[] } | { error: unknown };
 
-/**
- * The store, not the events, is at fault: a lost or refused connection, a server shutting down,
- * out of resources, a statement or lock timeout (PostgreSQL), or EventStoreDB's gRPC equivalents.
- * Deciding the commands one by one would only repeat the failure, each attempt as slow as the
- * first; whoever must not lose its command (a charge) retries it later, as a whole.
- */
-function storeUnavailable(err: unknown): boolean {
-  if (isConnectionFailure(err)) return true;
-  const { code, type } = (err ?? {}) as { code?: unknown; type?: unknown };
-  if (typeof code === 'string' && (code === '57014' || code === '55P03' || code.startsWith('53'))) return true;
-  return typeof type === 'string' && ESDB_UNAVAILABLE.has(type);
-}
-const ESDB_UNAVAILABLE = new Set(['unavailable', 'deadline-exceeded', 'timeout', 'not-leader', 'cancelled']);
 
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;

@@ -1,7 +1,7 @@
 /**
  * Rules every adapter applies the same way, so that the contract suite holds for all of them.
  */
-import { inspectJson } from '@svc/platform';
+import { inspectJson, isConnectionFailure } from '@svc/platform';
 import {
   AppendTooLargeError,
   UnstorableEventError,
@@ -57,3 +57,17 @@ export function eventFilter(filter: SubscribeOptions['filter']): (event: Recorde
   return (event) =>
     (!prefixes || prefixes.some((p) => event.stream.startsWith(p))) && (!types || types.has(event.type));
 }
+
+/**
+ * The store, not the events, is at fault: a lost or refused connection, a server shutting down,
+ * out of resources, a statement or lock timeout (PostgreSQL), or EventStoreDB's gRPC equivalents.
+ * Deciding the commands one by one would only repeat the failure, each attempt as slow as the
+ * first; whoever must not lose its command (a charge) retries it later, as a whole.
+ */
+export function storeUnavailable(err: unknown): boolean {
+  if (isConnectionFailure(err)) return true;
+  const { code, type } = (err ?? {}) as { code?: unknown; type?: unknown };
+  if (typeof code === 'string' && (code === '57014' || code === '55P03' || code.startsWith('53'))) return true;
+  return typeof type === 'string' && ESDB_UNAVAILABLE.has(type);
+}
+const ESDB_UNAVAILABLE = new Set(['unavailable', 'deadline-exceeded', 'timeout', 'not-leader', 'cancelled']);

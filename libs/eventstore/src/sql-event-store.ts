@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '@svc/platform';
-import { assertAppendSize, checkExpected, eventFilter } from './common';
+import { assertAppendSize, checkExpected, eventFilter, storeUnavailable } from './common';
 import {
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
@@ -23,6 +23,28 @@ export interface SqlEventStoreOptions {
   maxAppendBytes?: number;
   /** How often a live subscription polls when nothing wakes it. */
   pollIntervalMs?: number;
+  /** Append groups on their way at once; the appends that arrive meanwhile wait and go together. */
+  maxGroupsInFlight?: number;
+}
+
+const DEFAULT_GROUPS_IN_FLIGHT = 2;
+/** Bounds of one group: a statement of a few MB at most, whatever the appends weigh. */
+const MAX_GROUP_APPENDS = 256;
+const MAX_GROUP_CHARS = 4 * 1024 * 1024;
+
+interface PreparedAppend {
+  stream: string;
+  expected: ExpectedRevision;
+  ids: string[];
+  /** The append as the group function reads it. */
+  json: string;
+  /** Has events (an empty append only checks the expectation). */
+  written: boolean;
+}
+
+interface QueuedAppend extends PreparedAppend {
+  resolve(result: AppendResult): void;
+  reject(err: unknown): void;
 }
 
 /** NOTIFY channel shared by every store of the database; a wake-up hint, never data. */
@@ -54,17 +76,29 @@ const SCHEMA = [
   UNIQUE (stream, id)
 )`,
   `CREATE INDEX IF NOT EXISTS events_tx_seq ON events (tx, seq)`,
-  // The whole append in one round trip (see appendSteps for the rules it keeps). Each statement
-  // of a plpgsql function takes a fresh snapshot under READ COMMITTED, so the revision read
-  // after the lock sees the append that held it.
-  `CREATE OR REPLACE FUNCTION eventstore_append(p_stream text, p_ids text, p_expected text, p_events text, p_notify boolean)
+  // Appends in one round trip and one transaction, one or many streams (group commit: the
+  // appends that queue while others are on their way share a commit and its WAL flush). Every
+  // stream's lock is taken FIRST, before anything of the group is written, in one order for
+  // every group so that two groups never wait on each other in a cycle. Then each append keeps
+  // its own rules (see appendGroup), as if alone. Each statement of a plpgsql function takes a
+  // fresh snapshot under READ COMMITTED, so the revision read after the lock sees the append
+  // that held it, and an append later in a group sees those before it in the same group.
+  `CREATE OR REPLACE FUNCTION eventstore_append_group(p_appends text, p_notify boolean)
   RETURNS TABLE (xid_assigned boolean, isolation text, revision text, tx text, seq text, existing jsonb, appended boolean)
   LANGUAGE plpgsql AS $fn$
 DECLARE
+  v_lock bigint;
+  v_append jsonb;
+  v_stream text;
+  v_expected text;
   v_current bigint;
+  v_written boolean := false;
 BEGIN
-  -- FIRST statement: the per-stream lock, before anything of this append is written.
-  PERFORM pg_advisory_xact_lock(hashtextextended(p_stream, 0));
+  FOR v_lock IN
+    SELECT DISTINCT hashtextextended(a.value->>'stream', 0) FROM jsonb_array_elements(p_appends::jsonb) AS a(value) ORDER BY 1
+  LOOP
+    PERFORM pg_advisory_xact_lock(v_lock);
+  END LOOP;
   xid_assigned := pg_current_xact_id_if_assigned() IS NOT NULL;
   isolation := current_setting('transaction_isolation');
   appended := false;
@@ -72,36 +106,43 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  SELECT e.revision::text, e.tx::text, e.seq::text INTO revision, tx, seq
-    FROM events e WHERE e.stream = p_stream ORDER BY e.revision DESC LIMIT 1;
-  -- One (stream, id) lookup per id: the LIMIT keeps the planner from flattening the lateral
-  -- subquery into a join, which it may plan as a scan of every event of the stream.
-  SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'revision', e.revision::text, 'tx', e.tx::text, 'seq', e.seq::text)
-                            ORDER BY e.revision), '[]')
-    INTO existing
-    FROM jsonb_array_elements_text(p_ids::jsonb) AS i(id)
-    CROSS JOIN LATERAL (SELECT ev.id, ev.revision, ev.tx, ev.seq FROM events ev WHERE ev.stream = p_stream AND ev.id = i.id::uuid LIMIT 1) e;
-  v_current := coalesce(revision::bigint, -1);
-  IF jsonb_array_length(existing) > 0 OR jsonb_array_length(p_events::jsonb) = 0
-     OR NOT (p_expected = 'any'
-             OR (p_expected = 'no_stream' AND v_current = -1)
-             OR (p_expected = 'stream_exists' AND v_current >= 0)
-             OR (p_expected ~ '^-?[0-9]+$' AND p_expected::bigint = v_current)) THEN
+  FOR v_append IN SELECT a.value FROM jsonb_array_elements(p_appends::jsonb) WITH ORDINALITY AS a(value, ord) ORDER BY a.ord LOOP
+    v_stream := v_append->>'stream';
+    v_expected := v_append->>'expected';
+    revision := NULL;
+    tx := NULL;
+    seq := NULL;
+    appended := false;
+    SELECT e.revision::text, e.tx::text, e.seq::text INTO revision, tx, seq
+      FROM events e WHERE e.stream = v_stream ORDER BY e.revision DESC LIMIT 1;
+    -- One (stream, id) lookup per id: the LIMIT keeps the planner from flattening the lateral
+    -- subquery into a join, which it may plan as a scan of every event of the stream.
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'revision', e.revision::text, 'tx', e.tx::text, 'seq', e.seq::text)
+                              ORDER BY e.revision), '[]')
+      INTO existing
+      FROM jsonb_array_elements_text(v_append->'ids') AS i(id)
+      CROSS JOIN LATERAL (SELECT ev.id, ev.revision, ev.tx, ev.seq FROM events ev WHERE ev.stream = v_stream AND ev.id = i.id::uuid LIMIT 1) e;
+    v_current := coalesce(revision::bigint, -1);
+    IF jsonb_array_length(existing) = 0 AND jsonb_array_length(v_append->'events') > 0
+       AND (v_expected = 'any'
+            OR (v_expected = 'no_stream' AND v_current = -1)
+            OR (v_expected = 'stream_exists' AND v_current >= 0)
+            OR (v_expected ~ '^-?[0-9]+$' AND v_expected::bigint = v_current)) THEN
+      WITH inserted AS (
+        INSERT INTO events (stream, revision, id, type, data, metadata)
+        SELECT v_stream, v_current + e.ordinality, (e.value->>'id')::uuid, e.value->>'type', e.value->'data', e.value->'metadata'
+          FROM jsonb_array_elements(v_append->'events') WITH ORDINALITY AS e(value, ordinality)
+        RETURNING events.revision, events.tx, events.seq)
+      SELECT i.revision::text, i.tx::text, i.seq::text INTO revision, tx, seq
+        FROM inserted i ORDER BY i.revision DESC LIMIT 1;
+      appended := true;
+      v_written := true;
+    END IF;
     RETURN NEXT;
-    RETURN;
-  END IF;
-  WITH inserted AS (
-    INSERT INTO events (stream, revision, id, type, data, metadata)
-    SELECT p_stream, v_current + e.ordinality, (e.value->>'id')::uuid, e.value->>'type', e.value->'data', e.value->'metadata'
-      FROM jsonb_array_elements(p_events::jsonb) WITH ORDINALITY AS e(value, ordinality)
-    RETURNING events.revision, events.tx, events.seq)
-  SELECT i.revision::text, i.tx::text, i.seq::text INTO revision, tx, seq
-    FROM inserted i ORDER BY i.revision DESC LIMIT 1;
-  IF p_notify THEN
+  END LOOP;
+  IF p_notify AND v_written THEN
     PERFORM pg_notify('${NOTIFY_CHANNEL}', '');
   END IF;
-  appended := true;
-  RETURN NEXT;
 END
 $fn$`,
 ];
@@ -159,6 +200,9 @@ export class SqlEventStore implements EventStore {
   private readonly subscriptions = new Set<Subscription>();
   private pgListener?: PgAppendListener;
   private readonly stoppingListeners = new Set<Promise<void>>();
+  private readonly maxGroupsInFlight: number;
+  private readonly queued: QueuedAppend[] = [];
+  private groupsInFlight = 0;
   private notifying: Promise<void> | null = null;
   private notifyAgain = false;
   private closed = false;
@@ -170,6 +214,7 @@ export class SqlEventStore implements EventStore {
     this.name = runner.dialect;
     this.maxAppendBytes = options.maxAppendBytes ?? DEFAULT_MAX_APPEND_BYTES;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
+    this.maxGroupsInFlight = options.maxGroupsInFlight ?? DEFAULT_GROUPS_IN_FLIGHT;
   }
 
   async init(): Promise<void> {
@@ -185,21 +230,17 @@ export class SqlEventStore implements EventStore {
    * Empty `events`: the expectation is checked and the stream's current state returned
    * ({ nextRevision: -1n, position: START } for a missing stream); nothing is written. This
    * gives callers a cheap "assert the stream is still at revision N".
+   *
+   * Group commit: an append is sent at once while fewer than `maxGroupsInFlight` groups are on
+   * their way; otherwise it waits for one of them to return and goes with every append that
+   * queued meanwhile, of any stream, in one statement and one transaction (one commit, one WAL
+   * flush). A quiet process pays no wait; a busy one pays a commit per group, not per append.
    */
-  async append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    assertAppendSize(stream, events, this.maxAppendBytes);
-    // One statement, its own transaction, when the server runs statements READ COMMITTED (the
-    // default). Under REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the
-    // lock wait and miss the append that held it: the function refuses, and the append runs
-    // again in a transaction set to READ COMMITTED.
-    // Other processes are woken after the commit (notifyOthers), not by the append itself.
-    let result: AppendResult | null = await this.appendSteps(this.runner, stream, events, expected, { requireReadCommitted: false, notify: false });
-    result ??= await this.runner.transaction((tx) => this.appendSteps(tx, stream, events, expected, { notify: false }), { readCommitted: true });
-    if (events.length > 0) {
-      this.signalAppend();
-      this.notifyOthers();
-    }
-    return result!;
+  append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ ...this.prepare(stream, events, expected), resolve, reject });
+      this.sendGroups();
+    });
   }
 
   /**
@@ -214,48 +255,113 @@ export class SqlEventStore implements EventStore {
     events: NewEvent[],
     expected: ExpectedRevision,
   ): Promise<AppendResult> {
-    assertAppendSize(stream, events, this.maxAppendBytes);
-    return (await this.appendSteps(tx, stream, events, expected))!;
+    const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, expected)], { notify: true }))!;
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
   }
 
-  /**
-   * The append itself, one call of `eventstore_append`: the per-stream lock as its FIRST
-   * statement (a transaction id is assigned at the first write, so the append that waited
-   * gets a higher xid than the one it waited for: within a stream, (tx, seq) order is revision
-   * order, and global readers ordered by tx see each stream's events in revision order), then
-   * the revision and idempotency read, then the insert and (`notify`) NOTIFY. On a transaction
-   * that has written already, or is not READ COMMITTED, it throws; with `requireReadCommitted:
-   * false` a statement that is not READ COMMITTED returns null instead (nothing written).
-   */
-  private async appendSteps(
-    tx: SqlExecutor,
-    stream: string,
-    events: NewEvent[],
-    expected: ExpectedRevision,
-    { requireReadCommitted = true, notify = true } = {},
-  ): Promise<AppendResult | null> {
+  private prepare(stream: string, events: NewEvent[], expected: ExpectedRevision): PreparedAppend {
+    assertAppendSize(stream, events, this.maxAppendBytes);
     const ids = events.map((e) => e.id.toLowerCase());
     if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
     const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
+    // Serialised once here, so that a group is the concatenation of its appends.
+    const json = JSON.stringify({ stream, expected: String(expected), ids, events: payload });
+    return { stream, expected, ids, json, written: events.length > 0 };
+  }
 
-    const [state] = (
+  private sendGroups(): void {
+    while (this.groupsInFlight < this.maxGroupsInFlight && this.queued.length > 0) {
+      let bytes = 0;
+      let size = 0;
+      while (size < this.queued.length && size < MAX_GROUP_APPENDS && (size === 0 || bytes + this.queued[size].json.length <= MAX_GROUP_CHARS)) {
+        bytes += this.queued[size].json.length;
+        size++;
+      }
+      const group = this.queued.splice(0, size);
+      this.groupsInFlight++;
+      void this.commitGroup(group).finally(() => {
+        this.groupsInFlight--;
+        this.sendGroups();
+      });
+    }
+  }
+
+  /** Settles every append of the group; never throws. */
+  private async commitGroup(group: QueuedAppend[]): Promise<void> {
+    let outcomes: Array<AppendResult | Error>;
+    try {
+      // One statement, its own transaction, when the server runs statements READ COMMITTED (the
+      // default). Under REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the
+      // lock wait and miss the append that held it: the function refuses, and the group runs
+      // again in a transaction set to READ COMMITTED. Other processes are woken after the
+      // commit (notifyOthers), not by the group itself.
+      outcomes =
+        (await this.appendGroup(this.runner, group, { requireReadCommitted: false, notify: false })) ??
+        (await this.runner.transaction((tx) => this.appendGroup(tx, group, { notify: false }), { readCommitted: true }))!;
+    } catch (err) {
+      if (group.length > 1 && !storeUnavailable(err)) {
+        // One append the database refuses (a value it cannot take) must not fail the others:
+        // each goes again alone, and only the guilty one fails. A store that cannot be reached
+        // fails the group as one: alone, each would only wait for the same failure.
+        for (const one of group) await this.commitGroup([one]);
+        return;
+      }
+      for (const append of group) append.reject(err);
+      return;
+    }
+    if (group.some((a) => a.written)) {
+      this.signalAppend();
+      this.notifyOthers();
+    }
+    group.forEach((append, i) => {
+      const outcome = outcomes[i];
+      if (outcome instanceof Error) append.reject(outcome);
+      else append.resolve(outcome);
+    });
+  }
+
+  /**
+   * The appends themselves, one call of `eventstore_append_group`: every stream's lock FIRST
+   * (a transaction id is assigned at the first write, so the append that waited gets a higher
+   * xid than the one it waited for: within a stream, (tx, seq) order is revision order, and
+   * global readers ordered by tx see each stream's events in revision order), then per append
+   * the revision and idempotency read and the insert, and (`notify`) NOTIFY. On a transaction
+   * that has written already, or is not READ COMMITTED, it throws; with `requireReadCommitted:
+   * false` a statement that is not READ COMMITTED returns null instead (nothing written).
+   * An append whose expectation fails gets its WrongExpectedVersionError; the others stand.
+   */
+  private async appendGroup(
+    tx: SqlExecutor,
+    group: PreparedAppend[],
+    { requireReadCommitted = true, notify = true } = {},
+  ): Promise<Array<AppendResult | Error> | null> {
+    const rows = (
       await tx.query<StoredRef & { xid_assigned: boolean; isolation: string; revision: string | null; existing: ExistingRef[] | null; appended: boolean }>(
-        'SELECT * FROM eventstore_append($1, $2, $3, $4, $5)',
-        [stream, JSON.stringify(ids), String(expected), JSON.stringify(payload), notify && this.runner.dialect === 'postgres'],
-        { prepare: 'eventstore_append' },
+        'SELECT * FROM eventstore_append_group($1, $2)',
+        [`[${group.map((a) => a.json).join(',')}]`, notify && this.runner.dialect === 'postgres'],
+        { prepare: 'eventstore_append_group' },
       )
     ).rows;
-    if (state.xid_assigned) throw new Error('append: the transaction has already written');
-    if (state.isolation !== 'read committed') {
+    const [first] = rows;
+    if (first.xid_assigned) throw new Error('append: the transaction has already written');
+    if (first.isolation !== 'read committed') {
       if (!requireReadCommitted) return null;
-      throw new Error(`append: needs READ COMMITTED, not ${state.isolation}`);
+      throw new Error(`append: needs READ COMMITTED, not ${first.isolation}`);
     }
-    const current = state.revision === null ? -1n : BigInt(state.revision);
-    if (state.appended) return { nextRevision: current, position: toPosition(state.tx, state.seq) };
-    if (state.existing && state.existing.length > 0) return this.originalResult(stream, ids, expected, current, state.existing);
-    checkExpected(stream, expected, current);
-    // Nothing to write, and the expectation holds: the stream's state.
-    return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
+    return group.map(({ stream, ids, expected }, i) => {
+      const state = rows[i];
+      const current = state.revision === null ? -1n : BigInt(state.revision);
+      try {
+        if (state.appended) return { nextRevision: current, position: toPosition(state.tx, state.seq) };
+        if (state.existing && state.existing.length > 0) return this.originalResult(stream, ids, expected, current, state.existing);
+        checkExpected(stream, expected, current);
+        // Nothing to write, and the expectation holds: the stream's state.
+        return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
+      } catch (err) {
+        return err as Error;
+      }
+    });
   }
 
   /**

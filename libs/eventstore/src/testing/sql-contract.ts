@@ -126,5 +126,135 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
       expect(BigInt(rows[1].seq) > BigInt(rows[0].seq)).toBe(true);
       expect(result.position).toBe(`${rows[1].tx.padStart(20, '0')}/${rows[1].seq.padStart(20, '0')}`);
     });
+
+    describe('group commit: the appends that queue while a group is on its way go together', () => {
+      // One group in flight: the first append goes alone, and every append made while it is on
+      // its way waits and goes in the next group.
+      const grouped = () => new SqlEventStore(runner, { maxGroupsInFlight: 1 });
+      const transactionsOf = async (streams: string[]) =>
+        (await runner.query<{ tx: string }>('SELECT DISTINCT tx::text AS tx FROM events WHERE stream = ANY($1)', [streams])).rows;
+
+      it('share one transaction, each append with its own revision and position, in the order they were made', async () => {
+        const g = grouped();
+        const lead = g.append(uniqueStream(), [event()], 'no_stream');
+        const streams = Array.from({ length: 20 }, uniqueStream);
+        const batches = streams.map(() => [event({ n: 1 }), event({ n: 2 })]);
+        const results = Promise.all(streams.map((s, i) => g.append(s, batches[i], 'no_stream')));
+        await lead;
+        const appended = await results;
+        expect(appended.map((r) => r.nextRevision)).toEqual(streams.map(() => 1n));
+        expect(await transactionsOf(streams)).toHaveLength(1);
+        for (let i = 1; i < appended.length; i++) expect(appended[i].position > appended[i - 1].position).toBe(true);
+        for (const [i, s] of streams.entries()) {
+          const read = await store.readStream(s);
+          expect(read.map((e) => e.id)).toEqual(batches[i].map((e) => e.id));
+          expect(read[1].position).toBe(appended[i].position);
+        }
+        await g.close();
+      });
+
+      it('an append whose expectation fails fails alone, and the rest of its group is written', async () => {
+        const g = grouped();
+        const [before, behind, after] = [uniqueStream(), uniqueStream(), uniqueStream()];
+        await store.append(behind, [event()], 'no_stream');
+        const lead = g.append(uniqueStream(), [event()], 'no_stream');
+        const outcomes = Promise.allSettled([
+          g.append(before, [event()], 'no_stream'),
+          g.append(behind, [event()], 5n),
+          g.append(after, [event()], 'no_stream'),
+        ]);
+        await lead;
+        const [a, b, c] = await outcomes;
+        expect(a.status).toBe('fulfilled');
+        expect(c.status).toBe('fulfilled');
+        expect(b).toMatchObject({ status: 'rejected', reason: { name: 'WrongExpectedVersionError', actual: 0n } });
+        expect([await count(before), await count(behind), await count(after)]).toEqual([1, 1, 1]);
+        expect(await transactionsOf([before, after])).toHaveLength(1);
+        await g.close();
+      });
+
+      it('an append the database refuses fails alone: its group goes again one append at a time', async () => {
+        const g = grouped();
+        const [first, refused, last] = [uniqueStream(), uniqueStream(), uniqueStream()];
+        const lead = g.append(uniqueStream(), [event()], 'no_stream');
+        const outcomes = Promise.allSettled([
+          g.append(first, [event()], 'no_stream'),
+          // Not a uuid: the store's column refuses it, which nothing before the database checks.
+          g.append(refused, [{ id: 'not-a-uuid', type: 'Tested', data: {} }], 'no_stream'),
+          g.append(last, [event()], 'no_stream'),
+        ]);
+        await lead;
+        const [a, b, c] = await outcomes;
+        expect([a.status, b.status, c.status]).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        expect(String((b as PromiseRejectedResult).reason)).toMatch(/uuid/);
+        expect([await count(first), await count(refused), await count(last)]).toEqual([1, 0, 1]);
+        await g.close();
+      });
+
+      it('appends to one stream in one group are written in order, each checked against those before it', async () => {
+        const g = grouped();
+        const stream = uniqueStream();
+        const [e1, e2, e3] = [event(), event(), event()];
+        const lead = g.append(uniqueStream(), [event()], 'no_stream');
+        const outcomes = Promise.allSettled([
+          g.append(stream, [e1], 'no_stream'),
+          g.append(stream, [e2], 0n),
+          g.append(stream, [e3], 'no_stream'),
+          // A retry of the first, in the same group: its original result, nothing written.
+          g.append(stream, [e1], 'no_stream'),
+        ]);
+        await lead;
+        const [a, b, c, retry] = await outcomes;
+        expect(a).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0n } });
+        expect(b).toMatchObject({ status: 'fulfilled', value: { nextRevision: 1n } });
+        expect(c).toMatchObject({ status: 'rejected', reason: { name: 'WrongExpectedVersionError', actual: 1n } });
+        expect(retry).toEqual(a);
+        expect((await store.readStream(stream)).map((e) => e.id)).toEqual([e1.id, e2.id]);
+        await g.close();
+      });
+
+      it('groups that name the same streams in opposite orders lock them in one order, and never deadlock', async () => {
+        if (runner.dialect !== 'postgres') return; // PGlite has one connection: nothing runs beside a group
+        const [s1, s2] = [uniqueStream(), uniqueStream()];
+        const [g1, g2] = [grouped(), grouped()];
+        // A third session holds both streams' locks, so that both groups are sent and wait;
+        // locking in the order of each group's appends, each would get one lock and wait for
+        // the other's (PostgreSQL would end one with a deadlock error after a second).
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let held!: () => void;
+        const holding = new Promise<void>((resolve) => (held = resolve));
+        const gate = runner.transaction(async (tx) => {
+          await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))', [s1, s2]);
+          held();
+          await released;
+        });
+        await holding;
+        const leads = [g1.append(uniqueStream(), [event()], 'no_stream'), g2.append(uniqueStream(), [event()], 'no_stream')];
+        const [first, second] = [[event(), event()], [event(), event()]];
+        const appends = Promise.all([
+          g1.append(s1, [first[0]], 'any'),
+          g1.append(s2, [first[1]], 'any'),
+          g2.append(s2, [second[0]], 'any'),
+          g2.append(s1, [second[1]], 'any'),
+        ]);
+        await Promise.all(leads);
+        const waiting = async () =>
+          Number((await runner.query<{ n: string }>(`SELECT count(*)::text AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0].n);
+        for (let i = 0; i < 200 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(await waiting()).toBeGreaterThanOrEqual(2);
+        release();
+        await gate;
+        await expect(appends).resolves.toHaveLength(4);
+        expect([await count(s1), await count(s2)]).toEqual([2, 2]);
+        // Each group committed as one: after a deadlock, its appends would have gone again one
+        // at a time, in transactions of their own.
+        const transactionOfIds = async (ids: string[]) =>
+          (await runner.query<{ tx: string }>('SELECT DISTINCT tx::text AS tx FROM events WHERE id = ANY($1::uuid[])', [ids])).rows;
+        expect(await transactionOfIds(first.map((e) => e.id))).toHaveLength(1);
+        expect(await transactionOfIds(second.map((e) => e.id))).toHaveLength(1);
+        await Promise.all([g1.close(), g2.close()]);
+      });
+    });
   });
 }
