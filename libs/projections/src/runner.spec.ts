@@ -357,6 +357,47 @@ describe.each([
     }
   });
 
+  it('gathers the appends that came while a batch was applied, and those that follow within coalesceMs, into one batch', async () => {
+    const applied: Array<{ id: string; tx: unknown }> = [];
+    let firstApplied!: () => void;
+    const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
+    const probe = perEvent({
+      name: 'gathered',
+      tables: [],
+      schema: [],
+      handlers: {
+        Gathered: async (e, tx) => {
+          applied.push({ id: (e.data as { id: string }).id, tx });
+          // The first batch is slow: the next appends arrive while it is applied.
+          if (applied.length === 1) {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            firstApplied();
+          }
+        },
+      },
+    });
+    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 300, idleMs: 60_000 });
+    await gathering.init();
+    await gathering.catchUp('gathered');
+    gathering.start();
+    const append = (id: string) => store.append(`gathered-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Gathered', data: { id } }], 'no_stream');
+    try {
+      await append('a');
+      while (applied.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await append('b');
+      await firstDone;
+      // After the slow batch: read at once, b would go alone and c in a batch of its own.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      await append('c');
+      const deadline = Date.now() + 5000;
+      while (applied.length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(applied.map((a) => a.id)).toEqual(['a', 'b', 'c']);
+      expect(applied[1].tx).toBe(applied[2].tx);
+    } finally {
+      await gathering.stop();
+    }
+  });
+
   it('lets a reader wait for its own write, and times out when it cannot arrive', async () => {
     const clock2 = new ManualClock();
     const r = await new AggregateStore(store, clock2).handle(accountDecider, accountStream('a4'), { type: 'OpenAccount', accountId: 'a4' });

@@ -103,6 +103,10 @@ export class ProjectionRunner {
   private running = false;
   private looping: Promise<void> | null = null;
   private wakers = new Set<() => void>();
+  /** An append was signalled since the current step began. */
+  private woken = false;
+  /** Coalescing waits, cut short by stop(). */
+  private readonly stopping = new Set<() => void>();
   private unwatch: (() => void) | null = null;
   private advanced = new Set<() => void>();
   private ahead: { after: Position; batchSize: number; events: Promise<RecordedEvent[] | null> } | null = null;
@@ -155,6 +159,7 @@ export class ProjectionRunner {
     this.unwatch?.();
     this.unwatch = null;
     this.wake();
+    for (const cut of [...this.stopping]) cut();
     await this.looping;
     this.looping = null;
   }
@@ -289,35 +294,56 @@ export class ProjectionRunner {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      let progress = 0;
+      let more = false;
+      this.woken = false;
       try {
-        const { read, failures } = await this.step(this.projections, this.options.batchSize ?? BATCH);
-        // A failing projection must not spin: reported, it is retried after the idle delay
-        // (its batches no longer count as progress once it lags alone), while the others go on.
+        const { full, failures } = await this.step(this.projections, this.options.batchSize ?? BATCH);
+        // A failing projection must not spin: reported, it is retried after the next wake or
+        // the idle delay (its batches no longer count as progress once it lags alone), while
+        // the others go on.
         for (const f of failures) console.error(`projection ${f.name} failed:`, f.error);
-        progress = read;
+        more = full;
       } catch (err) {
         console.error('projections could not read the log:', err);
       }
-      if (progress === 0 && this.running) await this.idle();
+      if (!this.running || more) continue;
+      // The log was read to its end. Under load, appends came while this batch was applied:
+      // one coalescing wait gathers them with those still to come into one batch, rather than
+      // an immediate read of the few that came meanwhile (one transaction each, most of the
+      // worker's cost per request), then another wait.
+      if (this.woken) await this.pause(this.options.coalesceMs ?? 0);
+      else await this.idle();
     }
   }
 
   private idle(): Promise<void> {
     return new Promise((resolve) => {
-      const coalesceMs = this.options.coalesceMs ?? 0;
       const done = () => {
         clearTimeout(timer);
         this.wakers.delete(done);
-        if (coalesceMs > 0 && this.running) setTimeout(resolve, coalesceMs);
-        else resolve();
+        void this.pause(this.options.coalesceMs ?? 0).then(resolve);
       };
       const timer = setTimeout(done, this.options.idleMs ?? 500);
       this.wakers.add(done);
     });
   }
 
+  /** Waits `ms`, or less when the runner stops. */
+  private pause(ms: number): Promise<void> {
+    if (ms <= 0 || !this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.stopping.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.stopping.add(done);
+    });
+  }
+
   private wake(): void {
+    this.woken = true;
     for (const w of [...this.wakers]) w();
   }
 
@@ -330,13 +356,14 @@ export class ProjectionRunner {
    * others back.
    * `read`: events read by groups where at least one projection did not fail.
    */
-  private async step(projections: readonly Projection[], batchSize: number): Promise<{ read: number; failures: { name: string; error: unknown }[] }> {
+  private async step(projections: readonly Projection[], batchSize: number): Promise<{ read: number; full: boolean; failures: { name: string; error: unknown }[] }> {
     const groups = new Map<Position, Projection[]>();
     for (const p of projections) {
       const from = await this.checkpointOf(p.name);
       groups.set(from, [...(groups.get(from) ?? []), p]);
     }
     let read = 0;
+    let full = false;
     const failures: { name: string; error: unknown }[] = [];
     for (const [from, members] of groups) {
       const events = await this.read(from, batchSize);
@@ -353,6 +380,7 @@ export class ProjectionRunner {
         );
         if (together) {
           read += events.length;
+          full ||= events.length === batchSize;
           continue;
         }
       }
@@ -376,9 +404,13 @@ export class ProjectionRunner {
       results.forEach((r, i) => {
         if (r.status === 'rejected') for (const name of tasks[i].names) failures.push({ name, error: r.reason });
       });
-      if (results.some((r) => r.status === 'fulfilled')) read += events.length;
+      if (results.some((r) => r.status === 'fulfilled')) {
+        read += events.length;
+        // Only a batch applied counts: one that failed must not be read again at once.
+        full ||= events.length === batchSize;
+      }
     }
-    return { read, failures };
+    return { read, full, failures };
   }
 
   /**
