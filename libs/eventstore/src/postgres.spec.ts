@@ -1,4 +1,4 @@
-import type { PoolClient } from 'pg';
+import { Client, type PoolClient } from 'pg';
 import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { NewEvent, RecordedEvent } from './port';
@@ -148,6 +148,34 @@ describe('SqlEventStore on PostgreSQL server', () => {
       await connection.query('ROLLBACK').catch(() => undefined); // only if an assertion failed mid-way
       connection.release();
       await subscription.stop();
+    }
+  });
+
+  it('wakes the other processes after a group of appends with one NOTIFY, sent by the group itself', async () => {
+    // One connection, so every statement of this store comes from one backend; the channel is
+    // the database's, which other suites share, so only that backend's notifications count.
+    const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
+    const grouped = new SqlEventStore(single, { maxGroupsInFlight: 1 });
+    const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    try {
+      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+      const received: string[] = [];
+      await listener.connect();
+      listener.on('notification', (n) => n.processId === pid && received.push(n.channel));
+      await listener.query('LISTEN eventstore_appended');
+      // The lead writes nothing (an empty append only checks), so it notifies nobody: only the
+      // group that queued behind it can.
+      const lead = grouped.append(`group-wake-lead-${randomUUID()}`, [], 'any');
+      const appends = Array.from({ length: 5 }, () => grouped.append(`group-wake-${randomUUID()}`, [{ id: randomUUID(), type: 'Tested', data: {} }], 'no_stream'));
+      await lead;
+      await Promise.all(appends);
+      await waitFor(() => received.length > 0);
+      await sleep(100); // a second NOTIFY, sent apart after the commit, would have arrived by now
+      expect(received).toEqual(['eventstore_appended']);
+    } finally {
+      await listener.end();
+      await grouped.close();
+      await single.close();
     }
   });
 

@@ -290,15 +290,19 @@ export class SqlEventStore implements EventStore {
   /** Settles every append of the group; never throws. */
   private async commitGroup(group: QueuedAppend[]): Promise<void> {
     let outcomes: Array<AppendResult | Error>;
+    const notifies = group.length > 1 && this.runner.dialect === 'postgres';
     try {
       // One statement, its own transaction, when the server runs statements READ COMMITTED (the
       // default). Under REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the
       // lock wait and miss the append that held it: the function refuses, and the group runs
       // again in a transaction set to READ COMMITTED. Other processes are woken after the
       // commit (notifyOthers), not by the group itself.
+      // A group of several appends (a busy process) wakes the others from its own transaction:
+      // a NOTIFY's serialised commit (see notifyOthers) weighs little beside a group's, and it
+      // saves the transaction of its own that would follow nearly every group.
       outcomes =
-        (await this.appendGroup(this.runner, group, { requireReadCommitted: false, notify: false })) ??
-        (await this.runner.transaction((tx) => this.appendGroup(tx, group, { notify: false }), { readCommitted: true }))!;
+        (await this.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
+        (await this.runner.transaction((tx) => this.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!;
     } catch (err) {
       if (group.length > 1 && !storeUnavailable(err)) {
         // One append the database refuses (a value it cannot take) must not fail the others:
@@ -312,7 +316,7 @@ export class SqlEventStore implements EventStore {
     }
     if (group.some((a) => a.written)) {
       this.signalAppend();
-      this.notifyOthers();
+      if (!notifies) this.notifyOthers();
     }
     group.forEach((append, i) => {
       const outcome = outcomes[i];
