@@ -43,11 +43,54 @@ export class SseParser {
   }
 }
 
-/** Events of a byte stream; multi-byte characters split between packets are reassembled. */
-export async function* readSse(source: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+/** Where a stream's events end: its last event by the vendor's rule, and what to do once it came. */
+export interface SseEnd {
+  isLast(event: SseEvent): boolean;
+  /** Called when the last event arrives: typically a short deadline for the body's end. */
+  onLast?(): void;
+}
+
+/**
+ * Events of a byte stream; multi-byte characters split between packets are reassembled.
+ *
+ * With `end`, a reader that leaves at the stream's last event (`[DONE]`, `message_stop`) does not
+ * destroy the body: what follows (only its end, from a well-behaved upstream) is read and
+ * dropped. Destroying a body that has not ended closes the upstream connection when the end had
+ * not arrived yet, and costs Node an AbortError with its stack trace on every stream. A body
+ * that does not end is cut by the caller's deadline (`onLast`); its failure then goes unreported,
+ * since everything had arrived. A reader that leaves before the last event destroys the body.
+ */
+export async function* readSse(source: AsyncIterable<Uint8Array>, end?: SseEnd): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   const parser = new SseParser();
-  for await (const bytes of source) yield* parser.push(decoder.decode(bytes, { stream: true }));
-  yield* parser.push(decoder.decode());
-  yield* parser.end();
+  // Iterated by hand: leaving a for-await loop would end (destroy) the source before `finally`.
+  const bytes = source[Symbol.asyncIterator]();
+  let sawLast = false;
+  let ended = false;
+  const seen = (event: SseEvent): SseEvent => {
+    if (!sawLast && end?.isLast(event)) {
+      sawLast = true;
+      end.onLast?.();
+    }
+    return event;
+  };
+  try {
+    for (;;) {
+      const next = await bytes.next();
+      if (next.done) break;
+      for (const event of parser.push(decoder.decode(next.value, { stream: true }))) yield seen(event);
+    }
+    ended = true;
+    for (const event of [...parser.push(decoder.decode()), ...parser.end()]) yield seen(event);
+  } finally {
+    if (!ended && sawLast) {
+      try {
+        while (!(await bytes.next()).done);
+      } catch {
+        // Cut after its last event: nothing was lost.
+      }
+    } else if (!ended) {
+      await bytes.return?.();
+    }
+  }
 }

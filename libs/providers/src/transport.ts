@@ -124,7 +124,7 @@ export class Deadline {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly ms: number,
+    private ms: number,
     private readonly callerSignal: AbortSignal | undefined,
   ) {
     this.signal = callerSignal ? AbortSignal.any([callerSignal, this.timeout.signal]) : this.timeout.signal;
@@ -155,10 +155,20 @@ export class Deadline {
     clearTimeout(this.timer);
   }
 
+  /** From now on the upstream may stay silent `ms` at most: once all has arrived, only its end is awaited. */
+  shorten(ms: number): void {
+    this.ms = Math.min(this.ms, ms);
+    this.dispose();
+    this.arm();
+  }
+
   private arm(): void {
     this.timer = setTimeout(() => this.timeout.abort(), this.ms);
   }
 }
+
+/** How long a stream's body may take to end after its last event before it is cut. */
+export const STREAM_END_GRACE_MS = 1000;
 
 /** An error answer as a ProviderError whose message is the upstream's own explanation where it gives one. */
 async function httpError(status: number, responseBody: UpstreamBody, contentType: string | undefined): Promise<ProviderError> {

@@ -6,6 +6,7 @@ import { normalizeUsage } from '../provider';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
 import { countTextTokens } from '../tokens';
+import { STREAM_END_GRACE_MS } from '../transport';
 import type { ChatChunk } from '../wire';
 import { OpenAiCompatibleProvider, type OpenAiCompatibleOptions } from './client';
 
@@ -289,6 +290,35 @@ describe('against a scripted upstream', () => {
     } finally {
       await new Promise((resolve) => trap.close(resolve));
     }
+  });
+
+  it('reads a stream to its end after [DONE], so the connection is kept for the next request', async () => {
+    // The end comes a moment after [DONE], in a packet of its own: a reader that left at [DONE]
+    // would destroy the body before it, and the socket with it.
+    respond = sse([`data: ${chunk('one')}\n\n`, 'data: [DONE]\n\n', ''], 30);
+    const before = connections;
+    for (let i = 0; i < 3; i++) {
+      const { chunks, error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+      expect(error).toBeUndefined();
+      expect(chunks.map((c) => c.choices[0]?.delta.content)).toEqual(['one']);
+    }
+    expect(connections - before).toBeLessThanOrEqual(1); // 0 when an earlier test left one idle
+  });
+
+  it('ends cleanly when the body stays open after [DONE]: it is cut after a short grace, and nothing is reported', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    respond = (res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${chunk('all')}\n\ndata: [DONE]\n\n`);
+      res.on('close', upstreamClosed); // never ended by the upstream
+    };
+    const started = performance.now();
+    const { chunks, error } = await drain(scripted({ timeoutMs: 60_000 }).streamChatCompletion(chatBody('hi')));
+    expect(error).toBeUndefined();
+    expect(chunks.map((c) => c.choices[0]?.delta.content)).toEqual(['all']);
+    expect(performance.now() - started).toBeLessThan(STREAM_END_GRACE_MS + 2000);
+    await closed;
   });
 
   it('treats a stream that ends cleanly without [DONE] as cut short', async () => {

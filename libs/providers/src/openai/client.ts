@@ -23,8 +23,8 @@ import {
   type RealtimeConnection,
 } from '../provider';
 import { ProviderError } from '../provider-error';
-import { readSse } from '../sse';
-import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
+import { readSse, type SseEvent } from '../sse';
+import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, STREAM_END_GRACE_MS, type UpstreamBody } from '../transport';
 import { givenFields, videoJobFrom } from '../video';
 import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from '../wire';
 import { OPENAI_PARAMETERS } from './parameters';
@@ -106,7 +106,8 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     try {
       const stream = await this.post('/chat/completions', payload, deadline, 'text/event-stream');
       // Leaving this loop early (return, throw) ends the body's iterator, which destroys the body.
-      for await (const event of readSse(deadline.whileReading(stream))) {
+      const end = { isLast: (e: SseEvent) => e.data === '[DONE]', onLast: () => deadline.shorten(STREAM_END_GRACE_MS) };
+      for await (const event of readSse(deadline.whileReading(stream), end)) {
         if (event.data === '[DONE]') return;
         const chunk = parseJson(event.data);
         // OpenAI and OpenRouter report a failure after the headers as an error event.
