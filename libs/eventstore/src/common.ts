@@ -18,23 +18,46 @@ import {
  * so the figure is the same whatever the adapter's wire or storage format.
  */
 export function appendBytes(events: readonly NewEvent[]): number {
-  let bytes = 0;
-  for (const e of events) {
-    bytes += Buffer.byteLength(e.type, 'utf8');
-    bytes += Buffer.byteLength(JSON.stringify(e.data ?? null), 'utf8');
-    bytes += Buffer.byteLength(JSON.stringify(e.metadata ?? {}), 'utf8');
-  }
-  return bytes;
+  return serialized(events).bytes;
 }
 
-export function assertAppendSize(stream: string, events: readonly NewEvent[], limit: number): void {
-  const bytes = appendBytes(events);
+/** An event with its data and metadata as JSON text. */
+export interface SerializedEvent {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+function serialized(events: readonly NewEvent[]): { events: SerializedEvent[]; bytes: number } {
+  let bytes = 0;
+  const out: SerializedEvent[] = [];
+  for (const e of events) {
+    const data = JSON.stringify(e.data ?? null);
+    const metadata = JSON.stringify(e.metadata ?? {});
+    bytes += Buffer.byteLength(e.type, 'utf8') + Buffer.byteLength(data, 'utf8') + Buffer.byteLength(metadata, 'utf8');
+    out.push({ id: e.id, type: e.type, data, metadata });
+  }
+  return { events: out, bytes };
+}
+
+/**
+ * The append's events serialised once, after the rules every adapter applies: the size limit
+ * (see appendBytes) and no string a store cannot keep. The SQL store sends this very text.
+ */
+export function checkedForAppend(stream: string, events: readonly NewEvent[], limit: number): SerializedEvent[] {
+  const { events: out, bytes } = serialized(events);
   if (bytes > limit) throw new AppendTooLargeError(stream, bytes, limit);
   for (const event of events) {
     // The edge refuses such strings already; this keeps every other writer to the same rule.
     const bad = inspectJson({ data: event.data ?? null, metadata: event.metadata ?? {} }, Number.POSITIVE_INFINITY);
     if (bad) throw new UnstorableEventError(stream, event.type, bad.param ?? '');
   }
+  return out;
+}
+
+export function assertAppendSize(stream: string, events: readonly NewEvent[], limit: number): void {
+  checkedForAppend(stream, events, limit);
 }
 
 /** Throws unless `expected` holds for a stream whose last revision is `current` (-1n: missing). */

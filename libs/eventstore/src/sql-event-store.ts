@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '@svc/platform';
-import { assertAppendSize, checkExpected, eventFilter, storeUnavailable } from './common';
+import { checkExpected, checkedForAppend, eventFilter, storeUnavailable } from './common';
 import {
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
@@ -261,12 +261,12 @@ export class SqlEventStore implements EventStore {
   }
 
   private prepare(stream: string, events: NewEvent[], expected: ExpectedRevision): PreparedAppend {
-    assertAppendSize(stream, events, this.maxAppendBytes);
+    const checked = checkedForAppend(stream, events, this.maxAppendBytes);
     const ids = events.map((e) => e.id.toLowerCase());
     if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
-    const payload = events.map((e) => ({ id: e.id, type: e.type, data: e.data ?? null, metadata: e.metadata ?? {} }));
-    // Serialised once here, so that a group is the concatenation of its appends.
-    const json = JSON.stringify({ stream, expected: String(expected), ids, events: payload });
+    // Serialised once (the size rule's own text), so that a group is the concatenation of its appends.
+    const payload = checked.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`);
+    const json = `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${payload.join(',')}]}`;
     return { stream, expected, ids, json, written: events.length > 0 };
   }
 
