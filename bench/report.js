@@ -41,7 +41,7 @@ function markdown(r) {
       'with a durable hold and charge (two event-store appends) on every request. The client, the upstream, the proxies, the worker, ' +
       'PostgreSQL and Redis all share the same cores, so compare ratios within a run, never absolute figures across runs.',
     '',
-    'Reproduce: `npm run build && npm install --prefix bench && node bench/run.js` (`--quick` for a smoke run, `--no-profile` to skip the profile). ' +
+    'Reproduce: `npm run build && npm install --prefix bench && node bench/run.js` (`--quick` for a smoke run, `--no-profile` to skip the profile; `--sequential-only` and `--throughput-only` compare two builds quickly and write nothing). ' +
       'Raw figures: [`bench/results/latest.json`](../bench/results/latest.json).',
     '',
     '## Targets',
