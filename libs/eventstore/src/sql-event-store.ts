@@ -295,11 +295,10 @@ export class SqlEventStore implements EventStore {
       // One statement, its own transaction, when the server runs statements READ COMMITTED (the
       // default). Under REPEATABLE READ or SERIALIZABLE the snapshot would be taken before the
       // lock wait and miss the append that held it: the function refuses, and the group runs
-      // again in a transaction set to READ COMMITTED. Other processes are woken after the
-      // commit (notifyOthers), not by the group itself.
-      // A group of several appends (a busy process) wakes the others from its own transaction:
-      // a NOTIFY's serialised commit (see notifyOthers) weighs little beside a group's, and it
-      // saves the transaction of its own that would follow nearly every group.
+      // again in a transaction set to READ COMMITTED. A lone append wakes the other processes
+      // after its commit (notifyOthers), off its latency; a group of several (a busy process)
+      // wakes them from its own transaction: a NOTIFY's serialised commit weighs little beside
+      // a group's, and it saves the NOTIFY transaction that would follow nearly every group.
       outcomes =
         (await this.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
         (await this.runner.transaction((tx) => this.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!;
