@@ -38,8 +38,6 @@ interface PreparedAppend {
   ids: string[];
   /** The append as the group function reads it. */
   json: string;
-  /** Has events (an empty append only checks the expectation). */
-  written: boolean;
 }
 
 interface QueuedAppend extends PreparedAppend {
@@ -267,7 +265,7 @@ export class SqlEventStore implements EventStore {
     // Serialised once (the size rule's own text), so that a group is the concatenation of its appends.
     const payload = checked.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`);
     const json = `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${payload.join(',')}]}`;
-    return { stream, expected, ids, json, written: events.length > 0 };
+    return { stream, expected, ids, json };
   }
 
   private sendGroups(): void {
@@ -313,7 +311,8 @@ export class SqlEventStore implements EventStore {
       for (const append of group) append.reject(err);
       return;
     }
-    if (group.some((a) => a.written)) {
+    // An empty append (no ids) only checks its expectation: nothing to signal.
+    if (group.some((a) => a.ids.length > 0)) {
       this.signalAppend();
       if (!notifies) this.notifyOthers();
     }

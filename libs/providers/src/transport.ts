@@ -8,6 +8,7 @@ import { Agent, request, type Dispatcher, FormData } from 'undici';
 import { upstreamTraceHeaders } from '@svc/telemetry';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
+import type { SseEnd, SseEvent } from './sse';
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
 
@@ -155,11 +156,19 @@ export class Deadline {
     clearTimeout(this.timer);
   }
 
-  /** From now on the upstream may stay silent `ms` at most: once all has arrived, only its end is awaited. */
-  shorten(ms: number): void {
-    this.ms = Math.min(this.ms, ms);
-    this.dispose();
-    this.arm();
+  /**
+   * Where a stream read under this deadline ends (see readSse): its last event by `isLast`, after
+   * which the body has STREAM_END_GRACE_MS to end before it is cut.
+   */
+  streamEnd(isLast: (event: SseEvent) => boolean): SseEnd {
+    return {
+      isLast,
+      onLast: () => {
+        this.ms = Math.min(this.ms, STREAM_END_GRACE_MS);
+        this.dispose();
+        this.arm();
+      },
+    };
   }
 
   private arm(): void {

@@ -14,7 +14,7 @@ import { excludesReasoning, normalizeUsage, type ChatCompletionResult, type Chat
 import { ProviderError } from '../provider-error';
 import { readSse, type SseEvent } from '../sse';
 import { countTextTokens } from '../tokens';
-import { Deadline, DEFAULT_TIMEOUT_MS, invalidResponse, parseJson, postUpstream, STREAM_END_GRACE_MS, type UpstreamBody } from '../transport';
+import { Deadline, DEFAULT_TIMEOUT_MS, invalidResponse, parseJson, postUpstream, type UpstreamBody } from '../transport';
 import type { ChatChunk, ChatCompletion, ChatDelta, ChatUsage, ToolCall } from '../wire';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -76,8 +76,7 @@ export class AnthropicProvider implements ChatProvider {
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
       const stream = await this.post({ ...request, stream: true }, deadline, 'text/event-stream');
-      const end = { isLast: (e: SseEvent) => e.event === 'message_stop', onLast: () => deadline.shorten(STREAM_END_GRACE_MS) };
-      yield* chatChunks(readSse(deadline.whileReading(stream), end), { excludeReasoning });
+      yield* chatChunks(readSse(deadline.whileReading(stream), deadline.streamEnd((e) => e.event === 'message_stop')), { excludeReasoning });
     } catch (error) {
       throw deadline.failure(error);
     } finally {

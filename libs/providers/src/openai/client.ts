@@ -23,8 +23,8 @@ import {
   type RealtimeConnection,
 } from '../provider';
 import { ProviderError } from '../provider-error';
-import { readSse, type SseEvent } from '../sse';
-import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, STREAM_END_GRACE_MS, type UpstreamBody } from '../transport';
+import { readSse } from '../sse';
+import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
 import { givenFields, videoJobFrom } from '../video';
 import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from '../wire';
 import { OPENAI_PARAMETERS } from './parameters';
@@ -106,8 +106,7 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     try {
       const stream = await this.post('/chat/completions', payload, deadline, 'text/event-stream');
       // Leaving this loop early (return, throw) ends the body's iterator, which destroys the body.
-      const end = { isLast: (e: SseEvent) => e.data === '[DONE]', onLast: () => deadline.shorten(STREAM_END_GRACE_MS) };
-      for await (const event of readSse(deadline.whileReading(stream), end)) {
+      for await (const event of readSse(deadline.whileReading(stream), deadline.streamEnd((e) => e.data === '[DONE]'))) {
         if (event.data === '[DONE]') return;
         const chunk = parseJson(event.data);
         // OpenAI and OpenRouter report a failure after the headers as an error event.
