@@ -4,7 +4,7 @@
  * Side-by-side benchmark of the gateway, Portkey gateway 1.15.2 and a bare undici pass-through
  * proxy (the floor), all in front of ONE simulated upstream process, in one run.
  *
- *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only]
+ *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only]
  *
  * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway and the
  * direct upstream alone, prints the figures and writes nothing: a quick check of one change.
@@ -41,7 +41,11 @@ const SEQUENTIAL_ONLY = args.has('--sequential-only');
 // A quick comparison of two builds: this gateway alone at 64 connections, with the CPU each
 // process spent per request; nothing written.
 const THROUGHPUT_ONLY = args.has('--throughput-only');
-const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY;
+// The gateway under --cpu-prof alone, streamed or not (BENCH_PROFILE_MODE=stream|json), its
+// summary printed; nothing else measured and nothing written but the profile.
+const PROFILE_ONLY = args.has('--profile-only');
+const PROFILE_MODE = process.env.BENCH_PROFILE_MODE === 'stream' ? 'stream' : 'json';
+const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY && !PROFILE_ONLY;
 const num = (name, full, quick) => Number(process.env[name] || (QUICK ? quick : full));
 const CFG = {
   seqN: num('BENCH_SEQ_N', 1000, 300),
@@ -226,6 +230,7 @@ function startSampler(pids, db) {
   const driver0 = process.cpuUsage();
   const wall0 = Date.now();
   for (const [n, pid] of Object.entries(pids)) cpu0[n] = cpuSeconds(pid);
+  const io0 = Object.fromEntries(Object.entries(pids).map(([n, pid]) => [n, syscallCounts(pid)]));
   const tick = () => {
     for (const [n, pid] of Object.entries(pids)) {
       const r = rssMb(pid);
@@ -257,12 +262,28 @@ function startSampler(pids, db) {
         }
         cpu.postgres = +s.toFixed(2);
       }
+      // Read and write system calls (sockets included): a loopback write costs the writer the receiver's side too.
+      const syscalls = {};
+      for (const [n, pid] of Object.entries(pids)) {
+        const [a, b] = [io0[n], syscallCounts(pid)];
+        if (a && b) syscalls[n] = { reads: b.reads - a.reads, writes: b.writes - a.writes };
+      }
       const d = process.cpuUsage(driver0);
       cpu.driver = +((d.user + d.system) / 1e6).toFixed(2);
       const rss = Object.fromEntries(Object.entries(rssMax).map(([k, v]) => [k, +v.toFixed(1)]));
-      return { rss_max_mb: rss, cpu_s: cpu, system_cpu_s: system, postgres_cpu_s_by_client: pgBy, machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2), wall_s: (Date.now() - wall0) / 1000 };
+      return { rss_max_mb: rss, cpu_s: cpu, system_cpu_s: system, syscalls, postgres_cpu_s_by_client: pgBy, machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2), wall_s: (Date.now() - wall0) / 1000 };
     },
   };
+}
+
+/** A process's read and write system calls so far (/proc/<pid>/io), or null when it cannot be read. */
+function syscallCounts(pid) {
+  try {
+    const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+    return { reads: Number(/^syscr: (\d+)/m.exec(io)[1]), writes: Number(/^syscw: (\d+)/m.exec(io)[1]) };
+  } catch {
+    return null;
+  }
 }
 
 /** CPU that none of the bench's processes used (other work on the machine), in cores. */
@@ -526,6 +547,7 @@ async function throughputPhase(ctx, targets = TARGETS) {
         rss_max_mb: s.rss_max_mb,
         cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
         system_cpu_s: s.system_cpu_s,
+        syscalls_per_request: Object.fromEntries(Object.entries(s.syscalls).map(([n, c]) => [n, { reads: r2(c.reads / Math.max(1, r.ok)), writes: r2(c.writes / Math.max(1, r.ok)) }])),
         postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
         machine_busy_s: s.machine_busy_s,
         other_load_cores: foreignCores(s, r.client_cpu_s),
@@ -695,7 +717,7 @@ async function profilePhase(ctx) {
   await settle({ worker: ctx.pids.worker });
   const gw = await startGateway(ctx, ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`], 'gateway-profiled');
   await waitForKey(ctx, ctx.loadKeys[0]);
-  const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys };
+  const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES[PROFILE_MODE], headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys };
   const warm = await load('load-profile-warmup', { ...opts, duration: Math.max(3, CFG.loadWarmup), warmup: 0 });
   await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
   const sampler = startSampler({ gateway: gw.pid }, null);
@@ -835,15 +857,31 @@ async function main() {
     await waitForKey(ctx, ctx.seqKey);
     log(`processes up: simulator ${ctx.simOrigin}, bare ${ctx.bareOrigin}, portkey ${ctx.portkeyOrigin}, gateway ${ctx.gatewayOrigin}`);
 
+    if (PROFILE_ONLY) {
+      const p = await profilePhase(ctx);
+      log(`profile (${PROFILE_MODE}): ${p.file}, ${p.load.rps} req/s, gateway CPU ${((1000 * p.gateway_cpu_s) / Math.max(1, p.load.ok)).toFixed(2)} ms per request`);
+      console.log(JSON.stringify({ top_functions: p.top_functions, top_files: p.top_files, by_area: p.by_area }));
+      return;
+    }
+
     if (THROUGHPUT_ONLY) {
-      const figures = await throughputPhase(ctx, ['gateway']);
-      for (const [mode, { gateway: g }] of Object.entries(figures)) {
+      // BENCH_TARGETS=gateway,portkey puts Portkey beside it in the same run.
+      const targets = (process.env.BENCH_TARGETS || 'gateway').split(',');
+      const figures = await throughputPhase(ctx, targets);
+      for (const [mode, byTarget] of Object.entries(figures)) {
+        const g = byTarget.gateway;
         const per = (s) => ((1000 * (s ?? 0)) / Math.max(1, g.ok)).toFixed(2);
         log(
           `${mode}: ${g.rps.toFixed(0)} req/s, p50 ${g.latency_ms.p50} ms, p99 ${g.latency_ms.p99} ms; CPU ms/request: gateway ${per(g.cpu_s.gateway)}, ` +
             `worker ${per(g.cpu_s.worker)}, PostgreSQL ${per(g.cpu_s.postgres)} (gateway ${per(g.postgres_cpu_s_by_client?.gateway)}, worker ${per(g.postgres_cpu_s_by_client?.worker)}), ` +
-            `Redis ${per(g.cpu_s.redis)}, all four ${cpuMsPerBilledRequest(g).toFixed(2)}; ${g.pg_transactions_per_request} transactions per request`,
+            `Redis ${per(g.cpu_s.redis)}, all four ${cpuMsPerBilledRequest(g).toFixed(2)}; ${g.pg_transactions_per_request} transactions per request; ` +
+            `gateway system calls per request: ${g.syscalls_per_request.gateway?.reads} reads, ${g.syscalls_per_request.gateway?.writes} writes`,
         );
+        const p = byTarget.portkey;
+        if (p) {
+          const pp = (s) => ((1000 * (s ?? 0)) / Math.max(1, p.ok)).toFixed(2);
+          log(`${mode}, Portkey: ${p.rps.toFixed(0)} req/s, p50 ${p.latency_ms.p50} ms, p99 ${p.latency_ms.p99} ms; CPU ms/request ${pp(p.cpu_s.portkey)}; system calls per request: ${p.syscalls_per_request.portkey?.reads} reads, ${p.syscalls_per_request.portkey?.writes} writes`);
+        }
       }
       return;
     }
