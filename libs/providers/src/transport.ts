@@ -172,6 +172,8 @@ export class Deadline {
   }
 
   private arm(): void {
+    // A stream's last event re-arms from inside a read (streamEnd), which re-arms after it: one timer only.
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => this.timeout.abort(), this.ms);
   }
 }
