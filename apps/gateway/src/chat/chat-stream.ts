@@ -4,10 +4,10 @@
  * client asked for it, then `[DONE]`. A stream that breaks off ends with an error event and no
  * `[DONE]`, so a client can never take a cut answer for a whole one.
  */
-import { PassThrough } from 'node:stream';
 import { chatAnnotations, type WebSearchRun } from '@svc/interfaces';
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatUsage } from '@svc/providers';
+import { EventStream } from '../http/streams';
 
 /** An upstream stream whose first output has arrived, and nothing of it sent yet. */
 export interface OpenedStream {
@@ -138,7 +138,7 @@ export class ChatStreamRelay {
    * then keeps reading the upstream without writing, because a generation whose client left
    * still completes and is billed (spec 1 rule 4).
    */
-  readonly body = new PassThrough();
+  readonly body = new EventStream();
   private readonly delivered: Delivered = { content: '', reasoning: '', toolNames: '', toolArguments: '' };
   private usage: ChatUsage | null = null;
   private firstOutputAt: number | null = null;
@@ -185,15 +185,18 @@ export class ChatStreamRelay {
       await recording;
     }
 
+    let last: string[] = [];
     try {
       const billed = await this.options.settle(outcome());
-      if (failure === null) this.write(this.encoder.finish(billed, this.finishReason));
+      if (failure === null) last = this.encoder.finish(billed, this.finishReason);
     } catch (error) {
       // The answer went out but its cost is unknown: the client must not see a clean finish.
       failure ??= error;
     } finally {
-      if (failure !== null) this.write(this.encoder.error(this.options.errorEvent(failure)));
-      this.body.end();
+      if (failure !== null) last = this.encoder.error(this.options.errorEvent(failure));
+      // A client that left has its body destroyed: nothing more to write.
+      if (this.body.destroyed) this.body.end();
+      else this.body.finish(last.join(''));
       this.done(failure === null);
     }
   }

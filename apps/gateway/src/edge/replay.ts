@@ -9,7 +9,7 @@ import type { Caller } from '@svc/identity';
 import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
-import { endAfter } from '../http/streams';
+import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
 import { Metering } from '../metering/metering.service';
 import { DEFAULT_CACHE_TTL_SECONDS, readEdgeHeaders } from './edge-headers';
@@ -139,7 +139,7 @@ export class EdgeResponses {
       }
 
       if (cache === null && idempotencyKey === null && log === null) {
-        void reply.headers(headers).send(answer.stream.body);
+        sendEventStream(reply.headers(headers), answer.stream.body);
         return;
       }
       const { body, finished } = answer.stream;

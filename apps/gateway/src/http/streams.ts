@@ -1,4 +1,41 @@
 import { PassThrough, type Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+
+/**
+ * An SSE response body whose last frames leave with the end of the response in one write. Node
+ * writes the chunk of each tick at the next tick, and the end of a piped body a tick later: a
+ * stream's usage chunk and `[DONE]` then went out in one write and the chunked encoding's end in
+ * another. Each write to a socket is a system call that also runs the receiver's side of the
+ * connection, a large part of a streamed request's CPU. `sendEventStream` corks the socket for
+ * the last frames; ending the response uncorks it.
+ */
+export class EventStream extends PassThrough {
+  private beforeLast: (() => void) | null = null;
+
+  /** Writes the last frames and ends the body. */
+  finish(frames: string): void {
+    this.beforeLast?.();
+    if (frames === '') this.end();
+    else this.end(frames);
+  }
+
+  /** Called right before the last frames are written (once). */
+  onLastFrames(hook: () => void): void {
+    this.beforeLast = hook;
+  }
+}
+
+/** Sends `body` as the reply's body; an EventStream's last frames and the response's end in one write. */
+export function sendEventStream(reply: FastifyReply, body: Readable): void {
+  if (body instanceof EventStream) {
+    const { raw } = reply;
+    body.onLastFrames(() => {
+      // A socket already gone needs nothing; the response's end uncorks a live one, whatever came before it.
+      if (!raw.destroyed) raw.socket?.cork();
+    });
+  }
+  void reply.send(body);
+}
 
 /**
  * `events` for the client, as they come, except that the end waits for `beforeEnd` (work the
