@@ -56,7 +56,7 @@ function IsMessageContent(options?: ValidationOptions): PropertyDecorator {
     {
       name: 'isMessageContent',
       validator: {
-        validate: (value: unknown) => value === null || typeof value === 'string' || (Array.isArray(value) && value.every((p) => partProblem(p) === null)),
+        validate: isContent,
         defaultMessage: (args) => {
           const value = args?.value;
           if (!Array.isArray(value)) return 'content must be a string, an array of content parts, or null.';
@@ -80,6 +80,7 @@ const isToolChoice = (v: unknown) => v === 'none' || v === 'auto' || v === 'requ
 const isResponseFormat = (v: unknown) =>
   isRecord(v) && (v.type === 'text' || v.type === 'json_object' || (v.type === 'json_schema' && isRecord(v.json_schema) && typeof v.json_schema.name === 'string' && (v.json_schema.schema === undefined || isRecord(v.json_schema.schema))));
 const EFFORTS = ['minimal', 'low', 'medium', 'high'];
+const REASONING_EFFORTS = [...EFFORTS, 'none'];
 const isReasoning = (v: unknown) =>
   isRecord(v) &&
   (v.effort === undefined || EFFORTS.includes(v.effort as string)) &&
@@ -88,6 +89,16 @@ const isReasoning = (v: unknown) =>
   (v.enabled === undefined || typeof v.enabled === 'boolean');
 const isStop = (v: unknown) => typeof v === 'string' || (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string'));
 const isLogitBias = (v: unknown) => isRecord(v) && Object.entries(v).every(([token, bias]) => /^\d+$/.test(token) && isNumberIn(-100, 100)(bias));
+
+const isString = (v: unknown) => typeof v === 'string';
+const isBoolean = (v: unknown) => typeof v === 'boolean';
+const isIntFrom = (min: number, max = Infinity) => (v: unknown) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+const isContent = (v: unknown) => v === null || typeof v === 'string' || (Array.isArray(v) && v.every((p) => partProblem(p) === null));
+const isToolCalls = (v: unknown) => Array.isArray(v) && v.every((c) => isRecord(c) && typeof c.id === 'string' && isRecord(c.function) && typeof c.function.name === 'string' && typeof c.function.arguments === 'string');
+const isTools = (v: unknown) => Array.isArray(v) && v.length <= 128 && v.every(isFunctionTool);
+const isModalities = (v: unknown) => Array.isArray(v) && v.every((m) => m === 'text' || m === 'audio' || m === 'image');
+const isPrediction = (v: unknown) => isRecord(v) && v.type === 'content';
+const isSeed = (v: unknown) => Number.isSafeInteger(v);
 
 export class ChatMessage {
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}.` })
@@ -108,7 +119,7 @@ export class ChatMessage {
   tool_call_id?: string;
 
   @IsOptional()
-  @Is((v) => Array.isArray(v) && v.every((c) => isRecord(c) && typeof c.id === 'string' && isRecord(c.function) && typeof c.function.name === 'string' && typeof c.function.arguments === 'string'), 'an array of {id, type: "function", function: {name, arguments}}')
+  @Is(isToolCalls, 'an array of {id, type: "function", function: {name, arguments}}')
   tool_calls?: object[];
 }
 
@@ -180,7 +191,7 @@ export class ChatCompletionRequest {
   top_p?: number;
 
   @IsOptional()
-  @Is((v) => Number.isInteger(v) && (v as number) >= 0, 'an integer of at least 0')
+  @Is(isIntFrom(0), 'an integer of at least 0')
   top_k?: number;
 
   @IsOptional()
@@ -200,7 +211,7 @@ export class ChatCompletionRequest {
   repetition_penalty?: number;
 
   @IsOptional()
-  @Is((v) => Number.isSafeInteger(v), 'an integer')
+  @Is(isSeed, 'an integer')
   seed?: number;
 
   @IsOptional()
@@ -212,7 +223,7 @@ export class ChatCompletionRequest {
   logit_bias?: Record<string, number>;
 
   @IsOptional()
-  @Is((v) => Array.isArray(v) && v.length <= 128 && v.every(isFunctionTool), 'an array of at most 128 {type: "function", function: {name, description?, parameters?}}')
+  @Is(isTools, 'an array of at most 128 {type: "function", function: {name, description?, parameters?}}')
   tools?: object[];
 
   @IsOptional()
@@ -232,7 +243,7 @@ export class ChatCompletionRequest {
   reasoning?: object;
 
   @IsOptional()
-  @IsIn([...EFFORTS, 'none'], { message: 'reasoning_effort must be minimal, low, medium, high or none.' })
+  @IsIn(REASONING_EFFORTS, { message: 'reasoning_effort must be minimal, low, medium, high or none.' })
   reasoning_effort?: string;
 
   @IsOptional()
@@ -244,7 +255,7 @@ export class ChatCompletionRequest {
   logprobs?: boolean;
 
   @IsOptional()
-  @Is((v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 20, 'an integer from 0 to 20')
+  @Is(isIntFrom(0, 20), 'an integer from 0 to 20')
   top_logprobs?: number;
 
   @IsOptional()
@@ -252,15 +263,15 @@ export class ChatCompletionRequest {
   prompt_cache_key?: string;
 
   @IsOptional()
-  @Is((v) => Array.isArray(v) && v.every((m) => m === 'text' || m === 'audio' || m === 'image'), 'an array of text, audio or image')
+  @Is(isModalities, 'an array of text, audio or image')
   modalities?: string[];
 
   @IsOptional()
-  @Is((v) => isRecord(v), 'an object')
+  @Is(isRecord, 'an object')
   provider?: object;
 
   @IsOptional()
-  @Is((v) => isRecord(v) && v.type === 'content', '{type: "content", content}')
+  @Is(isPrediction, '{type: "content", content}')
   prediction?: object;
 
   /** Read by the plugin step (spec 4.2 rules 8 and 9), never forwarded upstream. */
@@ -268,4 +279,71 @@ export class ChatCompletionRequest {
   transforms?: unknown;
 
   [extra: string]: unknown;
+}
+
+/**
+ * The checks of ChatMessage as plain predicates, for the fast path below: a field either
+ * absent or passing its check. tool_call_id is left to class-validator unless it is a string.
+ */
+const MESSAGE_FIELDS: Record<string, (v: unknown) => boolean> = { role: (v) => ROLES.includes(v as string), content: isContent, name: isString, tool_call_id: isString, tool_calls: isToolCalls };
+
+/** The checks of ChatCompletionRequest's fields as plain predicates (the same functions where it has them). */
+const REQUEST_FIELDS: Record<string, (v: unknown) => boolean> = {
+  model: (v) => typeof v === 'string' && v !== '',
+  messages: (v) => Array.isArray(v) && v.length > 0 && v.every(isSurelyValidMessage),
+  models: (v) => Array.isArray(v) && v.length <= 2 && v.every(isString),
+  max_tokens: isIntFrom(1),
+  max_completion_tokens: isIntFrom(1),
+  n: isIntFrom(1, 1),
+  stream: isBoolean,
+  stream_options: isRecord,
+  safety_identifier: isString,
+  user: isString,
+  temperature: isNumberIn(0, 2),
+  top_p: isNumberIn(0, 1),
+  top_k: isIntFrom(0),
+  min_p: isNumberIn(0, 1),
+  presence_penalty: isNumberIn(-2, 2),
+  frequency_penalty: isNumberIn(-2, 2),
+  repetition_penalty: isNumberIn(0, 2),
+  seed: isSeed,
+  stop: isStop,
+  logit_bias: isLogitBias,
+  tools: isTools,
+  tool_choice: isToolChoice,
+  parallel_tool_calls: isBoolean,
+  response_format: isResponseFormat,
+  reasoning: isReasoning,
+  reasoning_effort: (v) => REASONING_EFFORTS.includes(v as string),
+  include_reasoning: isBoolean,
+  logprobs: isBoolean,
+  top_logprobs: isIntFrom(0, 20),
+  prompt_cache_key: isString,
+  modalities: isModalities,
+  provider: isRecord,
+  prediction: isPrediction,
+  // Not checked by class-validator: the plugin step reads them (spec 4.2 rules 8 and 9).
+  plugins: () => true,
+  transforms: () => true,
+};
+
+function isSurelyValidMessage(message: unknown): boolean {
+  if (!isRecord(message) || message.role === 'tool') return false;
+  for (const field of Object.keys(message)) {
+    if (!Object.hasOwn(MESSAGE_FIELDS, field) || !MESSAGE_FIELDS[field](message[field])) return false;
+  }
+  return message.role !== undefined;
+}
+
+/**
+ * True only for a chat request ChatCompletionRequest's checks pass: every field one they know,
+ * and passing its check. Anything unusual (a field they do not know, a null, a tool message)
+ * is false, and left to class-validator to decide and explain (see fastBodyValidation).
+ */
+export function isSurelyValidChatRequest(body: unknown): boolean {
+  if (!isRecord(body) || Object.getPrototypeOf(body) !== Object.prototype) return false;
+  for (const field of Object.keys(body)) {
+    if (!Object.hasOwn(REQUEST_FIELDS, field) || !REQUEST_FIELDS[field](body[field])) return false;
+  }
+  return body.model !== undefined && body.messages !== undefined;
 }

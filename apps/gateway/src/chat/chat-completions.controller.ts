@@ -3,8 +3,8 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { healChoices, wantsJson } from '@svc/providers';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { bodyValidation } from '@svc/platform';
-import { ChatCompletionRequest } from './chat-completion.request';
+import { fastBodyValidation } from '@svc/platform';
+import { ChatCompletionRequest, isSurelyValidChatRequest } from './chat-completion.request';
 import { ChatCompletionsService } from './chat-completions.service';
 import { EdgeResponses, type Answer } from '../edge/replay';
 import { SSE_HEADERS } from '../http/reply-headers';
@@ -29,7 +29,7 @@ export class ChatCompletionsController {
   @HttpCode(200)
   async create(
     @CallerParam() caller: Caller,
-    @Body(bodyValidation()) body: ChatCompletionRequest,
+    @Body(fastBodyValidation(isSurelyValidChatRequest)) body: ChatCompletionRequest,
     @Headers() headers: Record<string, string | string[] | undefined>,
     @Res() reply: FastifyReply,
   ): Promise<void> {
