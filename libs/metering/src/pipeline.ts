@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Catalog, CatalogModel } from '@svc/catalog';
 import type { EventMetadata, Handled } from '@svc/eventstore';
 import { DomainError } from '@svc/eventstore';
@@ -6,7 +5,7 @@ import type { Caller } from '@svc/identity';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '@svc/ledger';
 import { billedAmount, BYOK_SUFFIX } from '@svc/ledger';
 import type { Clock, Nano } from '@svc/platform';
-import { ApiError, isConnectionFailure } from '@svc/platform';
+import { ApiError, isConnectionFailure, randomHex } from '@svc/platform';
 import type { ChatProvider } from '@svc/providers';
 import { ProviderError } from '@svc/providers';
 import { ATTR, type Attributes, type Span, type Tracing } from '@svc/telemetry';
@@ -168,7 +167,7 @@ export class MeteredCalls {
     const windowHeaders = rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
     const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine);
-    const id = job?.holdId ?? `gen-${randomBytes(12).toString('hex')}`;
+    const id = job?.holdId ?? `gen-${randomHex(12)}`;
     const leaseId = job ? undefined : deps.leaseId();
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata: EventMetadata = {
@@ -250,7 +249,7 @@ export class MeteredCalls {
    * fallbacks, and a generation record of cost 0 once a provider answered.
    */
   async runFree<T>(caller: Caller, plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>, call: (target: Target) => Promise<T>): Promise<{ id: string; target: Target; value: T }> {
-    const id = `gen-${randomBytes(12).toString('hex')}`;
+    const id = `gen-${randomHex(12)}`;
     const started = performance.now();
     const tried = await this.tryTargets(id, caller, plan.models, call);
     if (!tried.answered) throw tried.error;

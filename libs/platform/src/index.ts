@@ -1,6 +1,7 @@
 export * from './clock';
 export * from './config';
 export * from './crypto';
+export * from './random-id';
 export * from './edge';
 export * from './errors';
 export * from './input';
