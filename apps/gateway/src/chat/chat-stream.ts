@@ -83,8 +83,11 @@ export class ChatChunkEncoder implements StreamEncoder {
   }
 
   chunk(chunk: ChatChunk): string[] {
-    if (typeof chunk.created === 'number') this.base = { ...this.base, created: chunk.created };
-    return [frame({ ...this.annotated(chunk), ...(this.includeUsage ? { usage: null } : {}) })];
+    if (typeof chunk.created === 'number' && chunk.created !== this.base.created) this.base = { ...this.base, created: chunk.created };
+    const out = this.annotated(chunk);
+    // As OpenAI streams with usage asked for: every chunk but the usage chunk carries `usage: null`.
+    if (this.includeUsage) out.usage = null;
+    return [frame(out)];
   }
 
   /**
@@ -210,8 +213,12 @@ export class ChatStreamRelay {
     // whether or not the client did, and the client's usage chunk must carry the cost.
     if (choices.length === 0) return;
     for (const choice of choices) if (choice.finish_reason) this.finishReason = choice.finish_reason;
-    const { usage: _, ...fields } = chunk;
-    this.write(this.encoder.chunk({ ...fields, id: this.options.id, model: this.options.model }));
+    // The chunk was parsed for this relay alone: restamped in place, not copied (a stream's
+    // allocations are most of its garbage collection). An undefined usage is not serialised.
+    chunk.usage = undefined;
+    chunk.id = this.options.id;
+    chunk.model = this.options.model;
+    this.write(this.encoder.chunk(chunk));
   }
 
   private collect(delta: ChatChunk['choices'][number]['delta'] | undefined): void {
