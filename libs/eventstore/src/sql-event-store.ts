@@ -91,9 +91,11 @@ DECLARE
   v_expected text;
   v_current bigint;
   v_written boolean := false;
+  -- Parsed once: the group's text is read by both loops below.
+  v_appends jsonb := p_appends::jsonb;
 BEGIN
   FOR v_lock IN
-    SELECT DISTINCT hashtextextended(a.value->>'stream', 0) FROM jsonb_array_elements(p_appends::jsonb) AS a(value) ORDER BY 1
+    SELECT DISTINCT hashtextextended(a.value->>'stream', 0) FROM jsonb_array_elements(v_appends) AS a(value) ORDER BY 1
   LOOP
     PERFORM pg_advisory_xact_lock(v_lock);
   END LOOP;
@@ -104,7 +106,7 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  FOR v_append IN SELECT a.value FROM jsonb_array_elements(p_appends::jsonb) WITH ORDINALITY AS a(value, ord) ORDER BY a.ord LOOP
+  FOR v_append IN SELECT a.value FROM jsonb_array_elements(v_appends) WITH ORDINALITY AS a(value, ord) ORDER BY a.ord LOOP
     v_stream := v_append->>'stream';
     v_expected := v_append->>'expected';
     revision := NULL;
