@@ -197,9 +197,7 @@ export class ChatStreamRelay {
       failure ??= error;
     } finally {
       if (failure !== null) last = this.encoder.error(this.options.errorEvent(failure));
-      // A client that left has its body destroyed: nothing more to write.
-      if (this.body.destroyed) this.body.end();
-      else this.body.finish(last.join(''));
+      this.body.finish(last.join(''));
       this.done(failure === null);
     }
   }
@@ -232,9 +230,8 @@ export class ChatStreamRelay {
   }
 
   private write(frames: string[]): void {
-    // A client that left has its body destroyed: writing to it would only raise errors.
-    if (this.body.destroyed) return;
-    for (const f of frames) this.body.write(f);
+    // A client that left has its body destroyed: the body drops what comes after.
+    this.body.write(frames.length === 1 ? frames[0] : frames.join(''));
   }
 }
 

@@ -1,4 +1,4 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 
 /**
@@ -8,15 +8,29 @@ import type { FastifyReply } from 'fastify';
  * another. Each write to a socket is a system call that also runs the receiver's side of the
  * connection, a large part of a streamed request's CPU. `sendEventStream` corks the socket for
  * the last frames; ending the response uncorks it.
+ *
+ * A Readable the relay pushes frames into: a PassThrough would run each frame through its
+ * writable half and a transform first. Pushed frames are never refused: a slow client's are
+ * buffered, as the relay must read its upstream to the end whatever the client does.
  */
-export class EventStream extends PassThrough {
+export class EventStream extends Readable {
   private beforeLast: (() => void) | null = null;
+
+  override _read(): void {
+    // Frames are pushed as they come, not pulled.
+  }
+
+  /** Sends frames, unless the body is gone (a client that left). */
+  write(frames: string): void {
+    if (!this.destroyed && frames !== '') this.push(frames);
+  }
 
   /** Writes the last frames and ends the body. */
   finish(frames: string): void {
+    if (this.destroyed) return;
     this.beforeLast?.();
-    if (frames === '') this.end();
-    else this.end(frames);
+    this.write(frames);
+    this.push(null);
   }
 
   /** Called right before the last frames are written (once). */
