@@ -211,8 +211,8 @@ export class ChatStreamRelay {
     // whether or not the client did, and the client's usage chunk must carry the cost.
     if (choices.length === 0) return;
     for (const choice of choices) if (choice.finish_reason) this.finishReason = choice.finish_reason;
-    // The chunk was parsed for this relay alone: restamped in place, not copied (a stream's
-    // allocations are most of its garbage collection). An undefined usage is not serialised.
+    // The chunk was parsed for this relay alone: restamped in place rather than copied twice
+    // per chunk. An undefined usage is not serialised.
     chunk.usage = undefined;
     chunk.id = this.options.id;
     chunk.model = this.options.model;
