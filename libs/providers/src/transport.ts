@@ -165,14 +165,13 @@ export class Deadline {
       isLast,
       onLast: () => {
         this.ms = Math.min(this.ms, STREAM_END_GRACE_MS);
-        this.dispose();
         this.arm();
       },
     };
   }
 
   private arm(): void {
-    // A stream's last event re-arms from inside a read (streamEnd), which re-arms after it: one timer only.
+    // Re-arming replaces the running timer: a stream's last event re-arms from inside a read, which re-arms again after it.
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.timeout.abort(), this.ms);
   }

@@ -17,10 +17,10 @@ import {
   ValidateNested,
   type ValidationOptions,
 } from 'class-validator';
+import { isRecord } from '@svc/providers';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * What is wrong with a content part (issue 15.6: unknown part types and unchecked file parts
