@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
@@ -192,6 +192,43 @@ describe('authentication cache on PostgreSQL', () => {
       await until(() => !cache.has(secretHash), 3000);
       await until(async () => (await leaseOf(cache.holder!)).acked_position >= identity, 1000);
       expect((await cache.find(secretHash))?.revokedAt).not.toBeNull();
+    } finally {
+      log.projections.start();
+    }
+  });
+
+  // Under load every batch moves the checkpoints; emptying on that alone emptied the cache at every renewal.
+  it('keeps its entries over batches that change nothing cached, and acknowledges the checkpoints they moved', async () => {
+    const quick = await open({ timings: { leaseMs: 2000, renewMs: 100, marginMs: 500, retryMs: 100 } });
+    const { secretHash, keyId } = await log.createKey();
+    // The key's creation changed the identity projection: the next renewal empties the cache
+    // once more (it cannot know the NOTIFY already did); filled after it.
+    for (let renewals = 0; renewals < 2; renewals++) {
+      const renewed = (await leaseOf(quick.holder!)).expires_at.getTime();
+      await until(async () => (await leaseOf(quick.holder!)).expires_at.getTime() > renewed, 3000);
+    }
+    await quick.find(secretHash);
+    const before = counting.count;
+    // Events no cached projection reads: the checkpoints move, no cached row changes.
+    const noise = await log.store.append(`noise-${randomUUID()}`, [{ id: randomUUID(), type: 'UnreadByAnyProjection', data: {} }], 'no_stream');
+    await log.projections.waitFor(noise.position, ['identity', 'provider_keys', 'account_settings', 'presets']);
+    await until(async () => (await leaseOf(quick.holder!)).acked_position >= noise.position, 3000);
+    expect(quick.has(secretHash)).toBe(true);
+    expect((await quick.find(secretHash))?.keyId).toBe(keyId);
+    expect(counting.count).toBe(before);
+  });
+
+  it('empties itself at the next renewal after a rebuild that told nobody, though the rebuild ends where the checkpoints were', async () => {
+    const { secretHash, keyId } = await log.createKey();
+    await cache.find(secretHash);
+    await log.projections.stop();
+    try {
+      const silent = new ProjectionRunner(sql, log.store, ALL_PROJECTIONS);
+      const at = (await silent.status()).find((s) => s.name === 'identity')!.position;
+      await silent.rebuild(['identity']);
+      expect((await silent.status()).find((s) => s.name === 'identity')!.position).toBe(at);
+      await until(() => !cache.has(secretHash), 3000);
+      expect((await cache.find(secretHash))?.keyId).toBe(keyId);
     } finally {
       log.projections.start();
     }

@@ -18,6 +18,9 @@ import type { ProjectionCaches } from './runner';
  * - whoever applies the identity or provider_keys projection NOTIFYs that channel after a batch
  *   that changed them has committed, with the position both had then reached; a gateway empties
  *   its cache, then acknowledges that position in its lease row (positions compare as text);
+ * - each renewal also reads the checkpoint and the projections' count of changes: a NOTIFY lost
+ *   after its commit (or a rebuild that told nobody) shows as a count that moved, and the cache
+ *   is emptied before the checkpoint is acknowledged;
  * - a write to those projections answers only once every unexpired lease has acknowledged its
  *   position (ProjectionRunner.waitUntilVisible). A gateway that cannot acknowledge (connection
  *   lost) stops serving from its cache before its lease expires in the database, so a write never
@@ -56,7 +59,7 @@ export const LEASE_TIMINGS: LeaseTimings = { leaseMs: 5000, renewMs: 1000, margi
 /**
  * How long a write waits for acknowledgements at most: by then a holder that did not
  * acknowledge has lost its lease, and it stopped serving from its cache before that. A holder
- * that keeps renewing has by then read the moved checkpoints and emptied its cache (see renew).
+ * that keeps renewing has by then acknowledged them, its cache emptied first if they changed it (see renew).
  */
 export const ACK_WAIT_MS = LEASE_TIMINGS.leaseMs + 1000;
 const ACK_POLL_MS = 5;
@@ -231,14 +234,17 @@ function remember<V>(map: Map<string, V>, key: string, value: V, capacity: numbe
 }
 
 /**
- * Renews (or takes) the lease and reads the cached projections' checkpoint, in one round trip.
- * It acknowledges nothing itself: only ACK does, always after the cache was emptied, so a
- * renewal the server runs late (its client gave up waiting) cannot vouch for a cache.
+ * Renews (or takes) the lease and reads the cached projections' checkpoint and their count of
+ * changes (runner.ts), in one round trip. It acknowledges nothing itself: only ACK does, always
+ * after the cache was emptied or found unchanged, so a renewal the server runs late (its client
+ * gave up waiting) cannot vouch for a cache.
  */
-const RENEW = `WITH checkpoint AS (${cachedCheckpoint('$3')})
+const RENEW = `WITH checkpoint AS (
+  SELECT coalesce(min(position), '') AS position, coalesce(sum(changes), 0)::text AS changes FROM projection_checkpoints WHERE name = ANY($3::text[])
+)
 INSERT INTO auth_cache_leases (holder, expires_at) VALUES ($1, now() + make_interval(secs => $2))
 ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
-RETURNING (SELECT position FROM checkpoint) AS position`;
+RETURNING (SELECT position FROM checkpoint) AS position, (SELECT changes FROM checkpoint) AS changes`;
 
 const ACK = 'UPDATE auth_cache_leases SET acked_position = greatest(acked_position, $2) WHERE holder = $1';
 
@@ -257,6 +263,8 @@ class AuthCacheLease {
   private validUntil = -Infinity;
   /** The highest position acknowledged (or being acknowledged) on this connection. */
   private acked: Position = START;
+  /** The cached projections' count of changes as the last renewal read it; null before the first. */
+  private changes: string | null = null;
   private schema: string | null = null;
   private renewing = false;
   private stopped = false;
@@ -322,13 +330,16 @@ class AuthCacheLease {
     this.renewing = true;
     const sentAt = performance.now();
     try {
-      const { rows } = await client.query<{ position: Position }>(RENEW, [this.holder, this.timings.leaseMs / 1000, [...AUTH_CACHED_PROJECTIONS]]);
+      const { rows } = await client.query<{ position: Position; changes: string }>(RENEW, [this.holder, this.timings.leaseMs / 1000, [...AUTH_CACHED_PROJECTIONS]]);
       if (this.listening !== client) return;
-      const position = rows[0].position;
+      const { position, changes } = rows[0];
       // Emptied when the lease starts again (first, after a lost connection, after it ran out
-      // unnoticed behind a stalled renewal), and when the checkpoints moved past what
-      // notifications told: a change whose NOTIFY was lost, or batches that changed nothing cached.
-      if (!this.valid() || position > this.acked) this.invalidate();
+      // unnoticed behind a stalled renewal), and when a cached projection changed since the last
+      // renewal read the count: a change whose NOTIFY was lost. Unchanged, the cache holds what
+      // it would read now, so it is kept and vouches for the moved checkpoint: under load every
+      // batch moves the checkpoints, and emptying on that alone emptied the cache every renewal.
+      if (!this.valid() || changes !== this.changes) this.invalidate();
+      this.changes = changes;
       this.ack(client, position);
       this.validUntil = sentAt + this.timings.leaseMs - this.timings.marginMs;
       if (this.down) console.warn('authentication cache: lease renewed; serving from the cache again');

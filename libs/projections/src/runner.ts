@@ -51,6 +51,15 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   updated_at timestamptz NOT NULL DEFAULT now()
 )`;
 
+/**
+ * How many times the projection's rows were changed: every batch that held events of it, and
+ * every rebuild. Most batches hold none of a projection's events and only move its checkpoint,
+ * so a cache of its rows tells "moved" from "changed" by this count (auth-cache.ts, the lease's
+ * renewal). A count rather than a position: a rebuild replays changes at positions already
+ * passed, and its changes must be seen too.
+ */
+const CHANGES = `ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS changes bigint NOT NULL DEFAULT 0`;
+
 const QUARANTINE = `
 CREATE TABLE IF NOT EXISTS projection_quarantine (
   projection text NOT NULL,
@@ -138,6 +147,7 @@ export class ProjectionRunner {
     await this.sql.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('projections.init', 0))`);
       await tx.query(CHECKPOINTS);
+      await tx.query(CHANGES);
       await tx.query(QUARANTINE);
       for (const p of this.projections) {
         for (const statement of p.schema) await tx.query(statement);
@@ -186,7 +196,7 @@ export class ProjectionRunner {
         for (const table of p.tables) await tx.query(`DELETE FROM ${table}`);
         // Replayed from 0, it meets (and sets aside) those events again.
         await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
-        await tx.query('UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1', [p.name, START]);
+        await tx.query('UPDATE projection_checkpoints SET position = $2, changes = changes + 1, updated_at = now() WHERE name = $1', [p.name, START]);
       }
     });
     for (const p of projections) this.local.set(p.name, START);
@@ -426,6 +436,7 @@ export class ProjectionRunner {
           parts.map((part) => part.projection.name),
           from,
           to,
+          parts.filter((part) => part.events.length > 0).map((part) => part.projection.name),
         );
         for (const { projection, events } of parts) {
           if (events.length > 0 && names.includes(projection.name)) await projection.apply(events, tx);
@@ -447,7 +458,7 @@ export class ProjectionRunner {
   private async applyBatch(projection: Projection, events: readonly RecordedEvent[], from: Position, to: Position): Promise<boolean> {
     return this.sql.transaction(
       async (tx) => {
-        if ((await this.move(tx, [projection.name], from, to)).length === 0) return false;
+        if ((await this.move(tx, [projection.name], from, to, events.length > 0 ? [projection.name] : [])).length === 0) return false;
         await projection.apply(events, tx);
         return true;
       },
@@ -544,16 +555,18 @@ export class ProjectionRunner {
   /**
    * Moves the checkpoints of `names` from `from` to `to`, each only if it is still at `from`;
    * returns those it moved. Inside a batch's transaction it is the first statement, so its row
-   * lock keeps other runners out until the batch commits.
+   * lock keeps other runners out until the batch commits. `applying`: those the batch holds
+   * events of, whose count of changes goes up.
    */
-  private async move(sql: SqlExecutor, names: string[], from: Position, to: Position): Promise<string[]> {
+  private async move(sql: SqlExecutor, names: string[], from: Position, to: Position, applying: readonly string[] = []): Promise<string[]> {
     // The rows are locked in name order: two runners moving overlapping sets never deadlock.
     const { rows } = await sql.query<{ name: string }>(
-      `UPDATE projection_checkpoints SET position = $3, updated_at = now()
+      `UPDATE projection_checkpoints SET position = $3, updated_at = now(),
+          changes = changes + CASE WHEN name = ANY($4::text[]) THEN 1 ELSE 0 END
         WHERE name IN (SELECT name FROM projection_checkpoints WHERE name = ANY($1::text[]) AND position = $2 ORDER BY name FOR UPDATE)
           AND position = $2
         RETURNING name`,
-      [names, from, to],
+      [names, from, to, applying],
     );
     return rows.map((r) => r.name);
   }
