@@ -4,10 +4,16 @@
  * Side-by-side benchmark of the gateway, Portkey gateway 1.15.2 and a bare undici pass-through
  * proxy (the floor), all in front of ONE simulated upstream process, in one run.
  *
- *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only]
+ *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only] [--ab-only]
  *
  * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway and the
  * direct upstream alone, prints the figures and writes nothing: a quick check of one change.
+ *
+ * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
+ * gateway and worker run beside this one's, each on a database of its own; sequential requests
+ * go to both interleaved (with the direct upstream), then 64 connections load each in turn, in
+ * alternating slices. The machine's speed drifts by tens of percent within minutes here, so two
+ * separate runs cannot tell a change of a few percent; this can. Writes nothing.
  *
  * Builds nothing: the gateway's `npm run build` must have run (dist/ in the app root, which is
  * the parent of bench/ unless BENCH_APP_ROOT says otherwise). Creates a fresh PostgreSQL
@@ -45,7 +51,9 @@ const THROUGHPUT_ONLY = args.has('--throughput-only');
 // summary printed; nothing else measured and nothing written but the profile.
 const PROFILE_ONLY = args.has('--profile-only');
 const PROFILE_MODE = process.env.BENCH_PROFILE_MODE === 'stream' ? 'stream' : 'json';
-const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY && !PROFILE_ONLY;
+const AB_ONLY = args.has('--ab-only');
+const AB_ROOT = process.env.BENCH_AB_ROOT ? path.resolve(process.env.BENCH_AB_ROOT) : null;
+const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY && !PROFILE_ONLY && !AB_ONLY;
 const num = (name, full, quick) => Number(process.env[name] || (QUICK ? quick : full));
 const CFG = {
   seqN: num('BENCH_SEQ_N', 1000, 300),
@@ -64,6 +72,12 @@ const CFG = {
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const PG_ADMIN_URL = process.env.BENCH_PG_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379/14';
+/** The second build of an A/B run: the same Redis server, another database. */
+const REDIS_URL_B = (() => {
+  const u = new URL(REDIS_URL);
+  u.pathname = `/${(Number(u.pathname.slice(1)) || 0) === 13 ? 12 : 13}`;
+  return u.toString();
+})();
 const LIVE_LIMITS = 'rpm=100000000,tpm=100000000000,concurrent=100000';
 
 const CHAT = { model: 'sim/echo', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 };
@@ -437,7 +451,11 @@ function targetHeaders(target, ctx) {
 }
 
 function targetOrigin(target, ctx) {
-  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin }[target];
+  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin, gateway_b: ctx.b?.gatewayOrigin }[target];
+}
+
+function targetKey(target, ctx) {
+  return { gateway: ctx.seqKey, gateway_b: ctx.b?.seqKey }[target] ?? 'anything';
 }
 
 const CHAT_PATH = '/v1/chat/completions';
@@ -454,7 +472,7 @@ async function sequentialPhase(ctx, { targets: TARGETS = ['direct', 'bare', 'por
   const out = {};
   const clients = Object.fromEntries(TARGETS.map((t) => [t, new Client(targetOrigin(t, ctx), { pipelining: 1, keepAliveTimeout: 60_000 })]));
   const headers = Object.fromEntries(
-    TARGETS.map((t) => [t, { ...targetHeaders(t, ctx), authorization: `Bearer ${t === 'gateway' ? ctx.seqKey : 'anything'}` }]),
+    TARGETS.map((t) => [t, { ...targetHeaders(t, ctx), authorization: `Bearer ${targetKey(t, ctx)}` }]),
   );
   try {
     for (const mode of modes) {
@@ -756,6 +774,85 @@ async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Two builds in one run (--ab-only)
+
+/** The build under BENCH_AB_ROOT: its own gateway and worker, its own database and accounts; the same simulator. */
+async function startBuildB(ctx) {
+  const name = `${ctx.db.name}_b`;
+  await ctx.db.admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(ctx.db.url);
+  url.pathname = `/${name}`;
+  const db = { name, url: url.toString(), admin: ctx.db.admin, app: null };
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-b-'));
+  const b = { db, pids: {}, gatewayPort: await freePort() };
+  b.drop = async () => {
+    if (db.app) await db.app.end().catch(() => undefined);
+    await ctx.db.admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((e) => log(`could not drop ${name}: ${e.message}`));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  b.appEnv = (extra) => ctx.appEnv({ DATABASE_URL: db.url, REDIS_URL: REDIS_URL_B, SVC_DATA_DIR: dataDir, ...extra });
+  const gw = await startProcess('gateway-b', process.execPath, ['dist/apps/gateway/src/main.js'], {
+    cwd: AB_ROOT,
+    env: b.appEnv({ PORT: String(b.gatewayPort) }),
+    ready: /svc-gateway listening on (http:\/\/\S+)/,
+  });
+  b.pids.gateway = gw.pid;
+  b.gatewayOrigin = `http://127.0.0.1:${b.gatewayPort}`;
+  const worker = await startProcess('worker-b', process.execPath, ['dist/apps/worker/src/main.js'], { cwd: AB_ROOT, env: b.appEnv({ PORT: '0' }), ready: /svc-worker running/ });
+  b.pids.worker = worker.pid;
+  if (ctx.pids.redis) b.pids.redis = ctx.pids.redis;
+  db.app = new pg.Pool({ connectionString: db.url, max: 2 });
+  b.seqKey = (await newAccount(b, 1000)).key;
+  b.loadKeys = [];
+  for (let i = 0; i < CFG.loadAccounts; i++) b.loadKeys.push((await newAccount(b, 1000)).key);
+  await waitForKey(b, b.loadKeys[b.loadKeys.length - 1]);
+  await waitForKey(b, b.seqKey);
+  return b;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Build A (this app root) against build B, in the same run; prints the figures side by side. */
+async function abPhase(ctx) {
+  const b = ctx.b;
+  const all = { a: ctx.pids.gateway, aw: ctx.pids.worker, b: b.pids.gateway, bw: b.pids.worker };
+  const seq = await sequentialPhase(ctx, { targets: ['direct', 'gateway', 'gateway_b'] });
+  for (const mode of MODES) {
+    const [A, B] = [seq[mode].gateway, seq[mode].gateway_b];
+    log(`A/B sequential ${mode}: overhead p50 A ${A.overhead_ms.p50} ms, B ${B.overhead_ms.p50} ms (B/A ${r2(B.overhead_ms.p50 / A.overhead_ms.p50)}); p99 A ${A.overhead_ms.p99}, B ${B.overhead_ms.p99}`);
+  }
+  const rounds = QUICK ? 2 : 4;
+  const seconds = QUICK ? 3 : 5;
+  for (const mode of MODES) {
+    const runs = { A: [], B: [] };
+    for (let i = 0; i < rounds; i++) {
+      // The order alternates so that neither build always runs right after the other.
+      for (const side of i % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
+        const c = side === 'A' ? ctx : b;
+        const opts = { url: `${c.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES[mode], headers: targetHeaders('gateway', c), keys: c.loadKeys, warmup: 0 };
+        if (i === 0) await load(`ab-${mode}-${side}-warmup`, { ...opts, duration: CFG.loadWarmup });
+        await settle(all);
+        const sampler = startSampler(c.pids, c.db);
+        const r = await load(`ab-${mode}-${side}-${i}`, { ...opts, duration: seconds });
+        const s = await sampler.stop();
+        const per = (cpu) => (1000 * (cpu ?? 0)) / Math.max(1, r.ok);
+        runs[side].push({ rps: r.rps, p99: r.latency_ms.p99, all: cpuMsPerBilledRequest({ ok: r.ok, cpu_s: s.cpu_s }), gateway: per(s.cpu_s.gateway), worker: per(s.cpu_s.worker), postgres: per(s.cpu_s.postgres), non2xx: r.non2xx + r.errors });
+      }
+    }
+    const m = (side, k) => median(runs[side].map((x) => x[k]));
+    const row = (k, digits) => `A ${m('A', k).toFixed(digits)}, B ${m('B', k).toFixed(digits)} (B/A ${(m('B', k) / m('A', k)).toFixed(3)})`;
+    log(
+      `A/B ${mode}, medians of ${rounds} slices of ${seconds} s: req/s ${row('rps', 0)}; CPU ms/request all four ${row('all', 3)}, gateway ${row('gateway', 3)}, ` +
+        `worker ${row('worker', 3)}, PostgreSQL ${row('postgres', 3)}; p99 ms ${row('p99', 0)}; non-2xx A ${runs.A.reduce((n, x) => n + x.non2xx, 0)}, B ${runs.B.reduce((n, x) => n + x.non2xx, 0)}`,
+    );
+    log(`A/B ${mode}, req/s per slice: A ${runs.A.map((x) => x.rps.toFixed(0)).join(' ')} | B ${runs.B.map((x) => x.rps.toFixed(0)).join(' ')}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
   const t0 = Date.now();
@@ -856,6 +953,19 @@ async function main() {
     await waitForKey(ctx, ctx.loadKeys[ctx.loadKeys.length - 1]);
     await waitForKey(ctx, ctx.seqKey);
     log(`processes up: simulator ${ctx.simOrigin}, bare ${ctx.bareOrigin}, portkey ${ctx.portkeyOrigin}, gateway ${ctx.gatewayOrigin}`);
+
+    if (AB_ONLY) {
+      if (!AB_ROOT) throw new Error('--ab-only needs BENCH_AB_ROOT=<the root of another build>');
+      const dropA = cleanupDb;
+      ctx.b = await startBuildB(ctx);
+      cleanupDb = async () => {
+        await ctx.b.drop();
+        await dropA();
+      };
+      log(`A/B: A = ${APP_ROOT} (${ctx.gatewayOrigin}), B = ${AB_ROOT} (${ctx.b.gatewayOrigin})`);
+      await abPhase(ctx);
+      return;
+    }
 
     if (PROFILE_ONLY) {
       const p = await profilePhase(ctx);
