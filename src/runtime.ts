@@ -57,6 +57,8 @@ export interface Runtime {
  * by up to this much more, and under load the worker does a fraction of the transactions.
  */
 const PROJECTION_COALESCE_MS = 20;
+/** The same wait while appends keep coming (ProjectionRunner's busyCoalesceMs). */
+const PROJECTION_BUSY_COALESCE_MS = 60;
 
 export interface RuntimeOptions {
   clock?: Clock;
@@ -96,6 +98,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     let authCache: AuthCache | null = null;
     const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, {
       coalesceMs: PROJECTION_COALESCE_MS,
+      busyCoalesceMs: PROJECTION_BUSY_COALESCE_MS,
       caches: authCacheCoordination(sql, () => authCache),
     });
     closers.push(() => projections.stop());

@@ -357,6 +357,48 @@ describe.each([
     }
   });
 
+  // PGlite has one connection: an append waits for the batch being applied, so none comes during it.
+  (_name === 'postgres' ? it : it.skip)('with busyCoalesceMs, waits that much longer after a batch during which appends came, and only coalesceMs after a quiet spell', async () => {
+    const applied = new Map<string, number>();
+    let firstApplied!: () => void;
+    const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
+    const probe = perEvent({
+      name: 'busy',
+      tables: [],
+      schema: [],
+      handlers: {
+        Busy: async (e) => {
+          applied.set((e.data as { id: string }).id, performance.now());
+          // The first batch is slow: the next append arrives while it is applied.
+          if (applied.size === 1) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            firstApplied();
+          }
+        },
+      },
+    });
+    const runner = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
+    await runner.init();
+    await runner.catchUp('busy');
+    runner.start();
+    const append = (id: string) => store.append(`busy-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Busy', data: { id } }], 'no_stream');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
+      const quietAt = performance.now();
+      await append('quiet');
+      while (!applied.has('quiet')) await new Promise((resolve) => setTimeout(resolve, 5));
+      await append('during');
+      await firstDone;
+      const batchEnded = performance.now();
+      const deadline = Date.now() + 5000;
+      while (!applied.has('during') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(applied.get('quiet')! - quietAt).toBeLessThan(400);
+      expect(applied.get('during')! - batchEnded).toBeGreaterThanOrEqual(550);
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('gathers the appends that came while a batch was applied, and those that follow within coalesceMs, into one batch', async () => {
     const applied: Array<{ id: string; tx: unknown }> = [];
     let firstApplied!: () => void;

@@ -135,6 +135,14 @@ export class ProjectionRunner {
        * each, at the price of that much more lag.
        */
       coalesceMs?: number;
+      /**
+       * The wait instead when appends came while the last batch was applied (the log is busy):
+       * longer than after a quiet spell, since each wait then gathers the events of many more
+       * requests per transaction (a third less of the worker's and PostgreSQL's work per request
+       * at 60 ms against 20 under a 64-connection load), while a read that waits for its own
+       * write right after a quiet spell still waits only `coalesceMs`. Defaults to it.
+       */
+      busyCoalesceMs?: number;
       caches?: ProjectionCaches;
     } = {},
   ) {
@@ -321,7 +329,7 @@ export class ProjectionRunner {
       // one coalescing wait gathers them with those still to come into one batch, rather than
       // an immediate read of the few that came meanwhile (one transaction each, most of the
       // worker's cost per request), then another wait.
-      if (this.woken) await this.pause(this.options.coalesceMs ?? 0);
+      if (this.woken) await this.pause(this.options.busyCoalesceMs ?? this.options.coalesceMs ?? 0);
       else await this.idle();
     }
   }
