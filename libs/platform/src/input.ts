@@ -33,31 +33,79 @@ function child(path: string | null, key: string | number): string {
   return next.length > MAX_PATH_LENGTH ? `${next.slice(0, MAX_PATH_LENGTH)}...` : next;
 }
 
+/** A container being walked: its children are visited in order, one at a time. */
+interface Frame {
+  container: object;
+  /** An object's keys; null for an array. */
+  keys: string[] | null;
+  next: number;
+  parent: Frame | null;
+  /** Its key in its parent; null for the value itself. */
+  key: string | number | null;
+  depth: number;
+}
+
+/** The field path of `frame` (and of its child `key`), built only for a problem: most values have none. */
+function pathOf(frame: Frame, key?: string | number): string | null {
+  const keys: (string | number)[] = key === undefined ? [] : [key];
+  for (let f: Frame | null = frame; f !== null && f.key !== null; f = f.parent) keys.push(f.key);
+  let path: string | null = null;
+  for (let i = keys.length - 1; i >= 0; i--) path = child(path, keys[i]);
+  return path;
+}
+
+function textProblem(path: string | null, text: string): InputProblem {
+  return { param: path, message: `${path ? `'${path}'` : 'The body'} contains ${describe(text)}, which is not accepted.` };
+}
+
+function depthProblem(path: string | null, maxDepth: number): InputProblem {
+  return { param: path, message: `${path ? `'${path}'` : 'The body'} is nested deeper than ${maxDepth} levels.` };
+}
+
 /**
- * The first problem of a parsed JSON value: a string (value or key) PostgreSQL cannot store, or
- * nesting deeper than `maxDepth`. Iterative, so a hostile depth cannot overflow the stack, and
- * linear in the size of the value.
+ * The first problem of a parsed JSON value, in document order: a string (value or key)
+ * PostgreSQL cannot store, or nesting deeper than `maxDepth`. Iterative, so a hostile depth
+ * cannot overflow the stack, and linear in the size of the value. It runs on every request
+ * body and every appended event, so it allocates one frame per object or array and no path
+ * until it has a problem to name.
  */
 export function inspectJson(value: unknown, maxDepth = MAX_JSON_DEPTH): InputProblem | null {
-  const stack: { value: unknown; path: string | null; depth: number }[] = [{ value, path: null, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: v, path, depth } = stack.pop()!;
-    if (typeof v === 'string') {
-      if (!isStorableText(v)) return { param: path, message: `${path ? `'${path}'` : 'The body'} contains ${describe(v)}, which is not accepted.` };
+  if (typeof value === 'string') return isStorableText(value) ? null : textProblem(null, value);
+  if (value === null || typeof value !== 'object') return null;
+  if (maxDepth <= 0) return depthProblem(null, maxDepth);
+  const open = (container: object, parent: Frame | null, key: string | number | null, depth: number): Frame | InputProblem => {
+    const frame: Frame = { container, keys: Array.isArray(container) ? null : Object.keys(container), next: 0, parent, key, depth };
+    // A field name names its object: the key itself may not be printable.
+    for (const name of frame.keys ?? []) {
+      if (!isStorableText(name)) {
+        const path = pathOf(frame);
+        return { param: path, message: `A field name in ${path ? `'${path}'` : 'the body'} contains ${describe(name)}, which is not accepted.` };
+      }
+    }
+    return frame;
+  };
+  const root = open(value, null, null, 0);
+  if (!('container' in root)) return root;
+  let frame: Frame | null = root;
+  while (frame !== null) {
+    const f: Frame = frame;
+    const length = f.keys === null ? (f.container as unknown[]).length : f.keys.length;
+    if (f.next >= length) {
+      frame = f.parent;
       continue;
     }
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= maxDepth) return { param: path, message: `${path ? `'${path}'` : 'The body'} is nested deeper than ${maxDepth} levels.` };
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: child(path, i), depth: depth + 1 });
+    const i = f.next++;
+    const key = f.keys === null ? i : f.keys[i];
+    const item = f.keys === null ? (f.container as unknown[])[i] : (f.container as Record<string, unknown>)[key];
+    if (typeof item === 'string') {
+      if (!isStorableText(item)) return textProblem(pathOf(f, key), item);
       continue;
     }
-    const keys = Object.keys(v);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      const key = keys[i];
-      if (!isStorableText(key)) return { param: path, message: `A field name in ${path ? `'${path}'` : 'the body'} contains ${describe(key)}, which is not accepted.` };
-      stack.push({ value: (v as Record<string, unknown>)[key], path: child(path, key), depth: depth + 1 });
-    }
+    if (item === null || typeof item !== 'object') continue;
+    if (f.depth + 1 >= maxDepth) return depthProblem(pathOf(f, key), maxDepth);
+    const next = open(item, f, key, f.depth + 1);
+    if (!('container' in next)) return next;
+    frame = next;
   }
   return null;
 }
