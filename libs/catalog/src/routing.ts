@@ -9,6 +9,7 @@
  */
 import { modelNotFound } from '@svc/identity';
 import { ApiError } from '@svc/platform';
+import { isRecord } from '@svc/providers';
 import { QUANTIZATIONS, type CatalogModel, type CatalogRoute, type Quantization } from './catalog';
 import type { ProviderStatsView } from './provider-stats';
 
@@ -29,8 +30,6 @@ export interface ProviderPreferences {
   quantizations?: Quantization[];
   zdr?: boolean;
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Request fields that only work where the route supports tool calls. */
 const TOOL_PARAMETERS = ['tools', 'tool_choice', 'parallel_tool_calls'];

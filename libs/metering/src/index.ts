@@ -10,6 +10,7 @@ export { answerOperation, routeOperation, runOperation, type Answered, type Call
 export {
   MeteredCalls,
   isHoldNotOpen,
+  newGenerationId,
   settleDurably,
   type Metered,
   type MeteringDeps,

@@ -18,6 +18,9 @@ import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnPr
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
 const HOLD_GRACE_MS = 15 * 60_000;
 
+/** A generation's id (spec 1 rule 2), also its hold's: `gen-` and 24 random hex digits. */
+export const newGenerationId = (): string => `gen-${randomHex(12)}`;
+
 /**
  * One way to answer, as plain data: which model through which provider, on whose key. Enough
  * to find the live target again in another process (see MeteredCalls.targetsOf).
@@ -167,7 +170,7 @@ export class MeteredCalls {
     const windowHeaders = rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {};
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
     const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine);
-    const id = job?.holdId ?? `gen-${randomHex(12)}`;
+    const id = job?.holdId ?? newGenerationId();
     const leaseId = job ? undefined : deps.leaseId();
     // Ids, not content: the end user's id and the client's request id go with the events.
     const metadata: EventMetadata = {
@@ -249,7 +252,7 @@ export class MeteredCalls {
    * fallbacks, and a generation record of cost 0 once a provider answered.
    */
   async runFree<T>(caller: Caller, plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>, call: (target: Target) => Promise<T>): Promise<{ id: string; target: Target; value: T }> {
-    const id = `gen-${randomHex(12)}`;
+    const id = newGenerationId();
     const started = performance.now();
     const tried = await this.tryTargets(id, caller, plan.models, call);
     if (!tried.answered) throw tried.error;

@@ -17,7 +17,7 @@
  */
 import type { ModelPrices } from '@svc/catalog';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type MeterUsage } from '@svc/metering';
-import { countTextTokens } from '@svc/providers';
+import { countTextTokens, isRecord } from '@svc/providers';
 import type { Wire } from './events';
 
 /** 100 ms of 24 kHz mono PCM16: one input audio token. */
@@ -36,7 +36,6 @@ export interface ConversationTally {
 
 export const EMPTY_TALLY: ConversationTally = { instructionsText: 0, text: 0, audio: 0, maxOutputTokens: null };
 
-const isRecord = (v: unknown): v is Wire => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
 
 /** Audio tokens of a base64 PCM16 payload, rounded up: an overestimate is a larger hold, never a larger charge. */

@@ -4,6 +4,7 @@
  * (an unknown event type could make the model work outside a held response), is answered here
  * with an `error` event and never forwarded.
  */
+import { isRecord } from '@svc/providers';
 
 export type Wire = Record<string, unknown>;
 
@@ -41,8 +42,6 @@ export interface ClientEventProblem {
 }
 
 export type Checked = { ok: true; event: Wire & { type: string } } | { ok: false; error: ClientEventProblem };
-
-const isRecord = (v: unknown): v is Wire => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const problem = (code: string, message: string, param: string | null, eventId: unknown): Checked => ({
   ok: false,

@@ -21,7 +21,6 @@ import { isRecord } from '@svc/providers';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool'];
 
-
 /**
  * What is wrong with a content part (issue 15.6: unknown part types and unchecked file parts
  * reached the upstream and were billed); null when it is one of OpenAI's part shapes. A

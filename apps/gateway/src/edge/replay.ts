@@ -1,11 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import stringify from 'safe-stable-stringify';
 import { PromptLogs } from '@svc/conversations';
 import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
+import { newGenerationId } from '@svc/metering';
 import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
@@ -211,7 +212,7 @@ function send(reply: FastifyReply, stored: StoredResponse, extra: Record<string,
  */
 export function asHit(entry: CachedResponse, nowMs: number): StoredResponse {
   const { response } = entry;
-  const id = `gen-${randomBytes(12).toString('hex')}`;
+  const id = newGenerationId();
   // The source id is random hex: replacing it everywhere cannot touch anything else.
   // Audio (spec 4.9) is replayed byte for byte; its id and cost are in headers only.
   const renamed = response.kind === 'binary' ? response.body : response.body.split(response.sourceId).join(id);

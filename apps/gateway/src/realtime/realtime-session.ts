@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Caller } from '@svc/identity';
 import { transcriptionMeters } from '@svc/interfaces';
-import { isHoldNotOpen, settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
+import { isHoldNotOpen, newGenerationId, settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
 import {
   checkClientFrame,
@@ -204,7 +204,7 @@ export class RealtimeSession {
         caller,
         { models: [routed], headers: {}, promptTokens: worstCase.input ?? 0, worstCase, endpoint: REALTIME_ENDPOINT },
         // A job hold: outside the per-minute limits (the session holds a slot already) and under an id of the session's choosing.
-        { job: { holdId: generationId(), ttlMs: RESPONSE_HOLD_TTL_MS } },
+        { job: { holdId: newGenerationId(), ttlMs: RESPONSE_HOLD_TTL_MS } },
       );
       return { metered, target: metered.targets[0], startedAt: performance.now(), firstOutputAt: null, upstreamId: null };
     } catch (err) {
@@ -336,7 +336,7 @@ export class RealtimeSession {
       metered = await metering.calls.reserve(
         caller,
         { models: [routed], headers: {}, promptTokens: 0, worstCase: usage, endpoint: REALTIME_ENDPOINT },
-        { job: { holdId: generationId(), ttlMs: TRANSCRIPTION_HOLD_TTL_MS } },
+        { job: { holdId: newGenerationId(), ttlMs: TRANSCRIPTION_HOLD_TTL_MS } },
       );
     } catch (err) {
       this.refused(err, null);
@@ -436,8 +436,6 @@ export class RealtimeSession {
     if (client && (client.readyState === client.OPEN || client.readyState === client.CONNECTING)) client.close(code, reason.slice(0, 120));
   }
 }
-
-const generationId = () => `gen-${randomBytes(12).toString('hex')}`;
 
 function problem(code: string, message: string, param: string | null, eventId: string | null): ClientEventProblem {
   return { type: 'invalid_request_error', code, message, param, event_id: eventId };

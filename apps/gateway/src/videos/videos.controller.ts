@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
+import { newGenerationId } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, OutboundRefused, READ_DB, resolveOutboundTarget, type SqlRunner } from '@svc/platform';
 import { getVideo, listVideos, PROJECTIONS, type ProjectionRunner, type VideoRow } from '@svc/projections';
 import { isVideoTerminal, REQUEST_GRACE_MS, validateVideoRequest, videoDecider, VideoJobs, videoStream, type VideoCommand, type VideoRequest } from '@svc/videos';
@@ -135,7 +136,7 @@ export class VideosController {
    */
   private async start(caller: Caller, routed: ReturnType<Metering['route']>, video: VideoRequest, clientRequestId: string | undefined): Promise<VideoRow & { holdId: string }> {
     const videoId = `video_${randomBytes(12).toString('hex')}`;
-    const holdId = `gen-${randomBytes(12).toString('hex')}`;
+    const holdId = newGenerationId();
     const reservation = await this.calls.hold(caller, routed, video, holdId, clientRequestId);
     const now = this.clock.now();
     const ids = { videoId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId };
