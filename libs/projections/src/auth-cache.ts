@@ -79,11 +79,13 @@ export async function initAuthCacheLeases(sql: SqlRunner): Promise<void> {
 }
 
 /**
- * The position up to which both cached projections have committed, read when the statement
- * runs. A gateway that empties its cache after reading it may acknowledge it: every change at or
- * before it was committed before the cache was emptied.
+ * The position up to which the cached projections have committed, read when the statement
+ * runs, and their count of changes (runner.ts). A gateway that empties its cache after reading
+ * them, or finds the count unmoved, may acknowledge the position: every change at or before it
+ * was committed before the cache was emptied.
  */
-const cachedCheckpoint = (names: string) => `SELECT coalesce(min(position), '') AS position FROM projection_checkpoints WHERE name = ANY(${names}::text[])`;
+const cachedCheckpoint = (names: string) =>
+  `SELECT coalesce(min(position), '') AS position, coalesce(sum(changes), 0)::text AS changes FROM projection_checkpoints WHERE name = ANY(${names}::text[])`;
 
 /** Tells every gateway's cache of the database's schema that the cached projections changed. */
 export async function notifyAuthCaches(sql: SqlExecutor): Promise<void> {
@@ -239,9 +241,7 @@ function remember<V>(map: Map<string, V>, key: string, value: V, capacity: numbe
  * after the cache was emptied or found unchanged, so a renewal the server runs late (its client
  * gave up waiting) cannot vouch for a cache.
  */
-const RENEW = `WITH checkpoint AS (
-  SELECT coalesce(min(position), '') AS position, coalesce(sum(changes), 0)::text AS changes FROM projection_checkpoints WHERE name = ANY($3::text[])
-)
+const RENEW = `WITH checkpoint AS (${cachedCheckpoint('$3')})
 INSERT INTO auth_cache_leases (holder, expires_at) VALUES ($1, now() + make_interval(secs => $2))
 ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at
 RETURNING (SELECT position FROM checkpoint) AS position, (SELECT changes FROM checkpoint) AS changes`;
