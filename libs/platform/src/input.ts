@@ -63,6 +63,21 @@ function depthProblem(path: string | null, maxDepth: number): InputProblem {
 }
 
 /**
+ * A frame for `container`, or the problem with one of its field names (a name names its object:
+ * the name itself may not be printable).
+ */
+function open(container: object, parent: Frame | null, key: string | number | null, depth: number): Frame | InputProblem {
+  const frame: Frame = { container, keys: Array.isArray(container) ? null : Object.keys(container), next: 0, parent, key, depth };
+  for (const name of frame.keys ?? []) {
+    if (!isStorableText(name)) {
+      const path = pathOf(frame);
+      return { param: path, message: `A field name in ${path ? `'${path}'` : 'the body'} contains ${describe(name)}, which is not accepted.` };
+    }
+  }
+  return frame;
+}
+
+/**
  * The first problem of a parsed JSON value, in document order: a string (value or key)
  * PostgreSQL cannot store, or nesting deeper than `maxDepth`. Iterative, so a hostile depth
  * cannot overflow the stack, and linear in the size of the value. It runs on every request
@@ -73,17 +88,6 @@ export function inspectJson(value: unknown, maxDepth = MAX_JSON_DEPTH): InputPro
   if (typeof value === 'string') return isStorableText(value) ? null : textProblem(null, value);
   if (value === null || typeof value !== 'object') return null;
   if (maxDepth <= 0) return depthProblem(null, maxDepth);
-  const open = (container: object, parent: Frame | null, key: string | number | null, depth: number): Frame | InputProblem => {
-    const frame: Frame = { container, keys: Array.isArray(container) ? null : Object.keys(container), next: 0, parent, key, depth };
-    // A field name names its object: the key itself may not be printable.
-    for (const name of frame.keys ?? []) {
-      if (!isStorableText(name)) {
-        const path = pathOf(frame);
-        return { param: path, message: `A field name in ${path ? `'${path}'` : 'the body'} contains ${describe(name)}, which is not accepted.` };
-      }
-    }
-    return frame;
-  };
   const root = open(value, null, null, 0);
   if (!('container' in root)) return root;
   let frame: Frame | null = root;
