@@ -153,6 +153,19 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
         await g.close();
       });
 
+      it('by default one group is on its way at a time: the first append made meanwhile does not go alone', async () => {
+        const g = new SqlEventStore(runner);
+        const lead = uniqueStream();
+        const pending = g.append(lead, [event()], 'no_stream');
+        const followers = [uniqueStream(), uniqueStream()];
+        const appended = Promise.all(followers.map((s) => g.append(s, [event()], 'no_stream')));
+        await pending;
+        await appended;
+        expect(await transactionsOf(followers)).toHaveLength(1);
+        expect((await transactionsOf([lead, ...followers])).length).toBe(2);
+        await g.close();
+      });
+
       it('an append whose expectation fails fails alone, and the rest of its group is written', async () => {
         const g = grouped();
         const [before, behind, after] = [uniqueStream(), uniqueStream(), uniqueStream()];
