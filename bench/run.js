@@ -60,7 +60,7 @@ const CFG = {
   seqWarmup: num('BENCH_SEQ_WARMUP', 100, 50),
   loadSeconds: num('BENCH_LOAD_SECONDS', 10, 3),
   loadWarmup: num('BENCH_LOAD_WARMUP', 2, 1),
-  loadConnections: 64,
+  loadConnections: num('BENCH_CONNECTIONS', 64, 64),
   loadAccounts: 64,
   hotConnections: 256,
   hotRequests: num('BENCH_HOT_REQUESTS', 256 * 12, 256 * 4),
@@ -763,10 +763,21 @@ async function profilePhase(ctx) {
   };
 }
 
+/**
+ * Node options for one gateway only (`BENCH_GATEWAY_NODE_OPTIONS`, and for build B
+ * `BENCH_AB_GATEWAY_NODE_OPTIONS`), added to any NODE_OPTIONS the bench itself was given: a
+ * runtime flag (say `--max-semi-space-size=32`) can then be measured against the same build
+ * without it, or against another build, in one run.
+ */
+function gatewayNodeOptions(name) {
+  const extra = process.env[name];
+  return extra ? { NODE_OPTIONS: [process.env.NODE_OPTIONS, extra].filter(Boolean).join(' ') } : {};
+}
+
 async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
   const gw = await startProcess('gateway', process.execPath, [...nodeFlags, 'dist/apps/gateway/src/main.js'], {
     logName,
-    env: ctx.appEnv({ PORT: String(ctx.gatewayPort) }),
+    env: ctx.appEnv({ PORT: String(ctx.gatewayPort), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
   });
   ctx.pids.gateway = gw.pid;
@@ -793,7 +804,7 @@ async function startBuildB(ctx) {
   b.appEnv = (extra) => ctx.appEnv({ DATABASE_URL: db.url, REDIS_URL: REDIS_URL_B, SVC_DATA_DIR: dataDir, ...extra });
   const gw = await startProcess('gateway-b', process.execPath, ['dist/apps/gateway/src/main.js'], {
     cwd: AB_ROOT,
-    env: b.appEnv({ PORT: String(b.gatewayPort) }),
+    env: b.appEnv({ PORT: String(b.gatewayPort), ...gatewayNodeOptions('BENCH_AB_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
   });
   b.pids.gateway = gw.pid;
