@@ -787,8 +787,8 @@ async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
 // ---------------------------------------------------------------------------------------------
 // Two builds in one run (--ab-only)
 
-/** The build under BENCH_AB_ROOT: its own gateway and worker, its own database and accounts; the same simulator. */
-async function startBuildB(ctx) {
+/** The build under BENCH_AB_ROOT's database and data directory, and how to drop them: registered before anything of B starts. */
+async function prepareBuildB(ctx) {
   const name = `${ctx.db.name}_b`;
   await ctx.db.admin.query(`CREATE DATABASE ${name}`);
   const url = new URL(ctx.db.url);
@@ -802,6 +802,12 @@ async function startBuildB(ctx) {
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   b.appEnv = (extra) => ctx.appEnv({ DATABASE_URL: db.url, REDIS_URL: REDIS_URL_B, SVC_DATA_DIR: dataDir, ...extra });
+  return b;
+}
+
+/** The build under BENCH_AB_ROOT: its own gateway and worker, its own database and accounts; the same simulator. */
+async function startBuildB(ctx, b) {
+  const { db } = b;
   const gw = await startProcess('gateway-b', process.execPath, ['dist/apps/gateway/src/main.js'], {
     cwd: AB_ROOT,
     env: b.appEnv({ PORT: String(b.gatewayPort), ...gatewayNodeOptions('BENCH_AB_GATEWAY_NODE_OPTIONS') }),
@@ -818,7 +824,6 @@ async function startBuildB(ctx) {
   for (let i = 0; i < CFG.loadAccounts; i++) b.loadKeys.push((await newAccount(b, 1000)).key);
   await waitForKey(b, b.loadKeys[b.loadKeys.length - 1]);
   await waitForKey(b, b.seqKey);
-  return b;
 }
 
 const median = (xs) => {
@@ -968,11 +973,13 @@ async function main() {
     if (AB_ONLY) {
       if (!AB_ROOT) throw new Error('--ab-only needs BENCH_AB_ROOT=<the root of another build>');
       const dropA = cleanupDb;
-      ctx.b = await startBuildB(ctx);
+      ctx.b = await prepareBuildB(ctx);
       cleanupDb = async () => {
         await ctx.b.drop();
         await dropA();
       };
+      // B's gateway may fail to start (a bad BENCH_AB_GATEWAY_NODE_OPTIONS): its database is dropped all the same.
+      await startBuildB(ctx, ctx.b);
       log(`A/B: A = ${APP_ROOT} (${ctx.gatewayOrigin}), B = ${AB_ROOT} (${ctx.b.gatewayOrigin})`);
       await abPhase(ctx);
       return;
