@@ -11,7 +11,14 @@ const NOTES = /<!-- notes:start -->[\s\S]*?<!-- notes:end -->/;
 const MODES = ['json', 'stream'];
 const MODE_LABEL = { json: 'non-streamed', stream: 'streamed' };
 const TARGETS = ['direct', 'bare', 'portkey', 'gateway'];
-const LABEL = { direct: 'upstream, direct', bare: 'bare undici proxy (floor)', portkey: 'Portkey gateway 1.15.2', gateway: '**this gateway**' };
+const SEQ_TARGETS = ['direct', 'bare', 'durable', 'portkey', 'gateway'];
+const LABEL = {
+  direct: 'upstream, direct',
+  bare: 'bare undici proxy (floor)',
+  durable: 'bare proxy with the durable steps (durable floor)',
+  portkey: 'Portkey gateway 1.15.2',
+  gateway: '**this gateway**',
+};
 
 const f = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toFixed(d));
 const int = (x) => (x === null || x === undefined ? 'n/a' : Math.round(x).toLocaleString('en-US'));
@@ -56,7 +63,10 @@ function markdown(r) {
       'interleaved round-robin (the order rotates each round) so every target sees the same conditions. Latency is request start to the ' +
       'last byte of the body (of the whole stream when streamed). **Overhead = the target\'s percentile minus the direct percentile** ' +
       '(per-percentile difference); "paired" is the percentile of the per-round differences, for comparison. Ratios are overheads divided ' +
-      'by the floor\'s (bare proxy) and by Portkey\'s.',
+      'by the floor\'s (bare proxy) and by Portkey\'s. The **durable floor** (`bench/durable-proxy.js`) is the bare proxy plus the steps ' +
+      'the gateway\'s guarantees need and nothing else: one Redis script before the upstream call (the admission), one committed ' +
+      'PostgreSQL INSERT before it (the hold) and one before the answer\'s last byte (the charge), in a database of its own; no ' +
+      'authentication, validation, pricing or events: what those steps alone cost on this machine.',
     '',
   );
   for (const mode of MODES) {
@@ -65,7 +75,7 @@ function markdown(r) {
     p(
       table(
         ['target', 'p50 ms', 'p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'paired p50 / p99 ms', 'p50 vs floor', 'p50 vs Portkey', 'p99 vs floor', 'p99 vs Portkey'],
-        TARGETS.map((t) => {
+        SEQ_TARGETS.filter((t) => s[t]).map((t) => {
           const o = s[t].overhead_ms;
           const row = fig.rows[mode][t];
           return [
@@ -83,7 +93,11 @@ function markdown(r) {
         }),
       ),
       '',
-      `PostgreSQL transactions per gateway request, gateway and worker together (every statement outside BEGIN/COMMIT counts as one): ${f(s.pg_transactions_per_gateway_request)}. ` +
+      (s.durable
+        ? `Beyond the durable floor, this gateway spends **${f(fig.rows[mode].gateway.beyond_durable_p50_ms, 3)} ms** at p50 (authentication, validation, ` +
+          `the prompt's tokens, pricing, the events and their append, the answer); the durable floor's overhead is ${x(fig.rows[mode].durable.overhead_p50_x_portkey)} Portkey's. `
+        : '') +
+        `PostgreSQL transactions per gateway request, gateway and worker together (every statement outside BEGIN/COMMIT counts as one): ${f(s.pg_transactions_per_gateway_request)}. ` +
         `Other load on the machine during this phase: ${f(s.other_load_cores)} cores.`,
       '',
     );

@@ -2,12 +2,13 @@
 'use strict';
 /**
  * Side-by-side benchmark of the gateway, Portkey gateway 1.15.2 and a bare undici pass-through
- * proxy (the floor), all in front of ONE simulated upstream process, in one run.
+ * proxy (the floor), all in front of ONE simulated upstream process, in one run; the sequential
+ * phase adds the bare proxy with the durable steps alone (durable-proxy.js, the durable floor).
  *
  *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only] [--ab-only]
  *
- * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway and the
- * direct upstream alone, prints the figures and writes nothing: a quick check of one change.
+ * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway, the
+ * durable floor and the direct upstream alone, prints the figures and writes nothing.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
@@ -88,7 +89,9 @@ const BODIES = {
 const MODES = ['json', 'stream'];
 const MODE_LABEL = { json: 'non-streamed', stream: 'streamed' };
 const TARGETS = ['direct', 'bare', 'portkey', 'gateway'];
-const TARGET_LABEL = { direct: 'upstream direct', bare: 'bare undici proxy (floor)', portkey: 'Portkey gateway 1.15.2', gateway: 'this gateway' };
+// The sequential phase adds the durable floor: what the guarantees alone cost one request.
+const SEQ_TARGETS = ['direct', 'bare', 'durable', 'portkey', 'gateway'];
+const TARGET_LABEL = { direct: 'upstream direct', bare: 'bare undici proxy (floor)', durable: 'bare proxy with the durable steps (durable floor)', portkey: 'Portkey gateway 1.15.2', gateway: 'this gateway' };
 
 const { Client, request } = require('undici');
 const pg = require('pg');
@@ -338,7 +341,8 @@ function localPorts(pid) {
  * bench process on the other end of its connection (matched by the client's TCP port).
  */
 async function pgBackendCpu(db, pids = {}) {
-  const { rows } = await db.admin.query('SELECT pid, client_port FROM pg_stat_activity WHERE datname = $1', [db.name]);
+  // The durable floor's database too: its backends are that target's PostgreSQL work.
+  const { rows } = await db.admin.query('SELECT pid, client_port FROM pg_stat_activity WHERE datname = ANY($1)', [[db.name, db.floorName]]);
   const owners = Object.entries(pids).map(([name, pid]) => [name, localPorts(pid)]);
   const out = new Map();
   for (const { pid, client_port } of rows) {
@@ -451,7 +455,7 @@ function targetHeaders(target, ctx) {
 }
 
 function targetOrigin(target, ctx) {
-  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin, gateway_b: ctx.b?.gatewayOrigin }[target];
+  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, durable: ctx.durableOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin, gateway_b: ctx.b?.gatewayOrigin }[target];
 }
 
 function targetKey(target, ctx) {
@@ -468,7 +472,7 @@ async function timedRequest(client, headers, body) {
   return { ms, status: res.statusCode, text };
 }
 
-async function sequentialPhase(ctx, { targets: TARGETS = ['direct', 'bare', 'portkey', 'gateway'], modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
+async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
   const out = {};
   const clients = Object.fromEntries(TARGETS.map((t) => [t, new Client(targetOrigin(t, ctx), { pipelining: 1, keepAliveTimeout: 60_000 })]));
   const headers = Object.fromEntries(
@@ -899,7 +903,11 @@ async function main() {
   await adminDb.query(`CREATE DATABASE ${dbName}`);
   const dbUrl = new URL(PG_ADMIN_URL);
   dbUrl.pathname = `/${dbName}`;
-  const db = { name: dbName, url: dbUrl.toString(), admin: adminDb, app: null };
+  // The durable floor writes to a database of its own, so the gateway's transaction counts stay its own.
+  const floorName = `${dbName}_floor`;
+  const floorUrl = new URL(PG_ADMIN_URL);
+  floorUrl.pathname = `/${floorName}`;
+  const db = { name: dbName, url: dbUrl.toString(), floorName, floorUrl: floorUrl.toString(), admin: adminDb, app: null };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
   log(`database ${dbName}; app root ${APP_ROOT}`);
 
@@ -924,7 +932,7 @@ async function main() {
   cleanupDb = async () => {
     cleanupDb = async () => undefined;
     if (db.app) await db.app.end().catch(() => undefined);
-    await adminDb.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch((e) => log(`could not drop ${dbName}: ${e.message}`));
+    for (const name of [dbName, floorName]) await adminDb.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((e) => log(`could not drop ${name}: ${e.message}`));
     await adminDb.end().catch(() => undefined);
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
@@ -940,6 +948,14 @@ async function main() {
     const bare = await startProcess('bare-proxy', process.execPath, [path.join(BENCH_DIR, 'bare-proxy.js'), ctx.simOrigin, '0'], { cwd: BENCH_DIR, ready: /bare-proxy listening on (\S+)/ });
     ctx.bareOrigin = bare.match[1];
     ctx.pids.bare = bare.pid;
+
+    await adminDb.query(`CREATE DATABASE ${floorName}`);
+    const durable = await startProcess('durable-proxy', process.execPath, [path.join(BENCH_DIR, 'durable-proxy.js'), ctx.simOrigin, db.floorUrl, REDIS_URL, '0'], {
+      cwd: BENCH_DIR,
+      ready: /durable-proxy listening on (\S+)/,
+    });
+    ctx.durableOrigin = durable.match[1];
+    ctx.pids.durable = durable.pid;
 
     const portkeyPort = await freePort();
     const portkey = await startProcess('portkey', process.execPath, [portkeyEntry, '--headless', `--port=${portkeyPort}`], {
@@ -1015,7 +1031,7 @@ async function main() {
     }
 
     log(`1. sequential overhead (${CFG.seqN} requests per target and mode after ${CFG.seqWarmup} warm-up, interleaved)`);
-    results.sequential = await sequentialPhase(ctx, SEQUENTIAL_ONLY ? { targets: ['direct', 'gateway'] } : {});
+    results.sequential = await sequentialPhase(ctx, SEQUENTIAL_ONLY ? { targets: ['direct', 'durable', 'gateway'] } : {});
 
     // Diagnostic: the same, gateway only, with the worker paused (its projections compete for
     // the same 2 cores and the same PostgreSQL): how much of the overhead is the worker's.
@@ -1031,7 +1047,8 @@ async function main() {
     await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
     if (SEQUENTIAL_ONLY) {
       for (const [phase, figures] of Object.entries({ ...results.sequential, paused: results.sequential_worker_paused.json })) {
-        log(`${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`);
+        const floor = figures.durable ? `; durable floor p50 ${figures.durable.overhead_ms.p50} ms, p99 ${figures.durable.overhead_ms.p99} ms` : '';
+        log(`${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms${floor}; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`);
       }
       return;
     }
@@ -1154,7 +1171,7 @@ function scanLogs() {
   const out = {};
   if (!fs.existsSync(LOG_DIR)) return out;
   for (const f of fs.readdirSync(LOG_DIR)) {
-    if (!/^(gateway|gateway-profiled|worker|portkey|bare-proxy|simulator)\.log$/.test(f)) continue;
+    if (!/^(gateway|gateway-profiled|worker|portkey|bare-proxy|durable-proxy|simulator)\.log$/.test(f)) continue;
     const lines = fs.readFileSync(path.join(LOG_DIR, f), 'utf8').split('\n');
     const bad = lines.filter((l) => /ERROR|Error:|unreachable|WARN/i.test(l) && !/^\s+at /.test(l));
     // A client that leaves mid-stream (autocannon closing its connections at the end of a timed
@@ -1253,6 +1270,17 @@ function figures(r) {
         rps_x_portkey: ratio(thr(mode, t).rps, thr(mode, 'portkey').rps),
       };
     }
+    const d = seq(mode, 'durable').overhead_ms;
+    rows[mode].durable = {
+      overhead_p50_ms: d.p50,
+      overhead_p99_ms: d.p99,
+      overhead_p50_x_floor: ratio(d.p50, seq(mode, 'bare').overhead_ms.p50),
+      overhead_p50_x_portkey: ratio(d.p50, seq(mode, 'portkey').overhead_ms.p50),
+      overhead_p99_x_floor: ratio(d.p99, seq(mode, 'bare').overhead_ms.p99),
+      overhead_p99_x_portkey: ratio(d.p99, seq(mode, 'portkey').overhead_ms.p99),
+    };
+    // What the gateway spends beyond the steps its guarantees need.
+    rows[mode].gateway.beyond_durable_p50_ms = r3(seq(mode, 'gateway').overhead_ms.p50 - d.p50);
   }
   const gwRss = Math.max(
     ...MODES.map((m) => thr(m, 'gateway').rss_max_mb.gateway ?? 0),
@@ -1295,9 +1323,11 @@ function figures(r) {
 function checkAnomalies(r) {
   const a = r.anomalies;
   for (const mode of MODES) {
-    for (const t of TARGETS) {
+    for (const t of SEQ_TARGETS) {
       const inv = r.sequential[mode][t].invalid;
       if (Object.keys(inv).length) a.push(`sequential ${mode} ${t}: invalid answers ${JSON.stringify(inv)}`);
+    }
+    for (const t of TARGETS) {
       const l = r.throughput[mode][t];
       if (l.warmup_non2xx) a.push(`load ${mode} ${t}: ${l.warmup_non2xx} non-2xx or errors in the warm-up`);
       if (l.non2xx || l.errors || l.timeouts) a.push(`load ${mode} ${t}: non2xx ${l.non2xx} ${JSON.stringify(l.status_codes)}, errors ${l.errors}, timeouts ${l.timeouts}`);
