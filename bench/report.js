@@ -40,7 +40,11 @@ function markdown(r) {
     '',
     `Measured **${r.date.slice(0, 19).replace('T', ' ')} UTC** on ${m.nproc} cores (${m.cpu_model}), ${m.memory_gb} GB, Node ${m.node}, PostgreSQL ${m.postgres}, ` +
       `commit \`${r.git.commit}\`${r.git.tree_dirty ? ' (working tree had uncommitted changes)' : ''}${r.git.app_root !== '.' ? ' (built from a clean `git archive` export of that commit, outside the work tree)' : ''}. ` +
-      `Run took ${r.elapsed_s} s; load average ${m.loadavg_start.join(' / ')} at the start, ${m.loadavg_end.join(' / ')} at the end.`,
+      `Run took ${r.elapsed_s} s; load average ${m.loadavg_start.join(' / ')} at the start, ${m.loadavg_end.join(' / ')} at the end.` +
+      (m.loopback_round_trip
+        ? ` A round trip between two processes over loopback TCP (\`bench/pingpong.js\`, one byte each way) takes ${m.loopback_round_trip.p50_us} µs at p50 ` +
+          `and ${m.loopback_round_trip.p90_us} µs at p90 on this host: each step of a billed request that involves another process pays about that.`
+        : ''),
     '',
     'Every figure comes from the same run, against one simulated upstream process (the built `startSimulator`, model `sim/echo`, ' +
       'body `{"model":"sim/echo","messages":[{"role":"user","content":"hello"}],"max_tokens":16}`, streamed with `stream_options.include_usage`). ' +

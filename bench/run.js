@@ -892,6 +892,9 @@ async function main() {
     config: { ...CFG, quick: QUICK, redis: REDIS_URL, body: CHAT },
     anomalies: [],
   };
+  // What a hand-off between two processes costs on this host, before anything else runs.
+  results.machine.loopback_round_trip = JSON.parse(execFileSync(process.execPath, [path.join(BENCH_DIR, 'pingpong.js')], { encoding: 'utf8' }));
+  log(`loopback round trip between two processes: p50 ${results.machine.loopback_round_trip.p50_us} µs, p90 ${results.machine.loopback_round_trip.p90_us} µs`);
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   fs.rmSync(LOG_DIR, { recursive: true, force: true });
 
