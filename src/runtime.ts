@@ -54,11 +54,16 @@ export interface Runtime {
 
 /**
  * A projection woken by an append waits this long for more before it reads: a read model lags
- * by up to this much more, and under load the worker does a fraction of the transactions.
+ * by up to this much more, and under load the worker does a fraction of the transactions. A
+ * read of one's own write does not wait for it (ProjectionRunner.waitFor asks for a catch-up).
  */
 const PROJECTION_COALESCE_MS = 20;
-/** The same wait while appends keep coming (ProjectionRunner's busyCoalesceMs). */
-const PROJECTION_BUSY_COALESCE_MS = 60;
+/**
+ * The same wait while appends keep coming (ProjectionRunner's busyCoalesceMs). Against 60 ms,
+ * 250 took 13-28% off the CPU the worker and PostgreSQL spend per request under a
+ * 64-connection load (docs/BENCHMARKS.md, fifth round).
+ */
+const PROJECTION_BUSY_COALESCE_MS = 250;
 
 export interface RuntimeOptions {
   clock?: Clock;

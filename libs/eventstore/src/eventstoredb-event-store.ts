@@ -24,6 +24,7 @@ import {
   AppendTooLargeError,
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
+  type AppendHint,
   type AppendResult,
   type EventMetadata,
   type EventStore,
@@ -62,7 +63,7 @@ export class EventStoreDbEventStore implements EventStore {
   readonly name = 'eventstoredb' as const;
   private readonly client: EventStoreDBClient;
   private readonly maxAppendBytes: number;
-  private readonly listeners = new Set<{ listener: () => void }>();
+  private readonly listeners = new Set<{ listener: (hint: AppendHint) => void }>();
   private readonly subscriptions = new Set<Subscription>();
   private live?: AllStreamSubscription;
   private liveRetry?: NodeJS.Timeout;
@@ -246,7 +247,7 @@ export class EventStoreDbEventStore implements EventStore {
    * In-process signals after this store's appends, plus one live subscription to `$all`
    * (from the end, system events excluded) shared by all watchers, for other processes'.
    */
-  watchAppends(listener: () => void): () => void {
+  watchAppends(listener: (hint: AppendHint) => void): () => void {
     const entry = { listener };
     this.listeners.add(entry);
     if (!this.closed && !this.live) this.openLiveWatch();
@@ -288,10 +289,18 @@ export class EventStoreDbEventStore implements EventStore {
     live.destroy();
   }
 
-  private signalAppend(): void {
+  /**
+   * This process's watchers only: EventStoreDB has no channel beside the log to reach the
+   * others, which then read at their own pace (their gathering wait), as before.
+   */
+  requestCatchUp(): void {
+    if (!this.closed) this.signalAppend('catch-up');
+  }
+
+  private signalAppend(hint: AppendHint = 'appended'): void {
     for (const { listener } of this.listeners) {
       try {
-        listener();
+        listener(hint);
       } catch {
         // A watcher is only told to look again; its failure is not the append's concern.
       }

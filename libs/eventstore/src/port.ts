@@ -70,6 +70,9 @@ export interface Subscription {
   stop(): Promise<void>;
 }
 
+/** Why a watcher of appends is called (EventStore.watchAppends). */
+export type AppendHint = 'appended' | 'catch-up';
+
 export interface EventStore {
   readonly name: 'postgres' | 'pglite' | 'eventstoredb';
   /** Creates tables and the like; idempotent. */
@@ -89,11 +92,18 @@ export interface EventStore {
     onError?: (err: unknown) => void,
   ): Subscription;
   /**
-   * Calls `listener` (without arguments) soon after events may have been appended by this or
-   * another process. A hint for readers to poll again; it never decides what they read.
+   * Calls `listener` soon after events may have been appended by this or another process
+   * (`appended`), and when a reader somewhere waits to see what was appended (`catch-up`, see
+   * requestCatchUp). A hint for readers to poll again; it never decides what they read.
    * Returns an unsubscribe function.
    */
-  watchAppends(listener: () => void): () => void;
+  watchAppends(listener: (hint: AppendHint) => void): () => void;
+  /**
+   * Tells the watchers that a reader waits to see what was appended: one that gathers appends
+   * before it reads (a projection runner under load) should read now. A hint, as watchAppends'
+   * calls are: reaching every process is the adapter's best effort.
+   */
+  requestCatchUp(): void;
   /** Number of events strictly after `after` (all when omitted); for lag and progress. */
   countEventsAfter(after?: Position): Promise<number>;
   close(): Promise<void>;

@@ -179,6 +179,33 @@ describe('SqlEventStore on PostgreSQL server', () => {
     }
   });
 
+  it("sends a reader's catch-up request to every process as a NOTIFY of its own, one at a time", async () => {
+    const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
+    const asking = new SqlEventStore(single);
+    const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    try {
+      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+      const received: string[] = [];
+      await listener.connect();
+      listener.on('notification', (n) => n.processId === pid && received.push(`${n.channel}:${n.payload}`));
+      await listener.query('LISTEN eventstore_appended');
+      // Three readers ask at once: the first request is on its way for all three.
+      asking.requestCatchUp();
+      asking.requestCatchUp();
+      asking.requestCatchUp();
+      await waitFor(() => received.length > 0);
+      await sleep(100);
+      expect(received).toEqual(['eventstore_appended:catch-up']);
+      asking.requestCatchUp();
+      await waitFor(() => received.length > 1);
+      expect(received).toEqual(['eventstore_appended:catch-up', 'eventstore_appended:catch-up']);
+    } finally {
+      await listener.end();
+      await asking.close();
+      await single.close();
+    }
+  });
+
   it("gives the LISTEN connection back when the last watcher leaves and on close()", async () => {
     const watcher = new SqlEventStore(runner);
     const checkedOut = () => runner.pool.totalCount - runner.pool.idleCount;

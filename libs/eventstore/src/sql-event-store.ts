@@ -4,6 +4,7 @@ import { checkExpected, checkedForAppend, eventFilter, storeUnavailable } from '
 import {
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
+  type AppendHint,
   type AppendResult,
   type EventMetadata,
   type EventStore,
@@ -54,6 +55,8 @@ interface QueuedAppend extends PreparedAppend {
 
 /** NOTIFY channel shared by every store of the database; a wake-up hint, never data. */
 const NOTIFY_CHANNEL = 'eventstore_appended';
+/** The payload of a NOTIFY on that channel sent by requestCatchUp; an append's is empty. */
+const CATCH_UP = 'catch-up';
 /** Events a subscription reads per round trip. */
 const SUBSCRIPTION_BATCH = 256;
 /**
@@ -203,7 +206,7 @@ export class SqlEventStore implements EventStore {
   readonly name: 'postgres' | 'pglite';
   private readonly maxAppendBytes: number;
   private readonly pollIntervalMs: number;
-  private readonly listeners = new Set<{ listener: () => void }>();
+  private readonly listeners = new Set<{ listener: (hint: AppendHint) => void }>();
   private readonly subscriptions = new Set<Subscription>();
   private pgListener?: PgAppendListener;
   private readonly stoppingListeners = new Set<Promise<void>>();
@@ -212,6 +215,7 @@ export class SqlEventStore implements EventStore {
   private groupsInFlight = 0;
   private notifying: Promise<void> | null = null;
   private notifyAgain = false;
+  private catchingUp: Promise<void> | null = null;
   private closed = false;
 
   constructor(
@@ -495,11 +499,11 @@ export class SqlEventStore implements EventStore {
     return subscription;
   }
 
-  watchAppends(listener: () => void): () => void {
+  watchAppends(listener: (hint: AppendHint) => void): () => void {
     const entry = { listener };
     this.listeners.add(entry);
     if (!this.closed && !this.pgListener && this.runner instanceof PgSqlRunner) {
-      this.pgListener = new PgAppendListener(this.runner.pool, () => this.signalAppend());
+      this.pgListener = new PgAppendListener(this.runner.pool, (hint) => this.signalAppend(hint));
     }
     return () => {
       if (!this.listeners.delete(entry) || this.listeners.size > 0 || !this.pgListener) return;
@@ -510,9 +514,27 @@ export class SqlEventStore implements EventStore {
     };
   }
 
+  /**
+   * On a server, a NOTIFY with its own payload: every process's watchers hear it (this one's
+   * through its LISTEN connection, as for an append). One at a time: the readers that ask while
+   * one is on its way wait for the same catch-up. PGlite has one process: its watchers are told.
+   */
+  requestCatchUp(): void {
+    if (this.closed) return;
+    if (this.runner.dialect !== 'postgres') return this.signalAppend('catch-up');
+    this.catchingUp ??= this.runner
+      .query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, CATCH_UP], { prepare: 'eventstore_catch_up' })
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => (this.catchingUp = null));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.notifying;
+    await this.catchingUp;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     this.listeners.clear();
     await this.pgListener?.stop();
@@ -547,10 +569,10 @@ export class SqlEventStore implements EventStore {
       });
   }
 
-  private signalAppend(): void {
+  private signalAppend(hint: AppendHint = 'appended'): void {
     for (const { listener } of this.listeners) {
       try {
-        listener();
+        listener(hint);
       } catch {
         // A watcher is only told to look again; its failure is not the append's concern.
       }
@@ -575,7 +597,7 @@ class PgAppendListener {
 
   constructor(
     private readonly pool: Pool,
-    private readonly onNotify: () => void,
+    private readonly onNotify: (hint: AppendHint) => void,
   ) {
     this.connect();
   }
@@ -602,7 +624,7 @@ class PgAppendListener {
           }
         });
         const own = client;
-        own.on('notification', () => this.onNotify());
+        own.on('notification', (n) => this.onNotify(n.channel === NOTIFY_CHANNEL && n.payload === CATCH_UP ? 'catch-up' : 'appended'));
         await own.query(`LISTEN ${NOTIFY_CHANNEL}`);
         if (lost) throw new Error('the LISTEN connection was lost');
         if (this.stopped) {
@@ -612,7 +634,7 @@ class PgAppendListener {
         this.client = own;
         this.failures = 0;
         // Appends committed before LISTEN took effect woke nobody: look once now.
-        this.onNotify();
+        this.onNotify('appended');
       } catch {
         client?.release(true);
         this.scheduleRetry();

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DEFAULT_KEY_SETTINGS, keyDecider, type KeySettings, keyStream, providerKeyContext, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
-import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
+import { ManualClock, PgSqlRunner, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { Random } from '@svc/ledger/testing/random';
@@ -435,6 +435,77 @@ describe.each([
       while (applied.length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(applied.map((a) => a.id)).toEqual(['a', 'b', 'c']);
       expect(applied[1].tx).toBe(applied[2].tx);
+    } finally {
+      await gathering.stop();
+    }
+  });
+
+  it("ends its gathering wait when a reader waits for its own write, in this process or another", async () => {
+    // A runner that would wait 10 s for more appends before it reads, and a reader (a gateway:
+    // a runner that is not started) with a store of its own, on its own connections on PostgreSQL.
+    const applied: string[] = [];
+    const probe = perEvent({ name: 'catch_up', tables: [], schema: [], handlers: { CatchUp: async (e) => void applied.push((e.data as { id: string }).id) } });
+    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 10_000, busyCoalesceMs: 10_000, idleMs: 60_000 });
+    const readerSql = _name === 'postgres' ? await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${(sql as PgSqlRunner & { schema: string }).schema}` }) : sql;
+    const readerStore = _name === 'postgres' ? new SqlEventStore(readerSql) : store;
+    const reader = new ProjectionRunner(readerSql, readerStore, [probe]);
+    await gathering.init();
+    await gathering.catchUp('catch_up');
+    gathering.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200)); // idle, its LISTEN connection open
+      const id = randomUUID();
+      const { position } = await store.append(`catch-up-${id}`, [{ id: randomUUID(), type: 'CatchUp', data: { id } }], 'no_stream');
+      await new Promise((resolve) => setTimeout(resolve, 100)); // woken: now in its 10 s wait
+      expect(applied).toEqual([]);
+      const asked = performance.now();
+      await reader.waitFor(position, ['catch_up'], 8000);
+      expect(applied).toEqual([id]);
+      expect(performance.now() - asked).toBeLessThan(2000);
+    } finally {
+      await gathering.stop();
+      if (readerStore !== store) await readerStore.close();
+      if (readerSql !== sql) await readerSql.close();
+    }
+  });
+
+  it('skips its next gathering wait when a reader asks to catch up while a batch is being applied', async () => {
+    const applied = new Map<string, number>();
+    let asked!: () => void;
+    const askedDuringBatch = new Promise<void>((resolve) => (asked = resolve));
+    const probe = perEvent({
+      name: 'catch_up_later',
+      tables: [],
+      schema: [],
+      handlers: {
+        CatchUpLater: async (e) => {
+          const id = (e.data as { id: string }).id;
+          if (id === 'first') {
+            // The request comes while this batch is applied: no wait is running to be ended.
+            store.requestCatchUp();
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            asked();
+          }
+          applied.set(id, performance.now());
+        },
+      },
+    });
+    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 10_000, idleMs: 60_000 });
+    await gathering.init();
+    await gathering.catchUp('catch_up_later');
+    gathering.start();
+    const append = (id: string) => store.append(`catch-up-later-${randomUUID()}`, [{ id: randomUUID(), type: 'CatchUpLater', data: { id } }], 'no_stream');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await append('first');
+      await askedDuringBatch;
+      // Woken during the batch (by the request itself), the runner would now wait 10 s.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = performance.now();
+      await append('second');
+      const deadline = Date.now() + 5000;
+      while (!applied.has('second') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(applied.get('second')! - second).toBeLessThan(2000);
     } finally {
       await gathering.stop();
     }

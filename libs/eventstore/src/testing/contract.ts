@@ -525,6 +525,18 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
         expect(calls).toBe(settled);
       });
 
+      it("tells this process's watchers that a reader waits (requestCatchUp), apart from an append", async () => {
+        const hints: string[] = [];
+        const unwatch = store.watchAppends((hint) => hints.push(hint));
+        await sleep(200); // an adapter may signal once when its channel opens
+        await store.append(uniqueStream(), [event()], 'no_stream');
+        await waitFor(() => hints.includes('appended'));
+        const before = hints.filter((h) => h === 'catch-up').length;
+        store.requestCatchUp();
+        await waitFor(() => hints.filter((h) => h === 'catch-up').length > before);
+        unwatch();
+      });
+
       it('wakes a watcher of the second store (another process) when the first appends', async () => {
         // Without a second store (PGlite: one process) this is the first store's own watcher.
         let woken = false;
