@@ -166,6 +166,17 @@ function markdown(r) {
   }
 
   const h = r.hot;
+  const own = r.own_read;
+  if (own) {
+    p(
+      `**Reading one's own write.** A chat completion, then \`GET /v1/generation\` for it at once (it waits for the generations projection ` +
+        `to show it): idle, p50 ${f(own.idle_ms.p50)} ms, p90 ${f(own.idle_ms.p90)} ms (${own.idle_ms.n} reads); while 64 connections of other ` +
+        `accounts load the gateway (${int(own.load_rps)} req/s), p50 ${f(own.under_load_ms.p50)} ms, p90 ${f(own.under_load_ms.p90)} ms, ` +
+        `max ${f(own.under_load_ms.max)} ms (${own.under_load_ms.n} reads).`,
+      '',
+    );
+  }
+
   p('## 3. Hot account', '');
   p(
     `One account, one key, ${h.funded.in_flight} requests in flight (autocannon, ${h.funded.in_flight} connections, non-streamed). ` +

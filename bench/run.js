@@ -591,6 +591,48 @@ async function throughputPhase(ctx, targets = TARGETS) {
 // ---------------------------------------------------------------------------------------------
 // Accounts and the ledger
 
+/**
+ * A read of one's own write: a chat completion, then `GET /v1/generation` for it at once, which
+ * waits for the projection to show it. Idle, then under the 64-connection load of other accounts.
+ */
+async function ownReadPhase(ctx, { idle = 40, loadSeconds = 8 } = {}) {
+  const client = new Client(ctx.gatewayOrigin, { pipelining: 1, keepAliveTimeout: 60_000 });
+  const headers = { ...targetHeaders('gateway', ctx), authorization: `Bearer ${ctx.seqKey}` };
+  const probe = async () => {
+    const r = await timedRequest(client, headers, BODIES.json);
+    if (r.status !== 200) throw new Error(`own read: chat answered ${r.status}`);
+    const t0 = process.hrtime.bigint();
+    const g = await client.request({ path: `/v1/generation?id=${encodeURIComponent(JSON.parse(r.text).id)}`, method: 'GET', headers: { authorization: headers.authorization } });
+    await g.body.dump();
+    if (g.statusCode !== 200) throw new Error(`own read: /v1/generation answered ${g.statusCode}`);
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  const summary = (ms) => {
+    const s = [...ms].sort((a, b) => a - b);
+    return { n: s.length, p50: r2(pct(s, 50)), p90: r2(pct(s, 90)), max: r2(s[s.length - 1]) };
+  };
+  try {
+    const quiet = [];
+    for (let i = 0; i < idle; i++) {
+      quiet.push(await probe());
+      await sleep(20);
+    }
+    const loaded = [];
+    const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys, warmup: 0, duration: loadSeconds };
+    let loading = true;
+    const background = load('load-own-read', opts).finally(() => (loading = false));
+    await sleep(1000);
+    while (loading) {
+      loaded.push(await probe());
+      await sleep(20);
+    }
+    const l = await background;
+    return { idle_ms: summary(quiet), under_load_ms: summary(loaded), load_rps: r2(l.rps), load_ok: l.ok };
+  } finally {
+    await client.close();
+  }
+}
+
 async function admin(ctx, method, p, body) {
   const res = await request(`${ctx.gatewayOrigin}${p}`, {
     method,
@@ -1058,6 +1100,9 @@ async function main() {
 
     log(`2. throughput at ${CFG.loadConnections} connections (${CFG.loadSeconds} s each after ${CFG.loadWarmup} s warm-up)`);
     results.throughput = await throughputPhase(ctx);
+    log('2b. reading one\'s own generation right after the request, idle and under load');
+    results.own_read = await ownReadPhase(ctx);
+    log(`own read: idle p50 ${results.own_read.idle_ms.p50} ms, under load p50 ${results.own_read.under_load_ms.p50} ms (p90 ${results.own_read.under_load_ms.p90})`);
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
@@ -1243,7 +1288,9 @@ async function consistency(db, results) {
   const seqOk = okIn(results.sequential, CFG.seqWarmup) + okIn(results.sequential_worker_paused, 30);
   const loadOk = MODES.reduce((s, m) => s + results.throughput[m].gateway.ok + results.throughput[m].gateway.warmup_ok, 0);
   const profileOk = results.profile ? results.profile.load.ok + results.profile.load.warmup_ok : 0;
-  const seen = seqOk + loadOk + results.hot.funded.ok + results.hot.exhaust.ok + profileOk;
+  const own = results.own_read;
+  const ownOk = own ? own.idle_ms.n + own.under_load_ms.n + own.load_ok : 0;
+  const seen = seqOk + loadOk + ownOk + results.hot.funded.ok + results.hot.exhaust.ok + profileOk;
   return {
     events_by_type: byType,
     gateway_2xx_seen_by_clients: seen,
