@@ -57,6 +57,12 @@ interface QueuedAppend extends PreparedAppend {
 const NOTIFY_CHANNEL = 'eventstore_appended';
 /** The payload of a NOTIFY on that channel sent by requestCatchUp; an append's is empty. */
 const CATCH_UP = 'catch-up';
+/**
+ * At most one catch-up request leaves a process per this many milliseconds; those made meanwhile
+ * go with the next. Readers that keep coming cannot then turn the runners' gathering off: a
+ * runner still gathers this long at least, and a reader waits at most this long more.
+ */
+const CATCH_UP_GAP_MS = 20;
 /** Events a subscription reads per round trip. */
 const SUBSCRIPTION_BATCH = 256;
 /**
@@ -216,6 +222,8 @@ export class SqlEventStore implements EventStore {
   private notifying: Promise<void> | null = null;
   private notifyAgain = false;
   private catchingUp: Promise<void> | null = null;
+  private catchUpTimer: NodeJS.Timeout | undefined;
+  private lastCatchUp = -Infinity;
   private closed = false;
 
   constructor(
@@ -516,12 +524,23 @@ export class SqlEventStore implements EventStore {
 
   /**
    * On a server, a NOTIFY with its own payload: every process's watchers hear it (this one's
-   * through its LISTEN connection, as for an append). One at a time: the readers that ask while
-   * one is on its way wait for the same catch-up. PGlite has one process: its watchers are told.
+   * through its LISTEN connection, as for an append). PGlite has one process: its watchers are
+   * told. Spaced by CATCH_UP_GAP_MS: a request within the gap is sent at its end, once for all.
    */
   requestCatchUp(): void {
-    if (this.closed) return;
+    if (this.closed || this.catchUpTimer) return;
+    const wait = this.lastCatchUp + CATCH_UP_GAP_MS - performance.now();
+    if (wait <= 0) return this.sendCatchUp();
+    this.catchUpTimer = setTimeout(() => {
+      this.catchUpTimer = undefined;
+      if (!this.closed) this.sendCatchUp();
+    }, wait);
+  }
+
+  private sendCatchUp(): void {
+    this.lastCatchUp = performance.now();
     if (this.runner.dialect !== 'postgres') return this.signalAppend('catch-up');
+    // One on its way covers the readers that ask meanwhile.
     this.catchingUp ??= this.runner
       .query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, CATCH_UP], { prepare: 'eventstore_catch_up' })
       .then(
@@ -533,6 +552,8 @@ export class SqlEventStore implements EventStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.catchUpTimer);
+    this.catchUpTimer = undefined;
     await this.notifying;
     await this.catchingUp;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
