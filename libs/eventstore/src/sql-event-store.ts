@@ -221,6 +221,7 @@ export class SqlEventStore implements EventStore {
   private groupsInFlight = 0;
   private notifying: Promise<void> | null = null;
   private notifyAgain = false;
+  /** The last catch-up request sent, awaited by close(). */
   private catchingUp: Promise<void> | null = null;
   private catchUpTimer: NodeJS.Timeout | undefined;
   private lastCatchUp = -Infinity;
@@ -540,14 +541,12 @@ export class SqlEventStore implements EventStore {
   private sendCatchUp(): void {
     this.lastCatchUp = performance.now();
     if (this.runner.dialect !== 'postgres') return this.signalAppend('catch-up');
-    // One on its way covers the readers that ask meanwhile.
-    this.catchingUp ??= this.runner
-      .query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, CATCH_UP], { prepare: 'eventstore_catch_up' })
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .finally(() => (this.catchingUp = null));
+    // The gap spaces the requests: none is dropped for one still on its way. A lost one costs
+    // its readers latency only.
+    this.catchingUp = this.runner.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, CATCH_UP], { prepare: 'eventstore_catch_up' }).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   async close(): Promise<void> {
@@ -645,7 +644,7 @@ class PgAppendListener {
           }
         });
         const own = client;
-        own.on('notification', (n) => this.onNotify(n.channel === NOTIFY_CHANNEL && n.payload === CATCH_UP ? 'catch-up' : 'appended'));
+        own.on('notification', (n) => this.onNotify(n.payload === CATCH_UP ? 'catch-up' : 'appended'));
         await own.query(`LISTEN ${NOTIFY_CHANNEL}`);
         if (lost) throw new Error('the LISTEN connection was lost');
         if (this.stopped) {
