@@ -8,11 +8,14 @@ const autocannon = require('autocannon');
 
 const opts = JSON.parse(process.argv[2]);
 
+/** process.hrtime.bigint() of the latest answer of the run in progress. */
+let lastAnswer = 0n;
+
 function run(extra) {
   let i = 0;
   const keys = opts.keys && opts.keys.length ? opts.keys : ['anything'];
   return new Promise((resolve, reject) => {
-    autocannon(
+    const instance = autocannon(
       {
         url: opts.url,
         connections: opts.connections,
@@ -30,6 +33,12 @@ function run(extra) {
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
+    // With `amount`, autocannon notices that the last answer came only at its next sample tick
+    // (once a second), so its end can trail the last answer by up to a second: a run of a
+    // fixed number of requests ends at its last answer.
+    instance.on('response', () => {
+      lastAnswer = process.hrtime.bigint();
+    });
   });
 }
 
@@ -38,7 +47,7 @@ function run(extra) {
   const started = process.hrtime.bigint();
   const cpu0 = process.cpuUsage();
   const r = await run(opts.amount ? { amount: opts.amount } : { duration: opts.duration });
-  const ended = process.hrtime.bigint();
+  const ended = opts.amount && lastAnswer > started ? lastAnswer : process.hrtime.bigint();
   const cpu = process.cpuUsage(cpu0);
   const wallSeconds = Number(ended - started) / 1e9;
   const ok = r['2xx'];

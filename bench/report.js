@@ -183,6 +183,7 @@ function markdown(r) {
       `**Funded run:** credit for every request's worst case plus 10% (worst case $${h.worst_case_usd}), so no request may get 402. ` +
       `**Exhaustion run:** credit for exactly ${h.exhaust.worst_cases_affordable} worst cases and ${h.exhaust.requests} requests: the account runs dry ` +
       'while hundreds are in flight; the rest must get 402 and the balance must never go below 0. ' +
+      'billed req/s is the answers divided by the time from the run\'s start to its last answer (autocannon itself ends a run of a fixed number of requests only at its next one-second sample). ' +
       'Conflict retries are not exposed by the gateway process (`AggregateStore.stats` has no HTTP or metrics hook); what is observable: ' +
       'rolled-back transactions in the bench database during the run (an upper bound on conflict retries, since a conflicting append rolls back), ' +
       'and appends (distinct transaction ids on the account stream) against events (batching of concurrent commands into one append).',
