@@ -209,6 +209,47 @@ describe('SqlEventStore on PostgreSQL server', () => {
     }
   });
 
+  it('sends at most one NOTIFY per 20 ms for lone appends, the last append always covered, and one still waiting on close()', async () => {
+    const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
+    const appending = new SqlEventStore(single);
+    const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    try {
+      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+      const received: number[] = [];
+      await listener.connect();
+      listener.on('notification', (n) => n.processId === pid && n.channel === 'eventstore_appended' && n.payload === '' && received.push(performance.now()));
+      await listener.query('LISTEN eventstore_appended');
+      // Five lone appends one after the other (a request's hold and charge, the next request's):
+      // the first wakes the others at once, the rest are covered together after the gap.
+      const started = performance.now();
+      for (let i = 0; i < 5; i++) await appending.append(`gap-${randomUUID()}`, [event(`n${i}`)], 'no_stream');
+      const appended = performance.now();
+      await waitFor(() => received.length >= 2);
+      await sleep(100);
+      expect(received).toHaveLength(2);
+      expect(received[0] - started).toBeLessThan(appended - started + 50);
+      expect(received[1] - received[0]).toBeGreaterThanOrEqual(10);
+      // The second came after the last append committed: it covers it.
+      expect(received[1]).toBeGreaterThanOrEqual(appended);
+      // After a quiet spell longer than the gap, an append wakes the others at once again.
+      const again = performance.now();
+      await appending.append(`gap-${randomUUID()}`, [event('quiet')], 'no_stream');
+      await waitFor(() => received.length > 2);
+      expect(received[2] - again).toBeLessThan(200);
+      // Two appends within the gap, then close(): the second's NOTIFY is sent before the store closes.
+      await sleep(50);
+      await appending.append(`gap-${randomUUID()}`, [event('a')], 'no_stream');
+      await appending.append(`gap-${randomUUID()}`, [event('b')], 'no_stream');
+      await appending.close();
+      await waitFor(() => received.length >= 5);
+      expect(received).toHaveLength(5);
+    } finally {
+      await listener.end();
+      await appending.close();
+      await single.close();
+    }
+  });
+
   it("gives the LISTEN connection back when the last watcher leaves and on close()", async () => {
     const watcher = new SqlEventStore(runner);
     const checkedOut = () => runner.pool.totalCount - runner.pool.idleCount;
