@@ -3,7 +3,7 @@ import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { NewEvent, RecordedEvent } from './port';
 import { START, decodePosition } from './position';
-import { SqlEventStore } from './sql-event-store';
+import { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 import { eventStoreContract, sleep, waitFor } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
 import { randomUUID } from 'node:crypto';
@@ -151,18 +151,31 @@ describe('SqlEventStore on PostgreSQL server', () => {
     }
   });
 
-  it('wakes the other processes after a group of appends with one NOTIFY, sent by the group itself', async () => {
-    // One connection, so every statement of this store comes from one backend; the channel is
-    // the database's, which other suites share, so only that backend's notifications count.
+  /**
+   * A store on one connection, so every statement of it comes from one backend, and the NOTIFYs
+   * that backend sends on the append channel as they arrive: the channel is the database's, which
+   * other suites share, so only that backend's notifications count.
+   */
+  async function notifyingStore(options: SqlEventStoreOptions = {}) {
     const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
-    const grouped = new SqlEventStore(single, { maxGroupsInFlight: 1 });
+    const store = new SqlEventStore(single, options);
     const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
+    const received: Array<{ payload: string; at: number }> = [];
+    await listener.connect();
+    listener.on('notification', (n) => n.processId === pid && n.channel === 'eventstore_appended' && received.push({ payload: n.payload ?? '', at: performance.now() }));
+    await listener.query('LISTEN eventstore_appended');
+    const close = async () => {
+      await listener.end();
+      await store.close();
+      await single.close();
+    };
+    return { store, received, close };
+  }
+
+  it('wakes the other processes after a group of appends with one NOTIFY, sent by the group itself', async () => {
+    const { store: grouped, received, close } = await notifyingStore({ maxGroupsInFlight: 1 });
     try {
-      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
-      const received: string[] = [];
-      await listener.connect();
-      listener.on('notification', (n) => n.processId === pid && received.push(n.channel));
-      await listener.query('LISTEN eventstore_appended');
       // The lead writes nothing (an empty append only checks), so it notifies nobody: only the
       // group that queued behind it can.
       const lead = grouped.append(`group-wake-lead-${randomUUID()}`, [], 'any');
@@ -171,24 +184,15 @@ describe('SqlEventStore on PostgreSQL server', () => {
       await Promise.all(appends);
       await waitFor(() => received.length > 0);
       await sleep(100); // a second NOTIFY, sent apart after the commit, would have arrived by now
-      expect(received).toEqual(['eventstore_appended']);
+      expect(received.map((r) => r.payload)).toEqual(['']);
     } finally {
-      await listener.end();
-      await grouped.close();
-      await single.close();
+      await close();
     }
   });
 
   it("sends a reader's catch-up request to every process as a NOTIFY of its own, at most one per 20 ms", async () => {
-    const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
-    const asking = new SqlEventStore(single);
-    const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    const { store: asking, received, close } = await notifyingStore();
     try {
-      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
-      const received: Array<{ payload: string | undefined; at: number }> = [];
-      await listener.connect();
-      listener.on('notification', (n) => n.processId === pid && n.channel === 'eventstore_appended' && received.push({ payload: n.payload, at: performance.now() }));
-      await listener.query('LISTEN eventstore_appended');
       // Three readers ask at once: the first request goes now, the other two together once the gap is over.
       asking.requestCatchUp();
       asking.requestCatchUp();
@@ -203,50 +207,41 @@ describe('SqlEventStore on PostgreSQL server', () => {
       await waitFor(() => received.length > 2);
       expect(received[2].at - asked).toBeLessThan(200);
     } finally {
-      await listener.end();
-      await asking.close();
-      await single.close();
+      await close();
     }
   });
 
   it('sends at most one NOTIFY per 20 ms for lone appends, the last append always covered, and one still waiting on close()', async () => {
-    const single = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${runner.schema}`, max: 1 });
-    const appending = new SqlEventStore(single);
-    const listener = new Client({ connectionString: process.env.DATABASE_URL });
+    const { store: appending, received: all, close } = await notifyingStore();
+    const received = () => all.filter((r) => r.payload === '').map((r) => r.at);
     try {
-      const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
-      const received: number[] = [];
-      await listener.connect();
-      listener.on('notification', (n) => n.processId === pid && n.channel === 'eventstore_appended' && n.payload === '' && received.push(performance.now()));
-      await listener.query('LISTEN eventstore_appended');
       // Five lone appends one after the other (a request's hold and charge, the next request's):
       // the first wakes the others at once, the rest are covered together after the gap.
       const started = performance.now();
       for (let i = 0; i < 5; i++) await appending.append(`gap-${randomUUID()}`, [event(`n${i}`)], 'no_stream');
       const appended = performance.now();
-      await waitFor(() => received.length >= 2);
+      await waitFor(() => received().length >= 2);
       await sleep(100);
-      expect(received).toHaveLength(2);
-      expect(received[0] - started).toBeLessThan(appended - started + 50);
-      expect(received[1] - received[0]).toBeGreaterThanOrEqual(10);
+      const [first, second] = received();
+      expect(received()).toHaveLength(2);
+      expect(first - started).toBeLessThan(appended - started + 50);
+      expect(second - first).toBeGreaterThanOrEqual(10);
       // The second came after the last append committed: it covers it.
-      expect(received[1]).toBeGreaterThanOrEqual(appended);
+      expect(second).toBeGreaterThanOrEqual(appended);
       // After a quiet spell longer than the gap, an append wakes the others at once again.
       const again = performance.now();
       await appending.append(`gap-${randomUUID()}`, [event('quiet')], 'no_stream');
-      await waitFor(() => received.length > 2);
-      expect(received[2] - again).toBeLessThan(200);
+      await waitFor(() => received().length > 2);
+      expect(received()[2] - again).toBeLessThan(200);
       // Two appends within the gap, then close(): the second's NOTIFY is sent before the store closes.
       await sleep(50);
       await appending.append(`gap-${randomUUID()}`, [event('a')], 'no_stream');
       await appending.append(`gap-${randomUUID()}`, [event('b')], 'no_stream');
       await appending.close();
-      await waitFor(() => received.length >= 5);
-      expect(received).toHaveLength(5);
+      await waitFor(() => received().length >= 5);
+      expect(received()).toHaveLength(5);
     } finally {
-      await listener.end();
-      await appending.close();
-      await single.close();
+      await close();
     }
   });
 
