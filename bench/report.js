@@ -48,7 +48,7 @@ function markdown(r) {
     '',
     'Every figure comes from the same run, against one simulated upstream process (the built `startSimulator`, model `sim/echo`, ' +
       'body `{"model":"sim/echo","messages":[{"role":"user","content":"hello"}],"max_tokens":16}`, streamed with `stream_options.include_usage`). ' +
-      'The gateway runs as in production: `dist/apps/gateway/src/main.js` plus the worker, on a fresh PostgreSQL database and Redis, ' +
+      `The gateway runs as in production: \`${r.config.gateway_command ?? 'node dist/apps/gateway/src/main.js'}\` (its \`npm run start:gateway\`) plus the worker, on a fresh PostgreSQL database and Redis, ` +
       'with a durable hold and charge (two event-store appends) on every request. The client, the upstream, the proxies, the worker, ' +
       'PostgreSQL and Redis all share the same cores, so compare ratios within a run, never absolute figures across runs.',
     '',

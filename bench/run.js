@@ -820,8 +820,21 @@ function gatewayNodeOptions(name) {
   return extra ? { NODE_OPTIONS: [process.env.NODE_OPTIONS, extra].filter(Boolean).join(' ') } : {};
 }
 
+const GATEWAY_ENTRY = 'dist/apps/gateway/src/main.js';
+
+/**
+ * The node flags a build's gateway runs with in production: those of its `npm run start:gateway`
+ * (the Dockerfile and docker-compose.yml say the same). Each build of an A/B run gets its own.
+ */
+function productionGatewayFlags(appRoot) {
+  const script = JSON.parse(fs.readFileSync(path.join(appRoot, 'package.json'), 'utf8')).scripts?.['start:gateway'] ?? '';
+  const words = script.trim().split(/\s+/);
+  const entry = words.indexOf(GATEWAY_ENTRY);
+  return words[0] === 'node' && entry > 0 ? words.slice(1, entry) : [];
+}
+
 async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
-  const gw = await startProcess('gateway', process.execPath, [...nodeFlags, 'dist/apps/gateway/src/main.js'], {
+  const gw = await startProcess('gateway', process.execPath, [...productionGatewayFlags(APP_ROOT), ...nodeFlags, GATEWAY_ENTRY], {
     logName,
     env: ctx.appEnv({ PORT: String(ctx.gatewayPort), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
@@ -854,7 +867,7 @@ async function prepareBuildB(ctx) {
 /** The build under BENCH_AB_ROOT: its own gateway and worker, its own database and accounts; the same simulator. */
 async function startBuildB(ctx, b) {
   const { db } = b;
-  const gw = await startProcess('gateway-b', process.execPath, ['dist/apps/gateway/src/main.js'], {
+  const gw = await startProcess('gateway-b', process.execPath, [...productionGatewayFlags(AB_ROOT), GATEWAY_ENTRY], {
     cwd: AB_ROOT,
     env: b.appEnv({ PORT: String(b.gatewayPort), ...gatewayNodeOptions('BENCH_AB_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
@@ -931,7 +944,7 @@ async function main() {
     date: new Date().toISOString(),
     machine: machine(),
     git: gitInfo(),
-    config: { ...CFG, quick: QUICK, redis: REDIS_URL, body: CHAT },
+    config: { ...CFG, quick: QUICK, redis: REDIS_URL, body: CHAT, gateway_command: ['node', ...productionGatewayFlags(APP_ROOT), GATEWAY_ENTRY].join(' ') },
     anomalies: [],
   };
   // What a hand-off between two processes costs on this host, before anything else runs.
