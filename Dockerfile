@@ -20,6 +20,7 @@ COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080
 # A young generation of 2 x 32 MB (V8's default is 2 x 16): the requests in flight then outlive
-# fewer scavenges; ~12% less of the gateway's CPU per request (docs/BENCHMARKS.md, sixth round).
-# Only the command line sets it; npm run start:gateway and docker-compose.yml say the same.
+# fewer scavenges, for about a tenth less of the gateway's CPU per request under load
+# (docs/BENCHMARKS.md, sixth round). Only the command line sets it; npm run start:gateway and
+# docker-compose.yml say the same.
 CMD ["node", "--max-semi-space-size=32", "dist/apps/gateway/src/main.js"]

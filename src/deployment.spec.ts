@@ -19,8 +19,8 @@ function gatewayCommands(): Record<string, string[]> {
 
 describe('how the gateway is started in production', () => {
   // A young generation of 2 x 32 MB: a V8 limit only the command line sets (docs/BENCHMARKS.md,
-  // sixth round: ~12% less of the gateway's CPU per request). The bench runs the flags of
-  // `start:gateway`, so every other way of starting it must say the same.
+  // sixth round: about a tenth less of the gateway's CPU per request under load). The bench
+  // runs the flags of `start:gateway`, so every other way of starting it must say the same.
   it('runs the gateway with the same node flags everywhere, the young generation raised among them', () => {
     const commands = gatewayCommands();
     for (const argv of Object.values(commands)) {
