@@ -228,12 +228,10 @@ export class SqlEventStore implements EventStore {
   private groupsInFlight = 0;
   private notifying: Promise<void> | null = null;
   private notifyAgain = false;
-  private notifyTimer: NodeJS.Timeout | undefined;
-  private lastNotify = -Infinity;
+  private readonly notifySpacing = new Spaced(NOTIFY_GAP_MS, () => this.sendNotify());
   /** The last catch-up request sent, awaited by close(). */
   private catchingUp: Promise<void> | null = null;
-  private catchUpTimer: NodeJS.Timeout | undefined;
-  private lastCatchUp = -Infinity;
+  private readonly catchUpSpacing = new Spaced(CATCH_UP_GAP_MS, () => this.sendCatchUp());
   private closed = false;
 
   constructor(
@@ -538,17 +536,10 @@ export class SqlEventStore implements EventStore {
    * told. Spaced by CATCH_UP_GAP_MS: a request within the gap is sent at its end, once for all.
    */
   requestCatchUp(): void {
-    if (this.closed || this.catchUpTimer) return;
-    const wait = this.lastCatchUp + CATCH_UP_GAP_MS - performance.now();
-    if (wait <= 0) return this.sendCatchUp();
-    this.catchUpTimer = setTimeout(() => {
-      this.catchUpTimer = undefined;
-      if (!this.closed) this.sendCatchUp();
-    }, wait);
+    if (!this.closed) this.catchUpSpacing.request();
   }
 
   private sendCatchUp(): void {
-    this.lastCatchUp = performance.now();
     if (this.runner.dialect !== 'postgres') return this.signalAppend('catch-up');
     // The gap spaces the requests: none is dropped for one still on its way. A lost one costs
     // its readers latency only.
@@ -560,13 +551,10 @@ export class SqlEventStore implements EventStore {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.catchUpTimer);
-    this.catchUpTimer = undefined;
+    this.catchUpSpacing.cancel();
     // An append still waiting for its NOTIFY is announced now: the gap was only there to
     // spare the server, and the process will not be here at its end.
-    if (this.notifyTimer) {
-      clearTimeout(this.notifyTimer);
-      this.notifyTimer = undefined;
+    if (this.notifySpacing.cancel()) {
       await this.notifying;
       this.sendNotify();
     }
@@ -588,25 +576,16 @@ export class SqlEventStore implements EventStore {
    * the gap after it, are covered by the next, sent when it returns or at the gap's end.
    */
   private notifyOthers(): void {
-    if (this.runner.dialect !== 'postgres' || this.closed || this.notifyTimer) return;
+    if (this.runner.dialect !== 'postgres' || this.closed || this.notifySpacing.pending) return;
     if (this.notifying) {
       this.notifyAgain = true;
       return;
     }
-    const wait = this.lastNotify + NOTIFY_GAP_MS - performance.now();
-    if (wait > 0) {
-      this.notifyTimer = setTimeout(() => {
-        this.notifyTimer = undefined;
-        this.notifyOthers();
-      }, wait);
-      return;
-    }
-    this.sendNotify();
+    this.notifySpacing.request();
   }
 
   private sendNotify(): void {
     this.notifyAgain = false;
-    this.lastNotify = performance.now();
     // A lost wake-up costs latency only: readers poll as well.
     this.notifying = this.runner
       .query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL], { prepare: 'eventstore_notify' })
@@ -638,6 +617,47 @@ export class SqlEventStore implements EventStore {
  * destroyed (a LISTENing session must not return to the pool), so neither the process nor
  * `pool.end()` is kept waiting.
  */
+/**
+ * Runs `send` at most once per `gapMs`: a request within the gap after the last send runs it
+ * once at the gap's end, for every request made meanwhile.
+ */
+class Spaced {
+  private timer: NodeJS.Timeout | undefined;
+  private last = -Infinity;
+
+  constructor(
+    private readonly gapMs: number,
+    private readonly send: () => void,
+  ) {}
+
+  /** A send is due at the gap's end. */
+  get pending(): boolean {
+    return this.timer !== undefined;
+  }
+
+  request(): void {
+    if (this.timer) return;
+    const wait = this.last + this.gapMs - performance.now();
+    if (wait > 0) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.request();
+      }, wait);
+      return;
+    }
+    this.last = performance.now();
+    this.send();
+  }
+
+  /** Drops the send due at the gap's end; true if there was one. */
+  cancel(): boolean {
+    if (!this.timer) return false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    return true;
+  }
+}
+
 class PgAppendListener {
   private client?: PoolClient;
   private readonly connecting: Promise<void>[] = [];
