@@ -8,6 +8,7 @@ import { startAll, type Started } from '../../src/main';
 import type { Runtime, RuntimeOptions } from '../../src/runtime';
 import { costOfMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens } from '@svc/providers';
+import { seedPglite } from './pglite-template';
 
 /**
  * Test keys (the dev key among them) get limits no suite reaches by accident: a suite makes
@@ -21,6 +22,7 @@ export const UNLIMITED_TEST_KEYS = { SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000
  */
 export async function startGateway(env: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), 'svc-e2e-')), options: RuntimeOptions = {}) {
   const config = loadConfig({ SVC_DATA_DIR: dataDir, PORT: '0', ...UNLIMITED_TEST_KEYS, ...env });
+  if (!config.databaseUrl && !options.inMemory) seedPglite(dataDir);
   const started: Started = await startAll(config, { logger: false, ...options });
   return Object.assign(started, {
     dataDir,
