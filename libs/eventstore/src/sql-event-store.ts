@@ -552,12 +552,12 @@ export class SqlEventStore implements EventStore {
   async close(): Promise<void> {
     this.closed = true;
     this.catchUpSpacing.cancel();
-    // An append still waiting for its NOTIFY is announced now: the gap was only there to
-    // spare the server, and the process will not be here at its end.
-    if (this.notifySpacing.cancel()) {
-      await this.notifying;
-      this.sendNotify();
-    }
+    // An append still waiting for its NOTIFY (within the gap, or behind the one on its way) is
+    // announced now: the wait was only there to spare the server, and the process will not be
+    // here at its end.
+    const due = this.notifySpacing.cancel();
+    await this.notifying;
+    if (due || this.notifyAgain) this.sendNotify();
     await this.notifying;
     await this.catchingUp;
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
@@ -611,13 +611,6 @@ export class SqlEventStore implements EventStore {
 }
 
 /**
- * One pooled connection kept in LISTEN, so appends by other processes wake this one's
- * readers. Losing it only costs latency (subscriptions keep polling), so it is re-opened
- * in the background; its timers are unref'd and `stop()` hands the connection back
- * destroyed (a LISTENing session must not return to the pool), so neither the process nor
- * `pool.end()` is kept waiting.
- */
-/**
  * Runs `send` at most once per `gapMs`: a request within the gap after the last send runs it
  * once at the gap's end, for every request made meanwhile.
  */
@@ -658,6 +651,13 @@ class Spaced {
   }
 }
 
+/**
+ * One pooled connection kept in LISTEN, so appends by other processes wake this one's
+ * readers. Losing it only costs latency (subscriptions keep polling), so it is re-opened
+ * in the background; its timers are unref'd and `stop()` hands the connection back
+ * destroyed (a LISTENing session must not return to the pool), so neither the process nor
+ * `pool.end()` is kept waiting.
+ */
 class PgAppendListener {
   private client?: PoolClient;
   private readonly connecting: Promise<void>[] = [];
