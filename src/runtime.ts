@@ -224,7 +224,7 @@ async function openReadDb(config: Config, inMemory: boolean, closers: (() => Pro
   if (config.databaseUrl) sql = await PgSqlRunner.connect({ connectionString: config.databaseUrl });
   else if (inMemory) sql = await PgliteSqlRunner.open();
   else {
-    const dir = join(config.dataDir, 'pglite');
+    const dir = embeddedDbDir(config.dataDir);
     mkdirSync(dir, { recursive: true });
     // PGlite is one process's database: a second process opening the same files corrupts them.
     const release = lockDataDir(config.dataDir);
@@ -233,6 +233,11 @@ async function openReadDb(config: Config, inMemory: boolean, closers: (() => Pro
   }
   closers.push(() => sql.close());
   return sql;
+}
+
+/** Where the embedded PGlite cluster lives in a data directory. */
+export function embeddedDbDir(dataDir: string): string {
+  return join(dataDir, 'pglite');
 }
 
 export class DataDirInUseError extends Error {

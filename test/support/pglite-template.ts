@@ -1,5 +1,5 @@
 import { cpSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { embeddedDbDir } from '../../src/runtime';
 
 /**
  * Gives a new data directory the PGlite cluster that global-setup.js initialised once for the
@@ -10,7 +10,7 @@ import { join } from 'node:path';
  */
 export function seedPglite(dataDir: string): void {
   const template = process.env.SVC_TEST_PGLITE_TEMPLATE;
-  const target = join(dataDir, 'pglite');
+  const target = embeddedDbDir(dataDir);
   if (!template || existsSync(target)) return;
   cpSync(template, target, { recursive: true });
 }
