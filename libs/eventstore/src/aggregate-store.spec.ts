@@ -1,10 +1,10 @@
 import { accountDecider, accountStream, availableNano, type AccountCommand, type GenerationStats } from '@svc/ledger';
 import { ManualClock } from '@svc/platform';
-import type { SqlRunner } from '@svc/platform';
+import { PgSqlRunner, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { AggregateStore } from './aggregate-store';
 import { DomainError } from './decider';
-import { UnstorableEventError, type EventStore, type NewEvent } from './port';
+import { StreamContentionError, UnstorableEventError, type EventStore, type NewEvent } from './port';
 import { SqlEventStore } from './sql-event-store';
 
 const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
@@ -264,4 +264,92 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(flaky.appends - before).toBe(1 + 1 + 3);
     expect(await chargedHolds(stream)).toEqual(['h1']);
   });
+});
+
+/**
+ * Issue 41 A: one account in flight on several gateway processes. Each process is its own pool
+ * and its own aggregate cache on one PostgreSQL schema, as four gateways are.
+ */
+describe('issue 41 A: a hot account written from four processes', () => {
+  const clock = new ManualClock();
+  let runners: SqlRunner[] = [];
+  let stores: SqlEventStore[] = [];
+
+  beforeAll(async () => {
+    const first = await freshPgRunner('hot4');
+    runners = [first];
+    for (let i = 1; i < 4; i++) runners.push(await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL!, options: `-c search_path=${first.schema}` }));
+    stores = runners.map((r) => new SqlEventStore(r));
+    await stores[0].init();
+  });
+
+  afterAll(async () => {
+    for (const s of stores) await s.close();
+    for (const r of runners) await r.close();
+  });
+
+  async function openAccount(aggregates: AggregateStore, id: string, credits: bigint): Promise<string> {
+    const stream = accountStream(id);
+    await aggregates.handle(accountDecider, stream, { type: 'OpenAccount', accountId: id });
+    await aggregates.handle(accountDecider, stream, { type: 'AddCredits', amountNano: credits, reason: 'signup' });
+    return stream;
+  }
+
+  /** Every process places then charges `perProcess` holds at once; resolves with each command's outcome. */
+  async function storm(processes: AggregateStore[], stream: string, perProcess: number) {
+    return Promise.allSettled(
+      processes.flatMap((p, n) =>
+        Array.from({ length: perProcess }, async (_, i) => {
+          await p.handle(accountDecider, stream, hold(`p${n}-${i}`, 5n));
+          await p.handle(accountDecider, stream, { type: 'ChargeUsage', holdId: `p${n}-${i}`, amountNano: 3n, stats: stats() });
+        }),
+      ),
+    );
+  }
+
+  it('lands every hold and every charge, without retrying a race: a writer that loses one takes its turn under the lock', async () => {
+    // maxRetries 0: a second optimistic race would fail the batch, so only the turn under the lock can pass.
+    const processes = stores.map((s) => new AggregateStore(s, clock, { maxRetries: 0 }));
+    const stream = await openAccount(processes[0], 'hot4', 1_000_000n);
+    const outcomes = await storm(processes, stream, 150);
+    expect(outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason))).toEqual([]);
+    // The processes did contend: the test proves the way out, not a quiet run.
+    expect(processes.reduce((n, p) => n + p.stats.conflicts, 0)).toBeGreaterThan(0);
+    const events = await stores[0].readStream(stream);
+    expect(events.filter((e) => e.type === 'HoldPlaced')).toHaveLength(600);
+    expect(events.filter((e) => e.type === 'UsageCharged')).toHaveLength(600);
+    const state = await new AggregateStore(stores[1], clock).load(accountDecider, stream);
+    expect(state.holds.size).toBe(0);
+    expect(availableNano(state)).toBe(1_000_000n - 600n * 3n);
+  }, 60_000);
+
+  it('starves no process: each lands all of its commands while the others keep the account busy', async () => {
+    const processes = stores.map((s) => new AggregateStore(s, clock, { maxRetries: 0 }));
+    const stream = await openAccount(processes[0], 'fair4', 1_000_000n);
+    await storm(processes, stream, 100);
+    const charged = (await stores[0].readStream(stream)).filter((e) => e.type === 'UsageCharged').map((e) => (e.data as { hold_id: string }).hold_id);
+    for (let n = 0; n < 4; n++) expect(charged.filter((id) => id.startsWith(`p${n}-`))).toHaveLength(100);
+  }, 60_000);
+
+  it('without a store lock, a writer that keeps losing fails with StreamContentionError and writes nothing, never WrongExpectedVersionError', async () => {
+    // The same store without its optional appendExclusive, as an adapter that has none (EventStoreDB).
+    const optimistic = stores.map((s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore);
+    const processes = optimistic.map((s) => new AggregateStore(s, clock, { maxRetries: 0 }));
+    const stream = await openAccount(processes[0], 'noLock', 1_000_000n);
+    const outcomes = await Promise.allSettled(processes.flatMap((p, n) => Array.from({ length: 50 }, (_, i) => p.handle(accountDecider, stream, hold(`q${n}-${i}`, 5n)))));
+    const failures = outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason);
+    expect(failures.length).toBeGreaterThan(0);
+    for (const err of failures) expect(err).toBeInstanceOf(StreamContentionError);
+    const placed = (await stores[0].readStream(stream)).filter((e) => e.type === 'HoldPlaced');
+    expect(placed).toHaveLength(outcomes.length - failures.length);
+  }, 60_000);
+
+  it('without a store lock, jittered retries land every command of a contended account', async () => {
+    const optimistic = stores.map((s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore);
+    const processes = optimistic.map((s) => new AggregateStore(s, clock));
+    const stream = await openAccount(processes[0], 'jitter', 1_000_000n);
+    const outcomes = await storm(processes, stream, 40);
+    expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+    expect((await stores[0].readStream(stream)).filter((e) => e.type === 'UsageCharged')).toHaveLength(160);
+  }, 60_000);
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '@svc/platform';
 import { storeUnavailable } from './common';
 import { DomainError, type Decider, type DomainEvent } from './decider';
-import { WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
+import { StreamContentionError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type NewEvent } from './port';
 
 interface Cached<S> {
   state: S;
@@ -40,6 +40,27 @@ interface StreamQueue {
 
 type Outcome = { events: DomainEvent[] } | { error: unknown };
 
+interface Decided {
+  state: unknown;
+  outcomes: Outcome[];
+  events: NewEvent[];
+}
+
+function settleAll(batch: Pending[], decided: Decided, appended: AppendResult | null): void {
+  batch.forEach((pending, i) => {
+    const outcome = decided.outcomes[i];
+    if ('error' in outcome) pending.reject(outcome.error);
+    else pending.resolve({ events: outcome.events, state: decided.state, appended: outcome.events.length > 0 ? appended : null });
+  });
+}
+
+/** A failure of the batch's append that one of its commands may have caused alone (see decideOneByOne). */
+function isolatable(err: unknown, batch: Pending[]): boolean {
+  return batch.length > 1 && !(err instanceof WrongExpectedVersionError) && !storeUnavailable(err);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;
@@ -50,7 +71,10 @@ const MAX_BATCH = 128;
  * that queue up on one stream while an append is in flight are decided one after the other
  * on the evolving state and written by the next append, with one expected-revision check:
  * a hot account with hundreds of requests in flight costs a few appends, not hundreds of
- * conflicts. Across processes, optimistic concurrency with reload and retry.
+ * conflicts. Across processes, optimistic concurrency first; a writer that loses a race takes
+ * its next turn under the stream's lock where the store has one (appendExclusive), else races
+ * again with jittered backoff, and after `maxRetries` lost races fails with
+ * StreamContentionError, nothing written.
  */
 export class AggregateStore {
   private readonly cache = new Map<string, Cached<unknown>>();
@@ -99,31 +123,17 @@ export class AggregateStore {
    * batch when it says the store cannot be reached (see storeUnavailable), otherwise undefined.
    */
   private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<unknown> {
-    const maxRetries = this.options.maxRetries ?? 20;
+    const maxRetries = this.options.maxRetries ?? 50;
     try {
       // First use in this process: read the stream rather than deciding on an empty state.
       let current = this.cache.has(stream) ? this.cached(decider, stream) : await this.catchUp(decider, stream);
       let fresh = false;
       for (let attempt = 0; ; attempt++) {
-        const now = this.clock.now();
-        const at = now.toISOString();
-        let state = current.state;
-        const outcomes: Outcome[] = [];
-        const events: NewEvent[] = [];
-        for (const { command, metadata } of batch) {
-          try {
-            const decided = decider.decide(command, state, now);
-            state = decided.reduce(decider.evolve, state);
-            outcomes.push({ events: decided });
-            for (const e of decided) events.push({ id: randomUUID(), type: e.type, data: e.data, metadata: { ...metadata, at } });
-          } catch (error) {
-            outcomes.push({ error });
-          }
-        }
+        const decided = this.decideAll(decider, batch, current.state);
         // A refusal or a decision to do nothing, taken on a state another process has moved on
         // from, would be wrong (credits added elsewhere; a hold placed elsewhere now due to
         // expire) and no append would catch it: decide again on fresh state first.
-        if (!fresh && outcomes.some((o) => ('error' in o ? o.error instanceof DomainError : o.events.length === 0))) {
+        if (!fresh && decided.outcomes.some((o) => ('error' in o ? o.error instanceof DomainError : o.events.length === 0))) {
           fresh = true;
           const latest = await this.catchUp(decider, stream);
           if (latest.revision !== current.revision) {
@@ -132,46 +142,100 @@ export class AggregateStore {
           }
         }
         let appended: AppendResult | null = null;
-        if (events.length > 0) {
+        if (decided.events.length > 0) {
           try {
-            appended = await this.store.append(stream, events, current.revision < 0n ? 'no_stream' : current.revision);
+            appended = await this.store.append(stream, decided.events, current.revision < 0n ? 'no_stream' : current.revision);
             this.stats.appends++;
           } catch (err) {
-            if (!(err instanceof WrongExpectedVersionError) && !storeUnavailable(err) && batch.length > 1) {
-              // One command's events the store refuses (too large, a string it cannot keep, a
-              // value it rejects) must not fail the others of the batch, among them the charges
-              // of streams that already delivered: each is decided and appended alone, and only
-              // the guilty one fails. A store that cannot be reached fails the batch as one, and
-              // once it stops answering halfway the rest fail without trying: one attempt each
-              // could mean up to MAX_BATCH connect or statement timeouts in a row.
-              for (let i = 0; i < batch.length; i++) {
-                const unavailable = await this.decideBatch(decider, stream, [batch[i]]);
-                if (unavailable !== undefined) {
-                  for (const rest of batch.slice(i + 1)) rest.reject(unavailable);
-                  return unavailable;
-                }
-              }
-              return undefined;
+            if (!(err instanceof WrongExpectedVersionError)) {
+              if (isolatable(err, batch)) return await this.decideOneByOne(decider, stream, batch);
+              throw err;
             }
-            if (!(err instanceof WrongExpectedVersionError) || attempt >= maxRetries) throw err;
             this.stats.conflicts++;
+            // Another process appended since this one last read. Racing again could lose again,
+            // as often as that process keeps the stream busy (issue 41 A: a hot account on four
+            // gateways lost twenty races in a row): where the store can, take a turn under the
+            // stream's lock instead, which cannot conflict.
+            if (this.store.appendExclusive) return await this.decideExclusively(decider, stream, batch);
+            if (attempt >= maxRetries) throw new StreamContentionError(stream, attempt + 1);
+            // Jittered, so that the writers who lost together do not all race again together.
+            await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
             current = await this.catchUp(decider, stream);
             fresh = true;
             continue;
           }
-          this.remember(stream, { state, revision: appended.nextRevision });
+          this.remember(stream, { state: decided.state, revision: appended.nextRevision });
         }
-        batch.forEach((pending, i) => {
-          const outcome = outcomes[i];
-          if ('error' in outcome) pending.reject(outcome.error);
-          else pending.resolve({ events: outcome.events, state, appended: outcome.events.length > 0 ? appended : null });
-        });
+        settleAll(batch, decided, appended);
         return undefined;
       }
     } catch (err) {
       for (const pending of batch) pending.reject(err);
       return storeUnavailable(err) ? err : undefined;
     }
+  }
+
+  /**
+   * The batch decided and appended under the stream's lock, on the state as the lock's holder
+   * reads it: no other append can come between, so no conflict and no retry.
+   */
+  private async decideExclusively(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<unknown> {
+    const base = this.cached(decider, stream);
+    let decided: Decided | undefined;
+    let done;
+    try {
+      done = await this.store.appendExclusive!(stream, base.revision, (newer) => {
+        let state = base.state;
+        for (const event of newer) state = decider.evolve(state, event as unknown as DomainEvent);
+        decided = this.decideAll(decider, batch, state);
+        return decided.events;
+      });
+    } catch (err) {
+      if (isolatable(err, batch)) return this.decideOneByOne(decider, stream, batch);
+      throw err;
+    }
+    this.stats.appends += done.appended ? 1 : 0;
+    this.remember(stream, { state: decided!.state, revision: done.revision });
+    settleAll(batch, decided!, done.appended);
+    return undefined;
+  }
+
+  /**
+   * One command's events the store refuses (too large, a string it cannot keep, a value it
+   * rejects) must not fail the others of the batch, among them the charges of streams that
+   * already delivered: each is decided and appended alone, and only the guilty one fails. Once
+   * the store stops answering halfway the rest fail without trying: one attempt each could mean
+   * up to MAX_BATCH connect or statement timeouts in a row.
+   */
+  private async decideOneByOne(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<unknown> {
+    for (let i = 0; i < batch.length; i++) {
+      const unavailable = await this.decideBatch(decider, stream, [batch[i]]);
+      if (unavailable !== undefined) {
+        for (const rest of batch.slice(i + 1)) rest.reject(unavailable);
+        return unavailable;
+      }
+    }
+    return undefined;
+  }
+
+  /** Each command of the batch decided in turn on the state the ones before it leave. */
+  private decideAll(decider: StreamQueue['decider'], batch: Pending[], initial: unknown): Decided {
+    const now = this.clock.now();
+    const at = now.toISOString();
+    let state = initial;
+    const outcomes: Outcome[] = [];
+    const events: NewEvent[] = [];
+    for (const { command, metadata } of batch) {
+      try {
+        const decided = decider.decide(command, state, now);
+        state = decided.reduce(decider.evolve, state);
+        outcomes.push({ events: decided });
+        for (const e of decided) events.push({ id: randomUUID(), type: e.type, data: e.data, metadata: { ...metadata, at } });
+      } catch (error) {
+        outcomes.push({ error });
+      }
+    }
+    return { state, outcomes, events };
   }
 
   private cached<S>(decider: { initialState: () => S }, stream: string): Cached<S> {

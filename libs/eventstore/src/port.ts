@@ -106,7 +106,24 @@ export interface EventStore {
   requestCatchUp(): void;
   /** Number of events strictly after `after` (all when omitted); for lag and progress. */
   countEventsAfter(after?: Position): Promise<number>;
+  /**
+   * Optional (the SQL adapters): reads the stream after revision `after` and appends what
+   * `decide` makes of those events, expecting the revision it read, with the stream's lock held
+   * from the read to the commit, so no other append of the stream can come between them and
+   * the append cannot conflict. A writer that lost an optimistic race takes its turn this way
+   * instead of racing again (issue 41 A): waiters on one lock are served in turn, so a hot
+   * stream written from several processes starves none of them. `decide` is synchronous and
+   * may run only once; an empty answer writes nothing.
+   */
+  appendExclusive?(stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]): Promise<ExclusiveAppendResult>;
   close(): Promise<void>;
+}
+
+export interface ExclusiveAppendResult {
+  /** The stream's last revision once the append is done (-1n for a stream with no events). */
+  revision: bigint;
+  /** null when `decide` answered nothing. */
+  appended: AppendResult | null;
 }
 
 export class WrongExpectedVersionError extends Error {
@@ -118,6 +135,21 @@ export class WrongExpectedVersionError extends Error {
     readonly actual: bigint,
   ) {
     super(`Wrong expected version on ${stream}: expected ${String(expected)}, actual ${actual}`);
+  }
+}
+
+/**
+ * A stream written so busily from elsewhere that this writer lost every optimistic race it was
+ * given time for (stores without appendExclusive). Nothing was written: the command may be
+ * retried, and a request gets a 503 with Retry-After rather than an error of its own.
+ */
+export class StreamContentionError extends Error {
+  override readonly name = 'StreamContentionError';
+  constructor(
+    readonly stream: string,
+    readonly attempts: number,
+  ) {
+    super(`Append to ${stream} lost ${attempts} races with other writers in a row`);
   }
 }
 

@@ -8,6 +8,7 @@ import {
   type AppendResult,
   type EventMetadata,
   type EventStore,
+  type ExclusiveAppendResult,
   type ExpectedRevision,
   type NewEvent,
   type Position,
@@ -285,6 +286,35 @@ export class SqlEventStore implements EventStore {
     const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, expected)], { notify: true }))!;
     if (outcome instanceof Error) throw outcome;
     return outcome;
+  }
+
+  async appendExclusive(stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]): Promise<ExclusiveAppendResult> {
+    const done = await this.runner.transaction(
+      async (tx) => {
+        // The append function's own lock, taken first and held to the commit: the read below
+        // sees every append that came before, and none can come after it until this one is in.
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [stream]);
+        const newer: RecordedEvent[] = [];
+        for (let from = after + 1n; ; ) {
+          const { rows } = await tx.query<EventRow>(
+            `SELECT ${COLUMNS} FROM events WHERE stream = $1 AND revision >= $2::text::bigint ORDER BY events.revision LIMIT 1000`,
+            [stream, from.toString()],
+          );
+          for (const row of rows) newer.push(toRecorded(row));
+          if (rows.length < 1000) break;
+          from = newer[newer.length - 1].revision + 1n;
+        }
+        const revision = newer.length > 0 ? newer[newer.length - 1].revision : after;
+        const events = decide(newer);
+        if (events.length === 0) return { revision, appended: null };
+        const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, revision < 0n ? 'no_stream' : revision)], { notify: this.runner.dialect === 'postgres' }))!;
+        if (outcome instanceof Error) throw outcome;
+        return { revision: outcome.nextRevision, appended: outcome };
+      },
+      { readCommitted: true },
+    );
+    if (done.appended) this.signalAppend();
+    return done;
   }
 
   private prepare(stream: string, events: NewEvent[], expected: ExpectedRevision): PreparedAppend {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { Client } from 'pg';
-import { DomainError } from '@svc/eventstore';
+import { DomainError, StreamContentionError } from '@svc/eventstore';
 import { ProjectionTimeoutError } from '@svc/projections';
 import { ProviderError } from '@svc/providers';
 import { toApiError } from './error-mapping';
@@ -66,6 +66,12 @@ describe('error mapping of dependency outages (spec 7)', () => {
   it('answers 503 projections_behind when a write could not be confirmed visible in time', () => {
     const apiError = toApiError(new ProjectionTimeoutError('projections identity did not reach 1 in 5000 ms'), NOW);
     expect([apiError.status, apiError.code]).toEqual([503, 'projections_behind']);
+  });
+
+  // Issue 41 A: a hot account's lost races once answered 500 internal_error.
+  it('answers 503 account_busy with retry-after when the account is too contended to decide the request', () => {
+    const apiError = toApiError(new StreamContentionError('account-a', 51), NOW);
+    expect([apiError.status, apiError.type, apiError.code, apiError.headers['retry-after']]).toEqual([503, 'service_unavailable', 'account_busy', '1']);
   });
 
   it('keeps 500 for what nobody expected, and names the field a domain refusal names', () => {

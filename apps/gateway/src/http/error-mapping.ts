@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import { DomainError } from '@svc/eventstore';
+import { DomainError, StreamContentionError } from '@svc/eventstore';
 import { isLimitRefusal } from '@svc/ledger';
 import { ApiError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
@@ -18,7 +18,16 @@ export function toApiError(err: unknown, now: Date): ApiError {
   if (fastify) return fastify;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
   if (isConnectionFailure(err)) return outage();
+  if (err instanceof StreamContentionError) return contention();
   return ApiError.internal();
+}
+
+/**
+ * Issue 41 A: the account's log was too busy with other writers to decide this request in time.
+ * Nothing was written (no hold, no charge): the service's state, not the request, is at fault.
+ */
+function contention(): ApiError {
+  return new ApiError(503, 'service_unavailable', 'The account is receiving too many concurrent requests to decide this one in time; nothing was held or charged. Retry shortly.', 'account_busy', null, { 'retry-after': '1' });
 }
 
 /**
