@@ -16,11 +16,15 @@ import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
-export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number): HoldExpirySweeper {
+export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number, reaper?: HoldReaper): HoldExpirySweeper {
   const commands = app.get(CommandBus);
   return new HoldExpirySweeper(
     {
-      dueAccounts: (now) => accountsWithExpiredHolds(runtime.sql, now),
+      // What can be charged is charged before the rest expires (issue 41 A): an expiry never bills.
+      dueAccounts: async (now) => {
+        await reaper?.reapOnce();
+        return accountsWithExpiredHolds(runtime.sql, now);
+      },
       expire: async (accountId) => {
         const { events } = await commands.execute(new LedgerCommand(accountId, { type: 'ExpireHolds' }, { actor: 'hold-expiry' }));
         return events.filter((e) => e.type === 'HoldExpired').length;
@@ -230,10 +234,10 @@ export interface Background {
 /** Projections and sweepers: what the worker runs, and `npm start` beside the gateway. */
 export function startBackground(runtime: Runtime, app: INestApplicationContext): Background {
   runtime.projections.start();
-  const sweeper = holdExpirySweeper(runtime, app);
-  sweeper.start();
   const reaper = holdReaper(runtime, app);
   reaper.start();
+  const sweeper = holdExpirySweeper(runtime, app, undefined, reaper);
+  sweeper.start();
   const notices = new PeriodicTask(() => recordDeprecationNotices(runtime), NOTICE_INTERVAL_MS);
   notices.start((err) => console.error('recording model deprecation notices failed:', err), { immediately: true });
   const expiries = new PeriodicTask(() => recordKeyExpiryNotices(runtime), NOTICE_INTERVAL_MS);

@@ -17,6 +17,17 @@ describe("reaping a dead gateway's hold", () => {
     expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 5n, stats: stats({ completion_tokens: 0 }) } })).toMatchObject({ type: 'ReleaseHold' });
   });
 
+  // Issue 41 A: a charge its gateway could not land is landed as decided, not re-derived.
+  it('charges a final charge with its meters, cost lines, provider cost and what it returned', () => {
+    const lines = [{ meter: 'output', quantity: 3, unit_price_usd: '0.0000001', amount_nano: '300' }];
+    const command = reapCommand({
+      holdId: 'h1',
+      accountId: 'a1',
+      progress: { amountNano: 300n, stats: stats({ completion_tokens: 0 }), charge: { usage: { output: 3 }, lines, provider_cost_nano: '120', returned: 2 } },
+    });
+    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 300n, stats: stats({ completion_tokens: 0 }), usage: { output: 3 }, lines, providerCostNano: 120n, returned: 2 });
+  });
+
   it('cannot settle a hold twice: one its gateway settled after all is refused as not open', () => {
     const reaped = reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 700n, stats: stats({ completion_tokens: 7 }) } });
     spec.given([opened, credited(1_000_000n), held('h9', 1000n)]).when(reaped).thenThrows('hold_not_open');

@@ -1,12 +1,16 @@
 import { DomainError } from '@svc/eventstore';
 import { PeriodicTask } from '@svc/platform';
 import type { AccountCommand, GenerationStats } from './account';
+import type { CostLine, MeterUsage } from './pricing';
 
-/** An open hold whose serving process is gone, with the usage that process last recorded. */
+/**
+ * An open hold whose serving process is gone, or whose final charge could not land, with the
+ * usage last recorded of it (`charge`: the rest of the final charge, meters and cost lines).
+ */
 export interface Orphan {
   holdId: string;
   accountId: string;
-  progress: { amountNano: bigint; stats: GenerationStats } | null;
+  progress: { amountNano: bigint; stats: GenerationStats; charge?: { usage?: MeterUsage; lines?: CostLine[]; provider_cost_nano?: string | null; returned?: number } } | null;
 }
 
 export interface HoldReaperPorts {
@@ -27,8 +31,19 @@ export interface HoldReaperPorts {
  */
 export function reapCommand(orphan: Orphan): AccountCommand {
   const { progress } = orphan;
-  if (progress === null || progress.stats.completion_tokens === 0) return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost' };
-  return { type: 'ChargeUsage', holdId: orphan.holdId, amountNano: progress.amountNano, stats: progress.stats };
+  const { charge } = progress ?? {};
+  if (progress === null || (charge === undefined && progress.stats.completion_tokens === 0)) return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost' };
+  // A final charge goes as it was decided; the ledger still releases one that returned nothing.
+  return {
+    type: 'ChargeUsage',
+    holdId: orphan.holdId,
+    amountNano: progress.amountNano,
+    stats: progress.stats,
+    ...(charge?.usage === undefined ? {} : { usage: charge.usage }),
+    ...(charge?.lines === undefined ? {} : { lines: charge.lines }),
+    ...(charge?.provider_cost_nano == null ? {} : { providerCostNano: BigInt(charge.provider_cost_nano) }),
+    ...(charge?.returned === undefined ? {} : { returned: charge.returned }),
+  };
 }
 
 /**

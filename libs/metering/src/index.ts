@@ -22,5 +22,7 @@ export {
   type TargetRef,
   type TokenLimits,
   type Tried,
+  type UnsettledCharge,
+  type UnsettledCharges,
 } from './pipeline';
 export { allFailed, costOf, operationOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type OptionalOperation, type RoutedModel, type Target, type ToolPrices } from './targets';

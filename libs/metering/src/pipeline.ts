@@ -1,6 +1,6 @@
 import type { Catalog, CatalogModel } from '@svc/catalog';
 import type { EventMetadata, Handled } from '@svc/eventstore';
-import { DomainError } from '@svc/eventstore';
+import { DomainError, StreamContentionError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '@svc/ledger';
 import { billedAmount, BYOK_SUFFIX } from '@svc/ledger';
@@ -90,6 +90,22 @@ export interface MeteringDeps {
   observer?: MeteringObserver;
   /** Issue 22: spans of the hold, each upstream call and the charge or release; absent when the process does not trace. */
   tracing?: Tracing | null;
+  /**
+   * Where a charge for delivered output that could not land in time is kept for the hold reaper
+   * to land (issue 41 A): durable, outside the account's stream. Absent: such a charge fails.
+   */
+  unsettled?: UnsettledCharges;
+}
+
+/** A charge decided but not yet in the log: the command the account is to decide, as data. */
+export interface UnsettledCharge {
+  holdId: string;
+  accountId: string;
+  command: Extract<AccountCommand, { type: 'ChargeUsage' }>;
+}
+
+export interface UnsettledCharges {
+  record(charge: UnsettledCharge): Promise<void>;
 }
 
 /**
@@ -186,7 +202,7 @@ export class MeteredCalls {
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const held = targets.map((t) => costOf(t, plan.worstCase, deps.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
     const holdAttributes = () => ({ ...ids(id, caller.accountId, caller.keyId), [ATTR.amountNano]: Number(held), [ATTR.model]: plan.models[0].model.id, [ATTR.endpoint]: plan.endpoint });
-    await this.traced('hold', holdAttributes, () => deps.ledger(caller.accountId, {
+    const placeHold = () => deps.ledger(caller.accountId, {
       type: 'PlaceHold',
       holdId: id,
       keyId: caller.keyId,
@@ -196,7 +212,15 @@ export class MeteredCalls {
       ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
-    }, metadata));
+    }, metadata);
+    await this.traced('hold', holdAttributes, placeHold).catch((err: unknown) => {
+      // The hold may have committed before the connection was lost: the request fails (503), so
+      // nothing may stay held for it (issue 41 A). Given back in the background; none found, none held.
+      if (isConnectionFailure(err)) {
+        void settleDurably(() => deps.ledger(caller.accountId, { type: 'ReleaseHold', holdId: id, errorCode: 'hold_unconfirmed' }, metadata), async () => undefined).catch(() => undefined);
+      }
+      throw err;
+    });
     const reservation: Reservation = {
       id,
       accountId: caller.accountId,
@@ -328,35 +352,65 @@ export class MeteredCalls {
    */
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
-    const amountNano = this.costOf(target, settlement.usage);
-    const { lines, providerCostNano } = this.explain(reservation.id, target, settlement.usage, amountNano);
+    const command = this.chargeCommand(reservation, target, settlement);
     const charged = await this.traced('charge', () => settleAttributes(reservation, target), async (span) => {
-      const settled = await this.deps.ledger(
-        reservation.accountId,
-        {
-          type: 'ChargeUsage',
-          holdId: reservation.id,
-          amountNano,
-          stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
-          usage: recordedMeters(settlement.usage),
-          ...(lines ? { lines } : {}),
-          providerCostNano,
-          ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
-        },
-        reservation.metadata,
-      );
+      const settled = await this.deps.ledger(reservation.accountId, command, reservation.metadata);
       // Nothing returned is released, not charged (spec 1 rule 3): the span says 0.
       const amount = settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
       span?.setAttribute(ATTR.amountNano, Number(amount));
       return { amount, event: settled.events[0]?.type };
     });
-    const output = settlement.usage.output ?? 0;
-    if (metered.recordOutputTokens && output > 0) {
-      metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
-    }
+    this.countOutput(metered, settlement);
     if (charged.event !== 'UsageCharged') return 0n;
     this.deps.observer?.charged(reservation.id, charged.amount);
     return charged.amount;
+  }
+
+  /**
+   * `settle` for output the client already has (a stream, a realtime response): the charge
+   * must land whatever happens (issue 41 A). It is retried while the store is unreachable or
+   * the account too busy; if it still cannot land, it is kept durably (`unsettled`) for the
+   * hold reaper, which charges it, never just releases the hold. Resolves with the amount
+   * charged or to be charged.
+   */
+  async settleDelivered(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
+    const { reservation } = metered;
+    // An attempt that lost its connection may have committed: a hold found settled on a retry was settled by it.
+    const landed = async () => this.chargeOf(target, settlement);
+    try {
+      return await settleDurably(() => this.settle(metered, target, settlement), landed);
+    } catch (err) {
+      const { unsettled } = this.deps;
+      if (!unsettled || err instanceof DomainError) throw err;
+      const command = this.chargeCommand(reservation, target, settlement);
+      await unsettled.record({ holdId: reservation.id, accountId: reservation.accountId, command });
+      this.deps.warn(`${reservation.id}: charge not landed yet (${(err as Error).message}); kept for the hold reaper`);
+      return landed();
+    }
+  }
+
+  /** The ChargeUsage command of a settlement: what was used, priced at the target that answered, explained line by line. */
+  chargeCommand(reservation: Reservation, target: Target, settlement: Settlement): Extract<AccountCommand, { type: 'ChargeUsage' }> {
+    const amountNano = this.costOf(target, settlement.usage);
+    const { lines, providerCostNano } = this.explain(reservation.id, target, settlement.usage, amountNano);
+    return {
+      type: 'ChargeUsage',
+      holdId: reservation.id,
+      amountNano,
+      stats: { ...this.statsOf(reservation, target, settlement), latency_ms: Math.round(settlement.latencyMs), ttft_ms: settlement.ttftMs },
+      usage: recordedMeters(settlement.usage),
+      ...(lines ? { lines } : {}),
+      providerCostNano,
+      ...(settlement.returned === undefined ? {} : { returned: settlement.returned }),
+    };
+  }
+
+  /** The output tokens count against the caller's tokens per minute once the call is settled. */
+  private countOutput(metered: Metered, settlement: Settlement): void {
+    const output = settlement.usage.output ?? 0;
+    if (metered.recordOutputTokens && output > 0) {
+      metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${metered.reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
+    }
   }
 
   /** Releases the hold of a call that failed: nothing is billed (spec 1 rule 3). */
@@ -480,7 +534,7 @@ export function isHoldNotOpen(err: unknown): boolean {
   return err instanceof DomainError && err.code === 'hold_not_open';
 }
 
-/** How often, and how long in all (about 30 s), a settlement is retried while the store is unreachable. */
+/** How often, and how long in all (about 30 s), a settlement is retried while the store is unreachable or the account too busy. */
 const SETTLE_RETRIES = 9;
 
 /**
@@ -496,8 +550,10 @@ export async function settleDurably<T>(attempt: () => Promise<T>, landed: () => 
       return await attempt();
     } catch (err) {
       if (unreachable && isHoldNotOpen(err)) return landed();
-      if (!isConnectionFailure(err) || i >= SETTLE_RETRIES) throw err;
-      unreachable = true;
+      const contended = err instanceof StreamContentionError;
+      if (!(isConnectionFailure(err) || contended) || i >= SETTLE_RETRIES) throw err;
+      // Contention writes nothing: only a lost connection leaves the attempt's fate unknown.
+      if (!contended) unreachable = true;
       await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** i, 5_000)));
     }
   }

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { GenerationStats } from '@svc/ledger';
+import type { AccountCommand, CostLine, GenerationStats, MeterUsage } from '@svc/ledger';
+
+type ChargeCommand = Extract<AccountCommand, { type: 'ChargeUsage' }>;
 import type { SqlExecutor, SqlRunner } from '@svc/platform';
 
 /**
@@ -33,6 +35,10 @@ const SCHEMA = [
     stats jsonb NOT NULL,
     recorded_at timestamptz NOT NULL DEFAULT now()
   )`,
+  // Issue 41 A: the whole charge of a settled request whose charge could not land (final), for
+  // the reaper to land as it was decided, meters and cost lines included.
+  `ALTER TABLE stream_progress ADD COLUMN IF NOT EXISTS charge jsonb`,
+  `ALTER TABLE stream_progress ADD COLUMN IF NOT EXISTS final boolean NOT NULL DEFAULT false`,
 ];
 
 export async function initInFlight(sql: SqlRunner): Promise<void> {
@@ -59,16 +65,46 @@ export async function recordProgress(sql: SqlExecutor, progress: StreamProgress)
   );
 }
 
+/** What a ChargeUsage command carries beyond its amount and stats, as JSON. */
+export interface RecordedCharge {
+  usage?: MeterUsage;
+  lines?: CostLine[];
+  provider_cost_nano?: string | null;
+  returned?: number;
+}
+
+/**
+ * A request's final charge that could not land in the log (issue 41 A): kept so the hold
+ * reaper lands it soon, whether or not the process that decided it lives on.
+ */
+export async function recordUnsettled(sql: SqlExecutor, charge: { holdId: string; accountId: string; command: ChargeCommand }): Promise<void> {
+  const { command } = charge;
+  const recorded: RecordedCharge = {
+    ...(command.usage === undefined ? {} : { usage: command.usage }),
+    ...(command.lines === undefined ? {} : { lines: command.lines }),
+    ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
+    ...(command.returned === undefined ? {} : { returned: command.returned }),
+  };
+  await sql.query(
+    `INSERT INTO stream_progress (hold_id, account_id, amount_nano, stats, charge, final, recorded_at) VALUES ($1, $2, $3, $4, $5, true, now())
+       ON CONFLICT (hold_id) DO UPDATE SET amount_nano = EXCLUDED.amount_nano, stats = EXCLUDED.stats, charge = EXCLUDED.charge, final = true, recorded_at = EXCLUDED.recorded_at`,
+    [charge.holdId, charge.accountId, command.amountNano.toString(), JSON.stringify(command.stats), JSON.stringify(recorded)],
+  );
+}
+
 export async function forgetProgress(sql: SqlExecutor, holdId: string): Promise<void> {
   await sql.query('DELETE FROM stream_progress WHERE hold_id = $1', [holdId]);
 }
 
-/** An open hold whose gateway's lease has lapsed, with what that gateway recorded of it. */
+/** An open hold whose gateway's lease has lapsed, or whose final charge is waiting, with what was recorded of it. */
 export interface OrphanedHold {
   holdId: string;
   accountId: string;
-  progress: { amountNano: bigint; stats: GenerationStats } | null;
+  progress: { amountNano: bigint; stats: GenerationStats; charge?: RecordedCharge } | null;
 }
+
+/** A final charge waits this long for its own process to land it before the reaper does. */
+const UNSETTLED_GRACE = `interval '5 seconds'`;
 
 /**
  * Open holds (as the credits read model has them) placed by a gateway whose lease has lapsed.
@@ -76,18 +112,25 @@ export interface OrphanedHold {
  * expire as before.
  */
 export async function orphanedHolds(sql: SqlExecutor, limit = 500): Promise<OrphanedHold[]> {
-  const { rows } = await sql.query<{ hold_id: string; account_id: string; amount_nano: string | null; stats: GenerationStats | string | null }>(
-    `SELECT h.hold_id, h.account_id, p.amount_nano, p.stats
+  const { rows } = await sql.query<{ hold_id: string; account_id: string; amount_nano: string | null; stats: GenerationStats | string | null; charge: RecordedCharge | string | null }>(
+    `SELECT h.hold_id, h.account_id, p.amount_nano, p.stats, p.charge
        FROM credit_holds h LEFT JOIN stream_progress p ON p.hold_id = h.hold_id
-      WHERE h.gateway_id IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM gateway_leases g WHERE g.gateway_id = h.gateway_id AND g.expires_at > now())
+      WHERE (h.gateway_id IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM gateway_leases g WHERE g.gateway_id = h.gateway_id AND g.expires_at > now()))
+         OR (p.final AND p.recorded_at < now() - ${UNSETTLED_GRACE})
+         -- Due to expire: what was delivered is charged rather than released unbilled.
+         OR (p.hold_id IS NOT NULL AND h.expires_at <= now())
       ORDER BY h.hold_id LIMIT $1`,
     [limit],
   );
+  const json = <T>(v: T | string | null): T | null => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
   return rows.map((r) => ({
     holdId: r.hold_id,
     accountId: r.account_id,
-    progress: r.amount_nano === null ? null : { amountNano: BigInt(r.amount_nano), stats: typeof r.stats === 'string' ? JSON.parse(r.stats) : r.stats! },
+    progress:
+      r.amount_nano === null
+        ? null
+        : { amountNano: BigInt(r.amount_nano), stats: json(r.stats)!, ...(r.charge === null ? {} : { charge: json<RecordedCharge>(r.charge)! }) },
   }));
 }
 

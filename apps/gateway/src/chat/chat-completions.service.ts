@@ -329,11 +329,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       return { ...wireUsage(usage), cost: 0 };
     }
     const settlement: Settlement = { ...chatSettlement(usage, generation.searches), latencyMs: outcome.latencyMs, ttftMs: outcome.ttftMs };
-    const charged = await settleDurably(
-      () => calls.settle(generation.metered, target, settlement),
-      // The attempt that lost its connection had committed after all: the hold is charged.
-      async () => calls.costOf(target, settlement.usage),
-    );
+    // The client has the output: the charge lands, now or through the hold reaper (issue 41 A).
+    const charged = await calls.settleDelivered(generation.metered, target, settlement);
     await this.forgetProgress(generation);
     // A stream cut short says nothing reliable about the provider's speed.
     if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, usage.completionTokens);

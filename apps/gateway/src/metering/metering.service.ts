@@ -8,7 +8,7 @@ import { ApiError } from '@svc/platform';
 import { answerOperation, MeteredCalls, type MeteringDeps, OwnProviders, routeOperation, runOperation, type Answered, type CallContext, type ReserveOptions, type Operation, type RoutedModel, type RunResult, type Target } from '@svc/metering';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
-import { ReadYourWrites } from '@svc/projections';
+import { ReadYourWrites, recordUnsettled } from '@svc/projections';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
 /**
@@ -50,6 +50,7 @@ export class Metering {
         recordOutput: (caller: Caller, tokens: number) => rateLimits.recordCompletionTokens(caller, tokens),
       },
       leaseId: () => runtime.gatewayLease?.id,
+      unsettled: { record: (charge) => recordUnsettled(runtime.sql, charge) },
       warn: (message) => this.logger.warn(message),
       observer: runtime.metrics.metering,
       tracing: runtime.tracing,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Caller } from '@svc/identity';
 import { transcriptionMeters } from '@svc/interfaces';
-import { isHoldNotOpen, newGenerationId, settleDurably, type Metered, type RoutedModel, type Target } from '@svc/metering';
+import { isHoldNotOpen, newGenerationId, type Metered, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
 import {
   checkClientFrame,
@@ -306,10 +306,8 @@ export class RealtimeSession {
         latencyMs,
         ttftMs: open.firstOutputAt === null ? null : Math.round(open.firstOutputAt - open.startedAt),
       };
-      return await settleDurably(
-        () => calls.settle(open.metered, open.target, settlement),
-        async () => calls.chargeOf(open.target, settlement),
-      );
+      // Delivered output: the charge lands, now or through the hold reaper (issue 41 A).
+      return await calls.settleDelivered(open.metered, open.target, settlement);
     } catch (err) {
       this.parts.warn(`realtime ${reservation.id}: settling failed (${(err as Error).message}); the hold is left to expire`);
       return null;
@@ -345,10 +343,7 @@ export class RealtimeSession {
     const transcript = typeof event.transcript === 'string' ? event.transcript : '';
     const settlement = { usage, returned: transcript.length > 0 ? 1 : 0, latencyMs: performance.now() - started, ttftMs: null };
     const target = metered.targets[0];
-    const charged = await settleDurably(
-      () => metering.calls.settle(metered, target, settlement),
-      async () => metering.calls.chargeOf(target, settlement),
-    ).catch((err: unknown) => {
+    const charged = await metering.calls.settleDelivered(metered, target, settlement).catch((err: unknown) => {
       this.parts.warn(`realtime ${metered.reservation.id}: settling a transcription failed (${(err as Error).message})`);
       return null;
     });
