@@ -16,6 +16,7 @@ export {
   type MeteringDeps,
   type MeteringObserver,
   type Plan,
+  type RequestTags,
   type Reservation,
   type ReserveOptions,
   type Settlement,

@@ -38,6 +38,8 @@ export interface CallContext {
   body?: Record<string, unknown>;
   user?: unknown;
   clientRequestId?: string;
+  /** The request's Idempotency-Key, hashed, and body fingerprint (see Plan). */
+  idempotency?: { key: string; fingerprint: string };
 }
 
 /** A call answered and not yet settled: what its settlement will charge is decided already. */
@@ -116,6 +118,7 @@ export async function answerOperation<Request, Answer>(
     endpoint: operation.endpoint,
     user: context.user,
     clientRequestId: context.clientRequestId,
+    idempotency: context.idempotency,
   };
   const metered = await calls.reserve(caller, plan, options);
   const started = performance.now();

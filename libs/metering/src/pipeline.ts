@@ -119,6 +119,16 @@ export interface MeteringObserver {
   charged(generationId: string, amountNano: bigint): void;
 }
 
+/**
+ * What the edge knows of a request that its billed call records: the client's request id
+ * (spec 4), and its Idempotency-Key hashed with its API key and its body's fingerprint, which
+ * the account decides with the hold (issue 41 B).
+ */
+export interface RequestTags {
+  clientRequestId?: string;
+  idempotency?: { key: string; fingerprint: string };
+}
+
 /** What a call asks to hold (spec 1 rule 1): the models that may answer, and its worst case by meter. */
 export interface Plan {
   models: readonly RoutedModel[];
@@ -134,6 +144,8 @@ export interface Plan {
   clientRequestId?: string;
   /** The preset the request used (spec 2.5), recorded with the events as the client's request id is. */
   preset?: { slug: string; version: number };
+  /** Decided with the hold (see RequestTags). */
+  idempotency?: RequestTags['idempotency'];
 }
 
 /** How trying a call's targets went: the first answer, or the failure to report (`cause` is the last provider's own error). */
@@ -212,6 +224,7 @@ export class MeteredCalls {
       ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
       // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
       keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
+      ...(plan.idempotency ? { idempotency: plan.idempotency } : {}),
     }, metadata);
     await this.traced('hold', holdAttributes, placeHold).catch((err: unknown) => {
       // The hold may have committed before the connection was lost: the request fails (503), so

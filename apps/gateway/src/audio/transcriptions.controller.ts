@@ -43,8 +43,8 @@ export class TranscriptionsController {
     checkTranscriptionModel(this.metering.route(caller, 'audio', { model: call.model }).models[0].model);
     // What makes two requests the same (Idempotency-Key): the fields and the file's digest.
     const fingerprint = { model: call.model, fields: call.fields, file: call.file.bytes.toString('base64') };
-    await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async (clientRequestId) => {
-      const { metered, answer, charged } = await this.metering.run(caller, OPERATIONS[task], call, { model: call.model, clientRequestId });
+    await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+      const { metered, answer, charged } = await this.metering.run(caller, OPERATIONS[task], call, { model: call.model, clientRequestId, idempotency });
       const { id } = metered.reservation;
       return {
         generationId: id,

@@ -1,4 +1,5 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
+import type { RequestTags } from '@svc/metering';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { healChoices, wantsJson } from '@svc/providers';
@@ -33,20 +34,20 @@ export class ChatCompletionsController {
     @Headers() headers: Record<string, string | string[] | undefined>,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) => this.answer(caller, body, clientRequestId));
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (tags) => this.answer(caller, body, tags));
   }
 
-  private async answer(caller: Caller, body: ChatCompletionRequest, clientRequestId: string | undefined): Promise<Answer> {
+  private async answer(caller: Caller, body: ChatCompletionRequest, tags: RequestTags): Promise<Answer> {
     const { request, plugins, headers: ruleHeaders, preset, web } = this.chat.applyRules(caller, body);
     if (request.stream === true) {
-      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, { clientRequestId, preset, web });
+      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, { ...tags, preset, web });
       return {
         generationId,
         headers: { ...ruleHeaders, ...headers, ...SSE_HEADERS, 'x-svc-generation-id': generationId },
         stream: { body: events, finished },
       };
     }
-    const { generationId, headers, body: response } = await this.chat.create(caller, request, { clientRequestId, preset, web });
+    const { generationId, headers, body: response } = await this.chat.create(caller, request, { ...tags, preset, web });
     // Spec 4.2 rule 8: streamed output has gone out piece by piece and cannot be healed.
     const answer = plugins.healing && wantsJson(request.response_format) ? healChoices(response).completion : response;
     return { generationId, headers: { ...ruleHeaders, ...headers, 'x-svc-generation-id': generationId }, json: answer };

@@ -7,7 +7,7 @@ import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestP
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type RequestTags, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
 import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
@@ -21,9 +21,7 @@ import { ChatChunkEncoder, ChatStreamRelay, openStream, type Delivered, type Str
 
 const ENDPOINT = '/v1/chat/completions';
 
-export interface RequestContext {
-  /** X-Client-Request-Id (spec 4): echoed back and stored on the generation. */
-  clientRequestId?: string;
+export interface RequestContext extends RequestTags {
   /** The interface the request came through (/v1/messages...), recorded on the generation. */
   endpoint?: string;
   /** The preset the request used (spec 2.5), recorded on the generation. */
@@ -162,7 +160,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
 
   /** Embeddings held and answered, not yet settled (see `answer`). */
   async answerEmbeddings(caller: Caller, call: EmbeddingsCall, context: RequestContext = {}, options: ReserveOptions = {}): Promise<AnsweredCall<EmbeddingsAnswer>> {
-    const callContext = { model: call.model, provider: call.provider, body: call.body, user: call.body.user, clientRequestId: context.clientRequestId };
+    const callContext = { model: call.model, provider: call.provider, body: call.body, user: call.body.user, clientRequestId: context.clientRequestId, idempotency: context.idempotency };
     const { metered, target, answer, settlement } = await this.metering.answer(caller, embedOperation, call, callContext, options);
     const promptTokens = settlement.usage.input ?? 0;
     const { id } = metered.reservation;
@@ -254,6 +252,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       endpoint: context.endpoint ?? ENDPOINT,
       user: request.safety_identifier ?? request.user,
       clientRequestId: context.clientRequestId,
+      idempotency: context.idempotency,
       preset: context.preset ?? undefined,
     }, options);
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };

@@ -31,11 +31,11 @@ export class CompletionsController {
     // Validated before the edge takes an idempotency claim: a malformed request is only a 400.
     const chatBody = completionsToChat(body);
     const options = completionsOptions(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) =>
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, ({ clientRequestId, idempotency }) =>
       this.through.answer(
         caller,
         chatBody,
-        { clientRequestId, endpoint: ROUTE },
+        { clientRequestId, idempotency, endpoint: ROUTE },
         {
           json: (completion) => chatToCompletion(completion, { prompt: options.prompt, echo: options.echo }),
           encoder: ({ id, model }) =>

@@ -6,7 +6,7 @@ import stringify from 'safe-stable-stringify';
 import { PromptLogs } from '@svc/conversations';
 import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
-import { newGenerationId } from '@svc/metering';
+import { newGenerationId, type RequestTags } from '@svc/metering';
 import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
@@ -73,9 +73,9 @@ export class EdgeResponses {
 
   /**
    * Sends what `produce` answers (it gets the request's X-Client-Request-Id, spec 4, which is
-   * echoed back here), or a replay of an earlier answer.
+   * echoed back here, and its Idempotency-Key for the hold), or a replay of an earlier answer.
    */
-  async serve(request: EdgeRequest, reply: FastifyReply, produce: (clientRequestId: string | undefined) => Promise<Answer>): Promise<void> {
+  async serve(request: EdgeRequest, reply: FastifyReply, produce: (tags: RequestTags) => Promise<Answer>): Promise<void> {
     const clientRequestId = clientRequestIdOf(request.headers);
     if (clientRequestId) void reply.header('x-client-request-id', clientRequestId);
     const { idempotencyKey, cache: asked, cacheRefused } = readEdgeHeaders(request.headers, request.cacheable);
@@ -119,7 +119,10 @@ export class EdgeResponses {
         cacheHeaders = { 'x-svc-cache-status': found.state === 'bypassed' ? 'BYPASS' : 'MISS', 'x-svc-cache-ttl': String(cache.ttlSeconds) };
       }
 
-      const answer = await produce(clientRequestId);
+      // The account decides the key with the hold too (issue 41 B): this store is the fast path,
+      // and a claim it lost (a Redis restart) cannot make a charged request run again.
+      const idempotency = idempotencyKey === null ? undefined : { key: sha256(`${scope}\n${idempotencyKey}`).slice(0, 32), fingerprint: fingerprint.slice(0, 32) };
+      const answer = await produce({ clientRequestId, idempotency });
       const log = this.promptLog(request, answer);
       const headers = { ...answer.headers, ...cacheHeaders };
       const answerId = answer.generationId ?? request.route;

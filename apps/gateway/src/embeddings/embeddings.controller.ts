@@ -27,8 +27,8 @@ export class EmbeddingsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const call = embeddingsRequest(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (clientRequestId) => {
-      const { generationId, headers: notices, body: answer } = await this.chat.embed(caller, call, { clientRequestId });
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+      const { generationId, headers: notices, body: answer } = await this.chat.embed(caller, call, { clientRequestId, idempotency });
       return { generationId, headers: { ...notices, 'x-svc-generation-id': generationId }, json: answer };
     });
   }

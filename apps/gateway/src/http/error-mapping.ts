@@ -90,6 +90,12 @@ function fromDomain(err: DomainError, now: Date): ApiError {
       );
     case 'account_not_found':
       return ApiError.permission('The account of this key does not exist.', 'account_not_found');
+    // Issue 41 B: the account's own record of an Idempotency-Key (spec 7: 409 while running).
+    case 'idempotency_conflict':
+    case 'idempotency_completed':
+      return new ApiError(409, 'idempotency_conflict', err.message, err.code, 'Idempotency-Key');
+    case 'idempotency_key_reused':
+      return new ApiError(422, 'invalid_request_error', err.message, err.code, 'Idempotency-Key');
     default:
       return ApiError.invalidRequest(err.message, typeof err.details.param === 'string' ? err.details.param : null, err.code);
   }

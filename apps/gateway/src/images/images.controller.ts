@@ -50,12 +50,13 @@ export class ImagesController {
       const base = publicBaseOf(request);
       keep = async (images) => (await this.stored.save(caller.accountId, images)).map((ref) => `${base}${CONTENT_PATH}/${ref.id}.${ref.extension}`);
     }
-    await this.edge.serve({ caller, route: IMAGES_ENDPOINT, body, headers, cacheable: false }, reply, async (clientRequestId) => {
+    await this.edge.serve({ caller, route: IMAGES_ENDPOINT, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
       const { metered, target, answer, charged } = await this.metering.run(caller, imagesOperation(keep), call, {
         model: call.model,
         provider: call.provider,
         user: call.user ?? undefined,
         clientRequestId,
+        idempotency,
       });
       const { id } = metered.reservation;
       return {

@@ -36,11 +36,11 @@ export class MessagesController {
   ): Promise<void> {
     // Validated before the edge takes an idempotency claim: a malformed request is only a 400.
     const chatBody = messagesToChat(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) =>
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, ({ clientRequestId, idempotency }) =>
       this.through.answer(
         caller,
         chatBody,
-        { clientRequestId, endpoint: ROUTE },
+        { clientRequestId, idempotency, endpoint: ROUTE },
         {
           json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch),
           encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch }),

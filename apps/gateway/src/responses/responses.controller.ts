@@ -24,8 +24,8 @@ export class ResponsesController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const request = this.responses.readRequest(body);
-    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (clientRequestId) =>
-      this.responses.answer(caller, request, clientRequestId),
+    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (tags) =>
+      this.responses.answer(caller, request, tags),
     );
   }
 

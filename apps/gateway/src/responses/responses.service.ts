@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { RequestTags } from '@svc/metering';
 import { randomBytes } from 'node:crypto';
 import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
@@ -72,7 +73,7 @@ export class ResponsesService {
     return { body: b, store, previousResponseId };
   }
 
-  async answer(caller: Caller, request: ResponsesRequest, clientRequestId: string | undefined): Promise<Answer> {
+  async answer(caller: Caller, request: ResponsesRequest, tags: RequestTags): Promise<Answer> {
     const now = this.clock.now();
     const earlier = request.previousResponseId === null ? null : await this.conversation(caller, request.previousResponseId, now);
     const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
@@ -95,7 +96,7 @@ export class ResponsesService {
     return this.through.answer(
       caller,
       chat,
-      { clientRequestId, endpoint: RESPONSES_ROUTE },
+      { ...tags, endpoint: RESPONSES_ROUTE },
       {
         json: async (completion, webSearch) => {
           const response = chatToResponse(completion, context(completion.id, completion.model, webSearch));

@@ -46,8 +46,8 @@ export class SearchController {
     const call = searchRequest(body, pathEngine === null ? null : decodeURIComponent(pathEngine));
     const param = pathEngine === null ? 'search_tool_name' : 'engine';
     const engine = call.engine ?? this.metering.defaultModel(caller, 'search');
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (clientRequestId) => {
-      const ran = await this.metering.run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId }).catch((err: unknown) => {
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+      const ran = await this.metering.run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId, idempotency }).catch((err: unknown) => {
         // The engine is not a field called `model` here: the error names the one the caller set.
         throw ApiError.renamingParam(err, 'model', param);
       });

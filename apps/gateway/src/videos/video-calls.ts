@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
-import { isHoldNotOpen, type MeterUsage, type Reservation, type RoutedModel, type Target } from '@svc/metering';
+import { isHoldNotOpen, type MeterUsage, type RequestTags, type Reservation, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, type Nano, READ_DB, type SqlRunner } from '@svc/platform';
 import type { BinaryResult, VideoVariant } from '@svc/providers';
 import { callerOfKey } from '@svc/projections';
@@ -30,8 +30,8 @@ export class VideoCalls {
   ) {}
 
   /** Holds `seconds` at the dearest provider's price (the estimate shown as `usage.estimated_cost`), under `holdId`. */
-  hold(caller: Caller, routed: { models: RoutedModel[]; headers: Record<string, string> }, request: VideoRequest, holdId: string, clientRequestId?: string): Promise<Reservation> {
-    const plan = { ...routed, promptTokens: 0, worstCase: { seconds: request.seconds }, endpoint: VIDEOS_ENDPOINT, clientRequestId };
+  hold(caller: Caller, routed: { models: RoutedModel[]; headers: Record<string, string> }, request: VideoRequest, holdId: string, tags: RequestTags = {}): Promise<Reservation> {
+    const plan = { ...routed, promptTokens: 0, worstCase: { seconds: request.seconds }, endpoint: VIDEOS_ENDPOINT, ...tags };
     return this.metering.calls.reserve(caller, plan, { job: { holdId, ttlMs: VIDEO_HOLD_TTL_MS } }).then((metered) => metered.reservation);
   }
 

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
-import { newGenerationId } from '@svc/metering';
+import { newGenerationId, type RequestTags } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, OutboundRefused, READ_DB, resolveOutboundTarget, type SqlRunner } from '@svc/platform';
 import { getVideo, listVideos, PROJECTIONS, type ProjectionRunner, type VideoRow } from '@svc/projections';
 import { isVideoTerminal, REQUEST_GRACE_MS, validateVideoRequest, videoDecider, VideoJobs, videoStream, type VideoCommand, type VideoRequest } from '@svc/videos';
@@ -50,7 +50,7 @@ export class VideosController {
   @Requires('model_call')
   async create(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply): Promise<void> {
     const body = request.isMultipart() ? await readForm(request) : request.body;
-    await this.edge.serve({ caller, route: VIDEOS_ENDPOINT, body, headers, cacheable: false }, reply, async (clientRequestId) => {
+    await this.edge.serve({ caller, route: VIDEOS_ENDPOINT, body, headers, cacheable: false }, reply, async (tags) => {
       if (!isObject(body)) throw ApiError.invalidRequest('The request body must be a JSON object (or a multipart form).');
       // Spec 4.15 leaves `model` open: without one, the first video model the key may use.
       const model = body.model ?? this.metering.defaultModel(caller, 'video');
@@ -59,7 +59,7 @@ export class VideosController {
       const video = validateVideoRequest(body, routed.models[0].model, { allowPrivateUrls: this.config.webhookAllowPrivate });
       await this.checkImageHost(video);
       if (!this.jobs.available) throw new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
-      const row = await this.start(caller, routed, video, clientRequestId);
+      const row = await this.start(caller, routed, video, tags);
       return { generationId: row.holdId, headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) }, json: presentVideo(row, video.prompt, baseUrl(request)) };
     });
   }
@@ -134,10 +134,10 @@ export class VideosController {
    * (and releases the hold) rather than racing this one. Waiting for the read model comes last:
    * a video recorded runs even when that wait times out (503 projections_behind).
    */
-  private async start(caller: Caller, routed: ReturnType<Metering['route']>, video: VideoRequest, clientRequestId: string | undefined): Promise<VideoRow & { holdId: string }> {
+  private async start(caller: Caller, routed: ReturnType<Metering['route']>, video: VideoRequest, tags: RequestTags): Promise<VideoRow & { holdId: string }> {
     const videoId = `video_${randomBytes(12).toString('hex')}`;
     const holdId = newGenerationId();
-    const reservation = await this.calls.hold(caller, routed, video, holdId, clientRequestId);
+    const reservation = await this.calls.hold(caller, routed, video, holdId, tags);
     const now = this.clock.now();
     const ids = { videoId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId };
     try {

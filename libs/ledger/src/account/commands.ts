@@ -20,6 +20,8 @@ export interface PlaceHold {
   ttlMs: number;
   /** The key's spend limit from the key record; absent or null = no key limit. */
   keyLimit?: KeyLimit | null;
+  /** The request's Idempotency-Key (hashed with its API key) and body fingerprint, when it had one (issue 41 B). */
+  idempotency?: { key: string; fingerprint: string };
 }
 
 export type AccountCommand =

@@ -3,7 +3,7 @@ import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
 import { freeGenerationData, type AccountEvent } from './events';
 import { balanceLow, DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
-import { accountDayChargedNano, adjustmentFingerprint, availableNano, type AccountState, type OpenHold } from './state';
+import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold } from './state';
 import { billedAmount } from '../pricing';
 
 type Command<T extends AccountCommand['type']> = Extract<AccountCommand, { type: T }>;
@@ -69,9 +69,11 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
     if (state.holds.has(command.holdId)) {
       throw new DomainError('hold_exists', `Hold ${command.holdId} already exists.`);
     }
+    refuseRepeatedRequest(command, state, now);
     const refusal = holdRefusal(state, command, now);
     if (refusal) throw refusal;
     const limit = command.keyLimit ?? null;
+    const { idempotency } = command;
     return [
       {
         type: 'HoldPlaced',
@@ -84,9 +86,32 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
           endpoint: command.endpoint,
           expires_at: iso(now.getTime() + command.ttlMs),
           key_limit: limit && { limit_nano: limit.limitNano.toString(), reset: limit.reset },
+          ...(idempotency ? { idempotency: { ...idempotency, until: iso(now.getTime() + IDEMPOTENCY_KEEP_MS) } } : {}),
         },
       },
     ];
+}
+
+/**
+ * Spec 3.3 and 8, issue 41 B: a request whose Idempotency-Key was used within 24 hours is not
+ * held again, whatever the edge's own store remembers (it may have lost the key): while the
+ * first runs it is in progress; once charged, running it again would bill it twice; sent with
+ * another body, the key is reused. A request whose hold was released may run again.
+ */
+function refuseRepeatedRequest(command: Command<'PlaceHold'>, state: AccountState, now: Date): void {
+  if (!command.idempotency) return;
+  const earlier = state.idempotency.get(command.idempotency.key);
+  if (!earlier || earlier.untilMs <= now.getTime()) return;
+  const details = { param: 'Idempotency-Key', generation_id: earlier.holdId };
+  if (earlier.fingerprint !== command.idempotency.fingerprint) {
+    throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request (endpoint or body); use a new key for a new request.', details);
+  }
+  if (!earlier.charged) throw new DomainError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry once it has finished.', details);
+  throw new DomainError(
+    'idempotency_completed',
+    `A request with this Idempotency-Key already completed and was billed as generation ${earlier.holdId}; it was not run again. Its response could not be kept for replay: look it up with GET /v1/generation?id=${earlier.holdId}.`,
+    details,
+  );
 }
 
 /** Settles a hold at its actual cost; spec 1 rule 3: nothing returned, nothing charged. */

@@ -94,6 +94,12 @@ export type AccountEvent =
         expires_at: string;
         /** The key limit the hold was admitted under; absent on holds placed before spend caps existed. */
         key_limit?: KeyLimitData | null;
+        /**
+         * Issue 41 B: the request's Idempotency-Key hashed with its API key, its body's
+         * fingerprint (hashes, never the request), and until when the key is kept. Absent
+         * when the request had none.
+         */
+        idempotency?: { key: string; fingerprint: string; until: string };
       }
     >
   | DomainEvent<

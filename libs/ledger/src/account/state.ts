@@ -1,4 +1,4 @@
-import { Map as ImmutableMap } from 'immutable';
+import { Map as ImmutableMap, OrderedMap } from 'immutable';
 import type { Nano } from '@svc/platform';
 import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
 import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
@@ -7,7 +7,24 @@ export interface OpenHold {
   amountNano: Nano;
   keyId: string;
   expiresAtMs: number;
+  /** The Idempotency-Key (hashed with its API key) the hold's request was sent with. */
+  idempotencyKey?: string;
 }
+
+/**
+ * A request sent with an Idempotency-Key (spec 8: kept 24 hours per API key), as the account
+ * knows it: its hold, what the request was, and whether it was charged. Held in the log with
+ * the money, so no restart of anything can make a retry of a charged request run again.
+ */
+export interface IdempotentRequest {
+  holdId: string;
+  fingerprint: string;
+  untilMs: number;
+  charged: boolean;
+}
+
+/** How long an Idempotency-Key is kept (spec 8). */
+export const IDEMPOTENCY_KEEP_MS = 24 * 3600_000;
 
 /** Per key: its lifetime charges and the current window of each period, whatever its reset is today. */
 export interface KeySpend {
@@ -49,6 +66,11 @@ export interface AccountState {
   /** Start of the UTC day whose DailyLimitReached is recorded; reset when the limit changes. */
   dailyLimitReachedOn: number | null;
   keys: Readonly<Record<string, KeySpend>>;
+  /**
+   * Issue 41 B: the requests of the last 24 hours sent with an Idempotency-Key, by key (hashed
+   * with its API key), oldest first; bounded by that day's idempotent requests.
+   */
+  idempotency: OrderedMap<string, IdempotentRequest>;
 }
 
 export const NO_KEY_SPEND: KeySpend = { lifetimeNano: 0n, windows: { daily: NO_SPEND, weekly: NO_SPEND, monthly: NO_SPEND }, limit: null, capReachedIn: null };
@@ -117,6 +139,7 @@ export function initialState(): AccountState {
     day: NO_SPEND,
     dailyLimitReachedOn: null,
     keys: {},
+    idempotency: OrderedMap(),
   };
 }
 
@@ -134,20 +157,28 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
         adjustments: { ...state.adjustments, [event.data.adjustment_id]: adjustmentFingerprint(event.data) },
       };
     case 'HoldPlaced': {
-      const { hold_id, amount_nano, key_id, expires_at, key_limit } = event.data;
+      const { hold_id, amount_nano, key_id, expires_at, key_limit, idempotency } = event.data;
       const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;
+      const hold: OpenHold = { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at), ...(idempotency ? { idempotencyKey: idempotency.key } : {}) };
       return {
         ...withKey(state, key_id, { limit }),
-        holds: state.holds.set(hold_id, { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at) }),
+        holds: state.holds.set(hold_id, hold),
+        ...(idempotency ? { idempotency: rememberIdempotent(state.idempotency, hold_id, idempotency) } : {}),
       };
     }
     case 'UsageCharged': {
       const { hold_id, key_id, amount_nano, charged_at } = event.data;
-      return recordCharge(closeHold(state, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
+      const key = state.holds.get(hold_id)?.idempotencyKey;
+      const charged = key === undefined ? state : { ...state, idempotency: state.idempotency.update(key, (r) => r && { ...r, charged: true }) };
+      return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
     }
     case 'HoldReleased':
-    case 'HoldExpired':
-      return closeHold(state, event.data.hold_id);
+    case 'HoldExpired': {
+      // Nothing was billed: the request may run again under the same key (spec 3.3: errors are not replayed).
+      const key = state.holds.get(event.data.hold_id)?.idempotencyKey;
+      const released = key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
+      return closeHold(released, event.data.hold_id);
+    }
     case 'DailyLimitSet':
       // A new limit re-arms DailyLimitReached for today.
       return { ...state, dailyLimitNano: event.data.limit_nano === null ? null : BigInt(event.data.limit_nano), dailyLimitReachedOn: null };
@@ -160,6 +191,22 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
     default:
       return state;
   }
+}
+
+/** The request's entry, after the entries its own placement outlived (oldest first, so the scan stops at the first kept). */
+function rememberIdempotent(
+  known: OrderedMap<string, IdempotentRequest>,
+  holdId: string,
+  idempotency: { key: string; fingerprint: string; until: string },
+): OrderedMap<string, IdempotentRequest> {
+  const untilMs = Date.parse(idempotency.until);
+  const placedAtMs = untilMs - IDEMPOTENCY_KEEP_MS;
+  let kept = known;
+  for (const [key, request] of known) {
+    if (request.untilMs > placedAtMs) break;
+    kept = kept.delete(key);
+  }
+  return kept.delete(idempotency.key).set(idempotency.key, { holdId, fingerprint: idempotency.fingerprint, untilMs, charged: false });
 }
 
 export function withKey(state: AccountState, keyId: string, changes: Partial<KeySpend>): AccountState {
