@@ -78,6 +78,7 @@ describe('ledger auditor', () => {
         heldNano: 100n,
         availableNano: 465n,
         overHold: { count: 1, nano: 10n },
+        reaped: { count: 0, chargedNano: 0n, released: 0, corrections: 0, correctedNano: 0n },
         keys: [
           // k1: Tuesday's 5 today and this week; November's 305 (not October's 70); 375 in all.
           { keyId: 'k1', spend: { daily: 5n, weekly: 5n, monthly: 305n, lifetime: 375n }, heldNano: 100n },
@@ -179,6 +180,36 @@ describe('ledger auditor', () => {
       expect((await audit(reused)).violations).toEqual([
         { invariant: 1, stream: 'account-acc1', revision: 4n, message: 'hold h1 placed again after it was resolved at revision 3' },
       ]);
+    });
+  });
+
+  // Issue 41 D: reaped holds may be under-billed; the audit shows them and their corrections.
+  describe('holds settled by the hold reaper, and their gateways\' corrections', () => {
+    const reaped = (event: AccountEvent): AccountEvent => ({ ...event, data: { ...event.data, reaped: true } }) as AccountEvent;
+    const correction = (holdId: string, delta: bigint, total: bigint): AccountEvent => ({
+      type: 'UsageCorrected',
+      data: { ...(charged(holdId, 0n, '').data as object), amount_nano: delta.toString(), total_nano: total.toString(), charged_at: '2026-11-02T10:05:00.000Z', usage_added: { output: 3 } } as never,
+    });
+    const base = () =>
+      new Log()
+        .add('2026-11-02T10:00:00.000Z', opened)
+        .add('2026-11-02T10:00:00.000Z', credited(1000n))
+        .add('2026-11-02T10:01:00.000Z', held('h1', 400n))
+        .add('2026-11-02T10:01:00.000Z', held('h2', 100n))
+        .add('2026-11-02T10:02:00.000Z', reaped(charged('h1', 120n, '2026-11-02T10:02:00.000Z')))
+        .add('2026-11-02T10:02:00.000Z', reaped(released('h2')));
+
+    it('counts reaped holds and the corrections their gateways made, which count in the charges', async () => {
+      const log = base().add('2026-11-02T10:05:00.000Z', correction('h1', 200n, 320n)).add('2026-11-02T10:05:00.000Z', correction('h2', 50n, 50n));
+      const result = await audit(log);
+      expect(result.violations).toEqual([]);
+      expect(result.accounts[0]).toMatchObject({ chargedNano: 370n, reaped: { count: 2, chargedNano: 120n, released: 1, corrections: 2, correctedNano: 250n } });
+      expect(formatLedgerAudit({ ...result, projections: null }).join('\n')).toContain('reaped holds 2');
+    });
+
+    it('reports a correction of a hold the reaper did not settle', async () => {
+      const log = base().add('2026-11-02T10:03:00.000Z', held('h3', 100n)).add('2026-11-02T10:04:00.000Z', charged('h3', 90n, '2026-11-02T10:04:00.000Z')).add('2026-11-02T10:05:00.000Z', correction('h3', 10n, 100n));
+      expect((await audit(log)).violations).toEqual([{ invariant: 1, stream: 'account-acc1', revision: 8n, message: 'correction of hold h3, which the hold reaper did not settle' }]);
     });
   });
 

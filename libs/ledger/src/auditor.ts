@@ -69,6 +69,12 @@ export interface AccountReport {
   availableNano: Nano;
   /** Charges above their hold (the provider counted more input than estimated), charged in full. */
   overHold: { count: number; nano: Nano };
+  /**
+   * Issue 41 D: holds the hold reaper settled from what their process recorded (charged, or
+   * released when nothing was recorded); such a charge may be short of what was delivered. The
+   * corrections are the charges those processes, alive after all, made on top.
+   */
+  reaped: { count: number; chargedNano: Nano; released: number; corrections: number; correctedNano: Nano };
   keys: KeyReport[];
 }
 
@@ -115,6 +121,9 @@ class AccountAudit {
   /** Every resolved hold id and the revision of its terminal event; grows with history, ids only. */
   private readonly resolved = new Map<string, bigint>();
   readonly overHold = { count: 0, nano: 0n };
+  readonly reaped = { count: 0, chargedNano: 0n, released: 0, corrections: 0, correctedNano: 0n };
+  /** Holds the reaper settled, which a correction may follow. */
+  private readonly reapedHolds = new Set<string>();
   /** Charges per key per UTC day of the charge: what key_usage_daily should hold. */
   readonly keyDays = new Map<string, Map<string, Nano>>();
 
@@ -190,12 +199,33 @@ class AccountAudit {
           this.overHold.count++;
           this.overHold.nano += excess;
         }
+        if (event.data.reaped) {
+          this.reaped.count++;
+          this.reaped.chargedNano += amount;
+          this.reapedHolds.add(event.data.hold_id);
+        }
         return;
       }
       case 'HoldReleased':
       case 'HoldExpired':
         this.resolve(event.data.hold_id, recorded);
+        if (event.type === 'HoldReleased' && event.data.reaped) {
+          this.reaped.count++;
+          this.reaped.released++;
+          this.reapedHolds.add(event.data.hold_id);
+        }
         return;
+      case 'UsageCorrected': {
+        const amount = BigInt(event.data.amount_nano);
+        this.charges += amount;
+        this.addKeyDay(event.data.key_id, utcDay(event.data.charged_at), amount);
+        this.reaped.corrections++;
+        this.reaped.correctedNano += amount;
+        // Only a hold the reaper settled may be corrected, by a positive amount.
+        if (!this.reapedHolds.has(event.data.hold_id)) this.violate(1, recorded, `correction of hold ${event.data.hold_id}, which the hold reaper did not settle`);
+        if (amount <= 0n) this.violate(1, recorded, `correction of hold ${event.data.hold_id} by ${amount}`);
+        return;
+      }
     }
   }
 
@@ -272,6 +302,7 @@ class AccountAudit {
       heldNano: held,
       availableNano: state.creditsNano - state.chargedNano + state.adjustedNano - held,
       overHold: { ...this.overHold },
+      reaped: { ...this.reaped },
       keys,
     };
   }
@@ -602,6 +633,12 @@ export function formatLedgerAudit(report: LedgerAuditReport): string[] {
     );
     if (a.adjustedNano !== 0n) lines.push(`  adjustments ${usd(a.adjustedNano)} (credit notes and operator adjustments, in the available balance)`);
     if (a.overHold.count > 0) lines.push(`  over-hold charges ${a.overHold.count} (${usd(a.overHold.nano)} above their holds)`);
+    if (a.reaped.count > 0) {
+      lines.push(
+        `  reaped holds ${a.reaped.count} (${usd(a.reaped.chargedNano)} charged from recorded usage, ${a.reaped.released} released with none recorded: may be short of what was delivered); ` +
+          `corrected by their gateways ${a.reaped.corrections} (${usd(a.reaped.correctedNano)})`,
+      );
+    }
     const width = Math.max(0, ...a.keys.map((k) => k.keyId.length));
     for (const k of a.keys) {
       const { daily, weekly, monthly, lifetime } = k.spend;

@@ -17,7 +17,7 @@ import type { MeterUsage } from './pricing';
  * The events that move money. `BalanceAdjusted` (credit notes and manual adjustments) is named by
  * its type, so that its rows are exported whether or not this build's account events know it.
  */
-export const MONEY_EVENT_TYPES = ['CreditsAdded', 'UsageCharged', 'BalanceAdjusted'] as const;
+export const MONEY_EVENT_TYPES = ['CreditsAdded', 'UsageCharged', 'UsageCorrected', 'BalanceAdjusted'] as const;
 export type MoneyEventType = (typeof MONEY_EVENT_TYPES)[number];
 const MONEY_TYPES: ReadonlySet<string> = new Set(MONEY_EVENT_TYPES);
 
@@ -200,7 +200,9 @@ export function moneyRow(event: RecordedEvent): MoneyRow | null {
       const amount = nano(data.amount_nano, event, 'amount_nano');
       return { ...base, adjustment_id: str(data.adjustment_id), kind: str(data.kind), reason: str(data.reason), ...amounts(amount, amount) };
     }
-    case 'UsageCharged': {
+    // Issue 41 D: a correction is a row of its own, with what it adds (amount and meters).
+    case 'UsageCharged':
+    case 'UsageCorrected': {
       const amount = nano(data.amount_nano, event, 'amount_nano');
       const provider = str(data.provider);
       const cost = data.provider_cost_nano === undefined || data.provider_cost_nano === null ? null : nano(data.provider_cost_nano, event, 'provider_cost_nano');
@@ -215,7 +217,7 @@ export function moneyRow(event: RecordedEvent): MoneyRow | null {
         provider_cost_usd: cost === null ? null : nanoToUsd9(cost),
         byok: isByokProvider(provider),
         batch: Array.isArray(data.lines) ? data.lines.some((line: { meter?: unknown }) => line?.meter === 'batch_discount') : null,
-        meters: meteredUsage(data as Parameters<typeof meteredUsage>[0]),
+        meters: event.type === 'UsageCorrected' ? (data.usage_added as MeterUsage) : meteredUsage(data as Parameters<typeof meteredUsage>[0]),
         ...amounts(amount, -amount),
       };
     }

@@ -9,11 +9,11 @@ const spec = deciderSpec(accountDecider);
 describe("reaping a dead gateway's hold", () => {
   it('charges what the gateway recorded as delivered', () => {
     const command = reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 700n, stats: stats({ completion_tokens: 7 }) } });
-    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 700n, stats: stats({ completion_tokens: 7 }) });
+    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 700n, stats: stats({ completion_tokens: 7 }), reaped: true });
   });
 
   it('releases a hold of which nothing delivered was recorded (spec 1 rule 3: nothing returned is not billed)', () => {
-    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: null })).toEqual({ type: 'ReleaseHold', holdId: 'h1', errorCode: 'gateway_lost' });
+    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: null })).toEqual({ type: 'ReleaseHold', holdId: 'h1', errorCode: 'gateway_lost', reaped: true });
     expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 5n, stats: stats({ completion_tokens: 0 }) } })).toMatchObject({ type: 'ReleaseHold' });
   });
 
@@ -25,7 +25,7 @@ describe("reaping a dead gateway's hold", () => {
       accountId: 'a1',
       progress: { amountNano: 300n, stats: stats({ completion_tokens: 0 }), charge: { usage: { output: 3 }, lines, provider_cost_nano: '120', returned: 2 } },
     });
-    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 300n, stats: stats({ completion_tokens: 0 }), usage: { output: 3 }, lines, providerCostNano: 120n, returned: 2 });
+    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 300n, stats: stats({ completion_tokens: 0 }), usage: { output: 3 }, lines, providerCostNano: 120n, returned: 2, reaped: true });
   });
 
   it('cannot settle a hold twice: one its gateway settled after all is refused as not open', () => {

@@ -32,7 +32,8 @@ export interface HoldReaperPorts {
 export function reapCommand(orphan: Orphan): AccountCommand {
   const { progress } = orphan;
   const { charge } = progress ?? {};
-  if (progress === null || (charge === undefined && progress.stats.completion_tokens === 0)) return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost' };
+  // `reaped`: the process may be alive after all (issue 41 D) and may still charge what it delivered.
+  if (progress === null || (charge === undefined && progress.stats.completion_tokens === 0)) return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost', reaped: true };
   // A final charge goes as it was decided; the ledger still releases one that returned nothing.
   return {
     type: 'ChargeUsage',
@@ -43,6 +44,7 @@ export function reapCommand(orphan: Orphan): AccountCommand {
     ...(charge?.lines === undefined ? {} : { lines: charge.lines }),
     ...(charge?.provider_cost_nano == null ? {} : { providerCostNano: BigInt(charge.provider_cost_nano) }),
     ...(charge?.returned === undefined ? {} : { returned: charge.returned }),
+    reaped: true,
   };
 }
 

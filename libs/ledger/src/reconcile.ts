@@ -106,7 +106,7 @@ export class Reconciler {
 
   observe(event: RecordedEvent): void {
     this.scanned++;
-    if (event.type !== 'UsageCharged' || !inPeriod(event, this.period)) return;
+    if ((event.type !== 'UsageCharged' && event.type !== 'UsageCorrected') || !inPeriod(event, this.period)) return;
     const row = moneyRow(event);
     if (!row) return;
     const byok = isByokProvider(row.provider);
@@ -116,14 +116,16 @@ export class Reconciler {
     const key = JSON.stringify([byok, provider, model]);
     let group = this.groups.get(key);
     if (!group) this.groups.set(key, (group = emptyGroup(provider, model, byok)));
-    group.requests++;
+    // A correction (issue 41 D) adds to its generation's charge, not a request.
+    const request = event.type === 'UsageCharged' ? 1 : 0;
+    group.requests += request;
     group.chargedNano += row.amount_nano;
     if (row.provider_cost_nano !== null) {
-      group.knownRequests++;
+      group.knownRequests += request;
       group.chargedKnownNano += row.amount_nano;
       group.providerCostNano += row.provider_cost_nano;
     } else {
-      group.unknownRequests++;
+      group.unknownRequests += request;
       group.unknownChargedNano += row.amount_nano;
       // The account pays the provider itself on BYOK: an unknown cost there is not the operator's.
       if (!byok) {

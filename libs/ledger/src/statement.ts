@@ -62,7 +62,7 @@ export interface Statement {
  * in every balance, so it is in a period without `from` only.
  */
 export function eventInstant(event: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>): number {
-  const chargedAt = event.type === 'UsageCharged' ? (event.data as { charged_at?: unknown })?.charged_at : undefined;
+  const chargedAt = event.type === 'UsageCharged' || event.type === 'UsageCorrected' ? (event.data as { charged_at?: unknown })?.charged_at : undefined;
   const ms = Date.parse(String(chargedAt ?? event.metadata?.at));
   return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
 }
@@ -126,6 +126,19 @@ export class StatementBuilder {
         totals.chargesNano -= moved;
         return;
       }
+      // Issue 41 D: what its process charged beyond the reaper's charge, on the same line; not a request of its own.
+      case 'UsageCorrected': {
+        const { model, key_id: keyId } = event.data;
+        const date = new Date(ms).toISOString().slice(0, 10);
+        const group = `${date}\u0000${model}\u0000${keyId}`;
+        const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
+        line.amountNano -= moved;
+        addMeters(line.meters, event.data.usage_added);
+        addMeters(totals.byMeter, event.data.usage_added);
+        this.charges.set(group, line);
+        totals.chargesNano -= moved;
+        return;
+      }
       case 'BalanceAdjusted': {
         const { adjustment_id: adjustmentId, kind, reason, operator } = event.data;
         this.statement.adjustments.push({ at, adjustmentId, kind, amountNano: moved, reason, operator });
@@ -176,6 +189,7 @@ function movement(event: AccountEvent): Nano {
     case 'BalanceAdjusted':
       return BigInt(event.data.amount_nano);
     case 'UsageCharged':
+    case 'UsageCorrected':
       return -BigInt(event.data.amount_nano);
     default:
       return 0n;

@@ -368,13 +368,12 @@ export class MeteredCalls {
     const command = this.chargeCommand(reservation, target, settlement);
     const charged = await this.traced('charge', () => settleAttributes(reservation, target), async (span) => {
       const settled = await this.deps.ledger(reservation.accountId, command, reservation.metadata);
-      // Nothing returned is released, not charged (spec 1 rule 3): the span says 0.
-      const amount = settled.events[0]?.type === 'UsageCharged' ? BigInt(settled.events[0].data.amount_nano) : 0n;
+      const amount = chargedBy(settled.events, command);
       span?.setAttribute(ATTR.amountNano, Number(amount));
       return { amount, event: settled.events[0]?.type };
     });
     this.countOutput(metered, settlement);
-    if (charged.event !== 'UsageCharged') return 0n;
+    if (charged.amount === 0n) return 0n;
     this.deps.observer?.charged(reservation.id, charged.amount);
     return charged.amount;
   }
@@ -511,6 +510,19 @@ export class MeteredCalls {
       reasoning_tokens: settlement.reasoningTokens ?? 0,
     };
   }
+}
+
+/**
+ * What a ChargeUsage decision charged the generation in all: its charge; nothing when nothing was
+ * returned (spec 1 rule 3: released); after the hold reaper settled the hold (issue 41 D), the
+ * whole corrected charge, or the reaper's own when nothing more was delivered (no event).
+ */
+function chargedBy(events: readonly AccountEvent[], command: Extract<AccountCommand, { type: 'ChargeUsage' }>): Nano {
+  const [event] = events;
+  if (event === undefined) return billedAmount(command.amountNano, command.returned ?? command.stats.completion_tokens);
+  if (event.type === 'UsageCharged') return BigInt(event.data.amount_nano);
+  if (event.type === 'UsageCorrected') return BigInt(event.data.total_nano);
+  return 0n;
 }
 
 /** Spec 1 rule 6: a batch line's targets, each at its model's batch discount. */

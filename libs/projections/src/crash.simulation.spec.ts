@@ -256,7 +256,7 @@ interface Submission {
 type Outcome = Prediction['outcome'];
 
 /** The events types whose projection moves credit_accounts.updated_at (every balance change). */
-const BALANCE_EVENTS = new Set(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']);
+const BALANCE_EVENTS = new Set(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']);
 
 const ms = (iso: string) => String(Date.parse(iso));
 const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::bigint::text`;
@@ -527,6 +527,13 @@ class Simulation {
         this.finish(event.data.hold_id, { status: 'completed', cost_nano: amount_nano, completion_tokens: event.data.completion_tokens, finished_at: ms(at) });
         return;
       }
+      case 'UsageCorrected': {
+        const { key_id, amount_nano, charged_at } = event.data;
+        const day = `${key_id}|${charged_at.slice(0, 10)}`;
+        this.keyDays.set(day, (this.keyDays.get(day) ?? 0n) + BigInt(amount_nano));
+        this.finish(event.data.hold_id, { status: 'completed', cost_nano: event.data.total_nano, completion_tokens: event.data.completion_tokens, error_code: null, finished_at: ms(at) });
+        return;
+      }
       case 'HoldReleased':
         this.cover(`released: ${event.data.reason}`);
         this.finish(event.data.hold_id, {
@@ -637,10 +644,18 @@ class Simulation {
       return hold;
     }
     if (r < 0.74) {
-      const holdId = this.pickHold(account, 0.1, extra);
-      return this.charge(holdId, this.heldOf(account, holdId, pending));
+      // Issue 41 D: the process of a hold the reaper settled, alive after all, charges it.
+      const reaped = [...account.ref.holds].filter(([, h]) => h.reaped !== undefined).map(([id]) => id);
+      const holdId = reaped.length > 0 && this.rng.chance(0.2) ? this.rng.pick(reaped) : this.pickHold(account, 0.1, extra);
+      const charge = this.charge(holdId, this.heldOf(account, holdId, pending));
+      // The hold reaper's charge from what a lapsed process recorded.
+      return this.rng.chance(0.12) ? { ...charge, reaped: true } : charge;
     }
-    if (r < 0.84) return { type: 'ReleaseHold', holdId: this.pickHold(account, 0.15, extra), errorCode: this.rng.pick(['upstream_503', 'timeout', 'client_gone']) };
+    if (r < 0.84) {
+      const holdId = this.pickHold(account, 0.15, extra);
+      if (this.rng.chance(0.12)) return { type: 'ReleaseHold', holdId, errorCode: 'gateway_lost', reaped: true };
+      return { type: 'ReleaseHold', holdId, errorCode: this.rng.pick(['upstream_503', 'timeout', 'client_gone']) };
+    }
     if (r < 0.95) return { type: 'ExpireHolds', max: this.rng.chance(0.2) ? this.rng.int(1, 3) : undefined };
     if (r < 0.96) return { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) };
     if (r < 0.97) return this.adjustment(account);
@@ -1110,9 +1125,9 @@ function describeCommand(command: AccountCommand): string {
     case 'PlaceHold':
       return `PlaceHold ${command.holdId} ${command.keyId} ${command.amountNano}`;
     case 'ChargeUsage':
-      return `ChargeUsage ${command.holdId} ${command.amountNano}${command.stats.completion_tokens === 0 ? ' (no completion)' : ''}`;
+      return `ChargeUsage ${command.holdId} ${command.amountNano}${command.stats.completion_tokens === 0 ? ' (no completion)' : ''}${command.reaped ? ' (reaped)' : ''}`;
     case 'ReleaseHold':
-      return `ReleaseHold ${command.holdId}`;
+      return `ReleaseHold ${command.holdId}${command.reaped ? ' (reaped)' : ''}`;
     case 'AddCredits':
       return `AddCredits ${command.amountNano}`;
     case 'SetDailyLimit':

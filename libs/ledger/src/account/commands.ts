@@ -44,8 +44,10 @@ export type AccountCommand =
        * completion tokens. Nothing returned is not billed (spec 1 rule 3).
        */
       returned?: number;
+      /** Decided by the hold reaper for a process whose lease lapsed (issue 41 D): the process may yet come back with its own charge. */
+      reaped?: true;
     }
-  | { type: 'ReleaseHold'; holdId: string; errorCode: string; stats?: Partial<GenerationStats> }
+  | { type: 'ReleaseHold'; holdId: string; errorCode: string; stats?: Partial<GenerationStats>; reaped?: true }
   /** Expires the open holds whose `expires_at` is at or before now, at most `max` (default EXPIRE_BATCH). */
   | { type: 'ExpireHolds'; max?: number }
   /** The account's optional daily spend limit (PATCH /admin/accounts/{id}); null removes it. */

@@ -1,9 +1,9 @@
 import { DomainError } from '@svc/eventstore';
 import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
-import { freeGenerationData, type AccountEvent } from './events';
+import { freeGenerationData, meterDifference, meteredUsage, type AccountEvent } from './events';
 import { balanceLow, DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
-import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold } from './state';
+import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold, type ReapedHold } from './state';
 import { billedAmount } from '../pricing';
 
 type Command<T extends AccountCommand['type']> = Extract<AccountCommand, { type: T }>;
@@ -117,6 +117,8 @@ function refuseRepeatedRequest(command: Command<'PlaceHold'>, state: AccountStat
 /** Settles a hold at its actual cost; spec 1 rule 3: nothing returned, nothing charged. */
 function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: Date): AccountEvent[] {
     const account_id = requireOpen(state);
+    const reaped = command.reaped ? undefined : state.reaped.get(command.holdId);
+    if (reaped && !state.holds.has(command.holdId) && reaped.untilMs > now.getTime()) return correctReapedCharge(command, state, account_id, reaped, now);
     const hold = requireHold(state, command.holdId);
     if (command.amountNano < 0n) throw new DomainError('invalid_amount', 'A charge cannot be negative.');
     // Spec 1, rule 3: a request that returns no tokens is not billed.
@@ -145,9 +147,43 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
           ...(command.usage === undefined ? {} : { usage: command.usage }),
           ...(command.lines === undefined ? {} : { lines: command.lines }),
           ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
+          ...(command.reaped ? { reaped: true as const } : {}),
         },
       },
       ...thresholdsCrossedBy(state, account_id, hold.keyId, command.amountNano, now),
+    ];
+}
+
+/**
+ * Issue 41 D: the hold reaper settled this hold from what its process had recorded, taking the
+ * process for dead (its lease lapsed: a pause, a lost database). The process lived, delivered
+ * its output and now charges it: what it charges beyond the reaper's charge is charged, once,
+ * even past the balance, since the output was delivered; nothing more was delivered, nothing more
+ * is charged.
+ */
+function correctReapedCharge(command: Command<'ChargeUsage'>, state: AccountState, account_id: string, reaped: ReapedHold, now: Date): AccountEvent[] {
+    if (command.amountNano < 0n) throw new DomainError('invalid_amount', 'A charge cannot be negative.');
+    const total = billedAmount(command.amountNano, command.returned ?? command.stats.completion_tokens);
+    if (total <= reaped.chargedNano) return [];
+    const delta = total - reaped.chargedNano;
+    return [
+      {
+        type: 'UsageCorrected',
+        data: {
+          account_id,
+          hold_id: command.holdId,
+          key_id: reaped.keyId,
+          amount_nano: delta.toString(),
+          total_nano: total.toString(),
+          charged_at: now.toISOString(),
+          ...command.stats,
+          ...(command.usage === undefined ? {} : { usage: command.usage }),
+          usage_added: meterDifference(meteredUsage({ ...command.stats, usage: command.usage }), reaped.usage),
+          ...(command.lines === undefined ? {} : { lines: command.lines }),
+          ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
+        },
+      },
+      ...thresholdsCrossedBy(state, account_id, reaped.keyId, delta, now),
     ];
 }
 
@@ -165,6 +201,7 @@ function releaseHold(command: Command<'ReleaseHold'>, state: AccountState, now: 
           reason: 'error',
           error_code: command.errorCode,
           ...command.stats,
+          ...(command.reaped ? { reaped: true as const } : {}),
         },
       },
     ];

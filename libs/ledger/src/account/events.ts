@@ -27,6 +27,16 @@ export function meteredUsage(data: Pick<GenerationStats, 'prompt_tokens' | 'cach
   return usage;
 }
 
+/** `total` less `part`, meter by meter (signed); meters that come out 0 are left out. */
+export function meterDifference(total: MeterUsage, part: MeterUsage): MeterUsage {
+  const out: MeterUsage = {};
+  for (const meter of new Set([...Object.keys(total), ...Object.keys(part)]) as Set<keyof MeterUsage>) {
+    const quantity = (total[meter] ?? 0) - (part[meter] ?? 0);
+    if (quantity !== 0) out[meter] = quantity;
+  }
+  return out;
+}
+
 export interface GenerationStats {
   model: string;
   provider: string;
@@ -39,6 +49,22 @@ export interface GenerationStats {
   /** null for non-streamed responses. */
   ttft_ms: number | null;
 }
+
+export type UsageCorrectedData = {
+  account_id: string;
+  hold_id: string;
+  key_id: string;
+  /** What the correction charges: total_nano less what the reaper charged. */
+  amount_nano: string;
+  total_nano: string;
+  charged_at: string;
+  /** The whole generation's meters. */
+  usage?: MeterUsage;
+  /** What the correction adds by meter: `usage` less the reaper's charge's (signed). */
+  usage_added: MeterUsage;
+  lines?: CostLine[];
+  provider_cost_nano?: string;
+} & GenerationStats;
 
 /** A key's spend limit, from the key record (spec 2.2): `limitNano` per `reset` window. */
 export interface KeyLimit {
@@ -119,14 +145,25 @@ export type AccountEvent =
         lines?: CostLine[];
         /** Issue 23: what the provider charges the operator for this call (0 for BYOK). Absent: unknown, or an old event. */
         provider_cost_nano?: string;
+        /** Issue 41 D: charged by the hold reaper from what its process recorded, not by that process. */
+        reaped?: true;
       } & GenerationStats
     >
   | DomainEvent<
       'HoldReleased',
       { account_id: string; hold_id: string; key_id: string; reason: 'error' | 'zero_completion' } & Partial<GenerationStats> & {
           error_code?: string;
+          /** Issue 41 D: released by the hold reaper, nothing of it having been recorded. */
+          reaped?: true;
         }
     >
+  /**
+   * Issue 41 D: the charge of a process that was alive after all, for a hold the hold reaper had
+   * settled from what was recorded (it paused, or lost its database, past its lease). The
+   * difference is charged: `amount_nano` is what this event adds, `total_nano` the
+   * generation's whole charge; the stats, meters and lines are the whole generation's.
+   */
+  | DomainEvent<'UsageCorrected', UsageCorrectedData>
   | DomainEvent<'HoldExpired', { account_id: string; hold_id: string; key_id: string; amount_nano: string; expires_at: string }>
   | DomainEvent<'DailyLimitSet', { account_id: string; limit_nano: string | null }>
   | DomainEvent<'KeySpendCapWarning', KeyWindowData>

@@ -1,7 +1,8 @@
 import { Map as ImmutableMap, OrderedMap } from 'immutable';
 import type { Nano } from '@svc/platform';
 import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
-import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
+import type { MeterUsage } from '../pricing';
+import { meteredUsage, type AccountEvent, type KeyLimit, type KeyWindowData } from './events';
 
 export interface OpenHold {
   amountNano: Nano;
@@ -22,6 +23,18 @@ export interface IdempotentRequest {
   untilMs: number;
   charged: boolean;
 }
+
+/** A hold the hold reaper settled (issue 41 D): its process may come back with its own charge until the hold would have expired. */
+export interface ReapedHold {
+  keyId: string;
+  /** What the reaper charged (0 when it released the hold), and by meter. */
+  chargedNano: Nano;
+  usage: MeterUsage;
+  untilMs: number;
+}
+
+/** Reaped holds an account remembers at most: they are rare (a process lost or paused), and only the newest matter. */
+export const MAX_REAPED_HOLDS = 10_000;
 
 /** How long an Idempotency-Key is kept (spec 8). */
 export const IDEMPOTENCY_KEEP_MS = 24 * 3600_000;
@@ -71,6 +84,8 @@ export interface AccountState {
    * with its API key), oldest first; bounded by that day's idempotent requests.
    */
   idempotency: OrderedMap<string, IdempotentRequest>;
+  /** Issue 41 D: holds the reaper settled that their process may still charge, oldest first. */
+  reaped: OrderedMap<string, ReapedHold>;
 }
 
 export const NO_KEY_SPEND: KeySpend = { lifetimeNano: 0n, windows: { daily: NO_SPEND, weekly: NO_SPEND, monthly: NO_SPEND }, limit: null, capReachedIn: null };
@@ -140,6 +155,7 @@ export function initialState(): AccountState {
     dailyLimitReachedOn: null,
     keys: {},
     idempotency: OrderedMap(),
+    reaped: OrderedMap(),
   };
 }
 
@@ -167,17 +183,28 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       };
     }
     case 'UsageCharged': {
-      const { hold_id, key_id, amount_nano, charged_at } = event.data;
-      const key = state.holds.get(hold_id)?.idempotencyKey;
-      const charged = key === undefined ? state : { ...state, idempotency: state.idempotency.update(key, (r) => r && { ...r, charged: true }) };
+      const { hold_id, key_id, amount_nano, charged_at, reaped } = event.data;
+      const hold = state.holds.get(hold_id);
+      const key = hold?.idempotencyKey;
+      let charged = key === undefined ? state : { ...state, idempotency: state.idempotency.update(key, (r) => r && { ...r, charged: true }) };
+      if (reaped && hold) charged = rememberReaped(charged, hold_id, { keyId: key_id, chargedNano: BigInt(amount_nano), usage: meteredUsage(event.data), untilMs: hold.expiresAtMs });
       return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
     }
     case 'HoldReleased':
     case 'HoldExpired': {
       // Nothing was billed: the request may run again under the same key (spec 3.3: errors are not replayed).
-      const key = state.holds.get(event.data.hold_id)?.idempotencyKey;
-      const released = key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
+      const hold = state.holds.get(event.data.hold_id);
+      const key = hold?.idempotencyKey;
+      let released = key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
+      if (event.type === 'HoldReleased' && event.data.reaped && hold) {
+        released = rememberReaped(released, event.data.hold_id, { keyId: hold.keyId, chargedNano: 0n, usage: {}, untilMs: hold.expiresAtMs });
+      }
       return closeHold(released, event.data.hold_id);
+    }
+    case 'UsageCorrected': {
+      const { hold_id, key_id, amount_nano, total_nano, charged_at } = event.data;
+      const corrected = { ...state, reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage: meteredUsage(event.data) }) };
+      return recordCharge(corrected, key_id, BigInt(amount_nano), Date.parse(charged_at));
     }
     case 'DailyLimitSet':
       // A new limit re-arms DailyLimitReached for today.
@@ -207,6 +234,12 @@ function rememberIdempotent(
     kept = kept.delete(key);
   }
   return kept.delete(idempotency.key).set(idempotency.key, { holdId, fingerprint: idempotency.fingerprint, untilMs, charged: false });
+}
+
+function rememberReaped(state: AccountState, holdId: string, reaped: ReapedHold): AccountState {
+  let kept = state.reaped.set(holdId, reaped);
+  while (kept.size > MAX_REAPED_HOLDS) kept = kept.delete(kept.keySeq().first() as string);
+  return { ...state, reaped: kept };
 }
 
 export function withKey(state: AccountState, keyId: string, changes: Partial<KeySpend>): AccountState {

@@ -1,5 +1,6 @@
 import { freeGenerationData, type AccountCommand, type AccountEvent, type GenerationStats, type KeyLimit, type PlaceHold } from '../account';
 import type { LimitReset } from '../spend-window';
+import type { MeterUsage } from '../pricing';
 
 /**
  * An independent, deliberately naive model of the account rules for the simulation. It
@@ -73,6 +74,26 @@ interface RefHold {
   amount: bigint;
   expiresAt: number;
   status: 'open' | 'charged' | 'released' | 'expired';
+  /** Settled by the hold reaper (issue 41 D): what it (and any correction since) charged, and by meter. */
+  reaped?: { charged: bigint; usage: MeterUsage };
+}
+
+/** The meters of a charge that records tokens only, written out here rather than taken from the decider. */
+function tokenMeters(stats: GenerationStats): MeterUsage {
+  const usage: MeterUsage = {};
+  if (stats.prompt_tokens) usage.input = stats.prompt_tokens;
+  if (stats.cached_tokens) usage.cached_input = stats.cached_tokens;
+  if (stats.completion_tokens) usage.output = stats.completion_tokens;
+  return usage;
+}
+
+function minus(total: MeterUsage, part: MeterUsage): MeterUsage {
+  const out: Record<string, number> = {};
+  for (const meter of new Set([...Object.keys(total), ...Object.keys(part)])) {
+    const quantity = ((total as Record<string, number>)[meter] ?? 0) - ((part as Record<string, number>)[meter] ?? 0);
+    if (quantity !== 0) out[meter] = quantity;
+  }
+  return out as MeterUsage;
 }
 
 const refuse = (code: string, details: Record<string, unknown> = {}): Prediction => ({ outcome: { error: { code, details } }, commit: () => undefined });
@@ -145,18 +166,27 @@ export class ReferenceLedger {
         };
       case 'PlaceHold':
         return this.placeHold(account_id, command, now);
-      case 'ChargeUsage':
-        return this.charge(account_id, command.holdId, command.amountNano, command.stats, now);
+      case 'ChargeUsage': {
+        const hold = this.holds.get(command.holdId);
+        if (hold && hold.status !== 'open' && hold.reaped && !command.reaped && hold.expiresAt > now) return this.correct(account_id, command.holdId, hold, command.amountNano, command.stats, now);
+        return this.charge(account_id, command.holdId, command.amountNano, command.stats, now, command.reaped === true);
+      }
       case 'ReleaseHold': {
         const hold = this.holds.get(command.holdId);
         if (hold?.status !== 'open') return refuse('hold_not_open', { hold_id: command.holdId });
         return {
           outcome: {
             events: [
-              { type: 'HoldReleased', data: { account_id, hold_id: command.holdId, key_id: hold.keyId, reason: 'error', error_code: command.errorCode, ...command.stats } },
+              {
+                type: 'HoldReleased',
+                data: { account_id, hold_id: command.holdId, key_id: hold.keyId, reason: 'error', error_code: command.errorCode, ...command.stats, ...(command.reaped ? { reaped: true as const } : {}) },
+              },
             ],
           },
-          commit: () => this.close(command.holdId, 'released'),
+          commit: () => {
+            this.close(command.holdId, 'released');
+            if (command.reaped) hold.reaped = { charged: 0n, usage: {} };
+          },
         };
       }
       case 'ExpireHolds':
@@ -273,7 +303,7 @@ export class ReferenceLedger {
     };
   }
 
-  private charge(account_id: string, holdId: string, amount: bigint, stats: GenerationStats, now: number): Prediction {
+  private charge(account_id: string, holdId: string, amount: bigint, stats: GenerationStats, now: number, reaped = false): Prediction {
     const hold = this.holds.get(holdId);
     if (hold?.status !== 'open') return refuse('hold_not_open', { hold_id: holdId });
     if (amount < 0n) return refuse('invalid_amount');
@@ -294,10 +324,60 @@ export class ReferenceLedger {
           charged_at: iso(now),
           exceeded_hold_nano: String(amount > hold.amount ? amount - hold.amount : 0n),
           ...stats,
+          ...(reaped ? { reaped: true as const } : {}),
         },
       },
     ];
+    const { events: crossed, commit } = this.crossings(account_id, hold.keyId, amount, now);
+    return {
+      outcome: { events: [...events, ...crossed] },
+      commit: () => {
+        this.close(holdId, 'charged');
+        if (reaped) hold.reaped = { charged: amount, usage: tokenMeters(stats) };
+        commit();
+      },
+    };
+  }
+
+  /**
+   * Issue 41 D: the own charge of the process whose hold the reaper settled: what it charges
+   * beyond the reaper's charge, once; nothing when it delivered no more.
+   */
+  private correct(account_id: string, holdId: string, hold: RefHold, amount: bigint, stats: GenerationStats, now: number): Prediction {
+    const reaped = hold.reaped!;
+    if (amount < 0n) return refuse('invalid_amount');
+    const total = stats.completion_tokens === 0 ? 0n : amount;
+    if (total <= reaped.charged) return { outcome: { events: [] }, commit: () => undefined };
+    const delta = total - reaped.charged;
+    const usage = tokenMeters(stats);
+    const event: AccountEvent = {
+      type: 'UsageCorrected',
+      data: {
+        account_id,
+        hold_id: holdId,
+        key_id: hold.keyId,
+        amount_nano: String(delta),
+        total_nano: String(total),
+        charged_at: iso(now),
+        ...stats,
+        usage_added: minus(usage, reaped.usage),
+      },
+    };
+    const { events: crossed, commit } = this.crossings(account_id, hold.keyId, delta, now);
+    return {
+      outcome: { events: [event, ...crossed] },
+      commit: () => {
+        hold.reaped = { charged: total, usage };
+        commit();
+      },
+    };
+  }
+
+  /** The threshold events a charge of `amount` on `keyId` at `now` records, and its effect on the model. */
+  private crossings(account_id: string, keyId: string, amount: bigint, now: number): { events: AccountEvent[]; commit: () => void } {
+    const events: AccountEvent[] = [];
     const marks: (() => void)[] = [];
+    const hold = { keyId };
 
     const limit = this.keyLimit.get(hold.keyId);
     if (limit) {
@@ -332,9 +412,8 @@ export class ReferenceLedger {
     }
 
     return {
-      outcome: { events },
+      events,
       commit: () => {
-        this.close(holdId, 'charged');
         this.charged += amount;
         for (const reset of RESETS) this.addSpend(hold.keyId, reset, now, amount);
         this.addSpend(ACCOUNT_SCOPE, 'daily', now, amount);

@@ -60,7 +60,7 @@ export const creditsProjection: Projection = {
     // No BalanceAdjusted predates the column, so 0 is right for existing rows without a rebuild.
     `ALTER TABLE credit_accounts ADD COLUMN IF NOT EXISTS adjusted_nano bigint NOT NULL DEFAULT 0`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']),
+  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const accounts = new Map<string, AccountDelta>();
     const placed = new Map<string, OpenHold>();
@@ -93,6 +93,10 @@ export const creditsProjection: Projection = {
           });
           delta.heldNano += BigInt(e.data.amount_nano);
           delta.openHolds += 1;
+          break;
+        // Issue 41 D: its hold was closed by the reaper's charge; only the difference is new.
+        case 'UsageCorrected':
+          delta.usedNano += BigInt(e.data.amount_nano);
           break;
         case 'UsageCharged':
         case 'HoldReleased':

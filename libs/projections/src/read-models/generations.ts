@@ -85,7 +85,7 @@ export const generationsProjection: Projection = {
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS provider_cost_nano bigint`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const placed = new Map<string, Placed>();
     const free: unknown[][] = [];
@@ -122,6 +122,10 @@ export const generationsProjection: Projection = {
         }
         case 'UsageCharged':
           resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), meteredUsage(e.data), e.data));
+          break;
+        // Issue 41 D: the generation as its own process charged it, after the reaper's settlement.
+        case 'UsageCorrected':
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.total_nano, null, eventTime(e), meteredUsage(e.data), e.data));
           break;
         case 'HoldReleased':
           resolve(

@@ -15,8 +15,9 @@ export const keyUsageProjection: Projection = {
       PRIMARY KEY (key_id, day)
     )`,
   ],
-  eventTypes: new Set(['UsageCharged']),
-  apply: async (events: readonly RecordedEvent<'UsageCharged', Extract<AccountEvent, { type: 'UsageCharged' }>['data']>[], tx) => {
+  // Issue 41 D: a correction adds what it charges beyond the reaper's charge, on its own instant.
+  eventTypes: new Set(['UsageCharged', 'UsageCorrected']),
+  apply: async (events: readonly RecordedEvent<'UsageCharged' | 'UsageCorrected', Extract<AccountEvent, { type: 'UsageCharged' | 'UsageCorrected' }>['data']>[], tx) => {
     const sums = new Map<string, [keyId: string, day: string, costNano: bigint]>();
     for (const e of events) {
       // The decider counts a charge in the window of charged_at (absent on the oldest events).

@@ -111,11 +111,11 @@ async function recordModelUse(used: Map<string, [string, string, string]>, tx: S
 export const notificationsProjection: Projection = {
   name: 'notifications',
   tables: ['webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use', 'notices'],
-  eventTypes: new Set([...Object.keys(HANDLERS), 'UsageCharged']),
+  eventTypes: new Set([...Object.keys(HANDLERS), 'UsageCharged', 'UsageCorrected']),
   apply: async (events, tx) => {
     const used = new Map<string, [string, string, string]>();
     for (const event of events) {
-      if (event.type === 'UsageCharged') {
+      if (event.type === 'UsageCharged' || event.type === 'UsageCorrected') {
         const { account_id, model } = event.data as { account_id: string; model: string };
         used.set(`${account_id}\n${model}`, [account_id, model, eventTime(event)]);
         continue;

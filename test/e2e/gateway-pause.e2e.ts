@@ -1,0 +1,115 @@
+import { PgSqlRunner, usdToNano } from '@svc/platform';
+import { GATEWAY_LEASE_MS } from '@svc/projections';
+import { twoGateways } from '../support/second-gateway';
+
+const ADMIN_TOKEN = 'admin-token-for-gateway-pause-tests';
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+/** One-token chunks this far apart: a stream of ~6 s, paused in its middle. */
+const CHUNK_DELAY_MS = 60;
+const OUTPUT_TOKENS = 100;
+
+async function until<T>(value: () => Promise<T | null | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await value();
+    if (v !== null && v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Issue 41 D: a gateway paused past its lease (GC, CPU starvation, SIGSTOP) had its holds
+ * settled behind its back from what it had recorded: its streams then delivered their whole
+ * output, were billed only what was recorded (162 tokens delivered, 21 billed) and ended with
+ * a `hold_not_open` error; a non-streamed answer already given got 400 `hold_not_open`. The
+ * reaper still settles such holds (the process may be dead), and the process, alive after
+ * all, charges what it delivered on top: a correction, once.
+ */
+describe('issue 41 D: a gateway paused past its lease finishes and charges what it delivered', () => {
+  const gateways = twoGateways('pause', ADMIN_TOKEN);
+  let db: PgSqlRunner;
+
+  beforeAll(async () => {
+    db = await PgSqlRunner.connect({ connectionString: gateways.databaseUrl, max: 2 });
+  });
+  afterAll(async () => {
+    gateways.second?.child.kill('SIGCONT');
+    await db?.close();
+  });
+
+  it('streams to the end without an error, the non-streamed answer is 200, and both are billed in full', async () => {
+    const account = (await gateways.one('POST', '/admin/accounts', { body: { initial_credits_usd: 5 }, headers: admin })).json.id;
+    const key = (await gateways.one('POST', `/admin/accounts/${account}/keys`, { body: {}, headers: admin })).json.key;
+    const before = (await gateways.one('GET', '/v1/credits', { key })).json.data.balance as number;
+    const post = (body: unknown) =>
+      fetch(`${gateways.second.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+    // Answered by the upstream while the gateway is paused: nothing of it is recorded before.
+    const plain = post({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'later\n#sim {"delay_ms": 5000}' }] });
+    const response = await post({
+      model: 'sim/echo',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: OUTPUT_TOKENS,
+      messages: [{ role: 'user', content: `go\n#sim {"completion_tokens": ${OUTPUT_TOKENS}, "chunk_delay_ms": ${CHUNK_DELAY_MS}}` }],
+    });
+    expect(response.status).toBe(200);
+    const generationId = response.headers.get('x-svc-generation-id')!;
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    // Past one progress record (every 2 s), then pause the process past its lease.
+    const started = Date.now();
+    while (Date.now() - started < 2_500) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('the stream ended before the pause');
+      text += decoder.decode(value, { stream: true });
+    }
+    gateways.second.child.kill('SIGSTOP');
+    try {
+      // The reaper (in this process) settles both holds from what was recorded: it cannot tell a pause from a death.
+      const reaped = await until(async () => {
+        await gateways.first.background.reaper.reapOnce();
+        const { rows } = await db.query<{ type: string; data: { hold_id: string; amount_nano: string } }>(
+          `SELECT type, data FROM events WHERE type IN ('UsageCharged', 'HoldReleased') AND data->>'account_id' = $1 AND data ? 'reaped'`,
+          [account],
+        );
+        return rows.length === 2 ? rows : null;
+      }, GATEWAY_LEASE_MS + 20_000);
+      expect(reaped.find((e) => e.data.hold_id === generationId)?.type).toBe('UsageCharged');
+    } finally {
+      gateways.second.child.kill('SIGCONT');
+    }
+
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    const frames = text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    expect(frames[frames.length - 1]).toBe('[DONE]');
+    const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
+    expect(chunks.some((c) => c.error)).toBe(false);
+    const usage = chunks[chunks.length - 1].usage;
+    expect(usage.completion_tokens).toBe(OUTPUT_TOKENS);
+
+    const answered = (await (await plain).json()) as { id: string; usage: { cost: number } };
+    expect(answered.usage.cost).toBeGreaterThan(0);
+
+    // Each generation shows its whole charge, and the balance moved by exactly both.
+    const billed = await until(async () => {
+      await gateways.first.runtime.projections.catchUpAll();
+      const stream = (await gateways.one('GET', `/v1/generation?id=${generationId}`, { key })).json.data;
+      const single = (await gateways.one('GET', `/v1/generation?id=${answered.id}`, { key })).json.data;
+      return stream?.tokens_completion === OUTPUT_TOKENS && single?.total_cost > 0 ? { stream, single } : null;
+    }, 10_000);
+    expect(usdToNano(billed.stream.total_cost)).toBe(usdToNano(usage.cost));
+    expect(usdToNano(billed.single.total_cost)).toBe(usdToNano(answered.usage.cost));
+    const after = (await gateways.one('GET', '/v1/credits', { key })).json.data;
+    expect(after.open_holds).toBe(0);
+    expect(usdToNano(before) - usdToNano(after.balance)).toBe(usdToNano(usage.cost) + usdToNano(answered.usage.cost));
+    const corrections = await db.query(`SELECT 1 FROM events WHERE type = 'UsageCorrected' AND data->>'account_id' = $1`, [account]);
+    expect(corrections.rows).toHaveLength(2);
+  }, 90_000);
+});
