@@ -6,7 +6,10 @@ import { ApiError, effectiveRateLimits, type RateLimits } from '@svc/platform';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 
-/** A request still running after this long gives its slot back anyway (crashed process, lost close event). */
+/**
+ * A slot is renewed while its request lives (SlotLeases, issue 41 E); one still held this long
+ * after its request's longest life stops being renewed (a lost 'close' event) and lapses.
+ */
 const SLOT_GRACE_MS = 60_000;
 
 /**
@@ -65,7 +68,9 @@ export class RateLimitService {
    * Counts the request and takes a concurrency slot, given back when the response is over, in
    * one decision: a refused request counts nowhere and holds no slot. Throws the 429 for the
    * first limit reached; the headers are on the reply either way. `slotMs`: how long the slot
-   * may be held at most (a realtime session's whole life, spec 8), else an upstream call's.
+   * may be held at most (a realtime session's whole life, spec 8), else an upstream call's. The
+   * slot itself lives by a short lease its process renews until the response is over, however
+   * it ends (answered, failed, client gone, stream cut): all of them emit 'close'.
    */
   async admit(caller: Caller, operation: Operation, reply: FastifyReply, slotMs?: number): Promise<void> {
     const limits = this.limitsOf(caller);
@@ -73,7 +78,7 @@ export class RateLimitService {
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
       tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
-      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, leaseMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS },
+      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, maxHoldMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS },
     });
     setWindowHeaders(reply, 'requests', admitted.requests);
     setWindowHeaders(reply, 'tokens', admitted.tokens);
@@ -86,8 +91,12 @@ export class RateLimitService {
         throw this.refused(tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000));
     }
     const slot = admitted.slot.slot;
-    // 'close' comes once the response is over, streamed or not, or the client has gone.
-    if (slot) reply.raw.once('close', () => void slot.release().catch(() => undefined));
+    if (!slot) return;
+    const release = () => void slot.release().catch(() => undefined);
+    // 'close' comes once the response is over, streamed or not, or the client has gone; a client
+    // gone while admission waited on the store closed it already, and it will not come again.
+    if ((reply.raw as { closed?: boolean }).closed === true) release();
+    else reply.raw.once('close', release);
   }
 
   /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */

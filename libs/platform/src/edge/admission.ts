@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import {
-  checkLease,
   checkLimit,
+  checkMaxHold,
   KeyedQueue,
   rateWindowKey,
-  redisSlot,
   refusedResetMs,
   slotsKey,
   WINDOW_SECONDS,
@@ -17,6 +16,7 @@ import {
   type WindowResult,
 } from './rate-limiter';
 import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+import type { SlotLeases } from './slot-leases';
 
 /**
  * One request's admission (spec 8): a count in its requests-per-minute window, a look at its
@@ -28,7 +28,8 @@ export interface AdmissionRequest {
   requests: { bucket: string; limit: number };
   /** `enforce`: a window already at its limit refuses (model calls); otherwise it is only reported. */
   tokens: { bucket: string; limit: number; enforce: boolean };
-  slots: { bucket: string; limit: number; leaseMs: number };
+  /** `maxHoldMs`: the longest the slot is held (ConcurrencyLimiter.acquire); it lives by short renewed leases until then. */
+  slots: { bucket: string; limit: number; maxHoldMs: number };
 }
 
 export interface AdmissionResult {
@@ -48,7 +49,7 @@ function checkRequest({ requests, tokens, slots }: AdmissionRequest): void {
   checkLimit(requests.limit);
   checkLimit(tokens.limit);
   checkLimit(slots.limit);
-  checkLease(slots.leaseMs);
+  checkMaxHold(slots.maxHoldMs);
 }
 
 /**
@@ -99,6 +100,8 @@ export class RedisAdmission implements Admission {
     private readonly redis: Redis,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
+    /** The concurrency limiter's (RedisConcurrencyLimiter.leases), so one batch renews every slot of the process. */
+    private readonly leases: SlotLeases,
   ) {}
 
   async admit(request: AdmissionRequest): Promise<AdmissionResult> {
@@ -107,16 +110,25 @@ export class RedisAdmission implements Admission {
     const slotsAt = slotsKey(this.keyPrefix, slots.bucket);
     const id = randomUUID();
     const now = this.clock.now().getTime();
+    const until = this.leases.firstUntil(now, slots.maxHoldMs);
     const keys = [rateWindowKey(this.keyPrefix, requests.bucket), rateWindowKey(this.keyPrefix, tokens.bucket), slotsAt];
-    const args = [requests.limit, WINDOW_SECONDS, tokens.limit, tokens.enforce ? 1 : 0, now, now + slots.leaseMs, slots.limit, id, storageBoundMs(slots.leaseMs)];
-    const reply = (await guarded('admission.admit', () => runScript(this.redis, ADMIT_LUA, keys, args))) as [string, number, number, number, number, number];
+    const args = [requests.limit, WINDOW_SECONDS, tokens.limit, tokens.enforce ? 1 : 0, now, until, slots.limit, id, storageBoundMs(until - now)];
+    let reply: [string, number, number, number, number, number];
+    try {
+      reply = (await guarded('admission.admit', () => runScript(this.redis, ADMIT_LUA, keys, args))) as typeof reply;
+    } catch (err) {
+      // Issue 41 E: a reply lost to a frozen Redis does not mean the script did not run. The
+      // request goes on degraded (FallbackAdmission), so a slot Redis may still grant is released.
+      this.leases.lost({ key: slotsAt, id }, until);
+      throw err;
+    }
     const [refusal, used, usedTtl, tokensUsed, tokensTtl, held] = reply;
     const refused = (refusal === '' ? null : refusal) as Refusal;
     const requestsWindow = windowResult(refused !== 'requests', requests.limit, used, refused === 'requests' ? refusedResetMs(usedTtl) : Math.max(usedTtl, 0));
     const remaining = Math.max(slots.limit - held, 0);
     const slot: SlotResult =
       refused === null
-        ? { allowed: true, limit: slots.limit, remaining, slot: redisSlot(this.redis, slotsAt, id) }
+        ? { allowed: true, limit: slots.limit, remaining, slot: this.leases.hold({ key: slotsAt, id }, now, slots.maxHoldMs) }
         : { allowed: false, limit: slots.limit, remaining, slot: null };
     return {
       refused,
@@ -152,7 +164,7 @@ export class MemoryAdmission implements Admission {
       return { refused: 'requests', requests: { ...requestsWindow, resetMs: refusedResetMs(requestsWindow.resetMs) }, tokens: tokensWindow, slot: none };
     }
     if (tokens.enforce && !tokensWindow.allowed) return { refused: 'tokens', requests: requestsWindow, tokens: tokensWindow, slot: none };
-    const slot = await this.concurrency.acquire(slots.bucket, slots.limit, slots.leaseMs);
+    const slot = await this.concurrency.acquire(slots.bucket, slots.limit, slots.maxHoldMs);
     if (!slot.allowed) return { refused: 'concurrency', requests: requestsWindow, tokens: tokensWindow, slot };
     const counted = await this.rate.consume(requests.bucket, requests.limit);
     if (!counted.allowed) {

@@ -8,10 +8,12 @@ import {
   type RateLimiter,
   RedisConcurrencyLimiter,
   RedisRateLimiter,
+  redisSlotLeases,
 } from './rate-limiter';
 import { closeRedis, connectRedis, pingRedis, whenReady } from './redis';
 import { BypassResponseCache, FallbackAdmission, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
 import { MemoryResponseCache, RedisResponseCache } from './response-cache';
+import { SLOT_LEASE, type SlotLeaseTimings } from './slot-leases';
 
 export * from './admission';
 export * from './idempotency';
@@ -19,6 +21,7 @@ export * from './rate-limiter';
 export * from './redis';
 export * from './resilient';
 export * from './sealed-idempotency';
+export * from './slot-leases';
 export * from './response-cache';
 
 export interface EdgeStoreOptions {
@@ -29,6 +32,8 @@ export interface EdgeStoreOptions {
   keyPrefix?: string;
   /** Told once per outage and per store when Redis is unreachable (including the connection itself). */
   onDegraded?: OnDegraded;
+  /** How concurrency slots are leased and renewed (slot-leases.ts); tests shorten it. */
+  slotLease?: SlotLeaseTimings;
 }
 
 export interface EdgeStores {
@@ -55,9 +60,9 @@ export const DEFAULT_KEY_PREFIX = 'edge';
 const DEFAULT_READY_TIMEOUT_MS = 5_000;
 
 export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
-  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded } = options;
+  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE } = options;
   const memoryRate = new MemoryRateLimiter();
-  const memoryConcurrency = new MemoryConcurrencyLimiter(clock);
+  const memoryConcurrency = new MemoryConcurrencyLimiter(clock, slotLease);
   if (redisUrl === null) {
     return {
       rateLimiter: memoryRate,
@@ -69,19 +74,24 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
       backend: 'memory',
       ready: async () => true,
       ping: async () => undefined,
-      close: async () => undefined,
+      close: () => memoryConcurrency.leases.close(),
     };
   }
   const redis = connectRedis(redisUrl, (err) => onDegraded?.('redis', err));
+  // One set of leases for the limiter and admission: one renewal call per tick for the process.
+  const leases = redisSlotLeases(redis, clock, slotLease);
   return {
     rateLimiter: new FallbackRateLimiter(new RedisRateLimiter(redis, keyPrefix), memoryRate, onDegraded),
-    concurrency: new FallbackConcurrencyLimiter(new RedisConcurrencyLimiter(redis, clock, keyPrefix), memoryConcurrency, onDegraded),
-    admission: new FallbackAdmission(new RedisAdmission(redis, clock, keyPrefix), new MemoryAdmission(memoryRate, memoryConcurrency), onDegraded),
+    concurrency: new FallbackConcurrencyLimiter(new RedisConcurrencyLimiter(redis, clock, keyPrefix, leases), memoryConcurrency, onDegraded),
+    admission: new FallbackAdmission(new RedisAdmission(redis, clock, keyPrefix, leases), new MemoryAdmission(memoryRate, memoryConcurrency), onDegraded),
     idempotency: new RedisIdempotencyStore(redis, clock, keyPrefix),
     cache: new BypassResponseCache(new RedisResponseCache(redis, clock, keyPrefix), onDegraded),
     backend: 'redis',
     ready: (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => whenReady(redis, timeoutMs),
     ping: (timeoutMs) => pingRedis(redis, timeoutMs),
-    close: () => closeRedis(redis),
+    close: async () => {
+      await Promise.all([leases.close(), memoryConcurrency.leases.close()]);
+      await closeRedis(redis);
+    },
   };
 }

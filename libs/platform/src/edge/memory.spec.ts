@@ -13,6 +13,7 @@ edgeStoreContract('memory', (clock) => {
     rateLimiter,
     concurrency,
     admission: new MemoryAdmission(rateLimiter, concurrency),
+    slotLeases: concurrency.leases,
     idempotency: new MemoryIdempotencyStore(clock),
     cache: new MemoryResponseCache(clock),
   };

@@ -55,7 +55,7 @@ describe('edge stores through a Redis outage', () => {
   const admitting = (name: string, limit: number): AdmissionRequest => ({
     requests: { bucket: `rpm:${name}`, limit },
     tokens: { bucket: `tpm:${name}`, limit: 100, enforce: true },
-    slots: { bucket: `conc:${name}`, limit, leaseMs: 60_000 },
+    slots: { bucket: `conc:${name}`, limit, maxHoldMs: 60_000 },
   });
 
   beforeAll(async () => {
@@ -63,12 +63,13 @@ describe('edge stores through a Redis outage', () => {
     server = await startRedisServer(port);
     const url = `redis://127.0.0.1:${port}`;
     redis = connectRedis(url);
+    const concurrency = new RedisConcurrencyLimiter(redis, clock, prefix);
     adapters = {
       rateLimiter: new RedisRateLimiter(redis, prefix),
-      concurrency: new RedisConcurrencyLimiter(redis, clock, prefix),
+      concurrency,
       idempotency: new RedisIdempotencyStore(redis, clock, prefix),
       cache: new RedisResponseCache(redis, clock, prefix),
-      admission: new RedisAdmission(redis, clock, prefix),
+      admission: new RedisAdmission(redis, clock, prefix, concurrency.leases),
     };
     stores = createEdgeStores({ redisUrl: url, clock, keyPrefix: prefix, onDegraded: (what) => degraded.push(what) });
     expect(await whenReady(redis, 5_000)).toBe(true);

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../clock';
 import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+import { type LeaseBackend, type LeaseRef, type RenewedLease, SLOT_LEASE, SlotLeases, type SlotLeaseTimings } from './slot-leases';
 
 export interface WindowResult {
   allowed: boolean;
@@ -36,8 +37,12 @@ export interface SlotResult {
 }
 
 export interface ConcurrencyLimiter {
-  /** Takes one of `limit` slots of `bucket` for at most `leaseMs` (a crashed holder's slot frees itself after the lease). */
-  acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult>;
+  /**
+   * Takes one of `limit` slots of `bucket`, held until released while this process renews its
+   * short lease (slot-leases.ts), and for `maxHoldMs` at most: a holder that is gone frees it
+   * within one lease, a request whose release never comes within `maxHoldMs`.
+   */
+  acquire(bucket: string, limit: number, maxHoldMs: number): Promise<SlotResult>;
 }
 
 export const WINDOW_SECONDS = 60;
@@ -242,8 +247,9 @@ export class MemoryRateLimiter implements RateLimiter {
 /*
  * Concurrency slots are written here rather than taken from rate-limiter-flexible: it counts
  * points in fixed windows and has no semaphore whose slots expire on their own, and a gateway
- * that crashes mid-request must not hold its slot forever. Each slot is a lease: the holder's
- * random id, scored by the injected clock's time at which it lapses.
+ * that crashes mid-request must not hold its slot forever. Each slot is a short lease: the
+ * holder's random id, scored by the injected clock's time at which it lapses, pushed forward
+ * by its process's renewals (SlotLeases) while the request lives.
  */
 
 /** KEYS[1] slots; ARGV now, lease end, limit, slot id, storage bound ms. Replies {taken, held}. */
@@ -260,20 +266,95 @@ end
 return {1, held + 1}
 `);
 
-export function checkLease(leaseMs: number): void {
-  if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new RangeError(`leaseMs must be positive, got ${leaseMs}`);
+/**
+ * Every lease of one process in one call. KEYS: the slots' sets. ARGV: now, storage bound ms,
+ * then (key index, slot id, new lease end) per lease. A lease already lapsed (score <= now) or
+ * released is not brought back: its place may have been taken. Replies 1/0 per lease: still held.
+ */
+const RENEW_LUA = luaScript(`
+local now = tonumber(ARGV[1])
+local held = {}
+for i = 3, #ARGV, 3 do
+  local key = KEYS[tonumber(ARGV[i])]
+  local score = redis.call('zscore', key, ARGV[i + 1])
+  if score and tonumber(score) > now then
+    redis.call('zadd', key, ARGV[i + 2], ARGV[i + 1])
+    held[#held + 1] = 1
+  else
+    held[#held + 1] = 0
+  end
+end
+for i = 1, #KEYS do
+  if redis.call('pttl', KEYS[i]) < tonumber(ARGV[2]) then
+    redis.call('pexpire', KEYS[i], ARGV[2])
+  end
+end
+return held
+`);
+
+/** KEYS: the slots' sets. ARGV: (key index, slot id) per lease. */
+const RELEASE_LUA = luaScript(`
+for i = 1, #ARGV, 2 do
+  redis.call('zrem', KEYS[tonumber(ARGV[i])], ARGV[i + 1])
+end
+return 0
+`);
+
+/** Keys and arguments of one batch: each distinct key once, each lease by its key's index. */
+function batchArgs<T extends LeaseRef>(leases: readonly T[], per: (lease: T) => (string | number)[]): { keys: string[]; args: (string | number)[] } {
+  const index = new Map<string, number>();
+  const args: (string | number)[] = [];
+  for (const lease of leases) {
+    let at = index.get(lease.key);
+    if (at === undefined) {
+      at = index.size + 1;
+      index.set(lease.key, at);
+    }
+    args.push(at, ...per(lease));
+  }
+  return { keys: [...index.keys()], args };
 }
 
-/** A slot whose release reaches its store once; later calls are no-ops. */
-function onceSlot(release: () => Promise<void>): Slot {
-  let released = false;
+/** Bounds one script's work, so renewing thousands of slots never blocks Redis for long. */
+const LEASES_PER_CALL = 1_000;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += LEASES_PER_CALL) out.push(items.slice(i, i + LEASES_PER_CALL));
+  return out;
+}
+
+/** The leases of one Redis client's slots. */
+export function redisLeaseBackend(redis: Redis, timings: SlotLeaseTimings): LeaseBackend {
+  const bound = storageBoundMs(timings.leaseMs);
   return {
-    async release() {
-      if (released) return;
-      await release();
-      released = true;
+    async renew(leases, now) {
+      const replies = await Promise.all(
+        chunks(leases).map((chunk) => {
+          const { keys, args } = batchArgs(chunk, (lease) => [lease.id, lease.until]);
+          return guarded('concurrency.renew', () => runScript(redis, RENEW_LUA, keys, [now, bound, ...args])) as Promise<number[]>;
+        }),
+      );
+      return replies.flat().map((held) => held === 1);
+    },
+    async release(leases) {
+      await Promise.all(
+        chunks(leases).map((chunk) => {
+          const { keys, args } = batchArgs(chunk, (lease) => [lease.id]);
+          return guarded('concurrency.release', () => runScript(redis, RELEASE_LUA, keys, args));
+        }),
+      );
     },
   };
+}
+
+/** One process's slot leases on `redis`, shared by its concurrency limiter and its admission. */
+export function redisSlotLeases(redis: Redis, clock: Clock, timings: SlotLeaseTimings = SLOT_LEASE): SlotLeases {
+  return new SlotLeases(redisLeaseBackend(redis, timings), clock, timings);
+}
+
+export function checkMaxHold(maxHoldMs: number): void {
+  if (!Number.isFinite(maxHoldMs) || maxHoldMs <= 0) throw new RangeError(`maxHoldMs must be positive, got ${maxHoldMs}`);
 }
 
 /** The Redis key of `bucket`'s slots, for scripts that take them beside the limiter. */
@@ -281,44 +362,62 @@ export function slotsKey(keyPrefix: string, bucket: string): string {
   return `${keyPrefix}:slots:${bucket}`;
 }
 
-/** A slot granted in Redis: its release removes its lease from the bucket, once. */
-export function redisSlot(redis: Redis, key: string, id: string): Slot {
-  return onceSlot(async () => {
-    await guarded('concurrency.release', () => redis.zrem(key, id));
-  });
-}
-
 export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
   constructor(
     private readonly redis: Redis,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
+    readonly leases: SlotLeases = redisSlotLeases(redis, clock),
   ) {}
 
-  async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
+  async acquire(bucket: string, limit: number, maxHoldMs: number): Promise<SlotResult> {
     checkLimit(limit);
-    checkLease(leaseMs);
+    checkMaxHold(maxHoldMs);
     const key = slotsKey(this.keyPrefix, bucket);
     const id = randomUUID();
     const now = this.clock.now().getTime();
-    const [taken, held] = (await guarded('concurrency.acquire', () =>
-      runScript(this.redis, ACQUIRE_LUA, [key], [now, now + leaseMs, limit, id, storageBoundMs(leaseMs)]),
-    )) as [number, number];
+    const until = this.leases.firstUntil(now, maxHoldMs);
+    let reply: [number, number];
+    try {
+      reply = (await guarded('concurrency.acquire', () =>
+        runScript(this.redis, ACQUIRE_LUA, [key], [now, until, limit, id, storageBoundMs(until - now)]),
+      )) as [number, number];
+    } catch (err) {
+      this.leases.lost({ key, id }, until);
+      throw err;
+    }
+    const [taken, held] = reply;
     const remaining = Math.max(limit - held, 0);
     if (taken !== 1) return { allowed: false, limit, remaining, slot: null };
-    return { allowed: true, limit, remaining, slot: redisSlot(this.redis, key, id) };
+    return { allowed: true, limit, remaining, slot: this.leases.hold({ key, id }, now, maxHoldMs) };
   }
 }
 
 export class MemoryConcurrencyLimiter implements ConcurrencyLimiter {
   /** bucket -> slot id -> lease end (ms, injected clock) */
   private readonly buckets = new Map<string, Map<string, number>>();
+  /** Renewed like Redis's, so a slot lives and lapses the same way whichever store holds it. */
+  readonly leases: SlotLeases;
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    timings: SlotLeaseTimings = SLOT_LEASE,
+  ) {
+    this.leases = new SlotLeases(
+      {
+        renew: async (leases, now) => leases.map((lease) => this.renewOne(lease, now)),
+        release: async (leases) => {
+          for (const { key, id } of leases) this.releaseOne(key, id);
+        },
+      },
+      clock,
+      timings,
+    );
+  }
 
-  async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
+  async acquire(bucket: string, limit: number, maxHoldMs: number): Promise<SlotResult> {
     checkLimit(limit);
-    checkLease(leaseMs);
+    checkMaxHold(maxHoldMs);
     const now = this.clock.now().getTime();
     const slots = this.buckets.get(bucket) ?? new Map<string, number>();
     for (const [id, until] of slots) if (until <= now) slots.delete(id);
@@ -327,13 +426,29 @@ export class MemoryConcurrencyLimiter implements ConcurrencyLimiter {
       return { allowed: false, limit, remaining: 0, slot: null };
     }
     const id = randomUUID();
-    slots.set(id, now + leaseMs);
+    slots.set(id, this.leases.firstUntil(now, maxHoldMs));
     this.buckets.set(bucket, slots);
-    const slot = onceSlot(async () => {
+    return { allowed: true, limit, remaining: limit - slots.size, slot: this.leases.hold({ key: bucket, id }, now, maxHoldMs) };
+  }
+
+  private renewOne({ key, id, until }: RenewedLease, now: number): boolean {
+    const slots = this.buckets.get(key);
+    const current = slots?.get(id);
+    if (slots === undefined || current === undefined) return false;
+    if (current <= now) {
       slots.delete(id);
-      this.forgetIfEmpty(bucket, slots);
-    });
-    return { allowed: true, limit, remaining: limit - slots.size, slot };
+      this.forgetIfEmpty(key, slots);
+      return false;
+    }
+    slots.set(id, until);
+    return true;
+  }
+
+  private releaseOne(bucket: string, id: string): void {
+    const slots = this.buckets.get(bucket);
+    if (!slots) return;
+    slots.delete(id);
+    this.forgetIfEmpty(bucket, slots);
   }
 
   private forgetIfEmpty(bucket: string, slots: Map<string, number>): void {

@@ -7,7 +7,7 @@ import { edgeStoreContract, idempotencyStoreContract, response } from './testing
 import { idempotencyEntryKey, RedisIdempotencyStore, type StoredResponse } from './idempotency';
 import { SealedIdempotencyStore, sealedResponseContext } from './sealed-idempotency';
 import { createEdgeStores } from './index';
-import { RedisConcurrencyLimiter, RedisRateLimiter } from './rate-limiter';
+import { RedisConcurrencyLimiter, RedisRateLimiter, redisSlotLeases } from './rate-limiter';
 import { closeRedis, connectRedis, storageBoundMs, whenReady } from './redis';
 import { RedisResponseCache } from './response-cache';
 
@@ -43,10 +43,12 @@ afterAll(async () => {
 
 edgeStoreContract('redis', (clock) => {
   const prefix = nextPrefix();
+  const slotLeases = redisSlotLeases(redis, clock);
   return {
     rateLimiter: new RedisRateLimiter(redis, prefix),
-    concurrency: new RedisConcurrencyLimiter(redis, clock, prefix),
-    admission: new RedisAdmission(redis, clock, prefix),
+    concurrency: new RedisConcurrencyLimiter(redis, clock, prefix, slotLeases),
+    admission: new RedisAdmission(redis, clock, prefix, slotLeases),
+    slotLeases,
     idempotency: new RedisIdempotencyStore(redis, clock, prefix),
     cache: new RedisResponseCache(redis, clock, prefix),
   };

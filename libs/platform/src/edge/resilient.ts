@@ -84,8 +84,9 @@ export class FallbackRateLimiter implements RateLimiter {
 
 /**
  * A slot is released on the store that granted it (its own `release` is bound to it). When that
- * store is Redis and Redis is gone, the release is dropped: the lease frees the slot anyway, and
- * a finished request must not fail on its way out.
+ * store is Redis and Redis is gone, the request does not wait: its process keeps retrying the
+ * release (SlotLeases) until it lands or the short lease frees the slot anyway, and a finished
+ * request must not fail on its way out.
  */
 function forgivingSlot(slot: Slot): Slot {
   return {
@@ -118,10 +119,10 @@ export class FallbackConcurrencyLimiter implements ConcurrencyLimiter {
     return this.degradation.active;
   }
 
-  async acquire(bucket: string, limit: number, leaseMs: number): Promise<SlotResult> {
+  async acquire(bucket: string, limit: number, maxHoldMs: number): Promise<SlotResult> {
     const result = await this.degradation.run(
-      () => this.primary.acquire(bucket, limit, leaseMs),
-      () => this.fallback.acquire(bucket, limit, leaseMs),
+      () => this.primary.acquire(bucket, limit, maxHoldMs),
+      () => this.fallback.acquire(bucket, limit, maxHoldMs),
     );
     return withForgivingSlot(result);
   }

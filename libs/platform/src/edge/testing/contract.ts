@@ -3,6 +3,7 @@ import { IDEMPOTENCY_RETENTION_MS, type IdempotencyStore, type StoredResponse } 
 import type { Admission, AdmissionRequest } from '../admission';
 import type { ConcurrencyLimiter, RateLimiter } from '../rate-limiter';
 import type { ResponseCache } from '../response-cache';
+import { SLOT_LEASE, type SlotLeases } from '../slot-leases';
 
 /** The behaviour every adapter pair must share; memory.spec.ts and redis.spec.ts run it. */
 export interface ContractStores {
@@ -10,6 +11,8 @@ export interface ContractStores {
   concurrency: ConcurrencyLimiter;
   /** On the same windows and slots as rateLimiter and concurrency. */
   admission: Admission;
+  /** The leases of every slot concurrency and admission grant, with the default timings (SLOT_LEASE). */
+  slotLeases: SlotLeases;
   idempotency: IdempotencyStore;
   cache: ResponseCache;
 }
@@ -32,7 +35,11 @@ function count<T>(items: T[], match: (item: T) => boolean): number {
 }
 
 const LOCK_MS = 30_000;
-const LEASE_MS = 10_000;
+/** The longest hold of the slots the tests take; shorter than the lease, so it is their lease. */
+const HOLD_MS = 10_000;
+const { leaseMs: LEASE_MS } = SLOT_LEASE;
+/** A request that may run for minutes (a stream, a realtime session). */
+const LONG_HOLD_MS = 60 * 60_000;
 
 export function edgeStoreContract(name: string, make: ContractFactory): void {
   describe(`${name} edge stores`, () => {
@@ -131,44 +138,118 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
     describe('concurrency limiter', () => {
       it('grants up to the limit, refuses beyond it, and a release frees a slot', async () => {
         const { concurrency } = stores;
-        const first = await concurrency.acquire('conc:a', 2, LEASE_MS);
-        const second = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        const first = await concurrency.acquire('conc:a', 2, HOLD_MS);
+        const second = await concurrency.acquire('conc:a', 2, HOLD_MS);
         expect([first.allowed, first.remaining, second.allowed, second.remaining]).toEqual([true, 1, true, 0]);
-        const refused = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        const refused = await concurrency.acquire('conc:a', 2, HOLD_MS);
         expect(refused).toEqual({ allowed: false, limit: 2, remaining: 0, slot: null });
         await first.slot!.release();
-        const third = await concurrency.acquire('conc:a', 2, LEASE_MS);
+        const third = await concurrency.acquire('conc:a', 2, HOLD_MS);
         expect(third).toMatchObject({ allowed: true, remaining: 0 });
       });
 
       it('frees a slot once only, however often it is released', async () => {
         const { concurrency } = stores;
-        const first = await concurrency.acquire('conc:b', 2, LEASE_MS);
-        await concurrency.acquire('conc:b', 2, LEASE_MS);
+        const first = await concurrency.acquire('conc:b', 2, HOLD_MS);
+        await concurrency.acquire('conc:b', 2, HOLD_MS);
         await first.slot!.release();
         await first.slot!.release();
-        expect((await concurrency.acquire('conc:b', 2, LEASE_MS)).allowed).toBe(true);
-        expect((await concurrency.acquire('conc:b', 2, LEASE_MS)).allowed).toBe(false);
+        expect((await concurrency.acquire('conc:b', 2, HOLD_MS)).allowed).toBe(true);
+        expect((await concurrency.acquire('conc:b', 2, HOLD_MS)).allowed).toBe(false);
       });
 
       it("frees a crashed holder's slot when its lease ends by the injected clock", async () => {
         const { concurrency } = stores;
-        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(true);
-        clock.advance(LEASE_MS - 1);
-        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(false);
+        expect((await concurrency.acquire('conc:c', 1, HOLD_MS)).allowed).toBe(true);
+        clock.advance(HOLD_MS - 1);
+        expect((await concurrency.acquire('conc:c', 1, HOLD_MS)).allowed).toBe(false);
         clock.advance(1);
-        expect((await concurrency.acquire('conc:c', 1, LEASE_MS)).allowed).toBe(true);
+        expect((await concurrency.acquire('conc:c', 1, HOLD_MS)).allowed).toBe(true);
       });
 
       it('grants exactly the limit to concurrent acquires', async () => {
-        const results = await Promise.all(Array.from({ length: 30 }, () => stores.concurrency.acquire('conc:race', 5, LEASE_MS)));
+        const results = await Promise.all(Array.from({ length: 30 }, () => stores.concurrency.acquire('conc:race', 5, HOLD_MS)));
         expect(count(results, (r) => r.allowed)).toBe(5);
       });
 
       it('keeps buckets apart', async () => {
-        expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(true);
-        expect((await stores.concurrency.acquire('conc:y', 1, LEASE_MS)).allowed).toBe(true);
-        expect((await stores.concurrency.acquire('conc:x', 1, LEASE_MS)).allowed).toBe(false);
+        expect((await stores.concurrency.acquire('conc:x', 1, HOLD_MS)).allowed).toBe(true);
+        expect((await stores.concurrency.acquire('conc:y', 1, HOLD_MS)).allowed).toBe(true);
+        expect((await stores.concurrency.acquire('conc:x', 1, HOLD_MS)).allowed).toBe(false);
+      });
+    });
+
+    describe('concurrency slots as short leases renewed while their request lives (spec 8, issue 41 E)', () => {
+      const admitting = (name: string, maxHoldMs: number): AdmissionRequest => ({
+        requests: { bucket: `rpm:${name}`, limit: 100 },
+        tokens: { bucket: `tpm:${name}`, limit: 100, enforce: false },
+        slots: { bucket: `conc:${name}`, limit: 1, maxHoldMs },
+      });
+
+      it('keeps a slot held across many leases while its process renews it, then frees it one lease after the renewals stop', async () => {
+        const { concurrency, slotLeases } = stores;
+        expect((await concurrency.acquire('conc:stream', 1, LONG_HOLD_MS)).allowed).toBe(true);
+        for (let lease = 0; lease < 4; lease++) {
+          clock.advance(LEASE_MS - 1);
+          await slotLeases.renew();
+          expect((await concurrency.acquire('conc:stream', 1, LONG_HOLD_MS)).allowed).toBe(false);
+        }
+        // Its process is gone (or its release was lost): no renewal comes any more.
+        clock.advance(LEASE_MS - 1);
+        expect((await concurrency.acquire('conc:stream', 1, LONG_HOLD_MS)).allowed).toBe(false);
+        clock.advance(1);
+        expect((await concurrency.acquire('conc:stream', 1, LONG_HOLD_MS)).allowed).toBe(true);
+      });
+
+      it('frees an unrenewed slot after one short lease, not after its longest hold', async () => {
+        const { concurrency } = stores;
+        expect((await concurrency.acquire('conc:crashed', 1, LONG_HOLD_MS)).allowed).toBe(true);
+        clock.advance(LEASE_MS - 1);
+        expect((await concurrency.acquire('conc:crashed', 1, LONG_HOLD_MS)).allowed).toBe(false);
+        clock.advance(1);
+        expect((await concurrency.acquire('conc:crashed', 1, LONG_HOLD_MS)).allowed).toBe(true);
+      });
+
+      it('renews the slot admission granted the same way, and frees it one lease after the renewals stop', async () => {
+        const { admission, slotLeases } = stores;
+        expect((await admission.admit(admitting('renewed', LONG_HOLD_MS))).refused).toBeNull();
+        clock.advance(LEASE_MS - 1);
+        await slotLeases.renew();
+        clock.advance(LEASE_MS - 1);
+        expect((await admission.admit(admitting('renewed', LONG_HOLD_MS))).refused).toBe('concurrency');
+        clock.advance(1);
+        expect((await admission.admit(admitting('renewed', LONG_HOLD_MS))).refused).toBeNull();
+      });
+
+      it('stops renewing a slot at its longest hold, so a request whose release never comes lets it go then', async () => {
+        const { concurrency, slotLeases } = stores;
+        const maxHoldMs = LEASE_MS + LEASE_MS / 2;
+        expect((await concurrency.acquire('conc:lost-close', 1, maxHoldMs)).allowed).toBe(true);
+        clock.advance(LEASE_MS - 1);
+        await slotLeases.renew();
+        clock.advance(LEASE_MS / 2);
+        await slotLeases.renew();
+        expect((await concurrency.acquire('conc:lost-close', 1, maxHoldMs)).allowed).toBe(false);
+        clock.advance(1);
+        await slotLeases.renew();
+        expect((await concurrency.acquire('conc:lost-close', 1, maxHoldMs)).allowed).toBe(true);
+      });
+
+      it('never brings back a slot that lapsed or was released before its renewal, so the limit still holds', async () => {
+        const { concurrency, slotLeases } = stores;
+        expect((await concurrency.acquire('conc:lapsed', 1, LONG_HOLD_MS)).allowed).toBe(true);
+        clock.advance(LEASE_MS);
+        const next = await concurrency.acquire('conc:lapsed', 1, LONG_HOLD_MS);
+        expect(next.allowed).toBe(true);
+        // The lapsed slot's holder renews late, not knowing it lapsed; its place is taken.
+        await slotLeases.renew();
+        await next.slot!.release();
+        await slotLeases.renew();
+        const third = await concurrency.acquire('conc:lapsed', 1, LONG_HOLD_MS);
+        expect(third.allowed).toBe(true);
+        await slotLeases.renew();
+        expect((await concurrency.acquire('conc:lapsed', 1, LONG_HOLD_MS)).allowed).toBe(false);
+        expect(slotLeases.size).toBe(1);
       });
     });
 
@@ -176,7 +257,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
       const request = (name: string, limits: { requests?: number; tokens?: number; slots?: number; enforce?: boolean } = {}): AdmissionRequest => ({
         requests: { bucket: `rpm:${name}`, limit: limits.requests ?? 10 },
         tokens: { bucket: `tpm:${name}`, limit: limits.tokens ?? 100, enforce: limits.enforce ?? true },
-        slots: { bucket: `conc:${name}`, limit: limits.slots ?? 10, leaseMs: LEASE_MS },
+        slots: { bucket: `conc:${name}`, limit: limits.slots ?? 10, maxHoldMs: HOLD_MS },
       });
 
       it('counts the request in the window the rate limiter reads and takes a slot the concurrency limiter counts', async () => {
@@ -184,10 +265,10 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
         expect(admitted).toMatchObject({ refused: null, requests: { allowed: true, limit: 3, remaining: 2 }, tokens: { allowed: true, remaining: 100 } });
         expect(admitted.slot).toMatchObject({ allowed: true, limit: 2, remaining: 1 });
         expect(await stores.rateLimiter.peek('rpm:a', 3)).toMatchObject({ remaining: 2 });
-        expect(await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).toMatchObject({ allowed: true, remaining: 0 });
-        expect((await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).allowed).toBe(false);
+        expect(await stores.concurrency.acquire('conc:a', 2, HOLD_MS)).toMatchObject({ allowed: true, remaining: 0 });
+        expect((await stores.concurrency.acquire('conc:a', 2, HOLD_MS)).allowed).toBe(false);
         await admitted.slot.slot!.release();
-        expect((await stores.concurrency.acquire('conc:a', 2, LEASE_MS)).allowed).toBe(true);
+        expect((await stores.concurrency.acquire('conc:a', 2, HOLD_MS)).allowed).toBe(true);
       });
 
       it('refuses past the requests limit, counting nothing and holding no slot', async () => {
@@ -197,7 +278,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
         expect(refused.requests.resetMs).toBeGreaterThan(0);
         expect(refused.requests.resetMs).toBeLessThanOrEqual(60_000);
         // Two slots held by the admitted requests, none by the refused one.
-        expect(await stores.concurrency.acquire('conc:b', 5, LEASE_MS)).toMatchObject({ allowed: true, remaining: 2 });
+        expect(await stores.concurrency.acquire('conc:b', 5, HOLD_MS)).toMatchObject({ allowed: true, remaining: 2 });
       });
 
       it('refuses a window of tokens at its limit only when told to enforce it, and never counts tokens', async () => {
@@ -213,7 +294,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
       });
 
       it('refuses when every slot is held, without counting the request', async () => {
-        const held = await stores.concurrency.acquire('conc:d', 1, LEASE_MS);
+        const held = await stores.concurrency.acquire('conc:d', 1, HOLD_MS);
         const refused = await stores.admission.admit(request('d', { slots: 1 }));
         expect(refused).toMatchObject({ refused: 'concurrency', requests: { allowed: true, remaining: 10 }, slot: { allowed: false, remaining: 0, slot: null } });
         expect(await stores.rateLimiter.peek('rpm:d', 10)).toMatchObject({ remaining: 10 });
@@ -223,7 +304,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
 
       it('frees the slot of a crashed holder when its lease ends by the injected clock', async () => {
         expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBeNull();
-        clock.advance(LEASE_MS - 1);
+        clock.advance(HOLD_MS - 1);
         expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBe('concurrency');
         clock.advance(1);
         expect((await stores.admission.admit(request('e', { slots: 1 }))).refused).toBeNull();
@@ -240,7 +321,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
 
       it('rejects nonsense limits', async () => {
         await expect(stores.admission.admit(request('h', { requests: -1 }))).rejects.toThrow(RangeError);
-        await expect(stores.admission.admit({ ...request('h'), slots: { bucket: 'conc:h', limit: 1, leaseMs: 0 } })).rejects.toThrow(RangeError);
+        await expect(stores.admission.admit({ ...request('h'), slots: { bucket: 'conc:h', limit: 1, maxHoldMs: 0 } })).rejects.toThrow(RangeError);
       });
     });
 
