@@ -337,7 +337,9 @@ describe.each([
     it('sets aside an event whose text PostgreSQL cannot index (SQLSTATE 54000) and one its handler throws on, and applies the rest', async () => {
       const stream = `long-text-${randomUUID()}`;
       const texts = ['first', randomText(3000), 'unreadable', 'last'];
-      await store.append(stream, texts.map((text) => ({ id: randomUUID(), type: 'LongTextProbe', data: { text } })), 'no_stream');
+      const { position } = await store.append(stream, texts.map((text) => ({ id: randomUUID(), type: 'LongTextProbe', data: { text } })), 'no_stream');
+      // Readable once no older transaction runs on the server: the runner of the suite has read it then.
+      await runner.waitFor(position, undefined, 10_000);
       const indexed = perEvent({
         name: 'long_text_indexed',
         tables: ['long_text_rows'],
@@ -388,7 +390,8 @@ describe.each([
       ['its pool ended under it', () => new Error('Cannot use a pool after calling end on the pool')],
     ])('does not set aside an event whose apply failed with %s: it is retried until it applies', async (_what, failure) => {
       const name = `retried_${randomUUID().slice(0, 8)}`;
-      await store.append(`retried-${randomUUID()}`, [{ id: randomUUID(), type: 'RetriedProbe', data: {} }], 'no_stream');
+      const { position } = await store.append(`retried-${randomUUID()}`, [{ id: randomUUID(), type: 'RetriedProbe', data: {} }], 'no_stream');
+      await runner.waitFor(position, undefined, 10_000);
       let calls = 0;
       const flaky = perEvent({
         name,

@@ -37,6 +37,20 @@ const ACTIVITY_BEFORE_ISSUE_41 = [
   `CREATE UNIQUE INDEX activity_daily_row ON activity_daily (account_id, key_id, day, model, endpoint, user_id) NULLS NOT DISTINCT`,
 ];
 
+/**
+ * Applies the log until every projection of `runner` has applied `position`. An append becomes
+ * readable once no older transaction runs on the server, so a first catch-up may not see it yet.
+ */
+async function catchUpTo(runner: ProjectionRunner, position: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    await runner.catchUpAll();
+    if ((await runner.status()).every((s) => s.position >= position)) return;
+    if (Date.now() > deadline) throw new Error(`projections did not reach ${position}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe('the activity read model on postgres, whatever end-user id a request names (issue 41 C)', () => {
   const clock = new ManualClock(new Date('2026-11-02T10:00:00.000Z'));
   const day = '2026-11-02';
@@ -99,13 +113,13 @@ describe('the activity read model on postgres, whatever end-user id a request na
     await charged('a1', 'short-user', 11n);
     await charged('a1', twin, 90n);
     await charged('a1', long, 3n);
-    await charged('a1', null, 5n);
+    const last = await charged('a1', null, 5n);
     const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
       // One event per batch first (the holds of earlier batches path), then the whole log in
       // one batch (a rebuild): the same rows either way, and nothing set aside.
       const oneByOne = new ProjectionRunner(sql, store, [identityProjection, activityProjection], { batchSize: 1 });
-      await oneByOne.catchUpAll();
+      await catchUpTo(oneByOne, last);
       const expected = {
         all: [[5, 809n]],
         long: [[2, 703n]],
@@ -151,8 +165,7 @@ describe('the activity read model on postgres, whatever end-user id a request na
     await now.init();
     await charged('a2', 'old-user', 400n);
     await charged('a2', null, 20n);
-    await charged('a2', randomUser(3000), 1n);
-    await now.catchUpAll();
+    await catchUpTo(now, await charged('a2', randomUser(3000), 1n));
     expect(await activityOf('a2', 'old-user')).toEqual([[2, 440n]]);
     expect(await activityOf('a2', null)).toEqual([[5, 463n]]);
     // One row per (day, key, model, endpoint, end user): the old rows were added to, not doubled.
