@@ -1,6 +1,6 @@
 import { START } from '@svc/eventstore';
 import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
-import { isConnectionFailure, type SqlExecutor, type SqlRunner } from '@svc/platform';
+import { isConnectionFailure, SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import type { Projection } from './projection';
 
 export interface ProjectionStatus {
@@ -185,7 +185,7 @@ export class ProjectionRunner {
     // The gateway and the worker may start together: concurrent CREATE ... IF NOT EXISTS can
     // still collide in the catalog, so one process at a time creates the schema.
     await this.sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('projections.init', 0))`);
+      await tx.query(SCHEMA_LOCK);
       await tx.query(CHECKPOINTS);
       await tx.query(CHANGES);
       await tx.query(QUARANTINE);
