@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SealedContent } from '@svc/conversations';
-import { ApiError, type SqlRunner } from '@svc/platform';
+import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
 
 export const BATCH_LINES_TABLE = 'batch_lines';
 
@@ -66,7 +66,7 @@ export class BatchLines {
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${BATCH_LINES_TABLE} (
         batch_id text NOT NULL,
         line integer NOT NULL,

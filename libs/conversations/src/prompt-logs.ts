@@ -6,7 +6,7 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { ApiError, type SqlRunner } from '@svc/platform';
+import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 
 export const PROMPT_LOGS_TABLE = 'prompt_logs';
@@ -84,7 +84,7 @@ export class PromptLogs {
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${PROMPT_LOGS_TABLE} (
         generation_id text PRIMARY KEY,
         account_id text NOT NULL,

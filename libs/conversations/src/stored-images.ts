@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock, SqlRunner } from '@svc/platform';
-import { ApiError } from '@svc/platform';
+import { ApiError, createSchema } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 
 /** How long an image URL works: OpenAI's URLs expire after an hour too. */
@@ -64,7 +64,7 @@ export class StoredImages {
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${STORED_IMAGES_TABLE} (
         id text PRIMARY KEY,
         account_id text NOT NULL,

@@ -7,7 +7,7 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { ApiError } from '@svc/platform';
+import { ApiError, createSchema } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 import type { SqlRunner } from '@svc/platform';
 import type { ResponseItem, ResponseObject } from '@svc/interfaces';
@@ -62,7 +62,7 @@ export class StoredResponses {
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${STORED_RESPONSES_TABLE} (
         id text PRIMARY KEY,
         workspace_id text NOT NULL,

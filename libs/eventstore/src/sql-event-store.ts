@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { PgSqlRunner, checkOut, type SqlExecutor, type SqlRunner } from '@svc/platform';
+import { PgSqlRunner, checkOut, SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import { checkExpected, checkedForAppend, eventFilter, storeUnavailable } from './common';
 import {
   DEFAULT_MAX_APPEND_BYTES,
@@ -249,7 +249,7 @@ export class SqlEventStore implements EventStore {
     // Two processes starting together could both attempt CREATE ... IF NOT EXISTS and one
     // would fail on the catalog's unique index; a transaction-scoped lock serialises them.
     await this.runner.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('eventstore.init', 0))`);
+      await tx.query(SCHEMA_LOCK);
       for (const statement of SCHEMA) await tx.query(statement);
     });
   }

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { SealedContent } from '@svc/conversations';
-import { ApiError, type Clock, type SqlRunner } from '@svc/platform';
+import { ApiError, createSchema, type Clock, type SqlRunner } from '@svc/platform';
 import { JsonlReader } from './jsonl';
 
 export const FILES_TABLE = 'files';
@@ -166,7 +166,7 @@ export class SqlFileStore implements FileStore {
 
   /** Creates the tables and their indexes; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${FILES_TABLE} (
         id text PRIMARY KEY,
         workspace_id text NOT NULL,

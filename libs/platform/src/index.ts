@@ -11,6 +11,7 @@ export * from './money';
 export * from './outbound';
 export * from './periodic';
 export * from './rate-limits';
+export * from './schema';
 export * from './sql';
 export * from './tokens';
 export * from './validation';

@@ -4,7 +4,7 @@ import type { Client, Notification } from 'pg';
 import { START } from '@svc/eventstore';
 import type { Position } from '@svc/eventstore';
 import type { SecretMatch } from '@svc/identity';
-import type { SqlExecutor, SqlRunner } from '@svc/platform';
+import { SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import { findKeyBySecretHash } from './read-models/identity';
 import type { ProjectionCaches } from './runner';
 
@@ -73,7 +73,7 @@ const LEASES_SCHEMA = `CREATE TABLE IF NOT EXISTS auth_cache_leases (
 /** Creates the lease table; like the read models, one process at a time (see ProjectionRunner.init). */
 export async function initAuthCacheLeases(sql: SqlRunner): Promise<void> {
   await sql.transaction(async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('projections.init', 0))`);
+    await tx.query(SCHEMA_LOCK);
     await tx.query(LEASES_SCHEMA);
   });
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AccountCommand, CostLine, GenerationStats, MeterUsage } from '@svc/ledger';
+import { SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 
 type ChargeCommand = Extract<AccountCommand, { type: 'ChargeUsage' }>;
-import type { SqlExecutor, SqlRunner } from '@svc/platform';
 
 /**
  * What a gateway process has in flight, kept outside the log so that a process killed with
@@ -43,8 +43,8 @@ const SCHEMA = [
 
 export async function initInFlight(sql: SqlRunner): Promise<void> {
   await sql.transaction(async (tx) => {
-    // As for the projections' schema: concurrent CREATE ... IF NOT EXISTS can collide.
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('in_flight.init', 0))`);
+    // One process at a time changes the schema (SCHEMA_LOCK): concurrent CREATE ... IF NOT EXISTS can collide.
+    await tx.query(SCHEMA_LOCK);
     for (const statement of SCHEMA) await tx.query(statement);
   });
 }

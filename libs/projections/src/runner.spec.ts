@@ -101,6 +101,12 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
   return last;
 }
 
+/** What a socket reports when the server went away: a failure of the moment, retried. */
+const lostConnection = (message: string) => Object.assign(new Error(message), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+
+/** Incompressible text of `chars` characters, so PostgreSQL cannot squeeze it into an index row. */
+const randomText = (chars: number) => randomBytes(chars).toString('base64').slice(0, chars);
+
 async function snapshot(sql: SqlRunner, projection: Projection): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
   // Sorted on every column, so tables whose first column repeats compare in a stable order.
@@ -180,9 +186,9 @@ describe.each([
       tables: ['probe_rows'],
       schema: ['CREATE TABLE IF NOT EXISTS probe_rows (event_id text PRIMARY KEY)'],
       handlers: {
-        // Writes a row for the first CreditsAdded of the batch, then fails on the second.
+        // Writes a row for the first CreditsAdded of the batch, then loses its connection on the second.
         CreditsAdded: async (e, tx) => {
-          if (++calls === 2) throw new Error('boom');
+          if (++calls === 2) throw lostConnection('boom');
           await tx.query('INSERT INTO probe_rows (event_id) VALUES ($1)', [e.id]);
         },
       },
@@ -248,7 +254,7 @@ describe.each([
       schema: [],
       handlers: {
         CreditsAdded: async () => {
-          throw new Error('boom');
+          throw lostConnection('boom');
         },
       },
     });
@@ -325,6 +331,86 @@ describe.each([
     await retried.catchUpAll();
     expect(calls).toBe(2);
     expect((await retried.status()).map((s) => [s.lag, s.quarantined])).toEqual([[0, 0]]);
+  });
+
+  describe('issue 41 C: what an event can cause is set aside, what the database can cause is retried', () => {
+    it('sets aside an event whose text PostgreSQL cannot index (SQLSTATE 54000) and one its handler throws on, and applies the rest', async () => {
+      const stream = `long-text-${randomUUID()}`;
+      const texts = ['first', randomText(3000), 'unreadable', 'last'];
+      const { position } = await store.append(stream, texts.map((text) => ({ id: randomUUID(), type: 'LongTextProbe', data: { text } })), 'no_stream');
+      // Readable once no older transaction runs on the server: the runner of the suite has read it then.
+      await runner.waitFor(position, undefined, 10_000);
+      const indexed = perEvent({
+        name: 'long_text_indexed',
+        tables: ['long_text_rows'],
+        schema: ['CREATE TABLE IF NOT EXISTS long_text_rows (t text PRIMARY KEY)'],
+        handlers: {
+          LongTextProbe: async (e, tx) => {
+            if (e.data.text === 'unreadable') throw new Error(`event ${e.id} has no shape this projection knows`);
+            await tx.query('INSERT INTO long_text_rows (t) VALUES ($1)', [e.data.text]);
+          },
+        },
+      });
+      const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+      try {
+        const runner54 = new ProjectionRunner(sql, store, [indexed], { batchSize: 1000 });
+        await runner54.init();
+        await runner54.catchUpAll();
+        expect((await sql.query<{ t: string }>('SELECT t FROM long_text_rows ORDER BY t')).rows.map((r) => r.t)).toEqual(['first', 'last']);
+        const events = await store.readStream(stream);
+        const set = await runner54.quarantined('long_text_indexed');
+        expect(set.map((q) => q.event_id)).toEqual([events[1].id, events[2].id]);
+        expect(set[0].error).toMatch(/index row size \d+ exceeds/);
+        expect(set[1].error).toMatch(/has no shape this projection knows/);
+        expect((await runner54.status()).map((s) => [s.lag, s.quarantined])).toEqual([[0, 2]]);
+        // A rebuild (projections rebuild) gets past them the same way.
+        expect(await runner54.rebuild('long_text_indexed')).toBeGreaterThan(0);
+        expect((await sql.query('SELECT t FROM long_text_rows')).rows).toHaveLength(2);
+        expect((await runner54.quarantined('long_text_indexed')).map((q) => q.event_id)).toEqual([events[1].id, events[2].id]);
+      } finally {
+        logged.mockRestore();
+      }
+    });
+
+    it.each([
+      ['a reset socket', () => lostConnection('read ECONNRESET')],
+      ['a socket that could not reach the network', () => Object.assign(new Error('connect ENETUNREACH'), { code: 'ENETUNREACH', errno: -101, syscall: 'connect' })],
+      ['every address refusing', () => new AggregateError([lostConnection('connect ECONNREFUSED ::1'), lostConnection('connect ECONNREFUSED 127.0.0.1')])],
+      ['the driver losing its connection', () => new Error('Connection terminated unexpectedly')],
+      ['a server restarting (57P03)', () => Object.assign(new Error('the database system is starting up'), { code: '57P03' })],
+      ['a cancelled statement (57014)', () => Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })],
+      ['too many connections (53300)', () => Object.assign(new Error('sorry, too many clients already'), { code: '53300' })],
+      ['a full disk (53100)', () => Object.assign(new Error('could not extend file'), { code: '53100' })],
+      ['a deadlock (40P01)', () => Object.assign(new Error('deadlock detected'), { code: '40P01' })],
+      ['a serialization failure (40001)', () => Object.assign(new Error('could not serialize access'), { code: '40001' })],
+      ['a read-only standby after a failover (25006)', () => Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' })],
+      ['a table another version is changing (42P01)', () => Object.assign(new Error('relation does not exist'), { code: '42P01' })],
+      ['an I/O error (58030)', () => Object.assign(new Error('could not read block'), { code: '58030' })],
+      ['its database closed under it', () => new Error('PGlite is closed')],
+      ['its pool ended under it', () => new Error('Cannot use a pool after calling end on the pool')],
+    ])('does not set aside an event whose apply failed with %s: it is retried until it applies', async (_what, failure) => {
+      const name = `retried_${randomUUID().slice(0, 8)}`;
+      const { position } = await store.append(`retried-${randomUUID()}`, [{ id: randomUUID(), type: 'RetriedProbe', data: {} }], 'no_stream');
+      await runner.waitFor(position, undefined, 10_000);
+      let calls = 0;
+      const flaky = perEvent({
+        name,
+        tables: [],
+        schema: [],
+        handlers: {
+          RetriedProbe: async () => {
+            if (++calls <= 2) throw failure();
+          },
+        },
+      });
+      const retried = new ProjectionRunner(sql, store, [flaky], { batchSize: 1000 });
+      await retried.init();
+      await expect(retried.catchUpAll()).rejects.toBeDefined();
+      await expect(retried.catchUpAll()).rejects.toBeDefined();
+      expect((await retried.status()).map((s) => [s.lag > 0, s.quarantined])).toEqual([[true, 0]]);
+      await retried.catchUpAll();
+      expect((await retried.status()).map((s) => [s.lag, s.quarantined])).toEqual([[0, 0]]);
+    });
   });
 
   it('with coalesceMs, waits that long after a wake and applies the appends of the wait in one transaction', async () => {

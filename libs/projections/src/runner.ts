@@ -1,6 +1,6 @@
 import { START } from '@svc/eventstore';
 import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
-import type { SqlExecutor, SqlRunner } from '@svc/platform';
+import { isConnectionFailure, SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import type { Projection } from './projection';
 
 export interface ProjectionStatus {
@@ -72,16 +72,38 @@ CREATE TABLE IF NOT EXISTS projection_quarantine (
 )`;
 
 /**
- * Whether an error applying events says something about the events rather than the moment:
- * a value PostgreSQL refuses (SQLSTATE classes 22, data exception, and 23, integrity
- * constraint) or a handler meeting a shape it cannot read (TypeError, RangeError, SyntaxError
- * from BigInt() or JSON). Such an error recurs on every retry; any other (a lost connection, a
- * deadlock, a server restarting) may pass, and is retried.
+ * SQLSTATE classes that speak of the server or of the statement, never of the values bound into
+ * it: connection (08), transaction state (25: a read-only standby after a failover), rollback
+ * (40: serialization failure, deadlock), the SQL or schema itself (42: a missing table while a
+ * newer or older process changes it), insufficient resources (53), object state (55: a lock not
+ * available), operator intervention (57: shutdown, crash, cancelled statement), system (58:
+ * I/O), configuration (F0) and internal errors (XX).
+ */
+const NOT_THE_EVENT = new Set(['08', '25', '40', '42', '53', '55', '57', '58', 'F0', 'XX']);
+
+/** The runner's own database closed under it (shutting down), or its pool misbehaving: not a fault of the event. */
+const CLOSED = /PGlite is closed|Cannot use a pool after calling end|Transaction is closed|pool\.connect returned no client/;
+
+/**
+ * Issue 41 C: whether an error applying events says something about the events rather than the
+ * moment, so that retrying cannot help and the event is set aside. The cut is by what the
+ * moment can cause, not by what an event can: every failure of the database's availability (a
+ * lost or refused connection, isConnectionFailure; the classes of NOT_THE_EVENT; a socket's
+ * system error; the runner's database closed) is retried, however long it lasts, so no event is
+ * ever skipped because the database was down. Anything else the event's content caused: a value
+ * PostgreSQL refuses (22, 23), one it cannot hold (54: a caller's text too long for an index
+ * row), a handler meeting a shape it cannot read (TypeError, or any error it throws).
  */
 export function isPoisonError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('22') || code.startsWith('23');
-  return err instanceof TypeError || err instanceof RangeError || err instanceof SyntaxError;
+  if (err instanceof AggregateError) return err.errors.length > 0 && err.errors.every(isPoisonError);
+  if (isConnectionFailure(err)) return false;
+  const e = err as { code?: unknown; errno?: unknown; syscall?: unknown; message?: unknown } | null;
+  // Node's system errors (a socket's ECONNABORTED, ENETUNREACH...) name the call that failed.
+  if (typeof e?.syscall === 'string' || typeof e?.errno === 'number') return false;
+  if (typeof e?.message === 'string' && CLOSED.test(e.message)) return false;
+  const code = e?.code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return !NOT_THE_EVENT.has(code.slice(0, 2));
+  return true;
 }
 
 /** Events per read while following the log. */
@@ -163,7 +185,7 @@ export class ProjectionRunner {
     // The gateway and the worker may start together: concurrent CREATE ... IF NOT EXISTS can
     // still collide in the catalog, so one process at a time creates the schema.
     await this.sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('projections.init', 0))`);
+      await tx.query(SCHEMA_LOCK);
       await tx.query(CHECKPOINTS);
       await tx.query(CHANGES);
       await tx.query(QUARANTINE);

@@ -14,7 +14,7 @@
  */
 import { SealedContent } from '@svc/conversations';
 import type { Reservation } from '@svc/metering';
-import { ApiError, type SqlRunner } from '@svc/platform';
+import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
 import type { VideoRequest } from './request';
 
 export const VIDEO_JOBS_TABLE = 'video_jobs';
@@ -47,7 +47,7 @@ export class VideoJobs {
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${VIDEO_JOBS_TABLE} (
         video_id text PRIMARY KEY,
         account_id text NOT NULL,

@@ -11,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { DomainError } from '@svc/eventstore';
-import type { Clock, SqlRunner } from '@svc/platform';
+import { createSchema, type Clock, type SqlRunner } from '@svc/platform';
 import { type AttemptResult, type DeliveryCommand, isDelivered } from './delivery';
 import { SIGNATURE_HEADER, signWebhook } from './signature';
 
@@ -66,7 +66,7 @@ export class WebhookDispatcher {
   ) {}
 
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${WEBHOOK_CLAIMS_TABLE} (
         event_id text NOT NULL,
         attempt integer NOT NULL,

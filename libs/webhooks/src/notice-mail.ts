@@ -5,7 +5,7 @@
  * A pass claims each notice before sending, so several workers send each once; a worker that
  * dies after its claim leaves the notice to another once the claim is stale.
  */
-import type { Clock, Mailer, SqlRunner } from '@svc/platform';
+import { createSchema, type Clock, type Mailer, type SqlRunner } from '@svc/platform';
 
 export const NOTICE_MAIL_TABLE = 'notice_mail';
 
@@ -33,7 +33,7 @@ export class NoticeMailer {
   constructor(private readonly deps: NoticeMailerDeps) {}
 
   static async init(sql: SqlRunner): Promise<void> {
-    await sql.exec(`
+    await createSchema(sql, `
       CREATE TABLE IF NOT EXISTS ${NOTICE_MAIL_TABLE} (
         notice_id text PRIMARY KEY,
         state text NOT NULL,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type AccountEvent, meteredUsage, type MeterUsage, UNIT_METERS, type UnitMeter } from '@svc/ledger';
 import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, utcDay, type Projection } from '../projection';
@@ -74,8 +75,17 @@ export const activityProjection: Projection = {
     )`,
     // The meters other than tokens (ARCHITECTURE section 10), added in place to older read models.
     ...UNIT_METERS.map((meter) => `ALTER TABLE activity_daily ADD COLUMN IF NOT EXISTS ${meter} bigint NOT NULL DEFAULT 0`),
+    // Issue 41 C: the end user is the caller's text, of any length (spec 4.2 and 4.3 state none),
+    // and a btree row holds ~2.7 KB: a longer one in the row's unique index made PostgreSQL
+    // refuse the request's charge, which stopped the projection for every account. The index
+    // holds its SHA-256 instead; user_id keeps the text, which a filter compares as well.
+    `ALTER TABLE activity_daily ADD COLUMN IF NOT EXISTS user_hash text`,
+    // Rows of a read model made before were indexed by user_id: they get their hash, once (the
+    // condition holds only while that index is there, and is decided before any row is read).
+    `UPDATE activity_daily SET user_hash = ${userHashSql('user_id')} WHERE user_id IS NOT NULL AND to_regclass('activity_daily_row') IS NOT NULL`,
+    `DROP INDEX IF EXISTS activity_daily_row`,
     // Requests without an end user share one row per day: NULLS NOT DISTINCT (PostgreSQL 15+).
-    `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_row ON activity_daily (account_id, key_id, day, model, endpoint, user_id) NULLS NOT DISTINCT`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_slot ON activity_daily (account_id, key_id, day, model, endpoint, user_hash) NULLS NOT DISTINCT`,
     `CREATE INDEX IF NOT EXISTS activity_daily_key_day ON activity_daily (key_id, day)`,
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
@@ -174,14 +184,23 @@ export const activityProjection: Projection = {
     }
     if (daily.size > 0) {
       const c = asColumns(
-        ['text', 'text', 'date', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', ...UNIT_METERS.map(() => 'bigint')],
-        [...daily.values()].map((row) => row.map((v) => (typeof v === 'bigint' ? v.toString() : v))),
+        ['text', 'text', 'date', 'text', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', ...UNIT_METERS.map(() => 'bigint')],
+        [...daily.values()].map(([accountId, keyId, rowDay, model, endpoint, user, ...sums]) => [
+          accountId,
+          keyId,
+          rowDay,
+          model,
+          endpoint,
+          user,
+          endUserHash(user),
+          ...sums.map((v) => v.toString()),
+        ]),
       );
       await tx.query(
-        `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, requests, requests_not_billed,
+        `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, user_hash, requests, requests_not_billed,
                                      prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, ${UNIT_METERS.join(', ')})
          SELECT * FROM ${c.unnest}
-         ON CONFLICT (account_id, key_id, day, model, endpoint, user_id) DO UPDATE SET
+         ON CONFLICT (account_id, key_id, day, model, endpoint, user_hash) DO UPDATE SET
            requests = activity_daily.requests + EXCLUDED.requests,
            requests_not_billed = activity_daily.requests_not_billed + EXCLUDED.requests_not_billed,
            prompt_tokens = activity_daily.prompt_tokens + EXCLUDED.prompt_tokens,
@@ -195,6 +214,20 @@ export const activityProjection: Projection = {
     }
   },
 };
+
+/**
+ * What indexes an end user's rows: SHA-256 of its UTF-8 bytes, hex, which is what
+ * userHashSql computes in PostgreSQL. Fixed-size whatever the caller sent, and no two end
+ * users share one in practice (a shorter digest such as MD5 can be made to collide on purpose).
+ */
+export function endUserHash(user: string | null): string | null {
+  return user === null ? null : createHash('sha256').update(user, 'utf8').digest('hex');
+}
+
+/** endUserHash in SQL, of the text column `column`. */
+function userHashSql(column: string): string {
+  return `encode(sha256(convert_to(${column}, 'UTF8')), 'hex')`;
+}
 
 function notBilled(accountId: string, keyId: string, at: string, model: string, endpoint: string, user: string | null): Contribution {
   return { accountId, keyId, at, model, endpoint, user, billed: false, promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, costNano: '0', units: {} };
@@ -241,10 +274,10 @@ export async function getActivity(sql: SqlExecutor, f: ActivityFilter): Promise<
        FROM activity_daily a
        JOIN api_keys k ON k.key_id = a.key_id
       WHERE a.account_id = $1 AND k.workspace_id = $2 AND ($3::text IS NULL OR a.key_id = $3)
-        AND a.day BETWEEN $4::date AND $5::date AND ($6::text IS NULL OR a.user_id = $6)
+        AND a.day BETWEEN $4::date AND $5::date AND ($6::text IS NULL OR (a.user_hash = $7 AND a.user_id = $6))
       GROUP BY a.day, a.model, a.endpoint
       ORDER BY a.day DESC, a.model COLLATE "C", a.endpoint COLLATE "C"`,
-    [f.accountId, f.workspaceId, f.keyId, f.from, f.to, f.user],
+    [f.accountId, f.workspaceId, f.keyId, f.from, f.to, f.user, endUserHash(f.user)],
   );
   return rows.map((r) => ({
     date: r.date,
