@@ -6,6 +6,7 @@ import { ApiError, nanoToUsdString } from '@svc/platform';
 import { ignoredParamsHeader } from '../chat/request-rules';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { FILE_FIELD, formParts } from '../http/multipart';
 import { Metering } from '../metering/metering.service';
 
 const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), translations: transcriptionOperation('translations') };
@@ -65,15 +66,19 @@ export class TranscriptionsController {
 async function readForm(request: FastifyRequest): Promise<AudioFormInput> {
   if (!request.isMultipart()) throw new ApiError(415, 'invalid_request_error', 'Send the audio as a multipart/form-data form with a file part named file (spec 4.10).', 'unsupported_media_type', 'Content-Type');
   const form: AudioFormInput = { fields: {}, file: null };
-  for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32, fieldSize: 1024 * 1024, parts: 40 } })) {
+  for await (const part of formParts(request, { fileSize: MAX_AUDIO_BYTES, fieldSize: 1024 * 1024, parts: 40 })) {
     if (part.type === 'file') {
-      if (part.fieldname !== 'file') {
+      if (part.name !== FILE_FIELD) {
         await part.toBuffer().catch(() => undefined);
-        throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.fieldname)}; the audio goes in a part named file.`, part.fieldname, 'invalid_file_part');
+        throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.name)}; the audio goes in a part named file.`, part.name, 'invalid_file_part');
       }
-      form.file = { bytes: await part.toBuffer(), filename: part.filename || 'audio', contentType: part.mimetype || 'application/octet-stream' };
+      if (form.file) {
+        await part.toBuffer().catch(() => undefined);
+        throw new ApiError(413, 'invalid_request_error', 'The form has more than one file; send one audio file, named file.', 'too_many_files', 'file');
+      }
+      form.file = { bytes: await part.toBuffer(), filename: part.filename ?? 'audio', contentType: part.mimetype || 'application/octet-stream' };
     } else {
-      (form.fields[part.fieldname] ??= []).push(String(part.value));
+      (form.fields[part.name] ??= []).push(part.value);
     }
   }
   return form;

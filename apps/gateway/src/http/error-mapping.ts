@@ -4,6 +4,7 @@ import { isLimitRefusal } from '@svc/ledger';
 import { ApiError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
+import { multipartParseError } from './multipart';
 
 /**
  * Turns whatever a request ended with into the spec's error object (section 2.1) and status
@@ -16,6 +17,9 @@ export function toApiError(err: unknown, now: Date): ApiError {
   if (err instanceof HttpException) return fromHttpException(err);
   const fastify = fromFastify(err);
   if (fastify) return fastify;
+  // A form cut short may surface from a file's stream, deep in whatever was reading it.
+  const multipart = multipartParseError(err);
+  if (multipart) return multipart;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
   if (isConnectionFailure(err)) return outage();
   return ApiError.internal();

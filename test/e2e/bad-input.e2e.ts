@@ -1,0 +1,115 @@
+import { tone, wav } from '@svc/providers';
+import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+
+const ADMIN_TOKEN = 'admin-token-for-bad-input-tests';
+
+/** One second of a real WAV (what the simulated transcriber reads), with the words it hears. */
+const recording = (text: string) => Buffer.concat([wav(tone(24_000)), Buffer.from(`\n#sim-text ${text}\n`)]);
+
+/** A multipart body built by hand, for what FormData will not send (no filename, a typed field, a cut). */
+function multipart(boundary: string, parts: { name: string; value: string | Buffer; filename?: string; type?: string }[], { close = true } = {}): Buffer {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const disposition = `form-data; name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}`;
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${part.type ? `Content-Type: ${part.type}\r\n` : ''}\r\n`), Buffer.from(part.value), Buffer.from('\r\n'));
+  }
+  if (close) chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+/** Spec 2.1: `{error: {message, type, code, param}}`. */
+function expectErrorObject(body: any, expected: { type: string; code: string; param: string | null }): void {
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(typeof body.error.message).toBe('string');
+  expect({ type: body.error.type, code: body.error.code, param: body.error.param }).toEqual(expected);
+}
+
+/**
+ * Issue 41, items 7 to 11: bad input is a 4XX in the spec's error object (section 2.1, section 7
+ * for the statuses), never a 500, never billed, never a partial write.
+ */
+describe('bad input is refused, free and leaves nothing behind (issue 41)', () => {
+  let gw: StartedGateway;
+  let call: Call;
+  let key: string;
+  let management: string;
+
+  const balance = async () => {
+    const r = await call('GET', '/v1/credits', { key });
+    expect(r.status).toBe(200);
+    return r.json.data as { balance: number; held: number };
+  };
+  const fileIds = async () => ((await call('GET', '/v1/files', { key })).json.data as { id: string }[]).map((f) => f.id);
+  const videoIds = async () => ((await call('GET', '/v1/videos', { key })).json.data as { id: string }[]).map((v) => v.id);
+  /** Everything a refused request must leave as it was: the balance and holds, files, videos, keys. */
+  const state = async () => ({ credits: await balance(), files: await fileIds(), videos: await videoIds(), keys: (await call('GET', '/v1/keys', { key: management })).json.data.length as number });
+  const post = async (path: string, body: Buffer | string, contentType: string, apiKey = key) => {
+    const response = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': contentType }, body });
+    const text = await response.text();
+    return { status: response.status, json: JSON.parse(text) as any };
+  };
+
+  beforeAll(async () => {
+    gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN });
+    call = api(gw.url.replace(/\/v1$/, ''));
+    const account = await createAccountWithKey(call, ADMIN_TOKEN, 5);
+    key = account.key;
+    const manager = await call('POST', `/admin/accounts/${account.accountId}/keys`, { body: { scope: 'management', name: 'manager' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(manager.status).toBe(201);
+    management = manager.json.key;
+  }, 60_000);
+
+  afterAll(() => stopGateway(gw));
+
+  describe('issue 41 item 7: a malformed multipart body is a 400 on every route that takes a form', () => {
+    /** A valid form for each route, so the malformation is the first thing wrong with it. */
+    const FORMS: Record<string, Parameters<typeof multipart>[1]> = {
+      '/files': [{ name: 'purpose', value: 'batch' }, { name: 'file', value: `${JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: {} })}\n`, filename: 'a.jsonl' }],
+      '/audio/transcriptions': [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' }],
+      '/audio/translations': [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' }],
+      '/videos': [{ name: 'model', value: 'sim/video' }, { name: 'prompt', value: 'a cat walking along a wall in the sun' }],
+    };
+    const form = (route: string, options?: { close: boolean }) => multipart('b0undary', FORMS[route], options);
+    const CASES: [string, string, (route: string) => Buffer, string | null][] = [
+      ['no boundary in the Content-Type', 'multipart/form-data', (route) => form(route), 'Content-Type'],
+      ['a boundary the body does not use', 'multipart/form-data; boundary=other', (route) => form(route), null],
+      ['a body cut short inside its first field', 'multipart/form-data; boundary=b0undary', (route) => form(route).subarray(0, 60), null],
+      ['a body cut short inside its last part', 'multipart/form-data; boundary=b0undary', (route) => form(route).subarray(0, form(route).length - 30), null],
+      ['a body without its closing boundary', 'multipart/form-data; boundary=b0undary', (route) => form(route, { close: false }), null],
+    ];
+
+    it('the forms are valid as built: each route accepts its own', async () => {
+      for (const route of ['/files', '/audio/transcriptions']) expect([route, (await post(route, form(route), 'multipart/form-data; boundary=b0undary')).status]).toEqual([route, 200]);
+    });
+
+    it.each(Object.keys(FORMS).flatMap((route) => CASES.map(([what, type, body, param]) => [route, what, type, body, param] as const)))(
+      'POST %s with %s: 400 malformed_multipart, nothing stored or billed',
+      async (route, _what, contentType, body, param) => {
+        const before = await state();
+        const r = await post(route, body(route), contentType);
+        expect(r.status).toBe(400);
+        expectErrorObject(r.json, { type: 'invalid_request_error', code: 'malformed_multipart', param });
+        expect(await state()).toEqual(before);
+      },
+    );
+
+    it.each([
+      ['/audio/transcriptions', 1024 * 1024],
+      ['/audio/translations', 1024 * 1024],
+      ['/videos', 256 * 1024],
+      ['/files', 1024],
+    ])('POST %s with a text field over its limit (%i bytes): 413 naming the field, not read truncated', async (route, limit) => {
+      const before = await state();
+      const field = route === '/files' ? 'purpose' : 'prompt';
+      const body = multipart('b0undary', [
+        { name: 'model', value: route === '/videos' ? 'sim/video' : 'sim/whisper' },
+        { name: field, value: 'x'.repeat(limit + 1) },
+        ...(route === '/videos' ? [] : [{ name: 'file', value: route === '/files' ? '{"custom_id": "a"}\n' : recording('long prompt'), filename: route === '/files' ? 'a.jsonl' : 'a.wav' }]),
+      ].filter((p) => !(route === '/files' && p.name === 'model')));
+      const r = await post(route, body, 'multipart/form-data; boundary=b0undary');
+      expect(r.status).toBe(413);
+      expectErrorObject(r.json, { type: 'invalid_request_error', code: 'field_too_large', param: field });
+      expect(await state()).toEqual(before);
+    });
+  });
+});
