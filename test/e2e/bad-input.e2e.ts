@@ -1,3 +1,4 @@
+import { usdToNano } from '@svc/platform';
 import { tone, wav } from '@svc/providers';
 import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
@@ -109,6 +110,57 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
       const r = await post(route, body, 'multipart/form-data; boundary=b0undary');
       expect(r.status).toBe(413);
       expectErrorObject(r.json, { type: 'invalid_request_error', code: 'field_too_large', param: field });
+      expect(await state()).toEqual(before);
+    });
+  });
+
+  describe('issue 41 item 8: a path parameter is decoded once, and no percent-encoding is a 500', () => {
+    it('POST /v1/search/%25 searches on engine "%" (404 naming engine), and /v1/search/%2525 on "%25": nothing billed', async () => {
+      const before = await state();
+      for (const [segment, engine] of [['%25', '%'], ['%2525', '%25'], ['%25zz', '%zz']]) {
+        const r = await call('POST', `/v1/search/${segment}`, { key, body: { query: 'cats' } });
+        expect([segment, r.status]).toEqual([segment, 404]);
+        expectErrorObject(r.json, { type: 'not_found_error', code: 'model_not_found', param: 'engine' });
+        expect(r.json.error.message).toContain(`'${engine}'`);
+      }
+      // Still decoded once: an engine id with its slash escaped is that engine.
+      const searched = await call('POST', '/v1/search/sim%2Ftavily', { key, body: { query: 'cats' } });
+      expect([searched.status, searched.json.model]).toEqual([200, 'sim/tavily']);
+      const after = await state();
+      expect({ ...after, credits: null }).toEqual({ ...before, credits: null });
+      expect(usdToNano(before.credits.balance) - usdToNano(after.credits.balance)).toBe(usdToNano(searched.json.usage.cost));
+    });
+
+    it.each([
+      ['GET', '/v1/keys/{}', 'management'],
+      ['PATCH', '/v1/keys/{}', 'management'],
+      ['DELETE', '/v1/keys/{}', 'management'],
+      ['POST', '/v1/keys/{}/rotate', 'management'],
+      ['GET', '/v1/files/{}', 'full'],
+      ['DELETE', '/v1/files/{}', 'full'],
+      ['GET', '/v1/files/{}/content', 'full'],
+      ['GET', '/v1/batches/{}', 'full'],
+      ['POST', '/v1/batches/{}/cancel', 'full'],
+      ['GET', '/v1/videos/{}', 'full'],
+      ['DELETE', '/v1/videos/{}', 'full'],
+      ['GET', '/v1/videos/{}/content', 'full'],
+      ['GET', '/v1/presets/{}', 'full'],
+      ['PATCH', '/v1/presets/{}', 'management'],
+      ['DELETE', '/v1/presets/{}', 'management'],
+      ['GET', '/v1/models/{}', 'full'],
+      ['GET', '/v1/responses/{}', 'full'],
+      ['DELETE', '/v1/responses/{}', 'full'],
+      ['GET', '/v1/responses/{}/input_items', 'full'],
+      ['POST', '/v1/search/{}', 'full'],
+      ['GET', '/v1/generation?id={}', 'full'],
+    ])('%s %s with an escaped "%", a malformed escape and bad UTF-8: 400 or 404 in the error object', async (method, path, which) => {
+      const before = await state();
+      for (const segment of ['%25', '%2525', '%', '%zz', '%E0%A4%A', '%C0%AF', '%FF']) {
+        const r = await call(method, path.replace('{}', segment), { key: which === 'management' ? management : key, body: method === 'GET' || method === 'DELETE' ? undefined : { query: 'cats', slug: 'x' } });
+        expect([segment, [400, 404].includes(r.status)]).toEqual([segment, true]);
+        expect(Object.keys(r.json)).toEqual(['error']);
+        expect([typeof r.json.error.type, typeof r.json.error.message]).toEqual(['string', 'string']);
+      }
       expect(await state()).toEqual(before);
     });
   });
