@@ -164,4 +164,60 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
       expect(await state()).toEqual(before);
     });
   });
+
+  describe('issue 41 item 9: valid input the parsers refused, or refused without saying what is wrong', () => {
+    it('accepts JSON with a __proto__ key by dropping it: the key it tried to smuggle in has no effect', async () => {
+      const before = await state();
+      const body = '{"name": "proto", "__proto__": {"scope": "management"}, "constructor": {"prototype": {"scope": "management"}}}';
+      const created = await post('/keys', body, 'application/json', management);
+      expect(created.status).toBe(201);
+      expect(created.json.data).toMatchObject({ name: 'proto', scope: 'full' });
+      expect(Object.keys(created.json.data)).not.toContain('constructor');
+      expect((await state()).keys).toBe(before.keys + 1);
+      // And a nested one, on a billed route: answered, and billed as any other request.
+      const chat = await post('/chat/completions', '{"model": "sim/echo", "max_tokens": 5, "messages": [{"role": "user", "content": "hi", "__proto__": {"role": "system"}}]}', 'application/json');
+      expect(chat.status).toBe(200);
+      expect(chat.json.choices[0].message.content).toBe('Echo: hi');
+    });
+
+    it('takes a file part without a filename as the file: an upload named "file", and a transcription', async () => {
+      const line = `${JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [] } })}\n`;
+      const uploaded = await post('/files', multipart('b0undary', [{ name: 'purpose', value: 'batch' }, { name: 'file', value: line }]), 'multipart/form-data; boundary=b0undary');
+      expect(uploaded.status).toBe(200);
+      expect(uploaded.json).toMatchObject({ object: 'file', filename: 'file', bytes: Buffer.byteLength(line), purpose: 'batch' });
+      expect(await fileIds()).toContain(uploaded.json.id);
+      const heard = await post('/audio/transcriptions', multipart('b0undary', [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('no name given') }]), 'multipart/form-data; boundary=b0undary');
+      expect(heard.status).toBe(200);
+      expect(heard.json.text).toBe('no name given');
+    });
+
+    it.each([
+      ['/audio/transcriptions', 'model', '{"x"', 'invalid_json'],
+      ['/audio/translations', 'model', '{"x"', 'invalid_json'],
+      ['/files', 'purpose', '"batch', 'invalid_json'],
+      ['/videos', 'prompt', "{'a': 1}", 'invalid_json'],
+      ['/files', 'purpose', '{"purpose": "batch"}', 'invalid_type'],
+    ])('POST %s with %s typed application/json but %s: 400 naming the field, nothing stored or billed', async (route, field, value, code) => {
+      const before = await state();
+      const others: Record<string, Parameters<typeof multipart>[1]> = {
+        '/files': [{ name: 'file', value: '{}\n', filename: 'a.jsonl' }],
+        '/audio/transcriptions': [{ name: 'file', value: recording('typed'), filename: 'a.wav' }],
+        '/audio/translations': [{ name: 'file', value: recording('typed'), filename: 'a.wav' }],
+        '/videos': [{ name: 'model', value: 'sim/video' }],
+      };
+      const r = await post(route, multipart('b0undary', [{ name: field, value, type: 'application/json' }, ...others[route]]), 'multipart/form-data; boundary=b0undary');
+      expect(r.status).toBe(400);
+      expectErrorObject(r.json, { type: 'invalid_request_error', code, param: field });
+      expect(await state()).toEqual(before);
+    });
+
+    it('reads a JSON-typed field holding a string or a number as its text', async () => {
+      const r = await post(
+        '/audio/transcriptions',
+        multipart('b0undary', [{ name: 'model', value: '"sim/whisper"', type: 'application/json' }, { name: 'temperature', value: '0.5', type: 'application/json; charset=utf-8' }, { name: 'file', value: recording('typed fields'), filename: 'a.wav' }]),
+        'multipart/form-data; boundary=b0undary',
+      );
+      expect([r.status, r.json.text]).toEqual([200, 'typed fields']);
+    });
+  });
 });

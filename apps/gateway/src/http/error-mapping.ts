@@ -134,6 +134,9 @@ function fromFastify(err: unknown): ApiError | null {
       return new ApiError(413, 'invalid_request_error', 'The form has too many fields.', 'too_many_fields', null);
     case 'FST_PROTO_VIOLATION':
       return ApiError.invalidRequest('A form field may not be named __proto__ or constructor.', null, 'invalid_body');
+    // The form reader takes JSON-typed fields itself, naming the field (http/multipart.ts): a backstop.
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return ApiError.invalidRequest('A form field declared application/json is not valid JSON.', null, 'invalid_json');
     case 'FST_MP_PREMATURE_CLOSE':
       return ApiError.invalidRequest('The form ended before it was complete.', null, 'malformed_request');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -25,12 +25,14 @@ export interface FormLimits {
 export interface FormField {
   type: 'field';
   name: string;
+  /** The text; a JSON-typed field's JSON string, number or boolean as text. */
   value: string;
 }
 
 export interface FormFile {
   type: 'file';
   name: string;
+  /** Null when the part named none (curl's `-F file=<path`, a hand-built form). */
   filename: string | null;
   mimetype: string;
   /** The bytes; a file over `fileSize` ends it with 413 `file_too_large`. */
@@ -44,10 +46,15 @@ export type FormPart = FormField | FormFile;
  * The parts of a multipart form, in the order sent, one at a time (a file streams; fields may
  * come before or after it, WIRE-FORMATS 1.1). What is malformed, or over a limit, is thrown as
  * an ApiError naming the part.
+ *
+ * Busboy would hand a part named `file` without a filename over as a text field ("Unknown field
+ * file"), and parse a field typed `application/json` itself, refusing invalid JSON without saying
+ * which field (406): both come here as files instead, and are read as what they are.
  */
 export async function* formParts(request: FastifyRequest, limits: FormLimits): AsyncGenerator<FormPart> {
   const parts = request.parts({
     limits: { fileSize: limits.fileSize, fieldSize: limits.fieldSize, parts: limits.parts },
+    isPartAFile: (name, contentType, filename) => filename !== undefined || name === FILE_FIELD || isJsonType(contentType),
   });
   for (;;) {
     let next: IteratorResult<Multipart>;
@@ -61,10 +68,40 @@ export async function* formParts(request: FastifyRequest, limits: FormLimits): A
     if (part.type === 'field') {
       if (part.valueTruncated) throw fieldTooLarge(part.fieldname, limits.fieldSize);
       yield { type: 'field', name: part.fieldname, value: String(part.value) };
+    } else if (part.fieldname !== FILE_FIELD && isJsonType(part.mimetype) && part.filename === undefined) {
+      yield { type: 'field', name: part.fieldname, value: await jsonFieldText(part.fieldname, part.file, limits.fieldSize) };
     } else {
       yield { type: 'file', name: part.fieldname, filename: part.filename || null, mimetype: part.mimetype, file: part.file, toBuffer: () => part.toBuffer() };
     }
   }
+}
+
+const isJsonType = (contentType: string | undefined): boolean => /^\s*application\/json\s*(;|$)/i.test(contentType ?? '');
+
+/**
+ * A field typed `application/json` as text: every field the forms here read is text, so a JSON
+ * string is its text, a number or boolean its JSON text; an object, array or null is no text.
+ */
+async function jsonFieldText(name: string, stream: Readable, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) {
+      stream.resume();
+      throw fieldTooLarge(name, maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (err) {
+    throw ApiError.invalidRequest(`Field ${name} is declared application/json but is not valid JSON (${(err as Error).message}); send it as plain text, or as valid JSON.`, name, 'invalid_json');
+  }
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
+  throw ApiError.invalidRequest(`Field ${name} must be text; as JSON it may be a string, a number or a boolean, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : 'an object'}.`, name, 'invalid_type');
 }
 
 function fieldTooLarge(name: string, maxBytes: number): ApiError {
