@@ -220,4 +220,40 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
       expect([r.status, r.json.text]).toEqual([200, 'typed fields']);
     });
   });
+
+  describe('issue 41 item 10: audio that cannot be decoded is a 400 and free', () => {
+    const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
+    const transcribe = (route: string, file: Buffer, filename: string, type: string) =>
+      post(route, multipart('b0undary', [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: file, filename, type }]), 'multipart/form-data; boundary=b0undary');
+    const activity = async () => (await call('GET', '/v1/activity', { key })).json;
+
+    it.each([
+      ['/audio/transcriptions', 'a 16-byte text file', Buffer.from('hello, not audio'), 'notes.wav', 'audio/wav'],
+      ['/audio/translations', 'a 16-byte text file', Buffer.from('hello, not audio'), 'notes.mp3', 'audio/mpeg'],
+      ['/audio/transcriptions', 'a RIFF/WAVE signature without its chunks', Buffer.from('RIFF\x24\0\0\0WAVEfmt ', 'latin1'), 'short.wav', 'audio/wav'],
+      ['/audio/transcriptions', 'a PNG image', bytes([0x89], 'PNG\r\n\x1a\n', [0, 0, 0, 13], 'IHDR', [0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89]), 'picture.wav', 'audio/wav'],
+      ['/audio/transcriptions', 'a JSONL batch file', Buffer.from('{"custom_id": "a"}\n#sim-text it was heard\n'), 'input.mp3', 'audio/mpeg'],
+    ])('POST %s with %s: 400 naming file, nothing held or billed', async (route, _what, file, filename, type) => {
+      const before = await state();
+      const activityBefore = await activity();
+      const r = await transcribe(route, file, filename, type);
+      expect(r.status).toBe(400);
+      expectErrorObject(r.json, { type: 'invalid_request_error', code: 'unsupported_audio_format', param: 'file' });
+      expect(await state()).toEqual(before);
+      expect(await activity()).toEqual(activityBefore);
+    });
+
+    it.each([
+      ['WAV', recording('wav')],
+      ['MP3 (frame sync)', bytes([0xff, 0xfb, 0x90, 0x64], Array(400).fill(0), '\n#sim-text mp3\n')],
+      ['MP3 (ID3 tag)', bytes('ID3', [4, 0, 0, 0, 0, 0, 0], [0xff, 0xfb, 0x90, 0x64], Array(400).fill(0), '\n#sim-text id3\n')],
+      ['FLAC', bytes('fLaC', [0x80, 0, 0, 34], Array(34).fill(0), '\n#sim-text flac\n')],
+      ['OGG', bytes('OggS', [0, 2], Array(20).fill(0), [1], 'vorbis', Array(30).fill(0), '\n#sim-text ogg\n')],
+      ['WebM', bytes([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0xf7, 0x81, 0x01, 0x42, 0xf2, 0x81, 0x04, 0x42, 0xf3, 0x81, 0x08, 0x42, 0x82, 0x84], 'webm', [0x42, 0x87, 0x81, 0x04, 0x42, 0x85, 0x81, 0x02], '\n#sim-text webm\n')],
+      ['M4A (ftyp)', bytes([0, 0, 0, 0x20], 'ftypM4A ', [0, 0, 0, 0], 'M4A isommp42', '\n#sim-text m4a\n')],
+    ])('takes %s, whatever the part says it is', async (format, file) => {
+      const r = await transcribe('/audio/transcriptions', file, 'upload.bin', 'application/octet-stream');
+      expect([format, r.status, r.status === 200 ? null : r.json.error.message]).toEqual([format, 200, null]);
+    });
+  });
 });

@@ -8,6 +8,7 @@ import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { FILE_FIELD, formParts } from '../http/multipart';
 import { Metering } from '../metering/metering.service';
+import { checkAudioFile } from './audio-format';
 
 const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), translations: transcriptionOperation('translations') };
 
@@ -42,6 +43,7 @@ export class TranscriptionsController {
   private async serve(task: AudioTask, caller: Caller, request: FastifyRequest, headers: Record<string, string | string[] | undefined>, reply: FastifyReply): Promise<void> {
     const call = transcriptionRequest(task, await readForm(request));
     checkTranscriptionModel(this.metering.route(caller, 'audio', { model: call.model }).models[0].model);
+    await checkAudioFile(call.file.bytes);
     // What makes two requests the same (Idempotency-Key): the fields and the file's digest.
     const fingerprint = { model: call.model, fields: call.fields, file: call.file.bytes.toString('base64') };
     await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async (clientRequestId) => {
