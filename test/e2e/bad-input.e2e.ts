@@ -34,6 +34,7 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
   let call: Call;
   let key: string;
   let management: string;
+  let accountId: string;
 
   const balance = async () => {
     const r = await call('GET', '/v1/credits', { key });
@@ -55,6 +56,7 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     call = api(gw.url.replace(/\/v1$/, ''));
     const account = await createAccountWithKey(call, ADMIN_TOKEN, 5);
     key = account.key;
+    accountId = account.accountId;
     const manager = await call('POST', `/admin/accounts/${account.accountId}/keys`, { body: { scope: 'management', name: 'manager' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(manager.status).toBe(201);
     management = manager.json.key;
@@ -254,6 +256,44 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     ])('takes %s, whatever the part says it is', async (format, file) => {
       const r = await transcribe('/audio/transcriptions', file, 'upload.bin', 'application/octet-stream');
       expect([format, r.status, r.status === 200 ? null : r.json.error.message]).toEqual([format, 200, null]);
+    });
+  });
+
+  describe('issue 41 item 11: allowed_models names models the catalog has', () => {
+    const admin = (method: string, path: string, body?: unknown) => call(method, path, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+    it('POST and PATCH /v1/keys and the operator key route refuse unknown ids with a 400 naming them, writing nothing', async () => {
+      const existing = await call('POST', '/v1/keys', { key: management, body: { name: 'narrow', allowed_models: ['sim/echo'] } });
+      expect(existing.status).toBe(201);
+      const before = await state();
+      const eventsBefore = Number((await gw.runtime.sql.query<{ n: string }>('SELECT count(*) AS n FROM events')).rows[0].n);
+      for (const list of [['sim/echo', 'sim/ecoh', 'nope/model'], ['sim/echo:turbo'], ['@preset/anything'], ['SIM/ECHO']]) {
+        const attempts = [
+          await call('POST', '/v1/keys', { key: management, body: { name: 'typo', allowed_models: list } }),
+          await call('PATCH', `/v1/keys/${existing.json.data.id}`, { key: management, body: { allowed_models: list } }),
+          await admin('POST', `/admin/accounts/${accountId}/keys`, { name: 'typo', allowed_models: list }),
+        ];
+        for (const r of attempts) {
+          expect([list, r.status]).toEqual([list, 400]);
+          expectErrorObject(r.json, { type: 'invalid_request_error', code: 'unknown_model', param: 'allowed_models' });
+          for (const id of list.filter((id) => id !== 'sim/echo')) expect(r.json.error.message).toContain(JSON.stringify(id));
+          expect(r.json.error.message).not.toContain('"sim/echo"');
+        }
+      }
+      expect(await state()).toEqual(before);
+      expect(Number((await gw.runtime.sql.query<{ n: string }>('SELECT count(*) AS n FROM events')).rows[0].n)).toBe(eventsBefore);
+      expect((await call('GET', `/v1/keys/${existing.json.data.id}`, { key: management })).json.data.allowed_models).toEqual(['sim/echo']);
+    });
+
+    it('takes ids the catalog resolves: with routing suffixes or a preset after the model, kept as the model ids requests are checked against', async () => {
+      const created = await call('POST', '/v1/keys', { key: management, body: { name: 'suffixes', allowed_models: ['sim/echo:nitro', 'sim/embed', 'sim/small-8k:floor:thinking', 'sim/echo@preset/house-style', 'sim/embed'] } });
+      expect(created.status).toBe(201);
+      expect(created.json.data.allowed_models).toEqual(['sim/echo', 'sim/embed', 'sim/small-8k']);
+      // The key it made can call what it lists, suffixes included, and nothing else.
+      const chat = await call('POST', '/v1/chat/completions', { key: created.json.key, body: { model: 'sim/echo:nitro', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+      expect(chat.status).toBe(200);
+      const other = await call('POST', '/v1/chat/completions', { key: created.json.key, body: { model: 'sim/claude-echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+      expect(other.status).toBe(404);
     });
   });
 });
