@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomUUID } from 'node:crypto';
+import { CATALOG, type Catalog, parseModelId } from '@svc/catalog';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller, KeyRecord } from '@svc/identity';
 import { canManageKey, DEFAULT_KEY_SETTINGS, generateKeySecret, hashKeySecret, IdentityCommand, type KeyCommand, type KeyManager, type KeySettings, secretHint } from '@svc/identity';
@@ -32,6 +33,7 @@ export class KeysService {
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
     private readonly commands: CommandBus,
     private readonly reads: ReadYourWrites,
+    @Inject(CATALOG) private readonly catalog: Pick<Catalog, 'get'>,
   ) {}
 
   /** The account and workspace behind a management key, with its current organization role. */
@@ -151,7 +153,7 @@ export class KeysService {
       scope: body.scope,
       limit_nano: limitNano,
       limit_reset: body.limit_reset,
-      allowed_models: body.allowed_models,
+      allowed_models: body.allowed_models == null ? body.allowed_models : this.allowedModels(body.allowed_models),
       allowed_ips: body.allowed_ips,
       allowed_referrers: body.allowed_referrers,
       rpm_limit: body.rpm_limit,
@@ -163,7 +165,51 @@ export class KeysService {
     if (current) return changes;
     return { ...DEFAULT_KEY_SETTINGS, ...changes };
   }
+
+  /**
+   * Spec 4.19 `allowed_models` as the catalog ids the key may call (issue 41 item 11): an id the
+   * catalog does not know would make a key that can call nothing, so it is refused, naming every
+   * such entry. Requests are checked against the catalog id they resolve to (spec 1: suffixes
+   * choose a provider, a preset applies settings, neither is another model), so an entry with
+   * routing suffixes or a `@preset/<slug>` after its model is kept as that model's id; a preset
+   * alone names no model to allow.
+   */
+  private allowedModels(entries: readonly string[]): string[] {
+    const ids: string[] = [];
+    const unknown: string[] = [];
+    for (const entry of entries) {
+      const id = this.catalogIdOf(entry);
+      if (id === null) unknown.push(entry);
+      else if (!ids.includes(id)) ids.push(id);
+    }
+    if (unknown.length > 0) {
+      const shown = unknown.slice(0, 10).map((id) => JSON.stringify(id)).join(', ');
+      const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : '';
+      const presets = unknown.some((id) => id.startsWith(PRESET_MARK)) ? ' A preset is not a model: list the models its requests may use.' : '';
+      throw ApiError.invalidRequest(
+        `allowed_models lists ${unknown.length === 1 ? 'a model' : 'models'} the catalog does not have: ${shown}${more}. GET /v1/models lists the model ids (suffixes such as :nitro may follow them).${presets}`,
+        'allowed_models',
+        'unknown_model',
+      );
+    }
+    return ids;
+  }
+
+  private catalogIdOf(entry: string): string | null {
+    const preset = entry.indexOf(PRESET_MARK);
+    const model = preset === -1 ? entry : entry.slice(0, preset);
+    if (model === '') return null;
+    try {
+      return this.catalog.get(parseModelId(model).id)?.id ?? null;
+    } catch {
+      // An unknown suffix (or :nitro with :floor): no model a request could name.
+      return null;
+    }
+  }
 }
+
+/** How a model value names a preset (spec 1): `<model>@preset/<slug>` or `@preset/<slug>`. */
+const PRESET_MARK = '@preset/';
 
 function presentKey(k: KeyRecord, usage: KeyUsage, now: Date, rateLimits: RateLimitDefaults): Record<string, unknown> {
   const windowUsage = { daily: usage.dailyNano, weekly: usage.weeklyNano, monthly: usage.monthlyNano, never: usage.lifetimeNano }[k.limit_reset];

@@ -6,7 +6,9 @@ import { ApiError, nanoToUsdString } from '@svc/platform';
 import { ignoredParamsHeader } from '../chat/request-rules';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { FILE_FIELD, formParts } from '../http/multipart';
 import { Metering } from '../metering/metering.service';
+import { checkAudioFile } from './audio-format';
 
 const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), translations: transcriptionOperation('translations') };
 
@@ -41,6 +43,7 @@ export class TranscriptionsController {
   private async serve(task: AudioTask, caller: Caller, request: FastifyRequest, headers: Record<string, string | string[] | undefined>, reply: FastifyReply): Promise<void> {
     const call = transcriptionRequest(task, await readForm(request));
     checkTranscriptionModel(this.metering.route(caller, 'audio', { model: call.model }).models[0].model);
+    await checkAudioFile(call.file.bytes);
     // What makes two requests the same (Idempotency-Key): the fields and the file's digest.
     const fingerprint = { model: call.model, fields: call.fields, file: call.file.bytes.toString('base64') };
     await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
@@ -65,15 +68,19 @@ export class TranscriptionsController {
 async function readForm(request: FastifyRequest): Promise<AudioFormInput> {
   if (!request.isMultipart()) throw new ApiError(415, 'invalid_request_error', 'Send the audio as a multipart/form-data form with a file part named file (spec 4.10).', 'unsupported_media_type', 'Content-Type');
   const form: AudioFormInput = { fields: {}, file: null };
-  for await (const part of request.parts({ limits: { fileSize: MAX_AUDIO_BYTES, files: 1, fields: 32, fieldSize: 1024 * 1024, parts: 40 } })) {
+  for await (const part of formParts(request, { fileSize: MAX_AUDIO_BYTES, fieldSize: 1024 * 1024, parts: 40 })) {
     if (part.type === 'file') {
-      if (part.fieldname !== 'file') {
+      if (part.name !== FILE_FIELD) {
         await part.toBuffer().catch(() => undefined);
-        throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.fieldname)}; the audio goes in a part named file.`, part.fieldname, 'invalid_file_part');
+        throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.name)}; the audio goes in a part named file.`, part.name, 'invalid_file_part');
       }
-      form.file = { bytes: await part.toBuffer(), filename: part.filename || 'audio', contentType: part.mimetype || 'application/octet-stream' };
+      if (form.file) {
+        await part.toBuffer().catch(() => undefined);
+        throw new ApiError(413, 'invalid_request_error', 'The form has more than one file; send one audio file, named file.', 'too_many_files', 'file');
+      }
+      form.file = { bytes: await part.toBuffer(), filename: part.filename ?? 'audio', contentType: part.mimetype || 'application/octet-stream' };
     } else {
-      (form.fields[part.fieldname] ??= []).push(String(part.value));
+      (form.fields[part.name] ??= []).push(part.value);
     }
   }
   return form;

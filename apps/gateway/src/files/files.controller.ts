@@ -5,6 +5,7 @@ import type { Caller } from '@svc/identity';
 import { expiresAfterSeconds, fileNotFound, filesUnavailable, isFileId, MAX_FILE_BYTES, SqlFileStore, UPLOAD_PURPOSES, type FileRecord, type StagedFile } from '@svc/files';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { FILE_FIELD, formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
 
 /** The text fields of an upload (OpenAI's bracketed encoding of `expires_after`). */
@@ -40,18 +41,18 @@ export class FilesController {
     let staged: StagedFile | null = null;
     try {
       // The store refuses a file over its purpose's limit; Busboy's cut is only a backstop above it.
-      for await (const part of request.parts({ limits: { fileSize: MAX_FILE_BYTES + 1, fields: FORM_FIELDS.size, fieldSize: 1024, parts: FORM_FIELDS.size + 1 } })) {
+      for await (const part of formParts(request, { fileSize: MAX_FILE_BYTES + 1, fieldSize: 1024, parts: FORM_FIELDS.size + 1 })) {
         if (part.type === 'file') {
-          if (part.fieldname !== 'file') throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.fieldname)}; the file goes in a part named file.`, part.fieldname, 'invalid_file_part');
+          if (part.name !== FILE_FIELD) throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.name)}; the file goes in a part named file.`, part.name, 'invalid_file_part');
           if (staged) throw ApiError.invalidRequest('The form has more than one file; send one, named file.', 'file', 'too_many_files');
           // `batch`, the one purpose an upload may have: the purpose field may be yet to come.
-          const meta = { workspaceId: caller.workspaceId, accountId: caller.accountId, keyId: caller.keyId, filename: part.filename || 'file', purpose: 'batch' as const };
+          const meta = { workspaceId: caller.workspaceId, accountId: caller.accountId, keyId: caller.keyId, filename: part.filename ?? 'file', purpose: 'batch' as const };
           staged = await this.files.stage(meta, part.file);
         } else {
-          const name = part.fieldname;
+          const name = part.name;
           if (!FORM_FIELDS.has(name)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(name)}: an upload takes file, purpose and expires_after.`, name, 'unknown_parameter');
-          if (fields.has(name) || part.valueTruncated) throw ApiError.invalidRequest(`${name} must be given once, as a short text field.`, name, 'invalid_parameter');
-          fields.set(name, String(part.value));
+          if (fields.has(name)) throw ApiError.invalidRequest(`${name} must be given once.`, name, 'invalid_parameter');
+          fields.set(name, part.value);
           // A refused purpose sent before the file stops the upload before a byte of it is stored.
           if (name === 'purpose') checkUploadPurpose(fields.get(name));
         }

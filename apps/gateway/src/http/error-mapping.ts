@@ -4,6 +4,7 @@ import { isLimitRefusal } from '@svc/ledger';
 import { ApiError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
+import { multipartParseError } from './multipart';
 
 /**
  * Turns whatever a request ended with into the spec's error object (section 2.1) and status
@@ -16,6 +17,9 @@ export function toApiError(err: unknown, now: Date): ApiError {
   if (err instanceof HttpException) return fromHttpException(err);
   const fastify = fromFastify(err);
   if (fastify) return fastify;
+  // A form cut short may surface from a file's stream, deep in whatever was reading it.
+  const multipart = multipartParseError(err);
+  if (multipart) return multipart;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
   if (isConnectionFailure(err)) return outage();
   if (err instanceof StreamContentionError) return contention();
@@ -145,6 +149,9 @@ function fromFastify(err: unknown): ApiError | null {
       return new ApiError(413, 'invalid_request_error', 'The form has too many fields.', 'too_many_fields', null);
     case 'FST_PROTO_VIOLATION':
       return ApiError.invalidRequest('A form field may not be named __proto__ or constructor.', null, 'invalid_body');
+    // The form reader takes JSON-typed fields itself, naming the field (http/multipart.ts): a backstop.
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return ApiError.invalidRequest('A form field declared application/json is not valid JSON.', null, 'invalid_json');
     case 'FST_MP_PREMATURE_CLOSE':
       return ApiError.invalidRequest('The form ended before it was complete.', null, 'malformed_request');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -18,8 +18,10 @@ const MULTIPART_PATHS = new Set(['/v1/audio/transcriptions', '/v1/audio/translat
 
 export function installRequestChecks(fastify: FastifyInstance): void {
   // An empty body labelled JSON (what some clients send with DELETE) is no body, not bad JSON
-  // (issue 15.4); anything else goes to Fastify's own parser, prototype-poisoning checks included.
-  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  // (issue 15.4); anything else goes to Fastify's own parser. A `__proto__` key (or `constructor`
+  // holding `prototype`) is valid JSON, which refusing answered "Body is not valid JSON": it is
+  // removed instead, wherever it is, so no merge or spread downstream can meet it (issue 41 item 9).
+  const parseJson = fastify.getDefaultJsonParser('remove', 'remove');
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if ((body as string).trim() === '') done(null, undefined);

@@ -43,7 +43,9 @@ export class SearchController {
   }
 
   private async answer(caller: Caller, body: unknown, pathEngine: string | null, headers: Record<string, string | string[] | undefined>, reply: FastifyReply): Promise<void> {
-    const call = searchRequest(body, pathEngine === null ? null : decodeURIComponent(pathEngine));
+    // Fastify has already decoded the path (`sim%2Ftavily` is `sim/tavily`): decoding again read
+    // `%25` as a malformed escape (a 500) and `%2525` as `%` (issue 41 item 8).
+    const call = searchRequest(body, pathEngine);
     const param = pathEngine === null ? 'search_tool_name' : 'engine';
     const engine = call.engine ?? this.metering.defaultModel(caller, 'search');
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {

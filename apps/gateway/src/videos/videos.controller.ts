@@ -11,6 +11,7 @@ import { getVideo, listVideos, PROJECTIONS, type ProjectionRunner, type VideoRow
 import { isVideoTerminal, REQUEST_GRACE_MS, validateVideoRequest, videoDecider, VideoJobs, videoStream, type VideoCommand, type VideoRequest } from '@svc/videos';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
 import { Metering } from '../metering/metering.service';
 import { VideoCalls, VIDEOS_ENDPOINT } from './video-calls';
@@ -182,13 +183,13 @@ export class VideosController {
 /** The text fields of a multipart create; a file (OpenAI's `input_reference` upload) is refused by name. */
 async function readForm(request: FastifyRequest): Promise<Record<string, unknown>> {
   const fields: Record<string, unknown> = {};
-  for await (const part of request.parts({ limits: { fileSize: 1, files: 1, fields: FORM_FIELDS.length, fieldSize: 256 * 1024, parts: FORM_FIELDS.length + 1 } })) {
+  for await (const part of formParts(request, { fileSize: 1, fieldSize: 256 * 1024, parts: FORM_FIELDS.length + 1 })) {
     if (part.type === 'file') {
       part.file.resume();
-      throw ApiError.invalidRequest('A first frame is not uploaded here: give it as image_url (a public https URL).', part.fieldname);
+      throw ApiError.invalidRequest('A first frame is not uploaded here: give it as image_url (a public https URL).', part.name);
     }
-    if (!FORM_FIELDS.includes(part.fieldname)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(part.fieldname)}: a video takes ${FORM_FIELDS.join(', ')}.`, part.fieldname, 'unknown_parameter');
-    fields[part.fieldname] = String(part.value);
+    if (!FORM_FIELDS.includes(part.name)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(part.name)}: a video takes ${FORM_FIELDS.join(', ')}.`, part.name, 'unknown_parameter');
+    fields[part.name] = part.value;
   }
   return fields;
 }
