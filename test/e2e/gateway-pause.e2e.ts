@@ -111,5 +111,10 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     expect(usdToNano(before) - usdToNano(after.balance)).toBe(usdToNano(usage.cost) + usdToNano(answered.usage.cost));
     const corrections = await db.query(`SELECT 1 FROM events WHERE type = 'UsageCorrected' AND data->>'account_id' = $1`, [account]);
     expect(corrections.rows).toHaveLength(2);
+    // Activity counts the two requests once each, billed, at their whole cost.
+    const activity = (await gateways.one('GET', '/v1/activity', { key })).json.data as { requests: number; requests_not_billed: number; usage: number }[];
+    expect(activity.reduce((n, r) => n + r.requests, 0)).toBe(2);
+    expect(activity.reduce((n, r) => n + r.requests_not_billed, 0)).toBe(0);
+    expect(activity.reduce((n, r) => n + usdToNano(r.usage), 0n)).toBe(usdToNano(usage.cost) + usdToNano(answered.usage.cost));
   }, 90_000);
 });

@@ -14,6 +14,8 @@ interface Contribution {
   endpoint: string;
   user: string | null;
   billed: boolean;
+  /** What it adds to the billed and not-billed request counts, when not one request of its kind (a correction). */
+  requests?: [billed: number, notBilled: number];
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
@@ -30,6 +32,8 @@ interface OpenHold {
   model: string;
   endpoint: string;
   user_id: string | null;
+  /** A hold the hold reaper released: when (ISO), so its gateway's correction moves it to billed on that day (issue 41 D). */
+  released_at?: string | null;
 }
 
 /** One activity_daily row's key and the sums a batch adds to it. */
@@ -58,6 +62,7 @@ export const activityProjection: Projection = {
       user_id text,
       PRIMARY KEY (account_id, hold_id)
     )`,
+    `ALTER TABLE activity_open_holds ADD COLUMN IF NOT EXISTS released_at timestamptz`,
     `CREATE TABLE IF NOT EXISTS activity_daily (
       account_id text NOT NULL,
       key_id text NOT NULL,
@@ -88,7 +93,7 @@ export const activityProjection: Projection = {
     `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_slot ON activity_daily (account_id, key_id, day, model, endpoint, user_hash) NULLS NOT DISTINCT`,
     `CREATE INDEX IF NOT EXISTS activity_daily_key_day ON activity_daily (key_id, day)`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'HoldReleased', 'HoldExpired']),
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
     const holdOf = (e: AccountRecorded) => holdKey(e.data.account_id, (e.data as { hold_id: string }).hold_id);
@@ -97,7 +102,7 @@ export const activityProjection: Projection = {
     const earlier: [string, string][] = [];
     for (const e of events) {
       if (e.type === 'HoldPlaced') openHere.add(holdOf(e));
-      else if ((e.type === 'UsageCharged' || e.type === 'HoldReleased' || e.type === 'HoldExpired') && !openHere.delete(holdOf(e))) {
+      else if ((e.type === 'UsageCharged' || e.type === 'UsageCorrected' || e.type === 'HoldReleased' || e.type === 'HoldExpired') && !openHere.delete(holdOf(e))) {
         earlier.push([e.data.account_id, e.data.hold_id]);
       }
     }
@@ -107,7 +112,8 @@ export const activityProjection: Projection = {
       const { rows } = await tx.query<OpenHold>(
         `DELETE FROM activity_open_holds h USING ${c.unnest} AS d(account_id, hold_id)
           WHERE h.account_id = d.account_id AND h.hold_id = d.hold_id
-          RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id`,
+          RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id,
+                    to_char(h.released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS released_at`,
         c.params,
       );
       for (const r of rows) open.set(holdKey(r.account_id, r.hold_id), r);
@@ -123,7 +129,8 @@ export const activityProjection: Projection = {
     const add = (c: Contribution) => {
       const day = utcDay(c.at);
       const slot = JSON.stringify([c.accountId, c.keyId, day, c.model, c.endpoint, c.user]);
-      const sums = [c.billed ? 1 : 0, c.billed ? 0 : 1, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano, ...UNIT_METERS.map((m) => c.units[m] ?? 0)];
+      const [billed, notBilled] = c.requests ?? (c.billed ? [1, 0] : [0, 1]);
+      const sums = [billed, notBilled, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano, ...UNIT_METERS.map((m) => c.units[m] ?? 0)];
       const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, ...sums.map(() => 0n)];
       sums.forEach((value, i) => (row[6 + i] = (row[6 + i] as bigint) + BigInt(value)));
       daily.set(slot, row);
@@ -157,6 +164,32 @@ export const activityProjection: Projection = {
           });
           break;
         }
+        // Issue 41 D: what a gateway charged beyond the reaper's charge, counted with the request the
+        // reaper settled, not as one more. One the reaper released (kept aside for this, below)
+        // moves from not billed to billed in its row; the end user is in the metadata otherwise.
+        case 'UsageCorrected': {
+          const d = e.data;
+          const released = take(e);
+          const user = e.metadata.user;
+          const added = d.usage_added;
+          add({
+            accountId: d.account_id,
+            keyId: d.key_id,
+            at: released ? (released.released_at ?? d.charged_at) : d.charged_at,
+            model: released?.model ?? d.model,
+            endpoint: released?.endpoint ?? d.endpoint,
+            user: released ? released.user_id : typeof user === 'string' && user !== '' ? user : null,
+            billed: true,
+            requests: released ? [1, -1] : [0, 0],
+            promptTokens: added.input ?? 0,
+            completionTokens: added.output ?? 0,
+            cachedTokens: added.cached_input ?? 0,
+            reasoningTokens: 0,
+            costNano: d.amount_nano,
+            units: added,
+          });
+          break;
+        }
         case 'HoldReleased': {
           const d = e.data;
           const hold = take(e);
@@ -165,6 +198,8 @@ export const activityProjection: Projection = {
           // Only a log whose HoldPlaced is missing lacks both; such a request has nowhere to count.
           if (model === undefined || endpoint === undefined) break;
           add(notBilled(d.account_id, d.key_id, eventTime(e), model, endpoint, hold?.user_id ?? null));
+          // Issue 41 D: its gateway may yet charge it (UsageCorrected): where it was counted is kept for that.
+          if (d.reaped && hold) open.set(holdOf(e), { ...hold, model, endpoint, released_at: eventTime(e) });
           break;
         }
         case 'HoldExpired': {
@@ -177,10 +212,10 @@ export const activityProjection: Projection = {
     }
 
     // Whatever is still in `open` was placed by this batch (those of earlier batches were deleted
-    // above only when resolved, and taken here at once).
+    // above only when resolved, and taken here at once), or released by the reaper and kept aside.
     if (open.size > 0) {
-      const c = asColumns(['text', 'text', 'text', 'text', 'text'], [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id]));
-      await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id) SELECT * FROM ${c.unnest}`, c.params);
+      const c = asColumns(['text', 'text', 'text', 'text', 'text', 'timestamptz'], [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]));
+      await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.unnest}`, c.params);
     }
     if (daily.size > 0) {
       const c = asColumns(
