@@ -66,6 +66,11 @@ export interface Config {
    */
   shutdownGraceMs: number;
   /**
+   * How long a client may read nothing of a stream whose buffer in the gateway is full before
+   * the stream is cut and billed for what was delivered (SVC_STREAM_STALL_MS, issue 41 F).
+   */
+  streamStallMs: number;
+  /**
    * SVC_METRICS_PORT: `GET /metrics` is served on this port, without a token, and not on `port`;
    * null (unset): on `port`, with the admin token. 0 lets the system choose (tests).
    */
@@ -328,6 +333,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
     logFormat: oneOf('SVC_LOG_FORMAT', ['json', 'pretty'] as const),
     shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    streamStallMs: integer('SVC_STREAM_STALL_MS', 20_000, 100, 600_000),
     metricsPort: metricsPort(),
     readyMaxLagSeconds: integer('SVC_READY_MAX_LAG_SECONDS', 30, 1, 86_400),
     webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),

@@ -6,7 +6,7 @@ import { applyPreset, findPreset, presetReference, type PresetUse } from '@svc/p
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
-import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type RequestTags, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
@@ -104,6 +104,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     @Inject(CATALOG) private readonly catalog: Catalog,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(READ_DB) private readonly sql: SqlRunner,
+    @Inject(CONFIG) private readonly config: Config,
     private readonly metering: Metering,
   ) {}
 
@@ -196,6 +197,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
       progressIntervalMs: PROGRESS_INTERVAL_MS,
+      stallMs: this.config.streamStallMs,
     });
     const running = relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${reservation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
     this.settling.add(running);

@@ -5,6 +5,7 @@
  * `[DONE]`, so a client can never take a cut answer for a whole one.
  */
 import { chatAnnotations, type WebSearchRun } from '@svc/interfaces';
+import { ApiError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatUsage } from '@svc/providers';
 import { EventStream } from '../http/streams';
@@ -118,6 +119,32 @@ function frame(event: object | '[DONE]'): string {
   return `data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`;
 }
 
+/**
+ * The stream of a client that read nothing of it for `ms` while the gateway held a full buffer
+ * for it (issue 41 F). Spec 1 (billing rules): a stream cut short is billed for what was
+ * delivered; this one is cut by the gateway, so that a client that stops reading does not keep
+ * an upstream connection, a hold and buffers open for as long as it likes.
+ */
+export class StreamStalled extends ApiError {
+  constructor(ms: number) {
+    super(
+      408,
+      'invalid_request_error',
+      `The client read nothing of the stream for ${ms / 1000} s, so it was cut here: the answer above is incomplete, and only what was delivered is billed.`,
+      'stream_stalled',
+    );
+  }
+}
+
+/**
+ * How long a client may read nothing of a stream whose buffer is full before it is cut
+ * (issue 41 F; SVC_STREAM_STALL_MS). A client reading an SSE stream takes every event as it
+ * comes, so a stall this long is a client that stopped, not one that is slow; below the 25 s
+ * a stopping process gives its streams (SVC_SHUTDOWN_GRACE_MS), so a stalled stream is cut and
+ * settled before it exits.
+ */
+export const STREAM_STALL_MS = 20_000;
+
 export interface RelayOptions {
   /** The generation id and the catalog model, on every chunk (spec 1 rule 2). */
   id: string;
@@ -133,13 +160,17 @@ export interface RelayOptions {
    */
   progress?(sofar: StreamOutcome): Promise<void>;
   progressIntervalMs?: number;
+  /** How long the client may leave the body full before the stream is cut; STREAM_STALL_MS by default. */
+  stallMs?: number;
 }
 
 export class ChatStreamRelay {
   /**
    * The response body, in SSE text. Fastify destroys it when the client goes away; the relay
    * then keeps reading the upstream without writing, because a generation whose client left
-   * still completes and is billed (spec 1 rule 4).
+   * still completes and is billed (spec 1 rule 4). While the client is there, the upstream is
+   * read only as fast as the client takes the body (issue 41 F): a full body holds the next read
+   * back, and one left full for `stallMs` cuts the stream (StreamStalled).
    */
   readonly body = new EventStream();
   private readonly delivered: Delivered = { content: '', reasoning: '', toolNames: '', toolArguments: '' };
@@ -178,10 +209,12 @@ export class ChatStreamRelay {
           }, progressIntervalMs)
         : undefined;
     try {
-      for (const chunk of head) this.relay(chunk);
-      for (let next = await rest.next(); !next.done; next = await rest.next()) this.relay(next.value);
+      for (const chunk of head) if (!this.relay(chunk)) await this.caughtUp();
+      for (let next = await rest.next(); !next.done; next = await rest.next()) if (!this.relay(next.value)) await this.caughtUp();
     } catch (error) {
       failure = error;
+      // The upstream is let go so that it stops generating; its connection closes.
+      if (error instanceof StreamStalled) await rest.return?.(undefined).catch(() => undefined);
     } finally {
       clearInterval(ticker);
       // Settled after the last progress write, so the settlement is the last word on the hold.
@@ -198,25 +231,37 @@ export class ChatStreamRelay {
     } finally {
       if (failure !== null) last = this.encoder.error(this.options.errorEvent(failure));
       this.body.finish(last.join(''));
+      // The client that stalled gets the rest and the error if it reads again soon; else its connection is closed.
+      if (failure instanceof StreamStalled) this.body.abandonAfter(this.stallMs, failure);
       this.done(failure === null);
     }
   }
 
-  private relay(chunk: ChatChunk): void {
+  private get stallMs(): number {
+    return this.options.stallMs ?? STREAM_STALL_MS;
+  }
+
+  /** Waits for the client to take some of a full body; throws StreamStalled when it takes nothing for `stallMs`. */
+  private async caughtUp(): Promise<void> {
+    if (!(await this.body.drained(this.stallMs))) throw new StreamStalled(this.stallMs);
+  }
+
+  /** Relays one upstream chunk; false when the body is full and the client must catch up first. */
+  private relay(chunk: ChatChunk): boolean {
     if (isRecord(chunk.usage)) this.usage = chunk.usage as ChatUsage;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     if (this.firstOutputAt === null && choices.some((c) => hasOutput(c.delta))) this.firstOutputAt = performance.now();
     for (const { delta } of choices) this.collect(delta);
     // The upstream's usage chunk (empty choices) is never forwarded: the adapter asks for usage
     // whether or not the client did, and the client's usage chunk must carry the cost.
-    if (choices.length === 0) return;
+    if (choices.length === 0) return true;
     for (const choice of choices) if (choice.finish_reason) this.finishReason = choice.finish_reason;
     // The chunk was parsed for this relay alone: restamped in place rather than copied twice
     // per chunk. An undefined usage is not serialised.
     chunk.usage = undefined;
     chunk.id = this.options.id;
     chunk.model = this.options.model;
-    this.write(this.encoder.chunk(chunk));
+    return this.write(this.encoder.chunk(chunk));
   }
 
   private collect(delta: ChatChunk['choices'][number]['delta'] | undefined): void {
@@ -229,9 +274,9 @@ export class ChatStreamRelay {
     }
   }
 
-  private write(frames: string[]): void {
+  private write(frames: string[]): boolean {
     // A client that left has its body destroyed: the body drops what comes after.
-    this.body.write(frames.length === 1 ? frames[0] : frames.join(''));
+    return this.body.write(frames.length === 1 ? frames[0] : frames.join(''));
   }
 }
 

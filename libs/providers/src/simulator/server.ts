@@ -103,6 +103,12 @@ export interface Simulator {
   /** HTTP requests received so far, answered or not. */
   readonly requests: number;
   /**
+   * Frames of chat and messages streams handed to their connections so far, every stream
+   * together: a write completes only once the socket took it, so this is how far the readers of
+   * the streams pulled them, give or take the kernel's buffers.
+   */
+  readonly streamedFrames: number;
+  /**
    * The bodies of the latest requests (up to RECEIVED_KEPT), oldest first: what the gateway sent
    * upstream. JSON as parsed; multipart/form-data as `{model, ...fields, file: {bytes, filename}}`;
    * SearXNG's query string as `{q, format, pageno, ...}`; a video content download's as
@@ -125,6 +131,8 @@ interface Exchange {
   /** Aborted when the connection closes, so pending delays stop instead of writing to nobody. */
   signal: AbortSignal;
   nextId(): number;
+  /** Counts a stream frame the connection took (Simulator.streamedFrames). */
+  streamed(): void;
   /** The request's JSON body, kept in `received`. */
   body(): Promise<unknown>;
   /** The request's multipart/form-data body, kept in `received` as `{model, ...fields, file}`. */
@@ -208,6 +216,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   };
   const videos = new VideoStore(VIDEOS_KEPT);
   let requests = 0;
+  let streamedFrames = 0;
   let lastId = 0;
   let origin = '';
   const received: unknown[] = [];
@@ -241,6 +250,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       res,
       signal: closed.signal,
       nextId: () => ++lastId,
+      streamed: () => void streamedFrames++,
       body: () => body(req),
       form: () => form(req),
       query: () => query(req),
@@ -270,6 +280,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port: bound,
     get requests() {
       return requests;
+    },
+    get streamedFrames() {
+      return streamedFrames;
     },
     received,
     realtime: { sessions: realtime.sessions },
@@ -386,11 +399,12 @@ async function steer(
  * Writes the frames of a stream, `chunk_delay_ms` apart, then the terminator; a cut stream
  * ends by dropping the socket instead.
  */
-async function stream({ req, res, signal }: Exchange, frames: string[], directives: SimDirectives, cut: boolean, terminator = ''): Promise<void> {
+async function stream({ req, res, signal, streamed }: Exchange, frames: string[], directives: SimDirectives, cut: boolean, terminator = ''): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const [i, frame] of frames.entries()) {
     if (i > 0 && directives.chunk_delay_ms) await sleep(directives.chunk_delay_ms, undefined, { signal });
     await write(res, frame);
+    streamed();
   }
   if (cut) {
     req.socket.destroy();
