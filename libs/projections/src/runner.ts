@@ -1,6 +1,7 @@
-import { START } from '@svc/eventstore';
+import { randomBytes } from 'node:crypto';
+import { comparePositions, START } from '@svc/eventstore';
 import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
-import { isConnectionFailure, SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
+import { isConnectionFailure, SCHEMA_LOCK, type SqlExecutor, type SqlRunner, type TransactionOptions } from '@svc/platform';
 import type { Projection } from './projection';
 
 export interface ProjectionStatus {
@@ -227,30 +228,69 @@ export class ProjectionRunner {
   }
 
   /**
-   * Empties the projections' tables (all by default) and their checkpoints in one transaction,
-   * then replays the log from position 0, one read per batch for all of them.
+   * Rebuilds the projections (all by default) from position 0 beside the live ones, then puts
+   * them in their place (issue 41 item 20): while it runs, readers keep the read models they
+   * had, whole, and the live runner keeps them up to date. The replay goes into tables of a
+   * schema of its own; once it has reached the end of the log, one short transaction holds the
+   * live checkpoints, drops the live tables and moves the rebuilt ones into their place with
+   * their checkpoints and set-aside events. Should the live runner have gone past the rebuilt
+   * position meanwhile, the rebuild catches up again first, so the rebuilt model never holds
+   * less than the one it replaces. A rebuild that fails leaves the live model as it was.
    * `onProgress(done, total)` reports events read.
    */
   async rebuild(names: string | readonly string[] = [...this.byName.keys()], onProgress?: (done: number, total: number) => void): Promise<number> {
     const projections = (typeof names === 'string' ? [names] : names).map((n) => this.projection(n));
-    await this.sql.transaction(async (tx) => {
-      for (const p of projections) {
-        await tx.query('SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE', [p.name]);
-        for (const table of p.tables) await tx.query(`DELETE FROM ${table}`);
-        // Replayed from 0, it meets (and sets aside) those events again.
-        await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
-        await tx.query('UPDATE projection_checkpoints SET position = $2, changes = changes + 1, updated_at = now() WHERE name = $1', [p.name, START]);
+    const live = (await this.sql.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0].schema;
+    const beside = `rebuild_${randomBytes(6).toString('hex')}`;
+    await this.sql.query(`CREATE SCHEMA ${beside}`);
+    try {
+      // The schema statements see the new schema alone, so that none can reach a live table;
+      // the replay reads through to the live schema, as handlers may read other read models.
+      await new ProjectionRunner(inSchema(this.sql, beside), this.store, projections).init();
+      const shadow = new ProjectionRunner(inSchema(this.sql, `${beside}, ${quoteIdent(live)}`), this.store, projections, { batchSize: this.options.batchSize ?? REBUILD_BATCH });
+      const total = await this.store.countEventsAfter(START);
+      let done = 0;
+      onProgress?.(0, total);
+      for (;;) {
+        await shadow.catchUpMany(projections, this.options.batchSize ?? REBUILD_BATCH, (n) => {
+          done += n;
+          onProgress?.(done, Math.max(total, done));
+        });
+        const rebuilt = await shadow.checkpoints();
+        const switched = await this.switchIn(projections, rebuilt, live, beside).catch((err: unknown) => {
+          // The live runner locks checkpoint rows too: a deadlock between the two is tried again.
+          if ((err as { code?: unknown })?.code === '40P01') return false;
+          throw err;
+        });
+        if (!switched) continue;
+        // This runner, following the log, goes on from the rebuilt positions.
+        for (const p of projections) this.local.set(p.name, rebuilt.get(p.name) ?? START);
+        return done;
       }
+    } finally {
+      await this.sql.query(`DROP SCHEMA IF EXISTS ${beside} CASCADE`).catch(() => undefined);
+    }
+  }
+
+  /** The rebuilt tables in place of the live ones, in one transaction; false when the live ones have gone further. */
+  private switchIn(projections: readonly Projection[], rebuilt: Map<string, Position>, live: string, beside: string): Promise<boolean> {
+    return this.sql.transaction(async (tx) => {
+          const { rows } = await tx.query<{ name: string; position: string }>(
+            'SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+            [projections.map((p) => p.name)],
+          );
+          if (rows.some((r) => comparePositions(r.position, rebuilt.get(r.name) ?? START) > 0)) return false;
+          for (const p of projections) {
+            for (const table of p.tables) {
+              await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(live)}.${table}`);
+              await tx.query(`ALTER TABLE ${beside}.${table} SET SCHEMA ${quoteIdent(live)}`);
+            }
+            await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
+            await tx.query(`INSERT INTO projection_quarantine SELECT * FROM ${beside}.projection_quarantine WHERE projection = $1`, [p.name]);
+            await tx.query('UPDATE projection_checkpoints SET position = $2, changes = changes + 1, updated_at = now() WHERE name = $1', [p.name, rebuilt.get(p.name) ?? START]);
+          }
+          return true;
     });
-    for (const p of projections) this.local.set(p.name, START);
-    const total = await this.store.countEventsAfter(START);
-    let done = 0;
-    onProgress?.(0, total);
-    await this.catchUpMany(projections, this.options.batchSize ?? REBUILD_BATCH, (n) => {
-      done += n;
-      onProgress?.(done, Math.max(total, done));
-    });
-    return done;
   }
 
   /** Steps until the log holds nothing new for `projections`; the first failure is thrown. */
@@ -652,4 +692,28 @@ export class ProjectionRunner {
     this.local.set(name, position);
     for (const notify of [...this.advanced]) notify();
   }
+}
+
+/** A PostgreSQL identifier, quoted. */
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * `sql` with every statement run under `search_path` (a rebuild's own schema first): each one
+ * in a transaction of its own that sets it locally, so the pool's connections keep theirs.
+ */
+function inSchema(sql: SqlRunner, searchPath: string): SqlRunner {
+  const set = `SET LOCAL search_path TO ${searchPath}`;
+  const transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions) =>
+    sql.transaction(async (tx) => {
+      await tx.query(set);
+      return fn({ query: (text, params) => tx.query(text, params) });
+    }, options);
+  return {
+    dialect: sql.dialect,
+    // A named statement is planned once per connection: not under a search_path it would outlive.
+    query: (text, params) => transaction((tx) => tx.query(text, params)),
+    exec: (text) => transaction(async (tx) => void (await tx.query(text))),
+    transaction,
+    close: async () => undefined,
+  };
 }
