@@ -11,6 +11,7 @@ import { costOfMeters } from '@svc/metering';
 import { ManualClock, nanoToUsd, usdToNano } from '@svc/platform';
 import { EMPTY_TALLY, responseWorstCase, tallyClientEvent, tallyServerEvent, type ConversationTally } from '@svc/realtime';
 import { startGateway, stopGateway, type StartedGateway } from '../support/gateway';
+import { SLOT_LEASE, type SlotLeases } from '@svc/platform';
 import { until } from '../support/until';
 
 /**
@@ -451,8 +452,13 @@ describe('concurrency (spec 8)', () => {
     const { key } = await accountWithKey(5, { environment: 'test' });
     expect((await http('GET', '/v1/key', { key })).json.data.rate_limit.concurrent_requests).toBe(8);
     const open = await Promise.all(Array.from({ length: 8 }, () => Client.open({ key })));
-    // An HTTP call's slot would have freed itself by now (upstream timeout plus a minute).
-    clock.advance(5 * 60_000);
+    // An HTTP call's slot would have freed itself by now (upstream timeout plus a minute). Time
+    // passes as the process lives it: its slots renewed every renewal interval (issue 41 E).
+    const { leases } = gw.runtime.edge.concurrency as unknown as { leases: SlotLeases };
+    for (let passed = 0; passed < 5 * 60_000; passed += SLOT_LEASE.renewMs) {
+      clock.advance(SLOT_LEASE.renewMs);
+      await leases.renew();
+    }
     for (const c of open) c.send({ type: 'input_audio_buffer.clear' });
     const ninth = await Client.refused({ key });
     expect(ninth.status).toBe(429);

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EventStore } from '@svc/eventstore';
+import type { EventStore, NewEvent, RecordedEvent } from '@svc/eventstore';
 import type { SqlRunner } from '@svc/platform';
 import { GenerationNotes } from './generation-notes';
 
@@ -183,22 +183,40 @@ export class ServiceMetrics {
    */
   observed<S extends EventStore>(store: S): S {
     const { eventStoreAppend: histogram, charges, chargedNano } = this;
+    const count = (events: readonly NewEvent[]) => {
+      for (const event of events) {
+        if (event.type !== 'UsageCharged') continue;
+        charges.inc();
+        const amount = Number((event.data as { amount_nano?: unknown }).amount_nano);
+        if (amount > 0) chargedNano.inc(amount);
+      }
+    };
     const append = store.append.bind(store);
     store.append = (async (...args: Parameters<EventStore['append']>) => {
       const end = histogram.startTimer();
       try {
         const appended = await append(...args);
-        for (const event of args[1]) {
-          if (event.type !== 'UsageCharged') continue;
-          charges.inc();
-          const amount = Number((event.data as { amount_nano?: unknown }).amount_nano);
-          if (amount > 0) chargedNano.inc(amount);
-        }
+        count(args[1]);
         return appended;
       } finally {
         end();
       }
     }) as S['append'];
+    // The turn a writer takes under the stream's lock after a lost race (issue 41 A) appends too.
+    const exclusive = store.appendExclusive?.bind(store);
+    if (exclusive) {
+      store.appendExclusive = (async (stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]) => {
+        const end = histogram.startTimer();
+        let decided: NewEvent[] = [];
+        try {
+          const done = await exclusive(stream, after, (newer) => (decided = decide(newer)));
+          count(decided);
+          return done;
+        } finally {
+          end();
+        }
+      }) as S['appendExclusive'];
+    }
     return store;
   }
 

@@ -79,8 +79,13 @@ function sameRows<R extends Record<string, unknown>>(actual: R[], expected: R[],
   if (problems.length > 0) throw new Error(`${what}: ${problems.length} rows differ\n  ${problems.slice(0, 8).join('\n  ')}`);
 }
 
+/**
+ * What a runner meets when its process dies under it: its connection terminated (57P01), a
+ * failure of the moment that it retries, never one of the event that it would set aside.
+ */
 class SimulatedCrash extends Error {
   override readonly name = 'SimulatedCrash';
+  readonly code = '57P01';
 }
 
 // ---- fault injection around one runner ---------------------------------------------------
