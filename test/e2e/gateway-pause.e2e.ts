@@ -1,22 +1,13 @@
 import { PgSqlRunner, usdToNano } from '@svc/platform';
 import { GATEWAY_LEASE_MS } from '@svc/projections';
 import { twoGateways } from '../support/second-gateway';
+import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-gateway-pause-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 /** One-token chunks this far apart: a stream of ~6 s, paused in its middle. */
 const CHUNK_DELAY_MS = 60;
 const OUTPUT_TOKENS = 100;
-
-async function until<T>(value: () => Promise<T | null | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await value();
-    if (v !== null && v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 /**
  * Issue 41 D: a gateway paused past its lease (GC, CPU starvation, SIGSTOP) had its holds
@@ -69,14 +60,14 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     gateways.second.child.kill('SIGSTOP');
     try {
       // The reaper (in this process) settles both holds from what was recorded: it cannot tell a pause from a death.
-      const reaped = await until(async () => {
+      const reaped = await until('the reaper to settle both holds', async () => {
         await gateways.first.background.reaper.reapOnce();
         const { rows } = await db.query<{ type: string; data: { hold_id: string; amount_nano: string } }>(
           `SELECT type, data FROM events WHERE type IN ('UsageCharged', 'HoldReleased') AND data->>'account_id' = $1 AND data ? 'reaped'`,
           [account],
         );
         return rows.length === 2 ? rows : null;
-      }, GATEWAY_LEASE_MS + 20_000);
+      }, GATEWAY_LEASE_MS + 20_000, 200);
       expect(reaped.find((e) => e.data.hold_id === generationId)?.type).toBe('UsageCharged');
     } finally {
       gateways.second.child.kill('SIGCONT');
@@ -98,12 +89,12 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     expect(answered.usage.cost).toBeGreaterThan(0);
 
     // Each generation shows its whole charge, and the balance moved by exactly both.
-    const billed = await until(async () => {
+    const billed = await until('both generations billed in full', async () => {
       await gateways.first.runtime.projections.catchUpAll();
       const stream = (await gateways.one('GET', `/v1/generation?id=${generationId}`, { key })).json.data;
       const single = (await gateways.one('GET', `/v1/generation?id=${answered.id}`, { key })).json.data;
       return stream?.tokens_completion === OUTPUT_TOKENS && single?.total_cost > 0 ? { stream, single } : null;
-    }, 10_000);
+    }, 10_000, 200);
     expect(usdToNano(billed.stream.total_cost)).toBe(usdToNano(usage.cost));
     expect(usdToNano(billed.single.total_cost)).toBe(usdToNano(answered.usage.cost));
     const after = (await gateways.one('GET', '/v1/credits', { key })).json.data;
