@@ -172,6 +172,7 @@ const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema
   models: extension(arr(str(), { maxItems: 2, description: 'up to 2 fallback models tried in order (spec 4.2 rule 6)' })),
   stream: bool(),
   stream_options: obj({ include_usage: bool() }, { required: [], open: true }),
+  usage: extension(obj({ include: bool('OpenRouter usage accounting: on a stream, the same as `stream_options.include_usage`') }, { required: [], open: true })),
   max_tokens: int(undefined, { minimum: 1 }),
   max_completion_tokens: int(undefined, { minimum: 1 }),
   temperature: num(),

@@ -229,11 +229,13 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
 
     // The plugin fields are the gateway's own: an upstream router would apply them a second time.
-    const { plugins: _plugins, transforms: _transforms, ...forwarded } = known;
+    // So is OpenRouter's `usage` (issue 41 item 1): the usage the client gets is the gateway's, with its cost.
+    const { plugins: _plugins, transforms: _transforms, usage, ...forwarded } = known;
     const headers: Record<string, string> = {};
     if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
-    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset, web };
+    const streamOptions = usage?.include === true && forwarded.stream === true ? { stream_options: { ...forwarded.stream_options, include_usage: true } } : {};
+    return { request: { ...forwarded, ...streamOptions, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset, web };
   }
 
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */

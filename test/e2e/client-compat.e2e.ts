@@ -1,0 +1,60 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { creditsOf, expectBilled, generationOf, rawStream } from '../support/interfaces';
+
+/**
+ * Issue 41, compatibility items: what clients people already use send, and what they expect
+ * back, through the official SDKs against a running gateway.
+ */
+describe('clients people already use (issue 41)', () => {
+  let gw: StartedGateway;
+  let call: Call;
+  let key: string;
+  let openai: OpenAI;
+  let anthropic: Anthropic;
+
+  beforeAll(async () => {
+    gw = await startGateway();
+    call = api(gw.url);
+    key = gw.keys.api_key;
+    openai = new OpenAI({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
+    // The Anthropic SDK adds /v1/messages itself.
+    anthropic = new Anthropic({ baseURL: gw.url.replace(/\/v1$/, ''), apiKey: key, maxRetries: 0 });
+  }, 60_000);
+  afterAll(() => stopGateway(gw));
+
+  const received = () => gw.runtime.simulator!.received as Array<Record<string, any>>;
+
+  describe('issue 41 item 1: OpenRouter usage accounting (`usage: {include: true}`)', () => {
+    it('a stream with usage.include ends with the usage chunk and its cost (spec 4.2), as include_usage does; `usage` is consumed, not ignored nor sent upstream', async () => {
+      const before = await creditsOf(call, key);
+      const { headers, frames } = await rawStream(gw.url, '/chat/completions', key, {
+        model: 'sim/echo',
+        messages: [{ role: 'user', content: 'count me' }],
+        stream: true,
+        usage: { include: true },
+      });
+      const chunks = frames.map((f) => f.data);
+      expect(chunks.at(-1)).toBe('[DONE]');
+      const last = chunks.at(-2) as { id: string; choices: unknown[]; usage: { completion_tokens: number; cost: number } };
+      expect(last.choices).toEqual([]);
+      expect(last.usage.completion_tokens).toBeGreaterThan(0);
+      await expectBilled(call, key, last.id, last.usage.cost, '/v1/chat/completions', before);
+      // As with include_usage (OpenAI's convention): every other chunk says `usage: null`.
+      expect(chunks.slice(0, -2).every((c) => (c as { usage: unknown }).usage === null)).toBe(true);
+      expect(headers.get('x-svc-ignored-params')).toBeNull();
+      expect(received().at(-1)).not.toHaveProperty('usage');
+    });
+
+    it('a non-streamed answer with usage.include has its usage and cost, and `usage` is not reported as ignored', async () => {
+      const { data, response } = await openai.chat.completions
+        .create({ model: 'sim/echo', messages: [{ role: 'user', content: 'count me too' }], usage: { include: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+        .withResponse();
+      const usage = data.usage as OpenAI.CompletionUsage & { cost: number };
+      expect(usage.cost).toBe((await generationOf(call, key, data.id)).total_cost);
+      expect(response.headers.get('x-svc-ignored-params')).toBeNull();
+      expect(received().at(-1)).not.toHaveProperty('usage');
+    });
+  });
+});
