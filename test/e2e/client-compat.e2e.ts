@@ -57,4 +57,22 @@ describe('clients people already use (issue 41)', () => {
       expect(received().at(-1)).not.toHaveProperty('usage');
     });
   });
+  describe('issue 41 item 3: a matched stop sequence on /v1/messages (spec 4.3 `stop_sequences`)', () => {
+    // 'four' is listed first, ' three' comes first in the text: the text's first match ends it.
+    const params = { max_tokens: 64, stop_sequences: ['four', ' three'], messages: [{ role: 'user' as const, content: 'one two three four' }] };
+
+    it.each(['sim/echo', 'sim/claude-echo'])('%s: stop_reason "stop_sequence" with the matched text, non-streamed and in message_delta; end_turn without a match', async (model) => {
+      const message = await anthropic.messages.create({ model, ...params });
+      expect(message).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three', content: [{ type: 'text', text: 'Echo: one two' }] });
+
+      const { frames } = await rawStream(gw.url, '/messages', key, { model, ...params, stream: true });
+      const deltas = frames.filter((f) => f.event === 'message_delta');
+      expect(deltas.map((f) => f.data.delta)).toEqual([{ stop_reason: 'stop_sequence', stop_sequence: ' three' }]);
+      const streamed = await anthropic.messages.stream({ model, ...params }).finalMessage();
+      expect(streamed).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three' });
+
+      const unmatched = await anthropic.messages.create({ model, ...params, stop_sequences: ['zebra'] });
+      expect(unmatched).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null, content: [{ type: 'text', text: 'Echo: one two three four' }] });
+    });
+  });
 });

@@ -420,8 +420,7 @@ export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 
 
 /**
  * The reverse of the FINISH_REASONS table in providers/src/anthropic.ts. A stop sequence hit
- * arrives as plain `stop` (OpenAI does not say which sequence, nor that one was hit), so it is
- * reported as `end_turn`.
+ * arrives as plain `stop`; which one matched comes apart, see stopOfAnswer.
  */
 const STOP_REASONS: Record<string, AnthropicStopReason> = {
   stop: 'end_turn',
@@ -435,6 +434,27 @@ const STOP_REASONS: Record<string, AnthropicStopReason> = {
 function stopReasonOf(finishReason: string | null | undefined, calledTools: boolean): AnthropicStopReason {
   const reason = (finishReason ? STOP_REASONS[finishReason] : undefined) ?? 'end_turn';
   return calledTools && reason === 'end_turn' ? 'tool_use' : reason;
+}
+
+/**
+ * Anthropic's `stop_reason` and `stop_sequence`. OpenAI's finish_reason is "stop" for a natural
+ * end and a stop sequence alike, and the text never holds the sequence, so the gateway cannot
+ * tell them apart by itself: the upstream says which sequence matched as vLLM's OpenAI server
+ * does, in the choice's `stop_reason` (the Anthropic adapter turns Anthropic's `stop_sequence`
+ * into it; the simulator reports it). It counts only when it is one of the sequences the request
+ * sent, so a token id or an upstream's own stop string is still `end_turn`. An upstream that
+ * does not report it (OpenAI itself) gives `end_turn`, as before.
+ */
+export function stopOfAnswer(
+  finishReason: string | null | undefined,
+  matched: unknown,
+  calledTools: boolean,
+  stopSequences: readonly string[],
+): { stop_reason: AnthropicStopReason; stop_sequence: string | null } {
+  if (finishReason === 'stop' && !calledTools && typeof matched === 'string' && stopSequences.includes(matched)) {
+    return { stop_reason: 'stop_sequence', stop_sequence: matched };
+  }
+  return { stop_reason: stopReasonOf(finishReason, calledTools), stop_sequence: null };
 }
 
 export interface AnthropicUsage {
@@ -479,12 +499,20 @@ export interface AnthropicMessage {
   model: string;
   content: Json[];
   stop_reason: AnthropicStopReason;
-  stop_sequence: null;
+  stop_sequence: string | null;
   usage: AnthropicUsage;
 }
 
-/** With `webSearch`, the search the chat pipeline ran comes first, as Anthropic's server tool blocks. */
-export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage }, requestedModel: string, webSearch?: WebSearchRun | null): AnthropicMessage {
+/**
+ * With `webSearch`, the search the chat pipeline ran comes first, as Anthropic's server tool
+ * blocks. `stopSequences` are the request's, for telling which one ended the text.
+ */
+export function chatToMessage(
+  completion: ChatCompletion & { usage: CostedUsage },
+  requestedModel: string,
+  webSearch?: WebSearchRun | null,
+  stopSequences: readonly string[] = [],
+): AnthropicMessage {
   const choice = completion.choices[0];
   const message = choice?.message;
   const content: Json[] = [];
@@ -510,8 +538,7 @@ export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage 
     role: 'assistant',
     model: requestedModel,
     content,
-    stop_reason: stopReasonOf(choice?.finish_reason, calls.length > 0),
-    stop_sequence: null,
+    ...stopOfAnswer(choice?.finish_reason, choice?.stop_reason, calls.length > 0, stopSequences),
     usage: anthropicUsage(completion.usage),
   };
 }
@@ -594,16 +621,21 @@ export class MessagesStreamEncoder {
   /** Tool call index -> content block index. */
   private readonly tools = new Map<number, number>();
   private lastFinishReason: string | null = null;
+  /** The upstream's `stop_reason` on the finishing choice: which stop sequence matched (see stopOfAnswer). */
+  private matchedStop: unknown = null;
   /** The open text block's text so far, for its citations. */
   private text = '';
 
-  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null }) {}
+  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null; stopSequences?: readonly string[] }) {}
 
   chunk(c: ChatChunk): string[] {
     const frames = this.start();
     const choice = c.choices[0];
     if (!choice) return frames;
-    if (choice.finish_reason) this.lastFinishReason = choice.finish_reason;
+    if (choice.finish_reason) {
+      this.lastFinishReason = choice.finish_reason;
+      this.matchedStop = choice.stop_reason ?? null;
+    }
     const { delta } = choice;
     if (typeof delta.reasoning === 'string' && delta.reasoning !== '') {
       frames.push(...this.ensure('thinking'), this.delta({ type: 'thinking_delta', thinking: delta.reasoning }));
@@ -635,9 +667,9 @@ export class MessagesStreamEncoder {
 
   finish(usage: CostedUsage, finishReason: string | null): string[] {
     const frames = [...this.start(), ...this.close()];
-    const stopReason = stopReasonOf(finishReason ?? this.lastFinishReason, this.tools.size > 0);
+    const stop = stopOfAnswer(finishReason ?? this.lastFinishReason, this.matchedStop, this.tools.size > 0, this.options.stopSequences ?? []);
     frames.push(
-      sseFrame({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: anthropicUsage(usage) }, 'message_delta'),
+      sseFrame({ type: 'message_delta', delta: stop, usage: anthropicUsage(usage) }, 'message_delta'),
       sseFrame({ type: 'message_stop' }, 'message_stop'),
     );
     return frames;

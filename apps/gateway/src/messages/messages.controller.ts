@@ -36,14 +36,15 @@ export class MessagesController {
   ): Promise<void> {
     // Validated before the edge takes an idempotency claim: a malformed request is only a 400.
     const chatBody = messagesToChat(body);
+    const stopSequences = Array.isArray(chatBody.stop) ? (chatBody.stop as string[]) : [];
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, ({ clientRequestId, idempotency }) =>
       this.through.answer(
         caller,
         chatBody,
         { clientRequestId, idempotency, endpoint: ROUTE },
         {
-          json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch),
-          encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch }),
+          json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch, stopSequences),
+          encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch, stopSequences }),
           ignored: Object.keys(body as object).filter((field) => !MESSAGES_FIELDS.has(field)),
         },
       ),

@@ -267,6 +267,13 @@ const FINISH_REASONS: Record<string, string> = {
 
 const finishReason = (stop: unknown) => (typeof stop === 'string' ? (FINISH_REASONS[stop] ?? 'stop') : null);
 
+/**
+ * The stop sequence Anthropic matched, as vLLM's OpenAI server reports it (`stop_reason` on the
+ * choice): OpenAI's finish_reason says only "stop", and the Messages interface answers with it.
+ */
+const matchedStop = (stop: unknown, sequence: unknown): { stop_reason?: string } =>
+  stop === 'stop_sequence' && typeof sequence === 'string' ? { stop_reason: sequence } : {};
+
 export interface TranslateOptions {
   excludeReasoning?: boolean;
 }
@@ -296,6 +303,7 @@ export function toChatCompletion(message: Json, options: TranslateOptions = {}):
         },
         logprobs: null,
         finish_reason: finishReason(message.stop_reason),
+        ...matchedStop(message.stop_reason, message.stop_sequence),
       },
     ],
     usage: toChatUsage(message.usage, thinking),
@@ -385,10 +393,13 @@ export async function* chatChunks(events: AsyncIterable<SseEvent>, options: Tran
           if (!options.excludeReasoning) yield chunk({ reasoning: String(delta.thinking) });
         }
         break;
-      case 'message_delta':
+      case 'message_delta': {
         addUsage(data.usage);
-        yield chunk({}, finishReason(delta.stop_reason) ?? 'stop');
+        const finish = chunk({}, finishReason(delta.stop_reason) ?? 'stop');
+        finish.choices[0] = { ...finish.choices[0], ...matchedStop(delta.stop_reason, delta.stop_sequence) };
+        yield finish;
         break;
+      }
       case 'message_stop':
         yield { ...chunk({}), choices: [], usage: toChatUsage(usage, thinking) };
         return;

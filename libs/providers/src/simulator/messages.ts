@@ -134,6 +134,12 @@ function usageOf(reply: Reply, outputTokens: number): Json {
   };
 }
 
+/** Anthropic's stop reason, and the stop sequence that matched (`stop_reason: "stop_sequence"`). */
+function stopOf(reply: Reply): { stop_reason: string; stop_sequence: string | null } {
+  if (reply.stopSequence !== null) return { stop_reason: 'stop_sequence', stop_sequence: reply.stopSequence };
+  return { stop_reason: STOP_REASONS[reply.finishReason], stop_sequence: null };
+}
+
 export function message(reply: Reply, meta: MessageMeta): Json {
   return {
     id: meta.id,
@@ -141,8 +147,7 @@ export function message(reply: Reply, meta: MessageMeta): Json {
     role: 'assistant',
     model: meta.model,
     content: blocksOf(reply, meta),
-    stop_reason: STOP_REASONS[reply.finishReason],
-    stop_sequence: null,
+    ...stopOf(reply),
     usage: usageOf(reply, reply.usage.completion_tokens),
   };
 }
@@ -155,7 +160,7 @@ export function message(reply: Reply, meta: MessageMeta): Json {
 export function messageEvents(reply: Reply, meta: MessageMeta): { start: MessageEvent[]; body: MessageEvent[]; end: MessageEvent[] } {
   const ev = (event: string, data: Json, delta = false): MessageEvent => ({ event, data: { type: event, ...data }, delta });
   const start = [
-    ev('message_start', { message: { ...message(reply, meta), content: [], stop_reason: null, usage: usageOf(reply, 0) } }),
+    ev('message_start', { message: { ...message(reply, meta), content: [], stop_reason: null, stop_sequence: null, usage: usageOf(reply, 0) } }),
     ev('ping', {}),
   ];
   const body = blocksOf(reply, meta).flatMap((block, index): MessageEvent[] => {
@@ -174,7 +179,7 @@ export function messageEvents(reply: Reply, meta: MessageMeta): { start: Message
     return [open({ type: 'text', text: '' }), ...pieces(String(block.text)).map((text) => delta({ type: 'text_delta', text })), close];
   });
   const end = [
-    ev('message_delta', { delta: { stop_reason: STOP_REASONS[reply.finishReason], stop_sequence: null }, usage: { output_tokens: reply.usage.completion_tokens } }),
+    ev('message_delta', { delta: stopOf(reply), usage: { output_tokens: reply.usage.completion_tokens } }),
     ev('message_stop', {}),
   ];
   return { start, body, end };
