@@ -1,4 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
+import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import OpenAI from 'openai';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { creditsOf, expectBilled, generationOf, rawStream } from '../support/interfaces';
@@ -73,6 +74,44 @@ describe('clients people already use (issue 41)', () => {
 
       const unmatched = await anthropic.messages.create({ model, ...params, stop_sequences: ['zebra'] });
       expect(unmatched).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null, content: [{ type: 'text', text: 'Echo: one two three four' }] });
+    });
+  });
+  describe('issue 41 item 2: structured outputs on /v1/messages (`output_config.format` json_schema)', () => {
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, population: { type: 'integer', minimum: 1 }, tags: { type: 'array', items: { type: 'string' }, minItems: 1 } },
+      required: ['city', 'population', 'tags'],
+      additionalProperties: false,
+    } as const;
+
+    it.each(['sim/echo', 'sim/claude-echo'])('%s: the official SDK parse() gets JSON of the schema, streamed or not; the schema reached the upstream in its format', async (model) => {
+      const params = { model, max_tokens: 256, messages: [{ role: 'user' as const, content: 'Paris' }], output_config: { format: jsonSchemaOutputFormat(schema) } };
+      const message = await anthropic.messages.parse(params);
+      // The SDK moves constraints Anthropic does not enforce (minimum) into descriptions: population is just an integer.
+      expect(message.parsed_output).toEqual({ city: 'Echo: Paris', population: 0, tags: ['Echo: Paris'] });
+      const sent = params.output_config.format.schema;
+      const upstream = received().at(-1)!;
+      if (model === 'sim/echo') expect(upstream.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema: sent, strict: true } });
+      else expect(upstream.output_config).toEqual({ format: { type: 'json_schema', schema: sent } });
+
+      const streamed = await anthropic.messages.stream(params).finalMessage();
+      expect(JSON.parse((streamed.content[0] as Anthropic.TextBlock).text)).toEqual(message.parsed_output);
+    });
+
+    it("the beta's top-level output_format is read the same way; output_config.effort is reported ignored", async () => {
+      const r = await call('POST', '/messages', {
+        key,
+        body: { model: 'sim/echo', max_tokens: 256, messages: [{ role: 'user', content: 'Oslo' }], output_format: { type: 'json_schema', schema }, output_config: { effort: 'low' } },
+      });
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.json.content[0].text)).toEqual({ city: 'Echo: Oslo', population: 1, tags: ['Echo: Oslo'] });
+      expect(r.headers.get('x-svc-ignored-params')).toBe('output_config.effort');
+    });
+
+    it('a malformed format is a 400 in Anthropic\'s shape naming the field', async () => {
+      const r = await call('POST', '/messages', { key, body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema' } } } });
+      expect(r.status).toBe(400);
+      expect(r.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', param: 'output_config.format.schema' } });
     });
   });
 });

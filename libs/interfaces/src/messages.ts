@@ -42,6 +42,8 @@ import {
 /** The request fields this interface reads (Anthropic's Messages API); others are listed as ignored. */
 export const MESSAGES_FIELDS: ReadonlySet<string> = new Set([
   'model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stream', 'temperature', 'top_k', 'top_p', 'stop_sequences', 'metadata', 'thinking',
+  // Structured outputs: `output_config.format`, and the beta's `output_format` before it.
+  'output_config', 'output_format',
   // Ours (spec 4.2): a preset, applied on the chat pipeline.
   'preset',
 ]);
@@ -65,6 +67,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
       stop: stopOf(b.stop_sequences),
       user: userOf(b.metadata),
       reasoning: reasoningOf(b.thinking, maxTokens),
+      response_format: responseFormatOf(b),
       preset: b.preset,
     }),
     ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice, plugins.length > 0) } : {}),
@@ -395,6 +398,34 @@ function reasoningOf(thinking: unknown, maxTokens: number): Json | undefined {
     throw invalid(`thinking.budget_tokens (${budget}) must be less than max_tokens (${maxTokens}), which counts thinking and text together.`, 'thinking.budget_tokens');
   }
   return { max_tokens: budget };
+}
+
+/**
+ * Anthropic's structured outputs (`output_config: {format: {type: "json_schema", schema}}`, or
+ * the beta's top-level `output_format` of the same shape, which `client.beta.messages.parse`
+ * and older AI SDK versions send) as the chat pipeline's `response_format` json_schema: every
+ * provider then gets the schema in its own terms (the Anthropic adapter gives it back as
+ * output_config). Anthropic's schema has no name; OpenAI's needs one.
+ */
+function responseFormatOf(b: Json): Json | undefined {
+  const config = b.output_config;
+  if (config !== undefined && config !== null && !isRecord(config)) throw invalid('output_config must be an object.', 'output_config');
+  const [format, param] = isRecord(config) && config.format != null ? [config.format, 'output_config.format'] : [b.output_format, 'output_format'];
+  if (format === undefined || format === null) return undefined;
+  if (!isRecord(format) || format.type !== 'json_schema') throw invalid(`${param} must be {type: "json_schema", schema}.`, `${param}.type`);
+  if (!isRecord(format.schema)) throw invalid(`${param}.schema must be a JSON schema object.`, `${param}.schema`);
+  return { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
+}
+
+/**
+ * The fields of a Messages request the gateway does not read, for `x-svc-ignored-params`: the
+ * unknown top-level ones, and `output_config.effort`, which no provider is given.
+ */
+export function ignoredMessagesFields(body: unknown): string[] {
+  if (!isRecord(body)) return [];
+  const ignored = Object.keys(body).filter((field) => !MESSAGES_FIELDS.has(field));
+  if (isRecord(body.output_config) && body.output_config.effort != null) ignored.push('output_config.effort');
+  return ignored;
 }
 
 function stopOf(stop: unknown): string[] | undefined {

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { chatToMessage, countMessagesTokens, MESSAGES_FIELDS, messagesToChat, MessagesStreamEncoder } from '@svc/interfaces';
+import { chatToMessage, countMessagesTokens, ignoredMessagesFields, messagesToChat, MessagesStreamEncoder } from '@svc/interfaces';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
@@ -45,7 +45,7 @@ export class MessagesController {
         {
           json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch, stopSequences),
           encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch, stopSequences }),
-          ignored: Object.keys(body as object).filter((field) => !MESSAGES_FIELDS.has(field)),
+          ignored: ignoredMessagesFields(body),
         },
       ),
     );

@@ -5,8 +5,9 @@
  * service already handles. Transport (undici on a shared keep-alive pool, timeouts, error
  * classification, SSE parsing) is the one the OpenAI-compatible adapter uses.
  *
- * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` (the Messages API has no
- * equivalent); thinking signatures, so an earlier turn's reasoning is not sent back.
+ * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` `json_object` (the
+ * Messages API has no equivalent; `json_schema` is its structured outputs); thinking signatures,
+ * so an earlier turn's reasoning is not sent back.
  */
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
@@ -114,6 +115,11 @@ export const ANTHROPIC_CHAT_PARAMETERS: ParameterConfig<'chat'> = {
   tool_choice: (v, body) => ({ tool_choice: toToolChoice(v, body.parallel_tool_calls === false) }),
   parallel_tool_calls: (v, body) =>
     v === false && body.tool_choice === undefined ? { tool_choice: { type: 'auto', disable_parallel_tool_use: true } } : undefined,
+  // Anthropic's structured outputs (issue 41 item 2): the schema, without OpenAI's name and strict.
+  response_format: (v) =>
+    isRecord(v) && v.type === 'json_schema' && isRecord(v.json_schema) && isRecord(v.json_schema.schema)
+      ? { output_config: { format: { type: 'json_schema', schema: v.json_schema.schema } } }
+      : undefined,
 };
 
 /** OpenRouter's shares of max_tokens per reasoning effort, for a budget the caller did not give. */

@@ -74,8 +74,18 @@ export function parseMessagesRequest(body: unknown): ChatRequest {
     includeUsage: true,
     maxTokens: body.max_tokens as number,
     stop: Array.isArray(body.stop_sequences) ? body.stop_sequences.filter((s): s is string => typeof s === 'string' && s !== '') : [],
-    responseFormat: null,
+    responseFormat: outputFormatOf(body),
   };
+}
+
+/** Structured outputs: `output_config.format` (or the beta's `output_format`), `{type: "json_schema", schema}`. */
+function outputFormatOf(body: Json): ChatRequest['responseFormat'] {
+  const format = isRecord(body.output_config) && body.output_config.format != null ? body.output_config.format : body.output_format;
+  if (format === undefined || format === null) return null;
+  if (!isRecord(format) || format.type !== 'json_schema' || !isRecord(format.schema)) {
+    throw new SimError(400, 'output_config.format: expected {type: "json_schema", schema}');
+  }
+  return { type: 'json_schema', schema: format.schema };
 }
 
 /** The OpenAI conversation a Messages request came from, as the gateway's adapter builds it. */
