@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
+import { tone, wav } from '@svc/providers';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { creditsOf, expectBilled, generationOf, rawStream } from '../support/interfaces';
 
@@ -25,6 +26,8 @@ describe('clients people already use (issue 41)', () => {
   }, 60_000);
   afterAll(() => stopGateway(gw));
 
+  /** A WAV the simulated transcriber reads `text` from. */
+  const recording = (seconds: number, text: string) => Buffer.concat([wav(tone(24_000 * seconds)), Buffer.from(`\n#sim-text ${text}\n`)]);
   const received = () => gw.runtime.simulator!.received as Array<Record<string, any>>;
 
   describe('issue 41 item 1: OpenRouter usage accounting (`usage: {include: true}`)', () => {
@@ -112,6 +115,36 @@ describe('clients people already use (issue 41)', () => {
       const r = await call('POST', '/messages', { key, body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema' } } } });
       expect(r.status).toBe(400);
       expect(r.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', param: 'output_config.format.schema' } });
+    });
+  });
+  describe('issue 41 item 4: every billed answer carries id, model and usage.cost in its body (spec 1 rule 2)', () => {
+    it.each(['transcriptions', 'translations'] as const)('/v1/audio/%s: json and verbose_json bodies carry them beside the model\'s usage; srt stays the subtitle file, headers only', async (task) => {
+      const create = async (format: 'json' | 'verbose_json' | 'srt') =>
+        (task === 'transcriptions' ? openai.audio.transcriptions : openai.audio.translations)
+          .create({ file: await toFile(recording(2, 'One sentence. Another one.'), 'two.wav', { type: 'audio/wav' }), model: 'sim/whisper', response_format: format } as never)
+          .withResponse();
+      for (const format of ['json', 'verbose_json'] as const) {
+        const { data, response } = await create(format);
+        const body = data as unknown as { id: string; model: string; text: string; usage: { type: string; seconds: number; cost: number } };
+        expect(body.id).toBe(response.headers.get('x-svc-generation-id'));
+        expect(body).toMatchObject({ model: 'sim/whisper', text: 'One sentence. Another one.', usage: { type: 'duration', seconds: 2, cost: Number(response.headers.get('x-svc-cost')) } });
+        expect(body.usage.cost).toBe((await generationOf(call, key, body.id)).total_cost);
+      }
+      const { data: srt, response } = await create('srt');
+      expect(srt).toMatch(/^1\n00:00:00,000 --> /);
+      expect(response.headers.get('x-svc-generation-id')).toMatch(/^gen-/);
+    });
+
+    it('/v1/responses names the provider that answered, as a chat completion does, streamed or not, and kept with the stored response', async () => {
+      const chat = await openai.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] });
+      expect((chat as unknown as { provider: string }).provider).toBe('sim');
+      const response = await openai.responses.create({ model: 'sim/echo', input: 'hi' });
+      expect((response as unknown as { provider: string }).provider).toBe('sim');
+      expect((await openai.responses.retrieve(response.id) as unknown as { provider: string }).provider).toBe('sim');
+      const events = await openai.responses.create({ model: 'sim/claude-echo', input: 'hi', stream: true });
+      let completed: unknown = null;
+      for await (const event of events) if (event.type === 'response.completed') completed = event.response;
+      expect((completed as { provider: string }).provider).toBe('sim-anthropic');
     });
   });
 });

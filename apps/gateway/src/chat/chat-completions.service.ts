@@ -62,7 +62,7 @@ export interface ChatStreamResponse {
 }
 
 /** The wire format of a stream, made once the generation's id and answering model are known. */
-export type EncoderFactory = (generation: { id: string; model: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
+export type EncoderFactory = (generation: { id: string; model: string; provider: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
 
 const chatEncoder =
   (request: ChatCompletionRequest): EncoderFactory =>
@@ -143,7 +143,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       return {
         generationId: id,
         headers: generation.metered.headers,
-        body: { ...upstream, id, model: target.model.id, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
+        // `provider` as OpenRouter names it: the catalog provider that answered (issue 41 item 4).
+        body: { ...upstream, id, model: target.model.id, provider: target.route.provider.name, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
         webSearch,
       };
     };
@@ -191,7 +192,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const relay = new ChatStreamRelay({
       id: reservation.id,
       model: target.model.id,
-      encoder: encoder({ id: reservation.id, model: target.model.id, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
+      encoder: encoder({ id: reservation.id, model: target.model.id, provider: target.route.provider.name, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
