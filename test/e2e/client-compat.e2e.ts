@@ -147,4 +147,26 @@ describe('clients people already use (issue 41)', () => {
       expect((completed as { provider: string }).provider).toBe('sim-anthropic');
     });
   });
+  describe('issue 41 item 6: a method a path does not serve is 405 with Allow (spec 2.1 error object)', () => {
+    it.each([
+      ['POST', '/models', 'GET, HEAD'],
+      ['DELETE', '/chat/completions', 'POST'],
+      ['PUT', '/keys', 'GET, HEAD, POST'],
+      ['POST', '/videos/video_0123456789abcdef01234567/content', 'GET, HEAD'],
+      // Fastify answers HEAD wherever GET is served, so Allow names it too.
+    ])('%s %s: 405 method_not_allowed, Allow: %s', async (method, path, allow) => {
+      const r = await call(method, path, { key, body: method === 'GET' ? undefined : {} });
+      expect(r.status).toBe(405);
+      expect(r.headers.get('allow')).toBe(allow);
+      expect(r.json).toEqual({ error: { message: expect.stringContaining(allow), type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
+    });
+
+    it('on /v1/messages the 405 is in Anthropic\'s shape; a path nothing serves stays 404', async () => {
+      const messages = await call('GET', '/messages', { key });
+      expect([messages.status, messages.headers.get('allow')]).toEqual([405, 'POST']);
+      expect(messages.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'method_not_allowed' } });
+      const unknown = await call('POST', '/no-such-thing', { key, body: {} });
+      expect([unknown.status, unknown.json.error.code]).toEqual([404, 'route_not_found']);
+    });
+  });
 });
