@@ -3,7 +3,8 @@ import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
 import OpenAI, { toFile } from 'openai';
 import { tone, wav } from '@svc/providers';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
-import { creditsOf, expectBilled, generationOf, rawStream } from '../support/interfaces';
+import { accountWithKey, creditsOf, expectBilled, generationOf, rawStream } from '../support/interfaces';
+import { until } from '../support/until';
 
 /**
  * Issue 41, compatibility items: what clients people already use send, and what they expect
@@ -16,8 +17,12 @@ describe('clients people already use (issue 41)', () => {
   let openai: OpenAI;
   let anthropic: Anthropic;
 
+  /** The gateway's clock: the system's, moved forward by hand where a test needs time to pass. */
+  let offsetMs = 0;
+  const clock = { now: () => new Date(Date.now() + offsetMs) };
+
   beforeAll(async () => {
-    gw = await startGateway();
+    gw = await startGateway({}, undefined, { clock });
     call = api(gw.url);
     key = gw.keys.api_key;
     openai = new OpenAI({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
@@ -167,6 +172,73 @@ describe('clients people already use (issue 41)', () => {
       expect(messages.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'method_not_allowed' } });
       const unknown = await call('POST', '/no-such-thing', { key, body: {} });
       expect([unknown.status, unknown.json.error.code]).toEqual([404, 'route_not_found']);
+    });
+  });
+  // Last: moves the gateway's clock.
+  describe('issue 41 item 5: video content (spec 4.1 row and 4.15 "redirects to the MP4", 2.4 `url`)', () => {
+    type Video = { id: string; status: string; url: string | null; thumbnail_url: string | null };
+    let video: Video;
+    let mp4: Buffer;
+
+    beforeAll(async () => {
+      const created = (await openai.videos.create({ model: 'sim/video', prompt: 'a kite', seconds: '4' } as never)) as unknown as Video;
+      video = await until(`video ${created.id} to complete`, async () => {
+        const polled = (await openai.videos.retrieve(created.id)) as unknown as Video;
+        return polled.status === 'completed' ? polled : null;
+      }, 25_000, 150);
+    }, 30_000);
+    afterAll(() => void (offsetMs = 0));
+
+    it('`url` and `thumbnail_url` open without a key (a browser\'s <video src>); /content with a key redirects (302) to such a URL, which the SDK follows', async () => {
+      const clip = await fetch(video.url!);
+      expect([clip.status, clip.headers.get('content-type')]).toEqual([200, 'video/mp4']);
+      mp4 = Buffer.from(await clip.arrayBuffer());
+      expect(mp4.subarray(4, 8).toString('latin1')).toBe('ftyp');
+      const poster = await fetch(video.thumbnail_url!);
+      expect([poster.status, poster.headers.get('content-type')]).toEqual([200, 'image/jpeg']);
+
+      const redirect = await fetch(`${gw.url}/videos/${video.id}/content`, { headers: { authorization: `Bearer ${key}` }, redirect: 'manual' });
+      expect(redirect.status).toBe(302);
+      const location = redirect.headers.get('location')!;
+      expect(location).toMatch(new RegExp(`/v1/videos/${video.id}/file\\?`));
+      expect(Buffer.from(await (await fetch(location)).arrayBuffer()).equals(mp4)).toBe(true);
+      const thumb = await fetch(`${gw.url}/videos/${video.id}/content?variant=thumbnail`, { headers: { authorization: `Bearer ${key}` }, redirect: 'manual' });
+      expect(new URL(thumb.headers.get('location')!).searchParams.get('variant')).toBe('thumbnail');
+      expect(Buffer.from(await (await openai.videos.downloadContent(video.id)).arrayBuffer()).equals(mp4)).toBe(true);
+      // Without a key /content itself is still refused.
+      expect((await fetch(`${gw.url}/videos/${video.id}/content`, { redirect: 'manual' })).status).toBe(401);
+    });
+
+    it('a signed URL opens only its own file of its own workspace: altered, or asked for by another account, it is refused', async () => {
+      const altered = (change: (q: URLSearchParams) => void) => {
+        const url = new URL(video.url!);
+        change(url.searchParams);
+        return url.toString();
+      };
+      for (const url of [
+        altered((q) => q.set('workspace', `${q.get('workspace')}x`)),
+        altered((q) => q.set('expires', String(Number(q.get('expires')) + 3600))),
+        altered((q) => q.set('variant', 'thumbnail')),
+        altered((q) => q.delete('signature')),
+        video.url!.replace(video.id, 'video_0123456789abcdef01234567'),
+      ]) {
+        const r = await fetch(url);
+        expect([r.status, ((await r.json()) as { error: { code: string } }).error.code]).toEqual([403, 'content_url_invalid']);
+      }
+      const other = await accountWithKey(gw, 1);
+      const refused = await call('GET', `/videos/${video.id}/content`, { key: other.key });
+      expect([refused.status, refused.json.error.code]).toEqual([404, 'video_not_found']);
+    });
+
+    it('a signed URL expires after an hour by the gateway\'s clock; the video then gives a fresh one', async () => {
+      offsetMs = 3_600_000 - 5_000;
+      expect((await fetch(video.url!)).status).toBe(200);
+      offsetMs = 3_600_000;
+      const expired = await fetch(video.url!);
+      expect([expired.status, ((await expired.json()) as { error: { code: string } }).error.code]).toEqual([403, 'content_url_expired']);
+      const fresh = (await openai.videos.retrieve(video.id)) as unknown as Video;
+      expect(fresh.url).not.toBe(video.url);
+      expect(Buffer.from(await (await fetch(fresh.url!)).arrayBuffer()).equals(mp4)).toBe(true);
     });
   });
 });

@@ -641,7 +641,7 @@ const TranslationForm = obj(
   { file: transcriptionFields.file, model: str(), prompt: str(), response_format: transcriptionFields.response_format, temperature: transcriptionFields.temperature, provider: transcriptionFields.provider },
   { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' },
 );
-const Transcription = obj({ text: str(), usage: anyObject() }, { required: ['text'], open: true });
+const Transcription = obj({ id: str('the generation id (spec 1 rule 2)'), model: str(), text: str(), usage: anyObject() }, { required: ['text'], open: true });
 
 const RerankRequest = obj(
   {
