@@ -304,8 +304,9 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
       status: 'completed',
       progress: 100,
       error: null,
-      url: expect.stringMatching(new RegExp(`/v1/videos/${created.id}/content$`)),
-      thumbnail_url: expect.stringMatching(new RegExp(`/v1/videos/${created.id}/content\\?variant=thumbnail$`)),
+      // Signed URLs of the file (issue 41 item 5), usable without a key.
+      url: expect.stringMatching(new RegExp(`/v1/videos/${created.id}/file\\?variant=video&`)),
+      thumbnail_url: expect.stringMatching(new RegExp(`/v1/videos/${created.id}/file\\?variant=thumbnail&`)),
       completed_at: expect.any(Number),
     });
     // sim/video's upstream (OpenAI's API) reports no cost: billed at the catalog price, the estimate.

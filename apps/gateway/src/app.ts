@@ -14,6 +14,7 @@ import { clientErrorHandler, frameworkErrors, installRequestChecks } from './htt
 import { installRequestLog } from './http/request-log';
 import { installRequestMetrics } from './metrics/request-metrics';
 import { installTracing } from './http/tracing';
+import { installMethodTable } from './http/methods';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -40,6 +41,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   installTracing(adapter.getInstance(), runtime.tracing);
   // Issue 22: before any route is registered, so the OpenAPI document sees every one.
   const routes = installApiReference(adapter.getInstance());
+  installMethodTable(adapter.getInstance(), routes);
   // Before the request checks: a preflight is answered before anything else looks at it, and
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);

@@ -42,6 +42,8 @@ import {
 /** The request fields this interface reads (Anthropic's Messages API); others are listed as ignored. */
 export const MESSAGES_FIELDS: ReadonlySet<string> = new Set([
   'model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stream', 'temperature', 'top_k', 'top_p', 'stop_sequences', 'metadata', 'thinking',
+  // Structured outputs: `output_config.format`, and the beta's `output_format` before it.
+  'output_config', 'output_format',
   // Ours (spec 4.2): a preset, applied on the chat pipeline.
   'preset',
 ]);
@@ -65,6 +67,7 @@ export function messagesToChat(body: unknown): ChatRequestBody {
       stop: stopOf(b.stop_sequences),
       user: userOf(b.metadata),
       reasoning: reasoningOf(b.thinking, maxTokens),
+      response_format: responseFormatOf(b),
       preset: b.preset,
     }),
     ...(tools.length > 0 ? { tools, ...toolChoiceOf(b.tool_choice, plugins.length > 0) } : {}),
@@ -397,6 +400,34 @@ function reasoningOf(thinking: unknown, maxTokens: number): Json | undefined {
   return { max_tokens: budget };
 }
 
+/**
+ * Anthropic's structured outputs (`output_config: {format: {type: "json_schema", schema}}`, or
+ * the beta's top-level `output_format` of the same shape, which `client.beta.messages.parse`
+ * and older AI SDK versions send) as the chat pipeline's `response_format` json_schema: every
+ * provider then gets the schema in its own terms (the Anthropic adapter gives it back as
+ * output_config). Anthropic's schema has no name; OpenAI's needs one.
+ */
+function responseFormatOf(b: Json): Json | undefined {
+  const config = b.output_config;
+  if (config !== undefined && config !== null && !isRecord(config)) throw invalid('output_config must be an object.', 'output_config');
+  const [format, param] = isRecord(config) && config.format != null ? [config.format, 'output_config.format'] : [b.output_format, 'output_format'];
+  if (format === undefined || format === null) return undefined;
+  if (!isRecord(format) || format.type !== 'json_schema') throw invalid(`${param} must be {type: "json_schema", schema}.`, `${param}.type`);
+  if (!isRecord(format.schema)) throw invalid(`${param}.schema must be a JSON schema object.`, `${param}.schema`);
+  return { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
+}
+
+/**
+ * The fields of a Messages request the gateway does not read, for `x-svc-ignored-params`: the
+ * unknown top-level ones, and `output_config.effort`, which no provider is given.
+ */
+export function ignoredMessagesFields(body: unknown): string[] {
+  if (!isRecord(body)) return [];
+  const ignored = Object.keys(body).filter((field) => !MESSAGES_FIELDS.has(field));
+  if (isRecord(body.output_config) && body.output_config.effort != null) ignored.push('output_config.effort');
+  return ignored;
+}
+
 function stopOf(stop: unknown): string[] | undefined {
   if (stop === undefined || stop === null) return undefined;
   if (!Array.isArray(stop) || !stop.every((s) => typeof s === 'string')) {
@@ -420,8 +451,7 @@ export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 
 
 /**
  * The reverse of the FINISH_REASONS table in providers/src/anthropic.ts. A stop sequence hit
- * arrives as plain `stop` (OpenAI does not say which sequence, nor that one was hit), so it is
- * reported as `end_turn`.
+ * arrives as plain `stop`; which one matched comes apart, see stopOfAnswer.
  */
 const STOP_REASONS: Record<string, AnthropicStopReason> = {
   stop: 'end_turn',
@@ -435,6 +465,27 @@ const STOP_REASONS: Record<string, AnthropicStopReason> = {
 function stopReasonOf(finishReason: string | null | undefined, calledTools: boolean): AnthropicStopReason {
   const reason = (finishReason ? STOP_REASONS[finishReason] : undefined) ?? 'end_turn';
   return calledTools && reason === 'end_turn' ? 'tool_use' : reason;
+}
+
+/**
+ * Anthropic's `stop_reason` and `stop_sequence`. OpenAI's finish_reason is "stop" for a natural
+ * end and a stop sequence alike, and the text never holds the sequence, so the gateway cannot
+ * tell them apart by itself: the upstream says which sequence matched as vLLM's OpenAI server
+ * does, in the choice's `stop_reason` (the Anthropic adapter turns Anthropic's `stop_sequence`
+ * into it; the simulator reports it). It counts only when it is one of the sequences the request
+ * sent, so a token id or an upstream's own stop string is still `end_turn`. An upstream that
+ * does not report it (OpenAI itself) gives `end_turn`, as before.
+ */
+export function stopOfAnswer(
+  finishReason: string | null | undefined,
+  matched: unknown,
+  calledTools: boolean,
+  stopSequences: readonly string[],
+): { stop_reason: AnthropicStopReason; stop_sequence: string | null } {
+  if (finishReason === 'stop' && !calledTools && typeof matched === 'string' && stopSequences.includes(matched)) {
+    return { stop_reason: 'stop_sequence', stop_sequence: matched };
+  }
+  return { stop_reason: stopReasonOf(finishReason, calledTools), stop_sequence: null };
 }
 
 export interface AnthropicUsage {
@@ -479,12 +530,20 @@ export interface AnthropicMessage {
   model: string;
   content: Json[];
   stop_reason: AnthropicStopReason;
-  stop_sequence: null;
+  stop_sequence: string | null;
   usage: AnthropicUsage;
 }
 
-/** With `webSearch`, the search the chat pipeline ran comes first, as Anthropic's server tool blocks. */
-export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage }, requestedModel: string, webSearch?: WebSearchRun | null): AnthropicMessage {
+/**
+ * With `webSearch`, the search the chat pipeline ran comes first, as Anthropic's server tool
+ * blocks. `stopSequences` are the request's, for telling which one ended the text.
+ */
+export function chatToMessage(
+  completion: ChatCompletion & { usage: CostedUsage },
+  requestedModel: string,
+  webSearch?: WebSearchRun | null,
+  stopSequences: readonly string[] = [],
+): AnthropicMessage {
   const choice = completion.choices[0];
   const message = choice?.message;
   const content: Json[] = [];
@@ -510,8 +569,7 @@ export function chatToMessage(completion: ChatCompletion & { usage: CostedUsage 
     role: 'assistant',
     model: requestedModel,
     content,
-    stop_reason: stopReasonOf(choice?.finish_reason, calls.length > 0),
-    stop_sequence: null,
+    ...stopOfAnswer(choice?.finish_reason, choice?.stop_reason, calls.length > 0, stopSequences),
     usage: anthropicUsage(completion.usage),
   };
 }
@@ -594,16 +652,21 @@ export class MessagesStreamEncoder {
   /** Tool call index -> content block index. */
   private readonly tools = new Map<number, number>();
   private lastFinishReason: string | null = null;
+  /** The upstream's `stop_reason` on the finishing choice: which stop sequence matched (see stopOfAnswer). */
+  private matchedStop: unknown = null;
   /** The open text block's text so far, for its citations. */
   private text = '';
 
-  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null }) {}
+  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null; stopSequences?: readonly string[] }) {}
 
   chunk(c: ChatChunk): string[] {
     const frames = this.start();
     const choice = c.choices[0];
     if (!choice) return frames;
-    if (choice.finish_reason) this.lastFinishReason = choice.finish_reason;
+    if (choice.finish_reason) {
+      this.lastFinishReason = choice.finish_reason;
+      this.matchedStop = choice.stop_reason ?? null;
+    }
     const { delta } = choice;
     if (typeof delta.reasoning === 'string' && delta.reasoning !== '') {
       frames.push(...this.ensure('thinking'), this.delta({ type: 'thinking_delta', thinking: delta.reasoning }));
@@ -635,9 +698,9 @@ export class MessagesStreamEncoder {
 
   finish(usage: CostedUsage, finishReason: string | null): string[] {
     const frames = [...this.start(), ...this.close()];
-    const stopReason = stopReasonOf(finishReason ?? this.lastFinishReason, this.tools.size > 0);
+    const stop = stopOfAnswer(finishReason ?? this.lastFinishReason, this.matchedStop, this.tools.size > 0, this.options.stopSequences ?? []);
     frames.push(
-      sseFrame({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: anthropicUsage(usage) }, 'message_delta'),
+      sseFrame({ type: 'message_delta', delta: stop, usage: anthropicUsage(usage) }, 'message_delta'),
       sseFrame({ type: 'message_stop' }, 'message_stop'),
     );
     return frames;

@@ -299,6 +299,7 @@ const ctx: ResponseContext = {
   id: 'resp_abc',
   created: 1700000100,
   model: 'gpt-x',
+  provider: 'openai',
   request: { model: 'gpt-x', input: 'hi', instructions: 'Be brief.', max_output_tokens: 300, metadata: { team: 'a' }, temperature: 0.5 },
   previousResponseId: 'resp_prev',
   store: true,
@@ -337,6 +338,7 @@ describe('chatToResponse', () => {
       instructions: 'Be brief.',
       max_output_tokens: 300,
       model: 'gpt-x',
+      provider: 'openai',
       output: [
         { type: 'reasoning', id: 'rs_abc_0', summary: [{ type: 'summary_text', text: 'Needs the weather tool.' }] },
         {

@@ -115,6 +115,8 @@ export interface ResponseObject {
   instructions: unknown;
   max_output_tokens: unknown;
   model: string;
+  /** The catalog provider that answered, as a chat completion names it (OpenRouter's `provider`). */
+  provider: string | null;
   output: ResponseItem[];
   parallel_tool_calls: unknown;
   previous_response_id: string | null;
@@ -138,6 +140,8 @@ export interface ResponseContext {
   created: number;
   /** The model as the caller asked for it. */
   model: string;
+  /** The catalog provider that answered. */
+  provider?: string | null;
   /** The Responses request body as received. */
   request: unknown;
   previousResponseId?: string | null;
@@ -547,6 +551,7 @@ function buildResponse(
     instructions: req.instructions ?? null,
     max_output_tokens: req.max_output_tokens ?? null,
     model: ctx.model,
+    provider: ctx.provider ?? null,
     output: state.output,
     parallel_tool_calls: req.parallel_tool_calls ?? true,
     previous_response_id: ctx.previousResponseId ?? null,

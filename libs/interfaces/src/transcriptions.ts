@@ -147,6 +147,20 @@ export function transcriptText(result: BinaryResult): string {
   return isRecord(json) && typeof json.text === 'string' ? json.text : '';
 }
 
+/**
+ * Spec 1 rule 2 in a JSON answer (`json`, `verbose_json`): the service's id, the model that
+ * answered, and `usage.cost` (USD) beside what the model reported in `usage` (its seconds or
+ * tokens). A text, srt or vtt answer is left as the model wrote it: its id and cost are in the
+ * headers only, since a subtitle file cannot carry them.
+ */
+export function transcriptionBody(result: BinaryResult, call: Pick<TranscriptionCall, 'responseFormat'>, billed: { id: string; model: string; cost: number }): Buffer {
+  if (call.responseFormat !== 'json' && call.responseFormat !== 'verbose_json') return result.bytes;
+  const json = asJson(result);
+  if (!isRecord(json)) return result.bytes;
+  const usage = isRecord(json.usage) ? json.usage : {};
+  return Buffer.from(JSON.stringify({ ...json, id: billed.id, model: billed.model, usage: { ...usage, cost: billed.cost } }));
+}
+
 function asJson(result: BinaryResult): unknown {
   if (!/json/i.test(result.contentType)) return undefined;
   try {

@@ -172,6 +172,7 @@ const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema
   models: extension(arr(str(), { maxItems: 2, description: 'up to 2 fallback models tried in order (spec 4.2 rule 6)' })),
   stream: bool(),
   stream_options: obj({ include_usage: bool() }, { required: [], open: true }),
+  usage: extension(obj({ include: bool('OpenRouter usage accounting: on a stream, the same as `stream_options.include_usage`') }, { required: [], open: true })),
   max_tokens: int(undefined, { minimum: 1 }),
   max_completion_tokens: int(undefined, { minimum: 1 }),
   temperature: num(),
@@ -640,7 +641,7 @@ const TranslationForm = obj(
   { file: transcriptionFields.file, model: str(), prompt: str(), response_format: transcriptionFields.response_format, temperature: transcriptionFields.temperature, provider: transcriptionFields.provider },
   { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' },
 );
-const Transcription = obj({ text: str(), usage: anyObject() }, { required: ['text'], open: true });
+const Transcription = obj({ id: str('the generation id (spec 1 rule 2)'), model: str(), text: str(), usage: anyObject() }, { required: ['text'], open: true });
 
 const RerankRequest = obj(
   {

@@ -302,12 +302,27 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     errors: [403, 404],
   },
   'GET /v1/videos/:id/content': {
-    summary: 'Download the MP4 (or its poster)',
+    summary: 'Redirect to the MP4 (or its poster)',
+    description: 'Spec 4.15: 302 to the signed URL of the file (the video object\'s `url`), good for an hour.',
     tag: 'Videos',
     access: 'any',
     query: [{ name: 'variant', schema: oneOfValues(['video', 'thumbnail']) }],
-    ok: { content: { 'video/mp4': str(), 'image/jpeg': str(), 'image/png': str(), 'image/webp': str() } },
+    ok: { status: 302, description: 'Redirect to the signed file URL', headers: { location: 'the signed URL of the file, no key needed, good for an hour' } },
     errors: [404, 409],
+  },
+  'GET /v1/videos/:id/file': {
+    summary: 'The MP4 (or its poster) at a signed URL',
+    description: 'No key: the signature (workspace, video, variant, expiry) is the secret; an altered or expired URL is 403. Usable as `<video src>`.',
+    tag: 'Videos',
+    access: 'none',
+    query: [
+      { name: 'variant', schema: oneOfValues(['video', 'thumbnail']) },
+      { name: 'workspace', schema: str() },
+      { name: 'expires', schema: str('unix seconds') },
+      { name: 'signature', schema: str() },
+    ],
+    ok: { content: { 'video/mp4': str(), 'image/jpeg': str(), 'image/png': str(), 'image/webp': str() } },
+    errors: [403, 404, 409],
   },
 
   // Spec 4.17: models.

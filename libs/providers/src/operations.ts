@@ -9,13 +9,17 @@ export const OPERATIONS = ['chat', 'embed', 'image', 'speech', 'transcription', 
 export type OperationName = (typeof OPERATIONS)[number];
 
 export const PARAMETERS = {
-  /** Spec 4.2's table. */
+  /**
+   * Spec 4.2's table, and OpenRouter's `usage` (`{include: true}`, which its AI SDK provider sends
+   * on every request): the gateway reads it as `stream_options.include_usage` and sends it nowhere.
+   */
   chat: [
     'model', 'preset', 'messages', 'models', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens',
     'temperature', 'top_p', 'top_k', 'min_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty',
     'repetition_penalty', 'logit_bias', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format',
     'reasoning', 'reasoning_effort', 'include_reasoning', 'plugins', 'transforms', 'safety_identifier',
     'prompt_cache_key', 'provider', 'logprobs', 'top_logprobs', 'modalities', 'prediction', 'user', 'n',
+    'usage',
   ],
   /** Spec 4.7. */
   embed: ['model', 'input', 'dimensions', 'encoding_format', 'user', 'provider'],

@@ -37,6 +37,8 @@ export interface ChatCompletion {
     index: number;
     message: AssistantMessage;
     finish_reason: string | null;
+    /** vLLM's extension: the stop sequence (or token id) that ended the text; the Anthropic adapter sets it too. */
+    stop_reason?: string | number | null;
     logprobs?: unknown;
   }>;
   usage?: ChatUsage;
@@ -65,7 +67,7 @@ export interface ChatChunk {
   created: number;
   model: string;
   /** Empty in the usage chunk that `stream_options.include_usage` adds before `[DONE]`. */
-  choices: Array<{ index: number; delta: ChatDelta; finish_reason: string | null; logprobs?: unknown }>;
+  choices: Array<{ index: number; delta: ChatDelta; finish_reason: string | null; stop_reason?: string | number | null; logprobs?: unknown }>;
   /** null on every chunk but the usage chunk when usage was requested. */
   usage?: ChatUsage | null;
   system_fingerprint?: string;

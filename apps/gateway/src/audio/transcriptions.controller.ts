@@ -1,8 +1,8 @@
 import { Controller, Headers, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { type AudioFormInput, type AudioTask, checkTranscriptionModel, MAX_AUDIO_BYTES, transcriptionOperation, transcriptionRequest } from '@svc/interfaces';
-import { ApiError, nanoToUsdString } from '@svc/platform';
+import { type AudioFormInput, type AudioTask, checkTranscriptionModel, MAX_AUDIO_BYTES, transcriptionBody, transcriptionOperation, transcriptionRequest } from '@svc/interfaces';
+import { ApiError, nanoToUsd, nanoToUsdString } from '@svc/platform';
 import { ignoredParamsHeader } from '../chat/request-rules';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
@@ -16,8 +16,8 @@ const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), t
  * Spec 4.10: multipart forms, read whole (fields in any order: the openai SDK may send the file
  * first) with the file held in memory up to 25 MB; larger is 413. The answer is the model's, in
  * the format asked for (JSON, or text for text, srt and vtt); the service's id is in
- * `x-svc-generation-id` and the cost (USD) in `x-svc-cost`, since a text answer has no body to
- * carry them.
+ * `x-svc-generation-id` and the cost (USD) in `x-svc-cost`, and a JSON answer carries them too
+ * (`id`, `model`, `usage.cost`, spec 1 rule 2), since a text answer has no body to carry them.
  */
 @Controller('v1/audio')
 @UseGuards(ApiKeyGuard)
@@ -47,7 +47,7 @@ export class TranscriptionsController {
     // What makes two requests the same (Idempotency-Key): the fields and the file's digest.
     const fingerprint = { model: call.model, fields: call.fields, file: call.file.bytes.toString('base64') };
     await this.edge.serve({ caller, route: `/v1/audio/${task}`, body: fingerprint, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
-      const { metered, answer, charged } = await this.metering.run(caller, OPERATIONS[task], call, { model: call.model, clientRequestId, idempotency });
+      const { metered, target, answer, charged } = await this.metering.run(caller, OPERATIONS[task], call, { model: call.model, clientRequestId, idempotency });
       const { id } = metered.reservation;
       return {
         generationId: id,
@@ -58,7 +58,7 @@ export class TranscriptionsController {
           'x-svc-generation-id': id,
           'x-svc-cost': nanoToUsdString(charged),
         },
-        binary: answer.bytes,
+        binary: transcriptionBody(answer, call, { id, model: target.model.id, cost: nanoToUsd(charged) }),
       };
     });
   }

@@ -98,6 +98,7 @@ const isTools = (v: unknown) => Array.isArray(v) && v.length <= 128 && v.every(i
 const isModalities = (v: unknown) => Array.isArray(v) && v.every((m) => m === 'text' || m === 'audio' || m === 'image');
 const isPrediction = (v: unknown) => isRecord(v) && v.type === 'content';
 const isSeed = (v: unknown) => Number.isSafeInteger(v);
+const isUsageOption = (v: unknown) => isRecord(v) && (v.include === undefined || typeof v.include === 'boolean');
 
 export class ChatMessage {
   @IsIn(ROLES, { message: `role must be one of ${ROLES.join(', ')}.` })
@@ -169,6 +170,14 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsObject({ message: 'stream_options must be an object.' })
   stream_options?: { include_usage?: boolean };
+
+  /**
+   * OpenRouter's usage accounting (issue 41 item 1): `include: true` is `stream_options.include_usage`
+   * (applyRules turns it into that); a non-streamed answer always has its usage.
+   */
+  @IsOptional()
+  @Is(isUsageOption, '{include?: boolean}')
+  usage?: { include?: boolean };
 
   /** The end user (spec 4.2), reported in activity. */
   @IsOptional()
@@ -296,6 +305,7 @@ const REQUEST_FIELDS: Record<string, (v: unknown) => boolean> = {
   n: isIntFrom(1, 1),
   stream: isBoolean,
   stream_options: isRecord,
+  usage: isUsageOption,
   safety_identifier: isString,
   user: isString,
   temperature: isNumberIn(0, 2),

@@ -62,7 +62,7 @@ export interface ChatStreamResponse {
 }
 
 /** The wire format of a stream, made once the generation's id and answering model are known. */
-export type EncoderFactory = (generation: { id: string; model: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
+export type EncoderFactory = (generation: { id: string; model: string; provider: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
 
 const chatEncoder =
   (request: ChatCompletionRequest): EncoderFactory =>
@@ -144,7 +144,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
       return {
         generationId: id,
         headers: generation.metered.headers,
-        body: { ...upstream, id, model: target.model.id, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
+        // `provider` as OpenRouter names it: the catalog provider that answered (issue 41 item 4).
+        body: { ...upstream, id, model: target.model.id, provider: target.route.provider.name, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
         webSearch,
       };
     };
@@ -192,7 +193,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const relay = new ChatStreamRelay({
       id: reservation.id,
       model: target.model.id,
-      encoder: encoder({ id: reservation.id, model: target.model.id, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
+      encoder: encoder({ id: reservation.id, model: target.model.id, provider: target.route.provider.name, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
@@ -231,11 +232,13 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
 
     // The plugin fields are the gateway's own: an upstream router would apply them a second time.
-    const { plugins: _plugins, transforms: _transforms, ...forwarded } = known;
+    // So is OpenRouter's `usage` (issue 41 item 1): the usage the client gets is the gateway's, with its cost.
+    const { plugins: _plugins, transforms: _transforms, usage, ...forwarded } = known;
     const headers: Record<string, string> = {};
     if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
-    return { request: { ...forwarded, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset, web };
+    const streamOptions = usage?.include === true && forwarded.stream === true ? { stream_options: { ...forwarded.stream_options, include_usage: true } } : {};
+    return { request: { ...forwarded, ...streamOptions, messages: fitted.messages } as ChatCompletionRequest, plugins, headers, preset, web };
   }
 
   /** Steps 3 and 7 for a chat request: resolve every model of the request, then hold the worst case. */

@@ -5,6 +5,7 @@ import { toAnthropicError } from '@svc/interfaces';
 import { RateLimitService } from '../edge/rate-limits';
 import { ApiKeyGuard } from './auth.guard';
 import { toApiError } from './error-mapping';
+import { methodNotAllowed } from './methods';
 import { failedGenerationOf } from '@svc/metering';
 
 /**
@@ -27,7 +28,9 @@ export class ApiErrorFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
-    const apiError = toApiError(err, this.clock.now());
+    const mapped = toApiError(err, this.clock.now());
+    // No route took the request: a path served with other methods is 405, not 404 (issue 41 item 6).
+    const apiError = (mapped.code === 'route_not_found' && request ? methodNotAllowed(request) : null) ?? mapped;
     if (apiError.status >= 500 && apiError.code === 'internal_error') {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }
@@ -40,7 +43,7 @@ export class ApiErrorFilter implements ExceptionFilter {
 
   private async send(apiError: ApiError, request: FastifyRequest | undefined, reply: FastifyReply): Promise<void> {
     // No route ran, so no guard: a valid key still gets its rate-limit headers (spec 8: every /v1 response).
-    if (apiError.code === 'route_not_found' && request && /^\/v1(\/|\?|$)/.test(request.url)) {
+    if ((apiError.code === 'route_not_found' || apiError.code === 'method_not_allowed') && request && /^\/v1(\/|\?|$)/.test(request.url)) {
       const caller = await this.keys.callerOf(request);
       if (caller) await this.rateLimits.reportWindows(caller, reply).catch(() => undefined);
     }

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { chatToMessage, countMessagesTokens, MESSAGES_FIELDS, messagesToChat, MessagesStreamEncoder } from '@svc/interfaces';
+import { chatToMessage, countMessagesTokens, ignoredMessagesFields, messagesToChat, MessagesStreamEncoder } from '@svc/interfaces';
 import type { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
@@ -36,15 +36,16 @@ export class MessagesController {
   ): Promise<void> {
     // Validated before the edge takes an idempotency claim: a malformed request is only a 400.
     const chatBody = messagesToChat(body);
+    const stopSequences = Array.isArray(chatBody.stop) ? (chatBody.stop as string[]) : [];
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, ({ clientRequestId, idempotency }) =>
       this.through.answer(
         caller,
         chatBody,
         { clientRequestId, idempotency, endpoint: ROUTE },
         {
-          json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch),
-          encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch }),
-          ignored: Object.keys(body as object).filter((field) => !MESSAGES_FIELDS.has(field)),
+          json: (completion, webSearch) => chatToMessage(completion, completion.model, webSearch, stopSequences),
+          encoder: ({ id, model, promptTokens, webSearch }) => new MessagesStreamEncoder({ id, model, inputTokens: promptTokens, webSearch, stopSequences }),
+          ignored: ignoredMessagesFields(body),
         },
       ),
     );

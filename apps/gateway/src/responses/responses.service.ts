@@ -79,10 +79,11 @@ export class ResponsesService {
     const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
     // What the model is given besides the instructions: a later response continues from here.
     const conversation = [...(earlier ?? []), ...inputItems];
-    const context = (generationId: string, model: string, webSearch: WebSearchRun | null): ResponseContext => ({
+    const context = (generationId: string, model: string, provider: string | null, webSearch: WebSearchRun | null): ResponseContext => ({
       id: responseIdOf(generationId),
       created: Math.floor(now.getTime() / 1000),
       model,
+      provider,
       request: request.body,
       previousResponseId: request.previousResponseId,
       store: request.store,
@@ -99,7 +100,7 @@ export class ResponsesService {
       { ...tags, endpoint: RESPONSES_ROUTE },
       {
         json: async (completion, webSearch) => {
-          const response = chatToResponse(completion, context(completion.id, completion.model, webSearch));
+          const response = chatToResponse(completion, context(completion.id, completion.model, typeof completion.provider === 'string' ? completion.provider : null, webSearch));
           try {
             // Written before the answer goes out, so the client's next request finds it.
             await keep(response);
@@ -111,7 +112,7 @@ export class ResponsesService {
             return { ...response, store: false };
           }
         },
-        encoder: ({ id, model, webSearch }) => (encoder = new ResponsesStreamEncoder(context(id, model, webSearch))),
+        encoder: ({ id, model, provider, webSearch }) => (encoder = new ResponsesStreamEncoder(context(id, model, provider, webSearch))),
         // A stream that broke off ended in response.failed: nothing to continue from. The
         // completed event is out already: a failure to store can only be logged (by ThroughChat).
         beforeStreamEnd: async (clean) => {

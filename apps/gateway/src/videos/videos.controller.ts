@@ -15,6 +15,7 @@ import { formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
 import { Metering } from '../metering/metering.service';
 import { VideoCalls, VIDEOS_ENDPOINT } from './video-calls';
+import { type SignedContent, VideoContentUrls, type VideoVariant } from './content-urls';
 
 const VIDEO_ID = /^video_[0-9a-f]{24}$/;
 
@@ -24,13 +25,14 @@ const FORM_FIELDS = ['model', 'prompt', 'seconds', 'size', 'aspect_ratio', 'reso
 /**
  * Spec 4.15, 3.1 and 2.4: video jobs. POST checks the request against the model, holds the
  * estimate (seconds x price, spec 1 rule 7) and answers `queued`; the workers do the rest (libs/videos).
- * The clip is served from the gateway's own file store, so `url` is this API's content URL.
+ * The clip is served from the gateway's own file store: `url` is a signed URL of it that needs no
+ * key (content-urls.ts), and `/content` redirects there. Every route but that file needs a key.
  */
 @Controller('v1/videos')
-@UseGuards(ApiKeyGuard)
 export class VideosController {
   private readonly jobs: VideoJobs;
   private readonly files: SqlFileStore;
+  private readonly urls: VideoContentUrls;
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
@@ -44,10 +46,12 @@ export class VideosController {
   ) {
     this.jobs = new VideoJobs(sql, () => config.encryptionKey);
     this.files = new SqlFileStore(sql, () => config.encryptionKey, clock, ['video']);
+    this.urls = new VideoContentUrls(config.encryptionKey, clock);
   }
 
   @Post()
   @HttpCode(200)
+  @UseGuards(ApiKeyGuard)
   @Requires('model_call')
   async create(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply): Promise<void> {
     const body = request.isMultipart() ? await readForm(request) : request.body;
@@ -61,28 +65,30 @@ export class VideosController {
       await this.checkImageHost(video);
       if (!this.jobs.available) throw new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
       const row = await this.start(caller, routed, video, tags);
-      return { generationId: row.holdId, headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) }, json: presentVideo(row, video.prompt, baseUrl(request)) };
+      return { generationId: row.holdId, headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) }, json: this.present(caller, row, video.prompt, baseUrl(request)) };
     });
   }
 
   /** OpenAI's cursor list: `limit` 1-100 (default 20), `after`, `order` (default desc). */
   @Get()
+  @UseGuards(ApiKeyGuard)
   @Requires('lookup')
   async list(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Query() query: Record<string, unknown>) {
     const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: (id) => VIDEO_ID.test(id), what: 'a video id' });
     if (query.order !== undefined && query.order !== 'asc' && query.order !== 'desc') throw ApiError.invalidRequest('order must be asc or desc.', 'order');
     const rows = await listVideos(this.sql, caller.workspaceId, page.after, page.fetch, (query.order as 'asc' | 'desc' | undefined) ?? 'desc');
     const prompts = await this.jobs.prompts(rows.map((r) => r.videoId));
-    return listPage(rows, page.limit, (row) => row.videoId, (row) => presentVideo(row, prompts.get(row.videoId) ?? null, baseUrl(request)));
+    return listPage(rows, page.limit, (row) => row.videoId, (row) => this.present(caller, row, prompts.get(row.videoId) ?? null, baseUrl(request)));
   }
 
   /** The video object; while it is not final, `openai-poll-after-ms` and `Retry-After` say when to ask again. */
   @Get(':id')
+  @UseGuards(ApiKeyGuard)
   @Requires('lookup')
   async retrieve(@CallerParam() caller: Caller, @Param('id') id: string, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
     const row = await this.find(caller, id);
     void reply.headers(pollHeaders(row, this.clock.now()));
-    return presentVideo(row, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
+    return this.present(caller, row, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
   }
 
   /**
@@ -92,6 +98,7 @@ export class VideosController {
    * DELETE answers: `{id, object: "video.deleted", deleted: true}`, and is not found after.
    */
   @Delete(':id')
+  @UseGuards(ApiKeyGuard)
   @Requires('model_call')
   async remove(@CallerParam() caller: Caller, @Param('id') id: string, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
     const row = await this.find(caller, id);
@@ -100,7 +107,7 @@ export class VideosController {
       await this.jobs.wake(id, this.clock.now());
       const now = await this.find(caller, id);
       void reply.headers(pollHeaders(now, this.clock.now()));
-      return presentVideo(now, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
+      return this.present(caller, now, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
     }
     const files = await this.jobs.files(id);
     await this.decide({ type: 'DeleteVideo', videoId: id }, caller);
@@ -111,22 +118,55 @@ export class VideosController {
     return { id, object: 'video.deleted' as const, deleted: true };
   }
 
-  /** The clip (`video/mp4`), or with `variant=thumbnail` its poster, streamed from the file store. */
+  /**
+   * Spec 4.15 "redirects to the MP4" (and the 4.1 row): 302 to the signed URL of the clip, or
+   * with `variant=thumbnail` of its poster. Clients that follow redirects (the openai SDK's
+   * downloadContent, curl -L, a browser) get the bytes from there.
+   */
   @Get(':id/content')
+  @UseGuards(ApiKeyGuard)
   @Requires('lookup')
-  async content(@CallerParam() caller: Caller, @Param('id') id: string, @Query('variant') variant: unknown, @Res() reply: FastifyReply): Promise<void> {
+  async content(@CallerParam() caller: Caller, @Param('id') id: string, @Query('variant') variant: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (variant !== undefined && variant !== 'video' && variant !== 'thumbnail') throw ApiError.invalidRequest('variant must be video or thumbnail.', 'variant');
-    const row = await this.find(caller, id);
+    const content: SignedContent = { workspaceId: caller.workspaceId, videoId: id, variant: (variant ?? 'video') as VideoVariant };
+    await this.servable(content);
+    const url = this.urls.sign(baseUrl(request), content);
+    if (url === null) throw new ApiError(503, 'service_unavailable', 'Video content URLs need SVC_ENCRYPTION_KEY.', 'storage_unavailable');
+    void reply.header('cache-control', 'no-store').redirect(url, 302);
+  }
+
+  /**
+   * The clip (`video/mp4`) or its poster, streamed from the file store, at a signed URL of
+   * `url` / `thumbnail_url` / the `/content` redirect: no key, so `<video src>` works.
+   */
+  @Get(':id/file')
+  async file(@Param('id') id: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    const content = this.urls.verify(id, query);
+    const file = await this.servable(content);
+    void reply
+      .status(200)
+      .headers({ 'content-type': contentTypeOf(file.filename), 'content-length': String(file.bytes), 'cache-control': 'private, max-age=3600' })
+      .send(Readable.from(this.files.content(content.workspaceId, file.id), { objectMode: false }));
+  }
+
+  /** The file a completed video has for `content.variant`, or the 404/409 saying why there is none. */
+  private async servable({ workspaceId, videoId: id, variant }: SignedContent) {
+    const row = VIDEO_ID.test(id) ? await getVideo(this.sql, workspaceId, id) : null;
+    if (!row) throw ApiError.notFound(`No video with id '${id}' exists for this workspace.`, 'video_not_found', 'id');
     if (!isVideoTerminal(row.status)) throw new ApiError(409, 'invalid_request_error', `Video ${id} is ${row.status}: its content is ready once it has completed.`, 'video_not_ready', 'id');
     if (row.status !== 'completed') throw ApiError.notFound(`Video ${id} is ${row.status}: it has no content.`, 'video_content_not_found', 'id');
     const files = await this.jobs.files(id);
     const fileId = variant === 'thumbnail' ? files.thumbnail : files.video;
-    const file = fileId === null ? null : await this.files.get(caller.workspaceId, fileId);
+    const file = fileId === null ? null : await this.files.get(workspaceId, fileId);
     if (!file) throw ApiError.notFound(`Video ${id} has no ${variant === 'thumbnail' ? 'thumbnail' : 'clip'} to serve.`, 'video_content_not_found', 'variant');
-    void reply
-      .status(200)
-      .headers({ 'content-type': contentTypeOf(file.filename), 'content-length': String(file.bytes) })
-      .send(Readable.from(this.files.content(caller.workspaceId, file.id), { objectMode: false }));
+    return file;
+  }
+
+  /** Spec 2.4's video object, its `url` and `thumbnail_url` signed for the caller's workspace. */
+  private present(caller: Caller, row: VideoRow, prompt: string | null, base: string) {
+    const completed = row.status === 'completed';
+    const url = (variant: VideoVariant) => this.urls.sign(base, { workspaceId: caller.workspaceId, videoId: row.videoId, variant });
+    return presentVideo(row, prompt, completed ? url('video') : null, completed && row.hasThumbnail ? url('thumbnail') : null);
   }
 
   /**
@@ -217,8 +257,7 @@ function pollHeaders(row: VideoRow, now: Date): Record<string, string> {
 }
 
 /** Spec 2.4's video object, with OpenAI's `size` and `expires_at` (its SDK reads them). */
-function presentVideo(row: VideoRow, prompt: string | null, base: string) {
-  const completed = row.status === 'completed';
+function presentVideo(row: VideoRow, prompt: string | null, url: string | null, thumbnailUrl: string | null) {
   return {
     id: row.videoId,
     object: 'video' as const,
@@ -234,8 +273,8 @@ function presentVideo(row: VideoRow, prompt: string | null, base: string) {
     aspect_ratio: row.aspectRatio,
     resolution: row.resolution,
     error: row.error,
-    url: completed ? `${base}/v1/videos/${row.videoId}/content` : null,
-    thumbnail_url: completed && row.hasThumbnail ? `${base}/v1/videos/${row.videoId}/content?variant=thumbnail` : null,
+    url,
+    thumbnail_url: thumbnailUrl,
     usage: { cost: row.costNano === null ? 0 : nanoToUsd(row.costNano), estimated_cost: nanoToUsd(row.estimatedNano) },
     remixed_from_video_id: null,
   };

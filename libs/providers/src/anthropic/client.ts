@@ -5,8 +5,9 @@
  * service already handles. Transport (undici on a shared keep-alive pool, timeouts, error
  * classification, SSE parsing) is the one the OpenAI-compatible adapter uses.
  *
- * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` (the Messages API has no
- * equivalent); thinking signatures, so an earlier turn's reasoning is not sent back.
+ * Not carried over: `n`, `seed`, penalties, logprobs, `response_format` `json_object` (the
+ * Messages API has no equivalent; `json_schema` is its structured outputs); thinking signatures,
+ * so an earlier turn's reasoning is not sent back.
  */
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
@@ -114,6 +115,11 @@ export const ANTHROPIC_CHAT_PARAMETERS: ParameterConfig<'chat'> = {
   tool_choice: (v, body) => ({ tool_choice: toToolChoice(v, body.parallel_tool_calls === false) }),
   parallel_tool_calls: (v, body) =>
     v === false && body.tool_choice === undefined ? { tool_choice: { type: 'auto', disable_parallel_tool_use: true } } : undefined,
+  // Anthropic's structured outputs (issue 41 item 2): the schema, without OpenAI's name and strict.
+  response_format: (v) =>
+    isRecord(v) && v.type === 'json_schema' && isRecord(v.json_schema) && isRecord(v.json_schema.schema)
+      ? { output_config: { format: { type: 'json_schema', schema: v.json_schema.schema } } }
+      : undefined,
 };
 
 /** OpenRouter's shares of max_tokens per reasoning effort, for a budget the caller did not give. */
@@ -267,6 +273,13 @@ const FINISH_REASONS: Record<string, string> = {
 
 const finishReason = (stop: unknown) => (typeof stop === 'string' ? (FINISH_REASONS[stop] ?? 'stop') : null);
 
+/**
+ * The stop sequence Anthropic matched, as vLLM's OpenAI server reports it (`stop_reason` on the
+ * choice): OpenAI's finish_reason says only "stop", and the Messages interface answers with it.
+ */
+const matchedStop = (stop: unknown, sequence: unknown): { stop_reason?: string } =>
+  stop === 'stop_sequence' && typeof sequence === 'string' ? { stop_reason: sequence } : {};
+
 export interface TranslateOptions {
   excludeReasoning?: boolean;
 }
@@ -296,6 +309,7 @@ export function toChatCompletion(message: Json, options: TranslateOptions = {}):
         },
         logprobs: null,
         finish_reason: finishReason(message.stop_reason),
+        ...matchedStop(message.stop_reason, message.stop_sequence),
       },
     ],
     usage: toChatUsage(message.usage, thinking),
@@ -385,10 +399,13 @@ export async function* chatChunks(events: AsyncIterable<SseEvent>, options: Tran
           if (!options.excludeReasoning) yield chunk({ reasoning: String(delta.thinking) });
         }
         break;
-      case 'message_delta':
+      case 'message_delta': {
         addUsage(data.usage);
-        yield chunk({}, finishReason(delta.stop_reason) ?? 'stop');
+        const finish = chunk({}, finishReason(delta.stop_reason) ?? 'stop');
+        finish.choices[0] = { ...finish.choices[0], ...matchedStop(delta.stop_reason, delta.stop_sequence) };
+        yield finish;
         break;
+      }
       case 'message_stop':
         yield { ...chunk({}), choices: [], usage: toChatUsage(usage, thinking) };
         return;

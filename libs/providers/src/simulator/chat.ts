@@ -28,6 +28,8 @@ export interface Reply {
   content: string | null;
   toolCall: ToolCall | null;
   finishReason: 'stop' | 'length' | 'tool_calls';
+  /** The stop sequence that ended the text (vLLM's `stop_reason`, Anthropic's `stop_sequence`); null otherwise. */
+  stopSequence: string | null;
   usage: ChatUsage;
 }
 
@@ -105,14 +107,18 @@ export function instanceOf(schema: unknown, text: string, defs: Record<string, u
   }
 }
 
-/** `text` up to the first stop sequence, and whether one cut it. */
-function untilStop(text: string, stop: readonly string[]): { text: string; stopped: boolean } {
+/** `text` up to the first stop sequence, and the one that cut it (null when none did). */
+function untilStop(text: string, stop: readonly string[]): { text: string; matched: string | null } {
   let end = text.length;
+  let matched: string | null = null;
   for (const s of stop) {
     const at = text.indexOf(s);
-    if (at >= 0 && at < end) end = at;
+    if (at >= 0 && (at < end || matched === null)) {
+      end = at;
+      matched = s;
+    }
   }
-  return { text: text.slice(0, end), stopped: end < text.length };
+  return { text: text.slice(0, end), matched };
 }
 
 /** Text of the last user message; an array content contributes its text parts. */
@@ -147,6 +153,7 @@ export function planReply(request: ChatRequest, directives: SimDirectives, echo:
       content: null,
       toolCall: { id: toolCallId, type: 'function', function: fn },
       finishReason: 'tool_calls',
+      stopSequence: null,
       usage: usage(countTextTokens(fn.name) + countTextTokens(fn.arguments)),
     };
   }
@@ -161,13 +168,14 @@ export function planReply(request: ChatRequest, directives: SimDirectives, echo:
           ? JSON.stringify({ answer: `Echo: ${echo}` })
           : `Echo: ${echo}`;
   // A stop sequence ends the text where it would begin, as OpenAI's do (it is not part of it).
-  const { text: wanted } = untilStop(generated, request.stop);
+  const { text: wanted, matched } = untilStop(generated, request.stop);
   const content = truncateToTokens(wanted, budget - reasoningTokens);
   return {
     reasoning,
     content,
     toolCall: null,
     finishReason: content === wanted ? 'stop' : 'length',
+    stopSequence: content === wanted ? matched : null,
     usage: usage(countTextTokens(content)),
   };
 }
@@ -191,6 +199,7 @@ export function completion(reply: Reply, meta: ReplyMeta): ChatCompletion {
         },
         logprobs: null,
         finish_reason: reply.finishReason,
+        ...stopReason(reply),
       },
     ],
     usage: reply.usage,
@@ -209,7 +218,7 @@ export function chunks(reply: Reply, meta: ReplyMeta, includeUsage: boolean) {
     created: meta.created,
     model: meta.model,
     system_fingerprint: 'fp_sim',
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason, ...(finishReason ? stopReason(reply) : {}) }],
     ...(includeUsage ? { usage: null } : {}),
   });
 
@@ -227,6 +236,15 @@ export function chunks(reply: Reply, meta: ReplyMeta, includeUsage: boolean) {
   const end = [chunk({}, reply.finishReason)];
   if (includeUsage) end.push({ ...chunk({}), choices: [], usage: reply.usage });
   return { role: chunk({ role: 'assistant', content: reply.content === null ? null : '' }), output, end };
+}
+
+/**
+ * Which stop sequence ended the text, as vLLM's OpenAI-compatible server reports it on the
+ * choice (`stop_reason`, vllm-project/vllm#2976): OpenAI's `finish_reason` is "stop" for a stop
+ * sequence and a natural end alike. Only on a matched sequence, so other answers keep OpenAI's shape.
+ */
+function stopReason(reply: Reply): { stop_reason?: string } {
+  return reply.stopSequence === null ? {} : { stop_reason: reply.stopSequence };
 }
 
 /** `n` tokens of text: every ` word` is one o200k token. */

@@ -74,8 +74,18 @@ export function parseMessagesRequest(body: unknown): ChatRequest {
     includeUsage: true,
     maxTokens: body.max_tokens as number,
     stop: Array.isArray(body.stop_sequences) ? body.stop_sequences.filter((s): s is string => typeof s === 'string' && s !== '') : [],
-    responseFormat: null,
+    responseFormat: outputFormatOf(body),
   };
+}
+
+/** Structured outputs: `output_config.format` (or the beta's `output_format`), `{type: "json_schema", schema}`. */
+function outputFormatOf(body: Json): ChatRequest['responseFormat'] {
+  const format = isRecord(body.output_config) && body.output_config.format != null ? body.output_config.format : body.output_format;
+  if (format === undefined || format === null) return null;
+  if (!isRecord(format) || format.type !== 'json_schema' || !isRecord(format.schema)) {
+    throw new SimError(400, 'output_config.format: expected {type: "json_schema", schema}');
+  }
+  return { type: 'json_schema', schema: format.schema };
 }
 
 /** The OpenAI conversation a Messages request came from, as the gateway's adapter builds it. */
@@ -134,6 +144,12 @@ function usageOf(reply: Reply, outputTokens: number): Json {
   };
 }
 
+/** Anthropic's stop reason, and the stop sequence that matched (`stop_reason: "stop_sequence"`). */
+function stopOf(reply: Reply): { stop_reason: string; stop_sequence: string | null } {
+  if (reply.stopSequence !== null) return { stop_reason: 'stop_sequence', stop_sequence: reply.stopSequence };
+  return { stop_reason: STOP_REASONS[reply.finishReason], stop_sequence: null };
+}
+
 export function message(reply: Reply, meta: MessageMeta): Json {
   return {
     id: meta.id,
@@ -141,8 +157,7 @@ export function message(reply: Reply, meta: MessageMeta): Json {
     role: 'assistant',
     model: meta.model,
     content: blocksOf(reply, meta),
-    stop_reason: STOP_REASONS[reply.finishReason],
-    stop_sequence: null,
+    ...stopOf(reply),
     usage: usageOf(reply, reply.usage.completion_tokens),
   };
 }
@@ -155,7 +170,7 @@ export function message(reply: Reply, meta: MessageMeta): Json {
 export function messageEvents(reply: Reply, meta: MessageMeta): { start: MessageEvent[]; body: MessageEvent[]; end: MessageEvent[] } {
   const ev = (event: string, data: Json, delta = false): MessageEvent => ({ event, data: { type: event, ...data }, delta });
   const start = [
-    ev('message_start', { message: { ...message(reply, meta), content: [], stop_reason: null, usage: usageOf(reply, 0) } }),
+    ev('message_start', { message: { ...message(reply, meta), content: [], stop_reason: null, stop_sequence: null, usage: usageOf(reply, 0) } }),
     ev('ping', {}),
   ];
   const body = blocksOf(reply, meta).flatMap((block, index): MessageEvent[] => {
@@ -174,7 +189,7 @@ export function messageEvents(reply: Reply, meta: MessageMeta): { start: Message
     return [open({ type: 'text', text: '' }), ...pieces(String(block.text)).map((text) => delta({ type: 'text_delta', text })), close];
   });
   const end = [
-    ev('message_delta', { delta: { stop_reason: STOP_REASONS[reply.finishReason], stop_sequence: null }, usage: { output_tokens: reply.usage.completion_tokens } }),
+    ev('message_delta', { delta: stopOf(reply), usage: { output_tokens: reply.usage.completion_tokens } }),
     ev('message_stop', {}),
   ];
   return { start, body, end };
