@@ -12,6 +12,7 @@ import { REALTIME_ENDPOINT } from './realtime/realtime-session';
 import { nestLogger, processLog } from '@svc/platform';
 import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
 import { installRequestLog } from './http/request-log';
+import { staticRouteErrors } from './http/static-errors';
 import { installRequestMetrics } from './metrics/request-metrics';
 import { installTracing } from './http/tracing';
 
@@ -54,7 +55,9 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // First: the request's span covers every other hook, and its context is entered before theirs.
   installTracing(adapter.getInstance(), runtime.tracing);
   // Issue 22: before any route is registered, so the OpenAPI document sees every one.
-  const routes = installApiReference(adapter.getInstance());
+  // Issue 41 S5: the routes Fastify serves itself answer errors in the spec's shape too.
+  const staticErrors = staticRouteErrors(runtime.clock);
+  const routes = installApiReference(adapter.getInstance(), staticErrors);
   // Before the request checks: a preflight is answered before anything else looks at it, and
   // every answer (errors included) carries the CORS headers a browser needs to read it.
   await adapter.getInstance().register(fastifyCors, corsOptions);
@@ -62,7 +65,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // on every other route by the request checks.
   await adapter.getInstance().register(fastifyMultipart, { throwFileSizeLimit: true });
   installRequestChecks(adapter.getInstance());
-  if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir);
+  if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir, staticErrors);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance(), runtime.metrics.requests, runtime.catalog);
   installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
