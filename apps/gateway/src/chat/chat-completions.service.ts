@@ -2,11 +2,11 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Readable } from 'node:stream';
 import type { CatalogRoute } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { applyPreset, findPreset, presetReference, type PresetUse } from '@svc/presets';
+import { applyPreset, findPreset, openPresetConfig, presetReference, type PresetUse } from '@svc/presets';
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
-import { ApiError, CLOCK, type Clock, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type RequestTags, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
@@ -105,6 +105,7 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(READ_DB) private readonly sql: SqlRunner,
     private readonly metering: Metering,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'encryptionKey'>,
   ) {}
 
   /**
@@ -214,7 +215,9 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   ): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string>; preset: PresetUse | null; web: WebSearch | null } {
     // Spec 2.5: a preset's settings first, so every rule below sees the request as it will run.
     const reference = presetReference(sent);
-    const stored = reference ? findPreset(reference, caller.presets) : null;
+    const found = reference ? findPreset(reference, caller.presets) : null;
+    // Issue 41 S4: the system prompt is sealed at rest; opened only to be applied.
+    const stored = found && reference ? { ...found, config: openPresetConfig(found.config, this.config.encryptionKey, caller.workspaceId, reference.slug) } : null;
     const body = reference && stored ? (applyPreset(sent as unknown as Record<string, unknown>, reference, stored) as unknown as ChatCompletionRequest) : sent;
     const preset = reference && stored ? { slug: reference.slug, version: stored.version } : null;
     const { known, ignored } = withoutUnknownFields(body);
