@@ -153,6 +153,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const edge = createEdgeStores({
       redisUrl: servesRequests ? config.redisUrl : null,
       clock,
+      // Issue 41 S4: cached answers are sealed like prompt logs; no key, no cache.
+      cacheKey: config.encryptionKey,
       onDegraded: (what, err) => console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
     });
     closers.push(() => edge.close());

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { countChatPromptTokens } from '@svc/providers';
+import { generateEncryptionKey } from '@svc/platform';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { twoGateways } from '../support/second-gateway';
 
@@ -105,7 +106,8 @@ describe('presets: create, versions, rollback, delete (spec 4.18, 2.5)', () => {
  * process on the same database to show that a PATCH reaches the very next request there too.
  */
 describe('presets in requests (spec 2.5, 4.2)', () => {
-  const gateways = twoGateways('presets', ADMIN_TOKEN);
+  // Both processes open the presets' sealed system prompts (issue 41 S4): they share the key, as a deployment must.
+  const gateways = twoGateways('presets', ADMIN_TOKEN, { SVC_ENCRYPTION_KEY: generateEncryptionKey() });
   let key: string;
   let management: string;
   let one: OpenAI;

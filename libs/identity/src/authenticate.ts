@@ -84,6 +84,18 @@ export async function authenticate(secret: string | null, lookup: (hash: string)
   if (!isKeySecretShape(secret)) throw ApiError.authentication('Invalid API key.');
   const hash = hashKeySecret(secret);
   const match = await lookup(hash);
+  const refusal = secretRefusal(match, hash, now);
+  if (refusal) throw refusal;
+  const { secretHash: _hash, secretValidUntil: _until, orgActive: _active, ...caller } = match!;
+  return caller;
+}
+
+/**
+ * Spec 5.5 for a secret already looked up: why it no longer works at `now` (unknown, revoked,
+ * its organization gone, rotated out past its grace, expired), or null while it works. A live
+ * realtime session asks this again for the secret it was opened with (issue 41 S1).
+ */
+export function secretRefusal(match: SecretMatch | null, hash: string, now: Date): ApiError | null {
   const at = now.getTime();
   if (
     !match ||
@@ -92,11 +104,10 @@ export async function authenticate(secret: string | null, lookup: (hash: string)
     !match.orgActive ||
     (match.secretValidUntil !== null && Date.parse(match.secretValidUntil) <= at)
   ) {
-    throw ApiError.authentication('Invalid API key.');
+    return ApiError.authentication('Invalid API key.');
   }
-  if (match.expires_at !== null && Date.parse(match.expires_at) <= at) throw ApiError.authentication('This API key has expired.', 'key_expired');
-  const { secretHash: _hash, secretValidUntil: _until, orgActive: _active, ...caller } = match;
-  return caller;
+  if (match.expires_at !== null && Date.parse(match.expires_at) <= at) return ApiError.authentication('This API key has expired.', 'key_expired');
+  return null;
 }
 
 /** What a route does, for spec 5.3 and 5.6. */

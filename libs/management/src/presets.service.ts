@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
-import { ApiError, READ_DB, type SqlRunner } from '@svc/platform';
-import { presetDecider, presetStream, type PresetCommand, type PresetRequest } from '@svc/presets';
+import { ApiError, CONFIG, READ_DB, type Config, type SqlRunner } from '@svc/platform';
+import { openPresetConfig, presetDecider, presetStream, sealPresetConfig, type PresetCommand, type PresetRequest } from '@svc/presets';
 import { getPreset, listPresets, PROJECTIONS, type PresetRow, type PresetVersionRow, type ProjectionRunner } from '@svc/projections';
 
 export type PresetWithVersions = PresetRow & { versions: PresetVersionRow[] };
@@ -15,31 +15,44 @@ export class PresetsService {
     @Inject(CATALOG) private readonly catalog: Pick<Catalog, 'get'>,
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitUntilVisible'>,
     @Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'encryptionKey'>,
   ) {}
 
   get catalogModels(): Pick<Catalog, 'get'> {
     return this.catalog;
   }
 
-  list(workspaceId: string): Promise<PresetRow[]> {
-    return listPresets(this.sql, workspaceId);
+  async list(workspaceId: string): Promise<PresetRow[]> {
+    return (await listPresets(this.sql, workspaceId)).map((p) => ({ ...p, config: this.open(workspaceId, p.slug, p.config) }));
   }
 
   async get(workspaceId: string, slug: string): Promise<PresetWithVersions> {
-    const found = await getPreset(this.sql, workspaceId, slug);
+    const found = await this.stored(workspaceId, slug);
     if (!found) throw presetNotFound(slug);
-    return found;
+    return { ...found, config: this.open(workspaceId, slug, found.config), versions: found.versions.map((v) => ({ ...v, config: this.open(workspaceId, slug, v.config) })) };
+  }
+
+  /** As stored: system prompts sealed (issue 41 S4). */
+  private stored(workspaceId: string, slug: string): Promise<PresetWithVersions | null> {
+    return getPreset(this.sql, workspaceId, slug);
+  }
+
+  private open(workspaceId: string, slug: string, config: PresetRow['config']): PresetRow['config'] {
+    return openPresetConfig(config, this.config.encryptionKey, workspaceId, slug);
   }
 
   async create(workspaceId: string, request: PresetRequest, metadata: EventMetadata): Promise<PresetWithVersions> {
     const { slug, name = null, description = null, config = {} } = request;
-    await this.execute(workspaceId, slug, { type: 'CreatePreset', workspaceId, slug, name, description, config }, metadata);
+    const sealed = sealPresetConfig(config, this.config.encryptionKey, workspaceId, slug);
+    await this.execute(workspaceId, slug, { type: 'CreatePreset', workspaceId, slug, name, description, config: sealed }, metadata);
     return this.get(workspaceId, slug);
   }
 
   async update(workspaceId: string, request: PresetRequest, metadata: EventMetadata): Promise<PresetWithVersions> {
     const { slug, name, description, config } = request;
-    await this.execute(workspaceId, slug, { type: 'UpdatePreset', workspaceId, slug, name, description, config }, metadata);
+    const latest = config === undefined ? undefined : (await this.stored(workspaceId, slug))?.config;
+    const sealed = config === undefined ? undefined : sealPresetConfig(config, this.config.encryptionKey, workspaceId, slug, latest);
+    await this.execute(workspaceId, slug, { type: 'UpdatePreset', workspaceId, slug, name, description, config: sealed }, metadata);
     return this.get(workspaceId, slug);
   }
 

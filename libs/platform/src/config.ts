@@ -29,6 +29,12 @@ export interface Config {
   simulatorUrl: string | null;
   /** How long a gateway waits for the upstream before giving up (ms). */
   upstreamTimeoutMs: number;
+  /**
+   * Issue 41 S3, the HTTP server's timeouts (ms): the request line and headers must arrive within
+   * `headersMs`, the whole request (its body too) within `requestMs` (receiving only: a long
+   * response is never cut by it), and an idle keep-alive connection is closed after `keepAliveMs`.
+   */
+  serverTimeouts: { headersMs: number; requestMs: number; keepAliveMs: number };
   /** What a bring-your-own-key request is billed, in percent of its price on the operator's key. */
   byokFeePercent: number;
   /** Lines of one account's batches a worker runs at once (spec 4.11): bounds what one huge batch takes. */
@@ -262,6 +268,14 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SVC_ADMIN_TOKEN', 'must be at least 16 characters');
   }
 
+  const serverTimeouts = () => {
+    const headersMs = integer('SVC_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000);
+    const requestMs = integer('SVC_REQUEST_TIMEOUT_MS', 300_000, 1_000, 3_600_000);
+    // Node refuses a header timeout longer than the request's: the headers are part of it.
+    if (headersMs > requestMs) throw new ConfigError('SVC_HEADERS_TIMEOUT_MS', `must not exceed SVC_REQUEST_TIMEOUT_MS (${requestMs})`);
+    return { headersMs, requestMs, keepAliveMs: integer('SVC_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 600_000) };
+  };
+
   const onOff = (name: string, fallback: boolean): boolean => {
     const v = text(name);
     if (v === null) return fallback;
@@ -323,6 +337,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey,
     simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
     upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
+    serverTimeouts: serverTimeouts(),
     byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
     batchConcurrency: integer('SVC_BATCH_CONCURRENCY', 8, 1, 256),
     rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },

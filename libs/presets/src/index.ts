@@ -1,3 +1,4 @@
 export * from './preset';
 export * from './request';
 export * from './apply';
+export * from './sealing';

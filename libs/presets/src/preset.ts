@@ -16,6 +16,8 @@ export interface PresetConfig {
   model?: string;
   models?: string[];
   system_prompt?: string;
+  /** At rest: system_prompt sealed (sealing.ts, issue 41 S4); never both. */
+  system_prompt_sealed?: string;
   params?: Record<string, unknown>;
   provider?: Record<string, unknown>;
   reasoning?: Record<string, unknown>;

@@ -153,6 +153,8 @@ export class AuthCache {
   /** Bumped by every invalidation: a lookup that started before one must not fill the cache after it. */
   private epoch = 0;
   private lease: AuthCacheLease | null = null;
+  /** Told of every invalidation: live realtime sessions re-check their key on it (issue 41 S1). */
+  private readonly listeners = new Set<() => void>();
 
   constructor(
     private readonly sql: SqlExecutor,
@@ -217,6 +219,23 @@ export class AuthCache {
     this.epoch++;
     this.entries.clear();
     this.misses.clear();
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (err) {
+        // A listener's fault must not stop the cache from being emptied for the others.
+        console.warn(`authentication cache: an invalidation listener failed: ${(err as Error)?.message ?? String(err)}`);
+      }
+    }
+  }
+
+  /**
+   * Calls `listener` after every invalidation (a key, provider key, setting or preset changed,
+   * here or in another process, or the lease was lost); returns the unsubscribe.
+   */
+  onInvalidate(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   async close(): Promise<void> {

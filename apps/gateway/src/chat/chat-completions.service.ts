@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { Readable } from 'node:stream';
 import type { CatalogRoute } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { applyPreset, findPreset, presetReference, type PresetUse } from '@svc/presets';
+import { applyPreset, findPreset, openPresetConfig, presetReference, type PresetUse } from '@svc/presets';
 import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestParameters, resolveModel, routeTargets, suffixFields } from '@svc/catalog';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
@@ -217,7 +217,9 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   ): { request: ChatCompletionRequest; plugins: ChatPlugins; headers: Record<string, string>; preset: PresetUse | null; web: WebSearch | null } {
     // Spec 2.5: a preset's settings first, so every rule below sees the request as it will run.
     const reference = presetReference(sent);
-    const stored = reference ? findPreset(reference, caller.presets) : null;
+    const found = reference ? findPreset(reference, caller.presets) : null;
+    // Issue 41 S4: the system prompt is sealed at rest; opened only to be applied.
+    const stored = found && reference ? { ...found, config: openPresetConfig(found.config, this.config.encryptionKey, caller.workspaceId, reference.slug) } : null;
     const body = reference && stored ? (applyPreset(sent as unknown as Record<string, unknown>, reference, stored) as unknown as ChatCompletionRequest) : sent;
     const preset = reference && stored ? { slug: reference.slug, version: stored.version } : null;
     const { known, ignored } = withoutUnknownFields(body);

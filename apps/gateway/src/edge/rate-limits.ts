@@ -22,6 +22,8 @@ const SLOT_GRACE_MS = 60_000;
  */
 /** Client addresses this process remembers as refused; more are forgotten oldest first. */
 const MAX_REFUSED_ADDRESSES = 10_000;
+/** Confirmation code requests per client address per minute (issue 41 S2). */
+export const STEP_UP_CODES_PER_ADDRESS = 10;
 
 @Injectable()
 export class RateLimitService {
@@ -52,6 +54,17 @@ export class RateLimitService {
     this.refusedAddresses.set(address, this.runtime.clock.now().getTime() + window.resetMs);
     if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) this.refusedAddresses.delete(this.refusedAddresses.keys().next().value!);
     throw this.refused(tooManyFailures(window.resetMs));
+  }
+
+  /**
+   * Issue 41 S2: each confirmation code is an e-mail, so one client address may ask for at most
+   * STEP_UP_CODES_PER_ADDRESS a minute, whatever accounts it uses (the per-account limit is the
+   * step-up stream's), counted in the shared window like the failed authentications.
+   */
+  async stepUpCodeRequest(address: string): Promise<void> {
+    const window = await this.runtime.edge.rateLimiter.consume(`stepup:${address}`, STEP_UP_CODES_PER_ADDRESS);
+    if (window.allowed) return;
+    throw this.refused(tooMany(`At most ${STEP_UP_CODES_PER_ADDRESS} confirmation codes a minute are sent for one client address; retry later.`, 'step_up_rate_limited', window.resetMs));
   }
 
   /** Counts a refusal in the process's metrics by its code (issue 22); the error is thrown by the caller. */

@@ -1,5 +1,5 @@
 import send from '@fastify/send';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * The page may talk to this origin only and run only its own bundled scripts: a console that
@@ -25,7 +25,7 @@ export const CONSOLE_CSP = [
  * names the current ones, so it may not. A path outside the build, a dotfile or a missing file
  * is the API's 404.
  */
-export function serveConsole(app: FastifyInstance, dir: string): void {
+export function serveConsole(app: FastifyInstance, dir: string, errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown): void {
   const serve = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
     const result = await send(request.raw, path, { root: dir, index: 'index.html', dotfiles: 'ignore', cacheControl: false });
     if (result.type === 'error') return reply.callNotFound();
@@ -42,6 +42,6 @@ export function serveConsole(app: FastifyInstance, dir: string): void {
       })
       .send(result.stream);
   };
-  app.get('/console', (_request, reply) => reply.redirect('/console/', 301));
-  app.get('/console/*', (request, reply) => serve(request, reply, `/${(request.params as { '*': string })['*']}`));
+  app.get('/console', { errorHandler }, (_request, reply) => reply.redirect('/console/', 301));
+  app.get('/console/*', { errorHandler }, (request, reply) => serve(request, reply, `/${(request.params as { '*': string })['*']}`));
 }

@@ -1,6 +1,6 @@
 import send from '@fastify/send';
 import { dirname } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildOpenApiDocument, collectRoutes, type OpenApiDocument, type RouteList } from '@svc/openapi';
 import { CONSOLE_CSP } from './console';
 
@@ -44,15 +44,15 @@ const PAGE_HEADERS = {
  * it records them all (the returned list), and the document is built from that list on the
  * first request, when every route, Nest's included, is known.
  */
-export function installApiReference(app: FastifyInstance): RouteList {
+export function installApiReference(app: FastifyInstance, errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown): RouteList {
   const routes = collectRoutes(app);
   let document: OpenApiDocument | undefined;
-  app.get('/openapi.json', (_request, reply) => {
+  app.get('/openapi.json', { errorHandler }, (_request, reply) => {
     document ??= buildOpenApiDocument(routes.all()).document;
     return reply.header('cache-control', 'no-cache').type('application/json; charset=utf-8').send(document);
   });
-  app.get('/docs', (_request, reply) => reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(PAGE));
-  app.get('/docs/*', async (request, reply) => {
+  app.get('/docs', { errorHandler }, (_request, reply) => reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(PAGE));
+  app.get('/docs/*', { errorHandler }, async (request, reply) => {
     const file = (request.params as { '*': string })['*'];
     if (file === 'init.js') return reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/javascript; charset=utf-8').send(INIT);
     if (!ASSETS.has(file)) return reply.callNotFound();

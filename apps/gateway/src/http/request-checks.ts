@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, inspectJson, inspectParameters } from '@svc/platform';
@@ -75,6 +76,8 @@ export function frameworkErrors(err: Error & { code?: string }, request: Fastify
 const CLIENT_ERRORS: Record<string, ApiError> = {
   HPE_HEADER_OVERFLOW: new ApiError(431, 'invalid_request_error', 'The request line and headers are larger than this server accepts (16 KB).', 'headers_too_large'),
   HPE_URI_TOO_LONG: new ApiError(414, 'invalid_request_error', 'The request URL is too long.', 'uri_too_long'),
+  // Issue 41 S3: headers or body not received within SVC_HEADERS_TIMEOUT_MS / SVC_REQUEST_TIMEOUT_MS.
+  ERR_HTTP_REQUEST_TIMEOUT: new ApiError(408, 'invalid_request_error', 'The request was not received in time; send the headers and the body without pausing.', 'request_timeout'),
 };
 
 /**
@@ -95,7 +98,7 @@ export function clientErrorHandler(err: Error & { code?: string; rawPacket?: unk
   const path = /^[A-Z]+ (\S+)/.exec(Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 2048) : '')?.[1];
   const body = JSON.stringify(isMessagesPath(path) ? toAnthropicError(apiError.status, apiError.toBody()) : apiError.toBody());
   socket.end(
-    `HTTP/1.1 ${apiError.status} ${apiError.status === 431 ? 'Request Header Fields Too Large' : apiError.status === 414 ? 'URI Too Long' : 'Bad Request'}\r\n` +
+    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status] ?? 'Bad Request'}\r\n` +
       `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

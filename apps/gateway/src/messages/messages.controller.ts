@@ -7,6 +7,7 @@ import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ThroughChat } from '../interfaces/through-chat';
+import { checkCapabilities, checkImages } from '../chat/request-rules';
 
 const ROUTE = '/v1/messages';
 
@@ -58,7 +59,14 @@ export class MessagesController {
   countTokens(@CallerParam() caller: Caller, @Body() body: unknown): { input_tokens: number } {
     const counted = countMessagesTokens(body);
     // The model must be one this key may call (404 otherwise), resolved as a real call would.
-    this.chat.resolveModels(caller, { model: (body as { model: string }).model } as ChatCompletionRequest);
+    const { models } = this.chat.resolveModels(caller, { model: (body as { model: string }).model } as ChatCompletionRequest);
+    // Issue 41 S5: the images and capabilities are checked as POST /v1/messages checks them (an
+    // http image URL is a 400 there, so it is here). Only the fields spec 4.4 counts are
+    // converted; max_tokens, which count_tokens does not take, only satisfies the conversion.
+    const { model, messages, system, tools } = body as Record<string, unknown>;
+    const chatBody = messagesToChat({ model, messages, system, tools, max_tokens: 1 });
+    checkCapabilities(chatBody, models.map((m) => m.model));
+    checkImages(chatBody.messages);
     return counted;
   }
 }

@@ -40,15 +40,24 @@ const TRANSCRIPTION_HOLD_TTL_MS = 15 * 60_000;
  * until that response's `response.done`, at most this long (then the hold is released unbilled).
  */
 export const DRAIN_AFTER_CLIENT_LEFT_MS = 30_000;
-/** How often the session limits (spec 8) are checked against the injected clock. */
+/** How often the session limits (spec 8) and the key's expiry are checked against the injected clock. */
 export const LIMIT_CHECK_EVERY_MS = 1_000;
+/**
+ * Spec 5.5 for a session (issue 41 S1): besides every invalidation of the authentication cache,
+ * the key is looked up again this often: a lost NOTIFY, or a gateway running without the cache,
+ * delays a revocation by this much at most. Expiry and a rotation's grace are judged every second.
+ */
+export const KEY_LOOKUP_EVERY_MS = 5_000;
 
 /**
- * Close codes (RFC 6455): 1008 (policy) for exhaustion, as spec 3.3 and 6.2 require; 1000 when
+ * Close codes (RFC 6455): 1008 (policy) for exhaustion, as spec 3.3 and 6.2 require, and for a
+ * key revoked, rotated out or expired mid-session (spec 5.5); 1000 when
  * the 60-minute or 10-idle-minute limit ends the session (a normal end, announced by an `error`
  * event whose code says which); 1011 when the upstream goes away without a sendable code.
  */
 export const CLOSE_EXHAUSTED = 1008;
+/** Spec 5.5: a key that stops working ends its sessions as a policy violation too (issue 41 S1). */
+export const CLOSE_POLICY = 1008;
 export const CLOSE_LIMIT = 1000;
 const CLOSE_UPSTREAM_GONE = 1011;
 
@@ -69,6 +78,14 @@ export interface SessionParts {
   upstream: WebSocket;
   /** Emits 'close' once the session is over: gives the concurrency slot back (RateLimitService.admit). */
   slot: EventEmitter;
+  /**
+   * Spec 5.5: why the session's key no longer works at the injected clock's now (revoked, rotated
+   * out past its grace, expired), or null. `fresh` looks the key up again; otherwise the last
+   * lookup is judged against the clock. Rejects when the lookup itself fails.
+   */
+  keyRefusal(fresh: boolean): Promise<ApiError | null>;
+  /** Calls `changed` when keys may have changed (the authentication cache's invalidations); returns the unsubscribe. */
+  watchKey(changed: () => void): () => void;
   warn(message: string): void;
   /** The session is over: forget it. */
   ended(session: RealtimeSession): void;
@@ -97,6 +114,11 @@ export class RealtimeSession {
   private drain: NodeJS.Timeout | null = null;
   private over = false;
   private readonly done = new EventEmitter();
+  private unwatchKey: (() => void) | null = null;
+  private lastKeyLookupMs = 0;
+  /** A key check under way, and whether another (fresh) one was asked for meanwhile. */
+  private checkingKey = false;
+  private keyCheckAgain = false;
 
   constructor(private readonly parts: SessionParts) {
     this.startedMs = this.lastClientEventMs = parts.clock.now().getTime();
@@ -122,8 +144,10 @@ export class RealtimeSession {
       // Events still queued are relayed (and billed) first.
       this.fromUpstream = this.fromUpstream.then(() => this.upstreamGone(code, reason.toString()));
     });
-    this.timer = setInterval(() => this.checkLimits(), LIMIT_CHECK_EVERY_MS);
+    this.timer = setInterval(() => void this.checkLimits(), LIMIT_CHECK_EVERY_MS);
     this.timer.unref();
+    this.lastKeyLookupMs = performance.now();
+    this.unwatchKey = this.parts.watchKey(() => void this.checkKey(true));
     upstream.resume();
   }
 
@@ -191,8 +215,11 @@ export class RealtimeSession {
       return this.sendError(problem('conversation_already_has_active_response', 'A response is already in progress; wait for its response.done or send response.cancel.', null, eventId));
     }
     const worstCase = responseWorstCase(this.tally, event, this.parts.routed.routes[0].prices);
+    // The key may have expired since the last check: no new hold on it.
+    if (await this.checkKey(false)) return;
     const opened = await this.hold(worstCase, eventId);
     if (!opened) return;
+    if (this.over) return this.releaseLate(opened);
     this.open = opened;
     this.forward(event);
   }
@@ -285,6 +312,10 @@ export class RealtimeSession {
       this.forward({ type: 'response.cancel' });
       return false;
     }
+    if (this.over) {
+      await this.releaseLate(opened);
+      return false;
+    }
     this.open = opened;
     return true;
   }
@@ -350,11 +381,57 @@ export class RealtimeSession {
     return { ...event, generation_id: metered.reservation.id, ...(charged === null ? {} : { cost: nanoToUsd(charged) }) };
   }
 
+  /** A hold taken while the session was ending (its key refused meanwhile): released, never billed. */
+  private async releaseLate(opened: OpenResponse): Promise<void> {
+    await this.parts.metering.calls
+      .release(opened.metered.reservation, opened.target, new Error('session closed before the response began'), 0, 'session_closed')
+      .catch((err: unknown) => {
+        if (!isHoldNotOpen(err)) this.parts.warn(`realtime ${opened.metered.reservation.id}: release failed (${(err as Error).message})`);
+      });
+  }
+
   // ---- ends -------------------------------------------------------------------------------
 
-  /** Spec 8: 60 minutes at most, 10 idle minutes, on the injected clock. */
-  private checkLimits(): void {
+  /**
+   * Spec 5.5 for a live session (issue 41 S1): a key revoked, rotated out past its grace or
+   * expired ends the session with an `error` event and close 1008 (policy), its open response
+   * released unbilled. True when the session was ended. A failed lookup ends nothing: the
+   * database being away is not a revocation, and the next check asks again.
+   */
+  private async checkKey(fresh: boolean): Promise<boolean> {
+    if (this.over) return true;
+    if (this.checkingKey) {
+      this.keyCheckAgain ||= fresh;
+      return false;
+    }
+    this.checkingKey = true;
+    let refusal: ApiError | null = null;
+    try {
+      if (fresh) this.lastKeyLookupMs = performance.now();
+      refusal = await this.parts.keyRefusal(fresh);
+    } catch (err) {
+      this.parts.warn(`realtime ${this.modelId}: the session's key could not be checked (${(err as Error).message}); checked again shortly`);
+    } finally {
+      this.checkingKey = false;
+    }
+    if (this.over) return true;
+    if (refusal) {
+      this.sendError({ type: refusal.type, code: refusal.code, message: refusal.message, param: null, event_id: null });
+      this.closeClient(CLOSE_POLICY, refusal.code ?? 'invalid_api_key');
+      await this.end();
+      return true;
+    }
+    if (this.keyCheckAgain) {
+      this.keyCheckAgain = false;
+      return this.checkKey(true);
+    }
+    return false;
+  }
+
+  /** Spec 8: 60 minutes at most, 10 idle minutes, on the injected clock; and the key (spec 5.5). */
+  private async checkLimits(): Promise<void> {
     if (this.over) return;
+    if (await this.checkKey(performance.now() - this.lastKeyLookupMs >= KEY_LOOKUP_EVERY_MS)) return;
     const why = sessionEnd(this.startedMs, this.lastClientEventMs, this.parts.clock.now().getTime());
     if (!why) return;
     this.sendError({ type: 'invalid_request_error', code: why, message: SESSION_END_MESSAGES[why], param: null, event_id: null });
@@ -389,6 +466,7 @@ export class RealtimeSession {
   private async end(): Promise<void> {
     if (this.over) return new Promise((resolve) => this.done.once('ended', resolve));
     this.over = true;
+    this.unwatchKey?.();
     if (this.timer) clearInterval(this.timer);
     if (this.drain) clearTimeout(this.drain);
     const open = this.open;

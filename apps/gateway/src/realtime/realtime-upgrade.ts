@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import { authenticate, authorize, ipAllowed, keyFromHeaders, type Caller, type SecretMatch } from '@svc/identity';
+import { authenticate, authorize, hashKeySecret, ipAllowed, keyFromHeaders, secretRefusal, type Caller, type SecretMatch } from '@svc/identity';
 import type { RoutedModel, Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import { findKeyBySecretHash } from '@svc/projections';
@@ -150,14 +150,22 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
       return refused(ApiError.notFound(`No WebSocket endpoint at ${url.pathname}; the realtime endpoint is ${REALTIME_ENDPOINT}?model=<id>.`, 'not_found'), {});
     }
     const reply = new HandshakeReply();
-    let admitted: { caller: Caller; routed: RoutedModel; upstream: WebSocket };
+    let admitted: { caller: Caller; routed: RoutedModel; upstream: WebSocket; secretHash: string };
     try {
       admitted = await this.admit(req, url, reply, handshake);
     } catch (err) {
       return refused(toApiError(err, this.clock.now()), reply.collected);
     }
-    const { caller, routed, upstream } = admitted;
+    const { caller, routed, upstream, secretHash } = admitted;
+    // Only the secret's hash is kept for the session's re-checks (spec 5.5, issue 41 S1).
+    let lastMatch: SecretMatch | null | undefined;
+    const cache = this.runtime.authCache;
     const session = new RealtimeSession({
+      keyRefusal: async (fresh) => {
+        if (fresh || lastMatch === undefined) lastMatch = await this.lookup(secretHash);
+        return secretRefusal(lastMatch, secretHash, this.clock.now());
+      },
+      watchKey: (changed) => cache?.onInvalidate(changed) ?? (() => undefined),
       caller,
       metering: this.metering,
       clock: this.clock,
@@ -184,7 +192,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     });
   }
 
-  private async admit(req: IncomingMessage, url: URL, reply: HandshakeReply, handshake: Handshake): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket }> {
+  private async admit(req: IncomingMessage, url: URL, reply: HandshakeReply, handshake: Handshake): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket; secretHash: string }> {
     const ip = clientIp(req, this.runtime.config.trustProxy);
     this.rateLimits.refuseIfGuessing(ip);
     const fromHeaders = keyFromHeaders(req.rawHeaders);
@@ -224,7 +232,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     // One concurrency slot for the session's whole life (spec 8: up to 60 minutes), not an upstream call's.
     await this.rateLimits.admit(caller, 'model_call', reply.asReply(), SESSION_MAX_MS);
     try {
-      return { caller, routed, upstream: await dial(connection.url, connection.headers) };
+      return { caller, routed, upstream: await dial(connection.url, connection.headers), secretHash: hashKeySecret(secret!) };
     } catch (err) {
       reply.raw.emit('close');
       throw err;

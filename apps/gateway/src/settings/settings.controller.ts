@@ -1,7 +1,9 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query as QueryParam, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Put, Query as QueryParam, Req, UseGuards } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { parseSettingsPatch, parseStepUpCodeRequest, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService, StepUpService } from '@svc/management';
+import { RateLimitService } from '../edge/rate-limits';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { listPage, pageQuery } from '../http/pagination';
@@ -67,12 +69,16 @@ export class SettingsController {
 @UseGuards(ApiKeyGuard)
 @Requires('management')
 export class StepUpController {
-  constructor(private readonly stepUp: StepUpService) {}
+  constructor(
+    private readonly stepUp: StepUpService,
+    private readonly rateLimits: RateLimitService,
+  ) {}
 
   @Post('codes')
   @HttpCode(201)
-  async sendCode(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown) {
+  async sendCode(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown, @Req() request: FastifyRequest) {
     const action = parseStepUpCodeRequest(body);
+    await this.rateLimits.stepUpCodeRequest(request.ip);
     return { data: await this.stepUp.sendCode(settingsAccount(caller), action, actor) };
   }
 }

@@ -12,7 +12,8 @@ import {
 } from './rate-limiter';
 import { closeRedis, connectRedis, pingRedis, whenReady } from './redis';
 import { BypassResponseCache, FallbackAdmission, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
-import { MemoryResponseCache, RedisResponseCache } from './response-cache';
+import { MemoryResponseCache, RedisResponseCache, type ResponseCache } from './response-cache';
+import { DisabledResponseCache, SealedResponseCache } from './sealed-response-cache';
 import { SLOT_LEASE, type SlotLeaseTimings } from './slot-leases';
 
 export * from './admission';
@@ -21,6 +22,7 @@ export * from './rate-limiter';
 export * from './redis';
 export * from './resilient';
 export * from './sealed-idempotency';
+export * from './sealed-response-cache';
 export * from './slot-leases';
 export * from './response-cache';
 
@@ -34,6 +36,11 @@ export interface EdgeStoreOptions {
   onDegraded?: OnDegraded;
   /** How concurrency slots are leased and renewed (slot-leases.ts); tests shorten it. */
   slotLease?: SlotLeaseTimings;
+  /**
+   * Issue 41 S4: the response cache's entries are sealed under this key (SVC_ENCRYPTION_KEY);
+   * null turns the cache off. Left out (the stores' own tests), entries are kept as given.
+   */
+  cacheKey?: Buffer | null;
 }
 
 export interface EdgeStores {
@@ -60,7 +67,8 @@ export const DEFAULT_KEY_PREFIX = 'edge';
 const DEFAULT_READY_TIMEOUT_MS = 5_000;
 
 export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
-  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE } = options;
+  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE, cacheKey } = options;
+  const sealed = (inner: ResponseCache): ResponseCache => (cacheKey === undefined ? inner : cacheKey === null ? new DisabledResponseCache() : new SealedResponseCache(inner, cacheKey));
   const memoryRate = new MemoryRateLimiter();
   const memoryConcurrency = new MemoryConcurrencyLimiter(clock, slotLease);
   if (redisUrl === null) {
@@ -70,7 +78,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
       admission: new MemoryAdmission(memoryRate, memoryConcurrency),
       idempotency: new MemoryIdempotencyStore(clock),
       // Never bypasses; wrapped so callers see one cache type whatever the backend.
-      cache: new BypassResponseCache(new MemoryResponseCache(clock)),
+      cache: new BypassResponseCache(sealed(new MemoryResponseCache(clock))),
       backend: 'memory',
       ready: async () => true,
       ping: async () => undefined,
@@ -85,7 +93,7 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
     concurrency: new FallbackConcurrencyLimiter(new RedisConcurrencyLimiter(redis, clock, keyPrefix, leases), memoryConcurrency, onDegraded),
     admission: new FallbackAdmission(new RedisAdmission(redis, clock, keyPrefix, leases), new MemoryAdmission(memoryRate, memoryConcurrency), onDegraded),
     idempotency: new RedisIdempotencyStore(redis, clock, keyPrefix),
-    cache: new BypassResponseCache(new RedisResponseCache(redis, clock, keyPrefix), onDegraded),
+    cache: new BypassResponseCache(sealed(new RedisResponseCache(redis, clock, keyPrefix)), onDegraded),
     backend: 'redis',
     ready: (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => whenReady(redis, timeoutMs),
     ping: (timeoutMs) => pingRedis(redis, timeoutMs),
