@@ -2,7 +2,7 @@ import { DomainError, type EventStore, type Position, type RecordedEvent } from 
 import { type Nano, nanoToUsd, nanoToUsd9 } from '@svc/platform';
 import { meteredUsage, type AccountEvent, type AdjustmentKind } from './account';
 import { NoSuchAccountError, readAccountEvents } from './auditor';
-import type { MeterUsage } from './pricing';
+import { billedMeters, type MeterUsage } from './pricing';
 
 /**
  * Account statements (issue 23): what moved an account's balance in a period `[from, to)`,
@@ -117,7 +117,7 @@ export class StatementBuilder {
         const date = new Date(ms).toISOString().slice(0, 10);
         const group = `${date}\u0000${model}\u0000${keyId}`;
         const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
-        const usage = meteredUsage(event.data);
+        const usage = billedMeters(meteredUsage(event.data));
         line.requests++;
         line.amountNano -= moved;
         addMeters(line.meters, usage);
@@ -133,8 +133,8 @@ export class StatementBuilder {
         const group = `${date}\u0000${model}\u0000${keyId}`;
         const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
         line.amountNano -= moved;
-        addMeters(line.meters, event.data.usage_added);
-        addMeters(totals.byMeter, event.data.usage_added);
+        addMeters(line.meters, billedMeters(event.data.usage_added));
+        addMeters(totals.byMeter, billedMeters(event.data.usage_added));
         this.charges.set(group, line);
         totals.chargesNano -= moved;
         return;
