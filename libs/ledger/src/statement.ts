@@ -230,7 +230,12 @@ export async function accountStatement(store: EventStore, accountId: string, ask
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?$/;
 
-/** An ISO 8601 date (its 00:00 UTC) or date-time (UTC when it has no offset); null when it is neither, or names no real instant. */
+/**
+ * An ISO 8601 date (its 00:00 UTC) or date-time (UTC when it has no offset); null when it is
+ * neither, or names no real instant. The one reading of a time argument, for every CLI option
+ * and API parameter (issue 41 item 16): `new Date(text)` would read a date-time without an
+ * offset in the machine's zone, so the same command would name another instant on another host.
+ */
 export function parseStatementInstant(text: string): Date | null {
   const date = DATE.exec(text);
   if (date) {
