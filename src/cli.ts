@@ -8,7 +8,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { AdminService, KeyRequest, KeysService, ManagementModule } from '@svc/management';
 import { balanceOf } from '@svc/projections';
 import { bodyValidation, nanoToUsd } from '@svc/platform';
-import { auditFindings, formatLedgerAudit, LedgerAuditFailedError, ledgerAuditJson, runLedgerAudit } from '@svc/ledger';
+import { auditFindings, formatLedgerAudit, LedgerAuditFailedError, ledgerAuditJson, parseInstant, runLedgerAudit } from '@svc/ledger';
 import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { ledgerExportCommands } from './cli-ledger-export';
 import { ledgerStatementCommand } from './cli-ledger-statement';
@@ -101,12 +101,12 @@ export function buildCli(): Command {
       'replay the account streams alone: balance, open holds and per-key window spend at an instant, the ledger invariants, and (without --at) the credits and key usage projections compared; exits 1 on any finding',
     )
     .option('--account <id>', 'only this account')
-    .option('--at <time>', 'ISO date-time: the ledger as it stood then (default: now, whole log)')
+    .option('--at <time>', 'ISO 8601 date or date-time, UTC when no offset: the ledger as it stood then (default: now, whole log)')
     .option('--json', 'print the report as JSON')
     .action((options: { account?: string; at?: string; json?: boolean }) =>
       withRuntime(async (runtime) => {
-        const at = options.at === undefined ? undefined : new Date(options.at);
-        if (at && Number.isNaN(at.getTime())) throw new Error(`--at is not a date-time: ${options.at}`);
+        // Issue 41 item 16: UTC when no offset, as statements and exports read theirs, whatever the machine's zone.
+        const at = options.at === undefined ? undefined : parseInstant('--at', options.at);
         const report = await runLedgerAudit(runtime.store, runtime.sql, { account: options.account, at, now: runtime.clock.now() });
         console.log(options.json ? ledgerAuditJson(report) : formatLedgerAudit(report).join('\n'));
         // An error makes runMain exit 1, so scripts and cron can alert on a failed audit.

@@ -169,7 +169,8 @@ describe('account read endpoints', () => {
         tokens_cached: 30,
         tokens_reasoning: 5,
         total_cost: 0.000123456,
-        usage_by_meter: { input: 100, cached_input: 30, output: 20 },
+        // Issue 41 item 14: `input` is the input not served from cache (100 prompt tokens, 30 cached).
+        usage_by_meter: { input: 70, cached_input: 30, output: 20 },
         latency_ms: 120,
         time_to_first_token_ms: null,
         error_code: null,

@@ -3,7 +3,10 @@ import { type AccountCommand, accountDecider, accountStream, LedgerAuditFailedEr
 import { stats } from '@svc/ledger/testing/account-fixtures';
 import { ManualClock, PgSqlRunner } from '@svc/platform';
 import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from '@svc/projections';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { cliHarness } from '../support/cli';
+import { ROOT } from '../support/server-process';
 
 const USD = 1_000_000_000n;
 
@@ -114,8 +117,32 @@ describe('operator CLI: ledger audit', () => {
   it('refuses an account without events and an --at that is not a time', async () => {
     await expect(cli('--account', 'nobody')).rejects.toThrow('account nobody has no events');
     await expect(cli('--account', 'beta', '--at', '2026-11-02T10:59:00Z')).rejects.toThrow('account beta has no events at or before 2026-11-02T10:59:00.000Z');
-    await expect(cli('--at', 'yesterday-ish')).rejects.toThrow('--at is not a date-time: yesterday-ish');
+    await expect(cli('--at', 'yesterday-ish')).rejects.toThrow('--at is not an ISO 8601 date or date-time');
   });
+
+  it('issue 41 item 16: reads an --at without an offset as UTC in a process whose zone is not UTC, like statements and exports', async () => {
+    // The built CLI in a process of its own, since the zone is read once when a process starts.
+    const run = (at: string, tz: string) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'cli.js'), 'ledger', 'audit', '--account', 'acme', '--at', at], {
+          env: { ...process.env, TZ: tz, DATABASE_URL: harness.url, EVENTSTORE_URL: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const kolkata = await run('2026-11-03T09:00:30', 'Asia/Kolkata');
+    expect(kolkata.stderr).toBe('');
+    expect(kolkata.stdout).toContain('Ledger audit at 2026-11-03T09:00:30.000Z (history up to that instant): 1 account, 11 events replayed');
+    // The same instant as with the offset written out, whatever the zone.
+    const utc = await run('2026-11-03T09:00:30Z', 'America/New_York');
+    expect(kolkata.stdout).toBe(utc.stdout);
+    // A date alone is its 00:00 UTC, as a statement's from and to.
+    expect((await run('2026-11-03', 'America/New_York')).stdout).toContain('Ledger audit at 2026-11-03T00:00:00.000Z');
+  }, 60_000);
 
   it('reports exactly the corrupt projection row and fails', async () => {
     await sql.query(`UPDATE credit_accounts SET used_nano = used_nano + 1 WHERE account_id = 'acme'`);

@@ -198,6 +198,18 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
     expect(lookup.json.data[0]).toMatchObject({ found: true, status: 'cached' });
   });
 
+  describe('free calls in activity (issue 41 item 17)', () => {
+    it('counts each moderation in /v1/activity as a request of its model and endpoint, at cost 0', async () => {
+      const moderationRow = async () => {
+        const rows = (await call('GET', '/activity', { key: key() })).json.data as { model: string; endpoint: string; requests: number; requests_not_billed: number; usage: number }[];
+        return rows.find((r) => r.model === 'sim/moderation' && r.endpoint === '/v1/moderations');
+      };
+      const before = (await moderationRow())?.requests ?? 0;
+      for (const input of ['one more calm sentence', 'and another']) expect((await call('POST', '/moderations', { key: key(), body: { model: 'sim/moderation', input } })).status).toBe(200);
+      expect(await moderationRow()).toMatchObject({ requests: before + 2, requests_not_billed: 0, usage: 0 });
+    });
+  });
+
   // Last: from here on the account's rerank calls go through its own Cohere key.
   it('runs a rerank on the account\'s own provider key (BYOK), billing only the fee', async () => {
     const root = api(gw.url.replace(/\/v1$/, ''));

@@ -57,18 +57,30 @@ describe('threshold events, recorded in the decision that crosses them', () => {
     });
   });
 
-  describe('KeySpendCapReached: a charge brings the window to the limit, or a hold is refused for it', () => {
+  describe('KeySpendCapReached: the window\'s charges reach the limit (issue 41 item 18)', () => {
     const given = [...rich, held('h1', 700n, { limit: daily }), charged('h1', 700n, MON), held('h2', 300n, { limit: daily })];
 
-    it('a charge that reaches the limit records it (and no warning, which it supersedes)', () => {
-      specAt(MON).given(given).when(charge('h2', 300n)).then([charged('h2', 300n, MON), reached(1000n, 'charge')]);
+    it('a charge that passes 80% and reaches the limit at once records the warning, then reached, in one decision', () => {
+      specAt(MON).given(given).when(charge('h2', 300n)).then([charged('h2', 300n, MON), warning(1000n), reached(1000n, 'charge')]);
     });
 
-    it('a refused hold records it through RecordLimitRefusal, once per window', () => {
-      const refused: AccountCommand = { type: 'RecordLimitRefusal', hold: placeHold('h9', 301n, { keyLimit: daily }) };
-      specAt(MON).given(given).when(refused).then([reached(700n, 'refusal')]);
-      specAt(MON).given([...given, reached(700n, 'refusal')]).when(refused).then([]);
-      specAt(MON).given([...given, reached(700n, 'refusal')]).when(charge('h2', 300n)).then([charged('h2', 300n, MON)]);
+    it('a charge that reaches the limit after the warning records reached alone', () => {
+      const warned = [...rich, held('h1', 800n, { limit: daily }), charged('h1', 800n, MON), warning(800n), held('h2', 200n, { limit: daily })];
+      specAt(MON).given(warned).when(charge('h2', 200n)).then([charged('h2', 200n, MON), reached(1000n, 'charge')]);
+    });
+
+    it('a hold refused at 67% of the limit is not "reached": spend has not reached the limit, and the warning still comes at 80%', () => {
+      const at67 = [...rich, held('h1', 670n, { limit: daily }), charged('h1', 670n, MON)];
+      const refused: AccountCommand = { type: 'RecordLimitRefusal', hold: placeHold('h9', 400n, { keyLimit: daily }) };
+      specAt(MON).given(at67).when(refused).then([]);
+      specAt(MON).given([...at67, held('h2', 200n, { limit: daily })]).when(charge('h2', 130n)).then([charged('h2', 130n, MON), warning(800n)]);
+    });
+
+    it('a refusal records reached, once per window, when the charges are already at a limit lowered under them', () => {
+      const lowered: KeyLimit = { ...daily, limitNano: 500n };
+      const refused: AccountCommand = { type: 'RecordLimitRefusal', hold: placeHold('h9', 1n, { keyLimit: lowered }) };
+      specAt(MON).given(given).when(refused).then([reached(700n, 'refusal', lowered)]);
+      specAt(MON).given([...given, reached(700n, 'refusal', lowered)]).when(refused).then([]);
     });
 
     it('after the cap is reached, crossing 80% records no warning', () => {
@@ -77,11 +89,10 @@ describe('threshold events, recorded in the decision that crosses them', () => {
     });
 
     it('is re-armed by the next window and by a changed limit', () => {
-      const refusedAt = (limit: KeyLimit): AccountCommand => ({ type: 'RecordLimitRefusal', hold: placeHold('h9', 2000n, { keyLimit: limit }) });
-      const afterReached = [...rich, reached(0n, 'refusal')];
-      specAt(TUE).given(afterReached).when(refusedAt(daily)).then([reached(0n, 'refusal', daily, '2026-11-03')]);
-      const raised = { ...daily, limitNano: 1000n + 1n };
-      specAt(MON).given(afterReached).when(refusedAt(raised)).then([reached(0n, 'refusal', raised)]);
+      const afterReached = [...rich, held('h1', 1000n, { limit: daily }), charged('h1', 1000n, MON), reached(1000n, 'charge'), held('h2', 1000n, { limit: daily })];
+      specAt(TUE).given(afterReached).when(charge('h2', 1000n)).then([charged('h2', 1000n, TUE), warning(1000n, daily, '2026-11-03'), reached(1000n, 'charge', daily, '2026-11-03')]);
+      const lowered = { ...daily, limitNano: 1000n - 1n };
+      specAt(MON).given(afterReached).when({ type: 'RecordLimitRefusal', hold: placeHold('h9', 1n, { keyLimit: lowered }) }).then([reached(1000n, 'refusal', lowered)]);
     });
 
     it('records nothing when the hold would now be admitted, or was refused for the balance', () => {
@@ -91,8 +102,9 @@ describe('threshold events, recorded in the decision that crosses them', () => {
 
     it('a lifetime budget reports no window', () => {
       const never: KeyLimit = { limitNano: 10n, reset: 'never' };
-      specAt(MON).given(rich).when({ type: 'RecordLimitRefusal', hold: placeHold('h9', 11n, { keyLimit: never }) }).then([
-        { type: 'KeySpendCapReached', data: { ...keyWindow(0n, never), window_start: null, resets_at: null, trigger: 'refusal' } },
+      const spent = [...rich, held('h1', 10n, { limit: never }), charged('h1', 10n, MON)];
+      specAt(MON).given(spent).when({ type: 'RecordLimitRefusal', hold: placeHold('h9', 1n, { keyLimit: never }) }).then([
+        { type: 'KeySpendCapReached', data: { ...keyWindow(10n, never), window_start: null, resets_at: null, trigger: 'refusal' } },
       ]);
     });
   });

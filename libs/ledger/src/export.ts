@@ -3,7 +3,7 @@ import { decodePosition, START } from '@svc/eventstore';
 import { type Nano, nanoToUsd9 } from '@svc/platform';
 import { meteredUsage } from './account';
 import { csvField, eventInstant, parseStatementInstant } from './statement';
-import type { MeterUsage } from './pricing';
+import { billedMeters, type MeterUsage } from './pricing';
 
 /**
  * The ledger export (issue 23, `cli ledger export`): one row per money event of the log, in log
@@ -217,7 +217,7 @@ export function moneyRow(event: RecordedEvent): MoneyRow | null {
         provider_cost_usd: cost === null ? null : nanoToUsd9(cost),
         byok: isByokProvider(provider),
         batch: Array.isArray(data.lines) ? data.lines.some((line: { meter?: unknown }) => line?.meter === 'batch_discount') : null,
-        meters: event.type === 'UsageCorrected' ? (data.usage_added as MeterUsage) : meteredUsage(data as Parameters<typeof meteredUsage>[0]),
+        meters: billedMeters(event.type === 'UsageCorrected' ? (data.usage_added as MeterUsage) : meteredUsage(data as Parameters<typeof meteredUsage>[0])),
         ...amounts(amount, -amount),
       };
     }

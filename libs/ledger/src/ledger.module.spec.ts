@@ -3,7 +3,7 @@ import type { AggregateStore } from '@svc/eventstore';
 import { DomainError } from '@svc/eventstore';
 import { accountDecider, type AccountCommand, type AccountEvent, type AccountState } from './account';
 import { LedgerCommand, LedgerCommandHandler } from './ledger.module';
-import { placeHold } from './testing/account-fixtures';
+import { placeHold, stats } from './testing/account-fixtures';
 
 /** One stream kept in memory: decide, then evolve, as the real AggregateStore does without conflicts. */
 function memoryAggregates(now: Date, failOn?: AccountCommand['type']) {
@@ -36,6 +36,9 @@ describe('ledger command handler', () => {
 
   it('rethrows a spend limit refusal after recording KeySpendCapReached, once per window', async () => {
     const { handler, log } = await setUp();
+    // Issue 41 item 18: a refusal is "reached" when the window's charges are at the limit.
+    await run(handler, placeHold('h0', 10n, { keyLimit: { limitNano: 20n, reset: 'monthly' } }));
+    await run(handler, { type: 'ChargeUsage', holdId: 'h0', amountNano: 10n, stats: stats() });
     await expect(run(handler, capped)).rejects.toMatchObject({ code: 'monthly_spend_cap_reached' });
     await expect(run(handler, { ...capped, holdId: 'h2' })).rejects.toMatchObject({ code: 'monthly_spend_cap_reached' });
     expect(log.filter((e) => e.type === 'KeySpendCapReached')).toHaveLength(1);

@@ -46,6 +46,29 @@ export type Meter = (typeof METERS)[number];
 /** Usage by meter; a meter left out is 0. `input` includes `cached_input`, and `audio_input` includes `cached_audio_input`, as providers report them. */
 export type MeterUsage = Partial<Record<Meter, number>>;
 
+/**
+ * Usage as it was billed, by meter: what the caller reads (a generation's `usage_by_meter`, a
+ * statement's and an export's `meters`). Events and the read models keep `input` including
+ * `cached_input` (and `audio_input` including `cached_audio_input`), as providers report them;
+ * shown that way, a reader pricing each meter at its price (spec 1 rule 5) would bill the cached
+ * tokens twice, at the input price and again at the cached price. So `input` here is the input
+ * not served from cache, like the cost line `input` (issue 41 item 14). Linear: the billed
+ * meters of a difference are the difference of the billed meters, so a correction's
+ * `usage_added` reads the same way. Meters that come out 0 are left out.
+ */
+export function billedMeters(usage: MeterUsage): MeterUsage {
+  const billed: MeterUsage = { ...usage };
+  const less = (meter: Meter, part: Meter) => {
+    if (billed[meter] === undefined) return;
+    const quantity = (billed[meter] ?? 0) - (usage[part] ?? 0);
+    if (quantity === 0) delete billed[meter];
+    else billed[meter] = quantity;
+  };
+  less('input', 'cached_input');
+  less('audio_input', 'cached_audio_input');
+  return billed;
+}
+
 /** The meters other than tokens: what a non-text call is billed in, shown beside the token counts. */
 export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost', 'audio_input', 'cached_audio_input', 'audio_output'] as const satisfies readonly Meter[];
 export type UnitMeter = (typeof UNIT_METERS)[number];

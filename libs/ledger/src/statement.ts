@@ -2,7 +2,7 @@ import { DomainError, type EventStore, type Position, type RecordedEvent } from 
 import { type Nano, nanoToUsd, nanoToUsd9 } from '@svc/platform';
 import { meteredUsage, type AccountEvent, type AdjustmentKind } from './account';
 import { NoSuchAccountError, readAccountEvents } from './auditor';
-import type { MeterUsage } from './pricing';
+import { billedMeters, type MeterUsage } from './pricing';
 
 /**
  * Account statements (issue 23): what moved an account's balance in a period `[from, to)`,
@@ -51,8 +51,40 @@ export interface Statement {
   charges: ChargeLine[];
   releases: { at: string; holdId: string; keyId: string; heldNano: Nano; reason: string }[];
   expiries: { at: string; holdId: string; keyId: string; heldNano: Nano }[];
-  adjustments: { at: string; adjustmentId: string; kind: AdjustmentKind; amountNano: Nano; reason: string; operator: string }[];
+  /** Null in a statement seen from an organization's workspace (statementSeenFrom). */
+  adjustments: { at: string; adjustmentId: string; kind: AdjustmentKind; amountNano: Nano; reason: string | null; operator: string | null }[];
   totals: { creditsNano: Nano; chargesNano: Nano; adjustmentsNano: Nano; byMeter: MeterUsage };
+  /**
+   * Only in a statement seen from an organization's workspace: what the keys it may not see
+   * were charged in the period, one sum, so the balances still add up.
+   */
+  otherKeysChargesNano?: Nano;
+}
+
+/**
+ * Issue 41 item 13: a statement shows what its caller may see, by the rule of `/v1/generation`
+ * (a generation is visible to the keys of its key's workspace). The account's own keys (its
+ * personal workspace) see it whole. A key of an organization's workspace, which bills the
+ * owner's balance, sees the charges, releases and expiries of that workspace's keys
+ * (`visible`); the owner's personal keys and other workspaces' are one sum,
+ * `otherKeysChargesNano`, since the opening and closing balances (the owner's, which
+ * `/v1/credits` shows such a key) must still add up. Adjustments keep their amount and kind,
+ * without the operator's reason and identity, which are notes about the owner's account.
+ */
+export function statementSeenFrom(s: Statement, visible: ReadonlySet<string>): Statement {
+  const charges = s.charges.filter((c) => visible.has(c.keyId));
+  const chargesNano = charges.reduce((sum, c) => sum + c.amountNano, 0n);
+  const byMeter: MeterUsage = {};
+  for (const c of charges) addMeters(byMeter, c.meters);
+  return {
+    ...s,
+    charges,
+    releases: s.releases.filter((r) => visible.has(r.keyId)),
+    expiries: s.expiries.filter((e) => visible.has(e.keyId)),
+    adjustments: s.adjustments.map((a) => ({ ...a, reason: null, operator: null })),
+    totals: { ...s.totals, chargesNano, byMeter: sortedMeters(byMeter) },
+    otherKeysChargesNano: s.totals.chargesNano - chargesNano,
+  };
 }
 
 /**
@@ -117,7 +149,7 @@ export class StatementBuilder {
         const date = new Date(ms).toISOString().slice(0, 10);
         const group = `${date}\u0000${model}\u0000${keyId}`;
         const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
-        const usage = meteredUsage(event.data);
+        const usage = billedMeters(meteredUsage(event.data));
         line.requests++;
         line.amountNano -= moved;
         addMeters(line.meters, usage);
@@ -133,8 +165,8 @@ export class StatementBuilder {
         const group = `${date}\u0000${model}\u0000${keyId}`;
         const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
         line.amountNano -= moved;
-        addMeters(line.meters, event.data.usage_added);
-        addMeters(totals.byMeter, event.data.usage_added);
+        addMeters(line.meters, billedMeters(event.data.usage_added));
+        addMeters(totals.byMeter, billedMeters(event.data.usage_added));
         this.charges.set(group, line);
         totals.chargesNano -= moved;
         return;
@@ -230,7 +262,12 @@ export async function accountStatement(store: EventStore, accountId: string, ask
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?$/;
 
-/** An ISO 8601 date (its 00:00 UTC) or date-time (UTC when it has no offset); null when it is neither, or names no real instant. */
+/**
+ * An ISO 8601 date (its 00:00 UTC) or date-time (UTC when it has no offset); null when it is
+ * neither, or names no real instant. The one reading of a time argument, for every CLI option
+ * and API parameter (issue 41 item 16): `new Date(text)` would read a date-time without an
+ * offset in the machine's zone, so the same command would name another instant on another host.
+ */
 export function parseStatementInstant(text: string): Date | null {
   const date = DATE.exec(text);
   if (date) {
@@ -294,7 +331,13 @@ export function statementJson(s: Statement) {
     closing_balance: nanoToUsd(s.closingNano),
     credits: s.credits.map((c) => ({ at: c.at, amount: nanoToUsd(c.amountNano), reason: c.reason })),
     charges: s.charges.map((c) => ({ date: c.date, model: c.model, key_id: c.keyId, requests: c.requests, amount: nanoToUsd(c.amountNano), meters: c.meters })),
-    totals: { credits: nanoToUsd(s.totals.creditsNano), charges: nanoToUsd(s.totals.chargesNano), adjustments: nanoToUsd(s.totals.adjustmentsNano), by_meter: s.totals.byMeter },
+    totals: {
+      credits: nanoToUsd(s.totals.creditsNano),
+      charges: nanoToUsd(s.totals.chargesNano),
+      ...(s.otherKeysChargesNano === undefined ? {} : { other_keys_charges: nanoToUsd(s.otherKeysChargesNano) }),
+      adjustments: nanoToUsd(s.totals.adjustmentsNano),
+      by_meter: s.totals.byMeter,
+    },
     releases: s.releases.map((r) => ({ at: r.at, hold_id: r.holdId, key_id: r.keyId, held_amount: nanoToUsd(r.heldNano), reason: r.reason })),
     expiries: s.expiries.map((e) => ({ at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd(e.heldNano) })),
     adjustments: s.adjustments.map((a) => ({ at: a.at, adjustment_id: a.adjustmentId, kind: a.kind, amount: nanoToUsd(a.amountNano), reason: a.reason, operator: a.operator })),
@@ -332,7 +375,7 @@ export function statementCsv(s: Statement): string {
           .join(';'),
       }),
     ),
-    ...s.adjustments.map((a): CsvRow => ({ section: 'adjustment', at: a.at, adjustment_id: a.adjustmentId, kind: a.kind, amount: nanoToUsd9(a.amountNano), reason: a.reason, operator: a.operator })),
+    ...s.adjustments.map((a): CsvRow => ({ section: 'adjustment', at: a.at, adjustment_id: a.adjustmentId, kind: a.kind, amount: nanoToUsd9(a.amountNano), reason: a.reason ?? undefined, operator: a.operator ?? undefined })),
     ...s.releases.map((r): CsvRow => ({ section: 'release', at: r.at, hold_id: r.holdId, key_id: r.keyId, held_amount: nanoToUsd9(r.heldNano), reason: r.reason })),
     ...s.expiries.map((e): CsvRow => ({ section: 'expiry', at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd9(e.heldNano) })),
     { section: 'closing_balance', at: s.to.toISOString(), amount: nanoToUsd9(s.closingNano), reason: `built_at_position ${s.builtAtPosition ?? '(none)'}` },

@@ -3,6 +3,7 @@ import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { balanceOf, GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
+import { parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';
@@ -144,10 +145,13 @@ export class AccountController {
   }
 }
 
-/** An ISO 8601 time (or unix seconds) of a query filter; null when absent. */
+/**
+ * An ISO 8601 date or date-time (UTC when it has no offset, like every time argument: issue 41
+ * item 16) or unix seconds, of a query filter; null when absent.
+ */
 function instant(value: unknown, param: string): Date | null {
   if (value === undefined) return null;
-  const at = typeof value === 'string' && /^\d{1,12}$/.test(value) ? new Date(Number(value) * 1000) : typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
-  if (Number.isNaN(at.getTime())) throw ApiError.invalidRequest(`${param} must be an ISO 8601 time or unix seconds.`, param);
+  const at = typeof value === 'string' && /^\d{1,12}$/.test(value) ? new Date(Number(value) * 1000) : typeof value === 'string' ? parseStatementInstant(value) : null;
+  if (at === null || Number.isNaN(at.getTime())) throw ApiError.invalidRequest(`${param} must be an ISO 8601 time or unix seconds.`, param);
   return at;
 }

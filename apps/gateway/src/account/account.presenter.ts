@@ -1,5 +1,5 @@
 import type { Catalog } from '@svc/catalog';
-import { isByokProvider } from '@svc/ledger';
+import { billedMeters, isByokProvider } from '@svc/ledger';
 import { type CostLine, derivedCostLines } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
 import type { ActivityRow, GenerationRow } from '@svc/projections';
@@ -30,7 +30,7 @@ export function presentGeneration(g: GenerationRow, context: ChargeContext) {
     tokens_reasoning: g.reasoningTokens,
     total_cost: nanoToUsd(g.costNano),
     // What the charge billed, by meter (tokens, characters, images, search units...); {} when nothing was.
-    usage_by_meter: g.meters ?? {},
+    usage_by_meter: billedMeters(g.meters ?? {}),
     // Issue 23: the charge line by line; the amounts add up to total_cost exactly. The provider's
     // cost (our margin) is the operator's, never shown here.
     cost_lines: charge.lines?.map(presentLine) ?? null,
@@ -75,6 +75,6 @@ export function presentActivity(r: ActivityRow, keyId: string | null) {
     reasoning_tokens: r.reasoningTokens,
     usage: nanoToUsd(r.costNano),
     // The meters other than tokens (characters of speech, images, search units...), where used.
-    ...Object.fromEntries(Object.entries(r.units).filter(([, value]) => value > 0)),
+    ...Object.fromEntries(Object.entries(billedMeters(r.units)).filter(([, value]) => value > 0)),
   };
 }

@@ -2,7 +2,7 @@ import { DomainError } from '@svc/eventstore';
 import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
 import { freeGenerationData, meterDifference, meteredUsage, type AccountEvent } from './events';
-import { balanceLow, DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReached, keyWindowData, thresholdsCrossedBy } from './limits';
+import { balanceLow, DAILY_LIMIT_CODE, dailyLimitReached, holdRefusal, iso, KEY_CAP_CODES, keyCapReachedByRefusal, keyWindowData, thresholdsCrossedBy } from './limits';
 import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold, type ReapedHold } from './state';
 import { billedAmount } from '../pricing';
 
@@ -241,7 +241,7 @@ function recordLimitRefusal(command: Command<'RecordLimitRefusal'>, state: Accou
       return dailyLimitReached(state, account_id, state.dailyLimitNano, accountDayChargedNano(state, now.getTime()), now, 'refusal');
     }
     if (hold.keyLimit && refusal?.code === KEY_CAP_CODES[hold.keyLimit.reset]) {
-      return keyCapReached(state, keyWindowData(state, account_id, hold.keyId, hold.keyLimit, now), 'refusal');
+      return keyCapReachedByRefusal(state, keyWindowData(state, account_id, hold.keyId, hold.keyLimit, now));
     }
     return [];
 }

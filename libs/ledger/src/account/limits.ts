@@ -122,11 +122,26 @@ function keyThresholds(state: AccountState, account_id: string, keyId: string, a
   const window = keyWindowData(state, account_id, keyId, limit, now);
   const before = BigInt(window.charged_nano);
   const after = { ...window, charged_nano: (before + amount).toString() };
-  if (crosses(before, before + amount, limit.limitNano)) return keyCapReached(state, after, 'charge');
   // Once the cap is reached in this window a warning would only be older news.
   if (capReachedIn === capWindowId(window)) return [];
-  if (crosses(before * 100n, (before + amount) * 100n, limit.limitNano * WARNING_PERCENT)) return [{ type: 'KeySpendCapWarning', data: after }];
-  return [];
+  // Issue 41 item 18: the warning comes before `reached`, also when one charge passes 80% and
+  // the limit at once: both, in that order, in the one decision.
+  const warned: AccountEvent[] = crosses(before * 100n, (before + amount) * 100n, limit.limitNano * WARNING_PERCENT) ? [{ type: 'KeySpendCapWarning', data: after }] : [];
+  if (crosses(before, before + amount, limit.limitNano)) return [...warned, ...keyCapReached(state, after, 'charge')];
+  return warned;
+}
+
+/**
+ * Issue 41 item 18: a refusal says the worst case of one request does not fit, not that the
+ * key's spend has reached its limit (a key 67% spent refuses a hold worth 40%). So a refusal
+ * records `reached` only when the window's charges are already at the limit, which no charge
+ * announced: the limit was lowered to or below what the window had spent. Otherwise `reached`
+ * waits for the charge that brings spend to the limit (webhooks `key.spend_cap.reached`,
+ * spec 6.1: "a key's spend reaches its limit").
+ */
+export function keyCapReachedByRefusal(state: AccountState, data: KeyWindowData): AccountEvent[] {
+  if (BigInt(data.charged_nano) < BigInt(data.limit_nano)) return [];
+  return keyCapReached(state, data, 'refusal');
 }
 
 function dailyLimitThreshold(state: AccountState, account_id: string, amount: Nano, now: Date): AccountEvent[] {

@@ -387,13 +387,11 @@ export class ReferenceLedger {
       const id = `${reset}|${windowLabel(reset, now)}|${limitNano}`;
       const alreadyReached = this.lastReached.get(hold.keyId) === id;
       const data = this.keyWindowData(account_id, hold.keyId, limit, now, after);
-      if (before < limitNano && after >= limitNano) {
-        if (!alreadyReached) {
-          events.push({ type: 'KeySpendCapReached', data: { ...data, trigger: 'charge' } });
-          marks.push(() => this.markReached(hold.keyId, limit, id));
-        }
-      } else if (!alreadyReached && before * 10n < limitNano * 8n && after * 10n >= limitNano * 8n) {
-        events.push({ type: 'KeySpendCapWarning', data });
+      // Issue 41 item 18: the warning at 80% first, also when the same charge reaches the limit.
+      if (!alreadyReached && before * 10n < limitNano * 8n && after * 10n >= limitNano * 8n) events.push({ type: 'KeySpendCapWarning', data });
+      if (before < limitNano && after >= limitNano && !alreadyReached) {
+        events.push({ type: 'KeySpendCapReached', data: { ...data, trigger: 'charge' } });
+        marks.push(() => this.markReached(hold.keyId, limit, id));
       }
     }
 
@@ -486,6 +484,8 @@ export class ReferenceLedger {
       const id = `${limit.reset}|${windowLabel(limit.reset, now)}|${limit.limitNano}`;
       if (this.lastReached.get(hold.keyId) === id) return none;
       const charged = this.spentIn(hold.keyId, limit.reset, now);
+      // Issue 41 item 18: a refusal is "reached" only when the charges are at the limit already.
+      if (charged < limit.limitNano) return none;
       return {
         outcome: { events: [{ type: 'KeySpendCapReached', data: { ...this.keyWindowData(account_id, hold.keyId, limit, now, charged), trigger: 'refusal' } }] },
         commit: () => this.markReached(hold.keyId, limit, id),

@@ -42,8 +42,9 @@ type DailySums = [accountId: string, keyId: string, day: string, model: string, 
 /**
  * Daily usage per (account, key, model, endpoint, end user) for GET /v1/activity (spec 4.20).
  * A request counts on the day it was resolved: billed ones (UsageCharged, on its `charged_at`,
- * the instant the spend windows count it) with their tokens and cost, the others (zero
- * completion, error, expired hold) in `requests_not_billed` only.
+ * the instant the spend windows count it) with their tokens and cost, free ones
+ * (FreeGenerationRecorded of a free model) at cost 0, the others (zero completion, error,
+ * expired hold) in `requests_not_billed` only.
  *
  * The end user (`safety_identifier` / `user` of the request) is only in HoldPlaced's metadata,
  * and HoldExpired carries neither model nor endpoint, so open holds keep their attribution here.
@@ -93,7 +94,7 @@ export const activityProjection: Projection = {
     `CREATE UNIQUE INDEX IF NOT EXISTS activity_daily_slot ON activity_daily (account_id, key_id, day, model, endpoint, user_hash) NULLS NOT DISTINCT`,
     `CREATE INDEX IF NOT EXISTS activity_daily_key_day ON activity_daily (key_id, day)`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired']),
+  eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
     const holdOf = (e: AccountRecorded) => holdKey(e.data.account_id, (e.data as { hold_id: string }).hold_id);
@@ -206,6 +207,30 @@ export const activityProjection: Projection = {
           const d = e.data;
           const hold = take(e);
           if (hold) add(notBilled(d.account_id, d.key_id, eventTime(e), hold.model, hold.endpoint, hold.user_id));
+          break;
+        }
+        // Issue 41 item 17: a free call (spec 4.13, moderation) is a request answered, at cost 0,
+        // so it counts in `requests` like a billed one. A response cache hit names no model (only
+        // the generation it replays) and stays out: its request was counted when first answered.
+        case 'FreeGenerationRecorded': {
+          const d = e.data;
+          if (d.model === undefined || d.source_id !== undefined) break;
+          const user = e.metadata.user;
+          add({
+            accountId: d.account_id,
+            keyId: d.key_id,
+            at: eventTime(e),
+            model: d.model,
+            endpoint: d.endpoint,
+            user: typeof user === 'string' && user !== '' ? user : null,
+            billed: true,
+            promptTokens: 0,
+            completionTokens: 0,
+            cachedTokens: 0,
+            reasoningTokens: 0,
+            costNano: '0',
+            units: {},
+          });
           break;
         }
       }
