@@ -1,8 +1,9 @@
 import send from '@fastify/send';
 import { dirname } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { buildOpenApiDocument, collectRoutes, type OpenApiDocument, type RouteList } from '@svc/openapi';
 import { CONSOLE_CSP } from './console';
+import { toApiError } from './error-mapping';
 
 /** Swagger UI's prebuilt files, served from node_modules: the page loads nothing from elsewhere. */
 const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -47,12 +48,18 @@ const PAGE_HEADERS = {
 export function installApiReference(app: FastifyInstance): RouteList {
   const routes = collectRoutes(app);
   let document: OpenApiDocument | undefined;
-  app.get('/openapi.json', (_request, reply) => {
+  // Registered before Nest installs its error handler, so they name their own: a refusal before
+  // the handler (a Content-Encoding, issue 41 item 12) is the error object too, as documented.
+  const errorHandler = (err: unknown, _request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(err, new Date());
+    return reply.status(apiError.status).headers(apiError.headers).type('application/json; charset=utf-8').send(apiError.toBody());
+  };
+  app.get('/openapi.json', { errorHandler }, (_request, reply) => {
     document ??= buildOpenApiDocument(routes.all()).document;
     return reply.header('cache-control', 'no-cache').type('application/json; charset=utf-8').send(document);
   });
-  app.get('/docs', (_request, reply) => reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(PAGE));
-  app.get('/docs/*', async (request, reply) => {
+  app.get('/docs', { errorHandler }, (_request, reply) => reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(PAGE));
+  app.get('/docs/*', { errorHandler }, async (request, reply) => {
     const file = (request.params as { '*': string })['*'];
     if (file === 'init.js') return reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/javascript; charset=utf-8').send(INIT);
     if (!ASSETS.has(file)) return reply.callNotFound();
