@@ -4,6 +4,24 @@
  * its rules come from.
  */
 import { PARAMETERS } from '@svc/providers';
+import { QUANTIZATIONS, SORTS } from '@svc/catalog';
+import {
+  IMAGE_QUALITIES,
+  MAX_DOMAIN_FILTERS,
+  MAX_EMBEDDING_INPUTS,
+  MAX_IMAGE_SIDE,
+  MAX_IMAGES_PER_REQUEST,
+  MAX_INPUT_IMAGES,
+  MAX_MODERATION_INPUTS,
+  MAX_QUERY_CHARACTERS,
+  MAX_RERANK_DOCUMENTS,
+  MAX_SEARCH_QUERIES,
+  MAX_SEARCH_RESULTS,
+  MAX_SPEECH_CHARACTERS,
+  MAX_TOKENS_PER_PAGE,
+  SPEECH_FORMATS,
+} from '@svc/interfaces';
+import { MAX_VIDEO_PROMPT_CHARACTERS } from '@svc/videos';
 import {
   anyObject,
   arr,
@@ -24,6 +42,31 @@ import {
   unixSeconds,
   usd,
 } from './json-schema';
+
+/**
+ * The request rules below come from the constants the server's validators use (libs/interfaces,
+ * libs/videos), so the document cannot drift from what the server refuses (issue 41 item 12).
+ * `model` and the other identifiers the server reads with `requireString` must not be empty.
+ */
+const modelId = (description?: string): JsonSchema => str(description, { minLength: 1 });
+/** What the server checks with `value.trim() !== ''`: at least one character that is not white space. */
+const NOT_BLANK = '\\S';
+const text = (description?: string, more: JsonSchema = {}): JsonSchema => str(description, { minLength: 1, pattern: NOT_BLANK, ...more });
+
+/** `^(?:1|...|max)$` for whole numbers from 1 to `max` without leading zeros, as a pattern can say it. */
+export function upToPattern(max: number): string {
+  const digits = String(max);
+  const alternatives: string[] = [];
+  for (let length = 1; length < digits.length; length++) alternatives.push(length === 1 ? '[1-9]' : `[1-9]\\d{${length - 1}}`);
+  for (let i = 0; i < digits.length; i++) {
+    const low = i === 0 ? 1 : 0;
+    const high = Number(digits[i]) - 1;
+    const rest = digits.length - i - 1;
+    if (high >= low) alternatives.push(`${digits.slice(0, i)}[${low}-${high}]${rest > 0 ? `\\d{${rest}}` : ''}`);
+  }
+  alternatives.push(digits);
+  return `(?:${alternatives.join('|')})`;
+}
 
 const stringOrStrings = (description?: string): JsonSchema => ({ anyOf: [str(), arr(str())], ...(description ? { description } : {}) });
 
@@ -134,20 +177,24 @@ const ChatUsage = obj(
   { required: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cost'], open: true },
 );
 
+/** Spec 4.2, as `parseProviderPreferences` (libs/catalog) reads it: unknown members are refused; null is none. */
+const providerNames = arr(str(undefined, { minLength: 1 }));
 const ProviderPreferences = extension(
-  obj(
-    {
-      order: arr(str()),
-      only: arr(str()),
-      ignore: arr(str()),
-      allow_fallbacks: bool(),
-      sort: oneOfValues(['price', 'throughput', 'latency']),
-      require_parameters: bool(),
-      data_collection: oneOfValues(['allow', 'deny']),
-      quantizations: arr(str()),
-      zdr: bool(),
-    },
-    { required: [], description: 'Spec 4.2: provider routing preferences.' },
+  nullable(
+    obj(
+      {
+        order: providerNames,
+        only: providerNames,
+        ignore: providerNames,
+        allow_fallbacks: bool(),
+        sort: oneOfValues(SORTS),
+        require_parameters: bool(),
+        data_collection: oneOfValues(['allow', 'deny']),
+        quantizations: arr(oneOfValues(QUANTIZATIONS)),
+        zdr: bool(),
+      },
+      { required: [], description: 'Spec 4.2: provider routing preferences.' },
+    ),
   ),
 );
 
@@ -166,7 +213,7 @@ const chatMessage = obj(
 
 /** Spec 4.2's table; every field `libs/providers` knows for chat (PARAMETERS.chat). */
 const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema> = {
-  model: str('model id from /models, or `@preset/<slug>`, with optional suffixes (`:online`, `:nitro`, `:floor`, `:exacto`, `:thinking`)'),
+  model: modelId('model id from /models, or `@preset/<slug>`, with optional suffixes (`:online`, `:nitro`, `:floor`, `:exacto`, `:thinking`)'),
   preset: extension(str('preset slug; request fields override it')),
   messages: arr(chatMessage, { minItems: 1 }),
   models: extension(arr(str(), { maxItems: 2, description: 'up to 2 fallback models tried in order (spec 4.2 rule 6)' })),
@@ -249,13 +296,18 @@ const Embedding = obj({ object: constant('embedding'), index: int(), embedding: 
 
 const EmbeddingsRequest = obj(
   {
-    model: str(),
+    model: modelId(),
     input: {
-      description: 'a string, up to 2,048 strings, a token array or up to 2,048 token arrays',
-      anyOf: [str(), arr(str(), { minItems: 1, maxItems: 2048 }), arr(int(undefined, { minimum: 0 }), { minItems: 1 }), arr(arr(int(undefined, { minimum: 0 }), { minItems: 1 }), { minItems: 1, maxItems: 2048 })],
+      description: `a string, up to ${MAX_EMBEDDING_INPUTS} strings, a token array or up to ${MAX_EMBEDDING_INPUTS} token arrays; nothing empty`,
+      anyOf: [
+        str(undefined, { minLength: 1 }),
+        arr(str(undefined, { minLength: 1 }), { minItems: 1, maxItems: MAX_EMBEDDING_INPUTS }),
+        arr(int(undefined, { minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), { minItems: 1 }),
+        arr(arr(int(undefined, { minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), { minItems: 1 }), { minItems: 1, maxItems: MAX_EMBEDDING_INPUTS }),
+      ],
     },
-    dimensions: int(undefined, { minimum: 1 }),
-    encoding_format: oneOfValues(['float', 'base64']),
+    dimensions: nullable(int(undefined, { minimum: 1 })),
+    encoding_format: nullable(oneOfValues(['float', 'base64'])),
     user: str(),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.embed)[number], JsonSchema>,
@@ -503,7 +555,7 @@ const Video = obj(
 
 const AnthropicMessagesRequest = obj(
   {
-    model: str(),
+    model: modelId(),
     max_tokens: int(undefined, { minimum: 1 }),
     messages: arr(obj({ role: oneOfValues(['user', 'assistant']), content: { anyOf: [str(), arr(anyObject('content block'))] } }, { required: ['role', 'content'], open: true }), { minItems: 1 }),
     system: { description: 'a string or text blocks' },
@@ -540,7 +592,7 @@ const AnthropicMessage = obj(
 
 const ResponsesRequest = obj(
   {
-    model: str(),
+    model: modelId(),
     input: { description: 'a string or input items' },
     instructions: str(),
     previous_response_id: str(),
@@ -572,7 +624,20 @@ const Response = obj(
 );
 
 const CompletionRequest = obj(
-  { model: str(), prompt: str(), max_tokens: int(), stream: bool(), echo: bool(), n: int(undefined, { const: 1 }), best_of: int(undefined, { const: 1 }) },
+  {
+    model: modelId(),
+    prompt: { anyOf: [str(), arr(str(), { minItems: 1, maxItems: 1 })], description: 'a string (or an array of exactly one string)' },
+    max_tokens: nullable(int('default 16', { minimum: 1 })),
+    stream: nullable(bool()),
+    echo: nullable(bool()),
+    n: nullable(int(undefined, { const: 1 })),
+    best_of: nullable(int(undefined, { const: 1 })),
+    suffix: nullable(str()),
+    logprobs: nullable(int(undefined, { minimum: 0, maximum: 5 })),
+    temperature: nullable(num()),
+    top_p: nullable(num()),
+    stop: nullable(stringOrStrings()),
+  },
   { required: ['model', 'prompt'], open: true, description: 'Spec 4.6.' },
 );
 const Completion = obj(
@@ -589,14 +654,14 @@ const Completion = obj(
 
 const ImagesRequest = obj(
   {
-    model: str(),
-    prompt: str(),
-    n: int(undefined, { minimum: 1, maximum: 4 }),
-    size: str('auto or <W>x<H>'),
-    quality: str(),
-    response_format: oneOfValues(['b64_json', 'url']),
-    image: arr(str(), { maxItems: 16, description: 'https or data:image/ URLs to edit' }),
-    user: str(),
+    model: modelId(),
+    prompt: text(),
+    n: nullable(int(undefined, { minimum: 1, maximum: MAX_IMAGES_PER_REQUEST })),
+    size: nullable(str(`auto or <W>x<H>, each side from 1 to ${MAX_IMAGE_SIDE}`, { pattern: `^(?:auto|${upToPattern(MAX_IMAGE_SIDE)}x${upToPattern(MAX_IMAGE_SIDE)})$` })),
+    quality: nullable(oneOfValues(IMAGE_QUALITIES)),
+    response_format: nullable(oneOfValues(['b64_json', 'url'])),
+    image: nullable(arr(str(undefined, { pattern: '^(?:https://\\S+|data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/]+={0,2})$' }), { maxItems: MAX_INPUT_IMAGES, description: 'https or data:image/ URLs to edit' })),
+    user: nullable(str()),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.image)[number], JsonSchema>,
   { required: ['model', 'prompt'], open: true, description: 'Spec 4.8.' },
@@ -614,11 +679,11 @@ const ImagesResponse = obj(
 
 const SpeechRequest = obj(
   {
-    model: str(),
-    input: str(undefined, { maxLength: 4096 }),
-    voice: str(),
-    response_format: oneOfValues(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']),
-    speed: num(undefined, { minimum: 0.25, maximum: 4 }),
+    model: modelId(),
+    input: str('characters (code points), each billed', { minLength: 1, maxLength: MAX_SPEECH_CHARACTERS }),
+    voice: str("one of the model's voices (GET /v1/models/{id}: `voices`); its first when left out"),
+    response_format: nullable(oneOfValues(SPEECH_FORMATS, 'default mp3')),
+    speed: nullable(num(undefined, { minimum: 0.25, maximum: 4 })),
     instructions: str(),
     stream_format: oneOfValues(['audio'], 'sse is refused'),
     provider: ProviderPreferences,
@@ -628,7 +693,7 @@ const SpeechRequest = obj(
 
 const transcriptionFields = {
   file: str('the audio, at most 25 MB', { contentMediaType: 'application/octet-stream' }),
-  model: str(),
+  model: modelId(),
   language: str(),
   prompt: str(),
   response_format: oneOfValues(['json', 'text', 'srt', 'verbose_json', 'vtt']),
@@ -638,18 +703,18 @@ const transcriptionFields = {
 };
 const TranscriptionForm = obj(transcriptionFields, { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' });
 const TranslationForm = obj(
-  { file: transcriptionFields.file, model: str(), prompt: str(), response_format: transcriptionFields.response_format, temperature: transcriptionFields.temperature, provider: transcriptionFields.provider },
+  { file: transcriptionFields.file, model: modelId(), prompt: str(), response_format: transcriptionFields.response_format, temperature: transcriptionFields.temperature, provider: transcriptionFields.provider },
   { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' },
 );
 const Transcription = obj({ id: str('the generation id (spec 1 rule 2)'), model: str(), text: str(), usage: anyObject() }, { required: ['text'], open: true });
 
 const RerankRequest = obj(
   {
-    model: str(),
-    query: str(),
-    documents: arr({ anyOf: [str(), obj({ text: str() }, { open: true })] }, { minItems: 1, maxItems: 1000 }),
-    top_n: int(undefined, { minimum: 1 }),
-    return_documents: bool(),
+    model: modelId(),
+    query: text(),
+    documents: arr({ anyOf: [str(), obj({ text: str() }, { open: true })] }, { minItems: 1, maxItems: MAX_RERANK_DOCUMENTS }),
+    top_n: nullable(int(undefined, { minimum: 1 })),
+    return_documents: nullable(bool()),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.rerank)[number], JsonSchema>,
   { required: ['model', 'query', 'documents'], open: true, description: 'Spec 4.12, Cohere\'s shape.' },
@@ -666,7 +731,25 @@ const RerankResponse = obj(
 );
 
 const ModerationRequest = obj(
-  { model: str(), input: { anyOf: [str(), arr(str()), arr(anyObject('text or image_url part'))] }, provider: ProviderPreferences } satisfies Record<(typeof PARAMETERS.moderation)[number], JsonSchema>,
+  {
+    model: nullable(modelId('the catalog default moderation model when left out or null')),
+    input: {
+      anyOf: [
+        str(undefined, { minLength: 1 }),
+        arr(str(), { minItems: 1, maxItems: MAX_MODERATION_INPUTS }),
+        arr(
+          {
+            anyOf: [
+              obj({ type: constant('text'), text: str() }, { open: true }),
+              obj({ type: constant('image_url'), image_url: obj({ url: str('https or a base64 data URL of an image', { pattern: '^(?:https://|data:image/)' }) }, { required: ['url'], open: true }) }, { open: true }),
+            ],
+          },
+          { minItems: 1, maxItems: MAX_MODERATION_INPUTS },
+        ),
+      ],
+    },
+    provider: { description: 'accepted and not read: a moderation goes to the first provider of its model' },
+  } satisfies Record<(typeof PARAMETERS.moderation)[number], JsonSchema>,
   { required: ['input'], open: true, description: 'Spec 4.13.' },
 );
 const ModerationResponse = obj(
@@ -681,13 +764,13 @@ const ModerationResponse = obj(
 
 const SearchRequest = obj(
   {
-    model: str('engine (on /v1/search; the path names it on /v1/search/{engine})'),
-    query: { anyOf: [str(undefined, { maxLength: 2000 }), arr(str(undefined, { maxLength: 2000 }), { minItems: 1, maxItems: 5 })] },
-    search_tool_name: str(),
-    max_results: int(undefined, { minimum: 1, maximum: 20 }),
-    search_domain_filter: arr(str(), { maxItems: 20 }),
-    country: str('ISO 3166-1 alpha-2'),
-    max_tokens_per_page: int(undefined, { minimum: 1, maximum: 8192 }),
+    model: { description: 'not read: the engine is `search_tool_name` on /v1/search, the path on /v1/search/{engine}' },
+    query: { anyOf: [text(undefined, { maxLength: MAX_QUERY_CHARACTERS }), arr(text(undefined, { maxLength: MAX_QUERY_CHARACTERS }), { minItems: 1, maxItems: MAX_SEARCH_QUERIES })] },
+    search_tool_name: nullable(modelId('search engine id from GET /v1/models?type=search')),
+    max_results: nullable(int(undefined, { minimum: 1, maximum: MAX_SEARCH_RESULTS, default: 10 })),
+    search_domain_filter: nullable(arr(str('example.com, or -example.com to exclude it; all kept or all excluded'), { minItems: 1, maxItems: MAX_DOMAIN_FILTERS })),
+    country: nullable(str('ISO 3166-1 alpha-2', { pattern: '^[A-Za-z]{2}$' })),
+    max_tokens_per_page: nullable(int(undefined, { minimum: 1, maximum: MAX_TOKENS_PER_PAGE })),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.search)[number], JsonSchema>,
   { required: ['query'], open: true, description: 'Spec 4.14.' },
@@ -703,16 +786,19 @@ const SearchResponse = obj({
 
 const VideoRequest = obj(
   {
-    model: str(),
-    prompt: str(),
-    seconds: { anyOf: [num(), str()], description: 'a number or numeric string' },
-    size: str('<width>x<height>'),
-    aspect_ratio: str(),
-    resolution: str(),
-    image_url: str('public https first frame'),
+    model: modelId(),
+    prompt: text(undefined, { maxLength: MAX_VIDEO_PROMPT_CHARACTERS }),
+    seconds: {
+      anyOf: [int(undefined, { minimum: 1 }), str(undefined, { pattern: '^\\s*[0-9]{1,6}\\s*$' }), { type: 'null' }],
+      description: "whole seconds, a number or numeric string; one of the model's `video.durations` (its shortest when left out)",
+    },
+    size: nullable(str("<width>x<height>; one of the model's `video.sizes` when it lists any")),
+    aspect_ratio: nullable(str("one of the model's `video.aspect_ratios`")),
+    resolution: nullable(str("one of the model's `video.resolutions`")),
+    image_url: nullable(str('public https first frame, on a model with `video.image_to_video`')),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.video)[number], JsonSchema>,
-  { required: [], open: true, description: 'Spec 4.15 (JSON or multipart).' },
+  { required: ['model', 'prompt'], open: true, description: 'Spec 4.15 (JSON or multipart); `aspect_ratio` or `size`, not both.' },
 );
 
 const BatchRequest = obj(

@@ -2,7 +2,8 @@ import { PARAMETERS } from '@svc/providers';
 import { WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
 import { buildOpenApiDocument, openApiPath, UNDOCUMENTED } from './document';
 import { OPERATIONS } from './operations';
-import { SCHEMAS } from './components';
+import { MAX_EMBEDDING_INPUTS, MAX_IMAGE_SIDE, MAX_SEARCH_QUERIES, MAX_SPEECH_CHARACTERS } from '@svc/interfaces';
+import { SCHEMAS, upToPattern } from './components';
 import { openApiErrors, responseChecker, responseSchema } from './testing/validation';
 
 /** Every description as if its route were registered: the document the gateway serves when they agree. */
@@ -60,6 +61,44 @@ describe('the OpenAPI document built from routes', () => {
     expect(Object.keys(document.paths['/v1/keys/{id}'])).toEqual(['get']);
     expect(document.paths['/v1/models/{id}'].get.parameters).toEqual([expect.objectContaining({ name: 'id', in: 'path', required: true })]);
     expect(openApiPath('/admin/orgs/:id/members/:account')).toBe('/admin/orgs/{id}/members/{account}');
+  });
+
+  it('issue 41 item 12: every HTTP operation documents 415, those of a body method 413 too; webhooks need no key; speech gives every format', () => {
+    const { document } = buildOpenApiDocument(allRoutes);
+    const all = Object.entries(document.paths).flatMap(([path, ops]) => Object.entries(ops).filter(([, op]) => !op['x-svc-websocket']).map(([method, op]) => ({ at: `${method} ${path}`, method, statuses: Object.keys(op.responses) })));
+    expect(all.length).toBeGreaterThan(90);
+    expect(all.filter(({ statuses }) => !statuses.includes('415')).map(({ at }) => at)).toEqual([]);
+    expect(all.filter(({ method, statuses }) => method !== 'get' && !statuses.includes('413')).map(({ at }) => at)).toEqual([]);
+    for (const hook of Object.values(document.webhooks as Record<string, { post: { security?: unknown[] } }>)) expect(hook.post.security).toEqual([]);
+    expect(Object.keys(document.paths['/v1/audio/speech'].post.responses['200'].content!).sort()).toEqual(
+      ['application/octet-stream', 'audio/aac', 'audio/flac', 'audio/mpeg', 'audio/opus', 'audio/pcm', 'audio/wav'],
+    );
+  });
+
+  it('issue 41 item 12: the request rules the server checks, taken from its own constants', () => {
+    const { document } = buildOpenApiDocument(allRoutes);
+    const check = responseChecker(document);
+    const request = (name: string, body: unknown) => check({ $ref: `#/components/schemas/${name}` }, body);
+    expect(request('EmbeddingsRequest', { model: 'sim/embed', input: 'hi' })).toEqual([]);
+    expect(request('EmbeddingsRequest', { model: '', input: 'hi' })).not.toEqual([]);
+    expect(request('EmbeddingsRequest', { model: 'sim/embed', input: '' })).not.toEqual([]);
+    expect(request('EmbeddingsRequest', { model: 'sim/embed', input: Array(MAX_EMBEDDING_INPUTS + 1).fill('a') })).not.toEqual([]);
+    expect(request('RerankRequest', { model: 'sim/rerank', query: '  ', documents: ['a'] })).not.toEqual([]);
+    expect(request('SearchRequest', { query: Array(MAX_SEARCH_QUERIES + 1).fill('q') })).not.toEqual([]);
+    expect(request('SpeechRequest', { model: 'sim/tts', input: 'a'.repeat(MAX_SPEECH_CHARACTERS + 1) })).not.toEqual([]);
+    expect(request('VideoRequest', { model: 'sim/video' })).not.toEqual([]);
+    expect(request('VideoRequest', { model: 'sim/video', prompt: 'a cat', seconds: '4' })).toEqual([]);
+    expect(request('ImagesRequest', { model: 'sim/image', prompt: 'a dot', size: `${MAX_IMAGE_SIDE}x1` })).toEqual([]);
+    expect(request('ImagesRequest', { model: 'sim/image', prompt: 'a dot', size: `${MAX_IMAGE_SIDE + 1}x1` })).not.toEqual([]);
+  });
+
+  it('upToPattern says "1 to max" exactly', () => {
+    for (const max of [1, 9, 10, 99, 100, 2048, 4096]) {
+      const pattern = new RegExp(`^${upToPattern(max)}$`);
+      const accepted = Array.from({ length: max + 20 }, (_, i) => i).filter((n) => pattern.test(String(n)));
+      expect(accepted).toEqual(Array.from({ length: max }, (_, i) => i + 1));
+      expect(pattern.test(`0${max}`)).toBe(false);
+    }
   });
 
   it('every schema compiles as JSON Schema 2020-12', () => {

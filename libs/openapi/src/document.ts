@@ -125,6 +125,15 @@ const BASE_ERRORS: Record<Access, number[]> = {
   management: [400, 401, 403, 429],
 };
 
+/**
+ * What a route answers before its handler runs (apps/gateway/src/http/request-checks.ts and
+ * error-mapping.ts): every one 415 for a Content-Encoding, a form or a multipart body it does
+ * not take; one whose method carries a body, also 413 over the 10 MB limit (spec 8) and 415 for
+ * a content type no parser reads.
+ */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const beforeHandler = (method: string): number[] => (BODY_METHODS.has(method) ? [413, 415] : [415]);
+
 const KEY_SECURITY = [{ bearerKey: [] }, { xApiKey: [] }];
 
 const header = (name: string, description: string, schema: JsonSchema = { type: 'string' }) => ({ name, in: 'header', description, schema });
@@ -145,12 +154,19 @@ const CACHE_HEADERS = [
 ];
 
 function operationOf(key: string, path: string, d: OperationDescription): Operation {
+  // Fastify's wildcard takes the rest of the path, slashes and all (model ids are `sim/echo`).
+  // OpenAPI 3.1 allows `allowReserved` on query parameters only (the official schema refuses it
+  // on a path), so the parameter keeps the default simple style: a client built from the
+  // document sends `sim%2Fecho`, which the route decodes; `x-svc-wildcard` tells a validator
+  // that the raw `/v1/models/sim/echo` is the same operation.
+  const wildcard = key.endsWith('/*') ? /\{([^}]+)\}$/.exec(path)?.[1] : undefined;
   const pathParameters = [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({
     name,
     in: 'path',
     required: true,
     ...(d.pathParameters?.[name] ? { description: d.pathParameters[name] } : {}),
-    schema: { type: 'string' },
+    ...(name === wildcard ? { 'x-svc-wildcard': true } : {}),
+    schema: name === wildcard ? { type: 'string', minLength: 1, pattern: '^[^?#]+$' } : { type: 'string' },
   }));
   const parameters = [
     ...pathParameters,
@@ -172,7 +188,7 @@ function operationOf(key: string, path: string, d: OperationDescription): Operat
     ...(d.websocket ? { 'x-svc-websocket': true } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(d.body ? { requestBody: requestBodyOf(d.body) } : {}),
-    responses: responsesOf(d),
+    responses: responsesOf(key.split(' ')[0], d),
   };
 }
 
@@ -183,7 +199,7 @@ function requestBodyOf(body: NonNullable<OperationDescription['body']>) {
   return { required: body.required ?? true, content };
 }
 
-function responsesOf(d: OperationDescription): Operation['responses'] {
+function responsesOf(method: string, d: OperationDescription): Operation['responses'] {
   const status = d.ok.status ?? 200;
   const content: Record<string, { schema: JsonSchema }> = {};
   if (d.ok.schema) content['application/json'] = { schema: d.ok.schema };
@@ -196,7 +212,7 @@ function responsesOf(d: OperationDescription): Operation['responses'] {
     } as Operation['responses'][string],
   };
   const errorSchema = ref(d.anthropic ? 'AnthropicError' : 'ErrorObject');
-  for (const code of [...new Set([...BASE_ERRORS[d.access], ...(d.errors ?? [])])].sort((a, b) => a - b)) {
+  for (const code of [...new Set([...BASE_ERRORS[d.access], ...(d.websocket ? [] : beforeHandler(method)), ...(d.errors ?? [])])].sort((a, b) => a - b)) {
     responses[String(code)] = { description: STATUS_TEXT[code] ?? 'error', content: { 'application/json': { schema: errorSchema } } };
   }
   for (const [code, extra] of Object.entries(d.also ?? {})) responses[code] = { description: extra.description, content: { 'application/json': { schema: extra.schema } } };

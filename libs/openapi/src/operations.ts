@@ -3,6 +3,7 @@
  * (`:id`, `*`). The document's paths are the routes the app registered joined with these
  * (document.ts): a route missing here, or an entry no route matches, is reported, never dropped.
  */
+import { SPEECH_FORMATS } from '@svc/interfaces';
 import { anyObject, arr, bool, constant, cursorList, dataOf, dateTime, int, type JsonSchema, nullable, obj, oneOfValues, ref, str, usd } from './json-schema';
 
 /**
@@ -61,6 +62,11 @@ const memberBody = obj({ account_id: str(), role: oneOfValues(['admin', 'member'
 const roleBody = obj({ role: oneOfValues(['admin', 'member']) });
 const webhookSaved = obj({ data: ref('WebhookEndpoint'), secret: str('whsec_...; only when the endpoint is new or its secret rotated') }, { required: ['data'] });
 const stepUpActions = ['create_key', 'rotate_key', 'grant_management', 'save_webhook', 'change_step_up', 'save_provider_key', 'delete_organization'];
+/** Spec 4.9: the audio in the `response_format` asked for (mp3 by default), typed as the provider sends it. */
+const SPEECH_CONTENT_TYPES: Record<(typeof SPEECH_FORMATS)[number], string> = { mp3: 'audio/mpeg', opus: 'audio/opus', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm' };
+const speechContent = Object.fromEntries(
+  Object.entries(SPEECH_CONTENT_TYPES).map(([format, type]) => [type, str(`response_format ${format}`, { contentMediaType: type })]),
+);
 const eventStream = { 'text/event-stream': str('server-sent events') };
 
 export const OPERATIONS: Record<string, OperationDescription> = {
@@ -94,7 +100,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     tag: 'Models',
     access: 'any',
     anthropic: true,
-    body: json(obj({ model: str(), messages: arr(anyObject()), system: { description: 'a string or text blocks' }, tools: arr(anyObject()) }, { required: ['model', 'messages'], open: true })),
+    body: json(obj({ model: str(undefined, { minLength: 1 }), messages: arr(anyObject()), system: { description: 'a string or text blocks' }, tools: arr(anyObject()) }, { required: ['model', 'messages'], open: true })),
     ok: { schema: obj({ input_tokens: int() }) },
     errors: [404],
   },
@@ -173,7 +179,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     billed: true,
     cacheable: true,
     body: json(ref('SpeechRequest')),
-    ok: { content: { 'audio/mpeg': str(undefined, { contentMediaType: 'audio/mpeg' }), 'application/octet-stream': str() }, headers: genCost },
+    ok: { content: { ...speechContent, 'application/octet-stream': str("when the provider names no type") }, headers: genCost },
     errors: [402, 403, 404, 409, 422, 429, 502, 503, 504],
   },
   'POST /v1/audio/transcriptions': {
@@ -333,7 +339,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     summary: 'Retrieve a model with its providers',
     tag: 'Models catalog',
     access: 'any',
-    pathParameters: { id: 'model id; keeps its `/` (`sim/echo`) or is encoded (`sim%2Fecho`)' },
+    pathParameters: { id: 'model id, the rest of the path: encoded (`sim%2Fecho`, as OpenAPI clients send it) or with its `/` as is (`/v1/models/sim/echo`)' },
     ok: { schema: ref('ModelWithProviders') },
     errors: [404],
   },

@@ -56,6 +56,8 @@ export function webhooks(): Record<string, unknown> {
             summary,
             description: 'Retried after 30 s, 5 min and 30 min under the same `id` (dedupe on it); 20 consecutive failures pause the endpoint (spec 6.1).',
             tags: ['Webhooks'],
+            // The gateway calls the receiver: no API key goes with it; the signature header is its proof.
+            security: [],
             parameters: Object.entries(SIGNATURE_HEADER).map(([name, h]) => ({ name, in: 'header', ...h })),
             requestBody: {
               required: true,
