@@ -362,10 +362,10 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
   it('issue 41 item 15: a router-priced video is explained, its cost lines (the reported provider cost) adding up to its cost', async () => {
     const { key, generationId } = await routed480;
     await settledCredits(key);
-    const generation = await generationOf(call, key, generationId!);
+    const generation = (await generationOf(call, key, generationId!)) as unknown as { total_cost: number; cost_lines: { amount: number }[]; usage_by_meter: object };
     expect(generation.cost_lines).toEqual([{ meter: 'provider_cost', quantity: 200_000_000, unit_price: 0.000000001, amount: 0.2 }]);
     expect(generation.usage_by_meter).toEqual({ provider_cost: 200_000_000 });
-    const sum = (generation.cost_lines as { amount: number }[]).reduce((total, l) => total + nano(l.amount), 0n);
+    const sum = generation.cost_lines.reduce((total, l) => total + nano(l.amount), 0n);
     expect(sum).toBe(nano(generation.total_cost));
   });
 
