@@ -360,6 +360,16 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     expect((await generationOf(call, key, generationId!)).total_cost).toBe(0.2);
   });
 
+  it('issue 41 item 15: a router-priced video is explained, its cost lines (the reported provider cost) adding up to its cost', async () => {
+    const { key, generationId } = await routed480;
+    await settledCredits(key);
+    const generation = (await generationOf(call, key, generationId!)) as unknown as { total_cost: number; cost_lines: { amount: number }[]; usage_by_meter: object };
+    expect(generation.cost_lines).toEqual([{ meter: 'provider_cost', quantity: 200_000_000, unit_price: 0.000000001, amount: 0.2 }]);
+    expect(generation.usage_by_meter).toEqual({ provider_cost: 200_000_000 });
+    const sum = generation.cost_lines.reduce((total, l) => total + nano(l.amount), 0n);
+    expect(sum).toBe(nano(generation.total_cost));
+  });
+
   it('4.15 `size`: sim/video-router takes size 854x480 as 16:9 at 480p, so the clip is made and billed at the router\'s 480p price', async () => {
     const { key, before, created, final } = await routedSize;
     expect(created).toMatchObject({ status: 'queued', size: '854x480', aspect_ratio: '16:9', resolution: '480p', usage: { estimated_cost: 1.2 } });

@@ -175,7 +175,7 @@ export class VideoRunner {
         const held = BigInt(job.reservation.heldNano);
         if (listed > held) this.deps.warn(`video ${videoId}: ${target.provider} reported ${listed} nano-USD, above the ${held} held; charged ${held}`);
         const costNano = listed > held ? held : listed;
-        return this.deps.decide({ type: 'RecordCompletion', videoId, costNano, hasThumbnail: files.thumbnail !== null });
+        return this.deps.decide({ type: 'RecordCompletion', videoId, costNano, hasThumbnail: files.thumbnail !== null, providerCostNano: found.costNano });
       }
     }
   }

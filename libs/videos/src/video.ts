@@ -99,7 +99,23 @@ export type VideoEvent =
   | DomainEvent<'VideoSubmissionFailed', { video_id: string; attempt: number; error: VideoError; retry_at: string }>
   | DomainEvent<'VideoProgressed', { video_id: string; status: 'queued' | 'in_progress'; progress: number; next_poll_at: string }>
   /** The end events name the account and model: the webhook outbox (spec 6.1) maps each event alone. */
-  | DomainEvent<'VideoCompleted', { video_id: string; account_id: string; model: string; cost_nano: string; has_thumbnail: boolean; completed_at: string }>
+  | DomainEvent<
+      'VideoCompleted',
+      {
+        video_id: string;
+        account_id: string;
+        model: string;
+        cost_nano: string;
+        has_thumbnail: boolean;
+        completed_at: string;
+        /**
+         * Issue 41 item 15: the cost a router reported (nano-USD), which the charge was priced at
+         * instead of the seconds, so the charge can be explained line by line. Absent when the
+         * provider reported none, and on events written before it was kept.
+         */
+        provider_cost_nano?: string;
+      }
+    >
   | DomainEvent<'VideoFailed', { video_id: string; account_id: string; model: string; error: VideoError; failed_at: string }>
   /** The timer is set to now: the worker stops the job at the provider at once. */
   | DomainEvent<'VideoCancelRequested', { video_id: string; requested_at: string; next_poll_at: string }>
@@ -129,7 +145,7 @@ export type VideoCommand =
   /** A poll found the job still running; `progress` is the provider's percentage. */
   | { type: 'RecordProgress'; videoId: string; status: 'queued' | 'in_progress'; progress: number; pollAfterMs: number | null }
   /** The clip and its thumbnail are stored beside the video; `costNano` is what the provider charged. */
-  | { type: 'RecordCompletion'; videoId: string; costNano: Nano; hasThumbnail: boolean }
+  | { type: 'RecordCompletion'; videoId: string; costNano: Nano; hasThumbnail: boolean; providerCostNano?: Nano | null }
   | { type: 'RecordFailure'; videoId: string; error: VideoError }
   | { type: 'RequestCancel'; videoId: string }
   /** The job is stopped at the provider, or never reached it. */
@@ -148,6 +164,8 @@ export interface VideoState {
   holdId: string | null;
   /** What VideoCompleted charged; null until then. */
   costNano: bigint | null;
+  /** The cost the provider reported, when it did (VideoCompleted's `provider_cost_nano`). */
+  providerCostNano?: bigint | null;
   provider: string | null;
   providerJobId: string | null;
   /** Failed submission attempts so far. */
@@ -260,7 +278,15 @@ function recordCompletion(command: Extract<VideoCommand, { type: 'RecordCompleti
   return [
     {
       type: 'VideoCompleted',
-      data: { video_id: command.videoId, account_id: state.accountId!, model: state.model!, cost_nano: command.costNano.toString(), has_thumbnail: command.hasThumbnail, completed_at: now.toISOString() },
+      data: {
+        video_id: command.videoId,
+        account_id: state.accountId!,
+        model: state.model!,
+        cost_nano: command.costNano.toString(),
+        has_thumbnail: command.hasThumbnail,
+        completed_at: now.toISOString(),
+        ...(command.providerCostNano === undefined || command.providerCostNano === null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
+      },
     },
   ];
 }
@@ -356,7 +382,14 @@ export const videoDecider: Decider<VideoCommand, VideoState, VideoEvent> = {
       case 'VideoProgressed':
         return { ...state, status: event.data.status, progress: event.data.progress, dueAt: new Date(event.data.next_poll_at) };
       case 'VideoCompleted':
-        return { ...state, status: 'completed', progress: 100, costNano: BigInt(event.data.cost_nano), dueAt: null };
+        return {
+          ...state,
+          status: 'completed',
+          progress: 100,
+          costNano: BigInt(event.data.cost_nano),
+          providerCostNano: event.data.provider_cost_nano === undefined ? null : BigInt(event.data.provider_cost_nano),
+          dueAt: null,
+        };
       case 'VideoFailed':
         return { ...state, status: 'failed', dueAt: null };
       case 'VideoCancelRequested':

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
-import { isHoldNotOpen, type MeterUsage, type RequestTags, type Reservation, type RoutedModel, type Target } from '@svc/metering';
+import { type CostLine, decimalOf, isHoldNotOpen, type MeterUsage, type RequestTags, type Reservation, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, type Nano, READ_DB, type SqlRunner } from '@svc/platform';
 import type { BinaryResult, VideoVariant } from '@svc/providers';
 import { callerOfKey } from '@svc/projections';
@@ -59,15 +59,11 @@ export class VideoCalls {
   async charge(job: ClaimedVideo, state: VideoState): Promise<void> {
     const { reservation } = job;
     const target = await this.target(job, state.provider!);
-    const usage: MeterUsage = { seconds: state.seconds };
+    const amountNano = state.costNano ?? 0n;
+    const { usage, lines, providerCostNano } = videoCharge(state, amountNano, (u) => this.metering.calls.explainCharge(target, u));
     const latencyMs = state.createdAt ? this.clock.now().getTime() - state.createdAt.getTime() : 0;
     const stats = { ...this.metering.calls.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, latencyMs), ttft_ms: null };
-    const amountNano = state.costNano ?? 0n;
-    // Issue 23: the seconds at the catalog's prices explain the charge when they make it; a clip
-    // billed at the router's reported cost (or capped at its hold) keeps no lines, as the cost it
-    // reported is not kept beside the charge.
-    const { lines, providerCostNano, amountNano: linesTotal } = this.metering.calls.explainCharge(target, usage);
-    const explained = linesTotal === amountNano ? { lines, providerCostNano } : {};
+    const explained = lines === null ? {} : { lines, providerCostNano };
     await settled(this.metering.ledger(job.accountId, { type: 'ChargeUsage', holdId: reservation.id, amountNano, stats, usage, returned: 1, ...explained }, reservation.metadata));
   }
 
@@ -86,6 +82,33 @@ export class VideoCalls {
     if (!target) throw ApiError.internal(`video ${job.videoId}: ${provider} is no longer a provider of ${job.reservation.targets[0]?.model}`);
     return target;
   }
+}
+
+/**
+ * Issue 41 item 15: every video charge is explained, its lines adding up to its amount. Its meters
+ * are what it was priced at (usageOf): the router's reported cost (`provider_cost`) when there was
+ * one, else the seconds. A charge capped at its hold (spec 1 rule 1: never above the estimate
+ * shown) ends with a `hold_cap` line taking off what the price came to beyond it. A completion
+ * recorded before the reported cost was kept, whose seconds do not make its amount, was priced at
+ * the router's figure (or that capped): it is explained as `provider_cost` of its amount.
+ * `lines` null only when even that does not add up (a BYOK fee on an old completion).
+ */
+export function videoCharge(
+  state: Pick<VideoState, 'seconds' | 'providerCostNano'>,
+  amountNano: Nano,
+  explain: (usage: MeterUsage) => { amountNano: Nano; lines: CostLine[]; providerCostNano: Nano | null },
+): { usage: MeterUsage; lines: CostLine[] | null; providerCostNano: Nano | null } {
+  const usage = usageOf(state.seconds, state.providerCostNano ?? null);
+  const priced = explain(usage);
+  if (priced.amountNano === amountNano) return { usage, lines: priced.lines, providerCostNano: priced.providerCostNano };
+  if (priced.amountNano > amountNano && (state.providerCostNano ?? null) !== null) {
+    const over = priced.amountNano - amountNano;
+    const cap: CostLine = { meter: 'hold_cap', quantity: 1, unit_price_usd: decimalOf(-over, 9), amount_nano: (-over).toString() };
+    return { usage, lines: [...priced.lines, cap], providerCostNano: priced.providerCostNano };
+  }
+  const reported: MeterUsage = { provider_cost: Number(amountNano) };
+  const old = explain(reported);
+  return old.amountNano === amountNano ? { usage: reported, lines: old.lines, providerCostNano: old.providerCostNano } : { usage, lines: null, providerCostNano: priced.providerCostNano };
 }
 
 /** The provider's own figure where it reports one (a router's `usage.cost`), else the seconds at the catalog's price. */
