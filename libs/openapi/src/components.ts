@@ -431,7 +431,7 @@ const webhookEventProperties = {
   type: str(),
   created: unixSeconds(),
   data: anyObject(),
-  delivery: obj({ state: oneOfValues(['pending', 'delivered', 'failed']), attempts: int(), next_attempt_at: nullable(dateTime()), last_status_code: nullable(int()), last_error: nullable(str()) }),
+  delivery: obj({ state: oneOfValues(['pending', 'delivered', 'failed', 'cancelled']), attempts: int(), next_attempt_at: nullable(dateTime()), last_status_code: nullable(int()), last_error: nullable(str()) }),
 };
 const WebhookEvent = obj(webhookEventProperties);
 const WebhookEventWithAttempts = obj({
