@@ -346,6 +346,75 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
   });
 });
 
+describe('issue 41 item 19: an event belongs to the endpoint it was made for, and delivered stays delivered', () => {
+  const clock = new ManualClock(new Date());
+  const first = new Receiver();
+  const second = new Receiver();
+  let gw: StartedGateway;
+  let call: Call;
+  let management: string;
+  const root = () => api(gw.url.replace(/\/v1$/, ''));
+  const addCredits = (amount: number) => root()('POST', `/admin/accounts/${gw.keys.account_id}/credits`, { body: { amount_usd: amount }, headers: { authorization: `Bearer ${gw.keys.admin_token}` } });
+  const eventOf = async (id: string) => (await call('GET', `/webhook-events/${id}`, { key: management })).json.data;
+
+  beforeAll(async () => {
+    await first.start();
+    await second.start();
+    gw = await startGateway({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }, undefined, { clock });
+    call = api(gw.url);
+    management = gw.keys.management_key;
+    expect((await call('PUT', '/settings/webhook', { key: management, body: { url: first.url } })).status).toBe(200);
+  }, 60_000);
+  afterAll(async () => {
+    await stopGateway(gw);
+    await first.close();
+    await second.close();
+  });
+
+  it('a failed manual redelivery of a delivered event is one more attempt; the event stays delivered', async () => {
+    await addCredits(1);
+    const [delivery] = await until('delivered', () => first.of('credits.added').length > 0 && first.of('credits.added'));
+    const id = delivery.body.id;
+    await until('delivered state', async () => (await eventOf(id))?.delivery.state === 'delivered');
+    first.script = [500];
+    expect((await call('POST', `/webhook-events/${id}/redeliver`, { key: management })).status).toBe(202);
+    const after = await until('the redelivery recorded', async () => {
+      const event = await eventOf(id);
+      return event.attempts.length === 2 && event;
+    });
+    expect(after.attempts.map((a: { status_code: number; delivered: boolean }) => [a.status_code, a.delivered])).toEqual([
+      [200, true],
+      [500, false],
+    ]);
+    expect(after.delivery).toMatchObject({ state: 'delivered', next_attempt_at: null });
+  });
+
+  it('a retry pending when its endpoint is deleted is cancelled, never sent to the endpoint created next', async () => {
+    first.script = [503];
+    const before = first.received.length;
+    await addCredits(2);
+    await until('the first attempt fails', () => first.received.length === before + 1);
+    const id = first.received[before].body.id;
+    await until('a retry scheduled', async () => (await eventOf(id))?.delivery.next_attempt_at !== null && (await eventOf(id)).attempts.length === 1);
+
+    expect((await call('DELETE', '/settings/webhook', { key: management })).status).toBe(200);
+    expect((await call('PUT', '/settings/webhook', { key: management, body: { url: second.url } })).status).toBe(200);
+    clock.advance(RETRY_DELAYS_MS[0] + 1000);
+    // The new endpoint gets what is made for it, and only that.
+    await addCredits(3);
+    await until('the new endpoint gets its own event', () => second.of('credits.added').length === 1);
+    await sleep(1500);
+    expect(second.received.map((r) => r.body.id)).not.toContain(id);
+    expect(second.received.map((r) => r.body.data.amount)).toEqual([3]);
+    expect(first.received.length).toBe(before + 1);
+    expect((await eventOf(id)).delivery).toMatchObject({ state: 'cancelled', next_attempt_at: null });
+    // Redelivering it by hand does not send it to the new endpoint either.
+    expect((await call('POST', `/webhook-events/${id}/redeliver`, { key: management })).status).toBe(202);
+    await sleep(1500);
+    expect(second.received.map((r) => r.body.id)).not.toContain(id);
+  }, 60_000);
+});
+
 describe('webhook URL safety (spec 6.1; the outbound guard): refused at save and at connect time', () => {
   let gw: StartedGateway;
   let call: Call;

@@ -152,7 +152,7 @@ export interface Settings {
   webhook: WebhookEndpoint | null;
 }
 
-export type DeliveryState = 'pending' | 'delivered' | 'failed';
+export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'cancelled';
 
 /** `<event>` of GET /v1/webhook-events (`presentWebhookEvent`): the envelope and its delivery. */
 export interface WebhookEvent {

@@ -1,7 +1,7 @@
 import { DomainError, encodePosition, type RecordedEvent } from '@svc/eventstore';
 import { accountStream, type AccountEvent } from './account';
 import { auditLedger } from './auditor';
-import { buildStatement, parseStatementPeriod, statementCsv, statementJson, type StatementPeriod } from './statement';
+import { buildStatement, parseStatementPeriod, statementCsv, statementJson, statementSeenFrom, type StatementPeriod } from './statement';
 import { A, charged, credited, expired, held, opened, released, stats } from './testing/account-fixtures';
 
 /** A hand-built stream: each event with its revision, a global position and metadata.at. */
@@ -201,5 +201,33 @@ describe('account statement (issue 23)', () => {
       expect(refusal('2026-11-01', '2026-11-20T12:00:00.001Z')).toEqual({ code: 'period_not_ended', param: 'to' });
       expect(refusal('2025-11-19T11:59:59.999Z', '2026-11-20T12:00:00Z')).toEqual({ code: 'period_too_long', param: 'to' });
     });
+  });
+});
+
+describe('a statement seen from an organization\'s workspace (issue 41 item 13)', () => {
+  const whole = buildStatement(A, history().events, PERIOD);
+  const seen = statementJson(statementSeenFrom(whole, new Set(['k2'])));
+
+  it('given a workspace with key k2, when stated, then only k2\'s charges, releases and expiries are listed, with their meters', () => {
+    expect(seen.charges.map((c) => c.key_id)).toEqual(['k2']);
+    expect(seen.releases.map((r) => r.key_id)).toEqual(['k2']);
+    expect(seen.expiries).toEqual([]);
+    expect(seen.totals.charges).toBe(seen.charges[0].amount);
+    expect(seen.totals.by_meter).toEqual(seen.charges[0].meters);
+  });
+
+  it('then the other keys\' charges are one sum, and the balances still add up', () => {
+    const all = statementJson(whole);
+    expect(seen.opening_balance).toBe(all.opening_balance);
+    expect(seen.closing_balance).toBe(all.closing_balance);
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    expect(nano(seen.totals.charges) + nano(seen.totals.other_keys_charges!)).toBe(nano(all.totals.charges));
+  });
+
+  it("then the adjustments keep their amount and kind, not the operator's reason nor name", () => {
+    expect(seen.adjustments.map((a) => [a.adjustment_id, a.kind, a.amount, a.reason, a.operator])).toEqual([
+      ['adj1', 'credit_note', 0.0000002, null, null],
+      ['adj2', 'adjustment', -0.00000005, null, null],
+    ]);
   });
 });

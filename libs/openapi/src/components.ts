@@ -484,7 +484,7 @@ const webhookEventProperties = {
   type: str(),
   created: unixSeconds(),
   data: anyObject(),
-  delivery: obj({ state: oneOfValues(['pending', 'delivered', 'failed']), attempts: int(), next_attempt_at: nullable(dateTime()), last_status_code: nullable(int()), last_error: nullable(str()) }),
+  delivery: obj({ state: oneOfValues(['pending', 'delivered', 'failed', 'cancelled']), attempts: int(), next_attempt_at: nullable(dateTime()), last_status_code: nullable(int()), last_error: nullable(str()) }),
 };
 const WebhookEvent = obj(webhookEventProperties);
 const WebhookEventWithAttempts = obj({
@@ -837,10 +837,21 @@ const Statement = obj({
   closing_balance: usd('opening_balance + totals.credits - totals.charges + totals.adjustments'),
   credits: arr(obj({ at: dateTime(), amount: usd(), reason: str() })),
   charges: arr(obj({ date: str('UTC day', { format: 'date' }), model: str(), key_id: str(), requests: int(), amount: usd(), meters })),
-  totals: obj({ credits: usd(), charges: usd(), adjustments: usd(), by_meter: meters }),
+  totals: obj(
+    {
+      credits: usd(),
+      charges: usd('the charges listed'),
+      other_keys_charges: usd('issue 41 item 13, only to a key of an organization: what the keys it may not see were charged, one sum (closing = opening + credits - charges - other_keys_charges + adjustments)'),
+      adjustments: usd(),
+      by_meter: meters,
+    },
+    { required: ['credits', 'charges', 'adjustments', 'by_meter'] },
+  ),
   releases: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance'), reason: str() })),
   expiries: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance') })),
-  adjustments: arr(obj({ at: dateTime(), adjustment_id: str(), kind: adjustmentKind, amount: usd(), reason: str(), operator: str() })),
+  adjustments: arr(
+    obj({ at: dateTime(), adjustment_id: str(), kind: adjustmentKind, amount: usd(), reason: nullable(str('null to a key of an organization (issue 41 item 13)')), operator: nullable(str('null to a key of an organization')) }),
+  ),
 });
 
 const Notice = obj({ id: str(), type: str(), title: str(), message: str(), data: anyObject(), created: unixSeconds() });

@@ -69,6 +69,9 @@ export function deliveryBadge(delivery: WebhookEvent['delivery']): { label: stri
       return { label: 'Delivered', tone: 'ok' };
     case 'failed':
       return { label: 'Failed', tone: 'bad' };
+    // Its endpoint was deleted before it was delivered: it will not be sent anywhere else.
+    case 'cancelled':
+      return { label: 'Cancelled', tone: 'warn' };
     default:
       // Pending with an attempt behind it is a retry waiting, which is worth telling from "not sent yet".
       return { label: delivery.attempts > 0 ? 'Retrying' : 'Pending', tone: 'warn' };

@@ -24,13 +24,14 @@ async function enqueue(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
 }
 
 async function insertEvent(tx: SqlExecutor, cause: RecordedEvent, accountId: string, type: string, data: object): Promise<void> {
-  const { rows } = await tx.query<{ events: string[] | null }>('SELECT events FROM webhook_subscriptions WHERE account_id = $1', [accountId]);
+  const { rows } = await tx.query<{ events: string[] | null; webhook_id: string }>('SELECT events, webhook_id FROM webhook_subscriptions WHERE account_id = $1', [accountId]);
   if (rows.length === 0 || !subscribes(rows[0].events, type)) return;
   const at = eventTime(cause);
+  // Issue 41 item 19: the event belongs to the endpoint it was made for, never to a later one.
   await tx.query(
-    `INSERT INTO webhook_events (event_id, account_id, type, created_at, data, state, attempts, next_attempt_at)
-     VALUES ($1, $2, $3, $4, $5, 'pending', 0, $4) ON CONFLICT (event_id) DO NOTHING`,
-    [webhookEventId(cause.id, accountId), accountId, type, at, JSON.stringify(data)],
+    `INSERT INTO webhook_events (event_id, account_id, type, created_at, data, state, attempts, next_attempt_at, webhook_id)
+     VALUES ($1, $2, $3, $4, $5, 'pending', 0, $4, $6) ON CONFLICT (event_id) DO NOTHING`,
+    [webhookEventId(cause.id, accountId), accountId, type, at, JSON.stringify(data), rows[0].webhook_id],
   );
 }
 
@@ -70,6 +71,14 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   ...Object.fromEntries(WEBHOOK_SOURCE_TYPES.map((type) => [type, enqueue])),
   ModelDeprecated: announceDeprecation,
   WebhookSaved: async (e: Settings<'WebhookSaved'>, tx) => {
+    // Issue 41 item 19: an endpoint saved in place of another (a new id) does not inherit its
+    // pending deliveries: they are cancelled, as on a deletion.
+    await tx.query(
+      `UPDATE webhook_events e SET state = 'cancelled', next_attempt_at = NULL
+         FROM webhook_subscriptions s
+        WHERE s.account_id = $1 AND s.webhook_id <> $2 AND e.account_id = $1 AND e.state = 'pending'`,
+      [e.data.account_id, e.data.webhook_id],
+    );
     await tx.query(
       `INSERT INTO webhook_subscriptions (account_id, webhook_id, events) VALUES ($1, $2, $3)
        ON CONFLICT (account_id) DO UPDATE SET webhook_id = EXCLUDED.webhook_id, events = EXCLUDED.events`,
@@ -78,6 +87,13 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   },
   WebhookDeleted: async (e: Settings<'WebhookDeleted'>, tx) => {
     await tx.query('DELETE FROM webhook_subscriptions WHERE account_id = $1', [e.data.account_id]);
+    // Issue 41 item 19: deliveries still due to the deleted endpoint are dropped with it, not kept
+    // for whichever endpoint comes next; a redelivery waiting on an event already delivered ends too.
+    await tx.query(
+      `UPDATE webhook_events SET state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END, next_attempt_at = NULL
+        WHERE account_id = $1 AND next_attempt_at IS NOT NULL`,
+      [e.data.account_id],
+    );
   },
   WebhookAttemptRecorded: async (e: Delivery<'WebhookAttemptRecorded'>, tx) => {
     const d = e.data;
@@ -86,13 +102,24 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (event_id, attempt) DO NOTHING`,
       [d.event_id, d.attempt, d.at, d.webhook_id, d.status_code, d.latency_ms, d.error, d.delivered],
     );
+    // Issue 41 item 19: an event once delivered stays delivered; a failed redelivery is one more
+    // attempt in its list, not a change of state.
     await tx.query(
-      `UPDATE webhook_events SET attempts = $2, state = $3, next_attempt_at = $4, last_status_code = $5, last_error = $6 WHERE event_id = $1`,
-      [d.event_id, d.attempt, d.delivered ? 'delivered' : d.next_attempt_at ? 'pending' : 'failed', d.next_attempt_at, d.status_code, d.error],
+      `UPDATE webhook_events SET attempts = $2,
+              state = CASE WHEN state = 'delivered' OR $6::boolean THEN 'delivered' WHEN $3::timestamptz IS NOT NULL THEN 'pending' ELSE 'failed' END,
+              next_attempt_at = $3, last_status_code = $4, last_error = $5
+        WHERE event_id = $1`,
+      [d.event_id, d.attempt, d.next_attempt_at, d.status_code, d.error, d.delivered],
     );
   },
+  // A delivered event keeps its state while its redelivery is due; a cancelled one (its endpoint
+  // deleted) is not redelivered to another endpoint.
   WebhookRedeliveryRequested: async (e: Delivery<'WebhookRedeliveryRequested'>, tx) => {
-    await tx.query(`UPDATE webhook_events SET state = 'pending', next_attempt_at = $2 WHERE event_id = $1`, [e.data.event_id, e.data.requested_at]);
+    await tx.query(
+      `UPDATE webhook_events SET state = CASE WHEN state = 'delivered' THEN 'delivered' ELSE 'pending' END, next_attempt_at = $2
+        WHERE event_id = $1 AND state <> 'cancelled'`,
+      [e.data.event_id, e.data.requested_at],
+    );
   },
 };
 
@@ -141,6 +168,9 @@ export const notificationsProjection: Projection = {
       last_error text
     )`,
     `CREATE INDEX IF NOT EXISTS webhook_events_due ON webhook_events (next_attempt_at) WHERE state = 'pending'`,
+    // Issue 41 item 19: the endpoint an event was made for (null on rows made before: theirs is the account's current one).
+    `ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS webhook_id text`,
+    `CREATE INDEX IF NOT EXISTS webhook_events_next ON webhook_events (next_attempt_at) WHERE next_attempt_at IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS webhook_events_account ON webhook_events (account_id, created_at DESC, event_id DESC)`,
     `CREATE TABLE IF NOT EXISTS webhook_attempts (
       event_id text NOT NULL,
@@ -174,7 +204,8 @@ export interface WebhookEventRow {
   type: string;
   created: string;
   data: Record<string, unknown>;
-  state: 'pending' | 'delivered' | 'failed';
+  /** `cancelled`: its endpoint was deleted (or replaced) before it was delivered (issue 41 item 19). */
+  state: 'pending' | 'delivered' | 'failed' | 'cancelled';
   attempts: number;
   nextAttemptAt: string | null;
   lastStatusCode: number | null;
@@ -233,7 +264,8 @@ export async function getWebhookEvent(sql: SqlExecutor, accountId: string, event
 export async function dueWebhookEvents(sql: SqlExecutor, now: Date, limit: number): Promise<WebhookEventRow[]> {
   const { rows } = await sql.query<Record<string, any>>(
     `SELECT e.* FROM webhook_events e JOIN account_settings s ON s.account_id = e.account_id
-      WHERE e.state = 'pending' AND e.next_attempt_at <= $1 AND s.webhook_id IS NOT NULL AND NOT s.webhook_paused
+      WHERE e.state IN ('pending', 'delivered') AND e.next_attempt_at <= $1 AND s.webhook_id IS NOT NULL AND NOT s.webhook_paused
+        AND (e.webhook_id IS NULL OR e.webhook_id = s.webhook_id)
       ORDER BY e.next_attempt_at, e.event_id LIMIT $2`,
     [now.toISOString(), limit],
   );
