@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { accountDecider, accountStream } from '@svc/ledger';
+import { accountDecider, accountStream, readAccountEvents } from '@svc/ledger';
 import { ManualClock, nanoToUsdString } from '@svc/platform';
 import { api, chatWorstCase, startGateway, type Call, stopGateway } from '../support/gateway';
 
@@ -62,6 +62,29 @@ describe('spend limits and hold expiry', () => {
     const small = chatWorstCase(gw.runtime, 'sim/echo', messages, 1);
     expect(small).toBeLessThanOrEqual(left);
     expect((await call('POST', '/v1/chat/completions', { key, body: { ...chat, max_tokens: 1 } })).status).toBe(200);
+  });
+
+  describe('issue 41 item 18: key.spend_cap.reached when spend reaches the limit, the warning at 80% before it', () => {
+    it('a refusal of a worst case that does not fit is not "reached"; small requests then cross 80% and record the warning', async () => {
+      clock.set('2026-11-07T12:00:00Z');
+      const accountId = await account();
+      const key = await cappedKey(accountId, 'daily');
+      expect((await call('POST', '/v1/chat/completions', { key, body: chat })).status).toBe(200);
+      // The full worst case no longer fits, though the key has spent well under its limit.
+      expect((await call('POST', '/v1/chat/completions', { key, body: chat })).status).toBe(429);
+      let small = 0;
+      while ((await call('POST', '/v1/chat/completions', { key, body: { ...chat, max_tokens: 1 } })).status === 200) small++;
+      expect(small).toBeGreaterThan(0);
+      const thresholds: { type: string; charged: bigint }[] = [];
+      for await (const e of readAccountEvents(gw.runtime.store, accountId)) {
+        if (e.type === 'KeySpendCapWarning' || e.type === 'KeySpendCapReached') thresholds.push({ type: e.type, charged: BigInt((e.data as { charged_nano: string }).charged_nano) });
+      }
+      // The last refusal came with spend short of the limit (a small worst case did not fit): no
+      // "reached", and the warning at the charge that crossed 80%.
+      expect(thresholds.map((t) => t.type)).toEqual(['KeySpendCapWarning']);
+      expect(thresholds[0].charged * 100n).toBeGreaterThanOrEqual(worstCase * 80n);
+      expect(thresholds[0].charged).toBeLessThan(worstCase);
+    });
   });
 
   it('the weekly window resets on Monday 00:00 UTC, not before', async () => {
