@@ -131,6 +131,7 @@ describe('generated requests against the running gateway: the OpenAPI document i
       const mismatches: unknown[] = [];
       const statuses: Record<string, number> = {};
       let requests = 0;
+      let providerRefusals = 0;
       const milliseconds: Record<string, number> = {};
       for (const [i, path] of OPERATIONS.entries()) {
         const started = Date.now();
@@ -145,13 +146,14 @@ describe('generated requests against the running gateway: the OpenAPI document i
           const answer = await send(path, c.body);
           requests++;
           statuses[`${answer.status}`] = (statuses[`${answer.status}`] ?? 0) + 1;
+          if (c.violated === undefined && (answer.body as { error?: { code?: string } } | null)?.error?.code === 'upstream_rejected') providerRefusals++;
           const problem = judge(c, answer);
           if (problem) mismatches.push({ operation: c.operation, violated: c.violated ?? 'none', body: clip(c.body), status: answer.status, answer: clip(answer.body), problem });
         }
         milliseconds[path] = Date.now() - started;
       }
       // Figures of the run, for the log of CI.
-      console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length, milliseconds }));
+      console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length, providerRefusals, milliseconds }));
       expect(mismatches).toEqual([]);
       expect(requests).toBe(OPERATIONS.length * RUNS * 2);
       // Both kinds of body reach the server's checks: some valid ones succeed, and refusals happen.
