@@ -65,6 +65,7 @@ describe('generated requests against the running gateway: the OpenAPI document i
    * "a choice of the model" (`voice`, `image_url`, video `size`) are drawn from the model or left out.
    */
   function contextsOf(path: string): fc.Arbitrary<Overrides> {
+    const cap = fc.integer({ min: 1, max: 16 });
     const model = (type: string, also?: (m: CatalogModel) => boolean) => fc.constantFrom(...of(type, also).map((m) => m.id));
     switch (path) {
       case '/v1/embeddings':
@@ -73,8 +74,16 @@ describe('generated requests against the running gateway: the OpenAPI document i
         return fc.constant({ model: model('rerank') });
       case '/v1/moderations':
         return fc.constant({ model: model('moderation') });
+      // The simulated model writes as many tokens as it may, at a pace: a small cap keeps the run
+      // short; the caps' own bounds are probed by the near-valid bodies.
       case '/v1/completions':
-        return fc.constant({ model: model('chat') });
+      case '/v1/chat/completions':
+      case '/v1/messages':
+      case '/v1/messages/count_tokens':
+        return fc.constant({ model: model('chat', (m) => m.id === 'sim/echo'), max_tokens: cap, max_completion_tokens: cap });
+      case '/v1/responses':
+        // Only the id of a response stored before is one: the document says so in words.
+        return fc.constant({ model: model('chat', (m) => m.id === 'sim/echo'), previous_response_id: null, max_output_tokens: cap });
       case '/v1/images/generations':
         return fc.constant({ model: model('image'), image: null });
       case '/v1/search':
@@ -85,6 +94,8 @@ describe('generated requests against the running gateway: the OpenAPI document i
       case '/v1/audio/speech':
         return fc.constantFrom(...of('audio', (m) => m.architecture.output_modalities.includes('audio'))).map((m) => ({
           model: fc.constant(m.id),
+          // The simulated voice speaks in real time: 4,096 characters would take seconds each.
+          input: fc.string({ minLength: 1, maxLength: 40 }),
           voice: m.voices && m.voices.length > 0 ? fc.constantFrom(...m.voices) : null,
         }));
       case '/v1/videos':
@@ -101,7 +112,7 @@ describe('generated requests against the running gateway: the OpenAPI document i
     }
   }
 
-  const OPERATIONS = ['/v1/embeddings', '/v1/rerank', '/v1/moderations', '/v1/completions', '/v1/images/generations', '/v1/search', '/v1/audio/speech', '/v1/videos', '/v1/generations/lookup'];
+  const OPERATIONS = ['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/embeddings', '/v1/rerank', '/v1/moderations', '/v1/completions', '/v1/images/generations', '/v1/search', '/v1/audio/speech', '/v1/videos', '/v1/generations/lookup'];
 
   function casesOf(path: string, seed: number): Case[] {
     const schema = requestSchema('post', path);
@@ -120,7 +131,10 @@ describe('generated requests against the running gateway: the OpenAPI document i
       const mismatches: unknown[] = [];
       const statuses: Record<string, number> = {};
       let requests = 0;
+      let providerRefusals = 0;
+      const milliseconds: Record<string, number> = {};
       for (const [i, path] of OPERATIONS.entries()) {
+        const started = Date.now();
         const cases = casesOf(path, SEED + 10 * i);
         for (const c of cases) {
           // The generated bodies must be what they claim, by the document's own validator.
@@ -132,12 +146,14 @@ describe('generated requests against the running gateway: the OpenAPI document i
           const answer = await send(path, c.body);
           requests++;
           statuses[`${answer.status}`] = (statuses[`${answer.status}`] ?? 0) + 1;
+          if (c.violated === undefined && (answer.body as { error?: { code?: string } } | null)?.error?.code === 'upstream_rejected') providerRefusals++;
           const problem = judge(c, answer);
           if (problem) mismatches.push({ operation: c.operation, violated: c.violated ?? 'none', body: clip(c.body), status: answer.status, answer: clip(answer.body), problem });
         }
+        milliseconds[path] = Date.now() - started;
       }
       // Figures of the run, for the log of CI.
-      console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length }));
+      console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length, providerRefusals, milliseconds }));
       expect(mismatches).toEqual([]);
       expect(requests).toBe(OPERATIONS.length * RUNS * 2);
       // Both kinds of body reach the server's checks: some valid ones succeed, and refusals happen.

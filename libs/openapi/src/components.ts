@@ -68,6 +68,16 @@ export function upToPattern(max: number): string {
   return `(?:${alternatives.join('|')})`;
 }
 
+/**
+ * The chat, messages and responses validators read an optional field set to null as left out
+ * (class-validator's IsOptional, the `optional*` readers of libs/interfaces): so does the document.
+ */
+function nullWhenOptional(properties: Record<string, JsonSchema>, required: readonly string[], notNull: readonly string[] = []): Record<string, JsonSchema> {
+  const typed = (schema: JsonSchema) => 'type' in schema || 'anyOf' in schema || 'const' in schema || 'enum' in schema;
+  const keep = (name: string, schema: JsonSchema) => required.includes(name) || notNull.includes(name) || !typed(schema);
+  return Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, keep(name, schema) ? schema : nullable(schema)]));
+}
+
 const stringOrStrings = (description?: string): JsonSchema => ({ anyOf: [str(), arr(str())], ...(description ? { description } : {}) });
 
 /** Spec 2.1: every 4XX/5XX body. */
@@ -200,21 +210,25 @@ const ProviderPreferences = extension(
 
 const Plugin = obj({ id: oneOfValues(['web', 'response-healing', 'context-compression']), enabled: bool() }, { required: ['id'], open: true });
 
-const chatMessage = obj(
-  {
-    role: oneOfValues(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-    content: { anyOf: [str(), arr(anyObject('a content part: text, image_url or file')), { type: 'null' }] },
-    name: str(),
-    tool_calls: arr(anyObject()),
-    tool_call_id: str(),
-  },
-  { required: ['role'], open: true },
-);
+/**
+ * The rules of apps/gateway/src/chat/chat-completion.request.ts (ROLES, the ranges of its `Is`
+ * checks), which lives in the app and cannot be imported here: the generated-request test
+ * (test/e2e/openapi-requests.e2e.ts) sends their bounds and one past them to keep both in step.
+ */
+const chatContent = { anyOf: [str(), arr(anyObject('a content part: text, image_url or file')), { type: 'null' }] };
+const toolCall = obj({ id: str(), type: constant('function'), function: obj({ name: str(), arguments: str('JSON text') }, { open: true }) }, { required: ['id', 'function'], open: true });
+const chatMessage = {
+  anyOf: [
+    obj({ role: oneOfValues(['system', 'developer', 'user', 'assistant']), content: chatContent, name: str(), tool_calls: arr(toolCall) }, { required: ['role'], open: true }),
+    obj({ role: constant('tool'), content: chatContent, tool_call_id: str('the id of the tool call this message answers', { minLength: 1 }) }, { required: ['role', 'tool_call_id'], open: true }),
+  ],
+};
+const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'];
 
 /** Spec 4.2's table; every field `libs/providers` knows for chat (PARAMETERS.chat). */
 const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema> = {
   model: modelId('model id from /models, or `@preset/<slug>`, with optional suffixes (`:online`, `:nitro`, `:floor`, `:exacto`, `:thinking`)'),
-  preset: extension(str('preset slug; request fields override it')),
+  preset: extension(nullable(str('preset slug; request fields override it', { minLength: 1 }))),
   messages: arr(chatMessage, { minItems: 1 }),
   models: extension(arr(str(), { maxItems: 2, description: 'up to 2 fallback models tried in order (spec 4.2 rule 6)' })),
   stream: bool(),
@@ -222,37 +236,43 @@ const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema
   usage: extension(obj({ include: bool('OpenRouter usage accounting: on a stream, the same as `stream_options.include_usage`') }, { required: [], open: true })),
   max_tokens: int(undefined, { minimum: 1 }),
   max_completion_tokens: int(undefined, { minimum: 1 }),
-  temperature: num(),
-  top_p: num(),
-  top_k: extension(int()),
-  min_p: extension(num()),
-  stop: stringOrStrings(),
+  temperature: num(undefined, { minimum: 0, maximum: 2 }),
+  top_p: num(undefined, { minimum: 0, maximum: 1 }),
+  top_k: extension(int(undefined, { minimum: 0 })),
+  min_p: extension(num(undefined, { minimum: 0, maximum: 1 })),
+  stop: { anyOf: [str(), arr(str(), { maxItems: 4 })] },
   seed: int(),
-  presence_penalty: num(),
-  frequency_penalty: num(),
-  repetition_penalty: extension(num()),
+  presence_penalty: num(undefined, { minimum: -2, maximum: 2 }),
+  frequency_penalty: num(undefined, { minimum: -2, maximum: 2 }),
+  repetition_penalty: extension(num(undefined, { minimum: 0, maximum: 2 })),
   logit_bias: anyObject(),
   tools: arr(anyObject('function tool')),
   tool_choice: { description: 'none, auto, required, or a named function' },
   parallel_tool_calls: bool(),
-  response_format: obj({ type: oneOfValues(['text', 'json_object', 'json_schema']), json_schema: anyObject() }, { required: ['type'], open: true }),
-  reasoning: extension(obj({ effort: str(), max_tokens: int(), exclude: bool() }, { required: [], open: true })),
-  reasoning_effort: str(),
+  response_format: {
+    anyOf: [
+      obj({ type: oneOfValues(['text', 'json_object']) }, { open: true }),
+      obj({ type: constant('json_schema'), json_schema: obj({ name: str(), schema: anyObject('a JSON schema'), strict: bool() }, { required: ['name'], open: true }) }, { open: true }),
+    ],
+  },
+  reasoning: extension(obj({ effort: oneOfValues(REASONING_EFFORTS), max_tokens: int(undefined, { minimum: 0 }), exclude: bool(), enabled: bool() }, { required: [], open: true })),
+  reasoning_effort: oneOfValues([...REASONING_EFFORTS, 'none']),
   include_reasoning: extension(bool()),
   plugins: extension(arr(Plugin)),
-  transforms: extension(arr(str(), { description: '["middle-out"] equals context-compression; [] disables it' })),
+  transforms: extension(arr(constant('middle-out'), { description: '["middle-out"] equals context-compression; [] disables it' })),
   safety_identifier: str(),
   prompt_cache_key: str(),
   provider: ProviderPreferences,
   logprobs: nullable(bool()),
-  top_logprobs: nullable(int()),
-  modalities: nullable(arr(str())),
-  prediction: nullable(anyObject()),
+  top_logprobs: nullable(int(undefined, { minimum: 0, maximum: 20 })),
+  modalities: nullable(arr(oneOfValues(['text', 'audio', 'image']))),
+  prediction: nullable(obj({ type: constant('content'), content: { anyOf: [str(), arr(anyObject('text part'))] } }, { open: true })),
   user: str(),
   n: int('must be 1 (spec 4.2 rule 2)', { const: 1 }),
 };
 
-const ChatCompletionRequest = obj(chatRequestProperties, {
+// The plugin step reads `plugins` and `transforms` itself, and refuses null for them.
+const ChatCompletionRequest = obj(nullWhenOptional(chatRequestProperties, ['model', 'messages'], ['plugins', 'transforms']), {
   required: ['model', 'messages'],
   open: true,
   description: 'Spec 4.2. Unknown fields are ignored and named in `x-svc-ignored-params` (rule 1).',
@@ -553,23 +573,26 @@ const Video = obj(
   { required: ['id', 'object', 'model', 'status', 'progress', 'created_at', 'completed_at', 'prompt', 'seconds', 'error', 'url', 'thumbnail_url', 'usage'], open: true },
 );
 
+/** Spec 4.3 and 4.4: Anthropic's message list. */
+export const anthropicMessages = arr(obj({ role: oneOfValues(['user', 'assistant']), content: { anyOf: [str(), arr(anyObject('content block'))] } }, { required: ['role', 'content'], open: true }), { minItems: 1 });
+
 const AnthropicMessagesRequest = obj(
-  {
+  nullWhenOptional({
     model: modelId(),
     max_tokens: int(undefined, { minimum: 1 }),
-    messages: arr(obj({ role: oneOfValues(['user', 'assistant']), content: { anyOf: [str(), arr(anyObject('content block'))] } }, { required: ['role', 'content'], open: true }), { minItems: 1 }),
+    messages: anthropicMessages,
     system: { description: 'a string or text blocks' },
     tools: arr(anyObject()),
-    tool_choice: anyObject(),
+    tool_choice: { description: 'read only when tools are given' },
     thinking: anyObject(),
-    stream: bool(),
+    stream: nullable(bool()),
     temperature: num(),
     top_p: num(),
-    top_k: int(),
+    top_k: nullable(num('read as a number: a fraction is not refused')),
     stop_sequences: arr(str()),
     metadata: anyObject(),
-    preset: extension(str()),
-  },
+    preset: extension(nullable(str(undefined, { minLength: 1 }))),
+  }, ['model', 'max_tokens', 'messages']),
   { required: ['model', 'max_tokens', 'messages'], open: true, description: 'Spec 4.3.' },
 );
 
@@ -591,22 +614,22 @@ const AnthropicMessage = obj(
 );
 
 const ResponsesRequest = obj(
-  {
+  nullWhenOptional({
     model: modelId(),
-    input: { description: 'a string or input items' },
+    input: { anyOf: [str(), arr(anyObject('an input item'))], description: 'a string or input items' },
     instructions: str(),
     previous_response_id: str(),
     store: bool('default true; kept 30 days'),
     stream: bool(),
-    max_output_tokens: int(),
+    max_output_tokens: nullable(int(undefined, { minimum: 1 })),
     tools: arr(anyObject()),
     tool_choice: { description: 'any: none, auto, required, or a named tool' },
     text: anyObject('`format`: a JSON schema'),
     reasoning: anyObject(),
     temperature: num(),
     top_p: num(),
-    preset: extension(str()),
-  },
+    preset: extension(nullable(str(undefined, { minLength: 1 }))),
+  }, ['model', 'input']),
   { required: ['model', 'input'], open: true, description: 'Spec 4.5.' },
 );
 

@@ -24,10 +24,10 @@ export const arr = (items: JsonSchema, more: JsonSchema = {}): JsonSchema => ({ 
 /** A JSON object whose members are not described (request `metadata`, tool parameters...). */
 export const anyObject = (description?: string): JsonSchema => ({ type: 'object', ...(description ? { description } : {}) });
 
-/** `schema` or null: a type list when the schema has a single type, else `anyOf`. */
+/** `schema` or null: a type list when the schema has a single type, else `anyOf` (a gateway field stays marked). */
 export function nullable(schema: JsonSchema): JsonSchema {
   if (typeof schema.type === 'string' && !('enum' in schema) && !('const' in schema)) return { ...schema, type: [schema.type, 'null'] };
-  return { anyOf: [schema, { type: 'null' }] };
+  return { anyOf: [schema, { type: 'null' }], ...(schema[EXTENSION] ? { [EXTENSION]: true } : {}) };
 }
 
 /** Adds `x-svc-extension: true`: a gateway field on an OpenAI-compatible object. */

@@ -4,6 +4,7 @@
  * (document.ts): a route missing here, or an entry no route matches, is reported, never dropped.
  */
 import { SPEECH_FORMATS } from '@svc/interfaces';
+import { anthropicMessages } from './components';
 import { anyObject, arr, bool, constant, cursorList, dataOf, dateTime, int, type JsonSchema, nullable, obj, oneOfValues, ref, str, usd } from './json-schema';
 
 /**
@@ -100,7 +101,12 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     tag: 'Models',
     access: 'any',
     anthropic: true,
-    body: json(obj({ model: str(undefined, { minLength: 1 }), messages: arr(anyObject()), system: { description: 'a string or text blocks' }, tools: arr(anyObject()) }, { required: ['model', 'messages'], open: true })),
+    body: json(
+      obj(
+        { model: str(undefined, { minLength: 1 }), messages: anthropicMessages, system: { description: 'a string or text blocks' }, tools: nullable(arr(obj({ name: str(undefined, { minLength: 1 }), input_schema: anyObject('a JSON schema') }, { required: ['name', 'input_schema'], open: true }))) },
+        { required: ['model', 'messages'], open: true },
+      ),
+    ),
     ok: { schema: obj({ input_tokens: int() }) },
     errors: [404],
   },

@@ -27,7 +27,9 @@ export function resolverOf(schemas: Record<string, JsonSchema>): Resolve {
 
 /** A schema that says what a value is; a bare `{description}` or a member-less object does not. */
 function described(schema: JsonSchema): boolean {
-  if ('const' in schema || 'enum' in schema || 'anyOf' in schema || '$ref' in schema) return true;
+  if ('const' in schema || 'enum' in schema || '$ref' in schema) return true;
+  if (Array.isArray(schema.anyOf)) return (schema.anyOf as JsonSchema[]).filter((branch) => branch.type !== 'null').every(described);
+  if (Array.isArray(schema.type)) return (schema.type as string[]).filter((type) => type !== 'null').every((type) => described({ ...schema, type }));
   if (schema.type === 'object') return schema.properties !== undefined;
   if (schema.type === 'array') return described(schema.items as JsonSchema);
   return schema.type !== undefined;
