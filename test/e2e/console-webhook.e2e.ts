@@ -178,6 +178,11 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     await page.getByRole('button', { name: 'Save step-up setting' }).click();
     await page.getByText(`Saved: step-up is on; codes go to ${EMAIL}.`).waitFor();
     expect((await h.call('GET', '/settings', { key: management })).json.data.step_up).toEqual({ enabled: true, email: EMAIL });
+    // Every guarded action is one this console does, provider keys and organizations included.
+    const guarded = page.locator('.card', { has: page.getByRole('heading', { name: 'What step-up protects' }) });
+    expect(await guarded.getByRole('listitem').filter({ hasText: 'Saving a provider key' }).textContent()).toContain('(Provider keys)');
+    expect(await guarded.getByRole('listitem').filter({ hasText: 'Deleting an organization' }).textContent()).toContain('(Organizations)');
+    expect(await guarded.textContent()).not.toMatch(/operator/i);
     await screenshot(page, 'security-desktop');
     await phoneShot(h, management, 'Security', 'security-phone');
 
