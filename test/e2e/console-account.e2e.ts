@@ -213,6 +213,12 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
 
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await entries.getByRole('cell', { name: 'org.deleted', exact: true }).waitFor();
+
+    // The key that made a change by its name, as the Keys page lists it, its id under the name.
+    const signedIn = ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).find((k) => k.name === 'dev management key')!;
+    const actor = entries.getByRole('row').filter({ has: page.getByRole('cell', { name: 'org.created', exact: true }) }).locator('td:nth-child(2)');
+    await actor.getByText('Key “dev management key”').waitFor();
+    expect(await actor.textContent()).toBe(`Key “dev management key”${signedIn.id}`);
     await screenshot(page, 'audit-log-desktop');
     await phoneShot(h, management, 'Audit log', 'audit-log-phone');
     expect(unexpectedErrors(tab)).toEqual([]);

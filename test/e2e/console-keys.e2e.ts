@@ -181,6 +181,11 @@ describeConsole('console: keys and presets', () => {
     await diff.waitFor();
     expect(await diff.getByRole('deletion').allTextContents()).toEqual(['-  "model": "sim/echo"\n']);
     expect(await diff.getByRole('insertion').allTextContents()).toEqual(['+  "model": "sim/small-8k"\n']);
+    // Who saved each version: the console's key by its name, as the Keys page lists it.
+    const [own] = await keysNamed('dev management key');
+    const by = page.getByRole('region', { name: 'Versions' }).getByRole('row', { name: /^Version 2\b/ }).locator('td').nth(1);
+    await by.getByText('dev management key', { exact: true }).waitFor();
+    expect(await by.textContent()).toBe(`dev management key${own.id}`);
     await screenshot(page, 'presets-desktop');
     expect(unexpectedErrors(tab)).toEqual([]);
   });
