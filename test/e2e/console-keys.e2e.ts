@@ -208,6 +208,14 @@ describeConsole('console: keys and presets', () => {
     try {
       await goTo(phone.page, 'Keys');
       await phone.page.getByRole('table').waitFor();
+      // Every key's actions are on the screen, not off to its right.
+      const actions = phone.page.getByRole('button', { name: /^(Edit .+|Rotate .+|Revoke)$/ });
+      expect(await actions.count()).toBeGreaterThanOrEqual(6);
+      for (const button of await actions.all()) {
+        const box = (await button.boundingBox())!;
+        expect(box.x).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width).toBeLessThanOrEqual(390);
+      }
       await screenshot(phone.page, 'keys-phone');
       await phone.page.getByRole('button', { name: 'New key' }).click();
       await phone.page.getByLabel('Name', { exact: true }).fill('phone-key');

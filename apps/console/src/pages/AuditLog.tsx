@@ -3,7 +3,7 @@ import { api, query, type Session } from '../api';
 import { atSecond } from '../format';
 import type { KeyNames } from '../keyNames';
 import type { AuditEntry } from '../records';
-import { Card, Empty, FieldError, isAbout, LoadState, Page, Table, useLoad } from '../ui';
+import { Breakable, Card, Empty, FieldError, isAbout, LoadState, Page, Stamp, Table, useLoad } from '../ui';
 import { keyRef } from '../keyNames';
 import { actorOf, AUDIT_ACTIONS, auditQuery, DEFAULT_LIMIT, detailsSummary, MAX_LIMIT, noFilters, type AuditFilters, type AuditQuery } from './auditLog';
 import { useKeyNames } from './useKeyNames';
@@ -189,8 +189,8 @@ function EntriesTable({ entries, names }: { entries: AuditEntry[]; names: KeyNam
           const target = entry.action.startsWith('key.') && entry.target_id ? keyRef(`key:${entry.target_id}`, names) : null;
           return (
             <tr key={entry.id}>
-              <td className="nowrap">
-                <time dateTime={entry.at}>{atSecond(entry.at)}</time>
+              <td>
+                <Stamp text={atSecond(entry.at)} at={entry.at} />
               </td>
               <td className="audit-actor">
                 {actor.keyName ? (
@@ -208,7 +208,9 @@ function EntriesTable({ entries, names }: { entries: AuditEntry[]; names: KeyNam
                 {actor.account && <div className="muted small mono">{actor.account}</div>}
               </td>
               <td className="mono nowrap">{entry.ip ?? <span className="muted">—</span>}</td>
-              <td className="mono nowrap">{entry.action}</td>
+              <td className="mono words audit-action">
+                <Breakable text={entry.action} />
+              </td>
               <td className="audit-target">
                 {target?.name ? (
                   <>
