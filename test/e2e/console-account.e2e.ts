@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { byokUnavailable } from '@svc/metering';
-import { describeConsole, descriptionOf, goTo, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 import { until } from '../support/until';
 
 const today = () => new Date().toISOString().slice(0, 10);
@@ -213,8 +213,22 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
 
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await entries.getByRole('cell', { name: 'org.deleted', exact: true }).waitFor();
+
+    // The key that made a change by its name, as the Keys page lists it, its id under the name.
+    const signedIn = ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).find((k) => k.name === 'dev management key')!;
+    const actor = entries.getByRole('row').filter({ has: page.getByRole('cell', { name: 'org.created', exact: true }) }).locator('td:nth-child(2)');
+    await actor.getByText('Key “dev management key”').waitFor();
+    expect(await actor.textContent()).toBe(`Key “dev management key”${signedIn.id}`);
+
+    // At a laptop's size every column is in view, none behind a sideways scroll.
+    const desktop = await tableFit(page, 'Audit log entries');
+    expect(desktop.content).toBeLessThanOrEqual(desktop.visible);
     await screenshot(page, 'audit-log-desktop');
-    await phoneShot(h, management, 'Audit log', 'audit-log-phone');
+    await phoneShot(h, management, 'Audit log', 'audit-log-phone', async (phone) => {
+      // A phone is narrower than the table: it scrolls inside its own box.
+      const fit = await tableFit(phone, 'Audit log entries');
+      expect(fit.content <= fit.visible || fit.scrolls).toBe(true);
+    });
     expect(unexpectedErrors(tab)).toEqual([]);
   });
 });

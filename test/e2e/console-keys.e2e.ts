@@ -181,6 +181,11 @@ describeConsole('console: keys and presets', () => {
     await diff.waitFor();
     expect(await diff.getByRole('deletion').allTextContents()).toEqual(['-  "model": "sim/echo"\n']);
     expect(await diff.getByRole('insertion').allTextContents()).toEqual(['+  "model": "sim/small-8k"\n']);
+    // Who saved each version: the console's key by its name, as the Keys page lists it.
+    const [own] = await keysNamed('dev management key');
+    const by = page.getByRole('region', { name: 'Versions' }).getByRole('row', { name: /^Version 2\b/ }).locator('td').nth(1);
+    await by.getByText('dev management key', { exact: true }).waitFor();
+    expect(await by.textContent()).toBe(`dev management key${own.id}`);
     await screenshot(page, 'presets-desktop');
     expect(unexpectedErrors(tab)).toEqual([]);
   });
@@ -203,6 +208,14 @@ describeConsole('console: keys and presets', () => {
     try {
       await goTo(phone.page, 'Keys');
       await phone.page.getByRole('table').waitFor();
+      // Every key's actions are on the screen, not off to its right.
+      const actions = phone.page.getByRole('button', { name: /^(Edit .+|Rotate .+|Revoke)$/ });
+      expect(await actions.count()).toBeGreaterThanOrEqual(6);
+      for (const button of await actions.all()) {
+        const box = (await button.boundingBox())!;
+        expect(box.x).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width).toBeLessThanOrEqual(390);
+      }
       await screenshot(phone.page, 'keys-phone');
       await phone.page.getByRole('button', { name: 'New key' }).click();
       await phone.page.getByLabel('Name', { exact: true }).fill('phone-key');

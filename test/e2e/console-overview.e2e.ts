@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { usd, utcDay } from '../../apps/console/src/format';
-import { describeConsole, descriptionOf, goTo, openConsole, openSignedIn, screenshot, signIn, startConsole, stopConsole, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, openConsole, openSignedIn, screenshot, signIn, startConsole, stopConsole, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 
 const HELLO = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 };
 
@@ -91,6 +91,9 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     // The API agrees: that key's activity is this one call.
     const api = await h.call('GET', `/activity?key_id=${live.id}`, { key: management });
     expect(api.json.data.map((r: { model: string; requests: number }) => [r.model, r.requests])).toEqual([['sim/echo', 1]]);
+    // At a laptop's size every column is in view, none behind a sideways scroll.
+    const desktop = await tableFit(page, 'Activity by day, model and endpoint');
+    expect(desktop.content).toBeLessThanOrEqual(desktop.visible);
     await screenshot(page, 'activity-desktop');
 
     // A day outside the 30 the API keeps: its own words, next to the date field.

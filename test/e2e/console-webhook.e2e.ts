@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { verifyWebhookSignature } from '@svc/webhooks';
-import { describeConsole, descriptionOf, goTo, mailFiles, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, stepUpMail, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import { describeConsole, descriptionOf, goTo, mailFiles, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, stepUpMail, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
 import { until } from '../support/until';
 
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -120,8 +120,13 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     const detail = await h.call('GET', `/webhook-events/${first.id}`, { key: management });
     expect(detail.json.data.attempts.map((a: { status_code: number }) => a.status_code)).toEqual(expect.arrayContaining([500, 200]));
 
+    // At a laptop's size every column is in view, none behind a sideways scroll.
+    const desktop = await tableFit(page, 'Webhook events');
+    expect(desktop.content).toBeLessThanOrEqual(desktop.visible);
     await screenshot(page, 'webhook-desktop');
     await phoneShot(h, management, 'Webhook', 'webhook-phone', async (phone) => {
+      const fit = await tableFit(phone, 'Webhook events');
+      expect(fit.content <= fit.visible || fit.scrolls).toBe(true);
       await phone.getByRole('button', { name: `View attempts of ${first.id}` }).click();
       await phone.getByRole('region', { name: 'Delivery attempts' }).getByRole('row').filter({ hasText: 'HTTP 200' }).waitFor();
     });
@@ -178,6 +183,11 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     await page.getByRole('button', { name: 'Save step-up setting' }).click();
     await page.getByText(`Saved: step-up is on; codes go to ${EMAIL}.`).waitFor();
     expect((await h.call('GET', '/settings', { key: management })).json.data.step_up).toEqual({ enabled: true, email: EMAIL });
+    // Every guarded action is one this console does, provider keys and organizations included.
+    const guarded = page.locator('.card', { has: page.getByRole('heading', { name: 'What step-up protects' }) });
+    expect(await guarded.getByRole('listitem').filter({ hasText: 'Saving a provider key' }).textContent()).toContain('(Provider keys)');
+    expect(await guarded.getByRole('listitem').filter({ hasText: 'Deleting an organization' }).textContent()).toContain('(Organizations)');
+    expect(await guarded.textContent()).not.toMatch(/operator/i);
     await screenshot(page, 'security-desktop');
     await phoneShot(h, management, 'Security', 'security-phone');
 

@@ -162,3 +162,17 @@ export async function stepUpMail(dataDir: string, before: string[]): Promise<{ t
   const code = /code for .*? is (\d{6})\./s.exec(text)?.[1];
   return code ? { text, code } : undefined;
 }
+
+/**
+ * A table's region as laid out: its visible width, the width of the table inside it, and whether
+ * the region scrolls sideways (the only way to reach columns wider than it).
+ */
+export async function tableFit(page: Page, label: string): Promise<{ visible: number; content: number; scrolls: boolean }> {
+  const region = page.getByRole('region', { name: label, exact: true });
+  await region.getByRole('row').first().waitFor();
+  // A string, as the suites are typed without the DOM.
+  return page.evaluate<{ visible: number; content: number; scrolls: boolean }>(`(() => {
+    const box = document.querySelector('[role="region"][aria-label=${JSON.stringify(label)}]');
+    return { visible: box.clientWidth, content: box.scrollWidth, scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX) };
+  })()`);
+}

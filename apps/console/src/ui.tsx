@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { Fragment, useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import { ApiFailure } from './api';
 
 /** A page: its title, an optional line under it, and its sections. */
@@ -277,10 +277,45 @@ export function DetailCard({ titleId, title, actions, onClose, children }: { tit
 }
 
 /** A table that scrolls sideways on a narrow screen instead of overflowing the page. */
-export function Table({ label, children }: { label: string; children: ReactNode }) {
+export function Table({ label, className, children }: { label: string; className?: string; children: ReactNode }) {
   return (
-    <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
+    <div className={className ? `table-wrap ${className}` : 'table-wrap'} role="region" aria-label={label} tabIndex={0}>
       <table>{children}</table>
     </div>
+  );
+}
+
+/**
+ * A time as `when`/`atSecond` write it ("2026-03-03 10:20 UTC"), free to wrap between its date
+ * and its clock where a table is short of room, never inside either.
+ */
+export function Stamp({ text, at }: { text: string; at?: string }) {
+  const space = text.indexOf(' ');
+  const parts =
+    space < 0 ? (
+      text
+    ) : (
+      <>
+        <span className="nowrap">{text.slice(0, space)}</span> <span className="nowrap">{text.slice(space + 1)}</span>
+      </>
+    );
+  return at ? <time dateTime={at}>{parts}</time> : <>{parts}</>;
+}
+
+/**
+ * A name of dotted, snake_case or path parts (`key.spend_cap.warning`, `openai/gpt-4o`) that may
+ * wrap after a dot, underscore or slash only.
+ */
+export function Breakable({ text }: { text: string }) {
+  const pieces = text.split(/(?<=[._/])/);
+  return (
+    <>
+      {pieces.map((piece, i) => (
+        <Fragment key={i}>
+          {piece}
+          {i < pieces.length - 1 && <wbr />}
+        </Fragment>
+      ))}
+    </>
   );
 }

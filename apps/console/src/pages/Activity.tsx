@@ -2,7 +2,7 @@ import { Fragment, useState, type FormEvent } from 'react';
 import { api, ApiFailure, query, type Session } from '../api';
 import { count, lastDays, usd } from '../format';
 import type { ActivityRow, Generation } from '../records';
-import { Card, describedBy, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
+import { Breakable, Card, describedBy, Empty, ErrorText, FieldError, FormError, isAbout, Loading, Page, Table, useAction, useLoad } from '../ui';
 import {
   activityTotals,
   filterQuery,
@@ -112,7 +112,7 @@ function ActivityTable({ rows, filtered }: { rows: ActivityRow[]; filtered: bool
   const others = rows.map((r) => otherUnits(r));
   const hasOthers = others.some((o) => o.length > 0);
   return (
-    <Table label="Activity by day, model and endpoint">
+    <Table label="Activity by day, model and endpoint" className="activity-table">
       <thead>
         <tr>
           <th scope="col" rowSpan={2}>
@@ -161,9 +161,13 @@ function ActivityTable({ rows, filtered }: { rows: ActivityRow[]; filtered: bool
         {rows.map((r, i) => (
           <tr key={`${r.date} ${r.model} ${r.endpoint}`}>
             <td className="nowrap">{r.date}</td>
-            <td className="nowrap">
-              <span className="mono">{r.model}</span>
-              <span className="activity-endpoint mono muted small">{r.endpoint}</span>
+            <td>
+              <span className="mono words">
+                <Breakable text={r.model} />
+              </span>
+              <span className="activity-endpoint mono words muted small">
+                <Breakable text={r.endpoint} />
+              </span>
             </td>
             <td className="num">{count(r.requests)}</td>
             <td className="num">{count(r.requests_not_billed)}</td>

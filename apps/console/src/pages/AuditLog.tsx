@@ -1,9 +1,12 @@
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { api, query, type Session } from '../api';
 import { atSecond } from '../format';
+import type { KeyNames } from '../keyNames';
 import type { AuditEntry } from '../records';
-import { Card, Empty, FieldError, isAbout, LoadState, Page, Table, useLoad } from '../ui';
+import { Breakable, Card, Empty, FieldError, isAbout, LoadState, Page, Stamp, Table, useLoad } from '../ui';
+import { keyRef } from '../keyNames';
 import { actorOf, AUDIT_ACTIONS, auditQuery, DEFAULT_LIMIT, detailsSummary, MAX_LIMIT, noFilters, type AuditFilters, type AuditQuery } from './auditLog';
+import { useKeyNames } from './useKeyNames';
 import './AuditLog.css';
 
 /** The query parameters a filter of the form sets, as the API names them in `param`. */
@@ -14,6 +17,7 @@ export function AuditLog(_: { session: Session }) {
   /** What the table shows; null while the form holds a problem of its own. */
   const [applied, setApplied] = useState<AuditQuery | null>({});
   const [problem, setProblem] = useState<unknown>(null);
+  const names = useKeyNames();
   const log = useLoad(() => (applied ? api<{ data: AuditEntry[] }>('GET', `/audit-log${query(applied)}`).then((r) => r.data) : Promise.resolve(null)), [applied]);
 
   const apply = (filters: AuditFilters) => {
@@ -60,7 +64,7 @@ export function AuditLog(_: { session: Session }) {
                   ? `The newest ${limit} entries; older ones may match too: narrow the dates or raise the limit.`
                   : `${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}.`}
               </p>
-              <EntriesTable entries={entries} />
+              <EntriesTable entries={entries} names={names} />
             </>
           )}
         </LoadState>
@@ -166,7 +170,7 @@ function FilterForm({ form, error, onChange, onApply, onClear }: { form: AuditFi
   );
 }
 
-function EntriesTable({ entries }: { entries: AuditEntry[] }) {
+function EntriesTable({ entries, names }: { entries: AuditEntry[]; names: KeyNames }) {
   return (
     <Table label="Audit log entries">
       <thead>
@@ -181,14 +185,20 @@ function EntriesTable({ entries }: { entries: AuditEntry[] }) {
       </thead>
       <tbody>
         {entries.map((entry) => {
-          const actor = actorOf(entry);
+          const actor = actorOf(entry, names);
+          const target = entry.action.startsWith('key.') && entry.target_id ? keyRef(`key:${entry.target_id}`, names) : null;
           return (
             <tr key={entry.id}>
-              <td className="nowrap">
-                <time dateTime={entry.at}>{atSecond(entry.at)}</time>
+              <td>
+                <Stamp text={atSecond(entry.at)} at={entry.at} />
               </td>
               <td className="audit-actor">
-                {actor.key ? (
+                {actor.keyName ? (
+                  <>
+                    <span>Key “{actor.keyName}”</span>
+                    <div className="muted small mono">{actor.key}</div>
+                  </>
+                ) : actor.key ? (
                   <>
                     Key <span className="mono">{actor.key}</span>
                   </>
@@ -198,8 +208,19 @@ function EntriesTable({ entries }: { entries: AuditEntry[] }) {
                 {actor.account && <div className="muted small mono">{actor.account}</div>}
               </td>
               <td className="mono nowrap">{entry.ip ?? <span className="muted">—</span>}</td>
-              <td className="mono nowrap">{entry.action}</td>
-              <td className="mono audit-target">{entry.target_id}</td>
+              <td className="mono words audit-action">
+                <Breakable text={entry.action} />
+              </td>
+              <td className="audit-target">
+                {target?.name ? (
+                  <>
+                    <span>“{target.name}”</span>
+                    <div className="muted small mono">{target.id}</div>
+                  </>
+                ) : (
+                  <span className="mono">{entry.target_id}</span>
+                )}
+              </td>
               <td className="audit-details">{detailsSummary(entry) || <span className="muted">—</span>}</td>
             </tr>
           );

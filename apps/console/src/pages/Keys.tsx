@@ -131,22 +131,24 @@ function KeysTable({ keys, ownKeyId, onEdit, onRotate, onRevoked }: { keys: KeyR
                   {key.project && <div className="muted small">project {key.project}</div>}
                   {key.id === ownKeyId && <div className="muted small">this console’s key</div>}
                 </th>
-                <td>
+                <td data-label="Scope, environment">
                   {key.scope.replace('_', '-')}
                   <div className="muted small">{key.environment}</div>
                 </td>
-                <td className="num">{usd(key.usage_monthly)}</td>
-                <td>
+                <td className="num" data-label="This month">
+                  {usd(key.usage_monthly)}
+                </td>
+                <td data-label="Limit">
                   <Limit keyRecord={key} />
                 </td>
-                <td className="nowrap">
+                <td className="nowrap" data-label="Created, expires">
                   <Day value={key.created_at} />
                   <div className="small">{key.expires_at ? <>expires <Day value={key.expires_at} /></> : <span className="muted">never expires</span>}</div>
                 </td>
-                <td>
+                <td data-label="Status">
                   <span className={`badge ${status === 'active' ? 'ok' : status === 'expired' ? 'warn' : 'bad'}`}>{status}</span>
                 </td>
-                <td>
+                <td data-label="Actions">
                   {status !== 'revoked' && (
                     <div className="key-actions">
                       <button type="button" className="secondary" onClick={() => onEdit(key)} aria-label={`Edit ${label}`}>

@@ -4,7 +4,7 @@ import { api, type Session } from '../api';
 import { lastDays, periodName, usd, when } from '../format';
 import type { ActivityRow, Credits, KeyRecord } from '../records';
 import { Card, Empty, ErrorText, Loading, Page, Table, useLoad } from '../ui';
-import { dailySpendSeries, keyLimits, percent, spendLines, spendTotals, type DayBar, type KeyLimit, type SpendSeries } from './overview-data';
+import { dailySpendSeries, keyLimits, modelColours, percent, spendLines, spendTotals, type DayBar, type KeyLimit, type SpendSeries } from './overview-data';
 import './Overview.css';
 
 export function Overview(_props: { session: Session }) {
@@ -75,11 +75,9 @@ function Spend({ rows, now }: { rows: ActivityRow[]; now: Date }) {
   );
 }
 
-/** Colours 3:1 or more against white (WCAG 1.4.11), told apart by hue; models past ten reuse them. */
-const COLOURS = ['#1d4ed8', '#c2410c', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#a21caf', '#475569', '#b45309'];
-
 function SpendChart({ series }: { series: SpendSeries }) {
   const lines = spendLines(series);
+  const colours = useMemo(() => modelColours(series.models), [series.models]);
   return (
     <figure className="overview-chart" aria-label="Daily spend per model">
       <div className="overview-chart-plot">
@@ -96,7 +94,7 @@ function SpendChart({ series }: { series: SpendSeries }) {
             <Legend wrapperStyle={{ fontSize: 13 }} />
             {series.models.map((model, i) => (
               // null, not 0, for a day without spend: the tooltip then leaves the model out.
-              <Bar key={model} dataKey={(bar: DayBar) => bar.spend[model] || null} name={model} stackId="spend" fill={COLOURS[i % COLOURS.length]} isAnimationActive={false} />
+              <Bar key={model} dataKey={(bar: DayBar) => bar.spend[model] || null} name={model} stackId="spend" fill={colours[i]} isAnimationActive={false} />
             ))}
           </BarChart>
         </ResponsiveContainer>

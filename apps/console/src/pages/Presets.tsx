@@ -1,6 +1,7 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { api, ApiFailure } from '../api';
 import { when } from '../format';
+import { keyRef, type KeyNames } from '../keyNames';
 import type { Preset, PresetDetail, PresetVersion } from '../records';
 import { Card, ConfirmButton, describedBy, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useHash, useLoad } from '../ui';
 import {
@@ -13,6 +14,7 @@ import {
   type CompareWith,
   type PresetFormValues,
 } from './presetForm';
+import { useKeyNames } from './useKeyNames';
 import './Presets.css';
 
 const FIELDS: (keyof PresetFormValues)[] = ['slug', 'name', 'description', 'config'];
@@ -270,6 +272,7 @@ function PresetView({ slug }: { slug: string }) {
 }
 
 function VersionTable({ detail, chosen, onCompare, onRolledBack }: { detail: PresetDetail; chosen: number; onCompare: (version: number) => void; onRolledBack: (next: PresetDetail, version: number) => void }) {
+  const names = useKeyNames();
   return (
     <div className="presets-table">
       <Table label="Versions">
@@ -287,7 +290,9 @@ function VersionTable({ detail, chosen, onCompare, onRolledBack }: { detail: Pre
             <tr key={v.version} aria-current={v.version === chosen ? 'true' : undefined}>
               <th scope="row">Version {v.version}</th>
               <td className="nowrap">{when(v.created_at)}</td>
-              <td className="nowrap small">{v.created_by ?? '—'}</td>
+              <td className="small">
+                <CreatedBy by={v.created_by} names={names} />
+              </td>
               <td>
                 {v.version === detail.version && <span className="badge ok">latest</span>} {v.rolled_back_to !== null && <span className="muted">rolled back to v{v.rolled_back_to}</span>}
               </td>
@@ -379,4 +384,18 @@ function DiffLines({ from, to }: { from: PresetVersion | null; to: PresetVersion
       </pre>
     </figure>
   );
+}
+
+/** Who saved a version: the key by its name (its id under it), else what the API recorded. */
+function CreatedBy({ by, names }: { by: string | null; names: KeyNames }) {
+  const key = keyRef(by, names);
+  if (key?.name) {
+    return (
+      <>
+        <span>{key.name}</span>
+        <div className="muted mono">{key.id}</div>
+      </>
+    );
+  }
+  return <span className="mono">{by ?? '—'}</span>;
 }

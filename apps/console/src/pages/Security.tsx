@@ -110,22 +110,14 @@ function StepUpCard({ setting, onSaved }: { setting: StepUpSetting; onSaved: (se
 }
 
 function ProtectedCard() {
-  const own = PROTECTED_ACTIONS.filter((a) => !a.operatorOnly);
-  const operator = PROTECTED_ACTIONS.filter((a) => a.operatorOnly);
   return (
     <Card title="What step-up protects">
-      <p>While it is on, each of these asks for its own code:</p>
+      <p>While it is on, each of these asks for its own code, in this console as through the API:</p>
       <ul className="security-actions">
-        {own.map((a) => (
-          <li key={a.action}>{a.words}</li>
-        ))}
-      </ul>
-      <p>
-        These are guarded too, for when accounts do them themselves. Today the gateway's operator does them through the operator API, which step-up does not guard:
-      </p>
-      <ul className="security-actions">
-        {operator.map((a) => (
-          <li key={a.action}>{a.words}</li>
+        {PROTECTED_ACTIONS.map((a) => (
+          <li key={a.action}>
+            {a.words} <span className="muted">({a.page})</span>
+          </li>
         ))}
       </ul>
       <h3>How codes work</h3>

@@ -3,7 +3,7 @@ import { api, type Session } from '../api';
 import { atSecond, when } from '../format';
 import type { WebhookEndpoint, WebhookEvent, WebhookEventDetail } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, CopyButton, DetailCard, Empty, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
+import { Breakable, Card, ConfirmButton, CopyButton, DetailCard, Empty, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Stamp, Table, useAction, useLoad } from '../ui';
 import { CursorItems } from './CursorItems';
 import { replaceItem } from './cursorList';
 import { useCursorList, type CursorList } from './useCursorList';
@@ -326,9 +326,13 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
             <tbody>
               {items.map((e) => (
                 <tr key={e.id} aria-selected={e.id === selected} className={e.id === selected ? 'webhook-selected' : undefined}>
-                  <td className="mono webhook-nowrap">{e.type}</td>
+                  <td className="mono words">
+                    <Breakable text={e.type} />
+                  </td>
                   <td className="mono small webhook-nowrap">{e.id}</td>
-                  <td className="webhook-nowrap">{when(e.created)}</td>
+                  <td>
+                    <Stamp text={when(e.created)} />
+                  </td>
                   <td>
                     <DeliveryBadge delivery={e.delivery} />
                   </td>

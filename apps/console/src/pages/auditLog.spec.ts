@@ -45,8 +45,11 @@ describe('audit log filters', () => {
 
 describe('audit log entries', () => {
   it('names the actor, and the acting account only when it is not the log’s own', () => {
-    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' })).toEqual({ who: 'Key key_1', key: 'key_1', account: null });
-    expect(actorOf({ actor: 'key:key_2', actor_account_id: 'acc_2', account_id: 'acc_1' })).toEqual({ who: 'Key key_2', key: 'key_2', account: 'acc_2' });
+    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' })).toEqual({ who: 'Key key_1', key: 'key_1', keyName: null, account: null });
+    expect(actorOf({ actor: 'key:key_2', actor_account_id: 'acc_2', account_id: 'acc_1' })).toEqual({ who: 'Key key_2', key: 'key_2', keyName: null, account: 'acc_2' });
+    // A key of the workspace by its name, the id kept beside it.
+    const names = new Map([['key_1', 'deploy bot']]);
+    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' }, names)).toEqual({ who: 'Key “deploy bot”', key: 'key_1', keyName: 'deploy bot', account: null });
     expect(actorOf({ actor: 'admin', actor_account_id: null, account_id: 'acc_1' }).who).toBe('Operator (admin API)');
     expect(actorOf({ actor: 'cli', actor_account_id: null, account_id: 'acc_1' }).who).toBe('Operator (CLI)');
     expect(actorOf({ actor: 'constructor', actor_account_id: null, account_id: 'acc_1' }).who).toBe('constructor');

@@ -1,6 +1,7 @@
 /** The audit log page's filters and how an entry reads; pure, so the tests can pin them. */
 import { ApiFailure } from '../api';
 import { usd } from '../format';
+import { keyRef, type KeyNames } from '../keyNames';
 import type { AuditEntry } from '../records';
 
 /** The audit actions of README "Operator API", in its order: the action filter's suggestions. */
@@ -92,15 +93,16 @@ export function auditQuery(filters: AuditFilters): { query: AuditQuery } | { pro
   };
 }
 
-/** Who made a change, in words: `key:<id>` for a management key, the operator's tools otherwise. */
-export function actorOf(entry: Pick<AuditEntry, 'actor' | 'actor_account_id' | 'account_id'>): { who: string; key: string | null; account: string | null } {
+/**
+ * Who made a change, in words: a management key by its name where this workspace has one by that
+ * id (a key of another account, or one without a name, by its id), the operator's tools otherwise.
+ */
+export function actorOf(entry: Pick<AuditEntry, 'actor' | 'actor_account_id' | 'account_id'>, names: KeyNames = new Map()): { who: string; key: string | null; keyName: string | null; account: string | null } {
   const account = entry.actor_account_id && entry.actor_account_id !== entry.account_id ? entry.actor_account_id : null;
-  if (entry.actor.startsWith('key:')) {
-    const key = entry.actor.slice(4);
-    return { who: `Key ${key}`, key, account };
-  }
+  const key = keyRef(entry.actor, names);
+  if (key) return { who: key.name ? `Key “${key.name}”` : `Key ${key.id}`, key: key.id, keyName: key.name, account };
   const named: Record<string, string> = { admin: 'Operator (admin API)', cli: 'Operator (CLI)', webhooks: 'Webhook dispatcher', unknown: 'Unknown' };
-  return { who: Object.hasOwn(named, entry.actor) ? named[entry.actor] : entry.actor, key: null, account };
+  return { who: Object.hasOwn(named, entry.actor) ? named[entry.actor] : entry.actor, key: null, keyName: null, account };
 }
 
 const text = (value: unknown): string => {

@@ -1,7 +1,7 @@
 import { lastDays } from '../format';
 import type { KeyRecord } from '../records';
 import { activityRow, keyRecord } from '../testing/records';
-import { dailySpendSeries, keyLimits, percent, spendLines, spendTotals, sumUsd } from './overview-data';
+import { contrastOnWhite, dailySpendSeries, keyLimits, MODEL_COLOURS, modelColours, percent, spendLines, spendTotals, sumUsd } from './overview-data';
 
 const row = (date: string, model: string, usage: number, endpoint = '/v1/chat/completions') => activityRow({ date, model, usage, endpoint });
 
@@ -104,5 +104,31 @@ describe('keyLimits', () => {
 describe('percent', () => {
   it('says <1% for a little spent and 99% until the limit is really reached', () => {
     expect([0, 0.002, 0.37, 0.996, 1].map(percent)).toEqual(['0%', '<1%', '37%', '99%', '100%']);
+  });
+});
+
+describe('model colours', () => {
+  const models = Array.from({ length: 40 }, (_, i) => `sim/model-${i}`);
+
+  it('gives each model of the chart its own colour, past the ten of the palette too', () => {
+    const colours = modelColours(models);
+    expect(colours).toHaveLength(40);
+    expect(new Set(colours).size).toBe(40);
+    expect(colours.slice(0, 10)).toEqual(MODEL_COLOURS);
+  });
+
+  it('keeps every colour at 3:1 or more against white', () => {
+    for (const colour of modelColours(models)) {
+      expect(colour).toMatch(/^#[0-9a-f]{6}$/);
+      expect(contrastOnWhite(colour)).toBeGreaterThanOrEqual(3);
+    }
+    // The measure itself: black is 21:1, white 1:1, the palette's blue about 6.7:1.
+    expect(contrastOnWhite('#000000')).toBeCloseTo(21, 5);
+    expect(contrastOnWhite('#ffffff')).toBeCloseTo(1, 5);
+    expect(contrastOnWhite('#1d4ed8')).toBeCloseTo(6.7, 1);
+  });
+
+  it('colours the same models the same way on every render', () => {
+    expect(modelColours(models.slice(0, 12))).toEqual(modelColours(models).slice(0, 12));
   });
 });

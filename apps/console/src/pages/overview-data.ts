@@ -150,3 +150,53 @@ export function percent(share: number): string {
   if (share >= 1) return '100%';
   return `${Math.min(99, Math.round(share * 100))}%`;
 }
+
+/** Colours 3:1 or more against white (WCAG 1.4.11), told apart by hue: the first ten models'. */
+export const MODEL_COLOURS = ['#1d4ed8', '#c2410c', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#a21caf', '#475569', '#b45309'];
+
+/**
+ * A colour for each model of the chart, none shared: the palette first, then hues a golden angle
+ * apart, each darkened until it keeps 3:1 against white, since two models in one colour would
+ * read as one in the stack and its legend.
+ */
+export function modelColours(models: readonly string[]): string[] {
+  const used = new Set<string>();
+  return models.map((_, i) => {
+    if (i < MODEL_COLOURS.length) {
+      used.add(MODEL_COLOURS[i]);
+      return MODEL_COLOURS[i];
+    }
+    const hue = ((i - MODEL_COLOURS.length) * 137.508 + 15) % 360;
+    // Alternate saturations keep neighbours in the golden sequence apart in more than hue.
+    const saturation = i % 2 ? 70 : 55;
+    for (let lightness = 42; ; lightness -= 1) {
+      const colour = hslHex(hue, saturation, lightness);
+      if (contrastOnWhite(colour) >= 3 && !used.has(colour)) {
+        used.add(colour);
+        return colour;
+      }
+    }
+  });
+}
+
+function hslHex(h: number, s: number, l: number): string {
+  const a = (s / 100) * Math.min(l / 100, 1 - l / 100);
+  const channel = (n: number) => {
+    const k = (n + h / 30) % 12;
+    const v = l / 100 - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return Math.round(v * 255)
+      .toString(16)
+      .padStart(2, '0');
+  };
+  return `#${channel(0)}${channel(8)}${channel(4)}`;
+}
+
+/** The WCAG contrast ratio of a #rrggbb colour against white. */
+export function contrastOnWhite(hex: string): number {
+  const [r, g, b] = [1, 3, 5].map((i) => {
+    const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return 1.05 / (luminance + 0.05);
+}

@@ -32,16 +32,15 @@ export function stepUpChanged(setting: StepUpSetting, form: StepUpForm): boolean
 }
 
 /**
- * The actions a code guards (spec 1, README "Email step-up"), each with whether this console's
- * account can do it itself: provider keys and organizations are changed through the operator API,
- * which step-up does not guard.
+ * The actions a code guards (spec 1, README "Email step-up"), each with the page of this console
+ * where it is done: every one is a /v1 call the signed-in key makes, so each asks for its code.
  */
-export const PROTECTED_ACTIONS: { action: string; words: string; operatorOnly: boolean }[] = [
-  { action: 'create_key', words: 'Creating an API key', operatorOnly: false },
-  { action: 'rotate_key', words: 'Rotating an API key', operatorOnly: false },
-  { action: 'grant_management', words: 'Creating a key with the management scope, or giving an existing key that scope', operatorOnly: false },
-  { action: 'save_webhook', words: 'Saving the webhook endpoint (its URL or event types)', operatorOnly: false },
-  { action: 'change_step_up', words: 'Changing this setting: turning step-up off or changing its email address', operatorOnly: false },
-  { action: 'save_provider_key', words: 'Saving a provider key (bring your own key)', operatorOnly: true },
-  { action: 'delete_organization', words: 'Deleting an organization', operatorOnly: true },
+export const PROTECTED_ACTIONS: { action: string; words: string; page: string }[] = [
+  { action: 'create_key', words: 'Creating an API key', page: 'Keys' },
+  { action: 'rotate_key', words: 'Rotating an API key', page: 'Keys' },
+  { action: 'grant_management', words: 'Creating a key with the management scope, or giving an existing key that scope', page: 'Keys' },
+  { action: 'save_webhook', words: 'Saving the webhook endpoint (its URL or event types)', page: 'Webhook' },
+  { action: 'save_provider_key', words: 'Saving a provider key (bring your own key)', page: 'Provider keys' },
+  { action: 'delete_organization', words: 'Deleting an organization', page: 'Organizations' },
+  { action: 'change_step_up', words: 'Changing this setting: turning step-up off or changing its email address', page: 'Security' },
 ];
