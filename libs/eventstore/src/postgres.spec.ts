@@ -224,25 +224,30 @@ describe('SqlEventStore on PostgreSQL server', () => {
       const appended = performance.now();
       await waitFor(() => received().length >= 2);
       await sleep(100);
-      const [first, second] = received();
-      expect(received()).toHaveLength(2);
+      const burst = received();
+      // One at once, then at most one per 20 ms gap while the appends went on: five appends in a
+      // gap give two; on a machine slow enough that they span several gaps, one more per gap.
+      expect(burst.length).toBeLessThanOrEqual(1 + Math.ceil((appended - started) / 20));
+      expect(burst.length).toBeLessThan(5);
+      const [first] = burst;
+      const last = burst[burst.length - 1];
       expect(first - started).toBeLessThan(appended - started + 50);
       // Measured from the first append: a listener slowed down may take two NOTIFYs in one read.
-      expect(second - started).toBeGreaterThanOrEqual(10);
-      // The second came after the last append committed: it covers it.
-      expect(second).toBeGreaterThanOrEqual(appended);
+      expect(last - started).toBeGreaterThanOrEqual(10);
+      // The last came after the last append committed: it covers it.
+      expect(last).toBeGreaterThanOrEqual(appended);
       // After a quiet spell longer than the gap, an append wakes the others at once again.
       const again = performance.now();
       await appending.append(`gap-${randomUUID()}`, [event('quiet')], 'no_stream');
-      await waitFor(() => received().length > 2);
-      expect(received()[2] - again).toBeLessThan(200);
+      await waitFor(() => received().length > burst.length);
+      expect(received()[burst.length] - again).toBeLessThan(200);
       // Two appends within the gap, then close(): the second's NOTIFY is sent before the store closes.
       await sleep(50);
       await appending.append(`gap-${randomUUID()}`, [event('a')], 'no_stream');
       await appending.append(`gap-${randomUUID()}`, [event('b')], 'no_stream');
       await appending.close();
-      await waitFor(() => received().length >= 5);
-      expect(received()).toHaveLength(5);
+      await waitFor(() => received().length >= burst.length + 3);
+      expect(received()).toHaveLength(burst.length + 3);
     } finally {
       await close();
     }
