@@ -90,6 +90,11 @@ describe('README quick start on a fresh data directory', () => {
     const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(sdk.stdout).toContain('Echo: Hello!');
     expect(sdk.stdout).toMatch(/cost/);
+    // Issue 41 (25): the Anthropic example is Node too, and runs as printed.
+    writeFileSync(join(scratch, 'messages.mjs'), local(readmeBlock(/new Anthropic\(/)));
+    const messages = await run(process.execPath, [join(scratch, 'messages.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
+    expect(messages.stdout).toContain('Echo: Hello!');
+    expect(messages.stdout).toMatch(/output_tokens/);
 
     await stopGroup(first.child, dataDir);
     // The server stopped cleanly: it gave the data directory back.
