@@ -94,6 +94,18 @@ describe('the production layout (docker-compose.yml)', () => {
     expect(services.redis.ports ?? []).toEqual([]);
   });
 
+  // Each process counts its own metrics: the worker's are scraped from inside the network.
+  it('gives the worker a metrics port on the compose network, not on the host', () => {
+    const { worker, gateway } = compose();
+    expect(worker.environment!.SVC_METRICS_PORT).toBe('9464');
+    expect(worker.expose).toEqual(['9464']);
+    expect(worker.ports ?? []).toEqual([]);
+    // The rest of its configuration is the gateway's, as before.
+    expect(worker.environment!.EVENTSTORE_URL).toBe(gateway.environment!.EVENTSTORE_URL);
+    expect(worker.environment!.HOST).toBe('0.0.0.0');
+    expect(gateway.environment!.SVC_METRICS_PORT).toBeUndefined();
+  });
+
   // The script is what the certs service runs: its node certificate must be one a client that
   // trusts only the CA accepts for the host name the gateway dials (eventstore).
   it('makes certificates a client trusting only the CA accepts for host "eventstore"', async () => {
