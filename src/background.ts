@@ -4,7 +4,8 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } 
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
 import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
-import { videoDecider, VideoJobs, VideoRunner, videoStream } from '@svc/videos';
+import { type ClaimedVideo, videoDecider, VideoJobs, VideoRunner, videoStream, type VideoTarget } from '@svc/videos';
+import { ATTR, type Tracing } from '@svc/telemetry';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
@@ -148,6 +149,8 @@ export function batchRunner(runtime: Runtime, app: INestApplicationContext): Bat
     // A line ends within the upstream timeout (its settlement takes milliseconds): a lease past it is never cut short.
     leaseMs: runtime.config.upstreamTimeoutMs + 5_000,
     perAccount: runtime.config.batchConcurrency,
+    // Each line attempt a trace: its hold, upstream and charge spans (the pipeline's) under one root.
+    ...(runtime.tracing ? { trace: rootSpan(runtime.tracing) } : {}),
     warn: (message) => console.warn(message),
   });
 }
@@ -164,6 +167,7 @@ const VIDEO_CONCURRENCY = 16;
  */
 export function videoRunner(runtime: Runtime, app: INestApplicationContext): VideoRunner {
   const calls = app.get(VideoCalls);
+  const { tracing } = runtime;
   const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock, ['video']);
   const metadata = (videoId: string) => ({ actor: 'videos', correlationId: videoId });
   return new VideoRunner({
@@ -171,10 +175,10 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     jobs: new VideoJobs(runtime.sql, () => runtime.config.encryptionKey),
     load: (videoId) => runtime.aggregates.load(videoDecider, videoStream(videoId)),
     decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
-    targets: (job) => calls.targets(job),
+    targets: async (job) => (tracing ? (await calls.targets(job)).map((target) => tracedVideoTarget(tracing, job, target)) : calls.targets(job)),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
-    charge: (job, state) => calls.charge(job, state),
-    release: (job, errorCode) => calls.release(job, errorCode),
+    charge: (job, state) => (tracing ? tracing.span('charge', { ...videoAttributes(job), [ATTR.amountNano]: Number(state.costNano ?? 0), [ATTR.provider]: state.provider ?? '' }, () => calls.charge(job, state)) : calls.charge(job, state)),
+    release: (job, errorCode) => (tracing ? tracing.span('release', { ...videoAttributes(job), [ATTR.amountNano]: 0, [ATTR.errorCode]: errorCode }, () => calls.release(job, errorCode)) : calls.release(job, errorCode)),
     store: async (job, variant, content) => {
       const extension = variant === 'video' ? 'mp4' : (content.contentType.split('/')[1]?.split(';')[0] ?? 'jpeg');
       const meta = { workspaceId: job.workspaceId, accountId: job.accountId, keyId: job.keyId, filename: `${job.videoId}.${extension}`, purpose: 'video' as const };
@@ -185,7 +189,33 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     leaseMs: runtime.config.upstreamTimeoutMs * 3 + 5_000,
     concurrency: VIDEO_CONCURRENCY,
     warn: (message) => console.warn(message),
+    // Each step of a job a trace: its provider calls and its charge or release under one root.
+    ...(tracing ? { trace: rootSpan(tracing) } : {}),
   });
+}
+
+/** Work outside a request, each run the root of a trace of its own. */
+function rootSpan(tracing: Tracing) {
+  return <T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>) => tracing.root(name, attributes, fn);
+}
+
+/** The ids a video's spans carry, as a request's hold and charge spans do. */
+function videoAttributes(job: ClaimedVideo): Record<string, string> {
+  return { [ATTR.generationId]: job.reservation.id, [ATTR.accountId]: job.accountId, [ATTR.keyId]: job.keyId, [ATTR.endpoint]: job.reservation.endpoint };
+}
+
+/** A video provider whose every call is an upstream span (a submission, a poll, a download, a cancel). */
+function tracedVideoTarget(tracing: Tracing, job: ClaimedVideo, target: VideoTarget): VideoTarget {
+  const call = <T>(operation: string, fn: () => Promise<T>) =>
+    tracing.upstream(`upstream ${target.provider}`, { ...videoAttributes(job), [ATTR.provider]: target.provider, [ATTR.operation]: 'video', 'svc.video_call': operation }, fn);
+  return {
+    provider: target.provider,
+    upstreamModel: target.upstreamModel,
+    createVideo: (body) => call('create', () => target.createVideo(body)),
+    getVideo: (id) => call('poll', () => target.getVideo(id)),
+    cancelVideo: (id) => call('cancel', () => target.cancelVideo(id)),
+    videoContent: (id, variant) => call(`download_${variant}`, () => target.videoContent(id, variant)),
+  };
 }
 
 /** Notices (spec 9) mailed to the account's step-up address, the one address the service holds. */

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { SingleBar, Presets } from 'cli-progress';
 import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { AdminService, KeyRequest, KeysService, ManagementModule } from '@svc/management';
@@ -17,6 +17,16 @@ import { createRuntime, type Runtime } from './runtime';
 import { RuntimeModule } from './runtime.module';
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+const MAX_REASON_LENGTH = 200;
+
+function creditReason(value: string): string {
+  const reason = value.trim();
+  if (reason.length === 0 || reason.length > MAX_REASON_LENGTH || /[\u0000-\u001f\u007f]/.test(reason)) {
+    throw new InvalidArgumentError(`give a reason of 1-${MAX_REASON_LENGTH} characters on one line`);
+  }
+  return reason;
+}
 
 /** Operator CLI: `npm run cli -- <command>`. */
 async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> {
@@ -53,7 +63,11 @@ function withServices<T>(fn: (context: INestApplicationContext, runtime: Runtime
 }
 
 export function buildCli(): Command {
-  const program = new Command('svc').description('svc-gateway operator CLI').showHelpAfterError();
+  const program = new Command('svc')
+    .description('svc-gateway operator CLI')
+    .showHelpAfterError()
+    // Read by runMain from the command line (a failure can come before options are parsed).
+    .option('--debug', 'on failure, print the stack trace too (as LOG_LEVEL=debug does)');
   const projections = program.command('projections').description('read models built from the event log');
 
   projections
@@ -128,20 +142,24 @@ export function buildCli(): Command {
 
   // The operator API's operations (README: Operator API), recorded with actor "cli".
   const cli = { actor: 'cli' };
+  // A credit's reason is what its statement shows: the operator's words, else where it came from.
+  const reasonOption = ['--reason <text>', 'why the credits were given, shown on the account statement (at most 200 characters)', creditReason, 'cli'] as const;
   const accounts = program.command('accounts').description('accounts and credits');
   accounts
     .command('create')
     .option('--credits <usd>', 'initial credits in USD', Number)
-    .action((options: { credits?: number }) =>
-      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, cli) })),
+    .option(...reasonOption)
+    .action((options: { credits?: number; reason: string }) =>
+      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, cli, options.reason) })),
     );
   accounts
     .command('credit <account> <usd>')
     .description('add credits to an account')
-    .action((account: string, usd: string) =>
+    .option(...reasonOption)
+    .action((account: string, usd: string, options: { reason: string }) =>
       withServices(async (context) => {
         const admin = context.get(AdminService);
-        await admin.addCredits(account, Number(usd), cli);
+        await admin.addCredits(account, Number(usd), cli, options.reason);
         const row = await admin.credits(account);
         print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(balanceOf(row)) });
       }),

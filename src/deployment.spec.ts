@@ -1,5 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect, createServer } from 'node:tls';
 import { parse } from 'yaml';
 
 const root = join(__dirname, '..');
@@ -30,5 +35,107 @@ describe('how the gateway is started in production', () => {
     expect(commands.Dockerfile).toEqual(commands['npm run start:gateway']);
     expect(commands['docker-compose.yml']).toEqual(commands['npm run start:gateway']);
     expect(commands['npm run start:gateway']).toContain('--max-semi-space-size=32');
+  });
+});
+
+interface ComposeService {
+  image?: string;
+  ports?: unknown[];
+  expose?: unknown[];
+  environment?: Record<string, string>;
+  command?: string[];
+}
+
+/** docker-compose.yml as compose reads it: `<<` merges resolved, anchors followed. */
+function compose(): Record<string, ComposeService> {
+  return (parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> }).services;
+}
+
+describe('the production layout (docker-compose.yml)', () => {
+  // Anything published is reachable from wherever the host is: the event store would let anyone
+  // read the ledger or append credits, the databases hold every balance and key hash.
+  it('publishes the gateway port and nothing else', () => {
+    const published = Object.entries(compose())
+      .filter(([, service]) => (service.ports ?? []).length > 0)
+      .map(([name, service]) => [name, service.ports]);
+    expect(published).toEqual([['gateway', ['8080:8080']]]);
+  });
+
+  it('runs EventStoreDB in secure mode, with the certificates the repository makes', () => {
+    const services = compose();
+    for (const [name, service] of Object.entries(services)) {
+      expect([name, String(service.environment?.EVENTSTORE_INSECURE ?? 'false').toLowerCase()]).toEqual([name, 'false']);
+    }
+    const env = services.eventstore.environment!;
+    expect(env.EVENTSTORE_CERTIFICATE_FILE).toMatch(/node\.crt$/);
+    expect(env.EVENTSTORE_CERTIFICATE_PRIVATE_KEY_FILE).toMatch(/node\.key$/);
+    expect(env.EVENTSTORE_TRUSTED_ROOT_CERTIFICATES_PATH).toBeTruthy();
+    // The admin password comes from the operator, never a default written here.
+    expect(env.EVENTSTORE_DEFAULT_ADMIN_PASSWORD).toMatch(/^\$\{EVENTSTORE_ADMIN_PASSWORD:\?/);
+    expect(services.certs.command!.join(' ')).toContain('eventstore-certs.sh');
+  });
+
+  it('connects the gateway and the worker to the event store with a login, over TLS, trusting its CA', () => {
+    const services = compose();
+    const caDir = services.eventstore.environment!.EVENTSTORE_TRUSTED_ROOT_CERTIFICATES_PATH;
+    for (const name of ['gateway', 'worker']) {
+      const url = new URL(services[name].environment!.EVENTSTORE_URL);
+      expect(url.username).toBe('admin');
+      expect(decodeURIComponent(url.password)).toBe('${EVENTSTORE_ADMIN_PASSWORD}');
+      expect(url.searchParams.get('tls')).toBe('true');
+      expect(url.searchParams.get('tlsCAFile')).toBe(`${caDir}/ca.crt`);
+    }
+  });
+
+  it('gives PostgreSQL a password of the operator and Redis no published port', () => {
+    const services = compose();
+    expect(services.postgres.environment!.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?/);
+    expect(decodeURIComponent(new URL(services.gateway.environment!.DATABASE_URL).password)).toBe('${POSTGRES_PASSWORD}');
+    expect(services.redis.ports ?? []).toEqual([]);
+  });
+
+  // Each process counts its own metrics: the worker's are scraped from inside the network.
+  it('gives the worker a metrics port on the compose network, not on the host', () => {
+    const { worker, gateway } = compose();
+    expect(worker.environment!.SVC_METRICS_PORT).toBe('9464');
+    expect(worker.expose).toEqual(['9464']);
+    expect(worker.ports ?? []).toEqual([]);
+    // The rest of its configuration is the gateway's, as before.
+    expect(worker.environment!.EVENTSTORE_URL).toBe(gateway.environment!.EVENTSTORE_URL);
+    expect(worker.environment!.HOST).toBe('0.0.0.0');
+    expect(gateway.environment!.SVC_METRICS_PORT).toBeUndefined();
+  });
+
+  // The script is what the certs service runs: its node certificate must be one a client that
+  // trusts only the CA accepts for the host name the gateway dials (eventstore).
+  it('makes certificates a client trusting only the CA accepts for host "eventstore"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-esdb-certs-'));
+    try {
+      execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), dir], { stdio: 'pipe' });
+      expect(statSync(join(dir, 'node/node.key')).mode & 0o077).toBe(0);
+      const ca = readFileSync(join(dir, 'ca/ca.crt'));
+      const server = createServer({ cert: readFileSync(join(dir, 'node/node.crt')), key: readFileSync(join(dir, 'node/node.key')) }, (socket) => socket.end('ok'));
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      const port = (server.address() as AddressInfo).port;
+      const dial = (servername: string) =>
+        new Promise<string>((resolve) => {
+          const socket = connect({ host: '127.0.0.1', port, servername, ca }, () => {
+            socket.once('data', (d) => resolve(`ok ${d}`));
+          });
+          socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+        });
+      try {
+        expect(await dial('eventstore')).toBe('ok ok');
+        expect(await dial('elsewhere')).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+      } finally {
+        server.close();
+      }
+      // A second run (the stack restarted) keeps the CA the clients trust.
+      execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), dir], { stdio: 'pipe' });
+      expect(readFileSync(join(dir, 'ca/ca.crt'))).toEqual(ca);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

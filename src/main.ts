@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createGatewayApp } from '../apps/gateway/src/app';
-import { routeConsoleThrough, type Config } from '@svc/platform';
+import { prettyLog, processLog, routeConsoleThrough, type Config } from '@svc/platform';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
 import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
@@ -60,22 +60,37 @@ export async function startAll(given: Config, options: RuntimeOptions & { logger
 
 async function main(): Promise<void> {
   const config = configOrExit();
-  console.log(`svc-gateway starting: ${config.databaseUrl ? 'PostgreSQL' : `embedded PostgreSQL (PGlite) in ${config.dataDir}`}...`);
+  // At a terminal a person reads the banner, dev keys included. Otherwise (a collector, a pipe)
+  // every line is a JSON log line, and the keys stay in dev-keys.json: a log holds no secret.
+  const forPerson = prettyLog(config);
+  const where = config.databaseUrl ? 'PostgreSQL' : `embedded PostgreSQL (PGlite) in ${config.dataDir}`;
+  if (forPerson) console.log(`svc-gateway starting: ${where}...`);
+  else processLog(config).info({ data_dir: config.databaseUrl ? undefined : config.dataDir }, `svc-gateway starting: ${where}...`);
   const started = await startAll(config);
-  // Issue 22: warnings and errors in the logger's format too; the banner below stays for a person.
-  routeConsoleThrough(started.app.getHttpAdapter().getInstance().log);
+  const log = started.app.getHttpAdapter().getInstance().log;
+  // Issue 22: warnings and errors in the logger's format too.
+  routeConsoleThrough(log);
   closeOnSignals(() => started.close(), config.shutdownGraceMs);
   const { keys } = started;
   const limits = (environment: 'live' | 'test') => {
     const l = config.rateLimits[environment];
     return `${environment} key: ${l.requests_per_minute} requests/min, ${l.concurrent_requests} at once`;
   };
+  const consoleUrl = config.consoleDir !== null ? started.url.replace(/\/v1$/, '/console/') : null;
+  const keysFile = devKeysPath(config.dataDir);
+  if (!forPerson) {
+    log.info(
+      { url: started.url, console_url: consoleUrl ?? undefined, dev_keys_file: keysFile, account_id: keys.account_id, created: started.created },
+      `svc-gateway is ready on ${started.url}; the dev ${started.created ? 'account ($10.00 of credits) and its keys were created in' : 'keys are in'} ${keysFile} (${limits('live')}; ${limits('test')})`,
+    );
+    return;
+  }
   console.log(
     [
       '',
       `svc-gateway is ready on ${started.url}`,
-      ...(config.consoleDir !== null ? [`The console: ${started.url.replace(/\/v1$/, '/console/')} (sign in with the management_key below)`] : []),
-      started.created ? `A dev account with $10.00 of credits was created; its keys are in ${devKeysPath(config.dataDir)}:` : `Dev keys (from ${devKeysPath(config.dataDir)}):`,
+      ...(consoleUrl !== null ? [`The console: ${consoleUrl} (sign in with the management_key below)`] : []),
+      started.created ? `A dev account with $10.00 of credits was created; its keys are in ${keysFile}:` : `Dev keys (from ${keysFile}):`,
       `  account_id      ${keys.account_id}`,
       `  live_api_key    ${keys.live_api_key}   full, ${limits('live')}: use it for scripts`,
       `  api_key         ${keys.api_key}   full, ${limits('test')}`,

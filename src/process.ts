@@ -55,10 +55,30 @@ export function boundHeapGrowth(): void {
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
+/**
+ * Whether a failure may print its stack: `--debug` on the command line, or LOG_LEVEL debug or
+ * trace. Otherwise an operator gets one line saying what went wrong.
+ */
+export function debugRequested(argv: readonly string[] = process.argv, env: NodeJS.ProcessEnv = process.env): boolean {
+  const level = env.LOG_LEVEL?.trim().toLowerCase();
+  return argv.includes('--debug') || level === 'debug' || level === 'trace';
+}
+
+/** What a failure says on one line: an API refusal as the API names it, else its message. */
+export function failureLine(err: unknown): string {
+  // A refusal the API would answer with an error object is a message, not a crash.
+  if (err instanceof ApiError) return `${err.type}${err.code ? ` (${err.code})` : ''}: ${err.message}`;
+  // A connection refused on every address is an AggregateError with no message of its own.
+  const cause = err instanceof AggregateError && !err.message && err.errors[0] instanceof Error ? err.errors[0] : err;
+  const message = cause instanceof Error ? cause.message || cause.name : String(cause);
+  return `error: ${message.replace(/\s*\n\s*/g, ' ')}`;
+}
+
+/** Runs a process's main: a failure is one line on standard error and exit status 1. */
 export function runMain(main: () => Promise<void>): void {
   main().catch((err) => {
-    // A refusal the API would answer with an error object is a message, not a crash.
-    console.error(err instanceof ApiError ? `${err.type}${err.code ? ` (${err.code})` : ''}: ${err.message}` : err);
+    console.error(failureLine(err));
+    if (debugRequested() && err instanceof Error && err.stack) console.error(err.stack);
     process.exit(1);
   });
 }

@@ -1,7 +1,11 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { accountDecider, accountStream } from '@svc/ledger';
 import { ManualClock, PgSqlRunner } from '@svc/platform';
 import { cliHarness } from '../support/cli';
+import { ROOT } from '../support/server-process';
 
 /** `cli projections status|rebuild` against PostgreSQL, in a schema of its own. */
 describe('operator CLI: projections', () => {
@@ -68,5 +72,72 @@ describe('operator CLI: projections', () => {
     expect(log.map((e: { action: string }) => e.action)).toEqual(['key.created', 'org.member_added', 'org.created', 'credits.added']);
     expect(log[3]).toMatchObject({ actor: 'cli', account_id: owner, target_id: owner });
     expect(log[0]).toMatchObject({ actor: 'cli', account_id: owner, actor_account_id: null, target_id: key.data.id });
+  }, 30_000);
+});
+
+/** The built CLI as an operator runs it, against the schema of `harness`. */
+function runBuiltCli(url: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url, ...env };
+  delete childEnv.EVENTSTORE_URL;
+  delete childEnv.LOG_LEVEL;
+  Object.assign(childEnv, env);
+  return new Promise((resolve) => {
+    execFile(process.execPath, [join(ROOT, 'dist', 'src', 'cli.js'), ...args], { cwd: ROOT, env: childEnv }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('operator CLI: failures and credit reasons', () => {
+  const harness = cliHarness('cli_fail');
+  const cli = harness.run;
+
+  beforeAll(() => {
+    if (!existsSync(join(ROOT, 'dist', 'src', 'cli.js'))) throw new Error('dist/src/cli.js is missing: `npm test` builds it first (npm run build)');
+  });
+
+  it('says what failed in one line on standard error, exits 1, and prints no stack trace', async () => {
+    const result = await runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/account/i);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it('prints the stack trace with --debug, or at LOG_LEVEL=debug', async () => {
+    const flagged = await runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1', '--debug']);
+    expect(flagged.code).toBe(1);
+    expect(flagged.stderr).toMatch(/^\s+at /m);
+    const debug = await runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1'], { LOG_LEVEL: 'debug' });
+    expect(debug.code).toBe(1);
+    expect(debug.stderr).toMatch(/^\s+at /m);
+  }, 60_000);
+
+  it('says a database it cannot reach in one line', async () => {
+    const result = await runBuiltCli('postgres://svc@127.0.0.1:1/none', ['projections', 'status']);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^error: .*ECONNREFUSED/);
+  }, 60_000);
+
+  /** The reasons of the account's credits, as its statement (replayed from the log) gives them. */
+  async function creditReasons(account: string): Promise<string[]> {
+    const to = new Date().toISOString();
+    const statement = JSON.parse(await cli('ledger', 'statement', '--account', account, '--from', new Date(Date.now() - 86_400_000).toISOString(), '--to', to));
+    return statement.credits.map((c: { reason: string }) => c.reason);
+  }
+
+  it('records the reason the operator gives for a credit, and "cli" when none is given', async () => {
+    const account = JSON.parse(await cli('accounts', 'create', '--credits', '1')).id;
+    await cli('accounts', 'credit', account, '0.5', '--reason', 'goodwill after the outage of 2026-11-20');
+    await cli('accounts', 'credit', account, '0.25');
+    // The statement covers [from, to) with `to` not in the future: let the last credit be past.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await creditReasons(account)).toEqual(['cli', 'goodwill after the outage of 2026-11-20', 'cli']);
+    const blank = await runBuiltCli(harness.url, ['accounts', 'credit', account, '1', '--reason', '   ']);
+    expect(blank.code).toBe(1);
+    expect(blank.stderr).toMatch(/give a reason of 1-200 characters/);
   }, 30_000);
 });

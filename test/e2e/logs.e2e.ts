@@ -163,7 +163,7 @@ describe('the log of a whole run', () => {
     expect(lines[2]).toMatchObject({ provider: expect.stringMatching(/^sim/), cost: expect.any(Number) });
     expect(lines[3].cost).toBeUndefined();
 
-    // Nothing but the start-up banner is anything but JSON, and nothing anywhere holds a secret or a prompt.
+    // Every line is JSON, the start-up banner too, and nothing anywhere holds a secret or a prompt.
     const logged = logText();
     for (const secret of secrets) expect(logged).not.toContain(secret);
     for (const words of prompts) expect(logged).not.toContain(words);
@@ -171,22 +171,20 @@ describe('the log of a whole run', () => {
     expect(logged).not.toMatch(/whsec_/);
   }, 120_000);
 
-  /**
-   * The output in three parts: what came before the start-up banner, the banner (which prints
-   * the dev keys on purpose, for the person who started the server), and what came after.
-   */
-  function parts(): { before: string[]; after: string[] } {
-    const lines = server.output().split('\n');
-    const start = lines.findIndex((l) => l.startsWith('svc-gateway is ready on'));
-    const end = lines.findIndex((l) => /^\s+admin_token\s/.test(l));
-    expect(start).toBeGreaterThan(0);
-    expect(end).toBeGreaterThan(start);
-    return { before: lines.slice(0, start), after: lines.slice(end + 1) };
-  }
-  /** Every line but the banner and the line saying it starts is a JSON object. */
+  // Issue 41 (24): the banner was plain text between JSON lines; a collector reads it as a log line.
+  it('logs the start-up banner as JSON lines, saying where the dev keys are rather than what they are', () => {
+    const lines = parsed(server.output().split('\n'));
+    const starting = lines.find((l) => String(l.msg).startsWith('svc-gateway starting'));
+    const ready = lines.find((l) => String(l.msg).startsWith('svc-gateway is ready on'));
+    expect(starting).toMatchObject({ level: 30, data_dir: dataDir });
+    expect(ready).toMatchObject({ level: 30, url: `http://localhost:${server.port}/v1`, dev_keys_file: join(dataDir, 'dev-keys.json'), account_id: keys.account_id });
+    expect(lines.indexOf(starting!)).toBeLessThan(lines.indexOf(ready!));
+  });
+
+  /** Each non-empty line of `lines` as the JSON object it must be. */
   function parsed(lines: string[]): Record<string, unknown>[] {
     return lines
-      .filter((l) => l.trim() !== '' && !l.startsWith('svc-gateway starting'))
+      .filter((l) => l.trim() !== '')
       .map((l) => {
         try {
           return JSON.parse(l) as Record<string, unknown>;
@@ -195,13 +193,13 @@ describe('the log of a whole run', () => {
         }
       });
   }
+  /** What was logged after the server said it was ready. */
   function logLines(): Record<string, unknown>[] {
-    return parsed(parts().after);
+    const lines = parsed(server.output().split('\n'));
+    return lines.slice(lines.findIndex((l) => String(l.msg).startsWith('svc-gateway is ready on')) + 1);
   }
   function logText(): string {
-    const { before, after } = parts();
-    parsed(before);
-    parsed(after);
-    return [...before, ...after].join('\n');
+    parsed(server.output().split('\n'));
+    return server.output();
   }
 });

@@ -1,3 +1,4 @@
+import { tone, wav } from '@svc/providers';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { until } from '../support/until';
 
@@ -89,6 +90,28 @@ describe('GET /metrics on the main port (issue 22)', () => {
     expect(samples(after).filter((s) => s.name === 'svc_upstream_errors_total')).toEqual([]);
     // Every billed request appended (a hold and a charge), timed.
     expect(value(after, 'svc_event_store_append_seconds_count') - value(before, 'svc_event_store_append_seconds_count')).toBeGreaterThanOrEqual(2 * N);
+  });
+
+  // Issue 41 (24): neither a multipart form nor a search body has a JSON `model`; the label is
+  // the model the request was billed for, not "".
+  it('labels a transcription and a search with the model they were billed for', async () => {
+    const before = await scrape();
+    const form = new FormData();
+    form.append('model', 'sim/whisper');
+    form.append('file', new Blob([Buffer.concat([wav(tone(24_000)), Buffer.from('\n#sim-text label me\n')])], { type: 'audio/wav' }), 'a.wav');
+    const heard = await fetch(`${gw.url}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${gw.keys.api_key}` }, body: form });
+    expect(heard.status).toBe(200);
+    const searched = await call('POST', '/v1/search/sim/tavily', { key: gw.keys.api_key, body: { query: 'labels' } });
+    expect(searched.status).toBe(200);
+    const byDefault = await call('POST', '/v1/search', { key: gw.keys.api_key, body: { query: 'labels' } });
+    expect(byDefault.status).toBe(200);
+    const after = await scrape();
+    const moved = (labels: Record<string, string>) => value(after, 'svc_http_requests_total', labels) - value(before, 'svc_http_requests_total', labels);
+    expect(moved({ route: '/v1/audio/transcriptions', method: 'POST', status: '200', model: 'sim/whisper' })).toBe(1);
+    expect(moved({ route: '/v1/search/*', method: 'POST', status: '200', model: 'sim/tavily' })).toBe(1);
+    expect(moved({ route: '/v1/search', method: 'POST', status: '200', model: byDefault.json.model })).toBe(1);
+    expect(byDefault.json.model).toMatch(/^sim\//);
+    expect(samples(after).filter((s) => s.name === 'svc_http_requests_total' && /search|transcriptions/.test(s.labels.route) && s.labels.model === '')).toEqual([]);
   });
 
   it('an upstream failure is counted by provider and code', async () => {

@@ -44,12 +44,14 @@ describe('README quick start on a fresh data directory', () => {
     expect(Object.keys(keys).sort()).toEqual(['account_id', 'admin_token', 'api_key', 'live_api_key', 'management_key']);
     expect(keys.api_key).toMatch(/^svc_test_/);
     expect(keys.live_api_key).toMatch(/^svc_live_/);
-    // Issue 15.11: both full keys printed, each with its limits.
-    expect(first.output()).toMatch(new RegExp(`live_api_key +${keys.live_api_key} +full, live key: 600 requests/min, 64 at once`));
-    expect(first.output()).toMatch(new RegExp(`api_key +${keys.api_key} +full, test key: 60 requests/min, 8 at once`));
+    // Standard output is no terminal here: the banner is a JSON log line (issue 41, 24) that
+    // says where the keys are and their limits, and holds none of them.
+    expect(first.output()).toContain(`"dev_keys_file":"${join(dataDir, 'dev-keys.json')}"`);
+    expect(first.output()).toContain('live key: 600 requests/min, 64 at once; test key: 60 requests/min, 8 at once');
     expect(first.output()).toContain('$10.00');
+    for (const key of [keys.live_api_key, keys.api_key, keys.management_key, keys.admin_token]) expect(first.output()).not.toContain(key);
     // Issue 21: the console is served on the embedded defaults, and the start says where.
-    expect(first.output()).toContain(`The console: http://localhost:${first.port}/console/`);
+    expect(first.output()).toContain(`"console_url":"http://localhost:${first.port}/console/"`);
     const page = await fetch(`http://localhost:${first.port}/console/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<div id="root">');
@@ -88,14 +90,30 @@ describe('README quick start on a fresh data directory', () => {
     const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(sdk.stdout).toContain('Echo: Hello!');
     expect(sdk.stdout).toMatch(/cost/);
+    // Issue 41 (25): the Anthropic example is Node too, and runs as printed.
+    writeFileSync(join(scratch, 'messages.mjs'), local(readmeBlock(/new Anthropic\(/)));
+    const messages = await run(process.execPath, [join(scratch, 'messages.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
+    expect(messages.stdout).toContain('Echo: Hello!');
+    expect(messages.stdout).toMatch(/output_tokens/);
 
     await stopGroup(first.child, dataDir);
     // The server stopped cleanly: it gave the data directory back.
     expect(existsSync(join(dataDir, 'svc.pid'))).toBe(false);
 
-    const second = await startServer(dataDir);
+    // As at a terminal (pino-pretty): the banner prints the keys for the person who started it.
+    const second = await startServer(dataDir, { env: { SVC_LOG_FORMAT: 'pretty' } });
     expect(JSON.parse(readFileSync(join(dataDir, 'dev-keys.json'), 'utf8'))).toEqual(keys);
-    expect(second.output()).toContain(keys.api_key);
+    // Issue 15.11: both full keys printed, each with its limits.
+    expect(second.output()).toMatch(new RegExp(`live_api_key +${keys.live_api_key} +full, live key: 600 requests/min, 64 at once`));
+    expect(second.output()).toMatch(new RegExp(`api_key +${keys.api_key} +full, test key: 60 requests/min, 8 at once`));
+    expect(second.output()).toContain(`The console: http://localhost:${second.port}/console/`);
+
+    // Issue 41 (25): another start on the data directory in use says so in one line, exit 1.
+    const env: NodeJS.ProcessEnv = { ...process.env, SVC_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
+    for (const name of ['DATABASE_URL', 'EVENTSTORE_URL', 'REDIS_URL']) delete env[name];
+    const third = await run(process.execPath, [MAIN], { cwd: ROOT, env }).catch((e) => e);
+    expect(third.code).toBe(1);
+    expect(third.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/is in use by process \d+ .*Stop it first, or set DATABASE_URL/)]);
     const credits = await fetch(`http://localhost:${second.port}/v1/credits`, { headers: { authorization: `Bearer ${keys.api_key}` } });
     const balance = ((await credits.json()) as { data: { balance: number } }).data.balance;
     expect(balance).toBeLessThan(10);

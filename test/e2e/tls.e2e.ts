@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -169,5 +169,36 @@ describe('HTTPS on the gateway port (issue 20)', () => {
       });
     });
     expect(received).not.toMatch(/HTTP\/1\.[01] \d{3}/);
+  });
+});
+
+/**
+ * Issue 41 (25): `npm run dev-cert` makes a certificate the gateway serves on localhost, and a
+ * Node client trusts it through NODE_EXTRA_CA_CERTS alone (no rejectUnauthorized: false), as
+ * the README's steps for wss:// say.
+ */
+describe('npm run dev-cert', () => {
+  const devDir = join(dir, 'dev-tls');
+  let gw: StartedGateway;
+  beforeAll(async () => {
+    execFileSync('npm', ['run', '--silent', 'dev-cert', '--', devDir], { cwd: join(__dirname, '..', '..'), stdio: 'pipe' });
+    gw = await startGateway({ SVC_TLS_CERT: join(devDir, 'localhost.pem'), SVC_TLS_KEY: join(devDir, 'localhost-key.pem') });
+  }, 60_000);
+  afterAll(() => stopGateway(gw));
+
+  // Asynchronous: the gateway runs in this process and must answer while the client waits.
+  const client = (env: NodeJS.ProcessEnv) => {
+    const script = `fetch(${JSON.stringify(`${gw.url.replace(/\/v1$/, '')}/health/live`)}).then((r) => console.log(r.status), (e) => console.log(e.cause?.code ?? e.message))`;
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+    if (!env.NODE_EXTRA_CA_CERTS) delete childEnv.NODE_EXTRA_CA_CERTS;
+    return new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['-e', script], { env: childEnv }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim()))),
+    );
+  };
+
+  it('is trusted by a Node client given its CA in NODE_EXTRA_CA_CERTS, and not without', async () => {
+    expect(gw.url).toMatch(/^https:/);
+    expect(await client({ NODE_EXTRA_CA_CERTS: join(devDir, 'ca.pem') })).toBe('200');
+    expect(await client({})).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED|UNABLE_TO_GET_ISSUER_CERT/);
   });
 });

@@ -1,3 +1,4 @@
+import OpenAI, { toFile } from 'openai';
 import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -115,7 +116,7 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    sim = await startSimulator();
+    sim = await startSimulator({ videoJobMs: 1_000 });
     upstream = await startRecordingUpstream(sim);
     [traced, untraced] = await Promise.all([
       startGateway({ SVC_SIMULATOR_URL: upstream.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'svc-gateway-e2e' }),
@@ -275,6 +276,58 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     await gw().runtime.tracing!.forceFlush();
     expect(receiver.spans.filter((s) => s.traceId === caller.traceId)).toEqual([]);
   });
+
+  // Issue 41 (23): work outside a request. A batch line's hold, upstream call and charge were
+  // three traces of their own; each attempt of a line is now one trace under a root span.
+  it('records each batch line attempt as one trace: hold, upstream and charge under its root', async () => {
+    const sdk = new OpenAI({ baseURL: gw().url, apiKey: gw().keys.api_key, maxRetries: 0 });
+    const lines = ['one', 'two'].map((id) => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: PROMPT }], max_tokens: 20 } }));
+    const input = await sdk.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'input.jsonl'), purpose: 'batch' });
+    const batch = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    await until(`batch ${batch.id} to complete`, async () => ((await sdk.batches.retrieve(batch.id)).status === 'completed' ? true : undefined), 30_000);
+    const roots = await until('the spans of both lines', async () => {
+      await gw().runtime.tracing!.forceFlush();
+      const found = receiver.spans.filter((s) => s.name === 'batch line' && s.attributes['svc.batch_id'] === batch.id);
+      const charged = found.filter((root) => receiver.spans.some((s) => s.traceId === root.traceId && s.name === 'charge'));
+      return charged.length === 2 ? found : undefined;
+    });
+    expect(roots.map((r) => r.attributes['svc.batch_line']).sort()).toEqual([1, 2]);
+    for (const root of roots) {
+      expect(root).toMatchObject({ parentSpanId: undefined, kind: KIND.internal, status: { code: STATUS.unset } });
+      expect(root.attributes).toMatchObject({ 'svc.attempt': 1, 'svc.account_id': gw().keys.account_id });
+      const inTrace = receiver.spans.filter((s) => s.traceId === root.traceId && s !== root);
+      expect(inTrace.map((s) => s.name).sort()).toEqual(['charge', 'hold', 'upstream sim']);
+      for (const span of inTrace) expect(span.parentSpanId).toBe(root.spanId);
+      // The provider request carried the line's trace too.
+      const call = one(inTrace, 'upstream sim');
+      expect(upstream.seen.some((u) => u.traceparent === `00-${root.traceId}-${call.spanId}-01`)).toBe(true);
+    }
+  }, 60_000);
+
+  // Issue 41 (23): a video job's steps had no spans at all.
+  it('records each step of a video job as a trace: its provider calls, then its charge', async () => {
+    const sdk = new OpenAI({ baseURL: gw().url, apiKey: gw().keys.api_key, maxRetries: 0 });
+    const video = (await sdk.videos.create({ model: 'sim/video', prompt: 'a kite', seconds: '4' } as never)) as { id: string };
+    await until(`video ${video.id} to complete`, async () => ((await sdk.videos.retrieve(video.id)).status === 'completed' ? true : undefined), 45_000);
+    const steps = await until('the steps of the video', async () => {
+      await gw().runtime.tracing!.forceFlush();
+      const found = receiver.spans.filter((s) => s.name === 'video step' && s.attributes['svc.video_id'] === video.id);
+      return found.some((root) => receiver.spans.some((s) => s.traceId === root.traceId && s.name === 'charge')) ? found : undefined;
+    });
+    const children = (root: ExportedSpan) => receiver.spans.filter((s) => s.traceId === root.traceId && s !== root);
+    for (const root of steps) {
+      expect(root).toMatchObject({ parentSpanId: undefined, kind: KIND.internal, status: { code: STATUS.unset } });
+      for (const span of children(root)) expect(span.parentSpanId).toBe(root.spanId);
+    }
+    const calls = steps.flatMap(children).filter((s) => s.name === 'upstream sim');
+    expect(calls.map((c) => c.attributes['svc.video_call'])).toEqual(expect.arrayContaining(['create', 'poll', 'download_video']));
+    for (const c of calls) expect(c).toMatchObject({ kind: KIND.client, attributes: expect.objectContaining({ 'svc.operation': 'video', 'svc.provider': 'sim', 'svc.account_id': gw().keys.account_id }) });
+    const charge = one(steps.flatMap(children), 'charge');
+    expect(charge.attributes['svc.amount_nano']).toBeGreaterThan(0);
+    // The submission and the provider's own request share the step's trace.
+    const create = calls.find((c) => c.attributes['svc.video_call'] === 'create')!;
+    expect(upstream.seen.some((u) => u.traceparent === `00-${create.traceId}-${create.spanId}-01`)).toBe(true);
+  }, 90_000);
 
   it('never puts the prompt or a key\'s secret in a span', async () => {
     expect(receiver.spans.length).toBeGreaterThan(10);

@@ -26,7 +26,8 @@ export function spawnGateway(databaseUrl: string, adminToken: string, extra: Rec
     const timer = setTimeout(() => fail('did not start'), 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const m = /listening on (https?:\/\/\S+)/.exec(output);
+      // The line is JSON (standard output is no terminal): the URL ends at its closing quote.
+      const m = /listening on (https?:\/\/[^\s"]+)["\s]/.exec(output);
       if (m) {
         clearTimeout(timer);
         resolve({ child, url: m[1] });

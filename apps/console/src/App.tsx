@@ -122,7 +122,7 @@ function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn: (se
           type="password"
           autoComplete="off"
           spellCheck={false}
-          placeholder="svc_live_…"
+          placeholder="svc_test_… or svc_live_…"
           value={key}
           onChange={(e) => setKey(e.target.value)}
           aria-invalid={error ? true : undefined}

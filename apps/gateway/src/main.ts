@@ -21,5 +21,6 @@ runMain(async () => {
     await runtime.close();
   }, config.shutdownGraceMs);
   await app.listen({ port: config.port, host: config.host });
-  console.log(`svc-gateway listening on ${await app.getUrl()}`);
+  const url = await app.getUrl();
+  app.getHttpAdapter().getInstance().log.info({ url }, `svc-gateway listening on ${url}`);
 });

@@ -21,5 +21,6 @@ runMain(async () => {
     await runtime.close();
   }, runtime.config.shutdownGraceMs);
   const metrics = runtime.metricsPort === null ? '' : `; metrics on port ${runtime.metricsPort}`;
-  console.log(`svc-worker running projections (${runtime.projections.projections.map((p) => p.name).join(', ')}) and hold expiry${metrics}`);
+  const projections = runtime.projections.projections.map((p) => p.name);
+  log.info({ projections, metrics_port: runtime.metricsPort }, `svc-worker running projections (${projections.join(', ')}) and hold expiry${metrics}`);
 });

@@ -70,6 +70,8 @@ export interface BatchRunnerDeps {
   /** Lines of one account this worker runs at once. */
   perAccount: number;
   warn(message: string): void;
+  /** Runs one attempt of a line inside a trace of its own (its hold, upstream and charge spans); absent without tracing. */
+  trace?<T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T>;
 }
 
 /** Past this many attempts (each cut short by a crash or an outage) a line fails instead. */
@@ -153,7 +155,10 @@ export class BatchRunner {
   private start(batch: ActiveBatch, line: ClaimedLine): void {
     this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 0) + 1);
     this.batchInFlight.set(batch.batchId, (this.batchInFlight.get(batch.batchId) ?? 0) + 1);
-    const run = this.runLine(batch, line)
+    const { trace } = this.deps;
+    const attempt = () => this.runLine(batch, line);
+    const attributes = { 'svc.batch_id': batch.batchId, 'svc.batch_line': line.line, 'svc.attempt': line.attempt, 'svc.account_id': batch.accountId };
+    const run = (trace ? trace('batch line', attributes, attempt) : attempt())
       .catch((err: unknown) => this.deps.warn(`batch ${batch.batchId} line ${line.line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`))
       .finally(() => {
         this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 1) - 1);

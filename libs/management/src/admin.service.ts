@@ -51,22 +51,23 @@ export class AdminService {
     @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
 
-  async createAccount(initialCreditsUsd: number | undefined, metadata: EventMetadata): Promise<string> {
+  async createAccount(initialCreditsUsd: number | undefined, metadata: EventMetadata, reason = 'admin'): Promise<string> {
     const accountId = newAccountId();
     let last = (await this.commands.execute(new LedgerCommand(accountId, { type: 'OpenAccount', accountId }, metadata))).appended!.position;
-    if (initialCreditsUsd) last = await this.addCredits(accountId, initialCreditsUsd, metadata);
+    if (initialCreditsUsd) last = await this.addCredits(accountId, initialCreditsUsd, metadata, reason);
     await this.settle(last, 'credits');
     return accountId;
   }
 
-  async addCredits(accountId: string, amountUsd: number, metadata: EventMetadata): Promise<Position> {
+  /** `reason` is what the statement shows for the credit: the operator API's, or the CLI's. */
+  async addCredits(accountId: string, amountUsd: number, metadata: EventMetadata, reason = 'admin'): Promise<Position> {
     let amountNano: bigint;
     try {
       amountNano = usdToNano(amountUsd);
     } catch {
       throw ApiError.invalidRequest('amount_usd must be a positive USD amount with at most 9 decimals.', 'amount_usd');
     }
-    return (await this.ledger(accountId, { type: 'AddCredits', amountNano, reason: 'admin' }, metadata))!;
+    return (await this.ledger(accountId, { type: 'AddCredits', amountNano, reason }, metadata))!;
   }
 
   /** A command for an existing account; returns the position once the credits read model has it. */

@@ -9,6 +9,11 @@ export interface RequestRecord {
   provider?: string;
   /** The last provider that failed, when none answered after it. */
   failedProvider?: string;
+  /**
+   * The catalog model its hold was placed for: what a request that names no `model` in a JSON
+   * body (a transcription's form, a search's engine) is labelled with.
+   */
+  model?: string;
   upstreamSeconds: number;
   chargedNano: bigint;
   charged: boolean;
@@ -28,10 +33,17 @@ const MAX_NOTES = 50_000;
  */
 export class GenerationNotes {
   private readonly notes = new Map<string, RequestRecord>();
+  /** What each response's readers (its log line, its metric) took: the first takes, the others share. */
+  private readonly taken = new WeakMap<object, RequestRecord | null>();
   /** Off until a request log will take them: a process without one (the worker) keeps none. */
   enabled = false;
 
   constructor(private readonly max = MAX_NOTES) {}
+
+  held(generationId: string, model: string): void {
+    const record = this.note(generationId);
+    if (record) record.model = model;
+  }
 
   upstreamAnswered(generationId: string, provider: string, seconds: number): void {
     const record = this.note(generationId);
@@ -59,6 +71,18 @@ export class GenerationNotes {
   take(generationId: string): RequestRecord | undefined {
     const record = this.notes.get(generationId);
     if (record) this.notes.delete(generationId);
+    return record;
+  }
+
+  /**
+   * The record of the generation a response named (`owner` is its request), taken on the first
+   * call and the same for every later call about that response.
+   */
+  takeFor(owner: object, generationId: unknown): RequestRecord | undefined {
+    const seen = this.taken.get(owner);
+    if (seen !== undefined) return seen ?? undefined;
+    const record = typeof generationId === 'string' ? this.take(generationId) : undefined;
+    this.taken.set(owner, record ?? null);
     return record;
   }
 

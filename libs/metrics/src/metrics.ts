@@ -182,9 +182,15 @@ export class ServiceMetrics {
    * in the way of every read on the hot path).
    */
   observed<S extends EventStore>(store: S): S {
-    const { eventStoreAppend: histogram, charges, chargedNano } = this;
+    const { eventStoreAppend: histogram, charges, chargedNano, requests } = this;
     const count = (events: readonly NewEvent[]) => {
       for (const event of events) {
+        if (event.type === 'HoldPlaced') {
+          const { hold_id: hold, model } = event.data as { hold_id?: unknown; model?: unknown };
+          // A hold's id is its generation's: the model its request is labelled with.
+          if (typeof hold === 'string' && typeof model === 'string') requests.held(hold, model);
+          continue;
+        }
         if (event.type !== 'UsageCharged') continue;
         charges.inc();
         const amount = Number((event.data as { amount_nano?: unknown }).amount_nano);

@@ -15,12 +15,16 @@ export type ProcessLog = Logger;
  * terminal, where a person reads at human speed.
  */
 export function processLog(config: Pick<Config, 'logLevel' | 'logFormat'>, out: Writable & { isTTY?: boolean } = process.stdout): ProcessLog {
-  const pretty = config.logFormat === 'pretty' || (config.logFormat === null && out.isTTY === true);
-  if (!pretty) return out === process.stdout ? pino({ level: config.logLevel }) : pino({ level: config.logLevel }, out);
+  if (!prettyLog(config, out)) return out === process.stdout ? pino({ level: config.logLevel }) : pino({ level: config.logLevel }, out);
   return pino(
     { level: config.logLevel },
     pinoPretty({ destination: out, sync: true, colorize: out.isTTY === true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,reqId' }),
   );
+}
+
+/** Whether the process logs for a person (pino-pretty lines) rather than JSON for a collector. */
+export function prettyLog(config: Pick<Config, 'logFormat'>, out: { isTTY?: boolean } = process.stdout): boolean {
+  return config.logFormat === 'pretty' || (config.logFormat === null && out.isTTY === true);
 }
 
 /**
@@ -52,7 +56,8 @@ export function nestLogger(log: ProcessLog): LoggerService {
 /**
  * A process's warnings and errors written with console.warn and console.error (background
  * loops, lease renewals, projections) go through its logger, so in JSON mode every line on
- * standard output is JSON. console.log stays: it is the start-up banner a person reads.
+ * standard output is JSON. The start-up banners are logged too (`info`); only `npm start` at a
+ * terminal prints its dev keys as plain text, for the person who started it.
  */
 export function routeConsoleThrough(log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void }): void {
   console.warn = (...args: unknown[]) => log.warn({}, format(...args));

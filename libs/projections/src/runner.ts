@@ -293,15 +293,22 @@ export class ProjectionRunner {
     });
   }
 
-  /** Steps until the log holds nothing new for `projections`; the first failure is thrown. */
+  /**
+   * Steps until the log holds nothing new for `projections`; the first failure is thrown.
+   * Returns (and reports to `onBatch`) the events of the log applied, each counted once: when
+   * the projections' checkpoints part (another runner, the worker, moved some of them), each
+   * group reads its own batch and the same event is met once per group.
+   */
   private async catchUpMany(projections: readonly Projection[], batchSize: number, onBatch?: (events: number) => void): Promise<number> {
     let total = 0;
+    // From where the projections furthest behind start (null until the first step reads it).
+    const counted: { upTo: Position | null } = { upTo: null };
     for (;;) {
-      const { read, failures } = await this.step(projections, batchSize);
+      const { read, fresh, failures } = await this.step(projections, batchSize, counted);
       if (failures.length > 0) throw failures[0].error;
+      total += fresh;
+      if (fresh > 0) onBatch?.(fresh);
       if (read === 0) return total;
-      total += read;
-      onBatch?.(read);
     }
   }
 
@@ -467,16 +474,40 @@ export class ProjectionRunner {
    * others back.
    * `read`: events read by groups where at least one projection did not fail.
    */
-  private async step(projections: readonly Projection[], batchSize: number): Promise<{ read: number; full: boolean; failures: { name: string; error: unknown }[] }> {
+  private async step(
+    projections: readonly Projection[],
+    batchSize: number,
+    counted?: { upTo: Position | null },
+  ): Promise<{ read: number; fresh: number; full: boolean; failures: { name: string; error: unknown }[] }> {
     const groups = new Map<Position, Projection[]>();
     for (const p of projections) {
       const from = await this.checkpointOf(p.name);
       groups.set(from, [...(groups.get(from) ?? []), p]);
     }
     let read = 0;
+    let fresh = 0;
     let full = false;
     const failures: { name: string; error: unknown }[] = [];
-    for (const [from, members] of groups) {
+    // What is counted is the log from its start to `counted.upTo`, with no gap: a batch counts
+    // its events past that point if it starts within it (the groups go from the furthest behind).
+    // Another runner may have taken every projection past it; the events between are done too.
+    const ordered = [...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const behind = ordered[0]?.[0];
+    if (counted && behind !== undefined) {
+      if (counted.upTo === null) counted.upTo = behind;
+      else if (behind > counted.upTo) {
+        fresh += (await this.store.countEventsAfter(counted.upTo)) - (await this.store.countEventsAfter(behind));
+        counted.upTo = behind;
+      }
+    }
+    const count = (from: Position, events: readonly RecordedEvent[]) => {
+      if (!counted || counted.upTo === null) return;
+      const { upTo } = counted;
+      if (from > upTo) return;
+      fresh += events.filter((e) => e.position > upTo).length;
+      if (events[events.length - 1].position > upTo) counted.upTo = events[events.length - 1].position;
+    };
+    for (const [from, members] of ordered) {
       const events = await this.read(from, batchSize);
       if (events.length === 0) continue;
       const to = events[events.length - 1].position;
@@ -491,6 +522,7 @@ export class ProjectionRunner {
         );
         if (together) {
           read += events.length;
+          count(from, events);
           full ||= events.length === batchSize;
           continue;
         }
@@ -517,11 +549,12 @@ export class ProjectionRunner {
       });
       if (results.some((r) => r.status === 'fulfilled')) {
         read += events.length;
+        count(from, events);
         // Only a batch applied counts: one that failed must not be read again at once.
         full ||= events.length === batchSize;
       }
     }
-    return { read, full, failures };
+    return { read, fresh, full, failures };
   }
 
   /**

@@ -120,6 +120,23 @@ export class Tracing {
   }
 
   /**
+   * `fn` inside a new trace: a root span named `name` (never a child of whatever was active),
+   * current for everything `fn` does, so the hold, upstream and charge spans of work outside a
+   * request (a batch line's attempt, a video job's step) are one trace under it.
+   */
+  async root<T>(name: string, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
+    const span = this.tracer.startSpan(name, { attributes }, ROOT_CONTEXT);
+    try {
+      return await this.contextManager.with(trace.setSpan(ROOT_CONTEXT, span), fn);
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  /**
    * A CLIENT span around one upstream call: `fn`'s provider requests carry this span as their
    * parent (`traceparent`, `tracestate`), so the provider's trace joins the caller's.
    */

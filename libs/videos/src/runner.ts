@@ -46,6 +46,8 @@ export interface VideoRunnerDeps {
   /** Videos one pass of this worker takes on at once. */
   concurrency: number;
   warn(message: string): void;
+  /** Runs one step of a video inside a trace of its own (its provider calls, charge or release); absent without tracing. */
+  trace?<T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -66,7 +68,9 @@ export class VideoRunner {
     if (this.stopping) return 0;
     const now = this.deps.clock.now();
     const claimed = await this.deps.jobs.claim(this.deps.owner, now, new Date(now.getTime() + this.deps.leaseMs), this.deps.concurrency);
-    await Promise.all(claimed.map((job) => this.track(this.run(job))));
+    const { trace } = this.deps;
+    const traced = (job: ClaimedVideo) => (trace ? trace('video step', { 'svc.video_id': job.videoId, 'svc.account_id': job.accountId }, () => this.run(job)) : this.run(job));
+    await Promise.all(claimed.map((job) => this.track(traced(job))));
     return claimed.length;
   }
 

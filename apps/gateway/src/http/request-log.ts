@@ -42,8 +42,8 @@ export interface RequestLine {
  */
 export function requestLine(request: FastifyRequest & { caller?: Caller }, reply: FastifyReply, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): RequestLine {
   const generation = reply.getHeader('x-svc-generation-id');
-  const record = typeof generation === 'string' ? notes.take(generation) : undefined;
-  const model = modelLabel(request, catalog);
+  const record = notes.takeFor(request, generation);
+  const model = modelLabel(request, catalog, record);
   const provider = record?.provider ?? record?.failedProvider;
   return {
     method: request.method,

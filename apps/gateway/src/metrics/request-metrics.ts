@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Catalog } from '@svc/catalog';
-import { routeLabel, type ServiceMetrics } from '@svc/metrics';
+import { routeLabel, type RequestRecord, type ServiceMetrics } from '@svc/metrics';
 
 /**
  * Issue 22: every request counted once, when its response finishes (errors included), by route
@@ -14,8 +14,11 @@ export function installRequestMetrics(fastify: FastifyInstance, metrics: Service
     if (label === undefined) labels.set(template, (label = routeLabel(template)));
     return label;
   };
+  // The pipeline notes each hold's model, for requests whose body names none.
+  metrics.requests.enabled = true;
   fastify.addHook('onResponse', async (request, reply) => {
-    metrics.recordRequest(labelOf(request.routeOptions.url), methodLabel(request.method), reply.statusCode, modelLabel(request, catalog), reply.elapsedTime / 1000);
+    const record = metrics.requests.takeFor(request, reply.getHeader('x-svc-generation-id'));
+    metrics.recordRequest(labelOf(request.routeOptions.url), methodLabel(request.method), reply.statusCode, modelLabel(request, catalog, record), reply.elapsedTime / 1000);
   });
 }
 
@@ -26,9 +29,14 @@ export function methodLabel(method: string): string {
   return METHODS.has(method) ? method : 'OTHER';
 }
 
-/** The model the request named, when it is a catalog model id; else "" (never a caller's arbitrary string). */
-export function modelLabel(request: Pick<FastifyRequest, 'body'>, catalog: Pick<Catalog, 'get'>): string {
+/**
+ * The model the request named, when it is a catalog model id; else the model its generation's
+ * hold was placed for (a multipart transcription, a search's engine); else "" (never a
+ * caller's arbitrary string).
+ */
+export function modelLabel(request: Pick<FastifyRequest, 'body'>, catalog: Pick<Catalog, 'get'>, record?: Pick<RequestRecord, 'model'>): string {
   const body = request.body as { model?: unknown } | null | undefined;
-  const model = body !== null && typeof body === 'object' ? body.model : undefined;
+  const named = body !== null && typeof body === 'object' ? body.model : undefined;
+  const model = typeof named === 'string' && catalog.get(named) !== undefined ? named : record?.model;
   return typeof model === 'string' && catalog.get(model) !== undefined ? model : '';
 }
