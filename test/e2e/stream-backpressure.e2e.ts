@@ -10,6 +10,9 @@ const INPUT_NANO = 2000n;
 const OUTPUT_NANO = 8000n;
 /** Short, so that a stall is found in the time of a test; the default is 20 s. */
 const STALL_MS = 8000;
+/** Output tokens of each long stream: sim/echo's context is 128,000. */
+const TOKENS = 120_000;
+const HELD_BACK_MAX = (TOKENS * 3) / 4;
 
 /**
  * Issue 41 F. The readers here are plain HTTP clients that take the headers and then read
@@ -17,6 +20,11 @@ const STALL_MS = 8000;
  * relays piles up in the kernel's buffers of the connection, a few MB, and then in the
  * gateway. The simulator counts the stream frames its connections took: how far the gateway
  * pulled its upstream.
+ *
+ * What those buffers hold depends on the host's TCP autotuning: 35 to 51 thousand chunks of one
+ * paused stream were seen (8-10 MB). Without back-pressure the gateway pulls every chunk, so
+ * "held back" is "under three quarters of the stream pulled": the streams are as long as the
+ * model's context allows, and that bound keeps a margin of 1.7 over every host seen.
  */
 describe('streams a client does not read (issue 41 F: back-pressure; spec 1 billing rules, 4.2, 6.2)', () => {
   let gw: StartedGateway;
@@ -102,7 +110,6 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
   }
 
   it('pulls from the upstream only what fits the buffers while clients read nothing, then cuts each stream after the stall limit and bills only what it delivered', async () => {
-    const TOKENS = 100_000;
     const READERS = 4;
     const before = await settledCredits();
     const since = streamedFrames();
@@ -111,7 +118,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
     for (const r of responses) expect(r.statusCode).toBe(200);
 
     const pulled = await heldBack(since);
-    expect(pulled / READERS).toBeLessThan(TOKENS / 2);
+    expect(pulled / READERS).toBeLessThan(HELD_BACK_MAX);
 
     const ids = responses.map((r) => r.headers['x-svc-generation-id'] as string);
     // A reader that comes back soon after the cut (each as soon as its stream was settled: one
@@ -124,7 +131,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
     const produced = streamedFrames() - since;
     await sleep(500);
     expect(streamedFrames() - since).toBe(produced);
-    expect(produced / READERS).toBeLessThan(TOKENS / 2);
+    expect(produced / READERS).toBeLessThan(HELD_BACK_MAX);
 
     let charged = 0n;
     for (const [i, text] of texts.entries()) {
@@ -133,7 +140,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
       expect(data[data.length - 1]).toEqual({ error: expect.objectContaining({ code: 'stream_stalled', type: 'invalid_request_error' }) });
       const completionTokens = countTextTokens(chatContent(data));
       expect(completionTokens).toBeGreaterThan(0);
-      expect(completionTokens).toBeLessThan(TOKENS / 2);
+      expect(completionTokens).toBeLessThan(HELD_BACK_MAX);
 
       const promptTokens = countChatPromptTokens(bodies[i].messages);
       const expected = BigInt(promptTokens) * INPUT_NANO + BigInt(completionTokens) * OUTPUT_NANO;
@@ -149,7 +156,6 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
   }, 60_000);
 
   it('gives a slow reader that keeps reading the whole stream, pulled from the upstream only a few buffers ahead of it, and bills it in full', async () => {
-    const TOKENS = 120_000;
     const before = await settledCredits();
     const since = streamedFrames();
     const body = { ...long(TOKENS, 'slow'), stream_options: { include_usage: true } };
@@ -175,7 +181,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
     }
     const elapsed = Date.now() - startedAt;
     expect(elapsed).toBeGreaterThan(STALL_MS);
-    expect(ahead).toBeLessThan(TOKENS / 2);
+    expect(ahead).toBeLessThan(HELD_BACK_MAX);
 
     const data = dataOf(Buffer.concat(parts).toString()) as any[];
     expect(data[data.length - 1]).toBe('[DONE]');
@@ -188,17 +194,16 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
   }, 60_000);
 
   it('closes the connection of a reader that does not come back within one stall limit after the cut, and has settled its hold', async () => {
-    const TOKENS = 100_000;
     const since = streamedFrames();
     const response = await open('/chat/completions', long(TOKENS, 'gone quiet'));
-    expect(await heldBack(since)).toBeLessThan(TOKENS / 2);
+    expect(await heldBack(since)).toBeLessThan(HELD_BACK_MAX);
 
     const id = response.headers['x-svc-generation-id'] as string;
     const settlement = await settlementOf(id, STALL_MS + 15_000);
     expect(settlement.type).toBe('UsageCharged');
     const record = await generation(id);
     expect(record.tokens_completion).toBeGreaterThan(0);
-    expect(record.tokens_completion).toBeLessThan(TOKENS / 2);
+    expect(record.tokens_completion).toBeLessThan(HELD_BACK_MAX);
 
     // A paused socket does not see its connection close: reading it shows what the kernel still
     // had, then the close, without the error event that was left in the gateway's buffers.
@@ -213,12 +218,11 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
   }, 60_000);
 
   it('lets a reader that leaves while held back end the stream as any client that leaves does: completed and billed in full (spec 1 rule 4)', async () => {
-    const TOKENS = 100_000;
     const before = await settledCredits();
     const since = streamedFrames();
     const body = long(TOKENS, 'leaving');
     const response = await open('/chat/completions', body);
-    expect(await heldBack(since)).toBeLessThan(TOKENS / 2);
+    expect(await heldBack(since)).toBeLessThan(HELD_BACK_MAX);
     response.destroy();
 
     const id = response.headers['x-svc-generation-id'] as string;
@@ -231,7 +235,6 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
   }, 60_000);
 
   it('holds back and cuts the /v1/messages and /v1/responses streams and a cached chat stream the same way, each billed for what it delivered', async () => {
-    const TOKENS = 100_000;
     const directive = `#sim {"completion_tokens": ${TOKENS}, "chunk_delay_ms": 0}`;
     const streams = [
       {
@@ -264,7 +267,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
     const since = streamedFrames();
     const responses = await Promise.all(streams.map((s) => open(s.path, s.body, s.headers)));
     for (const r of responses) expect(r.statusCode).toBe(200);
-    expect((await heldBack(since)) / streams.length).toBeLessThan(TOKENS / 2);
+    expect((await heldBack(since)) / streams.length).toBeLessThan(HELD_BACK_MAX);
 
     const ids = responses.map((r) => r.headers['x-svc-generation-id'] as string);
     // Each read as soon as its stream was settled, within the stall limit before its connection closes.
@@ -275,7 +278,7 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
       streams[i].failed(data);
       const completionTokens = countTextTokens(streams[i].text(data));
       expect(completionTokens).toBeGreaterThan(0);
-      expect(completionTokens).toBeLessThan(TOKENS / 2);
+      expect(completionTokens).toBeLessThan(HELD_BACK_MAX);
       const record = await generation(ids[i]);
       expect(record.tokens_completion).toBe(completionTokens);
       const expected = BigInt(record.tokens_prompt) * INPUT_NANO + BigInt(completionTokens) * OUTPUT_NANO;
