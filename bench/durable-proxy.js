@@ -44,7 +44,9 @@ const server = http.createServer(async (req, res) => {
   }
 });
 server.keepAliveTimeout = 60_000;
-db.query('CREATE TABLE IF NOT EXISTS durable_floor (id bigserial PRIMARY KEY, kind text NOT NULL, amount bigint NOT NULL, at timestamptz NOT NULL DEFAULT now())').then(() =>
+db.query(
+  'CREATE TABLE IF NOT EXISTS durable_floor (id bigserial PRIMARY KEY, kind text NOT NULL, amount bigint NOT NULL, at timestamptz NOT NULL DEFAULT now())',
+).then(() =>
   server.listen(Number(process.argv[5] ?? 0), '127.0.0.1', () => console.log(`durable-proxy listening on http://127.0.0.1:${server.address().port}`)),
 );
 const stop = () => {

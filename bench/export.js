@@ -46,7 +46,14 @@ function* accountEvents(account, start, money) {
     } else if (r < 4) {
       yield {
         type: 'BalanceAdjusted',
-        data: { account_id: account, adjustment_id: `adj-${account}-${i}`, amount_nano: r === 2 ? '250000000' : '-1000', kind: r === 2 ? 'credit_note' : 'adjustment', reason: 'bench', operator: 'bench' },
+        data: {
+          account_id: account,
+          adjustment_id: `adj-${account}-${i}`,
+          amount_nano: r === 2 ? '250000000' : '-1000',
+          kind: r === 2 ? 'credit_note' : 'adjustment',
+          reason: 'bench',
+          operator: 'bench',
+        },
         metadata: meta(),
       };
     } else {
@@ -54,7 +61,19 @@ function* accountEvents(account, start, money) {
       const hold = `gen-${account}-${i}`;
       const amount = 1000 + ((i * 7919) % 5_000_000);
       const usage = { input: 100 + (i % 900), output: 10 + (i % 300) };
-      yield { type: 'HoldPlaced', data: { account_id: account, hold_id: hold, key_id: `key-${account}`, amount_nano: String(amount * 2), model, endpoint: '/v1/chat/completions', expires_at: new Date(at + 900_000).toISOString() }, metadata: meta() };
+      yield {
+        type: 'HoldPlaced',
+        data: {
+          account_id: account,
+          hold_id: hold,
+          key_id: `key-${account}`,
+          amount_nano: String(amount * 2),
+          model,
+          endpoint: '/v1/chat/completions',
+          expires_at: new Date(at + 900_000).toISOString(),
+        },
+        metadata: meta(),
+      };
       yield {
         type: 'UsageCharged',
         data: {
@@ -89,7 +108,10 @@ async function appendAll(store) {
   const perAccount = Math.ceil(MONEY_EVENTS / ACCOUNTS);
   const start = Date.parse('2026-11-01T00:00:00Z');
   // Accounts interleave in the log: each worker appends PER_APPEND events to one account, then the next.
-  const iterators = Array.from({ length: ACCOUNTS }, (_, a) => ({ stream: `account-bench-${a}`, it: accountEvents(`bench-${a}`, start + a * 7, Math.min(perAccount, MONEY_EVENTS - a * perAccount)) }));
+  const iterators = Array.from({ length: ACCOUNTS }, (_, a) => ({
+    stream: `account-bench-${a}`,
+    it: accountEvents(`bench-${a}`, start + a * 7, Math.min(perAccount, MONEY_EVENTS - a * perAccount)),
+  }));
   let appended = 0;
   let money = 0;
   const t0 = Date.now();
@@ -98,7 +120,7 @@ async function appendAll(store) {
   async function worker(w) {
     const mine = iterators.filter((_, a) => a % CONCURRENCY === w);
     while (mine.length > 0) {
-      for (let k = 0; k < mine.length; ) {
+      for (let k = 0; k < mine.length;) {
         const entry = mine[k];
         const batch = [];
         for (let i = 0; i < PER_APPEND; i++) {
@@ -144,7 +166,7 @@ function countLines(file) {
   const fd = fs.openSync(file, 'r');
   const buffer = Buffer.alloc(1 << 20);
   let lines = 0;
-  for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0; ) for (let i = 0; i < n; i++) if (buffer[i] === 10) lines++;
+  for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0;) for (let i = 0; i < n; i++) if (buffer[i] === 10) lines++;
   fs.closeSync(fd);
   return lines;
 }
@@ -183,14 +205,26 @@ function countLines(file) {
       } else rows = countLines(file) - (format === 'csv' ? 1 : 0);
       if (rows !== results.money) throw new Error(`${format}: ${rows} rows, expected ${results.money}\n${stderr}`);
       const bytes = fs.statSync(file).size;
-      results.formats[format] = { rows, seconds: +(ms / 1000).toFixed(2), money_events_per_s: Math.round(rows / (ms / 1000)), log_events_per_s: Math.round(results.appended / (ms / 1000)), mb: +(bytes / 1e6).toFixed(1) };
-      log(`${format}: ${rows} rows in ${(ms / 1000).toFixed(2)} s = ${results.formats[format].money_events_per_s} money events/s (${results.formats[format].mb} MB)`);
+      results.formats[format] = {
+        rows,
+        seconds: +(ms / 1000).toFixed(2),
+        money_events_per_s: Math.round(rows / (ms / 1000)),
+        log_events_per_s: Math.round(results.appended / (ms / 1000)),
+        mb: +(bytes / 1e6).toFixed(1),
+      };
+      log(
+        `${format}: ${rows} rows in ${(ms / 1000).toFixed(2)} s = ${results.formats[format].money_events_per_s} money events/s (${results.formats[format].mb} MB)`,
+      );
       fs.rmSync(file, { force: true });
     }
     log('ledger reconcile --json');
     const rec = await runCli(['ledger', 'reconcile', '--json'], env);
     const report = JSON.parse(rec.stdout);
-    results.reconcile = { seconds: +(rec.ms / 1000).toFixed(2), charges: report.totals.requests + report.byok_totals.requests, events_per_s: Math.round(results.appended / (rec.ms / 1000)) };
+    results.reconcile = {
+      seconds: +(rec.ms / 1000).toFixed(2),
+      charges: report.totals.requests + report.byok_totals.requests,
+      events_per_s: Math.round(results.appended / (rec.ms / 1000)),
+    };
     log(`reconcile: ${results.reconcile.charges} charges in ${results.reconcile.seconds} s`);
     console.log(JSON.stringify(results));
   } finally {

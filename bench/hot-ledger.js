@@ -26,7 +26,17 @@ const { systemClock } = require(path.join(root, 'dist/libs/platform/src/clock.js
     const stream = accountStream(account);
     await ledger.handle(accountDecider, stream, { type: 'OpenAccount', accountId: account });
     await ledger.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 10n ** 15n, reason: 'bench' });
-    const stats = { model: 'sim/echo', provider: 'sim', endpoint: '/v1/chat/completions', prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0, reasoning_tokens: 0, latency_ms: 1, ttft_ms: null };
+    const stats = {
+      model: 'sim/echo',
+      provider: 'sim',
+      endpoint: '/v1/chat/completions',
+      prompt_tokens: 10,
+      completion_tokens: 5,
+      cached_tokens: 0,
+      reasoning_tokens: 0,
+      latency_ms: 1,
+      ttft_ms: null,
+    };
     const before = { ...ledger.stats };
     let next = 0;
     const t0 = process.hrtime.bigint();
@@ -34,7 +44,16 @@ const { systemClock } = require(path.join(root, 'dist/libs/platform/src/clock.js
       Array.from({ length: inFlight }, async () => {
         while (next < requests) {
           const holdId = `${account}-h${next++}`;
-          await ledger.handle(accountDecider, stream, { type: 'PlaceHold', holdId, keyId: 'k', amountNano: 100_000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 600_000, keyLimit: null });
+          await ledger.handle(accountDecider, stream, {
+            type: 'PlaceHold',
+            holdId,
+            keyId: 'k',
+            amountNano: 100_000n,
+            model: 'sim/echo',
+            endpoint: '/v1/chat/completions',
+            ttlMs: 600_000,
+            keyLimit: null,
+          });
           await ledger.handle(accountDecider, stream, { type: 'ChargeUsage', holdId, amountNano: 50_000n, stats });
         }
       }),

@@ -23,7 +23,13 @@ const { installRequestMetrics } = dist('apps/gateway/src/metrics/request-metrics
 
 const catalog = { get: (id) => (id === 'sim/echo' ? { id } : undefined) };
 const body = JSON.stringify({ model: 'sim/echo', messages: [{ role: 'user', content: 'Hello! '.repeat(20) }], max_tokens: 64 });
-const answer = { id: 'gen-0123456789abcdef01234567', object: 'chat.completion', model: 'sim/echo', choices: [{ index: 0, message: { role: 'assistant', content: 'Echo: Hello!' }, finish_reason: 'stop' }], usage: { prompt_tokens: 40, completion_tokens: 8, total_tokens: 48, cost: 0.000144 } };
+const answer = {
+  id: 'gen-0123456789abcdef01234567',
+  object: 'chat.completion',
+  model: 'sim/echo',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Echo: Hello!' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 40, completion_tokens: 8, total_tokens: 48, cost: 0.000144 },
+};
 
 function app(config, logFile) {
   const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } });
@@ -72,7 +78,12 @@ async function cpuPerRequest(fastify) {
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const bare = median(samples.bare);
-  const result = Object.fromEntries(Object.entries(samples).map(([name, xs]) => [name, { cpu_us_per_request: Math.round(median(xs) * 10) / 10, over_bare_us: Math.round((median(xs) - bare) * 10) / 10 }]));
+  const result = Object.fromEntries(
+    Object.entries(samples).map(([name, xs]) => [
+      name,
+      { cpu_us_per_request: Math.round(median(xs) * 10) / 10, over_bare_us: Math.round((median(xs) - bare) * 10) / 10 },
+    ]),
+  );
   const logged = fs.statSync(path.join(dir, 'requests.log')).size;
   fs.rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify({ requests_per_round: N, rounds, log_bytes_per_request: Math.round(logged / (N + 2000) / rounds), result }));

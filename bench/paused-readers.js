@@ -56,7 +56,14 @@ function open(port, key, i) {
     messages: [{ role: 'user', content: `reader ${i}\n#sim {"completion_tokens": ${TOKENS}, "chunk_delay_ms": 0}` }],
   });
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port,
+      path: '/v1/chat/completions',
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    });
     req.on('response', resolve).on('error', reject);
     req.end(body);
   });
@@ -84,7 +91,16 @@ async function main() {
   const gateway = await start(
     'gateway',
     ['dist/src/main.js'],
-    { PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, DATABASE_URL: databaseUrl.toString(), SVC_SIMULATOR_URL: simulatorUrl, SVC_REQUEST_LOG: 'off', LOG_LEVEL: 'warn', SVC_LOG_FORMAT: 'json' },
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SVC_DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl.toString(),
+      SVC_SIMULATOR_URL: simulatorUrl,
+      SVC_REQUEST_LOG: 'off',
+      LOG_LEVEL: 'warn',
+      SVC_LOG_FORMAT: 'json',
+    },
     /live_api_key|listening|running/i,
   );
   try {

@@ -73,7 +73,12 @@ function summarize(profilePath, appRoot, top = 15, window = null) {
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
-      .map(([k, us]) => ({ ...f(k), self_ms: +(us / 1000).toFixed(1), pct_busy: +((100 * us) / busy).toFixed(2), pct_total: +((100 * us) / total).toFixed(2) }));
+      .map(([k, us]) => ({
+        ...f(k),
+        self_ms: +(us / 1000).toFixed(1),
+        pct_busy: +((100 * us) / busy).toFixed(2),
+        pct_total: +((100 * us) / total).toFixed(2),
+      }));
   return {
     window_us: window,
     samples: kept,

@@ -57,7 +57,10 @@ function markdown(r) {
     '',
     '## Targets',
     '',
-    table(['target', 'measured', 'reached'], fig.targets.map((t) => [t.name, t.measured, t.reached ? 'yes' : '**no**'])),
+    table(
+      ['target', 'measured', 'reached'],
+      fig.targets.map((t) => [t.name, t.measured, t.reached ? 'yes' : '**no**']),
+    ),
     '',
   );
 
@@ -65,11 +68,11 @@ function markdown(r) {
   p(
     `${r.config.seqN} requests per target and mode after ${r.config.seqWarmup} warm-up, one at a time on a keep-alive connection, ` +
       'interleaved round-robin (the order rotates each round) so every target sees the same conditions. Latency is request start to the ' +
-      'last byte of the body (of the whole stream when streamed). **Overhead = the target\'s percentile minus the direct percentile** ' +
+      "last byte of the body (of the whole stream when streamed). **Overhead = the target's percentile minus the direct percentile** " +
       '(per-percentile difference); "paired" is the percentile of the per-round differences, for comparison. Ratios are overheads divided ' +
-      'by the floor\'s (bare proxy) and by Portkey\'s. The **durable floor** (`bench/durable-proxy.js`) is the bare proxy plus the steps ' +
-      'the gateway\'s guarantees need and nothing else: one Redis script before the upstream call (the admission), one committed ' +
-      'PostgreSQL INSERT before it (the hold) and one before the answer\'s last byte (the charge), in a database of its own; no ' +
+      "by the floor's (bare proxy) and by Portkey's. The **durable floor** (`bench/durable-proxy.js`) is the bare proxy plus the steps " +
+      "the gateway's guarantees need and nothing else: one Redis script before the upstream call (the admission), one committed " +
+      "PostgreSQL INSERT before it (the hold) and one before the answer's last byte (the charge), in a database of its own; no " +
       'authentication, validation, pricing or events: what those steps alone cost on this machine.',
     '',
   );
@@ -78,7 +81,18 @@ function markdown(r) {
     p(`**${MODE_LABEL[mode]}**`, '');
     p(
       table(
-        ['target', 'p50 ms', 'p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'paired p50 / p99 ms', 'p50 vs floor', 'p50 vs Portkey', 'p99 vs floor', 'p99 vs Portkey'],
+        [
+          'target',
+          'p50 ms',
+          'p99 ms',
+          'overhead p50 ms',
+          'overhead p99 ms',
+          'paired p50 / p99 ms',
+          'p50 vs floor',
+          'p50 vs Portkey',
+          'p99 vs floor',
+          'p99 vs Portkey',
+        ],
         SEQ_TARGETS.filter((t) => s[t]).map((t) => {
           const o = s[t].overhead_ms;
           const row = fig.rows[mode][t];
@@ -124,7 +138,7 @@ function markdown(r) {
     `autocannon in its own process, ${r.config.loadConnections} connections, pipelining 1, ${r.config.loadSeconds} s per target after a ${r.config.loadWarmup} s warm-up; ` +
       `the gateway's requests rotate over ${r.config.loadAccounts} accounts (one key each); the same key rotation runs for every target so the client does the same work. ` +
       'The warm-up is a separate run; the requests it leaves in flight drain before the measured run starts. req/s counts 2xx answers only. ' +
-      'CPU ms/request is the CPU of the target\'s own process during the measured run divided by the requests it answered in it.',
+      "CPU ms/request is the CPU of the target's own process during the measured run divided by the requests it answered in it.",
     '',
   );
   for (const mode of MODES) {
@@ -132,7 +146,18 @@ function markdown(r) {
     p(`**${MODE_LABEL[mode]}**`, '');
     p(
       table(
-        ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx / errors', 'req/s vs floor', 'req/s vs Portkey', 'CPU ms/request (own process)', 'max RSS MB', 'other load (cores)'],
+        [
+          'target',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'non-2xx / errors',
+          'req/s vs floor',
+          'req/s vs Portkey',
+          'CPU ms/request (own process)',
+          'max RSS MB',
+          'other load (cores)',
+        ],
         TARGETS.map((k) => {
           const v = t[k];
           const own = { direct: 'simulator', bare: 'bare', portkey: 'portkey', gateway: 'gateway' }[k];
@@ -183,13 +208,24 @@ function markdown(r) {
       `**Funded run:** credit for every request's worst case plus 10% (worst case $${h.worst_case_usd}), so no request may get 402. ` +
       `**Exhaustion run:** credit for exactly ${h.exhaust.worst_cases_affordable} worst cases and ${h.exhaust.requests} requests: the account runs dry ` +
       'while hundreds are in flight; the rest must get 402 and the balance must never go below 0. ' +
-      'billed req/s is the answers divided by the time from the run\'s start to its last answer (autocannon itself ends a run of a fixed number of requests only at its next one-second sample). ' +
+      "billed req/s is the answers divided by the time from the run's start to its last answer (autocannon itself ends a run of a fixed number of requests only at its next one-second sample). " +
       'Conflict retries are not exposed by the gateway process (`AggregateStore.stats` has no HTTP or metrics hook); what is observable: ' +
       'rolled-back transactions in the bench database during the run (an upper bound on conflict retries, since a conflicting append rolls back), ' +
       'and appends (distinct transaction ids on the account stream) against events (batching of concurrent commands into one append).',
     '',
     table(
-      ['run', 'requests', 'answers', 'billed req/s', 'p50 / p99 ms', 'UsageCharged events', 'events / appends on the stream', 'commands per append', 'rolled-back tx (conflict bound)', 'balance after'],
+      [
+        'run',
+        'requests',
+        'answers',
+        'billed req/s',
+        'p50 / p99 ms',
+        'UsageCharged events',
+        'events / appends on the stream',
+        'commands per append',
+        'rolled-back tx (conflict bound)',
+        'balance after',
+      ],
       [
         [
           'funded',
@@ -231,7 +267,10 @@ function markdown(r) {
       `(what \`node dist/src/cli.js projections rebuild\` does, without its start-up: one replay of the log, each batch read once and applied to every projection). ${int(rb.store_events)} events in the store; ` +
       `**all ${rb.projections.length} projections rebuilt in ${f(rb.total_ms / 1000)} s = ${int(rb.events_per_s_all)} events/s** (events in the store / wall time). Each projection rebuilt alone afterwards, reading the log on its own:`,
     '',
-    table(['projection', 'events read', 'seconds', 'events/s'], rb.projections.map((q) => [q.name, int(q.events), f(q.ms / 1000, 3), int(q.events_per_s)])),
+    table(
+      ['projection', 'events read', 'seconds', 'events/s'],
+      rb.projections.map((q) => [q.name, int(q.events), f(q.ms / 1000, 3), int(q.events_per_s)]),
+    ),
     '',
   );
 
@@ -245,7 +284,16 @@ function markdown(r) {
   p(
     'VmRSS from `/proc/<pid>/status`, sampled every 200 ms; the maximum during each run.',
     '',
-    table(['process', 'idle after start', `max, ${r.config.loadConnections} conn. non-streamed`, `max, ${r.config.loadConnections} conn. streamed`, `max, hot account (${r.config.hotConnections} in flight)`], rssRows),
+    table(
+      [
+        'process',
+        'idle after start',
+        `max, ${r.config.loadConnections} conn. non-streamed`,
+        `max, ${r.config.loadConnections} conn. streamed`,
+        `max, hot account (${r.config.hotConnections} in flight)`,
+      ],
+      rssRows,
+    ),
     '',
     `Gateway maximum under load: **${f(fig.gateway_rss_max_mb, 0)} MB**.`,
     '',
@@ -303,15 +351,24 @@ function markdown(r) {
         'woke PostgreSQL or Redis and the kernel gave them the core, which is why `writev` / `writeBuffer` / `writeUtf8String` lead the list. ' +
         `Profile: \`${pr.file}\` (not committed). Functions:`,
       '',
-      table(['#', 'self %', 'self ms', 'function', 'file:line'], pr.top_functions.map((t, i) => [i + 1, f(t.pct_busy, 1), f(t.self_ms, 0), `\`${t.function}\``, `${t.file}${t.line ? `:${t.line}` : ''}`])),
+      table(
+        ['#', 'self %', 'self ms', 'function', 'file:line'],
+        pr.top_functions.map((t, i) => [i + 1, f(t.pct_busy, 1), f(t.self_ms, 0), `\`${t.function}\``, `${t.file}${t.line ? `:${t.line}` : ''}`]),
+      ),
       '',
       'By package or area (self time summed over its files):',
       '',
-      table(['area', 'self %', 'self ms'], pr.by_area.map((t) => [t.area, f(t.pct_busy, 1), f(t.self_ms, 0)])),
+      table(
+        ['area', 'self %', 'self ms'],
+        pr.by_area.map((t) => [t.area, f(t.pct_busy, 1), f(t.self_ms, 0)]),
+      ),
       '',
       'By file:',
       '',
-      table(['file', 'self %', 'self ms'], pr.top_files.slice(0, 10).map((t) => [t.file, f(t.pct_busy, 1), f(t.self_ms, 0)])),
+      table(
+        ['file', 'self %', 'self ms'],
+        pr.top_files.slice(0, 10).map((t) => [t.file, f(t.pct_busy, 1), f(t.self_ms, 0)]),
+      ),
       '',
     );
   }
@@ -331,7 +388,12 @@ function markdown(r) {
   if (r.anomalies.length) {
     p('## Anomalies seen in this run', '', ...r.anomalies.map((a) => `- ${a}`), '');
   } else {
-    p('## Anomalies seen in this run', '', 'None: no invalid answer, no non-2xx under load except the expected 402s of the exhaustion run, no process error.', '');
+    p(
+      '## Anomalies seen in this run',
+      '',
+      'None: no invalid answer, no non-2xx under load except the expected 402s of the exhaustion run, no process error.',
+      '',
+    );
   }
   const c = r.consistency;
   p(
@@ -341,7 +403,10 @@ function markdown(r) {
       `${r.logs?.gateway?.client_left_mid_stream ? `; the gateway logged ${r.logs.gateway.client_left_mid_stream} of those that were streams as \`ERROR ... ERR_STREAM_PREMATURE_CLOSE\`` : ''}.`,
     '',
   );
-  return `${out.join('\n').replace(/\n{3,}/g, '\n\n').trim()}\n`;
+  return `${out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()}\n`;
 }
 
 module.exports = { markdown };

@@ -91,7 +91,13 @@ const MODE_LABEL = { json: 'non-streamed', stream: 'streamed' };
 const TARGETS = ['direct', 'bare', 'portkey', 'gateway'];
 // The sequential phase adds the durable floor: what the guarantees alone cost one request.
 const SEQ_TARGETS = ['direct', 'bare', 'durable', 'portkey', 'gateway'];
-const TARGET_LABEL = { direct: 'upstream direct', bare: 'bare undici proxy (floor)', durable: 'bare proxy with the durable steps (durable floor)', portkey: 'Portkey gateway 1.15.2', gateway: 'this gateway' };
+const TARGET_LABEL = {
+  direct: 'upstream direct',
+  bare: 'bare undici proxy (floor)',
+  durable: 'bare proxy with the durable steps (durable floor)',
+  portkey: 'Portkey gateway 1.15.2',
+  gateway: 'this gateway',
+};
 
 const { Client, request } = require('undici');
 const pg = require('pg');
@@ -124,7 +130,10 @@ function startProcess(name, command, argv, { env = process.env, cwd = APP_ROOT, 
   });
   let seen = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} not ready after ${timeoutMs} ms (see ${path.relative(REPO_ROOT, LOG_DIR)}/${logName}.log)`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${name} not ready after ${timeoutMs} ms (see ${path.relative(REPO_ROOT, LOG_DIR)}/${logName}.log)`)),
+      timeoutMs,
+    );
     const onData = (buf) => {
       out.write(buf);
       if (seen === null) return;
@@ -288,7 +297,15 @@ function startSampler(pids, db) {
       const d = process.cpuUsage(driver0);
       cpu.driver = +((d.user + d.system) / 1e6).toFixed(2);
       const rss = Object.fromEntries(Object.entries(rssMax).map(([k, v]) => [k, +v.toFixed(1)]));
-      return { rss_max_mb: rss, cpu_s: cpu, system_cpu_s: system, syscalls, postgres_cpu_s_by_client: pgBy, machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2), wall_s: (Date.now() - wall0) / 1000 };
+      return {
+        rss_max_mb: rss,
+        cpu_s: cpu,
+        system_cpu_s: system,
+        syscalls,
+        postgres_cpu_s_by_client: pgBy,
+        machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2),
+        wall_s: (Date.now() - wall0) / 1000,
+      };
     },
   };
 }
@@ -455,7 +472,14 @@ function targetHeaders(target, ctx) {
 }
 
 function targetOrigin(target, ctx) {
-  return { direct: ctx.simOrigin, bare: ctx.bareOrigin, durable: ctx.durableOrigin, portkey: ctx.portkeyOrigin, gateway: ctx.gatewayOrigin, gateway_b: ctx.b?.gatewayOrigin }[target];
+  return {
+    direct: ctx.simOrigin,
+    bare: ctx.bareOrigin,
+    durable: ctx.durableOrigin,
+    portkey: ctx.portkeyOrigin,
+    gateway: ctx.gatewayOrigin,
+    gateway_b: ctx.b?.gatewayOrigin,
+  }[target];
 }
 
 function targetKey(target, ctx) {
@@ -475,9 +499,7 @@ async function timedRequest(client, headers, body) {
 async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
   const out = {};
   const clients = Object.fromEntries(TARGETS.map((t) => [t, new Client(targetOrigin(t, ctx), { pipelining: 1, keepAliveTimeout: 60_000 })]));
-  const headers = Object.fromEntries(
-    TARGETS.map((t) => [t, { ...targetHeaders(t, ctx), authorization: `Bearer ${targetKey(t, ctx)}` }]),
-  );
+  const headers = Object.fromEntries(TARGETS.map((t) => [t, { ...targetHeaders(t, ctx), authorization: `Bearer ${targetKey(t, ctx)}` }]));
   try {
     for (const mode of modes) {
       const pg0 = await xactCounts(ctx.db);
@@ -569,7 +591,9 @@ async function throughputPhase(ctx, targets = TARGETS) {
         rss_max_mb: s.rss_max_mb,
         cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
         system_cpu_s: s.system_cpu_s,
-        syscalls_per_request: Object.fromEntries(Object.entries(s.syscalls).map(([n, c]) => [n, { reads: r2(c.reads / Math.max(1, r.ok)), writes: r2(c.writes / Math.max(1, r.ok)) }])),
+        syscalls_per_request: Object.fromEntries(
+          Object.entries(s.syscalls).map(([n, c]) => [n, { reads: r2(c.reads / Math.max(1, r.ok)), writes: r2(c.writes / Math.max(1, r.ok)) }]),
+        ),
         postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
         machine_busy_s: s.machine_busy_s,
         other_load_cores: foreignCores(s, r.client_cpu_s),
@@ -602,7 +626,11 @@ async function ownReadPhase(ctx, { idle = 40, loadSeconds = 8 } = {}) {
     const r = await timedRequest(client, headers, BODIES.json);
     if (r.status !== 200) throw new Error(`own read: chat answered ${r.status}`);
     const t0 = process.hrtime.bigint();
-    const g = await client.request({ path: `/v1/generation?id=${encodeURIComponent(JSON.parse(r.text).id)}`, method: 'GET', headers: { authorization: headers.authorization } });
+    const g = await client.request({
+      path: `/v1/generation?id=${encodeURIComponent(JSON.parse(r.text).id)}`,
+      method: 'GET',
+      headers: { authorization: headers.authorization },
+    });
     await g.body.dump();
     if (g.statusCode !== 200) throw new Error(`own read: /v1/generation answered ${g.statusCode}`);
     return Number(process.hrtime.bigint() - t0) / 1e6;
@@ -618,7 +646,15 @@ async function ownReadPhase(ctx, { idle = 40, loadSeconds = 8 } = {}) {
       await sleep(20);
     }
     const loaded = [];
-    const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys, warmup: 0, duration: loadSeconds };
+    const opts = {
+      url: `${ctx.gatewayOrigin}${CHAT_PATH}`,
+      connections: CFG.loadConnections,
+      body: BODIES.json,
+      headers: targetHeaders('gateway', ctx),
+      keys: ctx.loadKeys,
+      warmup: 0,
+      duration: loadSeconds,
+    };
     let loading = true;
     const background = load('load-own-read', opts).finally(() => (loading = false));
     await sleep(1000);
@@ -675,10 +711,9 @@ async function chargedCount(db) {
 }
 
 async function streamFacts(db, accountId) {
-  const { rows } = await db.app.query(
-    `SELECT type, count(*)::int AS n, count(DISTINCT tx)::int AS txs FROM events WHERE stream = $1 GROUP BY type`,
-    [`account-${accountId}`],
-  );
+  const { rows } = await db.app.query(`SELECT type, count(*)::int AS n, count(DISTINCT tx)::int AS txs FROM events WHERE stream = $1 GROUP BY type`, [
+    `account-${accountId}`,
+  ]);
   const { rows: all } = await db.app.query(`SELECT count(*)::int AS n, count(DISTINCT tx)::int AS txs FROM events WHERE stream = $1`, [`account-${accountId}`]);
   return { by_type: Object.fromEntries(rows.map((r) => [r.type, r.n])), events: all[0].n, appends: all[0].txs };
 }
@@ -736,7 +771,9 @@ async function hotPhase(ctx) {
     postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
     other_load_cores: foreignCores(s, r.client_cpu_s),
   };
-  log(`hot funded: ${out.funded.billed_rps} billed req/s, ${r.ok}/${r.requests} ok, ${facts.appends} appends for ${facts.events} events, ${out.funded.pg_rollbacks} rollbacks`);
+  log(
+    `hot funded: ${out.funded.billed_rps} billed req/s, ${r.ok}/${r.requests} ok, ${facts.appends} appends for ${facts.events} events, ${out.funded.pg_rollbacks} rollbacks`,
+  );
 
   // (b) Under-funded: credit for exactly 256 worst cases, 8x as many requests: the account
   // runs dry under 256 in flight, the rest must get 402, and the balance must stay >= 0.
@@ -781,7 +818,13 @@ async function profilePhase(ctx) {
   await settle({ worker: ctx.pids.worker });
   const gw = await startGateway(ctx, ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`], 'gateway-profiled');
   await waitForKey(ctx, ctx.loadKeys[0]);
-  const opts = { url: `${ctx.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES[PROFILE_MODE], headers: targetHeaders('gateway', ctx), keys: ctx.loadKeys };
+  const opts = {
+    url: `${ctx.gatewayOrigin}${CHAT_PATH}`,
+    connections: CFG.loadConnections,
+    body: BODIES[PROFILE_MODE],
+    headers: targetHeaders('gateway', ctx),
+    keys: ctx.loadKeys,
+  };
   const warm = await load('load-profile-warmup', { ...opts, duration: Math.max(3, CFG.loadWarmup), warmup: 0 });
   await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
   const sampler = startSampler({ gateway: gw.pid }, null);
@@ -874,7 +917,11 @@ async function startBuildB(ctx, b) {
   });
   b.pids.gateway = gw.pid;
   b.gatewayOrigin = `http://127.0.0.1:${b.gatewayPort}`;
-  const worker = await startProcess('worker-b', process.execPath, ['dist/apps/worker/src/main.js'], { cwd: AB_ROOT, env: b.appEnv({ PORT: '0' }), ready: /svc-worker running/ });
+  const worker = await startProcess('worker-b', process.execPath, ['dist/apps/worker/src/main.js'], {
+    cwd: AB_ROOT,
+    env: b.appEnv({ PORT: '0' }),
+    ready: /svc-worker running/,
+  });
   b.pids.worker = worker.pid;
   if (ctx.pids.redis) b.pids.redis = ctx.pids.redis;
   db.app = new pg.Pool({ connectionString: db.url, max: 2 });
@@ -897,7 +944,9 @@ async function abPhase(ctx) {
   const seq = await sequentialPhase(ctx, { targets: ['direct', 'gateway', 'gateway_b'] });
   for (const mode of MODES) {
     const [A, B] = [seq[mode].gateway, seq[mode].gateway_b];
-    log(`A/B sequential ${mode}: overhead p50 A ${A.overhead_ms.p50} ms, B ${B.overhead_ms.p50} ms (B/A ${r2(B.overhead_ms.p50 / A.overhead_ms.p50)}); p99 A ${A.overhead_ms.p99}, B ${B.overhead_ms.p99}`);
+    log(
+      `A/B sequential ${mode}: overhead p50 A ${A.overhead_ms.p50} ms, B ${B.overhead_ms.p50} ms (B/A ${r2(B.overhead_ms.p50 / A.overhead_ms.p50)}); p99 A ${A.overhead_ms.p99}, B ${B.overhead_ms.p99}`,
+    );
   }
   const rounds = QUICK ? 2 : 4;
   const seconds = QUICK ? 3 : 5;
@@ -907,14 +956,29 @@ async function abPhase(ctx) {
       // The order alternates so that neither build always runs right after the other.
       for (const side of i % 2 === 0 ? ['A', 'B'] : ['B', 'A']) {
         const c = side === 'A' ? ctx : b;
-        const opts = { url: `${c.gatewayOrigin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES[mode], headers: targetHeaders('gateway', c), keys: c.loadKeys, warmup: 0 };
+        const opts = {
+          url: `${c.gatewayOrigin}${CHAT_PATH}`,
+          connections: CFG.loadConnections,
+          body: BODIES[mode],
+          headers: targetHeaders('gateway', c),
+          keys: c.loadKeys,
+          warmup: 0,
+        };
         if (i === 0) await load(`ab-${mode}-${side}-warmup`, { ...opts, duration: CFG.loadWarmup });
         await settle(all);
         const sampler = startSampler(c.pids, c.db);
         const r = await load(`ab-${mode}-${side}-${i}`, { ...opts, duration: seconds });
         const s = await sampler.stop();
         const per = (cpu) => (1000 * (cpu ?? 0)) / Math.max(1, r.ok);
-        runs[side].push({ rps: r.rps, p99: r.latency_ms.p99, all: cpuMsPerBilledRequest({ ok: r.ok, cpu_s: s.cpu_s }), gateway: per(s.cpu_s.gateway), worker: per(s.cpu_s.worker), postgres: per(s.cpu_s.postgres), non2xx: r.non2xx + r.errors });
+        runs[side].push({
+          rps: r.rps,
+          p99: r.latency_ms.p99,
+          all: cpuMsPerBilledRequest({ ok: r.ok, cpu_s: s.cpu_s }),
+          gateway: per(s.cpu_s.gateway),
+          worker: per(s.cpu_s.worker),
+          postgres: per(s.cpu_s.postgres),
+          non2xx: r.non2xx + r.errors,
+        });
       }
     }
     const m = (side, k) => median(runs[side].map((x) => x[k]));
@@ -990,7 +1054,8 @@ async function main() {
   cleanupDb = async () => {
     cleanupDb = async () => undefined;
     if (db.app) await db.app.end().catch(() => undefined);
-    for (const name of [dbName, floorName]) await adminDb.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((e) => log(`could not drop ${name}: ${e.message}`));
+    for (const name of [dbName, floorName])
+      await adminDb.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((e) => log(`could not drop ${name}: ${e.message}`));
     await adminDb.end().catch(() => undefined);
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
@@ -998,20 +1063,30 @@ async function main() {
   let failed = null;
   try {
     // The simulated upstream, in its own process, shared by every target.
-    const sim = await startProcess('simulator', process.execPath, [path.join(BENCH_DIR, 'simulator.js'), APP_ROOT, '0'], { ready: /simulator listening on (\S+)/ });
+    const sim = await startProcess('simulator', process.execPath, [path.join(BENCH_DIR, 'simulator.js'), APP_ROOT, '0'], {
+      ready: /simulator listening on (\S+)/,
+    });
     ctx.simUrl = sim.match[1];
     ctx.simOrigin = new URL(ctx.simUrl).origin;
     ctx.pids.simulator = sim.pid;
 
-    const bare = await startProcess('bare-proxy', process.execPath, [path.join(BENCH_DIR, 'bare-proxy.js'), ctx.simOrigin, '0'], { cwd: BENCH_DIR, ready: /bare-proxy listening on (\S+)/ });
+    const bare = await startProcess('bare-proxy', process.execPath, [path.join(BENCH_DIR, 'bare-proxy.js'), ctx.simOrigin, '0'], {
+      cwd: BENCH_DIR,
+      ready: /bare-proxy listening on (\S+)/,
+    });
     ctx.bareOrigin = bare.match[1];
     ctx.pids.bare = bare.pid;
 
     await adminDb.query(`CREATE DATABASE ${floorName}`);
-    const durable = await startProcess('durable-proxy', process.execPath, [path.join(BENCH_DIR, 'durable-proxy.js'), ctx.simOrigin, db.floorUrl, REDIS_URL, '0'], {
-      cwd: BENCH_DIR,
-      ready: /durable-proxy listening on (\S+)/,
-    });
+    const durable = await startProcess(
+      'durable-proxy',
+      process.execPath,
+      [path.join(BENCH_DIR, 'durable-proxy.js'), ctx.simOrigin, db.floorUrl, REDIS_URL, '0'],
+      {
+        cwd: BENCH_DIR,
+        ready: /durable-proxy listening on (\S+)/,
+      },
+    );
     ctx.durableOrigin = durable.match[1];
     ctx.pids.durable = durable.pid;
 
@@ -1027,13 +1102,21 @@ async function main() {
     // The gateway first (it creates the schema), then the worker.
     await startGateway(ctx);
     ctx.gatewayOrigin = `http://127.0.0.1:${ctx.gatewayPort}`;
-    const worker = await startProcess('worker', process.execPath, ['dist/apps/worker/src/main.js'], { env: ctx.appEnv({ PORT: '0' }), ready: /svc-worker running/ });
+    const worker = await startProcess('worker', process.execPath, ['dist/apps/worker/src/main.js'], {
+      env: ctx.appEnv({ PORT: '0' }),
+      ready: /svc-worker running/,
+    });
     ctx.pids.worker = worker.pid;
     const rpid = await redisPid(REDIS_URL);
     if (rpid && fs.existsSync(`/proc/${rpid}`)) ctx.pids.redis = rpid;
     db.app = new pg.Pool({ connectionString: db.url, max: 2 });
     await sleep(500);
-    results.rss_idle_mb = { gateway: r2(rssMb(ctx.pids.gateway)), worker: r2(rssMb(ctx.pids.worker)), portkey: r2(rssMb(ctx.pids.portkey)), bare: r2(rssMb(ctx.pids.bare)) };
+    results.rss_idle_mb = {
+      gateway: r2(rssMb(ctx.pids.gateway)),
+      worker: r2(rssMb(ctx.pids.worker)),
+      portkey: r2(rssMb(ctx.pids.portkey)),
+      bare: r2(rssMb(ctx.pids.bare)),
+    };
 
     // Accounts: one for the sequential phase, 64 for the 64-connection runs (one per connection).
     const seq = await newAccount(ctx, 1000);
@@ -1061,7 +1144,9 @@ async function main() {
 
     if (PROFILE_ONLY) {
       const p = await profilePhase(ctx);
-      log(`profile (${PROFILE_MODE}): ${p.file}, ${p.load.rps} req/s, gateway CPU ${((1000 * p.gateway_cpu_s) / Math.max(1, p.load.ok)).toFixed(2)} ms per request`);
+      log(
+        `profile (${PROFILE_MODE}): ${p.file}, ${p.load.rps} req/s, gateway CPU ${((1000 * p.gateway_cpu_s) / Math.max(1, p.load.ok)).toFixed(2)} ms per request`,
+      );
       console.log(JSON.stringify({ top_functions: p.top_functions, top_files: p.top_files, by_area: p.by_area }));
       return;
     }
@@ -1082,7 +1167,9 @@ async function main() {
         const p = byTarget.portkey;
         if (p) {
           const pp = (s) => ((1000 * (s ?? 0)) / Math.max(1, p.ok)).toFixed(2);
-          log(`${mode}, Portkey: ${p.rps.toFixed(0)} req/s, p50 ${p.latency_ms.p50} ms, p99 ${p.latency_ms.p99} ms; CPU ms/request ${pp(p.cpu_s.portkey)}; system calls per request: ${p.syscalls_per_request.portkey?.reads} reads, ${p.syscalls_per_request.portkey?.writes} writes`);
+          log(
+            `${mode}, Portkey: ${p.rps.toFixed(0)} req/s, p50 ${p.latency_ms.p50} ms, p99 ${p.latency_ms.p99} ms; CPU ms/request ${pp(p.cpu_s.portkey)}; system calls per request: ${p.syscalls_per_request.portkey?.reads} reads, ${p.syscalls_per_request.portkey?.writes} writes`,
+          );
         }
       }
       return;
@@ -1106,24 +1193,32 @@ async function main() {
     if (SEQUENTIAL_ONLY) {
       for (const [phase, figures] of Object.entries({ ...results.sequential, paused: results.sequential_worker_paused.json })) {
         const floor = figures.durable ? `; durable floor p50 ${figures.durable.overhead_ms.p50} ms, p99 ${figures.durable.overhead_ms.p99} ms` : '';
-        log(`${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms${floor}; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`);
+        log(
+          `${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms${floor}; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`,
+        );
       }
       return;
     }
 
     log(`2. throughput at ${CFG.loadConnections} connections (${CFG.loadSeconds} s each after ${CFG.loadWarmup} s warm-up)`);
     results.throughput = await throughputPhase(ctx);
-    log('2b. reading one\'s own generation right after the request, idle and under load');
+    log("2b. reading one's own generation right after the request, idle and under load");
     results.own_read = await ownReadPhase(ctx);
-    log(`own read: idle p50 ${results.own_read.idle_ms.p50} ms, under load p50 ${results.own_read.under_load_ms.p50} ms (p90 ${results.own_read.under_load_ms.p90})`);
+    log(
+      `own read: idle p50 ${results.own_read.idle_ms.p50} ms, under load p50 ${results.own_read.under_load_ms.p50} ms (p90 ${results.own_read.under_load_ms.p90})`,
+    );
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
     {
       // The same load on the ledger alone (no HTTP, no upstream): its own ceiling.
-      const { stdout } = await runNode('hot-ledger', [path.join(BENCH_DIR, 'hot-ledger.js'), APP_ROOT, '3072', String(CFG.hotConnections)], { env: ctx.appEnv({}) });
+      const { stdout } = await runNode('hot-ledger', [path.join(BENCH_DIR, 'hot-ledger.js'), APP_ROOT, '3072', String(CFG.hotConnections)], {
+        env: ctx.appEnv({}),
+      });
       results.hot.ledger_only = JSON.parse(stdout.trim().split('\n').pop());
-      log(`hot, ledger only: ${results.hot.ledger_only.billed_rps} billed req/s, ${results.hot.ledger_only.appends} appends for ${results.hot.ledger_only.commands} commands, ${results.hot.ledger_only.conflicts} conflicts`);
+      log(
+        `hot, ledger only: ${results.hot.ledger_only.billed_rps} billed req/s, ${results.hot.ledger_only.appends} appends for ${results.hot.ledger_only.commands} commands, ${results.hot.ledger_only.conflicts} conflicts`,
+      );
     }
 
     if (PROFILE) {
@@ -1145,13 +1240,17 @@ async function main() {
       events_per_s_all: Math.round(rebuild.store_events / (rebuild.total_ms / 1000)),
       projections: rebuild.projections.map((p) => ({ ...p, ms: r2(p.ms), events_per_s: Math.round(p.events / (p.ms / 1000)) })),
     };
-    log(`rebuild: ${rebuild.store_events} events, all ${rebuild.projections.length} projections in ${(rebuild.total_ms / 1000).toFixed(2)} s = ${results.rebuild.events_per_s_all} events/s`);
+    log(
+      `rebuild: ${rebuild.store_events} events, all ${rebuild.projections.length} projections in ${(rebuild.total_ms / 1000).toFixed(2)} s = ${results.rebuild.events_per_s_all} events/s`,
+    );
 
     log('ledger audit');
     const ta = Date.now();
     const audit = await runNode('ledger-audit', ['dist/src/cli.js', 'ledger', 'audit', '--json'], { env: ctx.appEnv({}), okCodes: [0, 1] });
     results.audit = summarizeAudit(audit, Date.now() - ta, results.hot);
-    log(`audit: exit ${audit.code}, ${results.audit.violations} violations, ${results.audit.mismatches} mismatches, min available $${results.audit.min_available_usd}`);
+    log(
+      `audit: exit ${audit.code}, ${results.audit.violations} violations, ${results.audit.mismatches} mismatches, min available $${results.audit.min_available_usd}`,
+    );
 
     results.consistency = await consistency(db, results);
 
@@ -1276,7 +1375,16 @@ function summarizeAudit(audit, ms, hot) {
   const find = (id) => accounts.find((a) => a.accountId === id);
   const acct = (id) => {
     const a = find(id);
-    return a && { credits_usd: nanoToUsd(a.creditsNano), charged_usd: nanoToUsd(a.chargedNano), open_holds: a.openHolds, held_usd: nanoToUsd(a.heldNano), available_usd: nanoToUsd(a.availableNano), over_hold_charges: a.overHold?.count ?? 0 };
+    return (
+      a && {
+        credits_usd: nanoToUsd(a.creditsNano),
+        charged_usd: nanoToUsd(a.chargedNano),
+        open_holds: a.openHolds,
+        held_usd: nanoToUsd(a.heldNano),
+        available_usd: nanoToUsd(a.availableNano),
+        over_hold_charges: a.overHold?.count ?? 0,
+      }
+    );
   };
   return {
     exit_code: audit.code,
@@ -1343,10 +1451,7 @@ function figures(r) {
     // What the gateway spends beyond the steps its guarantees need.
     rows[mode].gateway.beyond_durable_p50_ms = r3(seq(mode, 'gateway').overhead_ms.p50 - seq(mode, 'durable').overhead_ms.p50);
   }
-  const gwRss = Math.max(
-    ...MODES.map((m) => thr(m, 'gateway').rss_max_mb.gateway ?? 0),
-    r.hot.funded.rss_max_mb.gateway ?? 0,
-  );
+  const gwRss = Math.max(...MODES.map((m) => thr(m, 'gateway').rss_max_mb.gateway ?? 0), r.hot.funded.rss_max_mb.gateway ?? 0);
   // The targets of the performance work: the same run's ratios to Portkey, and the CPU a billed
   // request costs over the processes that serve it (gateway, worker, PostgreSQL, Redis).
   const targets = [];
@@ -1354,8 +1459,16 @@ function figures(r) {
     const g = rows[mode].gateway;
     const t = thr(mode, 'gateway');
     g.cpu_ms_per_request_all = r2(cpuMsPerBilledRequest(t));
-    targets.push({ name: `throughput at 64 connections >= 1.0x Portkey's (${MODE_LABEL[mode]})`, measured: `${g.rps_x_portkey}x (${Math.round(g.rps)} vs ${Math.round(thr(mode, 'portkey').rps)} req/s)`, reached: g.rps_x_portkey >= 1 });
-    targets.push({ name: `CPU per billed request, all processes, <= 2.5 ms (${MODE_LABEL[mode]})`, measured: `${g.cpu_ms_per_request_all} ms`, reached: g.cpu_ms_per_request_all <= 2.5 });
+    targets.push({
+      name: `throughput at 64 connections >= 1.0x Portkey's (${MODE_LABEL[mode]})`,
+      measured: `${g.rps_x_portkey}x (${Math.round(g.rps)} vs ${Math.round(thr(mode, 'portkey').rps)} req/s)`,
+      reached: g.rps_x_portkey >= 1,
+    });
+    targets.push({
+      name: `CPU per billed request, all processes, <= 2.5 ms (${MODE_LABEL[mode]})`,
+      measured: `${g.cpu_ms_per_request_all} ms`,
+      reached: g.cpu_ms_per_request_all <= 2.5,
+    });
     const limit = mode === 'json' ? 1.0 : 0.5;
     targets.push({
       name: `sequential overhead p50 <= ${limit.toFixed(1)}x Portkey's (${MODE_LABEL[mode]})`,
@@ -1376,7 +1489,11 @@ function figures(r) {
     measured: `audit exit ${r.audit.exit_code}, ${r.audit.violations} violations, ${r.audit.negative_accounts} accounts below 0`,
     reached: noOverdraft,
   });
-  targets.push({ name: 'projection rebuild >= 20,000 events/s (all projections)', measured: `${r.rebuild.events_per_s_all} events/s`, reached: r.rebuild.events_per_s_all >= 20000 });
+  targets.push({
+    name: 'projection rebuild >= 20,000 events/s (all projections)',
+    measured: `${r.rebuild.events_per_s_all} events/s`,
+    reached: r.rebuild.events_per_s_all >= 20000,
+  });
   targets.push({ name: 'gateway RSS <= 300 MB under load', measured: `${r2(gwRss)} MB`, reached: gwRss <= 300 });
   return { rows, gateway_rss_max_mb: r2(gwRss), targets };
 }
@@ -1391,7 +1508,8 @@ function checkAnomalies(r) {
     for (const t of TARGETS) {
       const l = r.throughput[mode][t];
       if (l.warmup_non2xx) a.push(`load ${mode} ${t}: ${l.warmup_non2xx} non-2xx or errors in the warm-up`);
-      if (l.non2xx || l.errors || l.timeouts) a.push(`load ${mode} ${t}: non2xx ${l.non2xx} ${JSON.stringify(l.status_codes)}, errors ${l.errors}, timeouts ${l.timeouts}`);
+      if (l.non2xx || l.errors || l.timeouts)
+        a.push(`load ${mode} ${t}: non2xx ${l.non2xx} ${JSON.stringify(l.status_codes)}, errors ${l.errors}, timeouts ${l.timeouts}`);
     }
   }
   const f = r.hot.funded;

@@ -10,7 +10,17 @@ import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import { activeBatches, accountsWithExpiredHolds, dueWebhookEvents, forgetProgress, getAccountSettings, keysExpiringBy, noticesToMail, orphanedHolds, pruneInFlight } from '@svc/projections';
+import {
+  activeBatches,
+  accountsWithExpiredHolds,
+  dueWebhookEvents,
+  forgetProgress,
+  getAccountSettings,
+  keysExpiringBy,
+  noticesToMail,
+  orphanedHolds,
+  pruneInFlight,
+} from '@svc/projections';
 import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
 import type { Runtime } from './runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
@@ -58,7 +68,12 @@ export function holdReaper(runtime: Runtime, app: INestApplicationContext, inter
 export async function recordDeprecationNotices(runtime: Runtime): Promise<number> {
   const due = deprecationNoticesDue(runtime.catalog, runtime.clock.now());
   if (due.length === 0) return 0;
-  const { events } = await runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due }, { actor: 'catalog' });
+  const { events } = await runtime.aggregates.handle(
+    catalogNoticesDecider,
+    CATALOG_NOTICES_STREAM,
+    { type: 'RecordDeprecationNotices', due },
+    { actor: 'catalog' },
+  );
   return events.length;
 }
 
@@ -120,7 +135,12 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
     post: (url, init) => client.post(url, init),
     record: async (command) => void (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)),
     report: async (accountId, webhookId, eventId, delivered) =>
-      void (await runtime.aggregates.handle(settingsDecider, settingsStream(accountId), { type: 'RecordWebhookDelivery', accountId, webhookId, eventId, delivered }, metadata)),
+      void (await runtime.aggregates.handle(
+        settingsDecider,
+        settingsStream(accountId),
+        { type: 'RecordWebhookDelivery', accountId, webhookId, eventId, delivered },
+        metadata,
+      )),
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
   });
 }
@@ -138,13 +158,16 @@ export function batchRunner(runtime: Runtime, app: INestApplicationContext): Bat
     clock: runtime.clock,
     lines: new BatchLines(runtime.sql, () => runtime.config.encryptionKey),
     files: {
-      input: async (batch) => (files.available && (await files.get(batch.workspaceId, batch.inputFileId)) ? readJsonl(files.content(batch.workspaceId, batch.inputFileId)) : null),
-      write: async (batch, filename, lines) => (await createOutputFile(files, { workspaceId: batch.workspaceId, accountId: batch.accountId, keyId: batch.keyId, filename }, lines)).id,
+      input: async (batch) =>
+        files.available && (await files.get(batch.workspaceId, batch.inputFileId)) ? readJsonl(files.content(batch.workspaceId, batch.inputFileId)) : null,
+      write: async (batch, filename, lines) =>
+        (await createOutputFile(files, { workspaceId: batch.workspaceId, accountId: batch.accountId, keyId: batch.keyId, filename }, lines)).id,
       remove: async (batch, fileId) => void (await files.delete(batch.workspaceId, fileId)),
     },
     calls: app.get(BatchLineCalls),
     active: async () => (await activeBatches(runtime.sql)).map((b) => ({ ...b, endpoint: b.endpoint as BatchEndpoint })),
-    decide: async (command) => void (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId })),
+    decide: async (command) =>
+      void (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId })),
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
     // A line ends within the upstream timeout (its settlement takes milliseconds): a lease past it is never cut short.
     leaseMs: runtime.config.upstreamTimeoutMs + 5_000,
@@ -177,12 +200,33 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
     targets: async (job) => (tracing ? (await calls.targets(job)).map((target) => tracedVideoTarget(tracing, job, target)) : calls.targets(job)),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
-    charge: (job, state) => (tracing ? tracing.span('charge', { ...videoAttributes(job), [ATTR.amountNano]: Number(state.costNano ?? 0), [ATTR.provider]: state.provider ?? '' }, () => calls.charge(job, state)) : calls.charge(job, state)),
-    release: (job, errorCode) => (tracing ? tracing.span('release', { ...videoAttributes(job), [ATTR.amountNano]: 0, [ATTR.errorCode]: errorCode }, () => calls.release(job, errorCode)) : calls.release(job, errorCode)),
+    charge: (job, state) =>
+      tracing
+        ? tracing.span('charge', { ...videoAttributes(job), [ATTR.amountNano]: Number(state.costNano ?? 0), [ATTR.provider]: state.provider ?? '' }, () =>
+            calls.charge(job, state),
+          )
+        : calls.charge(job, state),
+    release: (job, errorCode) =>
+      tracing
+        ? tracing.span('release', { ...videoAttributes(job), [ATTR.amountNano]: 0, [ATTR.errorCode]: errorCode }, () => calls.release(job, errorCode))
+        : calls.release(job, errorCode),
     store: async (job, variant, content) => {
       const extension = variant === 'video' ? 'mp4' : (content.contentType.split('/')[1]?.split(';')[0] ?? 'jpeg');
-      const meta = { workspaceId: job.workspaceId, accountId: job.accountId, keyId: job.keyId, filename: `${job.videoId}.${extension}`, purpose: 'video' as const };
-      return (await files.create(meta, (async function* () { yield content.bytes; })())).id;
+      const meta = {
+        workspaceId: job.workspaceId,
+        accountId: job.accountId,
+        keyId: job.keyId,
+        filename: `${job.videoId}.${extension}`,
+        purpose: 'video' as const,
+      };
+      return (
+        await files.create(
+          meta,
+          (async function* () {
+            yield content.bytes;
+          })(),
+        )
+      ).id;
     },
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
     // A step is at most a submission to each provider, or a clip's and a poster's download.
@@ -207,7 +251,11 @@ function videoAttributes(job: ClaimedVideo): Record<string, string> {
 /** A video provider whose every call is an upstream span (a submission, a poll, a download, a cancel). */
 function tracedVideoTarget(tracing: Tracing, job: ClaimedVideo, target: VideoTarget): VideoTarget {
   const call = <T>(operation: string, fn: () => Promise<T>) =>
-    tracing.upstream(`upstream ${target.provider}`, { ...videoAttributes(job), [ATTR.provider]: target.provider, [ATTR.operation]: 'video', 'svc.video_call': operation }, fn);
+    tracing.upstream(
+      `upstream ${target.provider}`,
+      { ...videoAttributes(job), [ATTR.provider]: target.provider, [ATTR.operation]: 'video', 'svc.video_call': operation },
+      fn,
+    );
   return {
     provider: target.provider,
     upstreamModel: target.upstreamModel,

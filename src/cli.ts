@@ -78,7 +78,8 @@ export function buildCli(): Command {
         const rows = await runtime.projections.status();
         const width = Math.max(...rows.map((r) => r.name.length), 'projection'.length);
         console.log(`${'projection'.padEnd(width)}  ${'lag'.padStart(8)}  ${'set aside'.padStart(9)}  position`);
-        for (const r of rows) console.log(`${r.name.padEnd(width)}  ${String(r.lag).padStart(8)}  ${String(r.quarantined).padStart(9)}  ${r.position || '(start)'}`);
+        for (const r of rows)
+          console.log(`${r.name.padEnd(width)}  ${String(r.lag).padStart(8)}  ${String(r.quarantined).padStart(9)}  ${r.position || '(start)'}`);
         const quarantined = await runtime.projections.quarantined();
         if (quarantined.length > 0) {
           console.log('\nevents set aside (a projection could not apply them; see projection_quarantine):');
@@ -94,7 +95,10 @@ export function buildCli(): Command {
       withRuntime(async (runtime) => {
         const names = name ? [name] : runtime.projections.projections.map((p) => p.name);
         // One replay of the log for all of them: each batch is read once and applied to each.
-        const bar = new SingleBar({ format: `${names.length === 1 ? names[0] : 'projections'} [{bar}] {value}/{total} events`, noTTYOutput: true, notTTYSchedule: 1000 }, Presets.shades_classic);
+        const bar = new SingleBar(
+          { format: `${names.length === 1 ? names[0] : 'projections'} [{bar}] {value}/{total} events`, noTTYOutput: true, notTTYSchedule: 1000 },
+          Presets.shades_classic,
+        );
         let startedBar = false;
         const count = await runtime.projections.rebuild(names, (done, total) => {
           if (!startedBar) {
@@ -204,22 +208,18 @@ export function buildCli(): Command {
         print({ org_id: org, account_id: account, role });
       }),
     );
-  orgs
-    .command('remove-member <org> <account>')
-    .action((org: string, account: string) =>
-      withServices(async (context) => {
-        await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, cli);
-        print({ org_id: org, account_id: account, removed: true });
-      }),
-    );
-  orgs
-    .command('delete <org>')
-    .action((org: string) =>
-      withServices(async (context) => {
-        await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, cli);
-        print({ id: org, deleted: true });
-      }),
-    );
+  orgs.command('remove-member <org> <account>').action((org: string, account: string) =>
+    withServices(async (context) => {
+      await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, cli);
+      print({ org_id: org, account_id: account, removed: true });
+    }),
+  );
+  orgs.command('delete <org>').action((org: string) =>
+    withServices(async (context) => {
+      await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, cli);
+      print({ id: org, deleted: true });
+    }),
+  );
 
   program
     .command('audit-log')

@@ -114,7 +114,9 @@ describe('the production layout (docker-compose.yml)', () => {
       execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), dir], { stdio: 'pipe' });
       expect(statSync(join(dir, 'node/node.key')).mode & 0o077).toBe(0);
       const ca = readFileSync(join(dir, 'ca/ca.crt'));
-      const server = createServer({ cert: readFileSync(join(dir, 'node/node.crt')), key: readFileSync(join(dir, 'node/node.key')) }, (socket) => socket.end('ok'));
+      const server = createServer({ cert: readFileSync(join(dir, 'node/node.crt')), key: readFileSync(join(dir, 'node/node.key')) }, (socket) =>
+        socket.end('ok'),
+      );
       server.listen(0, '127.0.0.1');
       await once(server, 'listening');
       const port = (server.address() as AddressInfo).port;

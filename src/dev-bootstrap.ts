@@ -64,15 +64,12 @@ export function devEncryptionKey(config: Config): Buffer {
  * key and a full test key, created through the operator API's own services and written to
  * dev-keys.json. Later starts reuse that file.
  */
-export async function ensureDevKeys(
-  app: INestApplicationContext,
-  config: Config,
-  adminToken: string,
-): Promise<{ keys: DevKeys; created: boolean }> {
+export async function ensureDevKeys(app: INestApplicationContext, config: Config, adminToken: string): Promise<{ keys: DevKeys; created: boolean }> {
   const admin = app.get(AdminService);
   const keys = app.get(KeysService);
   const metadata = { actor: 'dev-bootstrap' };
-  const liveKey = async (accountId: string) => (await keys.create(await admin.keyOwner(accountId, undefined), { name: 'dev live key', scope: 'full', environment: 'live' }, metadata)).secret;
+  const liveKey = async (accountId: string) =>
+    (await keys.create(await admin.keyOwner(accountId, undefined), { name: 'dev live key', scope: 'full', environment: 'live' }, metadata)).secret;
 
   const existing = readDevKeys(config.dataDir);
   if (existing) {
@@ -87,7 +84,13 @@ export async function ensureDevKeys(
   const owner = await admin.keyOwner(accountId, undefined);
   const management = await keys.create(owner, { name: 'dev management key', scope: 'management', environment: 'test' }, metadata);
   const full = await keys.create(owner, { name: 'dev key', scope: 'full', environment: 'test' }, metadata);
-  const created: DevKeys = { account_id: accountId, management_key: management.secret, api_key: full.secret, live_api_key: await liveKey(accountId), admin_token: adminToken };
+  const created: DevKeys = {
+    account_id: accountId,
+    management_key: management.secret,
+    api_key: full.secret,
+    live_api_key: await liveKey(accountId),
+    admin_token: adminToken,
+  };
   writeDevKeys(config.dataDir, created);
   return { keys: created, created: true };
 }

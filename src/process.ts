@@ -40,7 +40,6 @@ export function closeOnSignals(close: () => Promise<void>, graceMs: number): voi
   process.on('SIGTERM', () => void stop());
 }
 
-
 /**
  * V8 lets the old generation grow up to several times its live size between full collections.
  * Under load, request objects that outlive a scavenge or two (hundreds of requests in flight)

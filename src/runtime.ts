@@ -5,7 +5,16 @@ import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
-import { ALL_PROJECTIONS, AuthCache, authCacheCoordination, GatewayLease, initAuthCacheLeases, initInFlight, projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
+import {
+  ALL_PROJECTIONS,
+  AuthCache,
+  authCacheCoordination,
+  GatewayLease,
+  initAuthCacheLeases,
+  initInFlight,
+  projectionLag as lagOf,
+  ProjectionRunner,
+} from '@svc/projections';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
@@ -155,7 +164,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       clock,
       // Issue 41 S4: cached answers are sealed like prompt logs; no key, no cache.
       cacheKey: config.encryptionKey,
-      onDegraded: (what, err) => console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
+      onDegraded: (what, err) =>
+        console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
     });
     closers.push(() => edge.close());
     // Without this the first requests after start would find Redis still connecting, and run degraded.

@@ -79,7 +79,13 @@ describe('account read endpoints', () => {
   });
   /** ChargeUsage: billed, or released as zero completion when `t.completion` is 0. */
   const charge = (r: Req, t: Tokens, costNano: bigint) => ledger(r.account, { type: 'ChargeUsage', holdId: r.id, amountNano: costNano, stats: stats(r, t) });
-  const fail = (r: Req) => ledger(r.account, { type: 'ReleaseHold', holdId: r.id, errorCode: 'upstream_503', stats: { model: r.model ?? 'sim/echo', provider: 'sim', endpoint: r.endpoint ?? CHAT } });
+  const fail = (r: Req) =>
+    ledger(r.account, {
+      type: 'ReleaseHold',
+      holdId: r.id,
+      errorCode: 'upstream_503',
+      stats: { model: r.model ?? 'sim/echo', provider: 'sim', endpoint: r.endpoint ?? CHAT },
+    });
   const completed = async (r: Req, t: Tokens, costNano: bigint) => {
     await place(r);
     await charge(r, t, costNano);
@@ -118,7 +124,11 @@ describe('account read endpoints', () => {
       ids = { completed: g('1'), notBilled: g('2'), failed: g('3'), expired: g('4'), open: g('5'), other: g('b1') };
 
       const req = (id: string, extra: Partial<Req> = {}): Req => ({ account: a, key: full.id, id, ...extra });
-      await completed(req(ids.completed, { clientRequestId: 'client-req-1', user: 'alice' }), { prompt: 100, completion: 20, cached: 30, reasoning: 5 }, 123_456n);
+      await completed(
+        req(ids.completed, { clientRequestId: 'client-req-1', user: 'alice' }),
+        { prompt: 100, completion: 20, cached: 30, reasoning: 5 },
+        123_456n,
+      );
       await place(req(ids.notBilled));
       await charge(req(ids.notBilled), { prompt: 40, completion: 0 }, 0n);
       await place(req(ids.failed));
@@ -134,7 +144,13 @@ describe('account read endpoints', () => {
     it('GET /v1/generation shows the client request id, the key and the status', async () => {
       const r = await call('GET', `/v1/generation?id=${ids.completed}`, { key: full.secret });
       expect(r.status).toBe(200);
-      expect(r.json.data).toMatchObject({ id: ids.completed, status: 'completed', key_id: full.id, client_request_id: 'client-req-1', total_cost: 0.000123456 });
+      expect(r.json.data).toMatchObject({
+        id: ids.completed,
+        status: 'completed',
+        key_id: full.id,
+        client_request_id: 'client-req-1',
+        total_cost: 0.000123456,
+      });
       const e = await call('GET', `/v1/generation?id=${ids.expired}`, { key: full.secret });
       expect(e.json.data).toMatchObject({ status: 'expired', client_request_id: null, total_cost: 0, finished_at: expect.any(String) });
     });
@@ -249,7 +265,15 @@ describe('account read endpoints', () => {
     const OLDEST = '2026-10-04';
     const expected = {
       today: row(TODAY, 'sim/echo', CHAT, { requests: 1, requests_not_billed: 1, prompt_tokens: 20, completion_tokens: 8, usage: 0.000009 }),
-      yesterdayEchoChat: row(YESTERDAY, 'sim/echo', CHAT, { requests: 2, requests_not_billed: 2, prompt_tokens: 300, completion_tokens: 100, cached_tokens: 30, reasoning_tokens: 10, usage: 0.00012 }),
+      yesterdayEchoChat: row(YESTERDAY, 'sim/echo', CHAT, {
+        requests: 2,
+        requests_not_billed: 2,
+        prompt_tokens: 300,
+        completion_tokens: 100,
+        cached_tokens: 30,
+        reasoning_tokens: 10,
+        usage: 0.00012,
+      }),
       yesterdayEchoCompletions: row(YESTERDAY, 'sim/echo', COMPLETIONS, { requests: 1, prompt_tokens: 64, completion_tokens: 16, usage: 0.000003 }),
       yesterdaySmall: row(YESTERDAY, 'sim/small-8k', CHAT, { requests: 1, prompt_tokens: 30, completion_tokens: 10, usage: 0.000005 }),
       oldest: row(OLDEST, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 11, completion_tokens: 6, usage: 0.0000011 }),
@@ -315,8 +339,12 @@ describe('account read endpoints', () => {
       expect((await activity(k1.secret)).json.data).toEqual(withKey(k1.id, expected.today, expected.yesterdayEchoChat, expected.oldest));
       expect((await activity(k2.secret)).json.data).toEqual(withKey(k2.id, expected.yesterdayEchoCompletions, expected.yesterdaySmall));
       expect((await activity(readOnly)).json).toEqual({ data: [] });
-      expect((await activity(orgKey.secret)).json.data).toEqual(withKey(orgKey.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 5, completion_tokens: 5, usage: 0.000000777 })));
-      expect((await activity(otherAccountKey.secret)).json.data).toEqual(withKey(otherAccountKey.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 5, completion_tokens: 5, usage: 0.000000888 })));
+      expect((await activity(orgKey.secret)).json.data).toEqual(
+        withKey(orgKey.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 5, completion_tokens: 5, usage: 0.000000777 })),
+      );
+      expect((await activity(otherAccountKey.secret)).json.data).toEqual(
+        withKey(otherAccountKey.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 5, completion_tokens: 5, usage: 0.000000888 })),
+      );
     });
 
     it('key_id: a management key picks one key of its workspace; other keys may name only themselves', async () => {
@@ -342,7 +370,15 @@ describe('account read endpoints', () => {
 
     it('user: only the requests made for that end user', async () => {
       expect((await activity(management, '?user=alice')).json.data).toEqual([
-        row(YESTERDAY, 'sim/echo', CHAT, { requests: 1, requests_not_billed: 1, prompt_tokens: 100, completion_tokens: 40, cached_tokens: 30, reasoning_tokens: 10, usage: 0.00005 }),
+        row(YESTERDAY, 'sim/echo', CHAT, {
+          requests: 1,
+          requests_not_billed: 1,
+          prompt_tokens: 100,
+          completion_tokens: 40,
+          cached_tokens: 30,
+          reasoning_tokens: 10,
+          usage: 0.00005,
+        }),
       ]);
       expect((await activity(k1.secret, '?user=carol')).json.data).toEqual(
         withKey(k1.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: 20, completion_tokens: 8, usage: 0.000009 })),
@@ -351,7 +387,11 @@ describe('account read endpoints', () => {
     });
 
     it('date: one day of the 30; any other date is 400 naming date', async () => {
-      expect((await activity(management, `?date=${YESTERDAY}`)).json.data).toEqual([expected.yesterdayEchoChat, expected.yesterdayEchoCompletions, expected.yesterdaySmall]);
+      expect((await activity(management, `?date=${YESTERDAY}`)).json.data).toEqual([
+        expected.yesterdayEchoChat,
+        expected.yesterdayEchoCompletions,
+        expected.yesterdaySmall,
+      ]);
       expect((await activity(management, `?date=${OLDEST}`)).json.data).toEqual([expected.oldest]);
       for (const date of ['2026-10-03', '2026-11-03', '2026-02-30', 'yesterday', `${TODAY}&date=${YESTERDAY}`]) {
         const r = await activity(management, `?date=${date}`);
@@ -388,10 +428,19 @@ describe('account read endpoints', () => {
       expect(chat.status).toBe(200);
       const usage = chat.json.usage;
       const after = (await activity(k1.secret, `?date=${TODAY}`)).json.data[0];
-      expect(after).toMatchObject({ date: TODAY, model: 'sim/echo', endpoint: CHAT, requests: before.requests + 1, prompt_tokens: before.prompt_tokens + usage.prompt_tokens });
+      expect(after).toMatchObject({
+        date: TODAY,
+        model: 'sim/echo',
+        endpoint: CHAT,
+        requests: before.requests + 1,
+        prompt_tokens: before.prompt_tokens + usage.prompt_tokens,
+      });
       expect(usdToNano(after.usage) - usdToNano(before.usage)).toBe(usdToNano(usage.cost));
       expect((await activity(k1.secret, '?user=dave')).json.data).toEqual(
-        withKey(k1.id, row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, usage: usage.cost })),
+        withKey(
+          k1.id,
+          row(TODAY, 'sim/echo', CHAT, { requests: 1, prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, usage: usage.cost }),
+        ),
       );
       const generation = await call('GET', `/v1/generation?id=${chat.json.id}`, { key: k1.secret });
       expect(generation.json.data).toMatchObject({ status: 'completed', key_id: k1.id, client_request_id: 'client-req-http', total_cost: usage.cost });

@@ -30,7 +30,11 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
   const balance = async () => usdToNano((await call('GET', '/credits', { key: key() })).json.data.balance);
   const generation = async (id: string) => (await call('GET', `/generation?id=${id}`, { key: key() })).json.data;
   const speech = (body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${gw.url}/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    fetch(`${gw.url}/audio/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
 
   describe('speech', () => {
     it('answers playable WAV through the SDK, billed per character: the cost header equals the balance drop and the generation', async () => {
@@ -54,7 +58,7 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       expect(costLinesOf(record)).toEqual([['characters', input.length, 0.000015, cost]]);
     });
 
-    it('answers MP3 by default (audio/mpeg, frame sync), with the model\'s first voice when none is named', async () => {
+    it("answers MP3 by default (audio/mpeg, frame sync), with the model's first voice when none is named", async () => {
       const r = await speech({ model: 'sim/tts', input: 'Default format.' });
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^audio\/mpeg/);
@@ -74,7 +78,10 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       expect(Buffer.from(await hit.arrayBuffer()).equals(missBytes)).toBe(true);
       expect(hit.headers.get('x-svc-cost')).toBe('0');
       expect(await balance()).toBe(before);
-      expect(await generation(hit.headers.get('x-svc-generation-id')!)).toMatchObject({ status: 'cached', cache_source_id: miss.headers.get('x-svc-generation-id') });
+      expect(await generation(hit.headers.get('x-svc-generation-id')!)).toMatchObject({
+        status: 'cached',
+        cache_source_id: miss.headers.get('x-svc-generation-id'),
+      });
     });
 
     it('replays an Idempotency-Key with the same bytes, billed once', async () => {
@@ -125,7 +132,11 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       const credits = async () => (await call('GET', '/credits', { key: poor })).json.data;
       const before = await credits();
       // 4,096 characters at 15,000 nano: 61,440,000 nano, far above the account's 10,000.
-      const r = await fetch(`${gw.url}/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${poor}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim/tts', input: 'y'.repeat(4096) }) });
+      const r = await fetch(`${gw.url}/audio/speech`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${poor}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/tts', input: 'y'.repeat(4096) }),
+      });
       expect(r.status).toBe(402);
       expect(((await r.json()) as { error: unknown }).error).toMatchObject({ type: 'insufficient_quota' });
       expect(await credits()).toEqual(before);
@@ -143,7 +154,12 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       const cost = 3n * NANO_PER_SECOND;
       expect(usdToNano(response.headers.get('x-svc-cost')!)).toBe(cost);
       expect(before - (await balance())).toBe(cost);
-      expect(await generation(id)).toMatchObject({ model: 'sim/whisper', endpoint: '/v1/audio/transcriptions', status: 'completed', usage_by_meter: { seconds: 3 } });
+      expect(await generation(id)).toMatchObject({
+        model: 'sim/whisper',
+        endpoint: '/v1/audio/transcriptions',
+        status: 'completed',
+        usage_by_meter: { seconds: 3 },
+      });
     });
 
     it('spec 4.16 prices: a per-token transcriber bills its audio tokens at the audio input price, the rest as text', async () => {
@@ -163,7 +179,7 @@ describe('POST /v1/audio/speech, /transcriptions, /translations (issue 16; spec 
       expect(await generation(id)).toMatchObject({ model: 'sim/transcribe', usage_by_meter: { audio_input: audio, output: usage.output_tokens } });
     });
 
-    it('answers srt as text and bills the audio\'s own length when the answer reports none', async () => {
+    it("answers srt as text and bills the audio's own length when the answer reports none", async () => {
       const before = await balance();
       const form = new FormData();
       form.append('file', new Blob([recording(2, 'One sentence. Another one.')], { type: 'audio/wav' }), 'two.wav');

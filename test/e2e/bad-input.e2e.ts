@@ -12,7 +12,11 @@ function multipart(boundary: string, parts: { name: string; value: string | Buff
   const chunks: Buffer[] = [];
   for (const part of parts) {
     const disposition = `form-data; name="${part.name}"${part.filename !== undefined ? `; filename="${part.filename}"` : ''}`;
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${part.type ? `Content-Type: ${part.type}\r\n` : ''}\r\n`), Buffer.from(part.value), Buffer.from('\r\n'));
+    chunks.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n${part.type ? `Content-Type: ${part.type}\r\n` : ''}\r\n`),
+      Buffer.from(part.value),
+      Buffer.from('\r\n'),
+    );
   }
   if (close) chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return Buffer.concat(chunks);
@@ -44,7 +48,12 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
   const fileIds = async () => ((await call('GET', '/v1/files', { key })).json.data as { id: string }[]).map((f) => f.id);
   const videoIds = async () => ((await call('GET', '/v1/videos', { key })).json.data as { id: string }[]).map((v) => v.id);
   /** Everything a refused request must leave as it was: the balance and holds, files, videos, keys. */
-  const state = async () => ({ credits: await balance(), files: await fileIds(), videos: await videoIds(), keys: (await call('GET', '/v1/keys', { key: management })).json.data.length as number });
+  const state = async () => ({
+    credits: await balance(),
+    files: await fileIds(),
+    videos: await videoIds(),
+    keys: (await call('GET', '/v1/keys', { key: management })).json.data.length as number,
+  });
   const post = async (path: string, body: Buffer | string, contentType: string, apiKey = key) => {
     const response = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': contentType }, body });
     const text = await response.text();
@@ -57,7 +66,10 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     const account = await createAccountWithKey(call, ADMIN_TOKEN, 5);
     key = account.key;
     accountId = account.accountId;
-    const manager = await call('POST', `/admin/accounts/${account.accountId}/keys`, { body: { scope: 'management', name: 'manager' }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const manager = await call('POST', `/admin/accounts/${account.accountId}/keys`, {
+      body: { scope: 'management', name: 'manager' },
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(manager.status).toBe(201);
     management = manager.json.key;
   }, 60_000);
@@ -67,10 +79,22 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
   describe('issue 41 item 7: a malformed multipart body is a 400 on every route that takes a form', () => {
     /** A valid form for each route, so the malformation is the first thing wrong with it. */
     const FORMS: Record<string, Parameters<typeof multipart>[1]> = {
-      '/files': [{ name: 'purpose', value: 'batch' }, { name: 'file', value: `${JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: {} })}\n`, filename: 'a.jsonl' }],
-      '/audio/transcriptions': [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' }],
-      '/audio/translations': [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' }],
-      '/videos': [{ name: 'model', value: 'sim/video' }, { name: 'prompt', value: 'a cat walking along a wall in the sun' }],
+      '/files': [
+        { name: 'purpose', value: 'batch' },
+        { name: 'file', value: `${JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: {} })}\n`, filename: 'a.jsonl' },
+      ],
+      '/audio/transcriptions': [
+        { name: 'model', value: 'sim/whisper' },
+        { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' },
+      ],
+      '/audio/translations': [
+        { name: 'model', value: 'sim/whisper' },
+        { name: 'file', value: recording('cut'), filename: 'a.wav', type: 'audio/wav' },
+      ],
+      '/videos': [
+        { name: 'model', value: 'sim/video' },
+        { name: 'prompt', value: 'a cat walking along a wall in the sun' },
+      ],
     };
     const form = (route: string, options?: { close: boolean }) => multipart('b0undary', FORMS[route], options);
     const CASES: [string, string, (route: string) => Buffer, string | null][] = [
@@ -82,7 +106,8 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     ];
 
     it('the forms are valid as built: each route accepts its own', async () => {
-      for (const route of ['/files', '/audio/transcriptions']) expect([route, (await post(route, form(route), 'multipart/form-data; boundary=b0undary')).status]).toEqual([route, 200]);
+      for (const route of ['/files', '/audio/transcriptions'])
+        expect([route, (await post(route, form(route), 'multipart/form-data; boundary=b0undary')).status]).toEqual([route, 200]);
     });
 
     it.each(Object.keys(FORMS).flatMap((route) => CASES.map(([what, type, body, param]) => [route, what, type, body, param] as const)))(
@@ -104,11 +129,22 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     ])('POST %s with a text field over its limit (%i bytes): 413 naming the field, not read truncated', async (route, limit) => {
       const before = await state();
       const field = route === '/files' ? 'purpose' : 'prompt';
-      const body = multipart('b0undary', [
-        { name: 'model', value: route === '/videos' ? 'sim/video' : 'sim/whisper' },
-        { name: field, value: 'x'.repeat(limit + 1) },
-        ...(route === '/videos' ? [] : [{ name: 'file', value: route === '/files' ? '{"custom_id": "a"}\n' : recording('long prompt'), filename: route === '/files' ? 'a.jsonl' : 'a.wav' }]),
-      ].filter((p) => !(route === '/files' && p.name === 'model')));
+      const body = multipart(
+        'b0undary',
+        [
+          { name: 'model', value: route === '/videos' ? 'sim/video' : 'sim/whisper' },
+          { name: field, value: 'x'.repeat(limit + 1) },
+          ...(route === '/videos'
+            ? []
+            : [
+                {
+                  name: 'file',
+                  value: route === '/files' ? '{"custom_id": "a"}\n' : recording('long prompt'),
+                  filename: route === '/files' ? 'a.jsonl' : 'a.wav',
+                },
+              ]),
+        ].filter((p) => !(route === '/files' && p.name === 'model')),
+      );
       const r = await post(route, body, 'multipart/form-data; boundary=b0undary');
       expect(r.status).toBe(413);
       expectErrorObject(r.json, { type: 'invalid_request_error', code: 'field_too_large', param: field });
@@ -119,7 +155,11 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
   describe('issue 41 item 8: a path parameter is decoded once, and no percent-encoding is a 500', () => {
     it('POST /v1/search/%25 searches on engine "%" (404 naming engine), and /v1/search/%2525 on "%25": nothing billed', async () => {
       const before = await state();
-      for (const [segment, engine] of [['%25', '%'], ['%2525', '%25'], ['%25zz', '%zz']]) {
+      for (const [segment, engine] of [
+        ['%25', '%'],
+        ['%2525', '%25'],
+        ['%25zz', '%zz'],
+      ]) {
         const r = await call('POST', `/v1/search/${segment}`, { key, body: { query: 'cats' } });
         expect([segment, r.status]).toEqual([segment, 404]);
         expectErrorObject(r.json, { type: 'not_found_error', code: 'model_not_found', param: 'engine' });
@@ -158,7 +198,10 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     ])('%s %s with an escaped "%", a malformed escape and bad UTF-8: 400 or 404 in the error object', async (method, path, which) => {
       const before = await state();
       for (const segment of ['%25', '%2525', '%', '%zz', '%E0%A4%A', '%C0%AF', '%FF']) {
-        const r = await call(method, path.replace('{}', segment), { key: which === 'management' ? management : key, body: method === 'GET' || method === 'DELETE' ? undefined : { query: 'cats', slug: 'x' } });
+        const r = await call(method, path.replace('{}', segment), {
+          key: which === 'management' ? management : key,
+          body: method === 'GET' || method === 'DELETE' ? undefined : { query: 'cats', slug: 'x' },
+        });
         expect([segment, [400, 404].includes(r.status)]).toEqual([segment, true]);
         expect(Object.keys(r.json)).toEqual(['error']);
         expect([typeof r.json.error.type, typeof r.json.error.message]).toEqual(['string', 'string']);
@@ -177,18 +220,36 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
       expect(Object.keys(created.json.data)).not.toContain('constructor');
       expect((await state()).keys).toBe(before.keys + 1);
       // And a nested one, on a billed route: answered, and billed as any other request.
-      const chat = await post('/chat/completions', '{"model": "sim/echo", "max_tokens": 5, "messages": [{"role": "user", "content": "hi", "__proto__": {"role": "system"}}]}', 'application/json');
+      const chat = await post(
+        '/chat/completions',
+        '{"model": "sim/echo", "max_tokens": 5, "messages": [{"role": "user", "content": "hi", "__proto__": {"role": "system"}}]}',
+        'application/json',
+      );
       expect(chat.status).toBe(200);
       expect(chat.json.choices[0].message.content).toBe('Echo: hi');
     });
 
     it('takes a file part without a filename as the file: an upload named "file", and a transcription', async () => {
       const line = `${JSON.stringify({ custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [] } })}\n`;
-      const uploaded = await post('/files', multipart('b0undary', [{ name: 'purpose', value: 'batch' }, { name: 'file', value: line }]), 'multipart/form-data; boundary=b0undary');
+      const uploaded = await post(
+        '/files',
+        multipart('b0undary', [
+          { name: 'purpose', value: 'batch' },
+          { name: 'file', value: line },
+        ]),
+        'multipart/form-data; boundary=b0undary',
+      );
       expect(uploaded.status).toBe(200);
       expect(uploaded.json).toMatchObject({ object: 'file', filename: 'file', bytes: Buffer.byteLength(line), purpose: 'batch' });
       expect(await fileIds()).toContain(uploaded.json.id);
-      const heard = await post('/audio/transcriptions', multipart('b0undary', [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: recording('no name given') }]), 'multipart/form-data; boundary=b0undary');
+      const heard = await post(
+        '/audio/transcriptions',
+        multipart('b0undary', [
+          { name: 'model', value: 'sim/whisper' },
+          { name: 'file', value: recording('no name given') },
+        ]),
+        'multipart/form-data; boundary=b0undary',
+      );
       expect(heard.status).toBe(200);
       expect(heard.json.text).toBe('no name given');
     });
@@ -207,7 +268,11 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
         '/audio/translations': [{ name: 'file', value: recording('typed'), filename: 'a.wav' }],
         '/videos': [{ name: 'model', value: 'sim/video' }],
       };
-      const r = await post(route, multipart('b0undary', [{ name: field, value, type: 'application/json' }, ...others[route]]), 'multipart/form-data; boundary=b0undary');
+      const r = await post(
+        route,
+        multipart('b0undary', [{ name: field, value, type: 'application/json' }, ...others[route]]),
+        'multipart/form-data; boundary=b0undary',
+      );
       expect(r.status).toBe(400);
       expectErrorObject(r.json, { type: 'invalid_request_error', code, param: field });
       expect(await state()).toEqual(before);
@@ -216,7 +281,11 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     it('reads a JSON-typed field holding a string or a number as its text', async () => {
       const r = await post(
         '/audio/transcriptions',
-        multipart('b0undary', [{ name: 'model', value: '"sim/whisper"', type: 'application/json' }, { name: 'temperature', value: '0.5', type: 'application/json; charset=utf-8' }, { name: 'file', value: recording('typed fields'), filename: 'a.wav' }]),
+        multipart('b0undary', [
+          { name: 'model', value: '"sim/whisper"', type: 'application/json' },
+          { name: 'temperature', value: '0.5', type: 'application/json; charset=utf-8' },
+          { name: 'file', value: recording('typed fields'), filename: 'a.wav' },
+        ]),
         'multipart/form-data; boundary=b0undary',
       );
       expect([r.status, r.json.text]).toEqual([200, 'typed fields']);
@@ -226,14 +295,27 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
   describe('issue 41 item 10: audio that cannot be decoded is a 400 and free', () => {
     const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
     const transcribe = (route: string, file: Buffer, filename: string, type: string) =>
-      post(route, multipart('b0undary', [{ name: 'model', value: 'sim/whisper' }, { name: 'file', value: file, filename, type }]), 'multipart/form-data; boundary=b0undary');
+      post(
+        route,
+        multipart('b0undary', [
+          { name: 'model', value: 'sim/whisper' },
+          { name: 'file', value: file, filename, type },
+        ]),
+        'multipart/form-data; boundary=b0undary',
+      );
     const activity = async () => (await call('GET', '/v1/activity', { key })).json;
 
     it.each([
       ['/audio/transcriptions', 'a 16-byte text file', Buffer.from('hello, not audio'), 'notes.wav', 'audio/wav'],
       ['/audio/translations', 'a 16-byte text file', Buffer.from('hello, not audio'), 'notes.mp3', 'audio/mpeg'],
       ['/audio/transcriptions', 'a RIFF/WAVE signature without its chunks', Buffer.from('RIFF\x24\0\0\0WAVEfmt ', 'latin1'), 'short.wav', 'audio/wav'],
-      ['/audio/transcriptions', 'a PNG image', bytes([0x89], 'PNG\r\n\x1a\n', [0, 0, 0, 13], 'IHDR', [0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89]), 'picture.wav', 'audio/wav'],
+      [
+        '/audio/transcriptions',
+        'a PNG image',
+        bytes([0x89], 'PNG\r\n\x1a\n', [0, 0, 0, 13], 'IHDR', [0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89]),
+        'picture.wav',
+        'audio/wav',
+      ],
       ['/audio/transcriptions', 'a JSONL batch file', Buffer.from('{"custom_id": "a"}\n#sim-text it was heard\n'), 'input.mp3', 'audio/mpeg'],
     ])('POST %s with %s: 400 naming file, nothing held or billed', async (route, _what, file, filename, type) => {
       const before = await state();
@@ -251,7 +333,15 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
       ['MP3 (ID3 tag)', bytes('ID3', [4, 0, 0, 0, 0, 0, 0], [0xff, 0xfb, 0x90, 0x64], Array(400).fill(0), '\n#sim-text id3\n')],
       ['FLAC', bytes('fLaC', [0x80, 0, 0, 34], Array(34).fill(0), '\n#sim-text flac\n')],
       ['OGG', bytes('OggS', [0, 2], Array(20).fill(0), [1], 'vorbis', Array(30).fill(0), '\n#sim-text ogg\n')],
-      ['WebM', bytes([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0xf7, 0x81, 0x01, 0x42, 0xf2, 0x81, 0x04, 0x42, 0xf3, 0x81, 0x08, 0x42, 0x82, 0x84], 'webm', [0x42, 0x87, 0x81, 0x04, 0x42, 0x85, 0x81, 0x02], '\n#sim-text webm\n')],
+      [
+        'WebM',
+        bytes(
+          [0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0xf7, 0x81, 0x01, 0x42, 0xf2, 0x81, 0x04, 0x42, 0xf3, 0x81, 0x08, 0x42, 0x82, 0x84],
+          'webm',
+          [0x42, 0x87, 0x81, 0x04, 0x42, 0x85, 0x81, 0x02],
+          '\n#sim-text webm\n',
+        ),
+      ],
       ['M4A (ftyp)', bytes([0, 0, 0, 0x20], 'ftypM4A ', [0, 0, 0, 0], 'M4A isommp42', '\n#sim-text m4a\n')],
     ])('takes %s, whatever the part says it is', async (format, file) => {
       const r = await transcribe('/audio/transcriptions', file, 'upload.bin', 'application/octet-stream');
@@ -286,13 +376,22 @@ describe('bad input is refused, free and leaves nothing behind (issue 41)', () =
     });
 
     it('takes ids the catalog resolves: with routing suffixes or a preset after the model, kept as the model ids requests are checked against', async () => {
-      const created = await call('POST', '/v1/keys', { key: management, body: { name: 'suffixes', allowed_models: ['sim/echo:nitro', 'sim/embed', 'sim/small-8k:floor:thinking', 'sim/echo@preset/house-style', 'sim/embed'] } });
+      const created = await call('POST', '/v1/keys', {
+        key: management,
+        body: { name: 'suffixes', allowed_models: ['sim/echo:nitro', 'sim/embed', 'sim/small-8k:floor:thinking', 'sim/echo@preset/house-style', 'sim/embed'] },
+      });
       expect(created.status).toBe(201);
       expect(created.json.data.allowed_models).toEqual(['sim/echo', 'sim/embed', 'sim/small-8k']);
       // The key it made can call what it lists, suffixes included, and nothing else.
-      const chat = await call('POST', '/v1/chat/completions', { key: created.json.key, body: { model: 'sim/echo:nitro', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+      const chat = await call('POST', '/v1/chat/completions', {
+        key: created.json.key,
+        body: { model: 'sim/echo:nitro', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      });
       expect(chat.status).toBe(200);
-      const other = await call('POST', '/v1/chat/completions', { key: created.json.key, body: { model: 'sim/claude-echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+      const other = await call('POST', '/v1/chat/completions', {
+        key: created.json.key,
+        body: { model: 'sim/claude-echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+      });
       expect(other.status).toBe(404);
     });
   });

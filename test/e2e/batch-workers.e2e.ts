@@ -11,9 +11,15 @@ const CLI = join(ROOT, 'dist', 'src', 'cli.js');
 const ADMIN_TOKEN = 'admin-token-for-batch-worker-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-
 const jsonl = (n: number, prompt: (i: number) => string) =>
-  Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `r${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: prompt(i) }], max_tokens: 20 } })).join('\n') + '\n';
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({
+      custom_id: `r${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: prompt(i) }], max_tokens: 20 },
+    }),
+  ).join('\n') + '\n';
 
 /**
  * Spec 4.11 across real processes (issue 19): a production gateway takes the batches, worker
@@ -55,7 +61,9 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
     const form = new FormData();
     form.append('purpose', 'batch');
     form.append('file', new Blob([text]), 'input.jsonl');
-    const file = (await (await fetch(`${root}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).json()) as { id: string };
+    const file = (await (await fetch(`${root}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form })).json()) as {
+      id: string;
+    };
     const created = await call('POST', '/v1/batches', { key, body: { input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' } });
     expect(created.status).toBe(200);
     return created.json.id as string;
@@ -85,7 +93,10 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
     workers.push(...pair);
     const { key } = await account(50);
     const started = Date.now();
-    const id = await submit(key, jsonl(5000, (i) => `line ${i}`));
+    const id = await submit(
+      key,
+      jsonl(5000, (i) => `line ${i}`),
+    );
     await until('the batch to end', async () => ['completed', 'failed'].includes((await batch(key, id)).status), 600_000, 500);
     console.log(`5,000 batch lines on 2 workers: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await expectBilledOnce(key, id, 5000, 50);
@@ -102,7 +113,10 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
   it('a worker killed with kill -9 mid-batch: restarted, every line is billed exactly once and the ledger audit is clean', async () => {
     while (workers.length > 1) workers.pop()!.kill('SIGKILL');
     const { key } = await account(5);
-    const id = await submit(key, jsonl(60, (i) => `#sim {"delay_ms": 150}\nline ${i}`));
+    const id = await submit(
+      key,
+      jsonl(60, (i) => `#sim {"delay_ms": 150}\nline ${i}`),
+    );
     await until('some lines done', async () => (await batch(key, id)).request_counts.completed >= 10, 60_000, 100);
     workers.pop()!.kill('SIGKILL');
     expect((await batch(key, id)).status).toBe('in_progress');

@@ -33,14 +33,21 @@ describe('batches (spec 4.11)', () => {
   const sdkFor = (key: string) => new OpenAI({ baseURL: gw.url, apiKey: key, maxRetries: 0 });
   const upload = async (sdk: OpenAI, lines: Line[]) => sdk.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'input.jsonl'), purpose: 'batch' });
   const finished = (sdk: OpenAI, id: string) =>
-    until(`batch ${id} to end`, async () => {
-      const batch = await sdk.batches.retrieve(id);
-      return ENDED.includes(batch.status) ? batch : null;
-    }, 30_000);
+    until(
+      `batch ${id} to end`,
+      async () => {
+        const batch = await sdk.batches.retrieve(id);
+        return ENDED.includes(batch.status) ? batch : null;
+      },
+      30_000,
+    );
   const resultsOf = async (sdk: OpenAI, fileId: string | null | undefined) => {
     if (!fileId) return [];
     const text = await (await sdk.files.content(fileId)).text();
-    return text.trim().split('\n').map((l) => JSON.parse(l));
+    return text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
   };
   /** Another key of the account (same workspace): it sees the account's batches. */
   const secondKey = async (accountId: string) => {
@@ -56,8 +63,23 @@ describe('batches (spec 4.11)', () => {
     const sdk = sdkFor(key);
     const before = await creditsOf(call, key);
     const input = await upload(sdk, [chatLine('a', 'hello there'), chatLine('b', 'a longer question about batches'), chatLine('c', 'third')]);
-    const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { run: 'nightly' } });
-    expect(created).toMatchObject({ id: expect.stringMatching(/^batch_[0-9a-f]{24}$/), object: 'batch', status: 'validating', endpoint: '/v1/chat/completions', input_file_id: input.id, completion_window: '24h', metadata: { run: 'nightly' }, errors: null, output_file_id: null });
+    const created = await sdk.batches.create({
+      input_file_id: input.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata: { run: 'nightly' },
+    });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^batch_[0-9a-f]{24}$/),
+      object: 'batch',
+      status: 'validating',
+      endpoint: '/v1/chat/completions',
+      input_file_id: input.id,
+      completion_window: '24h',
+      metadata: { run: 'nightly' },
+      errors: null,
+      output_file_id: null,
+    });
     expect(created.expires_at! - created.created_at).toBe(24 * 3600);
 
     const batch = await finished(sdk, created.id);
@@ -68,7 +90,11 @@ describe('batches (spec 4.11)', () => {
     expect(output.map((l) => l.custom_id).sort()).toEqual(['a', 'b', 'c']);
     let sum = 0n;
     for (const line of output) {
-      expect(line).toMatchObject({ id: expect.stringMatching(/^batch_req_/), response: { status_code: 200, request_id: expect.stringMatching(/^gen-/) }, error: null });
+      expect(line).toMatchObject({
+        id: expect.stringMatching(/^batch_req_/),
+        response: { status_code: 200, request_id: expect.stringMatching(/^gen-/) },
+        error: null,
+      });
       const body = line.response.body;
       expect(body.id).toBe(line.response.request_id);
       expect(body.choices[0].message.content).toEqual(expect.any(String));
@@ -118,7 +144,10 @@ describe('batches (spec 4.11)', () => {
   it('runs an embeddings batch the same way', async () => {
     const { key } = await accountWithKey(gw, 5);
     const sdk = sdkFor(key);
-    const input = await upload(sdk, [{ custom_id: 'e1', url: '/v1/embeddings', body: { model: 'sim/embed', input: 'one text' } }, { custom_id: 'e2', url: '/v1/embeddings', body: { model: 'sim/embed', input: ['two', 'texts'] } }]);
+    const input = await upload(sdk, [
+      { custom_id: 'e1', url: '/v1/embeddings', body: { model: 'sim/embed', input: 'one text' } },
+      { custom_id: 'e2', url: '/v1/embeddings', body: { model: 'sim/embed', input: ['two', 'texts'] } },
+    ]);
     const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/embeddings', completion_window: '24h' });
     const batch = await finished(sdk, created.id);
     expect(batch.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
@@ -132,7 +161,12 @@ describe('batches (spec 4.11)', () => {
     const { key } = await accountWithKey(gw, 5);
     const sdk = sdkFor(key);
     const before = await creditsOf(call, key);
-    const input = await upload(sdk, [chatLine('ok', 'fine'), chatLine('bad-model', 'x', { model: 'no/such-model' }), chatLine('no-messages', 'x', { messages: 'nope' }), chatLine('upstream', '#sim {"fail": 400}\nhi')]);
+    const input = await upload(sdk, [
+      chatLine('ok', 'fine'),
+      chatLine('bad-model', 'x', { model: 'no/such-model' }),
+      chatLine('no-messages', 'x', { messages: 'nope' }),
+      chatLine('upstream', '#sim {"fail": 400}\nhi'),
+    ]);
     const batch = await finished(sdk, (await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
     expect(batch).toMatchObject({ status: 'completed', request_counts: { total: 4, completed: 1, failed: 3 } });
     const errors = await resultsOf(sdk, batch.error_file_id);
@@ -160,7 +194,10 @@ describe('batches (spec 4.11)', () => {
   it("ignores the key's requests per minute but keeps its spend limit (spec 1 rule 6)", async () => {
     const { accountId, key: twoRpm } = await accountWithKey(gw, 5, { rpm_limit: 2 });
     const sdk = sdkFor(twoRpm);
-    const input = await upload(sdk, Array.from({ length: 6 }, (_, i) => chatLine(`r${i}`, `line ${i}`)));
+    const input = await upload(
+      sdk,
+      Array.from({ length: 6 }, (_, i) => chatLine(`r${i}`, `line ${i}`)),
+    );
     const created = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
     // The key's two requests of this minute are spent: a direct call is refused, the batch's six lines are not.
     const direct = await sdkRefusal(sdk.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'x' }] }));
@@ -172,9 +209,19 @@ describe('batches (spec 4.11)', () => {
     const { key: capped } = await accountWithKey(gw, 5, { limit: 0.0001 });
     const cappedSdk = sdkFor(capped);
     const before = await creditsOf(call, capped);
-    const refused = await finished(cappedSdk, (await cappedSdk.batches.create({ input_file_id: (await upload(cappedSdk, [chatLine('a', 'x'), chatLine('b', 'y')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    const refused = await finished(
+      cappedSdk,
+      (
+        await cappedSdk.batches.create({
+          input_file_id: (await upload(cappedSdk, [chatLine('a', 'x'), chatLine('b', 'y')])).id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        })
+      ).id,
+    );
     expect(refused.request_counts).toEqual({ total: 2, completed: 0, failed: 2 });
-    for (const line of await resultsOf(cappedSdk, refused.error_file_id)) expect(line.response).toMatchObject({ status_code: 429, body: { error: { type: 'insufficient_quota' } } });
+    for (const line of await resultsOf(cappedSdk, refused.error_file_id))
+      expect(line.response).toMatchObject({ status_code: 429, body: { error: { type: 'insufficient_quota' } } });
     expect(await creditsOf(call, capped)).toEqual(before);
   });
 
@@ -209,9 +256,15 @@ describe('batches (spec 4.11)', () => {
     const { key } = await accountWithKey(gw, 5);
     const sdk = sdkFor(key);
     const many = Array.from({ length: 5001 }, (_, i) => chatLine(`r${i}`, 'x'));
-    const err = await sdkRefusal(sdk.batches.create({ input_file_id: (await upload(sdk, many)).id, endpoint: '/v1/chat/completions', completion_window: '24h' }));
+    const err = await sdkRefusal(
+      sdk.batches.create({ input_file_id: (await upload(sdk, many)).id, endpoint: '/v1/chat/completions', completion_window: '24h' }),
+    );
     expect(err.error).toMatchObject({ code: 'too_many_tasks', param: 'input_file_id' });
-    const mine = await client.batches.create({ input_file_id: (await upload(client, [chatLine('a', 'x')])).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const mine = await client.batches.create({
+      input_file_id: (await upload(client, [chatLine('a', 'x')])).id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
     const notFound = await sdkRefusal(sdk.batches.retrieve(mine.id));
     expect([notFound.status, (notFound.error as any).code]).toEqual([404, 'batch_not_found']);
   });
@@ -242,7 +295,9 @@ describe('batches over time (spec 3.2, 6.1)', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     ({ gw, client, call } = await startWithClient({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_BATCH_CONCURRENCY: '2' }, undefined, { clock }));
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    expect((await call('PUT', '/settings/webhook', { key: gw.keys.management_key, body: { url, events: ['batch.completed', 'batch.failed'] } })).status).toBe(200);
+    expect((await call('PUT', '/settings/webhook', { key: gw.keys.management_key, body: { url, events: ['batch.completed', 'batch.failed'] } })).status).toBe(
+      200,
+    );
   }, 60_000);
   afterAll(async () => {
     await stopGateway(gw);
@@ -251,13 +306,27 @@ describe('batches over time (spec 3.2, 6.1)', () => {
 
   const slow = (n: number) => Array.from({ length: n }, (_, i) => chatLine(`s${i}`, `#sim {"delay_ms": 250}\nline ${i}`));
   const start = async (lines: Line[]) =>
-    client.batches.create({ input_file_id: (await client.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'in.jsonl'), purpose: 'batch' })).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    client.batches.create({
+      input_file_id: (await client.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'in.jsonl'), purpose: 'batch' })).id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
   const ended = (id: string) =>
-    until(`batch ${id} to end`, async () => {
-      const batch = await client.batches.retrieve(id);
-      return ENDED.includes(batch.status) ? batch : null;
-    }, 30_000);
-  const linesOf = async (fileId: string | null | undefined) => (fileId ? (await (await client.files.content(fileId)).text()).trim().split('\n').map((l) => JSON.parse(l)) : []);
+    until(
+      `batch ${id} to end`,
+      async () => {
+        const batch = await client.batches.retrieve(id);
+        return ENDED.includes(batch.status) ? batch : null;
+      },
+      30_000,
+    );
+  const linesOf = async (fileId: string | null | undefined) =>
+    fileId
+      ? (await (await client.files.content(fileId)).text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+      : [];
   const webhook = (id: string) => until(`the webhook of ${id}`, () => received.find((r) => r.data.id === id), 15_000);
   const balance = async () => usdToNano(String((await creditsOf(call, gw.keys.api_key)).balance));
 
@@ -278,7 +347,10 @@ describe('batches over time (spec 3.2, 6.1)', () => {
   it('a completed batch sends batch.completed with its counts and files', async () => {
     const batch = await ended((await start([chatLine('a', 'x'), chatLine('b', 'y')])).id);
     const event = await webhook(batch.id);
-    expect(event).toMatchObject({ type: 'batch.completed', data: { id: batch.id, status: 'completed', request_counts: { completed: 2, failed: 0 }, output_file_id: batch.output_file_id, error_file_id: null } });
+    expect(event).toMatchObject({
+      type: 'batch.completed',
+      data: { id: batch.id, status: 'completed', request_counts: { completed: 2, failed: 0 }, output_file_id: batch.output_file_id, error_file_id: null },
+    });
   });
 
   it('cancel mid-run: the lines running finish and are billed, the rest never run; batch.failed says cancelled', async () => {
@@ -291,7 +363,10 @@ describe('batches over time (spec 3.2, 6.1)', () => {
     const batch = await ended(created.id);
     expect(batch.status).toBe('cancelled');
     await expectKept(batch, before, 'batch_cancelled');
-    expect(await webhook(batch.id)).toMatchObject({ type: 'batch.failed', data: { status: 'cancelled', request_counts: batch.request_counts && { completed: batch.request_counts.completed, failed: 0 } } });
+    expect(await webhook(batch.id)).toMatchObject({
+      type: 'batch.failed',
+      data: { status: 'cancelled', request_counts: batch.request_counts && { completed: batch.request_counts.completed, failed: 0 } },
+    });
     const again = await sdkRefusal(client.batches.cancel(created.id));
     expect([again.status, (again.error as any).code]).toEqual([409, 'batch_not_cancellable']);
   });

@@ -69,7 +69,9 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
     expect((events[0].data as { encrypted_key: string }).encrypted_key).toMatch(/^v1:/);
 
     const audit = await admin('GET', `/audit-log?account_id=${gw.keys.account_id}`);
-    expect(audit.json.data).toContainEqual(expect.objectContaining({ action: 'provider_key.saved', actor: 'admin', target_id: 'stub', details: { provider: 'stub', hint: '...wxyz' } }));
+    expect(audit.json.data).toContainEqual(
+      expect.objectContaining({ action: 'provider_key.saved', actor: 'admin', target_id: 'stub', details: { provider: 'stub', hint: '...wxyz' } }),
+    );
   });
 
   it('calls the upstream with the caller key and bills only the fee, to the nano', async () => {
@@ -98,7 +100,12 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
 
   it('bills only the fee for a stream too', async () => {
     const before = await balance();
-    const stream = await client.chat.completions.create({ model: 'test/byok', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'test/byok',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let cost: number | undefined;
     for await (const chunk of stream) if (chunk.usage) cost = (chunk.usage as unknown as { cost: number }).cost;
     expect(usdToNano(cost!)).toBe(FEE);
@@ -134,7 +141,10 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
     expect((await admin('PUT', `${keysPath()}/stub`, { api_key: REJECTED_KEY })).json.data.hint).toBe('...2222');
     const before = await balance();
     const calls = upstream.seen.length;
-    const error = await ask().then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+    const error = await ask().then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
     expect(error?.status).toBe(401);
     expect(error?.error).toMatchObject({ code: 'byok_key_rejected', type: 'authentication_error' });
     expect(upstream.seen.slice(calls)).toEqual([`Bearer ${REJECTED_KEY}`]);

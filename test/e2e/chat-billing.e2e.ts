@@ -87,8 +87,7 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
     expect(usage.prompt_tokens_details?.cached_tokens).toBe(8);
     expect(usage.completion_tokens_details?.reasoning_tokens).toBe(10);
     // Cached input at $0.50 / M (500 nano per token); reasoning is inside completion tokens.
-    const expectedNano =
-      BigInt(usage.prompt_tokens - 8) * INPUT_NANO_PER_TOKEN + 8n * 500n + BigInt(usage.completion_tokens) * OUTPUT_NANO_PER_TOKEN;
+    const expectedNano = BigInt(usage.prompt_tokens - 8) * INPUT_NANO_PER_TOKEN + 8n * 500n + BigInt(usage.completion_tokens) * OUTPUT_NANO_PER_TOKEN;
     expect(usdToNano((usage as unknown as { cost: number }).cost)).toBe(expectedNano);
     expect(usdToNano(before.balance) - usdToNano((await credits()).balance)).toBe(expectedNano);
 
@@ -109,7 +108,9 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
     expect(costLinesOf(generation)).toEqual([['input', data.usage.prompt_tokens, 0.00000002, BigInt(data.usage.prompt_tokens) * 20n]]);
     const charged = await chargeEventOf(gw.runtime, gw.keys.account_id, id);
     expect(charged).not.toHaveProperty('provider_cost_nano');
-    expect(charged.lines).toEqual([{ meter: 'input', quantity: data.usage.prompt_tokens, unit_price_usd: '0.00000002', amount_nano: String(data.usage.prompt_tokens * 20) }]);
+    expect(charged.lines).toEqual([
+      { meter: 'input', quantity: data.usage.prompt_tokens, unit_price_usd: '0.00000002', amount_nano: String(data.usage.prompt_tokens * 20) },
+    ]);
   });
 
   it('does not bill a request the upstream fails (spec 1, rule 3)', async () => {
@@ -168,7 +169,10 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
   });
 
   it('answers 403 when a management key calls a model (spec 5.6)', async () => {
-    const r = await call('POST', '/chat/completions', { key: gw.keys.management_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } });
+    const r = await call('POST', '/chat/completions', {
+      key: gw.keys.management_key,
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] },
+    });
     expect(r.status).toBe(403);
     expect(r.json.error.type).toBe('permission_error');
   });
@@ -177,8 +181,24 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
     ['an unknown model', { model: 'sim/nope', messages: [{ role: 'user', content: 'hi' }] }, 404, 'not_found_error', 'model_not_found', 'model', /sim\/nope/],
     ['n other than 1', { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], n: 2 }, 400, 'invalid_request_error', null, 'n', /'n' must be 1/],
     ['no messages', { model: 'sim/echo' }, 400, 'invalid_request_error', null, 'messages', /messages/],
-    ['a bad role', { model: 'sim/echo', messages: [{ role: 'wizard', content: 'hi' }] }, 400, 'invalid_request_error', null, 'messages[0].role', /'messages\[0\].role' must be one of/],
-    ['a non-integer max_tokens', { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 'lots' }, 400, 'invalid_request_error', null, 'max_tokens', /'max_tokens' must be an integer/],
+    [
+      'a bad role',
+      { model: 'sim/echo', messages: [{ role: 'wizard', content: 'hi' }] },
+      400,
+      'invalid_request_error',
+      null,
+      'messages[0].role',
+      /'messages\[0\].role' must be one of/,
+    ],
+    [
+      'a non-integer max_tokens',
+      { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 'lots' },
+      400,
+      'invalid_request_error',
+      null,
+      'max_tokens',
+      /'max_tokens' must be an integer/,
+    ],
   ])('rejects %s with the error object naming the field, and bills nothing', async (_what, body, status, type, code, param, message) => {
     const before = await credits();
     const r = await call('POST', '/chat/completions', { key: gw.keys.api_key, body });
@@ -206,7 +226,7 @@ describe('a billed chat completion end to end, with the official openai SDK (iss
     expect(await credits()).toEqual(before);
   });
 
-  it('hides other accounts\' generations and asks for the id', async () => {
+  it("hides other accounts' generations and asks for the id", async () => {
     expect((await call('GET', '/generation?id=gen-doesnotexist', { key: gw.keys.api_key })).status).toBe(404);
     const missing = await call('GET', '/generation', { key: gw.keys.api_key });
     expect(missing.status).toBe(400);

@@ -74,7 +74,9 @@ describe('model deprecation on chat completions (spec 9)', () => {
     expect(generation.json.data.model).toBe('sim/echo');
 
     const client = new OpenAI({ baseURL: gw.url, apiKey: gw.keys.api_key, maxRetries: 0 });
-    const { data: stream, response } = await client.chat.completions.create({ ...body('old/replaced'), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming).withResponse();
+    const { data: stream, response } = await client.chat.completions
+      .create({ ...body('old/replaced'), stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)
+      .withResponse();
     expect(response.headers.get('x-svc-model-redirected-from')).toBe('old/replaced');
     const models = new Set<string>();
     for await (const chunk of stream) models.add(chunk.model);

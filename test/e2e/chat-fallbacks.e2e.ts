@@ -33,7 +33,12 @@ function catalogWithTwoRoutes(dir: string): string {
       { provider: 'sim', upstream_model: 'sim/first-route' },
       // Dearer than the model's list price: billing follows the provider that answered.
       // Its cost to the operator is its own too (issue 23).
-      { provider: 'test-backup', upstream_model: 'sim/second-route', pricing: { input: '3.00', output: '12.00', cached_input: '0.75' }, cost: { input: '2.10', output: '8.40', cached_input: '0.525' } },
+      {
+        provider: 'test-backup',
+        upstream_model: 'sim/second-route',
+        pricing: { input: '3.00', output: '12.00', cached_input: '0.75' },
+        cost: { input: '2.10', output: '8.40', cached_input: '0.525' },
+      },
     ],
   });
   const path = join(dir, 'catalog.yaml');
@@ -67,7 +72,11 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
   const generation = async (id: string) => (await call('GET', `/generation?id=${id}`, { key: gw.keys.api_key })).json.data;
   const user = (content: string) => [{ role: 'user' as const, content }];
   const chat = (body: Params) => client.chat.completions.create(body).withResponse();
-  const failure = (promise: Promise<unknown>) => promise.then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
 
   /** Counts the upstream calls `run` makes. */
   async function upstreamCalls<T>(run: () => Promise<T>): Promise<[T, number]> {
@@ -184,7 +193,9 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
     ['models that is not a list of ids', { models: 'sim/small-8k' }, 400, 'models', /array of model ids/],
   ])('refuses %s before calling anything', async (_what, extra, status, param, message) => {
     const before = await credits();
-    const [r, calls] = await upstreamCalls(() => call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: user('hi'), ...extra } }));
+    const [r, calls] = await upstreamCalls(() =>
+      call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: user('hi'), ...extra } }),
+    );
     expect(calls).toBe(0);
     expect(r.status).toBe(status);
     expect(r.json.error).toMatchObject({ param, message: expect.stringMatching(message) });
@@ -199,7 +210,8 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
       const messages = user('Flow\n#sim {"fail_models": {"sim/echo": 503}}');
       const [chunks, calls] = await upstreamCalls(async () => {
         const received: OpenAI.ChatCompletionChunk[] = [];
-        for await (const chunk of await stream({ model: 'sim/echo', models: ['sim/small-8k'], messages, stream_options: { include_usage: true } })) received.push(chunk);
+        for await (const chunk of await stream({ model: 'sim/echo', models: ['sim/small-8k'], messages, stream_options: { include_usage: true } }))
+          received.push(chunk);
         return received;
       });
       expect(calls).toBe(routes('sim/echo') + 1);
@@ -211,7 +223,9 @@ describe('fallback models and providers (issue 5: fallbacks; spec 4.2 rule 6, 7,
     });
 
     it('falls back when the upstream dies before its first output, as nothing reached the client yet', async () => {
-      const [error, calls] = await upstreamCalls(() => failure(stream({ model: 'sim/echo', models: ['sim/small-8k'], messages: user('x\n#sim {"cut_after_chunks": 0}') })));
+      const [error, calls] = await upstreamCalls(() =>
+        failure(stream({ model: 'sim/echo', models: ['sim/small-8k'], messages: user('x\n#sim {"cut_after_chunks": 0}') })),
+      );
       expect(calls).toBe(routes('sim/echo') + routes('sim/small-8k'));
       expect(error!.status).toBe(502);
     });

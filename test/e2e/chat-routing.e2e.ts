@@ -28,7 +28,14 @@ function routingCatalog(dir: string): string {
   const echo = catalog.models.find((m: { id: string }) => m.id === 'sim/echo');
   const routes = (prefix: string) => [
     { provider: 'premium', upstream_model: `${prefix}/premium`, pricing: { input: '6.00', output: '24.00' }, quantization: 'bf16', tools: false },
-    { provider: 'private', upstream_model: `${prefix}/private`, pricing: { input: '2.00', output: '8.00' }, quantization: 'fp8', data_collection: 'deny', zdr: true },
+    {
+      provider: 'private',
+      upstream_model: `${prefix}/private`,
+      pricing: { input: '2.00', output: '8.00' },
+      quantization: 'fp8',
+      data_collection: 'deny',
+      zdr: true,
+    },
     { provider: 'cheap', upstream_model: `${prefix}/cheap`, pricing: { input: '0.50', output: '2.00' }, quantization: 'int8' },
   ];
   catalog.models.push({ ...echo, id: 'test/routed', name: 'Routed', providers: routes('up') });
@@ -60,8 +67,13 @@ describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and
 
   const user = (content: string) => [{ role: 'user' as const, content }];
   const TOOLS = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }];
-  const generation = async (id: string) => (await call('GET', `/generation?id=${id}`, { key: gw.keys.api_key })).json.data as { provider: string; model: string };
-  const failure = (promise: Promise<unknown>) => promise.then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+  const generation = async (id: string) =>
+    (await call('GET', `/generation?id=${id}`, { key: gw.keys.api_key })).json.data as { provider: string; model: string };
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
   const chat = async (body: Params) => (await client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)) as Completion;
 
   async function upstreamCalls<T>(run: () => Promise<T>): Promise<[T, number]> {
@@ -146,7 +158,11 @@ describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and
 
   it(':nitro and sort throughput / latency follow the measured speeds', async () => {
     // Warm the figures: premium and cheap answer slowly, private at once.
-    for (const [provider, delay] of [['premium', 300], ['cheap', 300], ['private', 0]] as const) {
+    for (const [provider, delay] of [
+      ['premium', 300],
+      ['cheap', 300],
+      ['private', 0],
+    ] as const) {
       await chat({ model: 'test/speed', messages: user(`Warm up\n#sim {"delay_ms": ${delay}}`), provider: { only: [provider] } });
     }
     expect(await answeredBy({ model: 'test/speed:nitro', messages: user('Fast') }, 'test/speed')).toBe('private');
@@ -170,7 +186,13 @@ describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and
     ['an unknown member', { model: 'test/routed', provider: { max_price: 1 } }, 400, null, 'provider.max_price'],
     ['provider not an object', { model: 'test/routed', provider: 'cheap' }, 400, null, 'provider'],
     ['an unknown suffix', { model: 'test/routed:turbo' }, 404, 'model_not_found', 'model'],
-    [':online with an engine option out of range', { model: 'test/routed:online', plugins: [{ id: 'web', max_results: 0 }] }, 400, null, 'plugins[0].max_results'],
+    [
+      ':online with an engine option out of range',
+      { model: 'test/routed:online', plugins: [{ id: 'web', max_results: 0 }] },
+      400,
+      null,
+      'plugins[0].max_results',
+    ],
     [':thinking on a model without reasoning', { model: 'sim/small-8k:thinking' }, 400, 'unsupported_parameter', 'model'],
     [':exacto on a model without tools', { model: 'sim/small-8k:exacto' }, 404, 'no_provider_available', 'model'],
   ])('refuses %s before calling anything', async (_what, body, status, code, param) => {

@@ -39,7 +39,11 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
   const credits = async () => (await call('GET', '/credits', { key: gw.keys.api_key })).json.data as { balance: number; held: number; open_holds: number };
   const chat = (body: Params) => client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming).withResponse();
   const post = (body: object) => call('POST', '/chat/completions', { key: gw.keys.api_key, body });
-  const failure = (promise: Promise<unknown>) => promise.then(() => null, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => null,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
   /** Every body the gateway hands to a provider adapter while `run` runs. */
   async function upstreamBodies<T>(run: () => Promise<T>): Promise<[T, Record<string, unknown>[]]> {
     const bodies: Record<string, unknown>[] = [];
@@ -236,7 +240,10 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
 
     it('refuses a prompt that cannot fit even compressed', async () => {
       const huge = user(`one long message ${'lorem ipsum '.repeat(5000)}`);
-      await expectRefused({ model: 'sim/small-8k', messages: huge }, 400, { param: 'messages', message: expect.stringMatching(/even after context compression/) });
+      await expectRefused({ model: 'sim/small-8k', messages: huge }, 400, {
+        param: 'messages',
+        message: expect.stringMatching(/even after context compression/),
+      });
     });
 
     it('sends a conversation that fits untouched, without the header', async () => {

@@ -101,8 +101,7 @@ describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 
     expect(chunks.length).toBeGreaterThan(2);
     expect(chunks.every((c) => !('usage' in c) && c.choices.length === 1)).toBe(true);
     expect(chunks[chunks.length - 1].choices[0].finish_reason).toBe('stop');
-    const expected =
-      BigInt(countChatPromptTokens(user('No usage please'))) * INPUT_NANO + BigInt(countTextTokens('Echo: No usage please')) * OUTPUT_NANO;
+    const expected = BigInt(countChatPromptTokens(user('No usage please'))) * INPUT_NANO + BigInt(countTextTokens('Echo: No usage please')) * OUTPUT_NANO;
     expect(await spentSince(before)).toBe(expected);
     expect(usdToNano((await generation(response.headers.get('x-svc-generation-id')!)).total_cost)).toBe(expected);
   });
@@ -153,7 +152,11 @@ describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 
 
   it('does not bill a clean stream with no output, and still ends it with [DONE] (spec 1 rule 3)', async () => {
     const before = await credits();
-    const { response, data, json } = await rawStream({ model: 'sim/echo', messages: user('#sim {"completion_tokens": 0}'), stream_options: { include_usage: true } });
+    const { response, data, json } = await rawStream({
+      model: 'sim/echo',
+      messages: user('#sim {"completion_tokens": 0}'),
+      stream_options: { include_usage: true },
+    });
     expect(data[data.length - 1]).toBe('[DONE]');
     expect(json[json.length - 1].usage).toMatchObject({ completion_tokens: 0, cost: 0 });
     expect(await spentSince(before)).toBe(0n);
@@ -189,7 +192,9 @@ describe('streamed chat completions (issue 5: streaming; spec 1 rules 1-4, 4.2, 
   it('survives a client that leaves before the first event, and still bills the generation (spec 1 rule 4)', async () => {
     const content = '#sim {"delay_ms": 300, "completion_tokens": 5}';
     const chargesOfFive = async () =>
-      (await gw.runtime.store.readStream(accountStream(gw.keys.account_id))).filter((e) => e.type === 'UsageCharged' && (e.data as { completion_tokens: number }).completion_tokens === 5).length;
+      (await gw.runtime.store.readStream(accountStream(gw.keys.account_id))).filter(
+        (e) => e.type === 'UsageCharged' && (e.data as { completion_tokens: number }).completion_tokens === 5,
+      ).length;
     const chargedBefore = await chargesOfFive();
     const abort = new AbortController();
     const pending = fetch(`${gw.url}/chat/completions`, {
@@ -279,15 +284,21 @@ describe('shutting down with a stream whose client left (spec 1 rule 4)', () => 
     const gw = await startGateway({ DATABASE_URL: databaseUrl });
     // The client reads the first event, then drops its connection.
     await new Promise<void>((resolve, reject) => {
-      const req = request(`${gw.url}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gw.keys.api_key}`, 'content-type': 'application/json' } }, (res) => {
-        res.once('data', () => {
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = request(
+        `${gw.url}/chat/completions`,
+        { method: 'POST', headers: { authorization: `Bearer ${gw.keys.api_key}`, 'content-type': 'application/json' } },
+        (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', () => undefined);
       req.once('error', reject);
-      req.end(JSON.stringify({ model: 'sim/echo', stream: true, messages: [{ role: 'user', content: 'one two three four five six\n#sim {"chunk_delay_ms": 150}' }] }));
+      req.end(
+        JSON.stringify({ model: 'sim/echo', stream: true, messages: [{ role: 'user', content: 'one two three four five six\n#sim {"chunk_delay_ms": 150}' }] }),
+      );
     });
     // The process is asked to stop while the upstream is still generating.
     await gw.close();

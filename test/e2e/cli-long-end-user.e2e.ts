@@ -4,7 +4,17 @@ import { accountDecider, accountStream, type GenerationStats } from '@svc/ledger
 import { ManualClock, PgSqlRunner } from '@svc/platform';
 import { cliHarness } from '../support/cli';
 
-const stats: GenerationStats = { model: 'sim/echo', provider: 'sim', endpoint: '/v1/chat/completions', prompt_tokens: 4, completion_tokens: 2, cached_tokens: 0, reasoning_tokens: 0, latency_ms: 5, ttft_ms: null };
+const stats: GenerationStats = {
+  model: 'sim/echo',
+  provider: 'sim',
+  endpoint: '/v1/chat/completions',
+  prompt_tokens: 4,
+  completion_tokens: 2,
+  cached_tokens: 0,
+  reasoning_tokens: 0,
+  latency_ms: 5,
+  ttft_ms: null,
+};
 
 /**
  * Issue 41 C: `projections rebuild activity` failed on the charge of a request whose end user
@@ -20,11 +30,18 @@ describe('operator CLI: rebuilding activity over a request with a 3 KB end user 
     const store = new SqlEventStore(sql);
     await store.init();
     const aggregates = new AggregateStore(store, new ManualClock());
-    const account = (command: Parameters<typeof accountDecider.decide>[0], metadata = {}) => aggregates.handle(accountDecider, accountStream('u1'), command, metadata);
+    const account = (command: Parameters<typeof accountDecider.decide>[0], metadata = {}) =>
+      aggregates.handle(accountDecider, accountStream('u1'), command, metadata);
     await account({ type: 'OpenAccount', accountId: 'u1' });
     await account({ type: 'AddCredits', amountNano: 1_000_000n, reason: 'signup' });
-    for (const [holdId, user] of [['h-long', longUser], ['h-short', 'short-user']]) {
-      await account({ type: 'PlaceHold', holdId, keyId: 'k1', amountNano: 1000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 }, { user });
+    for (const [holdId, user] of [
+      ['h-long', longUser],
+      ['h-short', 'short-user'],
+    ]) {
+      await account(
+        { type: 'PlaceHold', holdId, keyId: 'k1', amountNano: 1000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 },
+        { user },
+      );
       await account({ type: 'ChargeUsage', holdId, amountNano: 100n, stats });
     }
     await store.close();

@@ -23,7 +23,15 @@ describe('operator CLI: projections', () => {
       await aggregates.handle(accountDecider, accountStream(id), { type: 'AddCredits', amountNano: 10n, reason: 'signup' });
     }
     for (const h of ['h1', 'h2']) {
-      await aggregates.handle(accountDecider, accountStream('c1'), { type: 'PlaceHold', holdId: h, keyId: 'k', amountNano: 1n, model: 'm', endpoint: '/v1/x', ttlMs: 1 });
+      await aggregates.handle(accountDecider, accountStream('c1'), {
+        type: 'PlaceHold',
+        holdId: h,
+        keyId: 'k',
+        amountNano: 1n,
+        model: 'm',
+        endpoint: '/v1/x',
+        ttlMs: 1,
+      });
       await aggregates.handle(accountDecider, accountStream('c1'), { type: 'ReleaseHold', holdId: h, errorCode: 'x' });
     }
     await store.close();
@@ -56,7 +64,7 @@ describe('operator CLI: projections', () => {
     await expect(cli('projections', 'rebuild', 'nope')).rejects.toThrow(/unknown projection nope/);
   });
 
-  it('runs the operator API\'s operations: accounts, credits, keys, organizations, audit log', async () => {
+  it("runs the operator API's operations: accounts, credits, keys, organizations, audit log", async () => {
     const owner = JSON.parse(await cli('accounts', 'create', '--credits', '2')).id;
     const member = JSON.parse(await cli('accounts', 'create')).id;
     expect(JSON.parse(await cli('accounts', 'credit', member, '0.5'))).toMatchObject({ account_id: member, total_credits: 0.5, balance: 0.5 });

@@ -58,7 +58,11 @@ describe('clients people already use (issue 41)', () => {
 
     it('a non-streamed answer with usage.include has its usage and cost, and `usage` is not reported as ignored', async () => {
       const { data, response } = await openai.chat.completions
-        .create({ model: 'sim/echo', messages: [{ role: 'user', content: 'count me too' }], usage: { include: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming)
+        .create({
+          model: 'sim/echo',
+          messages: [{ role: 'user', content: 'count me too' }],
+          usage: { include: true },
+        } as OpenAI.ChatCompletionCreateParamsNonStreaming)
         .withResponse();
       const usage = data.usage as OpenAI.CompletionUsage & { cost: number };
       expect(usage.cost).toBe((await generationOf(call, key, data.id)).total_cost);
@@ -70,19 +74,22 @@ describe('clients people already use (issue 41)', () => {
     // 'four' is listed first, ' three' comes first in the text: the text's first match ends it.
     const params = { max_tokens: 64, stop_sequences: ['four', ' three'], messages: [{ role: 'user' as const, content: 'one two three four' }] };
 
-    it.each(['sim/echo', 'sim/claude-echo'])('%s: stop_reason "stop_sequence" with the matched text, non-streamed and in message_delta; end_turn without a match', async (model) => {
-      const message = await anthropic.messages.create({ model, ...params });
-      expect(message).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three', content: [{ type: 'text', text: 'Echo: one two' }] });
+    it.each(['sim/echo', 'sim/claude-echo'])(
+      '%s: stop_reason "stop_sequence" with the matched text, non-streamed and in message_delta; end_turn without a match',
+      async (model) => {
+        const message = await anthropic.messages.create({ model, ...params });
+        expect(message).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three', content: [{ type: 'text', text: 'Echo: one two' }] });
 
-      const { frames } = await rawStream(gw.url, '/messages', key, { model, ...params, stream: true });
-      const deltas = frames.filter((f) => f.event === 'message_delta');
-      expect(deltas.map((f) => f.data.delta)).toEqual([{ stop_reason: 'stop_sequence', stop_sequence: ' three' }]);
-      const streamed = await anthropic.messages.stream({ model, ...params }).finalMessage();
-      expect(streamed).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three' });
+        const { frames } = await rawStream(gw.url, '/messages', key, { model, ...params, stream: true });
+        const deltas = frames.filter((f) => f.event === 'message_delta');
+        expect(deltas.map((f) => f.data.delta)).toEqual([{ stop_reason: 'stop_sequence', stop_sequence: ' three' }]);
+        const streamed = await anthropic.messages.stream({ model, ...params }).finalMessage();
+        expect(streamed).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: ' three' });
 
-      const unmatched = await anthropic.messages.create({ model, ...params, stop_sequences: ['zebra'] });
-      expect(unmatched).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null, content: [{ type: 'text', text: 'Echo: one two three four' }] });
-    });
+        const unmatched = await anthropic.messages.create({ model, ...params, stop_sequences: ['zebra'] });
+        expect(unmatched).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null, content: [{ type: 'text', text: 'Echo: one two three four' }] });
+      },
+    );
   });
   describe('issue 41 item 2: structured outputs on /v1/messages (`output_config.format` json_schema)', () => {
     const schema = {
@@ -92,60 +99,89 @@ describe('clients people already use (issue 41)', () => {
       additionalProperties: false,
     } as const;
 
-    it.each(['sim/echo', 'sim/claude-echo'])('%s: the official SDK parse() gets JSON of the schema, streamed or not; the schema reached the upstream in its format', async (model) => {
-      const params = { model, max_tokens: 256, messages: [{ role: 'user' as const, content: 'Paris' }], output_config: { format: jsonSchemaOutputFormat(schema) } };
-      const message = await anthropic.messages.parse(params);
-      // The SDK moves constraints Anthropic does not enforce (minimum) into descriptions: population is just an integer.
-      expect(message.parsed_output).toEqual({ city: 'Echo: Paris', population: 0, tags: ['Echo: Paris'] });
-      const sent = params.output_config.format.schema;
-      const upstream = received().at(-1)!;
-      if (model === 'sim/echo') expect(upstream.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema: sent, strict: true } });
-      else expect(upstream.output_config).toEqual({ format: { type: 'json_schema', schema: sent } });
+    it.each(['sim/echo', 'sim/claude-echo'])(
+      '%s: the official SDK parse() gets JSON of the schema, streamed or not; the schema reached the upstream in its format',
+      async (model) => {
+        const params = {
+          model,
+          max_tokens: 256,
+          messages: [{ role: 'user' as const, content: 'Paris' }],
+          output_config: { format: jsonSchemaOutputFormat(schema) },
+        };
+        const message = await anthropic.messages.parse(params);
+        // The SDK moves constraints Anthropic does not enforce (minimum) into descriptions: population is just an integer.
+        expect(message.parsed_output).toEqual({ city: 'Echo: Paris', population: 0, tags: ['Echo: Paris'] });
+        const sent = params.output_config.format.schema;
+        const upstream = received().at(-1)!;
+        if (model === 'sim/echo')
+          expect(upstream.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema: sent, strict: true } });
+        else expect(upstream.output_config).toEqual({ format: { type: 'json_schema', schema: sent } });
 
-      const streamed = await anthropic.messages.stream(params).finalMessage();
-      expect(JSON.parse((streamed.content[0] as Anthropic.TextBlock).text)).toEqual(message.parsed_output);
-    });
+        const streamed = await anthropic.messages.stream(params).finalMessage();
+        expect(JSON.parse((streamed.content[0] as Anthropic.TextBlock).text)).toEqual(message.parsed_output);
+      },
+    );
 
     it("the beta's top-level output_format is read the same way; output_config.effort is reported ignored", async () => {
       const r = await call('POST', '/messages', {
         key,
-        body: { model: 'sim/echo', max_tokens: 256, messages: [{ role: 'user', content: 'Oslo' }], output_format: { type: 'json_schema', schema }, output_config: { effort: 'low' } },
+        body: {
+          model: 'sim/echo',
+          max_tokens: 256,
+          messages: [{ role: 'user', content: 'Oslo' }],
+          output_format: { type: 'json_schema', schema },
+          output_config: { effort: 'low' },
+        },
       });
       expect(r.status).toBe(200);
       expect(JSON.parse(r.json.content[0].text)).toEqual({ city: 'Echo: Oslo', population: 1, tags: ['Echo: Oslo'] });
       expect(r.headers.get('x-svc-ignored-params')).toBe('output_config.effort');
     });
 
-    it('a malformed format is a 400 in Anthropic\'s shape naming the field', async () => {
-      const r = await call('POST', '/messages', { key, body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema' } } } });
+    it("a malformed format is a 400 in Anthropic's shape naming the field", async () => {
+      const r = await call('POST', '/messages', {
+        key,
+        body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'x' }], output_config: { format: { type: 'json_schema' } } },
+      });
       expect(r.status).toBe(400);
       expect(r.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', param: 'output_config.format.schema' } });
     });
   });
   describe('issue 41 item 4: every billed answer carries id, model and usage.cost in its body (spec 1 rule 2)', () => {
-    it.each(['transcriptions', 'translations'] as const)('/v1/audio/%s: json and verbose_json bodies carry them beside the model\'s usage; srt stays the subtitle file, headers only', async (task) => {
-      const create = async (format: 'json' | 'verbose_json' | 'srt') =>
-        (task === 'transcriptions' ? openai.audio.transcriptions : openai.audio.translations)
-          .create({ file: await toFile(recording(2, 'One sentence. Another one.'), 'two.wav', { type: 'audio/wav' }), model: 'sim/whisper', response_format: format } as never)
-          .withResponse();
-      for (const format of ['json', 'verbose_json'] as const) {
-        const { data, response } = await create(format);
-        const body = data as unknown as { id: string; model: string; text: string; usage: { type: string; seconds: number; cost: number } };
-        expect(body.id).toBe(response.headers.get('x-svc-generation-id'));
-        expect(body).toMatchObject({ model: 'sim/whisper', text: 'One sentence. Another one.', usage: { type: 'duration', seconds: 2, cost: Number(response.headers.get('x-svc-cost')) } });
-        expect(body.usage.cost).toBe((await generationOf(call, key, body.id)).total_cost);
-      }
-      const { data: srt, response } = await create('srt');
-      expect(srt).toMatch(/^1\n00:00:00,000 --> /);
-      expect(response.headers.get('x-svc-generation-id')).toMatch(/^gen-/);
-    });
+    it.each(['transcriptions', 'translations'] as const)(
+      "/v1/audio/%s: json and verbose_json bodies carry them beside the model's usage; srt stays the subtitle file, headers only",
+      async (task) => {
+        const create = async (format: 'json' | 'verbose_json' | 'srt') =>
+          (task === 'transcriptions' ? openai.audio.transcriptions : openai.audio.translations)
+            .create({
+              file: await toFile(recording(2, 'One sentence. Another one.'), 'two.wav', { type: 'audio/wav' }),
+              model: 'sim/whisper',
+              response_format: format,
+            } as never)
+            .withResponse();
+        for (const format of ['json', 'verbose_json'] as const) {
+          const { data, response } = await create(format);
+          const body = data as unknown as { id: string; model: string; text: string; usage: { type: string; seconds: number; cost: number } };
+          expect(body.id).toBe(response.headers.get('x-svc-generation-id'));
+          expect(body).toMatchObject({
+            model: 'sim/whisper',
+            text: 'One sentence. Another one.',
+            usage: { type: 'duration', seconds: 2, cost: Number(response.headers.get('x-svc-cost')) },
+          });
+          expect(body.usage.cost).toBe((await generationOf(call, key, body.id)).total_cost);
+        }
+        const { data: srt, response } = await create('srt');
+        expect(srt).toMatch(/^1\n00:00:00,000 --> /);
+        expect(response.headers.get('x-svc-generation-id')).toMatch(/^gen-/);
+      },
+    );
 
     it('/v1/responses names the provider that answered, as a chat completion does, streamed or not, and kept with the stored response', async () => {
       const chat = await openai.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] });
       expect((chat as unknown as { provider: string }).provider).toBe('sim');
       const response = await openai.responses.create({ model: 'sim/echo', input: 'hi' });
       expect((response as unknown as { provider: string }).provider).toBe('sim');
-      expect((await openai.responses.retrieve(response.id) as unknown as { provider: string }).provider).toBe('sim');
+      expect(((await openai.responses.retrieve(response.id)) as unknown as { provider: string }).provider).toBe('sim');
       const events = await openai.responses.create({ model: 'sim/claude-echo', input: 'hi', stream: true });
       let completed: unknown = null;
       for await (const event of events) if (event.type === 'response.completed') completed = event.response;
@@ -166,7 +202,7 @@ describe('clients people already use (issue 41)', () => {
       expect(r.json).toEqual({ error: { message: expect.stringContaining(allow), type: 'invalid_request_error', code: 'method_not_allowed', param: null } });
     });
 
-    it('on /v1/messages the 405 is in Anthropic\'s shape; a path nothing serves stays 404', async () => {
+    it("on /v1/messages the 405 is in Anthropic's shape; a path nothing serves stays 404", async () => {
       const messages = await call('GET', '/messages', { key });
       expect([messages.status, messages.headers.get('allow')]).toEqual([405, 'POST']);
       expect(messages.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'method_not_allowed' } });
@@ -182,14 +218,19 @@ describe('clients people already use (issue 41)', () => {
 
     beforeAll(async () => {
       const created = (await openai.videos.create({ model: 'sim/video', prompt: 'a kite', seconds: '4' } as never)) as unknown as Video;
-      video = await until(`video ${created.id} to complete`, async () => {
-        const polled = (await openai.videos.retrieve(created.id)) as unknown as Video;
-        return polled.status === 'completed' ? polled : null;
-      }, 25_000, 150);
+      video = await until(
+        `video ${created.id} to complete`,
+        async () => {
+          const polled = (await openai.videos.retrieve(created.id)) as unknown as Video;
+          return polled.status === 'completed' ? polled : null;
+        },
+        25_000,
+        150,
+      );
     }, 30_000);
     afterAll(() => void (offsetMs = 0));
 
-    it('`url` and `thumbnail_url` open without a key (a browser\'s <video src>); /content with a key redirects (302) to such a URL, which the SDK follows', async () => {
+    it("`url` and `thumbnail_url` open without a key (a browser's <video src>); /content with a key redirects (302) to such a URL, which the SDK follows", async () => {
       const clip = await fetch(video.url!);
       expect([clip.status, clip.headers.get('content-type')]).toEqual([200, 'video/mp4']);
       mp4 = Buffer.from(await clip.arrayBuffer());
@@ -230,7 +271,7 @@ describe('clients people already use (issue 41)', () => {
       expect([refused.status, refused.json.error.code]).toEqual([404, 'video_not_found']);
     });
 
-    it('a signed URL expires after an hour by the gateway\'s clock; the video then gives a fresh one', async () => {
+    it("a signed URL expires after an hour by the gateway's clock; the video then gives a fresh one", async () => {
       offsetMs = 3_600_000 - 5_000;
       expect((await fetch(video.url!)).status).toBe(200);
       offsetMs = 3_600_000;

@@ -1,6 +1,20 @@
 import type { Page } from 'playwright-core';
 import { byokUnavailable } from '@svc/metering';
-import { describeConsole, descriptionOf, goTo, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import {
+  describeConsole,
+  descriptionOf,
+  goTo,
+  openDialog,
+  openSignedIn,
+  phoneShot,
+  screenshot,
+  startConsole,
+  stopConsole,
+  tableFit,
+  unexpectedErrors,
+  type ConsoleHarness,
+  type ConsoleTab,
+} from '../support/console';
 import { until } from '../support/until';
 
 const today = () => new Date().toISOString().slice(0, 10);
@@ -32,7 +46,10 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     const savedKeys = async () => (await h.call('GET', '/provider-keys', { key: management })).json.data as { provider: string; hint: string }[];
 
     await goTo(page, 'Provider keys');
-    const row = page.getByRole('region', { name: 'Providers and their keys' }).getByRole('row').filter({ has: page.getByRole('rowheader', { name: provider, exact: true }) });
+    const row = page
+      .getByRole('region', { name: 'Providers and their keys' })
+      .getByRole('row')
+      .filter({ has: page.getByRole('rowheader', { name: provider, exact: true }) });
     await row.getByText('none: the gateway’s key is used').waitFor();
 
     // A key the API refuses (a space inside): its message next to the key field.
@@ -79,7 +96,11 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     const unavailable = byokUnavailable();
     await page.route('**/v1/provider-keys/*', (route) =>
       route.request().method() === 'PUT'
-        ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { message: unavailable.message, type: 'service_unavailable', code: 'byok_unavailable', param: null } }) })
+        ? route.fulfill({
+            status: 503,
+            contentType: 'application/json',
+            body: JSON.stringify({ error: { message: unavailable.message, type: 'service_unavailable', code: 'byok_unavailable', param: null } }),
+          })
         : route.fallback(),
     );
     await row.getByRole('button', { name: `Add a key for ${provider}` }).click();
@@ -98,8 +119,10 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
 
   it('creates an organization, adds, re-roles and removes a member, and deletes it', async () => {
     const other = (await h.root('POST', '/admin/accounts', { headers: admin, body: { initial_credits_usd: 1 } })).json.id as string;
-    const otherKey = (await h.root('POST', `/admin/accounts/${other}/keys`, { headers: admin, body: { name: 'other console', scope: 'management' } })).json.key as string;
-    const members = async (orgId: string) => (await h.call('GET', `/organizations/${orgId}/members`, { key: management })).json.data as { account_id: string; role: string }[];
+    const otherKey = (await h.root('POST', `/admin/accounts/${other}/keys`, { headers: admin, body: { name: 'other console', scope: 'management' } })).json
+      .key as string;
+    const members = async (orgId: string) =>
+      (await h.call('GET', `/organizations/${orgId}/members`, { key: management })).json.data as { account_id: string; role: string }[];
 
     await goTo(page, 'Organizations');
     await page.getByText('This account is in no organization yet.').waitFor();
@@ -162,7 +185,15 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
 
   it('lists the changes just made, filters them by action and dates, and says what a filter got wrong', async () => {
     const log = (await h.call('GET', '/audit-log', { key: management })).json.data as { action: string }[];
-    const made = ['provider_key.saved', 'provider_key.deleted', 'org.created', 'org.member_added', 'org.member_role_changed', 'org.member_removed', 'org.deleted'];
+    const made = [
+      'provider_key.saved',
+      'provider_key.deleted',
+      'org.created',
+      'org.member_added',
+      'org.member_role_changed',
+      'org.member_removed',
+      'org.deleted',
+    ];
     expect(log.map((e) => e.action)).toEqual(expect.arrayContaining(made));
 
     await goTo(page, 'Audit log');
@@ -215,8 +246,13 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     await entries.getByRole('cell', { name: 'org.deleted', exact: true }).waitFor();
 
     // The key that made a change by its name, as the Keys page lists it, its id under the name.
-    const signedIn = ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).find((k) => k.name === 'dev management key')!;
-    const actor = entries.getByRole('row').filter({ has: page.getByRole('cell', { name: 'org.created', exact: true }) }).locator('td:nth-child(2)');
+    const signedIn = ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).find(
+      (k) => k.name === 'dev management key',
+    )!;
+    const actor = entries
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: 'org.created', exact: true }) })
+      .locator('td:nth-child(2)');
     await actor.getByText('Key “dev management key”').waitFor();
     expect(await actor.textContent()).toBe(`Key “dev management key”${signedIn.id}`);
 

@@ -1,5 +1,18 @@
 import type { Page } from 'playwright-core';
-import { describeConsole, descriptionOf, goTo, mailFiles, openSignedIn, screenshot, startConsole, stopConsole, stepUpMail, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import {
+  describeConsole,
+  descriptionOf,
+  goTo,
+  mailFiles,
+  openSignedIn,
+  screenshot,
+  startConsole,
+  stopConsole,
+  stepUpMail,
+  unexpectedErrors,
+  type ConsoleHarness,
+  type ConsoleTab,
+} from '../support/console';
 import { until } from '../support/until';
 
 const KEY_NAME = 'console-e2e';
@@ -28,8 +41,10 @@ describeConsole('console: keys and presets', () => {
     await stopConsole(h);
   });
 
-  const chat = (key: string) => h.call('POST', '/chat/completions', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 } });
-  const keysNamed = async (name: string) => ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).filter((k) => k.name === name);
+  const chat = (key: string) =>
+    h.call('POST', '/chat/completions', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 } });
+  const keysNamed = async (name: string) =>
+    ((await h.call('GET', '/keys', { key: management })).json.data as { id: string; name: string }[]).filter((k) => k.name === name);
   const keyRow = (name: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: new RegExp(`^${name}\\b`) }) });
   const description = (label: string) => descriptionOf(page, label);
   const readSecret = async (title: string) => {
@@ -58,7 +73,12 @@ describeConsole('console: keys and presets', () => {
     await closeSecret(secret);
 
     const [created] = await keysNamed(KEY_NAME);
-    expect((await h.call('GET', `/keys/${created.id}`, { key: management })).json.data).toMatchObject({ limit: 1, limit_reset: 'monthly', scope: 'full', environment: 'live' });
+    expect((await h.call('GET', `/keys/${created.id}`, { key: management })).json.data).toMatchObject({
+      limit: 1,
+      limit_reset: 'monthly',
+      scope: 'full',
+      environment: 'live',
+    });
     expect(unexpectedErrors(tab)).toEqual([]);
   });
 
@@ -85,7 +105,10 @@ describeConsole('console: keys and presets', () => {
     await page.getByLabel('Spend limit (USD)').fill('2.50');
     await page.getByLabel('Limit resets').selectOption('weekly');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.getByRole('status').filter({ hasText: `Saved ${KEY_NAME}.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Saved ${KEY_NAME}.` })
+      .waitFor();
     const [key] = await keysNamed(KEY_NAME);
     expect((await h.call('GET', `/keys/${key.id}`, { key: management })).json.data).toMatchObject({ limit: 2.5, limit_reset: 'weekly' });
     expect(await keyRow(KEY_NAME).textContent()).toContain('$2.50 weekly');
@@ -112,7 +135,10 @@ describeConsole('console: keys and presets', () => {
     const dialog = page.getByRole('dialog');
     expect(await dialog.textContent()).toContain('cannot be restored');
     await dialog.getByRole('button', { name: 'Revoke key' }).click();
-    await page.getByRole('status').filter({ hasText: `Revoked ${KEY_NAME}` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Revoked ${KEY_NAME}` })
+      .waitFor();
 
     const r = await chat(secret);
     expect(r.status).toBe(401);
@@ -183,7 +209,11 @@ describeConsole('console: keys and presets', () => {
     expect(await diff.getByRole('insertion').allTextContents()).toEqual(['+  "model": "sim/small-8k"\n']);
     // Who saved each version: the console's key by its name, as the Keys page lists it.
     const [own] = await keysNamed('dev management key');
-    const by = page.getByRole('region', { name: 'Versions' }).getByRole('row', { name: /^Version 2\b/ }).locator('td').nth(1);
+    const by = page
+      .getByRole('region', { name: 'Versions' })
+      .getByRole('row', { name: /^Version 2\b/ })
+      .locator('td')
+      .nth(1);
     await by.getByText('dev management key', { exact: true }).waitFor();
     expect(await by.textContent()).toBe(`dev management key${own.id}`);
     await screenshot(page, 'presets-desktop');
@@ -191,7 +221,10 @@ describeConsole('console: keys and presets', () => {
   });
 
   it('rolls back to version 1 behind a confirmation: the latest version has version 1’s config again', async () => {
-    await page.getByRole('row', { name: /^Version 1\b/ }).getByRole('button', { name: 'Roll back' }).click();
+    await page
+      .getByRole('row', { name: /^Version 1\b/ })
+      .getByRole('button', { name: 'Roll back' })
+      .click();
     await page.getByRole('dialog').getByRole('button', { name: 'Roll back to version 1' }).click();
     await page.getByRole('status').filter({ hasText: 'version 3 has version 1’s config' }).waitFor();
 

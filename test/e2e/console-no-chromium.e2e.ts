@@ -8,7 +8,14 @@ function runWithoutChromium(): Promise<{ code: number | null; output: string }> 
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--experimental-vm-modules', '--no-warnings=ExperimentalWarning', 'node_modules/jest/bin/jest.js', '--runInBand', '--ci', 'test/e2e/console-keys.e2e.ts'],
+      [
+        '--experimental-vm-modules',
+        '--no-warnings=ExperimentalWarning',
+        'node_modules/jest/bin/jest.js',
+        '--runInBand',
+        '--ci',
+        'test/e2e/console-keys.e2e.ts',
+      ],
       { cwd: ROOT, env: { ...process.env, CHROMIUM_PATH: '/nonexistent/chromium' } },
     );
     let output = '';

@@ -1,6 +1,20 @@
 import type { Page } from 'playwright-core';
 import { usd, utcDay } from '../../apps/console/src/format';
-import { describeConsole, descriptionOf, goTo, openConsole, openSignedIn, screenshot, signIn, startConsole, stopConsole, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import {
+  describeConsole,
+  descriptionOf,
+  goTo,
+  openConsole,
+  openSignedIn,
+  screenshot,
+  signIn,
+  startConsole,
+  stopConsole,
+  tableFit,
+  unexpectedErrors,
+  type ConsoleHarness,
+  type ConsoleTab,
+} from '../support/console';
 
 const HELLO = { messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16 };
 
@@ -44,7 +58,10 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     await page.getByRole('group', { name: 'Balance' }).getByText(usd(credits.json.data.balance), { exact: true }).waitFor();
     await page.getByRole('group', { name: 'Available' }).getByText(usd(credits.json.data.available), { exact: true }).waitFor();
     const today = utcDay(new Date());
-    await page.getByRole('group', { name: 'Spend today' }).getByText(usd(echo.cost + capped.cost), { exact: true }).waitFor();
+    await page
+      .getByRole('group', { name: 'Spend today' })
+      .getByText(usd(echo.cost + capped.cost), { exact: true })
+      .waitFor();
 
     const chart = page.getByRole('figure', { name: 'Daily spend per model' });
     await chart.locator('svg.recharts-surface').first().waitFor();
@@ -57,7 +74,11 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     // The limited key's gauge: its month's spend against its limit; the dev keys have none.
     const gauge = page.getByRole('meter', { name: 'capped: share of its monthly limit used' });
     expect(Number(await gauge.getAttribute('value'))).toBeCloseTo(capped.cost / capped.limit, 6);
-    await page.getByRole('listitem').filter({ hasText: 'capped' }).getByText(`${usd(capped.cost)} of ${usd(capped.limit)} monthly limit used`).waitFor();
+    await page
+      .getByRole('listitem')
+      .filter({ hasText: 'capped' })
+      .getByText(`${usd(capped.cost)} of ${usd(capped.limit)} monthly limit used`)
+      .waitFor();
     await page.getByRole('listitem').filter({ hasText: 'dev live key' }).getByText('no limit').waitFor();
 
     await screenshot(page, 'overview-desktop');
@@ -113,7 +134,12 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     await found.waitFor();
     const costOf = found.locator('dt', { hasText: /^Cost$/ }).locator('xpath=following-sibling::dd[1]');
     expect(await costOf.textContent()).toBe(usd(echo.cost));
-    expect(await found.locator('dt', { hasText: /^Model$/ }).locator('xpath=following-sibling::dd[1]').textContent()).toBe('sim/echo');
+    expect(
+      await found
+        .locator('dt', { hasText: /^Model$/ })
+        .locator('xpath=following-sibling::dd[1]')
+        .textContent(),
+    ).toBe('sim/echo');
 
     await page.getByLabel('Generation id').fill('gen-000000000000000000000000');
     await page.getByRole('button', { name: 'Look up' }).click();
@@ -204,7 +230,7 @@ describeConsole('console: overview and activity pages, sign-in', () => {
       if (inNav) reached.push(await focused());
     }
     expect(reached).toEqual(['Overview', 'Keys', 'Presets', 'Webhook', 'Provider keys', 'Prompt logs', 'Activity', 'Audit log', 'Organizations', 'Security']);
-    await p.evaluate("document.querySelector('nav a[href=\"#/keys\"]').focus()");
+    await p.evaluate('document.querySelector(\'nav a[href="#/keys"]\').focus()');
     await p.keyboard.press('Enter');
     await p.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     expect(unexpectedErrors(keys)).toEqual([]);

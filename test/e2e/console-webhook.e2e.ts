@@ -2,7 +2,23 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { verifyWebhookSignature } from '@svc/webhooks';
-import { describeConsole, descriptionOf, goTo, mailFiles, openDialog, openSignedIn, phoneShot, screenshot, startConsole, stopConsole, stepUpMail, tableFit, unexpectedErrors, type ConsoleHarness, type ConsoleTab } from '../support/console';
+import {
+  describeConsole,
+  descriptionOf,
+  goTo,
+  mailFiles,
+  openDialog,
+  openSignedIn,
+  phoneShot,
+  screenshot,
+  startConsole,
+  stopConsole,
+  stepUpMail,
+  tableFit,
+  unexpectedErrors,
+  type ConsoleHarness,
+  type ConsoleTab,
+} from '../support/console';
 import { until } from '../support/until';
 
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -94,10 +110,15 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
 
     const events = page.getByRole('region', { name: 'Webhook events' });
     const row = events.getByRole('row').filter({ hasText: first.id });
-    await until('the event listed with its failed attempt', async () => {
-      await page.getByRole('button', { name: 'Refresh' }).click();
-      return (await row.count()) === 1 && (await row.textContent())?.includes('500');
-    }, 15_000, 400);
+    await until(
+      'the event listed with its failed attempt',
+      async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        return (await row.count()) === 1 && (await row.textContent())?.includes('500');
+      },
+      15_000,
+      400,
+    );
     expect(await row.textContent()).toContain('key.created');
     expect(await row.textContent()).toContain('Retrying');
 
@@ -144,16 +165,32 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
 
     const chat = await h.call('POST', '/chat/completions', {
       key: h.gw.keys.live_api_key,
-      body: { model: 'sim/echo', messages: [{ role: 'user', content: [{ type: 'text', text: 'the console shows platypus' }, { type: 'image_url', image_url: { url: PIXEL } }] }] },
+      body: {
+        model: 'sim/echo',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'the console shows platypus' },
+              { type: 'image_url', image_url: { url: PIXEL } },
+            ],
+          },
+        ],
+      },
     });
     expect(chat.status).toBe(200);
     const id = chat.json.id as string;
 
     const view = page.getByRole('button', { name: `View log ${id}` });
-    await until('the log listed', async () => {
-      await page.getByRole('button', { name: 'Refresh' }).click();
-      return (await view.count()) === 1;
-    }, 15_000, 400);
+    await until(
+      'the log listed',
+      async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        return (await view.count()) === 1;
+      },
+      15_000,
+      400,
+    );
     await view.click();
     const request = page.getByRole('region', { name: 'Request' });
     await request.getByText('the console shows platypus').waitFor();

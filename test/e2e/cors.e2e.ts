@@ -70,20 +70,32 @@ describe('browser calls across origins (CORS)', () => {
   it('lets an Anthropic client page call /v1/messages with x-api-key', async () => {
     const r = await fromPage(`${gateway}/v1/messages`, {
       method: 'POST',
-      headers: { 'x-api-key': gw.keys.api_key, 'anthropic-version': '2023-06-01', 'anthropic-dangerous-direct-browser-access': 'true', 'content-type': 'application/json' },
+      headers: {
+        'x-api-key': gw.keys.api_key,
+        'anthropic-version': '2023-06-01',
+        'anthropic-dangerous-direct-browser-access': 'true',
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ model: 'sim/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(r).toMatchObject({ status: 200, body: { type: 'message' } });
   });
 
   it('still applies the key restrictions: a key for another site is refused, readably', async () => {
-    const created = await call('POST', `/admin/accounts/${gw.keys.account_id}/keys`, { body: { allowed_referrers: ['app.example.com'] }, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const created = await call('POST', `/admin/accounts/${gw.keys.account_id}/keys`, {
+      body: { allowed_referrers: ['app.example.com'] },
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     const r = await fromPage(`${gateway}/v1/credits`, { method: 'GET', headers: { authorization: `Bearer ${created.json.key}` } });
     expect(r).toMatchObject({ status: 403, body: { error: { code: 'referrer_not_allowed' } } });
   });
 
   it('gives the operator API no CORS: the browser refuses the page the answer', async () => {
-    const r = await fromPage(`${gateway}/admin/accounts`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{}' });
+    const r = await fromPage(`${gateway}/admin/accounts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(r).toEqual({ refused: expect.stringContaining('Failed to fetch') });
   });
 });

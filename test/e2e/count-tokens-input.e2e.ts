@@ -21,7 +21,15 @@ describe('count_tokens checks its input as the messages endpoint does (issue 41 
 
   const withImage = (url: string) => ({
     model: 'sim/echo',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image', source: { type: 'url', url } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image', source: { type: 'url', url } },
+        ],
+      },
+    ],
   });
 
   it.each(['http://example.com/cat.png', 'ftp://example.com/cat.png', 'file:///etc/passwd'])('refuses the image URL %s as /v1/messages does', async (url) => {

@@ -235,12 +235,18 @@ describe.each([
 
     it('ignores the order of JSON keys, but not a changed parameter, nor another API key', async () => {
       const text = `order ${randomUUID()}`;
-      expect((await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.5 }, cache())).headers.get('x-svc-cache-status')).toBe('MISS');
+      expect((await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.5 }, cache())).headers.get('x-svc-cache-status')).toBe(
+        'MISS',
+      );
       const reordered = JSON.stringify({ temperature: 0.5, max_tokens: 20, messages: [{ content: text, role: 'user' }], model: 'sim/echo' });
       expect((await post(reordered, cache())).headers.get('x-svc-cache-status')).toBe('HIT');
-      expect((await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.7 }, cache())).headers.get('x-svc-cache-status')).toBe('MISS');
+      expect((await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.7 }, cache())).headers.get('x-svc-cache-status')).toBe(
+        'MISS',
+      );
       const { key: other } = await accountWithKey(call);
-      expect((await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.5 }, cache(), other)).headers.get('x-svc-cache-status')).toBe('MISS');
+      expect(
+        (await post({ model: 'sim/echo', messages: user(text), max_tokens: 20, temperature: 0.5 }, cache(), other)).headers.get('x-svc-cache-status'),
+      ).toBe('MISS');
     });
 
     it('an entry past its TTL is a MISS (moved clock)', async () => {
@@ -273,14 +279,21 @@ describe.each([
     it('a streamed request is cached as its events, and a HIT replays them as SSE with usage 0 (SDK)', async () => {
       const params = { ...chatBody(`stream cache ${randomUUID()}`), stream: true as const, stream_options: { include_usage: true } };
       const read = async () => {
-        const { data: stream, response } = await client.chat.completions.create(params as OpenAI.ChatCompletionCreateParamsStreaming, { headers: cache() }).withResponse();
+        const { data: stream, response } = await client.chat.completions
+          .create(params as OpenAI.ChatCompletionCreateParamsStreaming, { headers: cache() })
+          .withResponse();
         let text = '';
         let usage: OpenAI.CompletionUsage | null | undefined;
         for await (const chunk of stream) {
           text += chunk.choices[0]?.delta.content ?? '';
           usage = chunk.usage ?? usage;
         }
-        return { text, usage: usage as OpenAI.CompletionUsage & { cost: number }, status: response.headers.get('x-svc-cache-status'), type: response.headers.get('content-type') };
+        return {
+          text,
+          usage: usage as OpenAI.CompletionUsage & { cost: number },
+          status: response.headers.get('x-svc-cache-status'),
+          type: response.headers.get('content-type'),
+        };
       };
       const miss = await read();
       expect(miss.status).toBe('MISS');

@@ -20,7 +20,9 @@ describe('POST /v1/embeddings (issue 7; spec 1 billing, 4.7, 8)', () => {
 
   it('embeds a string as floats of the requested dimension, billed on its input tokens (SDK)', async () => {
     const before = await balance();
-    const { data, response } = await client.embeddings.create({ model: 'sim/embed', input: 'the quick brown fox', dimensions: 16, encoding_format: 'float' }).withResponse();
+    const { data, response } = await client.embeddings
+      .create({ model: 'sim/embed', input: 'the quick brown fox', dimensions: 16, encoding_format: 'float' })
+      .withResponse();
     const answer = data as Costed;
     expect(answer.data).toHaveLength(1);
     expect(answer.data[0].embedding).toHaveLength(16);
@@ -49,7 +51,17 @@ describe('POST /v1/embeddings (issue 7; spec 1 billing, 4.7, 8)', () => {
   });
 
   it('takes token arrays, billed by their length', async () => {
-    const r = await call('POST', '/embeddings', { key: gw.keys.api_key, body: { model: 'sim/embed', input: [[1, 2, 3], [4, 5]], encoding_format: 'float' } });
+    const r = await call('POST', '/embeddings', {
+      key: gw.keys.api_key,
+      body: {
+        model: 'sim/embed',
+        input: [
+          [1, 2, 3],
+          [4, 5],
+        ],
+        encoding_format: 'float',
+      },
+    });
     expect(r.status).toBe(200);
     expect(r.json.data).toHaveLength(2);
     expect(r.json.usage.prompt_tokens).toBe(5);

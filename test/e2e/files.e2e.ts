@@ -4,7 +4,14 @@ import { freshPgSchemaUrl, startGateway, startWithClient, stopGateway, type Call
 import { accountWithKey, rejectionOf } from '../support/interfaces';
 
 const jsonl = (n: number, tag = 'req') =>
-  Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `${tag}-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: `hello ${i}` }] } })).join('\n') + '\n';
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({
+      custom_id: `${tag}-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: `hello ${i}` }] },
+    }),
+  ).join('\n') + '\n';
 
 const sdkRefusal = (promise: Promise<unknown>) => rejectionOf(promise, OpenAI.APIError);
 
@@ -60,7 +67,8 @@ describe('files (spec 4.11)', () => {
 
     // Auto-pagination with a small page: every file, newest first, each once.
     const more = [];
-    for (let i = 0; i < 4; i++) more.push(await client.files.create({ file: await toFile(Buffer.from(jsonl(1, `more${i}`)), `more-${i}.jsonl`), purpose: 'batch' }));
+    for (let i = 0; i < 4; i++)
+      more.push(await client.files.create({ file: await toFile(Buffer.from(jsonl(1, `more${i}`)), `more-${i}.jsonl`), purpose: 'batch' }));
     const seen: string[] = [];
     for await (const listed of client.files.list({ limit: 2, purpose: 'batch' })) seen.push(listed.id);
     const ours = [file, ...more].map((f) => f.id);
@@ -94,7 +102,12 @@ describe('files (spec 4.11)', () => {
     let sent = 0;
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {
-        if (sent === 0) controller.enqueue(Buffer.from('--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="huge.jsonl"\r\n\r\n'));
+        if (sent === 0)
+          controller.enqueue(
+            Buffer.from(
+              '--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--b\r\nContent-Disposition: form-data; name="file"; filename="huge.jsonl"\r\n\r\n',
+            ),
+          );
         if (sent >= lines) {
           controller.enqueue(Buffer.from('\r\n--b--\r\n'));
           controller.close();
@@ -104,16 +117,37 @@ describe('files (spec 4.11)', () => {
         sent += 128;
       },
     });
-    const response = await fetch(`${gw.url}/files`, { method: 'POST', headers: { authorization: `Bearer ${key()}`, 'content-type': 'multipart/form-data; boundary=b' }, body, duplex: 'half' } as RequestInit).catch((err: unknown) => err);
+    const response = await fetch(`${gw.url}/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key()}`, 'content-type': 'multipart/form-data; boundary=b' },
+      body,
+      duplex: 'half',
+    } as RequestInit).catch((err: unknown) => err);
     expect(response).toBeInstanceOf(Response);
     expect((response as Response).status).toBe(413);
-    expect(((await (response as Response).json()) as { error: unknown }).error).toMatchObject({ type: 'invalid_request_error', code: 'file_too_large', param: 'file' });
+    expect(((await (response as Response).json()) as { error: unknown }).error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'file_too_large',
+      param: 'file',
+    });
     expect((await gw.runtime.sql.query("SELECT id FROM files WHERE status = 'uploading'")).rows).toEqual([]);
   }, 120_000);
 
   it.each([
-    ['file before purpose', [['file', blob(jsonl(2)), 'first.jsonl'], ['purpose', 'batch']]],
-    ['purpose before file', [['purpose', 'batch'], ['file', blob(jsonl(2)), 'first.jsonl']]],
+    [
+      'file before purpose',
+      [
+        ['file', blob(jsonl(2)), 'first.jsonl'],
+        ['purpose', 'batch'],
+      ],
+    ],
+    [
+      'purpose before file',
+      [
+        ['purpose', 'batch'],
+        ['file', blob(jsonl(2)), 'first.jsonl'],
+      ],
+    ],
   ] as [string, [string, string | Blob, string?][]][])('reads the form in any order: %s', async (_order, parts) => {
     const r = await upload(parts);
     expect(r.status).toBe(200);
@@ -122,10 +156,19 @@ describe('files (spec 4.11)', () => {
   });
 
   it('takes expires_after in brackets, even after the file', async () => {
-    const r = await upload([['purpose', 'batch'], ['file', blob(jsonl(1)), 'soon.jsonl'], ['expires_after[anchor]', 'created_at'], ['expires_after[seconds]', '3600']]);
+    const r = await upload([
+      ['purpose', 'batch'],
+      ['file', blob(jsonl(1)), 'soon.jsonl'],
+      ['expires_after[anchor]', 'created_at'],
+      ['expires_after[seconds]', '3600'],
+    ]);
     expect(r.status).toBe(200);
     expect(r.json.expires_at).toBe(r.json.created_at + 3600);
-    const viaSdk = await client.files.create({ file: await toFile(Buffer.from(jsonl(1)), 'sdk.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 7200 } });
+    const viaSdk = await client.files.create({
+      file: await toFile(Buffer.from(jsonl(1)), 'sdk.jsonl'),
+      purpose: 'batch',
+      expires_after: { anchor: 'created_at', seconds: 7200 },
+    });
     expect(viaSdk.expires_at).toBe(viaSdk.created_at + 7200);
   });
 
@@ -148,8 +191,14 @@ describe('files (spec 4.11)', () => {
       expect(err.status).toBe(400);
       expect(err.error).toMatchObject({ type: 'invalid_request_error', param: 'purpose', code: 'invalid_purpose', message: expect.stringContaining('batch') });
       for (const parts of [
-        [['purpose', 'fine-tune'], ['file', blob(jsonl(1)), 'a.jsonl']],
-        [['file', blob(jsonl(1)), 'a.jsonl'], ['purpose', 'fine-tune']],
+        [
+          ['purpose', 'fine-tune'],
+          ['file', blob(jsonl(1)), 'a.jsonl'],
+        ],
+        [
+          ['file', blob(jsonl(1)), 'a.jsonl'],
+          ['purpose', 'fine-tune'],
+        ],
         [['file', blob(jsonl(1)), 'a.jsonl']],
       ] as [string, string | Blob, string?][][]) {
         const r = await upload(parts);
@@ -162,10 +211,18 @@ describe('files (spec 4.11)', () => {
       const r = await upload([['purpose', 'batch']]);
       expect(r.status).toBe(400);
       expect(r.json.error).toMatchObject({ type: 'invalid_request_error', param: 'file', code: 'missing_required_parameter' });
-      const unknown = await upload([['purpose', 'batch'], ['file', blob(jsonl(1)), 'a.jsonl'], ['colour', 'blue']]);
+      const unknown = await upload([
+        ['purpose', 'batch'],
+        ['file', blob(jsonl(1)), 'a.jsonl'],
+        ['colour', 'blue'],
+      ]);
       expect(unknown.status).toBe(400);
       expect(unknown.json.error).toMatchObject({ param: 'colour' });
-      const twice = await upload([['file', blob(jsonl(1)), 'a.jsonl'], ['file', blob(jsonl(1)), 'b.jsonl'], ['purpose', 'batch']]);
+      const twice = await upload([
+        ['file', blob(jsonl(1)), 'a.jsonl'],
+        ['file', blob(jsonl(1)), 'b.jsonl'],
+        ['purpose', 'batch'],
+      ]);
       expect(twice.status).toBe(400);
       expect(twice.json.error).toMatchObject({ param: 'file' });
       const json = await call('POST', '/files', { key: key(), body: { purpose: 'batch' } });
@@ -177,18 +234,23 @@ describe('files (spec 4.11)', () => {
       const err = await sdkRefusal(client.files.create({ file: await toFile(Buffer.from(text), 'bad.jsonl'), purpose: 'batch' }));
       expect(err.status).toBe(400);
       expect(err.error).toMatchObject({ type: 'invalid_request_error', param: 'file', code: 'invalid_json_line', message: expect.stringContaining('Line 3 ') });
-      const array = await upload([['purpose', 'batch'], ['file', blob('{"a": 1}\n[1]\n'), 'array.jsonl']]);
+      const array = await upload([
+        ['purpose', 'batch'],
+        ['file', blob('{"a": 1}\n[1]\n'), 'array.jsonl'],
+      ]);
       expect(array.json.error).toMatchObject({ param: 'file', message: expect.stringContaining('Line 2 ') });
     });
 
     it('expires_after seconds outside an hour to 30 days', async () => {
-      const err = await sdkRefusal(client.files.create({ file: await toFile(Buffer.from(jsonl(1)), 'a.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 10 } }));
+      const err = await sdkRefusal(
+        client.files.create({ file: await toFile(Buffer.from(jsonl(1)), 'a.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 10 } }),
+      );
       expect(err.status).toBe(400);
       expect(err.error).toMatchObject({ param: 'expires_after[seconds]' });
     });
   });
 
-  it("hides a file from another workspace: 404, never 403, and its list is its own", async () => {
+  it('hides a file from another workspace: 404, never 403, and its list is its own', async () => {
     const file = await client.files.create({ file: await toFile(Buffer.from(jsonl(1)), 'mine.jsonl'), purpose: 'batch' });
     const { key: other } = await accountWithKey(gw, 1);
     const stranger = new OpenAI({ baseURL: gw.url, apiKey: other, maxRetries: 0 });
@@ -240,10 +302,15 @@ describe('files on PostgreSQL, expiring (spec 4.11)', () => {
   }, 60_000);
   afterAll(() => stopGateway(gw));
 
-  const rows = async (id: string) => (await gw.runtime.sql.query('SELECT file_id FROM file_chunks WHERE file_id = $1 UNION ALL SELECT id FROM files WHERE id = $1', [id])).rows.length;
+  const rows = async (id: string) =>
+    (await gw.runtime.sql.query('SELECT file_id FROM file_chunks WHERE file_id = $1 UNION ALL SELECT id FROM files WHERE id = $1', [id])).rows.length;
 
   it('is 404 from its expiry on, even before the hourly purge, which then deletes it and its chunks', async () => {
-    const soon = await client.files.create({ file: await toFile(Buffer.from(jsonl(2)), 'soon.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 3600 } });
+    const soon = await client.files.create({
+      file: await toFile(Buffer.from(jsonl(2)), 'soon.jsonl'),
+      purpose: 'batch',
+      expires_after: { anchor: 'created_at', seconds: 3600 },
+    });
     const later = await client.files.create({ file: await toFile(Buffer.from(jsonl(2)), 'later.jsonl'), purpose: 'batch' });
     expect(soon.created_at).toBe(clock.now().getTime() / 1000);
 

@@ -35,19 +35,106 @@ interface Route {
   billed?: boolean;
 }
 
-const KEY_FIELDS = ['name', 'project', 'environment', 'scope', 'limit', 'limit_reset', 'allowed_models', 'allowed_ips', 'allowed_referrers', 'rpm_limit', 'tpm_limit', 'expires_in_days'];
+const KEY_FIELDS = [
+  'name',
+  'project',
+  'environment',
+  'scope',
+  'limit',
+  'limit_reset',
+  'allowed_models',
+  'allowed_ips',
+  'allowed_referrers',
+  'rpm_limit',
+  'tpm_limit',
+  'expires_in_days',
+];
 
 const ROUTES: Route[] = [
-  { method: 'POST', path: '/v1/chat/completions', key: 'full', billed: true, fields: ['model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k', 'stop', 'seed', 'stream', 'stream_options', 'tools', 'tool_choice', 'response_format', 'reasoning', 'logit_bias', 'user', 'safety_identifier', 'n', 'provider', 'models', 'plugins', 'transforms', 'prediction'] },
-  { method: 'POST', path: '/v1/messages', key: 'full', billed: true, fields: ['model', 'messages', 'max_tokens', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_k', 'stop_sequences', 'metadata', 'thinking'] },
+  {
+    method: 'POST',
+    path: '/v1/chat/completions',
+    key: 'full',
+    billed: true,
+    fields: [
+      'model',
+      'messages',
+      'max_tokens',
+      'max_completion_tokens',
+      'temperature',
+      'top_p',
+      'top_k',
+      'stop',
+      'seed',
+      'stream',
+      'stream_options',
+      'tools',
+      'tool_choice',
+      'response_format',
+      'reasoning',
+      'logit_bias',
+      'user',
+      'safety_identifier',
+      'n',
+      'provider',
+      'models',
+      'plugins',
+      'transforms',
+      'prediction',
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/v1/messages',
+    key: 'full',
+    billed: true,
+    fields: ['model', 'messages', 'max_tokens', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_k', 'stop_sequences', 'metadata', 'thinking'],
+  },
   { method: 'POST', path: '/v1/messages/count_tokens', key: 'full', fields: ['model', 'messages', 'system', 'tools'] },
-  { method: 'POST', path: '/v1/responses', key: 'full', billed: true, fields: ['model', 'input', 'instructions', 'stream', 'store', 'previous_response_id', 'tools', 'max_output_tokens', 'text', 'reasoning', 'metadata', 'user'] },
-  { method: 'POST', path: '/v1/completions', key: 'full', billed: true, fields: ['model', 'prompt', 'max_tokens', 'echo', 'suffix', 'logprobs', 'stream', 'stop', 'temperature'] },
+  {
+    method: 'POST',
+    path: '/v1/responses',
+    key: 'full',
+    billed: true,
+    fields: [
+      'model',
+      'input',
+      'instructions',
+      'stream',
+      'store',
+      'previous_response_id',
+      'tools',
+      'max_output_tokens',
+      'text',
+      'reasoning',
+      'metadata',
+      'user',
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/v1/completions',
+    key: 'full',
+    billed: true,
+    fields: ['model', 'prompt', 'max_tokens', 'echo', 'suffix', 'logprobs', 'stream', 'stop', 'temperature'],
+  },
   { method: 'POST', path: '/v1/embeddings', key: 'full', billed: true, fields: ['model', 'input', 'dimensions', 'encoding_format', 'user'] },
   { method: 'POST', path: '/v1/rerank', key: 'full', billed: true, fields: ['model', 'query', 'documents', 'top_n', 'return_documents', 'provider'] },
   { method: 'POST', path: '/v1/moderations', key: 'full', billed: true, fields: ['model', 'input'] },
-  { method: 'POST', path: '/v1/images/generations', key: 'full', billed: true, fields: ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'image', 'user'] },
-  { method: 'POST', path: '/v1/audio/speech', key: 'full', billed: true, fields: ['model', 'input', 'voice', 'response_format', 'speed', 'instructions', 'stream_format'] },
+  {
+    method: 'POST',
+    path: '/v1/images/generations',
+    key: 'full',
+    billed: true,
+    fields: ['model', 'prompt', 'n', 'size', 'quality', 'response_format', 'image', 'user'],
+  },
+  {
+    method: 'POST',
+    path: '/v1/audio/speech',
+    key: 'full',
+    billed: true,
+    fields: ['model', 'input', 'voice', 'response_format', 'speed', 'instructions', 'stream_format'],
+  },
   // Takes multipart forms only: every JSON or raw body here must be refused with the error object.
   { method: 'POST', path: '/v1/audio/transcriptions', key: 'full', fields: ['model', 'file', 'response_format'] },
   { method: 'POST', path: '/v1/generations/lookup', key: 'full', fields: ['ids'] },
@@ -81,7 +168,26 @@ const ROUTES: Route[] = [
 ];
 
 /** Strings PostgreSQL cannot store, or that probe edges. */
-const NASTY_STRINGS = ['', ' ', 'a\u0000b', '\u0000', 'x\ud800', '\udc00y', '__proto__', 'constructor', 'sim/echo', 'sim/embed', '../../etc/passwd', 'http://127.0.0.1:1/', '%00', '😀', 'x'.repeat(5_000), '1e309', 'null', 'true'];
+const NASTY_STRINGS = [
+  '',
+  ' ',
+  'a\u0000b',
+  '\u0000',
+  'x\ud800',
+  '\udc00y',
+  '__proto__',
+  'constructor',
+  'sim/echo',
+  'sim/embed',
+  '../../etc/passwd',
+  'http://127.0.0.1:1/',
+  '%00',
+  '😀',
+  'x'.repeat(5_000),
+  '1e309',
+  'null',
+  'true',
+];
 const NASTY_NUMBERS = [0, -0, -1, 1, 0.5, 1e10, 1e300, -1e300, 2 ** 31, 2 ** 53 + 2, Number.MAX_SAFE_INTEGER, 1e-12];
 
 const leaf = fc.oneof(
@@ -95,12 +201,20 @@ const leaf = fc.oneof(
   fc.constantFrom(...NASTY_STRINGS),
 );
 const { value: hostile } = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, leaf, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom(...NASTY_STRINGS)), tie('value'), { maxKeys: 4 })),
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    leaf,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom(...NASTY_STRINGS)), tie('value'), { maxKeys: 4 }),
+  ),
 }));
 
 /** A message list that is nearly right, so validation past the top level is reached too. */
 const messages = fc.array(
-  fc.record({ role: fc.oneof(fc.constantFrom('user', 'assistant', 'system', 'tool', 'developer'), hostile), content: fc.oneof(fc.string({ maxLength: 30 }), hostile) }, { requiredKeys: [] }),
+  fc.record(
+    { role: fc.oneof(fc.constantFrom('user', 'assistant', 'system', 'tool', 'developer'), hostile), content: fc.oneof(fc.string({ maxLength: 30 }), hostile) },
+    { requiredKeys: [] },
+  ),
   { maxLength: 3 },
 );
 
@@ -137,9 +251,11 @@ function bodyFor(route: Route): fc.Arbitrary<Record<string, unknown>> {
   const model = fc.constantFrom('sim/echo', 'sim/embed', 'sim/small-8k', 'sim/rerank', 'sim/moderation', 'sim/image', 'sim/tts', 'no/such-model');
   const shape: Record<string, fc.Arbitrary<unknown>> = {};
   for (const f of fields) shape[f] = f === 'model' ? fc.oneof(model, hostile) : f === 'messages' || f === 'input' ? fc.oneof(messages, hostile) : hostile;
-  return fc.record(shape, { requiredKeys: [] }).chain((body) =>
-    fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom(...NASTY_STRINGS)), hostile, { maxKeys: 2 }).map((extra) => ({ ...extra, ...body })),
-  );
+  return fc
+    .record(shape, { requiredKeys: [] })
+    .chain((body) =>
+      fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom(...NASTY_STRINGS)), hostile, { maxKeys: 2 }).map((extra) => ({ ...extra, ...body })),
+    );
 }
 
 /** Bodies as raw text: what JSON.stringify of a generated value cannot produce. */
@@ -164,7 +280,10 @@ const RAW_BODIES: { name: string; body: string; type?: string; encoding?: string
 ];
 
 /** Path segments: real ids, and what should never reach a handler. */
-const segment = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('%00', '%ED%A0%80', '%E0%A4%A', '..', '%2e%2e', 'sim%2Fecho', 'x'.repeat(300), '__proto__', '%F0%9F%98%80', 'a%0Ab'));
+const segment = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.constantFrom('%00', '%ED%A0%80', '%E0%A4%A', '..', '%2e%2e', 'sim%2Fecho', 'x'.repeat(300), '__proto__', '%F0%9F%98%80', 'a%0Ab'),
+);
 
 interface Outcome {
   status: number;
@@ -242,7 +361,8 @@ describe('fuzzing every route (issue 14)', () => {
     gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' });
     base = gw.url.replace(/\/v1$/, '');
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-    const post = async (path: string, body: unknown) => (await (await fetch(`${base}${path}`, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json()) as any;
+    const post = async (path: string, body: unknown) =>
+      (await (await fetch(`${base}${path}`, { method: 'POST', headers: admin, body: JSON.stringify(body) })).json()) as any;
     account = (await post('/admin/accounts', { initial_credits_usd: 50 })).id;
     other = (await post('/admin/accounts', { initial_credits_usd: 1 })).id;
     const full = await post(`/admin/accounts/${account}/keys`, { name: 'fuzz' });
@@ -261,11 +381,24 @@ describe('fuzzing every route (issue 14)', () => {
       // Property 5: an unrelated request answers while hostile ones are processed.
       if (++sent % 25 === 0) expect((await fetch(`${base}/v1/credits`, { headers: { authorization: `Bearer ${keys.full}` } })).status).toBe(200);
     };
-    const idFor = (route: Route) => (route.path.startsWith('/admin/accounts/') ? fc.constantFrom(other, other, 'acc_missing') : route.path.startsWith('/v1/keys/') ? fc.oneof(fc.constant(realKeyId), segment) : segment);
+    const idFor = (route: Route) =>
+      route.path.startsWith('/admin/accounts/')
+        ? fc.constantFrom(other, other, 'acc_missing')
+        : route.path.startsWith('/v1/keys/')
+          ? fc.oneof(fc.constant(realKeyId), segment)
+          : segment;
 
     for (const route of ROUTES) {
       const path = route.path.includes('{') ? fc.tuple(idFor(route), fc.constantFrom('sim', 'sim-backup', 'nope')) : fc.constant(['', ''] as const);
-      const query = route.query ? fc.array(fc.tuple(fc.constantFrom(...route.query), fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('%00', '%ED%A0%80', '-1', '1e309', '2026-13-45', 'x'.repeat(3000)))), { maxLength: 3 }) : fc.constant([]);
+      const query = route.query
+        ? fc.array(
+            fc.tuple(
+              fc.constantFrom(...route.query),
+              fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('%00', '%ED%A0%80', '-1', '1e309', '2026-13-45', 'x'.repeat(3000))),
+            ),
+            { maxLength: 3 },
+          )
+        : fc.constant([]);
       const near = nearlyValid(route);
       const body = route.fields ? (near ? fc.oneof(bodyFor(route), near) : bodyFor(route)).map((b) => JSON.stringify(b)) : fc.constant(undefined);
       await fc.assert(
@@ -286,11 +419,26 @@ describe('fuzzing every route (issue 14)', () => {
     // Keys that are not what they claim, on every route kind.
     for (const route of ROUTES.filter((r) => r.key !== 'none')) {
       const url = pathOf(route, 'x');
-      const attempts: Record<string, string>[] = [{ authorization: 'Bearer svc_live_short' }, { authorization: `Bearer ${keys.full}`, 'x-api-key': `${keys.management}` }, { authorization: 'Basic Zm9vOmJhcg==' }];
+      const attempts: Record<string, string>[] = [
+        { authorization: 'Bearer svc_live_short' },
+        { authorization: `Bearer ${keys.full}`, 'x-api-key': `${keys.management}` },
+        { authorization: 'Basic Zm9vOmJhcg==' },
+      ];
       for (const headers of attempts) {
         const r = await fetch(`${base}${url}`, { method: route.method, headers });
         const text = await r.text();
-        check(route, `auth ${JSON.stringify(headers).slice(0, 40)}`, { status: r.status, text, headers: r.headers, body: (() => { try { return JSON.parse(text); } catch { return null; } })() });
+        check(route, `auth ${JSON.stringify(headers).slice(0, 40)}`, {
+          status: r.status,
+          text,
+          headers: r.headers,
+          body: (() => {
+            try {
+              return JSON.parse(text);
+            } catch {
+              return null;
+            }
+          })(),
+        });
       }
     }
 
@@ -301,12 +449,18 @@ describe('fuzzing every route (issue 14)', () => {
     // Property 4: nothing poisoned; key writes and revocation work for everyone.
     await gw.runtime.projections.catchUpAll();
     expect((await gw.runtime.projections.status()).filter((s) => s.lag !== 0 || s.quarantined !== 0)).toEqual([]);
-    const created = await fetch(`${base}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${keys.management}`, 'content-type': 'application/json' }, body: '{"name": "after fuzzing"}' });
+    const created = await fetch(`${base}/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keys.management}`, 'content-type': 'application/json' },
+      body: '{"name": "after fuzzing"}',
+    });
     expect(created.status).toBe(201);
     const { data, key } = (await created.json()) as { data: { id: string }; key: string };
     expect((await fetch(`${base}/v1/credits`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     expect((await fetch(`${base}/v1/keys/${data.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${keys.management}` } })).status).toBe(200);
     expect((await fetch(`${base}/v1/credits`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
-    console.log(`fuzz (seed ${SEED}, ${RUNS} generated cases per route): ${[...cases.values()].reduce((a, b) => a + b, 0)} requests over ${cases.size} routes, ${billedCosts.length} billed answers`);
+    console.log(
+      `fuzz (seed ${SEED}, ${RUNS} generated cases per route): ${[...cases.values()].reduce((a, b) => a + b, 0)} requests over ${cases.size} routes, ${billedCosts.length} billed answers`,
+    );
   }, 600_000);
 });

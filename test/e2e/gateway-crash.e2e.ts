@@ -106,7 +106,12 @@ describe('a gateway killed mid-request (kill -9)', () => {
     expect(charge.metadata.actor).toBe('hold-reaper');
     const charged = charge.data.completion_tokens as number;
     const got = countTextTokens(received.map((r) => r.text).join(''));
-    const gotOneIntervalEarlier = countTextTokens(received.filter((r) => r.at <= killedAt - PROGRESS_INTERVAL_MS - 500).map((r) => r.text).join(''));
+    const gotOneIntervalEarlier = countTextTokens(
+      received
+        .filter((r) => r.at <= killedAt - PROGRESS_INTERVAL_MS - 500)
+        .map((r) => r.text)
+        .join(''),
+    );
     // Billed for no more than the client received, and no less than it had one interval before.
     expect(charged).toBeGreaterThan(0);
     expect(charged).toBeLessThanOrEqual(got);

@@ -34,7 +34,11 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     const key = (await gateways.one('POST', `/admin/accounts/${account}/keys`, { body: {}, headers: admin })).json.key;
     const before = (await gateways.one('GET', '/v1/credits', { key })).json.data.balance as number;
     const post = (body: unknown) =>
-      fetch(`${gateways.second.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${gateways.second.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
 
     // Answered by the upstream while the gateway is paused: nothing of it is recorded before.
     const plain = post({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'later\n#sim {"delay_ms": 5000}' }] });
@@ -60,14 +64,19 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     gateways.second.child.kill('SIGSTOP');
     try {
       // The reaper (in this process) settles both holds from what was recorded: it cannot tell a pause from a death.
-      const reaped = await until('the reaper to settle both holds', async () => {
-        await gateways.first.background.reaper.reapOnce();
-        const { rows } = await db.query<{ type: string; data: { hold_id: string; amount_nano: string } }>(
-          `SELECT type, data FROM events WHERE type IN ('UsageCharged', 'HoldReleased') AND data->>'account_id' = $1 AND data ? 'reaped'`,
-          [account],
-        );
-        return rows.length === 2 ? rows : null;
-      }, GATEWAY_LEASE_MS + 20_000, 200);
+      const reaped = await until(
+        'the reaper to settle both holds',
+        async () => {
+          await gateways.first.background.reaper.reapOnce();
+          const { rows } = await db.query<{ type: string; data: { hold_id: string; amount_nano: string } }>(
+            `SELECT type, data FROM events WHERE type IN ('UsageCharged', 'HoldReleased') AND data->>'account_id' = $1 AND data ? 'reaped'`,
+            [account],
+          );
+          return rows.length === 2 ? rows : null;
+        },
+        GATEWAY_LEASE_MS + 20_000,
+        200,
+      );
       expect(reaped.find((e) => e.data.hold_id === generationId)?.type).toBe('UsageCharged');
     } finally {
       gateways.second.child.kill('SIGCONT');
@@ -78,7 +87,10 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
       if (done) break;
       text += decoder.decode(value, { stream: true });
     }
-    const frames = text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    const frames = text
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: '))
+      .map((f) => f.slice(6));
     expect(frames[frames.length - 1]).toBe('[DONE]');
     const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
     expect(chunks.some((c) => c.error)).toBe(false);
@@ -89,12 +101,17 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     expect(answered.usage.cost).toBeGreaterThan(0);
 
     // Each generation shows its whole charge, and the balance moved by exactly both.
-    const billed = await until('both generations billed in full', async () => {
-      await gateways.first.runtime.projections.catchUpAll();
-      const stream = (await gateways.one('GET', `/v1/generation?id=${generationId}`, { key })).json.data;
-      const single = (await gateways.one('GET', `/v1/generation?id=${answered.id}`, { key })).json.data;
-      return stream?.tokens_completion === OUTPUT_TOKENS && single?.total_cost > 0 ? { stream, single } : null;
-    }, 10_000, 200);
+    const billed = await until(
+      'both generations billed in full',
+      async () => {
+        await gateways.first.runtime.projections.catchUpAll();
+        const stream = (await gateways.one('GET', `/v1/generation?id=${generationId}`, { key })).json.data;
+        const single = (await gateways.one('GET', `/v1/generation?id=${answered.id}`, { key })).json.data;
+        return stream?.tokens_completion === OUTPUT_TOKENS && single?.total_cost > 0 ? { stream, single } : null;
+      },
+      10_000,
+      200,
+    );
     expect(usdToNano(billed.stream.total_cost)).toBe(usdToNano(usage.cost));
     expect(usdToNano(billed.single.total_cost)).toBe(usdToNano(answered.usage.cost));
     const after = (await gateways.one('GET', '/v1/credits', { key })).json.data;

@@ -54,7 +54,11 @@ describe('health probes on the embedded defaults', () => {
     await projections.stop();
     try {
       await projections.catchUpAll();
-      const { position } = await store.append(`health-test-${randomUUID()}`, [{ id: randomUUID(), type: 'HealthTestNoted', data: {}, metadata: { at: clock.now().toISOString() } }], 'no_stream');
+      const { position } = await store.append(
+        `health-test-${randomUUID()}`,
+        [{ id: randomUUID(), type: 'HealthTestNoted', data: {}, metadata: { at: clock.now().toISOString() } }],
+        'no_stream',
+      );
 
       clock.advance(30_000);
       const atBound = await call('GET', '/health/ready');

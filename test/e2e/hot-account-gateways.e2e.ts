@@ -53,16 +53,31 @@ describe('issue 41 A: a hot account on four gateways behind a round-robin balanc
       for (let n = next++; n < REQUESTS; n = next++) {
         const account = n % ACCOUNTS;
         const stream = n % 3 === 0;
-        const body = { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: `hot ${n}` }], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+        const body = {
+          model: 'sim/echo',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: `hot ${n}` }],
+          ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+        };
         const call = gateways[Math.floor(n / ACCOUNTS) % gateways.length];
         const r = await call('POST', '/v1/chat/completions', { key: accounts[account].key, body });
         let cost = 0n;
         if (r.status === 200 && stream) {
-          const frames = (r.json as string).split('\n\n').filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]').map((f) => JSON.parse(f.slice(6)));
+          const frames = (r.json as string)
+            .split('\n\n')
+            .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
+            .map((f) => JSON.parse(f.slice(6)));
           expect(frames.some((f) => f.error)).toBe(false);
           cost = usdToNano(frames[frames.length - 1].usage.cost);
         } else if (r.status === 200) cost = usdToNano(r.json.usage.cost);
-        outcomes.push({ account, status: r.status, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code, retryAfter: r.headers.get('retry-after') });
+        outcomes.push({
+          account,
+          status: r.status,
+          cost,
+          id: r.headers.get('x-svc-generation-id'),
+          code: r.json?.error?.code,
+          retryAfter: r.headers.get('retry-after'),
+        });
       }
     };
     await Promise.all(Array.from({ length: CONNECTIONS }, worker));

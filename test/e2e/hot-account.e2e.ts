@@ -22,12 +22,11 @@ describe('a hot account never overdraws', () => {
     const { first, one, two } = gateways;
     const worstCase = chatWorstCase(first.runtime, 'sim/echo', messages, body.max_tokens);
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
-    const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: Number(nanoToUsdString(120n * worstCase)) }, headers: admin })).json.id;
+    const accountId = (await one('POST', '/admin/accounts', { body: { initial_credits_usd: Number(nanoToUsdString(120n * worstCase)) }, headers: admin })).json
+      .id;
     const key = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: {}, headers: admin })).json.key;
 
-    const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => (i % 2 ? one : two)('POST', '/v1/chat/completions', { key, body })),
-    );
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? one : two)('POST', '/v1/chat/completions', { key, body })));
     // The premise of "exactly 120": every hold was decided before the first charge released anything.
     const log = (await first.runtime.store.readStream(accountStream(accountId))).map((e) => e.type);
     expect(log.lastIndexOf('HoldPlaced')).toBeLessThan(log.indexOf('UsageCharged'));

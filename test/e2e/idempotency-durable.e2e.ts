@@ -31,7 +31,12 @@ describe('issue 41 B: an Idempotency-Key outlives a Redis restart', () => {
   });
 
   const balance = async () => usdToNano((await call('GET', '/v1/credits', { key })).json.data.balance);
-  const chat = (text: string, stream = false) => ({ model: 'sim/echo', messages: [{ role: 'user', content: text }], max_tokens: 16, ...(stream ? { stream: true } : {}) });
+  const chat = (text: string, stream = false) => ({
+    model: 'sim/echo',
+    messages: [{ role: 'user', content: text }],
+    max_tokens: 16,
+    ...(stream ? { stream: true } : {}),
+  });
   const post = (path: string, body: unknown, idempotencyKey: string) => call('POST', path, { key, body, headers: { 'idempotency-key': idempotencyKey } });
 
   /** Posts until the gateway has its Redis back (503 idempotency_unavailable meanwhile), then answers. */
@@ -89,12 +94,20 @@ describe('issue 41 B: an Idempotency-Key outlives a Redis restart', () => {
     const idempotencyKey = randomUUID();
     const body = chat('flaky');
     // Fails upstream (not billed); the key is given back, in Redis and in the log.
-    const failed = await postOnceRedisIsBack('/v1/chat/completions', { ...body, messages: [{ role: 'user', content: 'flaky\n#sim {"fail": 400}' }] }, idempotencyKey);
+    const failed = await postOnceRedisIsBack(
+      '/v1/chat/completions',
+      { ...body, messages: [{ role: 'user', content: 'flaky\n#sim {"fail": 400}' }] },
+      idempotencyKey,
+    );
     expect(failed.status).toBe(400);
     await stopRedisServer(redis);
     redis = await startRedisServer(redisPort);
     const before = await balance();
-    const ran = await postOnceRedisIsBack('/v1/chat/completions', { ...body, messages: [{ role: 'user', content: 'flaky\n#sim {"fail": 400}' }] }, idempotencyKey);
+    const ran = await postOnceRedisIsBack(
+      '/v1/chat/completions',
+      { ...body, messages: [{ role: 'user', content: 'flaky\n#sim {"fail": 400}' }] },
+      idempotencyKey,
+    );
     // It ran again (the provider refused it again), rather than being refused as a repeat.
     expect(ran.status).toBe(400);
     expect(ran.json.error.code).toBe('upstream_rejected');

@@ -298,7 +298,7 @@ describe('identity', () => {
       expect(tooLong.json.error).toMatchObject({ type: 'invalid_request_error', param: 'grace_period_seconds' });
     });
 
-    it('revocation answers 404 for another workspace\'s key, and is idempotent', async () => {
+    it("revocation answers 404 for another workspace's key, and is idempotent", async () => {
       const other = await adminKey(await account(1), { scope: 'management' });
       const { id, secret } = await adminKey(acc, {});
       const foreign = await call('DELETE', `/v1/keys/${id}`, { key: other.secret });
@@ -334,7 +334,7 @@ describe('identity', () => {
       return { id: r.json.data.id as string, secret: r.json.key as string };
     };
 
-    it('a member cannot revoke an admin\'s key; an admin can revoke a member\'s; a member can revoke its own', async () => {
+    it("a member cannot revoke an admin's key; an admin can revoke a member's; a member can revoke its own", async () => {
       const annsKey = await create(annManagement);
       const bobsKey = await create(bobManagement);
       const bobsOther = await create(bobManagement);
@@ -355,7 +355,7 @@ describe('identity', () => {
       expect(ids((await call('GET', '/v1/keys', { key: annManagement })).json.data)).toEqual(new Set([ann, bob]));
     });
 
-    it('keys created inside the organization bill the owner\'s balance', async () => {
+    it("keys created inside the organization bill the owner's balance", async () => {
       const key = await create(bobManagement);
       const credits = async (accountId: string) => (await admin('GET', `/admin/accounts/${accountId}`)).json.data.balance;
       const [ownerBefore, bobBefore] = [await credits(owner), await credits(bob)];
@@ -365,7 +365,7 @@ describe('identity', () => {
       expect(await credits(bob)).toBe(bobBefore);
     });
 
-    it('a member who leaves loses the organization\'s keys; deleting the organization stops all of them', async () => {
+    it("a member who leaves loses the organization's keys; deleting the organization stops all of them", async () => {
       const bobsKey = await create(bobManagement);
       const annsKey = await create(annManagement);
       expect((await admin('DELETE', `/admin/orgs/${org}/members/${bob}`)).status).toBe(200);

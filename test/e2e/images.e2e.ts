@@ -63,7 +63,7 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
   const generate = (body: unknown, headers: Record<string, string> = {}) => call('POST', '/images/generations', { key: key(), body, headers });
   const upstreamReceived = () => gw.runtime.simulator!.received.at(-1) as Record<string, unknown>;
 
-  it('answers OpenAI\'s ImagesResponse with real PNGs of the requested size, billed per image: usage.cost is the balance drop and the generation record', async () => {
+  it("answers OpenAI's ImagesResponse with real PNGs of the requested size, billed per image: usage.cost is the balance drop and the generation record", async () => {
     const before = await balance();
     const { data, response } = await client.images.generate({ model: 'sim/image', prompt: 'a lighthouse at dusk', n: 2, size: '1024x1536' }).withResponse();
     const answer = data as Costed;
@@ -83,7 +83,13 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
     expect(usdToNano(answer.usage.cost)).toBe(2n * NANO_PER_IMAGE);
     expect(before - (await balance())).toBe(2n * NANO_PER_IMAGE);
     const record = await generation(answer.id);
-    expect(record).toMatchObject({ model: 'sim/image', provider: 'sim', endpoint: '/v1/images/generations', status: 'completed', usage_by_meter: { images: 2 } });
+    expect(record).toMatchObject({
+      model: 'sim/image',
+      provider: 'sim',
+      endpoint: '/v1/images/generations',
+      status: 'completed',
+      usage_by_meter: { images: 2 },
+    });
     expect(usdToNano(record.total_cost)).toBe(2n * NANO_PER_IMAGE);
     // Issue 23: the images at their price, adding up to the charge.
     expect(costLinesOf(record)).toEqual([['images', 2, 0.04, 2n * NANO_PER_IMAGE]]);
@@ -153,7 +159,7 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
       expect((await gw.runtime.sql.query('SELECT id FROM stored_images WHERE id = $1', [old.id])).rows).toHaveLength(0);
     });
 
-    it('builds the URL from the request\'s Host and x-forwarded-proto', async () => {
+    it("builds the URL from the request's Host and x-forwarded-proto", async () => {
       const r = await generate({ model: 'sim/image', prompt: 'behind a proxy', size: '8x8', response_format: 'url', n: 2 }, { 'x-forwarded-proto': 'https' });
       expect(r.status).toBe(200);
       expect(r.json.data).toHaveLength(2);
@@ -308,7 +314,7 @@ describe('POST /v1/images/generations (spec 1, 4.8)', () => {
   });
 });
 
-describe('image URLs expire an hour after they are made, by the gateway\'s clock, on PostgreSQL', () => {
+describe("image URLs expire an hour after they are made, by the gateway's clock, on PostgreSQL", () => {
   const clock = new ManualClock(new Date('2026-11-02T10:00:00Z'));
   let gw: StartedGateway;
   let call: Call;
@@ -320,7 +326,10 @@ describe('image URLs expire an hour after they are made, by the gateway\'s clock
   afterAll(() => stopGateway(gw));
 
   it('serves the image until its hour is over, then answers 404 and deletes it', async () => {
-    const r = await call('POST', '/images/generations', { key: gw.keys.api_key, body: { model: 'sim/image', prompt: 'for an hour', size: '12x10', response_format: 'url' } });
+    const r = await call('POST', '/images/generations', {
+      key: gw.keys.api_key,
+      body: { model: 'sim/image', prompt: 'for an hour', size: '12x10', response_format: 'url' },
+    });
     expect(r.status).toBe(200);
     const { url } = r.json.data[0];
     const id = /\/v1\/images\/content\/([A-Za-z0-9_-]{43})\.png$/.exec(url)![1];

@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis, DEFAULT_KEY_PREFIX, idempotencyEntryKey, isSealedSecret, openSecret, sealedResponseContext, type StoredResponse, whenReady } from '@svc/platform';
+import {
+  closeRedis,
+  connectRedis,
+  DEFAULT_KEY_PREFIX,
+  idempotencyEntryKey,
+  isSealedSecret,
+  openSecret,
+  sealedResponseContext,
+  type StoredResponse,
+  whenReady,
+} from '@svc/platform';
 import { api, createAccountWithKey, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 
 /**
@@ -55,7 +65,8 @@ describe.each([
     return (r.json.data as { id: string; name: string }[]).filter((k) => k.name === name);
   };
   /** KeyCreated events of that name in the log: what really happened, whatever the read model says. */
-  const createdEvents = async (name: string) => (await gw.runtime.store.readAll()).filter((e) => e.type === 'KeyCreated' && (e.data as { name?: string }).name === name);
+  const createdEvents = async (name: string) =>
+    (await gw.runtime.store.readAll()).filter((e) => e.type === 'KeyCreated' && (e.data as { name?: string }).name === name);
   const entryOf = (managerId: string, idempotencyKey: string) => {
     const entry = idempotencyEntryKey(DEFAULT_KEY_PREFIX, managerId, idempotencyKey);
     written.push(entry);
@@ -188,27 +199,28 @@ describe.each([
   });
 
   // The in-memory store's copy is checked by the sealed store's own tests (sealed-idempotency.spec.ts).
-  if (onRedis) it('keeps in Redis only the sealed answer: no secret, no key id, and it opens to the answer sent', async () => {
-    const m = await manager();
-    const headers = idem();
-    const name = `sealed-${randomUUID()}`;
-    const first = await create(m.key, { name }, headers);
-    expect(first.status).toBe(201);
-    const secret = first.json.key as string;
+  if (onRedis)
+    it('keeps in Redis only the sealed answer: no secret, no key id, and it opens to the answer sent', async () => {
+      const m = await manager();
+      const headers = idem();
+      const name = `sealed-${randomUUID()}`;
+      const first = await create(m.key, { name }, headers);
+      expect(first.status).toBe(201);
+      const secret = first.json.key as string;
 
-    const entry = await redis!.hgetall(entryOf(m.id, headers['idempotency-key']));
-    const raw = JSON.stringify(entry);
-    expect(entry.response).toBeDefined();
-    expect(raw).not.toContain(secret);
-    expect(raw).not.toContain(secret.slice(-40));
-    expect(raw).not.toContain(first.json.data.id);
-    expect(raw).not.toContain(name);
-    const held = JSON.parse(entry.response) as StoredResponse;
-    expect(held.status).toBe(201);
-    expect(isSealedSecret(held.body)).toBe(true);
+      const entry = await redis!.hgetall(entryOf(m.id, headers['idempotency-key']));
+      const raw = JSON.stringify(entry);
+      expect(entry.response).toBeDefined();
+      expect(raw).not.toContain(secret);
+      expect(raw).not.toContain(secret.slice(-40));
+      expect(raw).not.toContain(first.json.data.id);
+      expect(raw).not.toContain(name);
+      const held = JSON.parse(entry.response) as StoredResponse;
+      expect(held.status).toBe(201);
+      expect(isSealedSecret(held.body)).toBe(true);
 
-    // What the seal holds is the answer itself, under this gateway's encryption key.
-    const opened = JSON.parse(openSecret(gw.runtime.config.encryptionKey!, held.body, sealedResponseContext(m.id, headers['idempotency-key'], entry.fp)));
-    expect(JSON.parse(opened.body)).toEqual(first.json);
-  });
+      // What the seal holds is the answer itself, under this gateway's encryption key.
+      const opened = JSON.parse(openSecret(gw.runtime.config.encryptionKey!, held.body, sealedResponseContext(m.id, headers['idempotency-key'], entry.fp)));
+      expect(JSON.parse(opened.body)).toEqual(first.json);
+    });
 });

@@ -36,7 +36,10 @@ describe('operator CLI: ledger audit', () => {
     aggregates = new AggregateStore(store, clock);
     const run = (account: string, at: string, ...commands: AccountCommand[]) => {
       clock.set(at);
-      return commands.reduce<Promise<unknown>>((done, command) => done.then(() => aggregates.handle(accountDecider, accountStream(account), command)), Promise.resolve());
+      return commands.reduce<Promise<unknown>>(
+        (done, command) => done.then(() => aggregates.handle(accountDecider, accountStream(account), command)),
+        Promise.resolve(),
+      );
     };
     const hold = (holdId: string, keyId: string, amountNano: bigint, ttlMs = 15 * 60_000): AccountCommand => ({
       type: 'PlaceHold',
@@ -47,10 +50,20 @@ describe('operator CLI: ledger audit', () => {
       endpoint: '/v1/chat/completions',
       ttlMs,
     });
-    const charge = (holdId: string, amountNano: bigint, completion_tokens = 5): AccountCommand => ({ type: 'ChargeUsage', holdId, amountNano, stats: stats({ completion_tokens }) });
+    const charge = (holdId: string, amountNano: bigint, completion_tokens = 5): AccountCommand => ({
+      type: 'ChargeUsage',
+      holdId,
+      amountNano,
+      stats: stats({ completion_tokens }),
+    });
 
     // acme, two keys: every way a hold ends, an over-hold charge, one hold left open, a top-up.
-    await run('acme', '2026-11-02T10:00:00.000Z', { type: 'OpenAccount', accountId: 'acme' }, { type: 'AddCredits', amountNano: 10n * USD, reason: 'purchase' });
+    await run(
+      'acme',
+      '2026-11-02T10:00:00.000Z',
+      { type: 'OpenAccount', accountId: 'acme' },
+      { type: 'AddCredits', amountNano: 10n * USD, reason: 'purchase' },
+    );
     await run('acme', '2026-11-02T10:01:00.000Z', hold('h1', 'k1', USD), charge('h1', (3n * USD) / 10n));
     await run('acme', '2026-11-02T10:03:00.000Z', hold('h2', 'k2', USD / 2n), { type: 'ReleaseHold', holdId: 'h2', errorCode: 'upstream_503' });
     await run('acme', '2026-11-02T10:04:00.000Z', hold('h3', 'k1', USD / 5n, 60_000));
@@ -77,7 +90,11 @@ describe('operator CLI: ledger audit', () => {
     const out = await cli();
     expect(out).toMatch(/^Ledger audit at .* \(whole log\): 2 accounts, 19 events replayed$/m);
     expect(out).toContain(
-      ['account acme (revision 13)', '  credits $15  charged $0.75  open holds 1 ($0.1)  available $14.15', '  over-hold charges 1 ($0.05 above their holds)'].join('\n'),
+      [
+        'account acme (revision 13)',
+        '  credits $15  charged $0.75  open holds 1 ($0.1)  available $14.15',
+        '  over-hold charges 1 ($0.05 above their holds)',
+      ].join('\n'),
     );
     expect(out).toContain('account beta (revision 4)\n  credits $1  charged $0.25  open holds 0 ($0)  available $0.75');
     expect(out).toContain('Invariants 1-4: no violations');
@@ -150,7 +167,9 @@ describe('operator CLI: ledger audit', () => {
       const { out, error } = await failing();
       expect(error).toBeInstanceOf(LedgerAuditFailedError);
       expect(error.message).toBe('0 violations, 1 projection mismatch');
-      expect(out.split('\n').filter((l) => /^(MISMATCH|VIOLATION)/.test(l))).toEqual(['MISMATCH credit_accounts row for acme: used_nano 750000001 but the log says 750000000']);
+      expect(out.split('\n').filter((l) => /^(MISMATCH|VIOLATION)/.test(l))).toEqual([
+        'MISMATCH credit_accounts row for acme: used_nano 750000001 but the log says 750000000',
+      ]);
       // The report of the log itself is unchanged: the projection is wrong, not the ledger.
       expect(out).toContain('credits $15  charged $0.75  open holds 1 ($0.1)  available $14.15');
     } finally {

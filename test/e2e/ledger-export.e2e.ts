@@ -35,10 +35,16 @@ describe('operator CLI: ledger export and reconcile (built CLI, real processes)'
   const TO = '2026-11-02T12:00';
 
   const inPeriod = (e: (typeof appended)[number]) => appendedInstant(e) >= Date.parse(FROM) && appendedInstant(e) < Date.parse(`${TO}Z`);
-  const moneyInPeriod = appended.filter((e) => ['CreditsAdded', 'UsageCharged', 'BalanceAdjusted'].includes(e.type) && e.stream.startsWith('account-') && inPeriod(e));
+  const moneyInPeriod = appended.filter(
+    (e) => ['CreditsAdded', 'UsageCharged', 'BalanceAdjusted'].includes(e.type) && e.stream.startsWith('account-') && inPeriod(e),
+  );
 
   function start(...args: string[]): { child: ChildProcess; done: Promise<Finished> } {
-    const child = spawn(process.execPath, [CLI, 'ledger', ...args], { cwd: dir, env: { ...process.env, DATABASE_URL: url, EVENTSTORE_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'ledger', ...args], {
+      cwd: dir,
+      env: { ...process.env, DATABASE_URL: url, EVENTSTORE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let stdout = '';
     let stderr = '';
@@ -66,7 +72,10 @@ describe('operator CLI: ledger export and reconcile (built CLI, real processes)'
 
   it('refuses from after to, a malformed date and a bad option with a message naming it, exit status 1, and writes nothing', async () => {
     const cases: [string[], RegExp][] = [
-      [['export', '--from', '2026-11-03', '--to', '2026-11-01', '--out', 'bad.csv'], /--from \(2026-11-03T00:00:00\.000Z\) must be before --to \(2026-11-01T00:00:00\.000Z\)/],
+      [
+        ['export', '--from', '2026-11-03', '--to', '2026-11-01', '--out', 'bad.csv'],
+        /--from \(2026-11-03T00:00:00\.000Z\) must be before --to \(2026-11-01T00:00:00\.000Z\)/,
+      ],
       [['export', '--from', '2026-11-01', '--to', '2026-13-45', '--out', 'bad.csv'], /--to is not an ISO 8601 date or date-time .*"2026-13-45"/],
       [['export', '--from', 'last tuesday', '--format', 'jsonl'], /--from is not an ISO 8601 date/],
       [['export', '--format', 'xlsx', '--out', 'bad.csv'], /--format must be one of csv, jsonl, parquet/],
@@ -184,7 +193,11 @@ describe('operator CLI: ledger export and reconcile (built CLI, real processes)'
     expect(report.byok).toEqual([
       { provider: 'anthropic', model: 'anthropic/claude-haiku', requests: charges.length - operatorPaid.length, fees_usd: expect.any(String) },
     ]);
-    expect(report.providers.map((p: { provider: string; model: string }) => `${p.provider} ${p.model}`)).toEqual(['openai openai/gpt-4o-mini', 'sim sim/echo', 'sim sim/small-8k']);
+    expect(report.providers.map((p: { provider: string; model: string }) => `${p.provider} ${p.model}`)).toEqual([
+      'openai openai/gpt-4o-mini',
+      'sim sim/echo',
+      'sim sim/small-8k',
+    ]);
 
     const text = await cli('reconcile', '--from', FROM, '--to', TO, '--unknown-limit', '3');
     expect(text.code).toBe(0);

@@ -26,8 +26,16 @@ describe('liveness under hostile bodies', () => {
     const key = gw.keys.api_key;
     const base64 = Buffer.alloc(6_000_000, 'base64-like text is the slowest to encode;').toString('base64');
     const hostile: [string, string, unknown][] = [
-      ['count_tokens, 100 kB of one letter as system', '/v1/messages/count_tokens', { model: 'sim/echo', system: 'B'.repeat(100_000), messages: [{ role: 'user', content: 'hi' }] }],
-      ['count_tokens, 1 MB of one letter as system', '/v1/messages/count_tokens', { model: 'sim/echo', system: 'B'.repeat(1_000_000), messages: [{ role: 'user', content: 'hi' }] }],
+      [
+        'count_tokens, 100 kB of one letter as system',
+        '/v1/messages/count_tokens',
+        { model: 'sim/echo', system: 'B'.repeat(100_000), messages: [{ role: 'user', content: 'hi' }] },
+      ],
+      [
+        'count_tokens, 1 MB of one letter as system',
+        '/v1/messages/count_tokens',
+        { model: 'sim/echo', system: 'B'.repeat(1_000_000), messages: [{ role: 'user', content: 'hi' }] },
+      ],
       ['count_tokens, 8 MB of base64', '/v1/messages/count_tokens', { model: 'sim/echo', messages: [{ role: 'user', content: base64 }] }],
       ['chat, 200 kB of one letter', '/v1/chat/completions', { model: 'sim/echo', max_tokens: 4, messages: [{ role: 'user', content: 'B'.repeat(200_000) }] }],
       ['chat, 9 MB of one letter', '/v1/chat/completions', { model: 'sim/echo', max_tokens: 4, messages: [{ role: 'user', content: 'B'.repeat(9_000_000) }] }],

@@ -48,7 +48,12 @@ describe('the log of a whole run', () => {
   }, 60_000);
 
   /** A request, recorded as made; `body` may be a raw string (bad JSON on purpose). */
-  async function call(method: string, path: string, key: string | null, body?: unknown): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  async function call(
+    method: string,
+    path: string,
+    key: string | null,
+    body?: unknown,
+  ): Promise<{ status: number; json: any; text: string; headers: Headers }> {
     const res = await fetch(`${base}${path}`, {
       method,
       headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -62,7 +67,14 @@ describe('the log of a whole run', () => {
       json = undefined;
     }
     const generation = res.headers.get('x-svc-generation-id') ?? undefined;
-    made.push({ method, path: path.split('?')[0], status: res.status, generation, cost: json?.usage?.cost ?? costHeader(res.headers), keyed: key !== null && key !== BOGUS && key !== keys.admin_token });
+    made.push({
+      method,
+      path: path.split('?')[0],
+      status: res.status,
+      generation,
+      cost: json?.usage?.cost ?? costHeader(res.headers),
+      keyed: key !== null && key !== BOGUS && key !== keys.admin_token,
+    });
     return { status: res.status, json, text, headers: res.headers };
   }
 
@@ -76,23 +88,40 @@ describe('the log of a whole run', () => {
 
   it('writes one JSON line per request with its fields, and never a secret or a prompt', async () => {
     const live = keys.live_api_key;
-    const chat = (content: string, extra: object = {}) => call('POST', '/v1/chat/completions', live, { model: 'sim/echo', messages: [{ role: 'user', content }], ...extra });
+    const chat = (content: string, extra: object = {}) =>
+      call('POST', '/v1/chat/completions', live, { model: 'sim/echo', messages: [{ role: 'user', content }], ...extra });
 
     expect((await chat(prompt('the platypus sings at dawn'))).status).toBe(200);
     const streamed = await chat(prompt('a streamed wombat lullaby'), { stream: true, stream_options: { include_usage: true } });
     expect(streamed.status).toBe(200);
-    const usageChunk = streamed.text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6))).find((c) => c.usage);
+    const usageChunk = streamed.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)))
+      .find((c) => c.usage);
     made[made.length - 1].cost = usageChunk.usage.cost;
     // The first provider fails, the backup answers; then every provider fails: not billed.
     expect((await chat(`${prompt('the quokka falls back')}\n#sim {"fail_models": {"sim/echo": 503}}`, { models: ['sim/small-8k'] })).status).toBe(200);
     expect((await chat(`${prompt('the echidna outage')}\n#sim {"fail": 503}`)).status).toBeGreaterThanOrEqual(500);
-    expect((await call('POST', '/v1/messages', live, { model: 'sim/claude-echo', max_tokens: 32, messages: [{ role: 'user', content: prompt('the anthropic numbat') }] })).status).toBe(200);
+    expect(
+      (
+        await call('POST', '/v1/messages', live, {
+          model: 'sim/claude-echo',
+          max_tokens: 32,
+          messages: [{ role: 'user', content: prompt('the anthropic numbat') }],
+        })
+      ).status,
+    ).toBe(200);
     expect((await call('POST', '/v1/embeddings', live, { model: 'sim/embed', input: prompt('embedded bilby verse') })).status).toBe(200);
-    expect((await call('POST', '/v1/images/generations', live, { model: 'sim/image', prompt: prompt('a painted cassowary'), response_format: 'b64_json' })).status).toBe(200);
+    expect(
+      (await call('POST', '/v1/images/generations', live, { model: 'sim/image', prompt: prompt('a painted cassowary'), response_format: 'b64_json' })).status,
+    ).toBe(200);
     expect((await call('POST', '/v1/audio/speech', live, { model: 'sim/tts', input: prompt('spoken kookaburra'), voice: 'alloy' })).status).toBe(200);
 
     // Refusals: bad JSON, an unknown model (the message names it), a key nobody issued.
-    expect((await call('POST', '/v1/chat/completions', live, `{"model": "sim/echo", "messages": [{"content": "${prompt('broken dingo json')}"`)).status).toBe(400);
+    expect((await call('POST', '/v1/chat/completions', live, `{"model": "sim/echo", "messages": [{"content": "${prompt('broken dingo json')}"`)).status).toBe(
+      400,
+    );
     // Refused while its body was read, before its key was: the line names no caller.
     made[made.length - 1].keyed = false;
     expect((await chat(prompt('the unknown taipan'), { model: 'taipan/not-a-model' })).status).toBe(404);
@@ -103,7 +132,14 @@ describe('the log of a whole run', () => {
     const created = await call('POST', '/v1/keys', keys.management_key, { name: 'logged' });
     expect(created.status).toBe(201);
     secrets.push(created.json.key);
-    expect((await call('POST', '/v1/chat/completions', created.json.key, { model: 'sim/echo', messages: [{ role: 'user', content: prompt('the created key galah') }] })).status).toBe(200);
+    expect(
+      (
+        await call('POST', '/v1/chat/completions', created.json.key, {
+          model: 'sim/echo',
+          messages: [{ role: 'user', content: prompt('the created key galah') }],
+        })
+      ).status,
+    ).toBe(200);
     const rotated = await call('POST', `/v1/keys/${created.json.data.id}/rotate`, keys.management_key, { grace_period_seconds: 0 });
     expect(rotated.status).toBe(200);
     secrets.push(rotated.json.key);
@@ -126,7 +162,12 @@ describe('the log of a whole run', () => {
     });
     await new Promise((resolve) => ws.once('open', resolve));
     made.push({ method: 'GET', path: '/v1/realtime', status: 101, keyed: true });
-    ws.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: prompt('the realtime bandicoot') }] } }));
+    ws.send(
+      JSON.stringify({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: prompt('the realtime bandicoot') }] },
+      }),
+    );
     ws.send(JSON.stringify({ type: 'response.create' }));
     expect((await done).response.status).toBe('completed');
     ws.close();
@@ -154,7 +195,8 @@ describe('the log of a whole run', () => {
       if (request.generation) expect(line.generation_id).toBe(request.generation);
       if (request.keyed) expect(line).toMatchObject({ key_id: expect.stringMatching(/\S/), account_id: keys.account_id });
       // Billed: the provider that answered and the charge, equal to what the caller was told.
-      if (request.cost !== undefined) expect(line).toMatchObject({ cost: request.cost, provider: expect.stringMatching(/^sim/), upstream_ms: expect.any(Number) });
+      if (request.cost !== undefined)
+        expect(line).toMatchObject({ cost: request.cost, provider: expect.stringMatching(/^sim/), upstream_ms: expect.any(Number) });
     });
     const billed = lines.filter((l) => l.cost !== undefined);
     expect(billed.length).toBe(made.filter((m) => m.cost !== undefined).length);
@@ -177,7 +219,12 @@ describe('the log of a whole run', () => {
     const starting = lines.find((l) => String(l.msg).startsWith('svc-gateway starting'));
     const ready = lines.find((l) => String(l.msg).startsWith('svc-gateway is ready on'));
     expect(starting).toMatchObject({ level: 30, data_dir: dataDir });
-    expect(ready).toMatchObject({ level: 30, url: `http://localhost:${server.port}/v1`, dev_keys_file: join(dataDir, 'dev-keys.json'), account_id: keys.account_id });
+    expect(ready).toMatchObject({
+      level: 30,
+      url: `http://localhost:${server.port}/v1`,
+      dev_keys_file: join(dataDir, 'dev-keys.json'),
+      account_id: keys.account_id,
+    });
     expect(lines.indexOf(starting!)).toBeLessThan(lines.indexOf(ready!));
   });
 

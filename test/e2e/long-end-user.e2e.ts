@@ -29,14 +29,20 @@ describe('requests naming a 3 KB end user, on PostgreSQL (issue 41 C)', () => {
     const chatUser = randomUser(3000);
     const messagesUser = randomUser(3000);
 
-    const chat = await call('POST', '/chat/completions', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, user: chatUser } });
+    const chat = await call('POST', '/chat/completions', {
+      key,
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, user: chatUser },
+    });
     expect(chat.status).toBe(200);
     const messages = await call('POST', '/messages', {
       headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
       body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }], metadata: { user_id: messagesUser } },
     });
     expect(messages.status).toBe(200);
-    const after = await call('POST', '/chat/completions', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'and then' }], max_tokens: 16 } });
+    const after = await call('POST', '/chat/completions', {
+      key,
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: 'and then' }], max_tokens: 16 },
+    });
     expect(after.status).toBe(200);
 
     // The request after them has its generation record, with the cost it was charged.

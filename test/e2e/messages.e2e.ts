@@ -74,11 +74,24 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
       if (event.type === 'message_delta') deltaUsage = event.usage as Anthropic.MessageDeltaUsage & { cost: number };
     }
     const final = await stream.finalMessage();
-    expect(types).toEqual(['message_start', 'content_block_start', ...types.slice(2, -3).map(() => 'content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop']);
+    expect(types).toEqual([
+      'message_start',
+      'content_block_start',
+      ...types.slice(2, -3).map(() => 'content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
     expect(final.id).toMatch(/^gen-/);
     expect(final.id).not.toBe(plain.id);
     // The SDK's own additions to a streamed message (parsed_output, stop_details) aside.
-    const { id: _id, usage: finalUsage, parsed_output: _parsed, stop_details: _details, ...finalShape } = final as Anthropic.Message & { parsed_output?: unknown };
+    const {
+      id: _id,
+      usage: finalUsage,
+      parsed_output: _parsed,
+      stop_details: _details,
+      ...finalShape
+    } = final as Anthropic.Message & { parsed_output?: unknown };
     const { id: _plainId, usage: plainUsage, ...plainShape } = plain;
     expect(finalShape).toEqual(plainShape);
     expect({ input: finalUsage.input_tokens, output: finalUsage.output_tokens }).toEqual({ input: plainUsage.input_tokens, output: plainUsage.output_tokens });
@@ -87,9 +100,15 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
   });
 
   it('sends the ping event and the generation id header on the raw stream', async () => {
-    const { headers, frames } = await rawStream(gw.url, '/messages', key, { model: 'sim/echo', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Raw' }] }, {
-      'anthropic-version': '2023-06-01',
-    });
+    const { headers, frames } = await rawStream(
+      gw.url,
+      '/messages',
+      key,
+      { model: 'sim/echo', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Raw' }] },
+      {
+        'anthropic-version': '2023-06-01',
+      },
+    );
     expect(frames.map((f) => f.event)).toEqual([
       'message_start',
       'ping',
@@ -102,7 +121,10 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
     for (const frame of frames) expect(frame.data.type).toBe(frame.event);
     const id = headers.get('x-svc-generation-id');
     expect(frames[0].data.message.id).toBe(id);
-    const text = frames.filter((f) => f.event === 'content_block_delta').map((f) => f.data.delta.text).join('');
+    const text = frames
+      .filter((f) => f.event === 'content_block_delta')
+      .map((f) => f.data.delta.text)
+      .join('');
     expect(text).toBe('Echo: Raw');
     expect(frames.at(-2)!.data).toMatchObject({ delta: { stop_reason: 'end_turn' }, usage: { output_tokens: expect.any(Number) } });
     expect(frames.at(-2)!.data.usage.cost).toBe((await generationOf(call, key, id!)).total_cost);
@@ -110,7 +132,11 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
 
   it('calls a tool, then takes its result in the next turn', async () => {
     const tools: Anthropic.Tool[] = [
-      { name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      {
+        name: 'get_weather',
+        description: 'The weather in a city',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
     ];
     const before = await creditsOf(call, key);
     const first = await client.messages.create({
@@ -204,7 +230,11 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
     const hit = await call('POST', '/messages', { body, headers });
     expect(hit.headers.get('x-svc-cache-status')).toBe('HIT');
     expect(hit.headers.get('x-svc-cache-source-id')).toBe(first.json.id);
-    expect(hit.json).toEqual({ ...first.json, id: hit.headers.get('x-svc-generation-id'), usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost: 0 } });
+    expect(hit.json).toEqual({
+      ...first.json,
+      id: hit.headers.get('x-svc-generation-id'),
+      usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, cost: 0 },
+    });
     expect(await creditsOf(call, key)).toEqual(before);
   });
 
@@ -271,8 +301,23 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
       ['a missing model', { max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, 'model', /model/],
       ['a missing max_tokens', { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] }, 'max_tokens', /max_tokens/],
       ['a bad role', { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role', /role/],
-      ['a thinking budget not below max_tokens', { model: 'sim/echo', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }] }, 'thinking.budget_tokens', /less than max_tokens/],
-      ['a web_search server tool with a max_uses of 0', { model: 'sim/echo', max_tokens: 16, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }], messages: [{ role: 'user', content: 'hi' }] }, 'tools[0].max_uses', /max_uses/],
+      [
+        'a thinking budget not below max_tokens',
+        { model: 'sim/echo', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }] },
+        'thinking.budget_tokens',
+        /less than max_tokens/,
+      ],
+      [
+        'a web_search server tool with a max_uses of 0',
+        {
+          model: 'sim/echo',
+          max_tokens: 16,
+          tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }],
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+        'tools[0].max_uses',
+        /max_uses/,
+      ],
     ])('400 invalid_request_error naming the field for %s', async (_, body, param, message) => {
       const before = await creditsOf(call, key);
       const err = await errorOf(client.messages.create(body as Anthropic.MessageCreateParamsNonStreaming));
@@ -289,7 +334,10 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
       const before = await creditsOf(call, key);
       const r = await call('POST', '/messages', { key, body, headers: { 'content-type': 'application/json' } });
       expect(r.status).toBe(400);
-      expect(r.json).toEqual({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_body', message: expect.stringContaining('JSON object') } });
+      expect(r.json).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', code: 'invalid_body', message: expect.stringContaining('JSON object') },
+      });
       expect(await creditsOf(call, key)).toEqual(before);
     });
 
@@ -308,7 +356,9 @@ describe('POST /v1/messages with the official @anthropic-ai/sdk', () => {
 
     it('an upstream failure is the vendor shape too, and not billed', async () => {
       const before = await creditsOf(call, key);
-      const err = await errorOf(client.messages.create({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'Fail\n#sim {"fail": 503}' }] }));
+      const err = await errorOf(
+        client.messages.create({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'Fail\n#sim {"fail": 503}' }] }),
+      );
       expect(err.status).toBe(503);
       expect(err.error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
       expect(await creditsOf(call, key)).toEqual(before);

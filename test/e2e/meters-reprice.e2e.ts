@@ -34,7 +34,13 @@ describe('meters agree with the charge: every charge re-priced from its meters g
     key = (await admin('POST', `/admin/accounts/${accountId}/keys`, {})).json.key;
     management = (await admin('POST', `/admin/accounts/${accountId}/keys`, { scope: 'management' })).json.key;
     // A mix: plain, cached input, reasoning, both, over two models with different cached prices.
-    const steers = ['', '#sim {"cached_tokens": 8}', '#sim {"reasoning_tokens": 10}', '#sim {"cached_tokens": 8, "reasoning_tokens": 7}', '#sim {"cached_tokens": 3}'];
+    const steers = [
+      '',
+      '#sim {"cached_tokens": 8}',
+      '#sim {"reasoning_tokens": 10}',
+      '#sim {"cached_tokens": 8, "reasoning_tokens": 7}',
+      '#sim {"cached_tokens": 3}',
+    ];
     for (const model of ['sim/echo', 'sim/claude-echo']) {
       for (const [i, steer] of steers.entries()) {
         const content = `meters line ${i} of ${model}, long enough to have some prompt tokens to cache\n${steer}`;
@@ -75,10 +81,15 @@ describe('meters agree with the charge: every charge re-priced from its meters g
 
   it("states the same meters: the statement's by_meter is the sum of the generations' usage_by_meter (spec 4.20)", async () => {
     const sum: Record<string, number> = {};
-    for (const id of ids) for (const [meter, q] of Object.entries((await generation(id)).usage_by_meter as Record<string, number>)) sum[meter] = (sum[meter] ?? 0) + q;
+    for (const id of ids)
+      for (const [meter, q] of Object.entries((await generation(id)).usage_by_meter as Record<string, number>)) sum[meter] = (sum[meter] ?? 0) + q;
     const now = new Date(Date.now() + 1000);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    const r = await call('GET', `/v1/credits/statement?from=${new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)}&to=${encodeURIComponent(now.toISOString())}`, { key: management });
+    const r = await call(
+      'GET',
+      `/v1/credits/statement?from=${new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)}&to=${encodeURIComponent(now.toISOString())}`,
+      { key: management },
+    );
     expect(r.status).toBe(200);
     expect((r.json.data ?? r.json).totals.by_meter).toEqual(sum);
   });

@@ -66,19 +66,30 @@ describe('GET /metrics on the main port (issue 22)', () => {
     const before = await scrape();
     const N = 3;
     const M = 2;
-    const answers = await Promise.all(Array.from({ length: N }, (_, i) => call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body: chat(`count me ${i}`) })));
+    const answers = await Promise.all(
+      Array.from({ length: N }, (_, i) => call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body: chat(`count me ${i}`) })),
+    );
     for (const a of answers) expect(a.status).toBe(200);
     for (let i = 0; i < M; i++) {
       const bad = await call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: 'not a list' } });
       expect(bad.status).toBe(400);
     }
     // A model outside the catalog is never a label value.
-    expect((await call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body: { model: 'nope/secret-string-42', messages: [] } })).status).toBeGreaterThanOrEqual(400);
+    expect(
+      (await call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body: { model: 'nope/secret-string-42', messages: [] } })).status,
+    ).toBeGreaterThanOrEqual(400);
     const after = await scrape();
-    expect(value(after, 'svc_http_requests_total', { ...series, status: '200' }) - value(before, 'svc_http_requests_total', { ...series, status: '200' })).toBe(N);
-    expect(value(after, 'svc_http_requests_total', { ...series, status: '400' }) - value(before, 'svc_http_requests_total', { ...series, status: '400' })).toBe(M);
+    expect(value(after, 'svc_http_requests_total', { ...series, status: '200' }) - value(before, 'svc_http_requests_total', { ...series, status: '200' })).toBe(
+      N,
+    );
+    expect(value(after, 'svc_http_requests_total', { ...series, status: '400' }) - value(before, 'svc_http_requests_total', { ...series, status: '400' })).toBe(
+      M,
+    );
     expect(after).not.toContain('secret-string-42');
-    expect(value(after, 'svc_http_request_duration_seconds_count', { route: '/v1/chat/completions', method: 'POST' }) - value(before, 'svc_http_request_duration_seconds_count', { route: '/v1/chat/completions', method: 'POST' })).toBe(N + M + 1);
+    expect(
+      value(after, 'svc_http_request_duration_seconds_count', { route: '/v1/chat/completions', method: 'POST' }) -
+        value(before, 'svc_http_request_duration_seconds_count', { route: '/v1/chat/completions', method: 'POST' }),
+    ).toBe(N + M + 1);
 
     const charged = answers.reduce((sum, a) => sum + BigInt(Math.round(a.json.usage.cost * 1e9)), 0n);
     expect(charged).toBeGreaterThan(0n);
@@ -111,7 +122,9 @@ describe('GET /metrics on the main port (issue 22)', () => {
     expect(moved({ route: '/v1/search/*', method: 'POST', status: '200', model: 'sim/tavily' })).toBe(1);
     expect(moved({ route: '/v1/search', method: 'POST', status: '200', model: byDefault.json.model })).toBe(1);
     expect(byDefault.json.model).toMatch(/^sim\//);
-    expect(samples(after).filter((s) => s.name === 'svc_http_requests_total' && /search|transcriptions/.test(s.labels.route) && s.labels.model === '')).toEqual([]);
+    expect(samples(after).filter((s) => s.name === 'svc_http_requests_total' && /search|transcriptions/.test(s.labels.route) && s.labels.model === '')).toEqual(
+      [],
+    );
   });
 
   it('an upstream failure is counted by provider and code', async () => {
@@ -120,7 +133,10 @@ describe('GET /metrics on the main port (issue 22)', () => {
     expect(failed.status).toBeGreaterThanOrEqual(500);
     const after = await scrape();
     const provider = gw.runtime.catalog.get('sim/echo')!.providers[0].provider.name;
-    expect(value(after, 'svc_upstream_errors_total', { provider, code: 'upstream_503' }) - value(before, 'svc_upstream_errors_total', { provider, code: 'upstream_503' })).toBeGreaterThanOrEqual(1);
+    expect(
+      value(after, 'svc_upstream_errors_total', { provider, code: 'upstream_503' }) -
+        value(before, 'svc_upstream_errors_total', { provider, code: 'upstream_503' }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('labels routes by template, never the raw URL, and unknown routes as unmatched', async () => {
@@ -165,7 +181,9 @@ describe('GET /metrics on the main port (issue 22)', () => {
     const after = await scrape();
     const code = { code: 'requests_limit_exceeded' };
     expect(value(after, 'svc_rate_limit_refusals_total', code) - value(before, 'svc_rate_limit_refusals_total', code)).toBe(1);
-    expect(value(after, 'svc_http_requests_total', { ...series, status: '429' }) - value(before, 'svc_http_requests_total', { ...series, status: '429' })).toBe(1);
+    expect(value(after, 'svc_http_requests_total', { ...series, status: '429' }) - value(before, 'svc_http_requests_total', { ...series, status: '429' })).toBe(
+      1,
+    );
   });
 
   it('scrape-time gauges are exposed: backlog, queues, projection lag', async () => {

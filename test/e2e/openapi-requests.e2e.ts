@@ -112,56 +112,80 @@ describe('generated requests against the running gateway: the OpenAPI document i
     }
   }
 
-  const OPERATIONS = ['/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/v1/responses', '/v1/embeddings', '/v1/rerank', '/v1/moderations', '/v1/completions', '/v1/images/generations', '/v1/search', '/v1/audio/speech', '/v1/videos', '/v1/generations/lookup'];
+  const OPERATIONS = [
+    '/v1/chat/completions',
+    '/v1/messages',
+    '/v1/messages/count_tokens',
+    '/v1/responses',
+    '/v1/embeddings',
+    '/v1/rerank',
+    '/v1/moderations',
+    '/v1/completions',
+    '/v1/images/generations',
+    '/v1/search',
+    '/v1/audio/speech',
+    '/v1/videos',
+    '/v1/generations/lookup',
+  ];
 
   function casesOf(path: string, seed: number): Case[] {
     const schema = requestSchema('post', path);
     const arbitraries = contextsOf(path).map((overrides) => requestArbitraries(schema, document.components.schemas, overrides));
-    const valid = fc.sample(arbitraries.chain((a) => a.valid), { seed, numRuns: RUNS });
-    const violating = fc.sample(arbitraries.chain((a) => a.violating), { seed: seed + 1, numRuns: RUNS });
+    const valid = fc.sample(
+      arbitraries.chain((a) => a.valid),
+      { seed, numRuns: RUNS },
+    );
+    const violating = fc.sample(
+      arbitraries.chain((a) => a.violating),
+      { seed: seed + 1, numRuns: RUNS },
+    );
     return [
       ...valid.map((body) => ({ operation: `POST ${path}`, path, body })),
       ...violating.map(({ body, violated }) => ({ operation: `POST ${path}`, path, body, violated })),
     ];
   }
 
-  it(
-    'valid and near-valid bodies of the model interfaces: no 5xx, every answer documented, valid never a 400, a broken constraint a 4xx',
-    async () => {
-      const mismatches: unknown[] = [];
-      const statuses: Record<string, number> = {};
-      let requests = 0;
-      let providerRefusals = 0;
-      const milliseconds: Record<string, number> = {};
-      for (const [i, path] of OPERATIONS.entries()) {
-        const started = Date.now();
-        const cases = casesOf(path, SEED + 10 * i);
-        for (const c of cases) {
-          // The generated bodies must be what they claim, by the document's own validator.
-          const errors = check(requestSchema('post', path), c.body);
-          if ((c.violated === undefined) !== (errors.length === 0)) {
-            mismatches.push({ generator: c.operation, violated: c.violated ?? 'none', body: c.body, errors });
-            continue;
-          }
-          const answer = await send(path, c.body);
-          requests++;
-          statuses[`${answer.status}`] = (statuses[`${answer.status}`] ?? 0) + 1;
-          if (c.violated === undefined && (answer.body as { error?: { code?: string } } | null)?.error?.code === 'upstream_rejected') providerRefusals++;
-          const problem = judge(c, answer);
-          if (problem) mismatches.push({ operation: c.operation, violated: c.violated ?? 'none', body: clip(c.body), status: answer.status, answer: clip(answer.body), problem });
+  it('valid and near-valid bodies of the model interfaces: no 5xx, every answer documented, valid never a 400, a broken constraint a 4xx', async () => {
+    const mismatches: unknown[] = [];
+    const statuses: Record<string, number> = {};
+    let requests = 0;
+    let providerRefusals = 0;
+    const milliseconds: Record<string, number> = {};
+    for (const [i, path] of OPERATIONS.entries()) {
+      const started = Date.now();
+      const cases = casesOf(path, SEED + 10 * i);
+      for (const c of cases) {
+        // The generated bodies must be what they claim, by the document's own validator.
+        const errors = check(requestSchema('post', path), c.body);
+        if ((c.violated === undefined) !== (errors.length === 0)) {
+          mismatches.push({ generator: c.operation, violated: c.violated ?? 'none', body: c.body, errors });
+          continue;
         }
-        milliseconds[path] = Date.now() - started;
+        const answer = await send(path, c.body);
+        requests++;
+        statuses[`${answer.status}`] = (statuses[`${answer.status}`] ?? 0) + 1;
+        if (c.violated === undefined && (answer.body as { error?: { code?: string } } | null)?.error?.code === 'upstream_rejected') providerRefusals++;
+        const problem = judge(c, answer);
+        if (problem)
+          mismatches.push({
+            operation: c.operation,
+            violated: c.violated ?? 'none',
+            body: clip(c.body),
+            status: answer.status,
+            answer: clip(answer.body),
+            problem,
+          });
       }
-      // Figures of the run, for the log of CI.
-      console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length, providerRefusals, milliseconds }));
-      expect(mismatches).toEqual([]);
-      expect(requests).toBe(OPERATIONS.length * RUNS * 2);
-      // Both kinds of body reach the server's checks: some valid ones succeed, and refusals happen.
-      expect(Object.keys(statuses).some((s) => s.startsWith('2'))).toBe(true);
-      expect(statuses['400'] ?? 0).toBeGreaterThan(0);
-    },
-    120_000,
-  );
+      milliseconds[path] = Date.now() - started;
+    }
+    // Figures of the run, for the log of CI.
+    console.log(JSON.stringify({ requests, operations: OPERATIONS.length, statuses, mismatches: mismatches.length, providerRefusals, milliseconds }));
+    expect(mismatches).toEqual([]);
+    expect(requests).toBe(OPERATIONS.length * RUNS * 2);
+    // Both kinds of body reach the server's checks: some valid ones succeed, and refusals happen.
+    expect(Object.keys(statuses).some((s) => s.startsWith('2'))).toBe(true);
+    expect(statuses['400'] ?? 0).toBeGreaterThan(0);
+  }, 120_000);
 
   it('every operation answers a content type or encoding it does not take with its documented 415', async () => {
     const root = gw.url.replace(/\/v1$/, '');
@@ -217,7 +241,9 @@ describe('generated requests against the running gateway: the OpenAPI document i
   /** What is wrong with this answer to this request by the document, or null. */
   function judge(c: Case, answer: { status: number; type: string; body: unknown }): string | null {
     if (answer.status >= 500) return 'a server error';
-    const response = (document.paths[c.path].post as { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }).responses[String(answer.status)];
+    const response = (document.paths[c.path].post as { responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }> }).responses[
+      String(answer.status)
+    ];
     if (!response) return `status ${answer.status} is not documented`;
     const content = response.content?.[answer.type];
     if (!content) return `content type ${answer.type} is not documented for ${answer.status}`;

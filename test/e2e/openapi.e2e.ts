@@ -35,7 +35,8 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
   afterAll(() => stopGateway(gw));
 
   /** `method template` with every documented operation, as [method, OpenAPI path, operation]. */
-  const operations = () => Object.entries(document.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => [method.toUpperCase(), path, op] as const));
+  const operations = () =>
+    Object.entries(document.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => [method.toUpperCase(), path, op] as const));
 
   it('is valid OpenAPI 3.1 by the official schema, served without a key', async () => {
     expect(document.openapi).toBe('3.1.0');
@@ -62,7 +63,9 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expect(Object.keys(OPERATIONS).filter((k) => !OPERATIONS[k].websocket && !served.includes(k))).toEqual([]);
     // The document covers the whole surface: every /v1 route, the operator API, health, metrics.
     expect(served.filter((r) => r.includes(' /admin/')).length).toBeGreaterThanOrEqual(14);
-    expect(served).toEqual(expect.arrayContaining(['GET /health/live', 'GET /health/ready', 'GET /metrics', 'POST /v1/chat/completions', 'GET /openapi.json', 'GET /docs']));
+    expect(served).toEqual(
+      expect.arrayContaining(['GET /health/live', 'GET /health/ready', 'GET /metrics', 'POST /v1/chat/completions', 'GET /openapi.json', 'GET /docs']),
+    );
   });
 
   it('serves every documented operation: none answers route_not_found, and the realtime upgrade is refused as an upgrade', async () => {
@@ -107,20 +110,42 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expectDocumented('POST', '/v1/generations/lookup', await call('POST', '/v1/generations/lookup', { key, body: { ids: [chat.json.id, 'gen-unknown'] } }));
     expectDocumented('GET', '/v1/activity', await call('GET', '/v1/activity', { key }));
     expectDocumented('GET', '/v1/key', await call('GET', '/v1/key', { key }));
-    const created = await call('POST', '/v1/keys', { key: management, body: { name: 'openapi', limit: 5, limit_reset: 'weekly', allowed_models: ['sim/echo'] } });
+    const created = await call('POST', '/v1/keys', {
+      key: management,
+      body: { name: 'openapi', limit: 5, limit_reset: 'weekly', allowed_models: ['sim/echo'] },
+    });
     expect(created.status).toBe(201);
     expectDocumented('POST', '/v1/keys', created);
     expectDocumented('GET', '/v1/keys', await call('GET', '/v1/keys', { key: management }));
     expectDocumented('GET', '/v1/keys/{id}', await call('GET', `/v1/keys/${created.json.data.id}`, { key: management }));
-    expectDocumented('POST', '/v1/messages', await call('POST', '/v1/messages', { key, body: { model: 'sim/echo', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] } }));
-    expectDocumented('POST', '/v1/messages/count_tokens', await call('POST', '/v1/messages/count_tokens', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } }));
+    expectDocumented(
+      'POST',
+      '/v1/messages',
+      await call('POST', '/v1/messages', { key, body: { model: 'sim/echo', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] } }),
+    );
+    expectDocumented(
+      'POST',
+      '/v1/messages/count_tokens',
+      await call('POST', '/v1/messages/count_tokens', { key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } }),
+    );
     expectDocumented('POST', '/v1/responses', await call('POST', '/v1/responses', { key, body: { model: 'sim/echo', input: 'hi' } }));
     expectDocumented('POST', '/v1/completions', await call('POST', '/v1/completions', { key, body: { model: 'sim/echo', prompt: 'hi' } }));
-    expectDocumented('POST', '/v1/rerank', await call('POST', '/v1/rerank', { key, body: { model: 'sim/rerank', query: 'q', documents: ['a', { text: 'b' }], return_documents: true } }));
+    expectDocumented(
+      'POST',
+      '/v1/rerank',
+      await call('POST', '/v1/rerank', { key, body: { model: 'sim/rerank', query: 'q', documents: ['a', { text: 'b' }], return_documents: true } }),
+    );
     expectDocumented('POST', '/v1/moderations', await call('POST', '/v1/moderations', { key, body: { input: 'hi' } }));
     expectDocumented('POST', '/v1/search', await call('POST', '/v1/search', { key, body: { query: ['one', 'two'], max_results: 2 } }));
-    expectDocumented('POST', '/v1/images/generations', await call('POST', '/v1/images/generations', { key, body: { model: 'sim/image', prompt: 'a dot', size: '16x16' } }));
-    const preset = await call('POST', '/v1/presets', { key: management, body: { slug: 'openapi', config: { model: 'sim/echo', cache: { enabled: true, ttl_seconds: 60 } } } });
+    expectDocumented(
+      'POST',
+      '/v1/images/generations',
+      await call('POST', '/v1/images/generations', { key, body: { model: 'sim/image', prompt: 'a dot', size: '16x16' } }),
+    );
+    const preset = await call('POST', '/v1/presets', {
+      key: management,
+      body: { slug: 'openapi', config: { model: 'sim/echo', cache: { enabled: true, ttl_seconds: 60 } } },
+    });
     expect(preset.status).toBe(201);
     expectDocumented('POST', '/v1/presets', preset);
     expectDocumented('GET', '/v1/presets', await call('GET', '/v1/presets', { key }));
@@ -132,9 +157,16 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     const account = await call('POST', '/admin/accounts', { headers: admin, body: { initial_credits_usd: 2 } });
     expectDocumented('POST', '/admin/accounts', account);
     expectDocumented('GET', '/admin/accounts/{id}', await call('GET', `/admin/accounts/${account.json.id}`, { headers: admin }));
-    expectDocumented('POST', '/admin/accounts/{id}/keys', await call('POST', `/admin/accounts/${account.json.id}/keys`, { headers: admin, body: { scope: 'read_only' } }));
+    expectDocumented(
+      'POST',
+      '/admin/accounts/{id}/keys',
+      await call('POST', `/admin/accounts/${account.json.id}/keys`, { headers: admin, body: { scope: 'read_only' } }),
+    );
     // Issue 23: a correction and a statement, as answered.
-    const adjustment = await call('POST', `/admin/accounts/${account.json.id}/adjustments`, { headers: admin, body: { amount_usd: -0.5, kind: 'adjustment', reason: 'openapi', operator: 'ops' } });
+    const adjustment = await call('POST', `/admin/accounts/${account.json.id}/adjustments`, {
+      headers: admin,
+      body: { amount_usd: -0.5, kind: 'adjustment', reason: 'openapi', operator: 'ops' },
+    });
     expect(adjustment.status).toBe(201);
     expectDocumented('POST', '/admin/accounts/{id}/adjustments', adjustment);
     const statement = await call('GET', `/v1/credits/statement?from=2020-01-01&to=2020-12-31`, { key: management });
@@ -150,7 +182,7 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expectDocumented('GET', '/health/ready', await call('GET', '/health/ready'));
   });
 
-  it('real errors fit the error object of spec 2.1, and Anthropic\'s shape on /v1/messages', async () => {
+  it("real errors fit the error object of spec 2.1, and Anthropic's shape on /v1/messages", async () => {
     const badParam = await root('POST', '/v1/embeddings', { key, body: { model: 'sim/embed', input: 'hi', encoding_format: 'hex' } });
     expect(badParam.status).toBe(400);
     expect(badParam.json.error.param).toBe('encoding_format');
@@ -175,7 +207,10 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expect(messages.status).toBe(400);
     expect(messages.json.type).toBe('error');
     expectDocumented('POST', '/v1/messages', messages);
-    const messagesUnknownModel = await root('POST', '/v1/messages', { key, body: { model: 'sim/nope', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
+    const messagesUnknownModel = await root('POST', '/v1/messages', {
+      key,
+      body: { model: 'sim/nope', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+    });
     expect(messagesUnknownModel.status).toBe(404);
     expectDocumented('POST', '/v1/messages', messagesUnknownModel);
 
@@ -191,9 +226,13 @@ describe('GET /openapi.json and GET /docs (issue 22)', () => {
     expect(check(schema, { ...created.json, data: { ...created.json.data, id: 42 } })).not.toEqual([]);
     expect(check(schema, { ...created.json, data: { ...created.json.data, rate_limit: { requests_per_minute: '600' } } })).not.toEqual([]);
     const credits = await root('GET', '/v1/credits', { key });
-    expect(check(responseSchema(document, 'GET', '/v1/credits', 200), { data: { ...credits.json.data, balance: String(credits.json.data.balance) } })).not.toEqual([]);
+    expect(
+      check(responseSchema(document, 'GET', '/v1/credits', 200), { data: { ...credits.json.data, balance: String(credits.json.data.balance) } }),
+    ).not.toEqual([]);
     const embeddings = await root('POST', '/v1/embeddings', { key, body: { model: 'sim/embed', input: 'a' } });
-    expect(check(responseSchema(document, 'POST', '/v1/embeddings', 200), { ...embeddings.json, data: [{ ...embeddings.json.data[0], embedding: [true] }] })).not.toEqual([]);
+    expect(
+      check(responseSchema(document, 'POST', '/v1/embeddings', 200), { ...embeddings.json, data: [{ ...embeddings.json.data[0], embedding: [true] }] }),
+    ).not.toEqual([]);
   });
 
   it('serves the reference page and its files from this origin, under the same policy as the console', async () => {
@@ -272,7 +311,9 @@ function routeTree(tree: string): { method: string; url: string }[] {
 /** A WebSocket upgrade request without a key; the status and JSON body of the refusal. */
 function upgrade(url: string): Promise<{ status: number; json: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    const req = httpRequest(url, {
+      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+    });
     req.on('response', (res) => {
       let body = '';
       res.on('data', (chunk) => (body += chunk));

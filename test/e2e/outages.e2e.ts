@@ -56,7 +56,13 @@ async function request(url: string, key: string, stream: boolean): Promise<Outco
     response = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/echo', max_tokens: 16, stream, ...(stream ? { stream_options: { include_usage: true } } : {}), messages: [{ role: 'user', content: 'ping' }] }),
+      body: JSON.stringify({
+        model: 'sim/echo',
+        max_tokens: 16,
+        stream,
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
+        messages: [{ role: 'user', content: 'ping' }],
+      }),
     });
   } catch {
     return { status: 0, generationId: null, cost: null, code: 'connection_failed' };
@@ -103,7 +109,10 @@ describe('outages under load: PostgreSQL restarts, a killed worker, Redis down',
     redisPort = await freePort();
     redis = await startRedisServer(redisPort);
     workers.push(await spawnWorker(pg.url));
-    gateway = await spawnGateway(pg.url, ADMIN_TOKEN, { REDIS_URL: `redis://127.0.0.1:${redisPort}`, SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' });
+    gateway = await spawnGateway(pg.url, ADMIN_TOKEN, {
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000',
+    });
   }, 90_000);
 
   afterAll(async () => {
@@ -155,7 +164,10 @@ describe('outages under load: PostgreSQL restarts, a killed worker, Redis down',
     expect(statuses.get(200)).toBeGreaterThan(20);
     // The gateway and the second worker lived through it all.
     expect([gateway.child.exitCode, gateway.child.signalCode]).toEqual([null, null]);
-    expect({ exit: [workers[1].exitCode, workers[1].signalCode], printed: workers[1].exitCode === null ? '' : printed.get(workers[1]) }).toEqual({ exit: [null, null], printed: '' });
+    expect({ exit: [workers[1].exitCode, workers[1].signalCode], printed: workers[1].exitCode === null ? '' : printed.get(workers[1]) }).toEqual({
+      exit: [null, null],
+      printed: '',
+    });
 
     const sql = await PgSqlRunner.connect({ connectionString: pg.url, max: 2 });
     const store = new SqlEventStore(sql);
@@ -182,7 +194,10 @@ describe('outages under load: PostgreSQL restarts, a killed worker, Redis down',
         expect(charges.get(o.generationId!)).toEqual([usdToNano(o.cost!).toString()]);
       }
       const report = await runLedgerAudit(store, sql, { account });
-      expect({ findings: auditFindings(report), report: auditFindings(report) === 0 ? '' : formatLedgerAudit(report).join('\n') }).toEqual({ findings: 0, report: '' });
+      expect({ findings: auditFindings(report), report: auditFindings(report) === 0 ? '' : formatLedgerAudit(report).join('\n') }).toEqual({
+        findings: 0,
+        report: '',
+      });
       console.log(`outages under load: ${outcomes.length} requests, statuses ${JSON.stringify(Object.fromEntries(statuses))}, ${rows.length} charges`);
     } finally {
       await store.close();

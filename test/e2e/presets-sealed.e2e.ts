@@ -45,11 +45,20 @@ describe('preset system prompts are sealed at rest (issue 41 S4)', () => {
 
     // The model got the prompt in plaintext: exactly the tokens of the same request carrying it
     // itself (the sealed text would count many more).
-    const chat = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: '@preset/sealed', messages: [{ role: 'user', content: 'hello' }] } });
+    const chat = await call('POST', '/chat/completions', {
+      key: gw.keys.api_key,
+      body: { model: '@preset/sealed', messages: [{ role: 'user', content: 'hello' }] },
+    });
     expect(chat.status).toBe(200);
     const direct = await call('POST', '/chat/completions', {
       key: gw.keys.api_key,
-      body: { model: 'sim/echo', messages: [{ role: 'system', content: prompt }, { role: 'user', content: 'hello' }] },
+      body: {
+        model: 'sim/echo',
+        messages: [
+          { role: 'system', content: prompt },
+          { role: 'user', content: 'hello' },
+        ],
+      },
     });
     expect(chat.json.usage.prompt_tokens).toBe(direct.json.usage.prompt_tokens);
 
@@ -57,7 +66,10 @@ describe('preset system prompts are sealed at rest (issue 41 S4)', () => {
     const same = await call('PATCH', '/presets/sealed', { key: management, body: { slug: 'sealed', config: { model: 'sim/echo', system_prompt: prompt } } });
     expect(same.status).toBe(200);
     expect(same.json.data.version).toBe(1);
-    const changed = await call('PATCH', '/presets/sealed', { key: management, body: { slug: 'sealed', config: { model: 'sim/echo', system_prompt: `${prompt} Twice.` } } });
+    const changed = await call('PATCH', '/presets/sealed', {
+      key: management,
+      body: { slug: 'sealed', config: { model: 'sim/echo', system_prompt: `${prompt} Twice.` } },
+    });
     expect(changed.json.data.version).toBe(2);
     expect(changed.json.data.config.system_prompt).toBe(`${prompt} Twice.`);
   });

@@ -27,7 +27,9 @@ describe('presets: create, versions, rollback, delete (spec 4.18, 2.5)', () => {
     const created = await call('POST', '/presets', { key: management, body: { slug: 'support', name: 'Support', config: config1 } });
     expect(created.status).toBe(201);
     expect(created.json.data).toMatchObject({ slug: 'support', name: 'Support', description: null, version: 1, config: config1 });
-    expect(created.json.data.versions).toEqual([{ version: 1, config: config1, rolled_back_to: null, created_at: expect.any(String), created_by: expect.stringMatching(/^key:/) }]);
+    expect(created.json.data.versions).toEqual([
+      { version: 1, config: config1, rolled_back_to: null, created_at: expect.any(String), created_by: expect.stringMatching(/^key:/) },
+    ]);
     const listed = await call('GET', '/presets', { key: gw.keys.api_key });
     expect(listed.status).toBe(200);
     expect(listed.json.data.map((p: { slug: string }) => p.slug)).toEqual(['support']);
@@ -91,7 +93,11 @@ describe('presets: create, versions, rollback, delete (spec 4.18, 2.5)', () => {
 
   it('deletes; an unknown or deleted slug is 404 preset_not_found; made again it starts from version 1', async () => {
     expect((await call('DELETE', '/presets/support', { key: management })).json).toEqual({ slug: 'support', deleted: true });
-    for (const r of [await call('GET', '/presets/support', { key: management }), await call('DELETE', '/presets/support', { key: management }), await call('GET', '/presets/never', { key: management })]) {
+    for (const r of [
+      await call('GET', '/presets/support', { key: management }),
+      await call('DELETE', '/presets/support', { key: management }),
+      await call('GET', '/presets/never', { key: management }),
+    ]) {
       expect(r.status).toBe(404);
       expect(r.json.error.code).toBe('preset_not_found');
     }
@@ -164,25 +170,36 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     const completion = await one.completions.create({ model: '@preset/brief', prompt: 'hello' });
     expect(completion.model).toBe('sim/echo');
     // The preset field on the other interfaces' bodies too.
-    const byField = await gateways.one('POST', '/v1/messages', { key, body: { model: 'sim/claude-echo', preset: 'brief', max_tokens: 20, messages: user('hello') } });
+    const byField = await gateways.one('POST', '/v1/messages', {
+      key,
+      body: { model: 'sim/claude-echo', preset: 'brief', max_tokens: 20, messages: user('hello') },
+    });
     expect(byField.json).toMatchObject({ model: 'sim/claude-echo', usage: { input_tokens: withSystem('Be brief.', 'hello') } });
     const responseByField = await gateways.one('POST', '/v1/responses', { key, body: { model: 'sim/echo', preset: 'brief', input: 'hello', store: false } });
     expect(responseByField.json.usage.input_tokens).toBe(withSystem('Be brief.', 'hello'));
   });
 
   it('a PATCH is used by the very next request, in this process and in the other one', async () => {
-    const patched = await gateways.one('PATCH', '/v1/presets/brief', { key: management, body: { slug: 'brief', config: { model: 'sim/echo', system_prompt: 'Be very kind and thorough.' } } });
+    const patched = await gateways.one('PATCH', '/v1/presets/brief', {
+      key: management,
+      body: { slug: 'brief', config: { model: 'sim/echo', system_prompt: 'Be very kind and thorough.' } },
+    });
     expect(patched.json.data.version).toBe(2);
     const expected = withSystem('Be very kind and thorough.', 'hello');
     expect((await one.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(expected);
     expect((await two.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(expected);
     // And a rollback, the same way.
     await gateways.one('POST', '/v1/presets/brief/rollback', { key: management, body: { version: 1 } });
-    expect((await two.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(withSystem('Be brief.', 'hello'));
+    expect((await two.chat.completions.create({ model: '@preset/brief', messages: user('hello') })).usage!.prompt_tokens).toBe(
+      withSystem('Be brief.', 'hello'),
+    );
   });
 
   it('a preset with the cache on answers MISS, then HIT', async () => {
-    await gateways.one('POST', '/v1/presets', { key: management, body: { slug: 'cached', config: { model: 'sim/echo', cache: { enabled: true, ttl_seconds: 60 } } } });
+    await gateways.one('POST', '/v1/presets', {
+      key: management,
+      body: { slug: 'cached', config: { model: 'sim/echo', cache: { enabled: true, ttl_seconds: 60 } } },
+    });
     const ask = () => gateways.one('POST', '/v1/chat/completions', { key, body: { model: '@preset/cached', messages: user('cache me') } });
     const miss = await ask();
     expect(miss.headers.get('x-svc-cache-status')).toBe('MISS');
@@ -190,7 +207,11 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
     expect(hit.headers.get('x-svc-cache-status')).toBe('HIT');
     expect(hit.json.choices).toEqual(miss.json.choices);
     // The request beats the preset: X-Svc-Cache: false asks afresh and keeps nothing.
-    const refused = await gateways.one('POST', '/v1/chat/completions', { key, body: { model: '@preset/cached', messages: user('cache me') }, headers: { 'x-svc-cache': 'false' } });
+    const refused = await gateways.one('POST', '/v1/chat/completions', {
+      key,
+      body: { model: '@preset/cached', messages: user('cache me') },
+      headers: { 'x-svc-cache': 'false' },
+    });
     expect(refused.status).toBe(200);
     expect(refused.headers.get('x-svc-cache-status')).toBeNull();
     expect(refused.json.id).not.toBe(hit.json.id);
@@ -204,7 +225,10 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
 
   it('an unknown preset is 404 preset_not_found, and nothing is billed', async () => {
     const before = (await gateways.one('GET', '/v1/credits', { key })).json.data.balance;
-    for (const body of [{ model: '@preset/nope', messages: user('x') }, { model: 'sim/echo', preset: 'nope', messages: user('x') }]) {
+    for (const body of [
+      { model: '@preset/nope', messages: user('x') },
+      { model: 'sim/echo', preset: 'nope', messages: user('x') },
+    ]) {
       const r = await gateways.one('POST', '/v1/chat/completions', { key, body });
       expect(r.status).toBe(404);
       expect(r.json.error.code).toBe('preset_not_found');

@@ -7,7 +7,6 @@ import { until } from '../support/until';
 
 const PIXEL = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
-
 describe('prompt logging (spec 1, 8): off by default, encrypted at rest, purgeable, kept for its retention', () => {
   const clock = new ManualClock(new Date());
   let gw: StartedGateway;
@@ -38,7 +37,15 @@ describe('prompt logging (spec 1, 8): off by default, encrypted at rest, purgeab
     expect((await setLogging({ enabled: true, retention_days: 2 })).status).toBe(200);
     const completion = await client.chat.completions.create({
       model: 'sim/echo',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'the secret word is platypus' }, { type: 'image_url', image_url: { url: PIXEL } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'the secret word is platypus' },
+            { type: 'image_url', image_url: { url: PIXEL } },
+          ],
+        },
+      ],
     });
     const log = await until('the log', async () => {
       const r = await call('GET', `/prompt-logs/${completion.id}`, { key: management });

@@ -65,7 +65,11 @@ describe('README quick start on a fresh data directory', () => {
     // Issues 15.13 and 22: one JSON line per request (standard output is not a terminal here),
     // with its generation, caller, provider and cost, and neither the key nor the prompt.
     // Written once the answer is out, so it may reach this process a moment after curl returned.
-    const logged = () => first.output().split('\n').find((l) => l.includes('"route":"/v1/chat/completions"'));
+    const logged = () =>
+      first
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"route":"/v1/chat/completions"'));
     for (let waited = 0; !logged() && waited < 5_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
     const line = logged()!;
     expect(JSON.parse(line)).toMatchObject({

@@ -54,7 +54,9 @@ describe.each([
     const ws = new WebSocket(`${wsBase}/v1/realtime?model=sim%2Frealtime`, [], { headers: { authorization: `Bearer ${key}` } });
     const events: Ev[] = [];
     ws.on('message', (data) => events.push(JSON.parse(data.toString())));
-    const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), at: Date.now() })));
+    const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) =>
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), at: Date.now() })),
+    );
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('error', reject);

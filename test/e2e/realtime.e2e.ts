@@ -25,7 +25,23 @@ const certPath = join(dir, 'cert.pem');
 const keyPath = join(dir, 'key.pem');
 execFileSync(
   '/usr/bin/openssl',
-  ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+  ],
   { stdio: 'ignore' },
 );
 const ca = readFileSync(certPath);
@@ -38,7 +54,11 @@ let port: number;
 const clock = new ManualClock(new Date('2026-11-07T12:00:00Z'));
 
 beforeAll(async () => {
-  gw = await startGateway({ SVC_TLS_CERT: certPath, SVC_TLS_KEY: keyPath, SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000000000,concurrent=8' }, undefined, { clock });
+  gw = await startGateway(
+    { SVC_TLS_CERT: certPath, SVC_TLS_KEY: keyPath, SVC_ADMIN_TOKEN: ADMIN_TOKEN, SVC_RATE_LIMITS_TEST: 'rpm=1000000,tpm=1000000000,concurrent=8' },
+    undefined,
+    { clock },
+  );
   port = Number(new URL(gw.url).port);
 }, 60_000);
 
@@ -53,7 +73,12 @@ async function http(method: string, path: string, { key, body, admin }: { key?: 
   if (key) headers.authorization = `Bearer ${key}`;
   if (admin) headers.authorization = `Bearer ${ADMIN_TOKEN}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await undiciFetch(`https://localhost:${port}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), dispatcher: agent });
+  const res = await undiciFetch(`https://localhost:${port}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    dispatcher: agent,
+  });
   return { status: res.status, json: (await res.json()) as any };
 }
 
@@ -79,7 +104,11 @@ class Client {
 
   static open(opts: { key?: string; protocols?: string[]; origin?: string; model?: string }): Promise<Client> {
     const headers: Record<string, string> = opts.key ? { authorization: `Bearer ${opts.key}` } : {};
-    const ws = new WebSocket(`wss://localhost:${port}/v1/realtime?model=${encodeURIComponent(opts.model ?? 'sim/realtime')}`, opts.protocols ?? [], { ca, headers, origin: opts.origin });
+    const ws = new WebSocket(`wss://localhost:${port}/v1/realtime?model=${encodeURIComponent(opts.model ?? 'sim/realtime')}`, opts.protocols ?? [], {
+      ca,
+      headers,
+      origin: opts.origin,
+    });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new Client(ws)));
       ws.once('unexpected-response', (_req, res) => {
@@ -267,7 +296,7 @@ describe('bad input (WIRE-FORMATS 3.2)', () => {
 });
 
 describe('input transcription (spec 4.16)', () => {
-  it('is a billed call of its own at the transcription model\'s price', async () => {
+  it("is a billed call of its own at the transcription model's price", async () => {
     const { key } = await accountWithKey(1);
     const c = await Client.open({ key });
     await c.next('session.created');
@@ -314,7 +343,10 @@ describe('exhaustion (spec 3.3, 6.2)', () => {
     c.send({ type: 'session.update', session: { type: 'realtime', max_output_tokens: MAX } });
     const created = await c.next('session.created');
     const updated = await c.next('session.updated');
-    let tally: ConversationTally = tallyServerEvent(tallyServerEvent(tallyClientEvent(EMPTY_TALLY, { type: 'session.update', session: { max_output_tokens: MAX } }), created), updated);
+    let tally: ConversationTally = tallyServerEvent(
+      tallyServerEvent(tallyClientEvent(EMPTY_TALLY, { type: 'session.update', session: { max_output_tokens: MAX } }), created),
+      updated,
+    );
     const holds: bigint[] = [];
     const dones: Ev[] = [];
     for (const text of script.slice(0, turns)) {
@@ -400,7 +432,10 @@ describe('a client gone mid-response (spec 1 rule 4)', () => {
     const { key } = await accountWithKey(1);
     const c = await Client.open({ key });
     await c.next('session.created');
-    c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '#sim {"chunk_delay_ms": 150}\nTell me a long story about the sea' }] } });
+    c.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: '#sim {"chunk_delay_ms": 150}\nTell me a long story about the sea' }] },
+    });
     c.send({ type: 'response.create' });
     const created = await c.next('response.created');
     const generationId = created.generation_id as string;
@@ -408,10 +443,14 @@ describe('a client gone mid-response (spec 1 rule 4)', () => {
     await c.next('response.output_audio.delta');
     c.ws.close();
     await c.closed;
-    const g = await until('the response settled', async () => {
-      const r = await http('GET', `/v1/generation?id=${generationId}`, { key });
-      return r.json.data?.status === 'completed' ? r.json.data : null;
-    }, 15_000);
+    const g = await until(
+      'the response settled',
+      async () => {
+        const r = await http('GET', `/v1/generation?id=${generationId}`, { key });
+        return r.json.data?.status === 'completed' ? r.json.data : null;
+      },
+      15_000,
+    );
     expect(g.total_cost).toBeGreaterThan(0);
     expect(g.usage_by_meter.audio_output).toBeGreaterThan(0);
     const after = await credits(key);
@@ -447,7 +486,7 @@ describe('session limits on the injected clock (spec 3.3, 8)', () => {
 });
 
 describe('concurrency (spec 8)', () => {
-  it('a session holds one concurrency slot for its whole life, past an HTTP call\'s lease, and gives it back when it ends', async () => {
+  it("a session holds one concurrency slot for its whole life, past an HTTP call's lease, and gives it back when it ends", async () => {
     // A test key: 8 at once here (the gateway's SVC_RATE_LIMITS_TEST, as by default).
     const { key } = await accountWithKey(5, { environment: 'test' });
     expect((await http('GET', '/v1/key', { key })).json.data.rate_limit.concurrent_requests).toBe(8);

@@ -24,7 +24,12 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
   const generation = async (id: string) => (await call('GET', `/generation?id=${id}`, { key: key() })).json.data;
   const rerank = (body: unknown, headers: Record<string, string> = {}) => call('POST', '/rerank', { key: key(), body, headers });
 
-  const documents = ['Carson City is the capital city of the American state of Nevada.', 'Washington, D.C. is the capital of the United States.', 'Capital punishment has existed in the United States since before it was a country.', 'The quick brown fox.'];
+  const documents = [
+    'Carson City is the capital city of the American state of Nevada.',
+    'Washington, D.C. is the capital of the United States.',
+    'Capital punishment has existed in the United States since before it was a country.',
+    'The quick brown fox.',
+  ];
 
   describe('rerank', () => {
     it('ranks Cohere-shaped documents best first, billed per search unit: usage.cost is the balance drop to the nano', async () => {
@@ -45,7 +50,13 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
       expect(usdToNano(r.json.usage.cost)).toBe(NANO_PER_SEARCH_UNIT);
       expect(before - (await balance())).toBe(NANO_PER_SEARCH_UNIT);
       const record = await generation(r.json.id);
-      expect(record).toMatchObject({ model: 'sim/rerank', provider: 'sim-cohere', endpoint: '/v1/rerank', status: 'completed', usage_by_meter: { search_units: 1 } });
+      expect(record).toMatchObject({
+        model: 'sim/rerank',
+        provider: 'sim-cohere',
+        endpoint: '/v1/rerank',
+        status: 'completed',
+        usage_by_meter: { search_units: 1 },
+      });
       expect(usdToNano(record.total_cost)).toBe(NANO_PER_SEARCH_UNIT);
     });
 
@@ -133,7 +144,9 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
   describe('moderations', () => {
     it('answers the SDK per input, free: cost 0, the balance unmoved, and a generation record of cost 0', async () => {
       const before = await balance();
-      const { data, response } = await client.moderations.create({ model: 'sim/moderation', input: ['I will kill the process', 'a calm sentence'] }).withResponse();
+      const { data, response } = await client.moderations
+        .create({ model: 'sim/moderation', input: ['I will kill the process', 'a calm sentence'] })
+        .withResponse();
       expect(data.results).toHaveLength(2);
       expect(data.results[0].flagged).toBe(true);
       expect(data.results[0].categories.violence).toBe(true);
@@ -143,7 +156,14 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
       expect(response.headers.get('x-svc-generation-id')).toBe(id);
       expect((data as unknown as { usage: { cost: number } }).usage.cost).toBe(0);
       expect(await balance()).toBe(before);
-      expect(await generation(id)).toMatchObject({ model: 'sim/moderation', provider: 'sim', endpoint: '/v1/moderations', status: 'completed', total_cost: 0, usage_by_meter: {} });
+      expect(await generation(id)).toMatchObject({
+        model: 'sim/moderation',
+        provider: 'sim',
+        endpoint: '/v1/moderations',
+        status: 'completed',
+        total_cost: 0,
+        usage_by_meter: {},
+      });
     });
 
     it('uses the catalog moderation model when none is named, and takes image parts', async () => {
@@ -193,7 +213,14 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
     expect(hit.headers.get('x-svc-cache-source-id')).toBe(miss.json.id);
     expect(await balance()).toBe(before);
     const record = await generation(hit.json.id);
-    expect(record).toMatchObject({ id: hit.json.id, status: 'cached', model: 'sim/echo', endpoint: '/v1/chat/completions', total_cost: 0, cache_source_id: miss.json.id });
+    expect(record).toMatchObject({
+      id: hit.json.id,
+      status: 'cached',
+      model: 'sim/echo',
+      endpoint: '/v1/chat/completions',
+      total_cost: 0,
+      cache_source_id: miss.json.id,
+    });
     const lookup = await call('POST', '/generations/lookup', { key: key(), body: { ids: [hit.json.id] } });
     expect(lookup.json.data[0]).toMatchObject({ found: true, status: 'cached' });
   });
@@ -201,19 +228,29 @@ describe('POST /v1/rerank and /v1/moderations (issue 16; spec 1, 4.12, 4.13)', (
   describe('free calls in activity (issue 41 item 17)', () => {
     it('counts each moderation in /v1/activity as a request of its model and endpoint, at cost 0', async () => {
       const moderationRow = async () => {
-        const rows = (await call('GET', '/activity', { key: key() })).json.data as { model: string; endpoint: string; requests: number; requests_not_billed: number; usage: number }[];
+        const rows = (await call('GET', '/activity', { key: key() })).json.data as {
+          model: string;
+          endpoint: string;
+          requests: number;
+          requests_not_billed: number;
+          usage: number;
+        }[];
         return rows.find((r) => r.model === 'sim/moderation' && r.endpoint === '/v1/moderations');
       };
       const before = (await moderationRow())?.requests ?? 0;
-      for (const input of ['one more calm sentence', 'and another']) expect((await call('POST', '/moderations', { key: key(), body: { model: 'sim/moderation', input } })).status).toBe(200);
+      for (const input of ['one more calm sentence', 'and another'])
+        expect((await call('POST', '/moderations', { key: key(), body: { model: 'sim/moderation', input } })).status).toBe(200);
       expect(await moderationRow()).toMatchObject({ requests: before + 2, requests_not_billed: 0, usage: 0 });
     });
   });
 
   // Last: from here on the account's rerank calls go through its own Cohere key.
-  it('runs a rerank on the account\'s own provider key (BYOK), billing only the fee', async () => {
+  it("runs a rerank on the account's own provider key (BYOK), billing only the fee", async () => {
     const root = api(gw.url.replace(/\/v1$/, ''));
-    const saved = await root('PUT', `/admin/accounts/${gw.keys.account_id}/provider-keys/sim-cohere`, { key: gw.keys.admin_token, body: { api_key: 'co-account-own-key-0123456789' } });
+    const saved = await root('PUT', `/admin/accounts/${gw.keys.account_id}/provider-keys/sim-cohere`, {
+      key: gw.keys.admin_token,
+      body: { api_key: 'co-account-own-key-0123456789' },
+    });
     expect(saved.status).toBe(200);
     const before = await balance();
     const r = await rerank({ model: 'sim/rerank', query: 'capital', documents });

@@ -31,7 +31,11 @@ describe('the response cache is sealed at rest (issue 41 S4)', () => {
 
   const cacheKeys = async () => new Set(await redis.keys(`${DEFAULT_KEY_PREFIX}:cache:*`));
   const ask = (marker: string) =>
-    call('POST', '/chat/completions', { key: gw.keys.api_key, headers: { 'x-svc-cache': 'true' }, body: { model: 'sim/echo', messages: [{ role: 'user', content: `the secret word is ${marker}` }] } });
+    call('POST', '/chat/completions', {
+      key: gw.keys.api_key,
+      headers: { 'x-svc-cache': 'true' },
+      body: { model: 'sim/echo', messages: [{ role: 'user', content: `the secret word is ${marker}` }] },
+    });
 
   it('stores the entry sealed (no prompt, no answer in Redis), and a hit still answers', async () => {
     const marker = `zebra-${randomBytes(6).toString('hex')}`;
@@ -66,9 +70,21 @@ describe('the response cache is sealed at rest (issue 41 S4)', () => {
     expect(first.headers.get('x-svc-cache-status')).toBe('MISS');
     const added = [...(await cacheKeys())].filter((k) => !before.has(k));
     for (const k of added) written.add(k);
-    const ourKey = (await Promise.all(added.map(async (k) => ({ k, v: await redis.get(k) })))).find(({ v }) => v !== null && isSealedSecret(JSON.parse(v).response.body))!.k;
+    const ourKey = (await Promise.all(added.map(async (k) => ({ k, v: await redis.get(k) })))).find(
+      ({ v }) => v !== null && isSealedSecret(JSON.parse(v).response.body),
+    )!.k;
     // What an unsealed gateway wrote: the answer in plaintext, under the same key.
-    const plaintext = { response: { status: 200, kind: 'json', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...first.json, planted: 'PLAINTEXT' }), sourceId: first.json.id }, storedAt: Date.now(), ttlSeconds: 300 };
+    const plaintext = {
+      response: {
+        status: 200,
+        kind: 'json',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...first.json, planted: 'PLAINTEXT' }),
+        sourceId: first.json.id,
+      },
+      storedAt: Date.now(),
+      ttlSeconds: 300,
+    };
     await redis.set(ourKey, JSON.stringify(plaintext), 'PX', 300_000);
 
     const again = await ask(marker);

@@ -57,7 +57,9 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
 
     expect(await client.responses.retrieve(response.id)).toEqual(response);
     const items = await client.responses.inputItems.list(response.id);
-    expect(items.data).toEqual([{ type: 'message', id: expect.stringMatching(/^msg_/), status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'My name is Ada.' }] }]);
+    expect(items.data).toEqual([
+      { type: 'message', id: expect.stringMatching(/^msg_/), status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'My name is Ada.' }] },
+    ]);
   });
 
   it('continues a stored conversation with previous_response_id, turn after turn', async () => {
@@ -87,7 +89,8 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
     ]);
 
     // The input items of the third: everything the model was given but the instructions, newest first by default.
-    const texts = (items: OpenAI.Responses.ResponseItem[]) => items.map((i) => (i as OpenAI.Responses.ResponseInputMessageItem).content.map((c) => (c as { text: string }).text).join(''));
+    const texts = (items: OpenAI.Responses.ResponseItem[]) =>
+      items.map((i) => (i as OpenAI.Responses.ResponseInputMessageItem).content.map((c) => (c as { text: string }).text).join(''));
     const newestFirst = await client.responses.inputItems.list(third.id);
     expect(newestFirst).toMatchObject({ has_more: false });
     expect(texts(newestFirst.data)).toEqual(['And again?', 'Echo: What is my name?', 'What is my name?', 'Echo: My name is Ada.', 'My name is Ada.']);
@@ -133,7 +136,11 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
     expect(second.status).toBe('completed');
     const upstream = received().at(-1)!.messages;
     expect(upstream.slice(1)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: fc.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: fc.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+      },
       { role: 'tool', tool_call_id: fc.call_id, content: 'Sunny, 21 C' },
     ]);
   });
@@ -255,7 +262,10 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
 
     // Another key of the same account (workspace) sees it and can continue it.
     const admin = api(gw.url.replace(/\/v1$/, ''));
-    const sibling = await admin('POST', `/admin/accounts/${gw.keys.account_id}/keys`, { body: {}, headers: { authorization: `Bearer ${gw.keys.admin_token}` } });
+    const sibling = await admin('POST', `/admin/accounts/${gw.keys.account_id}/keys`, {
+      body: {},
+      headers: { authorization: `Bearer ${gw.keys.admin_token}` },
+    });
     expect(sibling.status).toBe(201);
     const colleague = new OpenAI({ baseURL: gw.url, apiKey: sibling.json.key, maxRetries: 0 });
     expect((await colleague.responses.retrieve(response.id)).id).toBe(response.id);
@@ -272,7 +282,9 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
 
   it('keeps the content encrypted, bound to its response', async () => {
     const response = await client.responses.create({ model: 'sim/echo', input: 'A plaintext nobody should read' });
-    const { rows } = await gw.runtime.sql.query<{ response: string; input_items: string }>('SELECT response, input_items FROM stored_responses WHERE id = $1', [response.id]);
+    const { rows } = await gw.runtime.sql.query<{ response: string; input_items: string }>('SELECT response, input_items FROM stored_responses WHERE id = $1', [
+      response.id,
+    ]);
     expect(rows).toHaveLength(1);
     expect(rows[0].response).toMatch(/^v1:/);
     expect(rows[0].input_items).toMatch(/^v1:/);
@@ -292,7 +304,11 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
       ['a missing input', { model: 'sim/echo' }, 'input'],
       ['a store that is not a boolean', { model: 'sim/echo', input: 'hi', store: 'yes' }, 'store'],
       ['a previous_response_id that is not a string', { model: 'sim/echo', input: 'hi', previous_response_id: 42 }, 'previous_response_id'],
-      ['a web_search tool with an unknown search_context_size', { model: 'sim/echo', input: 'hi', tools: [{ type: 'web_search', search_context_size: 'huge' }] }, 'tools[0].search_context_size'],
+      [
+        'a web_search tool with an unknown search_context_size',
+        { model: 'sim/echo', input: 'hi', tools: [{ type: 'web_search', search_context_size: 'huge' }] },
+        'tools[0].search_context_size',
+      ],
       ['a body that is an array', [1, 2], null],
       ['a body that is a string', 'just text', null],
     ])('%s', async (_, body, param) => {
@@ -318,7 +334,11 @@ describe('POST /v1/responses and stored responses with the official openai SDK',
       ]) {
         const err = await errorOf(client.responses.create(body));
         expect(err.status).toBe(503);
-        expect(err.error).toMatchObject({ type: 'service_unavailable', code: 'storage_unavailable', message: expect.stringMatching(/SVC_ENCRYPTION_KEY[^]*store: false/) });
+        expect(err.error).toMatchObject({
+          type: 'service_unavailable',
+          code: 'storage_unavailable',
+          message: expect.stringMatching(/SVC_ENCRYPTION_KEY[^]*store: false/),
+        });
       }
       expect(await creditsOf(call, key)).toEqual(before);
       expect((await errorOf(client.responses.retrieve(kept.id))).status).toBe(503);

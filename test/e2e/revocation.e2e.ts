@@ -54,8 +54,10 @@ describe('revocation is immediate across gateway processes that cache keys (spec
     expect(rows).toHaveLength(1);
     return rows[0].holder;
   };
-  const killLeaseConnection = (holder: string) => db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`svc-auth-cache ${holder}`]);
-  const leaseValid = async (holder: string) => (await db.query<{ valid: boolean }>('SELECT expires_at > now() AS valid FROM auth_cache_leases WHERE holder = $1', [holder])).rows[0]?.valid === true;
+  const killLeaseConnection = (holder: string) =>
+    db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`svc-auth-cache ${holder}`]);
+  const leaseValid = async (holder: string) =>
+    (await db.query<{ valid: boolean }>('SELECT expires_at > now() AS valid FROM auth_cache_leases WHERE holder = $1', [holder])).rows[0]?.valid === true;
 
   it('both processes cache keys under a lease', async () => {
     expect(gateways.first.runtime.authCache).not.toBeNull();
@@ -70,7 +72,9 @@ describe('revocation is immediate across gateway processes that cache keys (spec
       expect((await one('DELETE', `/v1/keys/${id}`, { key: management })).status).toBe(200);
       // No wait between the two: the DELETE answered only once the other process had let go of the key.
       await refused(two, secret);
-      expect((await two('POST', '/v1/chat/completions', { key: secret, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'x' }] } })).status).toBe(401);
+      expect((await two('POST', '/v1/chat/completions', { key: secret, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'x' }] } })).status).toBe(
+        401,
+      );
     }
   }, 60_000);
 
@@ -183,7 +187,10 @@ describe('a saved or deleted provider key is used at once by another gateway pro
     const key = (await one('POST', `/admin/accounts/${accountId}/keys`, { body: {}, headers: admin })).json.key;
     const providerKeys = `/admin/accounts/${accountId}/provider-keys/stub`;
     const ask = async () => {
-      const answer = await two('POST', '/v1/chat/completions', { key, body: { model: 'test/byok', messages: [{ role: 'user', content: 'hello' }], max_tokens: 50 } });
+      const answer = await two('POST', '/v1/chat/completions', {
+        key,
+        body: { model: 'test/byok', messages: [{ role: 'user', content: 'hello' }], max_tokens: 50 },
+      });
       expect(answer.status).toBe(200);
       return upstream.seen.at(-1);
     };

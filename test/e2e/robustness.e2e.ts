@@ -88,15 +88,15 @@ describe('robustness: bad input changes nothing', () => {
     it.each(poison.map(([body, param]) => [JSON.stringify(body).slice(0, 40), body, param] as const))(
       'POST /v1/keys, PATCH /v1/keys/{id} and the operator key route refuse %s',
       async (_label, body, param) => {
-      const before = await eventCount();
-      const created = await call('POST', '/v1/keys', { key: management, body });
-      expect([created.status, created.json.error?.param]).toEqual([400, param]);
-      const someKey = (await call('GET', '/v1/keys', { key: management })).json.data[0].id;
-      const patched = await call('PATCH', `/v1/keys/${someKey}`, { key: management, body });
-      expect([patched.status, patched.json.error?.param]).toEqual([400, param]);
-      const byAdmin = await admin('POST', `/admin/accounts/${account}/keys`, body);
-      expect([byAdmin.status, byAdmin.json.error?.param]).toEqual([400, param]);
-      expect(await eventCount()).toBe(before);
+        const before = await eventCount();
+        const created = await call('POST', '/v1/keys', { key: management, body });
+        expect([created.status, created.json.error?.param]).toEqual([400, param]);
+        const someKey = (await call('GET', '/v1/keys', { key: management })).json.data[0].id;
+        const patched = await call('PATCH', `/v1/keys/${someKey}`, { key: management, body });
+        expect([patched.status, patched.json.error?.param]).toEqual([400, param]);
+        const byAdmin = await admin('POST', `/admin/accounts/${account}/keys`, body);
+        expect([byAdmin.status, byAdmin.json.error?.param]).toEqual([400, param]);
+        expect(await eventCount()).toBe(before);
       },
     );
 
@@ -137,8 +137,18 @@ describe('robustness: bad input changes nothing', () => {
     it.each([
       ['a NUL in a body field', '/v1/keys', '{"name": "a\\u0000b"}', 'name'],
       ['a lone surrogate in a body field', '/v1/keys', '{"name": "a\\ud800b"}', 'name'],
-      ['a NUL in a nested field', '/v1/chat/completions', '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi\\u0000"}]}', 'messages[0].content'],
-      ['a NUL in the end user id', '/v1/chat/completions', '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi"}], "user": "u\\u0000"}', 'user'],
+      [
+        'a NUL in a nested field',
+        '/v1/chat/completions',
+        '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi\\u0000"}]}',
+        'messages[0].content',
+      ],
+      [
+        'a NUL in the end user id',
+        '/v1/chat/completions',
+        '{"model": "sim/echo", "messages": [{"role": "user", "content": "hi"}], "user": "u\\u0000"}',
+        'user',
+      ],
       ['a lone surrogate in a field name', '/v1/chat/completions', '{"model": "sim/echo", "messages": [], "\\udc00": 1}', null],
       ['3,000 levels of nesting', '/v1/keys', `{"name": ${'['.repeat(3000)}${']'.repeat(3000)}}`, expect.stringMatching(/^name\[0\]/)],
       ['a body of null', '/v1/keys', 'null', null],
@@ -239,7 +249,10 @@ describe('robustness: bad input changes nothing', () => {
   describe('errors that say what happened (15.5)', () => {
     it('answers a provider rate limit as the model being unavailable (503, retry-after), not billed', async () => {
       const before = await balance();
-      const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 429}' }] } });
+      const r = await call('POST', '/v1/chat/completions', {
+        key: full,
+        body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 429}' }] },
+      });
       expect([r.status, r.json.error?.type, r.json.error?.code, r.headers.get('retry-after')]).toEqual([503, 'service_unavailable', 'model_rate_limited', '1']);
       expect(await balance()).toBe(before);
     });
@@ -254,7 +267,8 @@ describe('robustness: bad input changes nothing', () => {
   });
 
   describe('rate-limit headers on every authenticated /v1 answer (15.3, spec 8)', () => {
-    const windows = (headers: Headers) => ['limit', 'remaining', 'reset'].flatMap((w) => ['requests', 'tokens'].map((k) => headers.get(`x-ratelimit-${w}-${k}`)));
+    const windows = (headers: Headers) =>
+      ['limit', 'remaining', 'reset'].flatMap((w) => ['requests', 'tokens'].map((k) => headers.get(`x-ratelimit-${w}-${k}`)));
 
     it('on a 403 (a key outside its scope) and an unknown /v1 route, counting neither', async () => {
       const keyOf = (await admin('POST', `/admin/accounts/${account}/keys`, { name: 'headers' })).json.key;
@@ -294,7 +308,10 @@ describe('robustness: bad input changes nothing', () => {
     });
 
     it('a request that failed after its hold answers with the id of its failed record', async () => {
-      const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 503}' }] } });
+      const r = await call('POST', '/v1/chat/completions', {
+        key: full,
+        body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'x\n#sim {"fail": 503}' }] },
+      });
       expect(r.status).toBe(503);
       const id = r.headers.get('x-svc-generation-id');
       expect(id).toMatch(/^gen-/);
@@ -342,8 +359,16 @@ describe('robustness: bad input changes nothing', () => {
       ['logit_bias', { logit_bias: { a: 500 } }, 'logit_bias'],
       ['an unknown content part', { messages: [{ role: 'user', content: [{ type: 'hologram', data: 'x' }] }] }, 'messages[0].content'],
       ['a tool message without tool_call_id', { messages: [...user, { role: 'tool', content: '42' }] }, 'messages[1].tool_call_id'],
-      ['a file part pointing at a URL', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'http://127.0.0.1:9/secret' } }] }] }, 'messages[0].content'],
-      ['a file part naming a path', { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: '../../etc/passwd' } }] }] }, 'messages[0].content'],
+      [
+        'a file part pointing at a URL',
+        { messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'http://127.0.0.1:9/secret' } }] }] },
+        'messages[0].content',
+      ],
+      [
+        'a file part naming a path',
+        { messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: '../../etc/passwd' } }] }] },
+        'messages[0].content',
+      ],
     ])('refuses %s with 400 naming the field; nothing reaches the upstream or is billed', async (_what, fields, param) => {
       const [money, calls] = [await balance(), gw.runtime.simulator!.received.length];
       const r = await call('POST', '/v1/chat/completions', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: user, ...fields } });
@@ -361,10 +386,16 @@ describe('robustness: bad input changes nothing', () => {
     });
 
     it('lists the fields /v1/messages and /v1/responses ignore, as chat does', async () => {
-      const messages = await call('POST', '/v1/messages', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], service_tier: 'auto', frobnicate: 1 } });
+      const messages = await call('POST', '/v1/messages', {
+        key: full,
+        body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }], service_tier: 'auto', frobnicate: 1 },
+      });
       expect(messages.status).toBe(200);
       expect(messages.headers.get('x-svc-ignored-params')).toBe('service_tier,frobnicate');
-      const responses = await call('POST', '/v1/responses', { key: full, body: { model: 'sim/echo', input: 'hi', store: false, max_output_tokens: 16, truncation: 'auto' } });
+      const responses = await call('POST', '/v1/responses', {
+        key: full,
+        body: { model: 'sim/echo', input: 'hi', store: false, max_output_tokens: 16, truncation: 'auto' },
+      });
       expect(responses.status).toBe(200);
       expect(responses.headers.get('x-svc-ignored-params')).toBe('truncation');
       const clean = await call('POST', '/v1/messages', { key: full, body: { model: 'sim/echo', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] } });
@@ -381,7 +412,13 @@ describe('robustness: bad input changes nothing', () => {
           temperature: 0.2,
           stop: ['\n\n'],
           messages: [
-            { role: 'user', content: [{ type: 'text', text: 'read' }, { type: 'file', file: { filename: 'a.pdf', file_data: pdf } }] },
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'read' },
+                { type: 'file', file: { filename: 'a.pdf', file_data: pdf } },
+              ],
+            },
             { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
             { role: 'tool', tool_call_id: 'call_1', content: '42' },
             { role: 'user', content: 'thanks' },

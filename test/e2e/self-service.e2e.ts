@@ -28,7 +28,8 @@ describe('account-facing provider keys and organizations (spec 1)', () => {
     const mail = await smtp.waitFor(EMAIL);
     return /\b(\d{6})\b/.exec(mail.text ?? '')![1];
   };
-  const auditActions = async (key: string) => ((await call('GET', '/audit-log', { key })).json.data as { action: string; details: unknown }[]).map((e) => e.action);
+  const auditActions = async (key: string) =>
+    ((await call('GET', '/audit-log', { key })).json.data as { action: string; details: unknown }[]).map((e) => e.action);
 
   beforeAll(async () => {
     smtp = await startSmtpServer();

@@ -19,7 +19,12 @@ async function longStream(url: string, key: string): Promise<Response> {
   const response = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'sim/echo', stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'go\n#sim {"completion_tokens": 100, "chunk_delay_ms": 500}' }] }),
+    body: JSON.stringify({
+      model: 'sim/echo',
+      stream: true,
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'go\n#sim {"completion_tokens": 100, "chunk_delay_ms": 500}' }],
+    }),
   });
   expect(response.status).toBe(200);
   await response.body!.getReader().read();

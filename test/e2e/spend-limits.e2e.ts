@@ -77,7 +77,8 @@ describe('spend limits and hold expiry', () => {
       expect(small).toBeGreaterThan(0);
       const thresholds: { type: string; charged: bigint }[] = [];
       for await (const e of readAccountEvents(gw.runtime.store, accountId)) {
-        if (e.type === 'KeySpendCapWarning' || e.type === 'KeySpendCapReached') thresholds.push({ type: e.type, charged: BigInt((e.data as { charged_nano: string }).charged_nano) });
+        if (e.type === 'KeySpendCapWarning' || e.type === 'KeySpendCapReached')
+          thresholds.push({ type: e.type, charged: BigInt((e.data as { charged_nano: string }).charged_nano) });
       }
       // The last refusal came with spend short of the limit (a small worst case did not fit): no
       // "reached", and the warning at the charge that crossed 80%.

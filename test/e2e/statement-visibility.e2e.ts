@@ -43,7 +43,13 @@ describe('a statement shows what its caller may see (issue 41 item 13)', () => {
     clock.set('2026-11-02T12:00:00.000Z');
     expect((await call('POST', '/v1/chat/completions', { key: orgKey.json.key, body: chat("the member's request") })).status).toBe(200);
     clock.set('2026-11-02T13:00:00.000Z');
-    const adjusted = await admin('POST', `/admin/accounts/${owner}/adjustments`, { amount_usd: 0.5, kind: 'credit_note', reason: 'goodwill for the owner', operator: 'ana@ops', adjustment_id: 'adj-owner-1' });
+    const adjusted = await admin('POST', `/admin/accounts/${owner}/adjustments`, {
+      amount_usd: 0.5,
+      kind: 'credit_note',
+      reason: 'goodwill for the owner',
+      operator: 'ana@ops',
+      adjustment_id: 'adj-owner-1',
+    });
     expect(adjusted.status).toBe(201);
     clock.set('2026-11-04T00:00:00.000Z');
   }, 60_000);
@@ -60,14 +66,18 @@ describe('a statement shows what its caller may see (issue 41 item 13)', () => {
     const s = r.json.data;
     expect(s.charges.map((c: { key_id: string }) => c.key_id)).toEqual([orgKeyId]);
     expect(JSON.stringify(s)).not.toContain(personalKeyId);
-    expect(s.adjustments).toEqual([{ at: '2026-11-02T13:00:00.000Z', adjustment_id: 'adj-owner-1', kind: 'credit_note', amount: 0.5, reason: null, operator: null }]);
+    expect(s.adjustments).toEqual([
+      { at: '2026-11-02T13:00:00.000Z', adjustment_id: 'adj-owner-1', kind: 'credit_note', amount: 0.5, reason: null, operator: null },
+    ]);
     expect(JSON.stringify(s)).not.toContain('ana@ops');
     expect(JSON.stringify(s)).not.toContain('goodwill');
     expect(s.totals.charges).toBe(s.charges[0].amount);
     expect(s.totals.by_meter).toEqual(s.charges[0].meters);
     // The owner's balance still adds up, with what the member may not see as one sum.
     const { totals } = s;
-    expect(nano(s.closing_balance)).toBe(nano(s.opening_balance) + nano(totals.credits) - nano(totals.charges) - nano(totals.other_keys_charges) + nano(totals.adjustments));
+    expect(nano(s.closing_balance)).toBe(
+      nano(s.opening_balance) + nano(totals.credits) - nano(totals.charges) - nano(totals.other_keys_charges) + nano(totals.adjustments),
+    );
     expect(nano(totals.other_keys_charges)).toBeGreaterThan(0n);
   });
 

@@ -29,7 +29,8 @@ describe('statements and corrections (issue 23)', () => {
     const r = await call('POST', '/v1/chat/completions', { key, body: chat });
     expect(r.status).toBe(200);
   };
-  const statement = (from: string, to: string, k = management) => call('GET', `/v1/credits/statement?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, { key: k });
+  const statement = (from: string, to: string, k = management) =>
+    call('GET', `/v1/credits/statement?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`, { key: k });
 
   beforeAll(async () => {
     gw = await startGateway({ SVC_ADMIN_TOKEN: ADMIN_TOKEN }, undefined, { clock });
@@ -74,11 +75,23 @@ describe('statements and corrections (issue 23)', () => {
 
     it('makes a retry safe: the same id and content answers the same, records nothing; other content is 409', async () => {
       clock.set('2026-11-02T10:05:00.000Z');
-      const again = await adjust({ amount_usd: 0.25, kind: 'credit_note', reason: 'refund: upstream outage', operator: 'ana@ops', adjustment_id: 'adj-outage-1' });
+      const again = await adjust({
+        amount_usd: 0.25,
+        kind: 'credit_note',
+        reason: 'refund: upstream outage',
+        operator: 'ana@ops',
+        adjustment_id: 'adj-outage-1',
+      });
       expect(again.status).toBe(201);
       expect(again.json.data.created_at).toBe('2026-11-02T10:00:00.000Z');
       expect(again.json.balance.total_adjustments).toBe(0.25);
-      const conflict = await adjust({ amount_usd: 0.3, kind: 'credit_note', reason: 'refund: upstream outage', operator: 'ana@ops', adjustment_id: 'adj-outage-1' });
+      const conflict = await adjust({
+        amount_usd: 0.3,
+        kind: 'credit_note',
+        reason: 'refund: upstream outage',
+        operator: 'ana@ops',
+        adjustment_id: 'adj-outage-1',
+      });
       expect(conflict.status).toBe(409);
       expect(conflict.json.error).toMatchObject({ code: 'adjustment_id_conflict', param: 'adjustment_id' });
     });
@@ -100,7 +113,9 @@ describe('statements and corrections (issue 23)', () => {
         const r = await adjust(body);
         expect({ body, status: r.status, param: r.json.error?.param }).toEqual({ body, status: 400, param });
       }
-      expect((await admin('POST', '/admin/accounts/acc_nope/adjustments', { amount_usd: 1, kind: 'adjustment', reason: 'r', operator: 'bob' })).status).toBe(404);
+      expect((await admin('POST', '/admin/accounts/acc_nope/adjustments', { amount_usd: 1, kind: 'adjustment', reason: 'r', operator: 'bob' })).status).toBe(
+        404,
+      );
       expect((await call('GET', '/v1/credits', { key })).json.data).toEqual(credits);
     });
 
@@ -110,11 +125,21 @@ describe('statements and corrections (issue 23)', () => {
       expect(r.status).toBe(201);
       expect(r.json.data.adjustment_id).toMatch(/^adj_[0-9a-f]{24}$/);
       const log = await until('the audit log', async () => {
-        const entries = (await admin('GET', `/admin/audit-log?account_id=${accountId}`)).json.data.filter((e: { action: string }) => e.action === 'account.adjusted');
+        const entries = (await admin('GET', `/admin/audit-log?account_id=${accountId}`)).json.data.filter(
+          (e: { action: string }) => e.action === 'account.adjusted',
+        );
         return entries.length === 2 && entries;
       });
-      expect(log[0]).toMatchObject({ actor: 'admin', action: 'account.adjusted', target_id: accountId, details: { kind: 'adjustment', amount_usd: -0.1, reason: 'manual correction', operator: 'bob' } });
-      expect(log[1]).toMatchObject({ at: '2026-11-02T10:00:00.000Z', details: { adjustment_id: 'adj-outage-1', kind: 'credit_note', amount_usd: 0.25, operator: 'ana@ops' } });
+      expect(log[0]).toMatchObject({
+        actor: 'admin',
+        action: 'account.adjusted',
+        target_id: accountId,
+        details: { kind: 'adjustment', amount_usd: -0.1, reason: 'manual correction', operator: 'bob' },
+      });
+      expect(log[1]).toMatchObject({
+        at: '2026-11-02T10:00:00.000Z',
+        details: { adjustment_id: 'adj-outage-1', kind: 'credit_note', amount_usd: 0.25, operator: 'ana@ops' },
+      });
       expect(log[0].ip).toBeTruthy();
       // The account reads it too.
       const own = (await call('GET', '/v1/audit-log?action=account.adjusted', { key: management })).json.data;
@@ -173,7 +198,9 @@ describe('statements and corrections (issue 23)', () => {
       const keyCharges = async (from: string) => {
         const r = await statement(from, TO);
         expect(r.status).toBe(200);
-        return r.json.data.charges.filter((c: { key_id: string }) => c.key_id === keyId).reduce((sum: bigint, c: { amount: number }) => sum + nano(c.amount), 0n);
+        return r.json.data.charges
+          .filter((c: { key_id: string }) => c.key_id === keyId)
+          .reduce((sum: bigint, c: { amount: number }) => sum + nano(c.amount), 0n);
       };
       expect(await keyCharges('2026-11-02')).toBe(nano(keyUsage.usage_weekly)); // the week from Monday
       expect(await keyCharges('2026-11-01')).toBe(nano(keyUsage.usage_monthly)); // the month from Sunday the 1st
@@ -200,7 +227,13 @@ describe('statements and corrections (issue 23)', () => {
         ['2026-11-01', '2026-11-05', 'to'], // the clock reads 2026-11-04T09:00: not ended
       ]) {
         const r = await statement(from, to);
-        expect({ from, to, status: r.status, type: r.json.error?.type, param: r.json.error?.param }).toEqual({ from, to, status: 400, type: 'invalid_request_error', param });
+        expect({ from, to, status: r.status, type: r.json.error?.type, param: r.json.error?.param }).toEqual({
+          from,
+          to,
+          status: 400,
+          type: 'invalid_request_error',
+          param,
+        });
       }
       const missing = await call('GET', '/v1/credits/statement?from=2026-11-01', { key: management });
       expect([missing.status, missing.json.error.param]).toEqual([400, 'to']);
@@ -227,13 +260,31 @@ describe('operator CLI: ledger statement (issue 23)', () => {
     const aggregates = new AggregateStore(store, clock);
     const run = (at: string, ...commands: AccountCommand[]) => {
       clock.set(at);
-      return commands.reduce<Promise<unknown>>((done, command) => done.then(() => aggregates.handle(accountDecider, accountStream('acme'), command, { actor: 'admin' })), Promise.resolve());
+      return commands.reduce<Promise<unknown>>(
+        (done, command) => done.then(() => aggregates.handle(accountDecider, accountStream('acme'), command, { actor: 'admin' })),
+        Promise.resolve(),
+      );
     };
-    const hold = (holdId: string, amountNano: bigint): AccountCommand => ({ type: 'PlaceHold', holdId, keyId: 'k1', amountNano, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 900_000 });
+    const hold = (holdId: string, amountNano: bigint): AccountCommand => ({
+      type: 'PlaceHold',
+      holdId,
+      keyId: 'k1',
+      amountNano,
+      model: 'sim/echo',
+      endpoint: '/v1/chat/completions',
+      ttlMs: 900_000,
+    });
     await run('2026-11-02T10:00:00.000Z', { type: 'OpenAccount', accountId: 'acme' }, { type: 'AddCredits', amountNano: 10_000_000_000n, reason: 'purchase' });
     await run('2026-11-02T11:00:00.000Z', hold('h1', 500_000_000n), { type: 'ChargeUsage', holdId: 'h1', amountNano: 300_000_000n, stats: stats() });
     await run('2026-11-02T12:00:00.000Z', hold('h2', 500_000_000n), { type: 'ReleaseHold', holdId: 'h2', errorCode: 'upstream_503' });
-    await run('2026-11-03T09:00:00.000Z', { type: 'AdjustBalance', adjustmentId: 'adj1', amountNano: -150_000_000n, kind: 'adjustment', reason: 'billing error, reversed', operator: 'ana' });
+    await run('2026-11-03T09:00:00.000Z', {
+      type: 'AdjustBalance',
+      adjustmentId: 'adj1',
+      amountNano: -150_000_000n,
+      kind: 'adjustment',
+      reason: 'billing error, reversed',
+      operator: 'ana',
+    });
     await run('2026-11-05T09:00:00.000Z', { type: 'AddCredits', amountNano: 1_000_000_000n, reason: 'purchase' }); // after the period
   }, 30_000);
 
@@ -259,9 +310,19 @@ describe('operator CLI: ledger statement (issue 23)', () => {
   });
 
   it('refuses a bad period naming the option, and an unknown account', async () => {
-    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-04', '--to', '2026-11-02')).rejects.toMatchObject({ code: 'invalid_period', details: { param: 'from' } });
-    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-02', '--to', '2026-11-02T25:00')).rejects.toMatchObject({ code: 'invalid_date', details: { param: 'to' } });
-    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-02', '--to', '2026-11-04', '--format', 'xml')).rejects.toThrow('--format must be json or csv');
-    await expect(harness.run('ledger', 'statement', '--account', 'nobody', '--from', '2026-11-02', '--to', '2026-11-04')).rejects.toThrow('account nobody has no events');
+    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-04', '--to', '2026-11-02')).rejects.toMatchObject({
+      code: 'invalid_period',
+      details: { param: 'from' },
+    });
+    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-02', '--to', '2026-11-02T25:00')).rejects.toMatchObject({
+      code: 'invalid_date',
+      details: { param: 'to' },
+    });
+    await expect(harness.run('ledger', 'statement', '--account', 'acme', '--from', '2026-11-02', '--to', '2026-11-04', '--format', 'xml')).rejects.toThrow(
+      '--format must be json or csv',
+    );
+    await expect(harness.run('ledger', 'statement', '--account', 'nobody', '--from', '2026-11-02', '--to', '2026-11-04')).rejects.toThrow(
+      'account nobody has no events',
+    );
   });
 });

@@ -119,7 +119,9 @@ describe('email step-up (spec 1, 8)', () => {
   });
 
   it('notices (spec 9): a deprecation of a model the account used is listed in /v1/notices and mailed to the step-up address', async () => {
-    expect((await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } })).status).toBe(200);
+    expect(
+      (await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } })).status,
+    ).toBe(200);
     const deadline = Date.now() + 10_000;
     while ((await gw.runtime.sql.query('SELECT 1 FROM webhook_model_use WHERE account_id = $1', [gw.keys.account_id])).rows.length === 0) {
       if (Date.now() > deadline) throw new Error('model use not projected');
@@ -129,7 +131,10 @@ describe('email step-up (spec 1, 8)', () => {
     await gw.runtime.aggregates.handle(
       catalogNoticesDecider,
       CATALOG_NOTICES_STREAM,
-      { type: 'RecordDeprecationNotices', due: [{ id: 'sim/echo:announced:step-up-test', kind: 'announced', model: 'sim/echo', name: 'Echo', sunset, replacement: 'sim/claude-echo' }] },
+      {
+        type: 'RecordDeprecationNotices',
+        due: [{ id: 'sim/echo:announced:step-up-test', kind: 'announced', model: 'sim/echo', name: 'Echo', sunset, replacement: 'sim/claude-echo' }],
+      },
       { actor: 'catalog' },
     );
     const mail = await smtp.waitFor(EMAIL, 10_000);
@@ -137,7 +142,14 @@ describe('email step-up (spec 1, 8)', () => {
     expect(mail.text).toContain('sim/claude-echo');
     const notices = (await call('GET', '/notices', { key: gw.keys.api_key })).json;
     expect(notices.data).toEqual([
-      { id: expect.stringMatching(/^ntc_/), type: 'model.deprecated', title: mail.subject, message: expect.stringContaining('Echo (sim/echo)'), data: expect.objectContaining({ model: 'sim/echo', replacement: 'sim/claude-echo' }), created: expect.any(Number) },
+      {
+        id: expect.stringMatching(/^ntc_/),
+        type: 'model.deprecated',
+        title: mail.subject,
+        message: expect.stringContaining('Echo (sim/echo)'),
+        data: expect.objectContaining({ model: 'sim/echo', replacement: 'sim/claude-echo' }),
+        created: expect.any(Number),
+      },
     ]);
     // Mailed once, however many passes run.
     await gw.background.notices.runOnce();

@@ -17,11 +17,17 @@ describe('the simulated model honours stop, response_format and excluded reasoni
   afterAll(() => stopGateway(gw));
 
   it('ends the text before the first stop sequence', async () => {
-    const r = await client.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'one two three four' }], stop: [' three', 'four'] });
+    const r = await client.chat.completions.create({
+      model: 'sim/echo',
+      messages: [{ role: 'user', content: 'one two three four' }],
+      stop: [' three', 'four'],
+    });
     expect(r.choices[0].message.content).toBe('Echo: one two');
     expect(r.choices[0].finish_reason).toBe('stop');
     // Billed for what was returned: the cut text.
-    expect(r.usage!.completion_tokens).toBeLessThan((await client.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'one two three four' }] })).usage!.completion_tokens);
+    expect(r.usage!.completion_tokens).toBeLessThan(
+      (await client.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'one two three four' }] })).usage!.completion_tokens,
+    );
   });
 
   it('answers a json_schema request with an instance of the schema, which parse() returns', async () => {
@@ -52,7 +58,11 @@ describe('the simulated model honours stop, response_format and excluded reasoni
   });
 
   it('answers a json_object request with a JSON object', async () => {
-    const r = await client.chat.completions.create({ model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' } });
+    const r = await client.chat.completions.create({
+      model: 'sim/echo',
+      messages: [{ role: 'user', content: 'hi' }],
+      response_format: { type: 'json_object' },
+    });
     expect(JSON.parse(r.choices[0].message.content!)).toEqual({ answer: 'Echo: hi' });
   });
 

@@ -45,7 +45,16 @@ async function startOtlpReceiver() {
       const service = attributesOf(resourceSpans.resource?.attributes)['service.name'];
       for (const scopeSpans of resourceSpans.scopeSpans ?? []) {
         for (const s of scopeSpans.spans ?? []) {
-          spans.push({ service, traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId || undefined, name: s.name, kind: s.kind, attributes: attributesOf(s.attributes), status: s.status ?? {} });
+          spans.push({
+            service,
+            traceId: s.traceId,
+            spanId: s.spanId,
+            parentSpanId: s.parentSpanId || undefined,
+            name: s.name,
+            kind: s.kind,
+            attributes: attributesOf(s.attributes),
+            status: s.status ?? {},
+          });
         }
       }
     }
@@ -153,7 +162,7 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     return found[0];
   };
 
-  it('records request, hold, upstream and charge in the caller\'s trace, with the upstream span as the provider request\'s parent', async () => {
+  it("records request, hold, upstream and charge in the caller's trace, with the upstream span as the provider request's parent", async () => {
     const caller = callerTrace();
     const messages = [{ role: 'user', content: PROMPT }];
     const r = await chat(gw(), { model: 'sim/echo', messages }, { traceparent: caller.traceparent, tracestate: 'caller=1' });
@@ -164,20 +173,42 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
 
     const server = one(spans, 'POST /v1/chat/completions');
     expect(server).toMatchObject({ service: 'svc-gateway-e2e', kind: KIND.server, parentSpanId: caller.spanId, status: { code: STATUS.unset } });
-    expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'url.path': '/v1/chat/completions', 'http.response.status_code': 200 });
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/v1/chat/completions',
+      'url.path': '/v1/chat/completions',
+      'http.response.status_code': 200,
+    });
 
     const who = { 'svc.generation_id': generationId, 'svc.account_id': gw().keys.account_id, 'svc.key_id': expect.any(String) };
     const hold = one(spans, 'hold');
     expect(hold).toMatchObject({ kind: KIND.internal, parentSpanId: server.spanId });
-    expect(hold.attributes).toMatchObject({ ...who, 'svc.amount_nano': Number(chatWorstCase(gw().runtime, 'sim/echo', messages, null)), 'svc.model': 'sim/echo', 'svc.endpoint': '/v1/chat/completions' });
+    expect(hold.attributes).toMatchObject({
+      ...who,
+      'svc.amount_nano': Number(chatWorstCase(gw().runtime, 'sim/echo', messages, null)),
+      'svc.model': 'sim/echo',
+      'svc.endpoint': '/v1/chat/completions',
+    });
 
     const call = one(spans, 'upstream sim');
     expect(call).toMatchObject({ kind: KIND.client, parentSpanId: server.spanId, status: { code: STATUS.unset } });
-    expect(call.attributes).toMatchObject({ 'svc.generation_id': generationId, 'svc.provider': 'sim', 'svc.model': 'sim/echo', 'svc.operation': 'chat', 'svc.attempt': 1 });
+    expect(call.attributes).toMatchObject({
+      'svc.generation_id': generationId,
+      'svc.provider': 'sim',
+      'svc.model': 'sim/echo',
+      'svc.operation': 'chat',
+      'svc.attempt': 1,
+    });
 
     const charge = one(spans, 'charge');
     expect(charge).toMatchObject({ kind: KIND.internal, parentSpanId: server.spanId });
-    expect(charge.attributes).toMatchObject({ ...who, 'svc.key_id': hold.attributes['svc.key_id'], 'svc.amount_nano': Number(usdToNano(r.json.usage.cost)), 'svc.provider': 'sim', 'svc.model': 'sim/echo' });
+    expect(charge.attributes).toMatchObject({
+      ...who,
+      'svc.key_id': hold.attributes['svc.key_id'],
+      'svc.amount_nano': Number(usdToNano(r.json.usage.cost)),
+      'svc.provider': 'sim',
+      'svc.model': 'sim/echo',
+    });
     expect(charge.attributes['svc.amount_nano']).toBeGreaterThan(0);
     expect(JSON.stringify(keyId)).toContain(String(hold.attributes['svc.key_id']));
 
@@ -187,9 +218,13 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     ]);
   });
 
-  it('records a failed upstream call as an error, and the hold\'s release instead of a charge', async () => {
+  it("records a failed upstream call as an error, and the hold's release instead of a charge", async () => {
     const caller = callerTrace();
-    const r = await chat(gw(), { model: 'sim/echo', messages: [{ role: 'user', content: `${PROMPT}\n#sim {"fail": 503}` }] }, { traceparent: caller.traceparent });
+    const r = await chat(
+      gw(),
+      { model: 'sim/echo', messages: [{ role: 'user', content: `${PROMPT}\n#sim {"fail": 503}` }] },
+      { traceparent: caller.traceparent },
+    );
     expect(r.status).toBeGreaterThanOrEqual(500);
     const spans = await spansOf(caller.traceId, 'release');
 
@@ -201,7 +236,12 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     expect(call.attributes).toMatchObject({ 'error.type': 'upstream_503', 'http.response.status_code': 503 });
     const release = one(spans, 'release');
     expect(release).toMatchObject({ parentSpanId: server.spanId });
-    expect(release.attributes).toMatchObject({ 'svc.generation_id': r.headers.get('x-svc-generation-id'), 'svc.account_id': gw().keys.account_id, 'svc.amount_nano': 0, 'svc.error_code': 'upstream_503' });
+    expect(release.attributes).toMatchObject({
+      'svc.generation_id': r.headers.get('x-svc-generation-id'),
+      'svc.account_id': gw().keys.account_id,
+      'svc.amount_nano': 0,
+      'svc.error_code': 'upstream_503',
+    });
     expect(spans.filter((s) => s.name === 'charge')).toEqual([]);
   });
 
@@ -221,10 +261,12 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
       ['upstream sim', server.spanId, 3, 'sim/small-8k', STATUS.unset],
     ]);
     expect(one(spans, 'charge').attributes['svc.model']).toBe('sim/small-8k');
-    expect(upstream.seen.filter((s) => s.traceparent?.includes(caller.traceId)).map((s) => s.traceparent)).toEqual(tries.map((s) => `00-${caller.traceId}-${s.spanId}-01`));
+    expect(upstream.seen.filter((s) => s.traceparent?.includes(caller.traceId)).map((s) => s.traceparent)).toEqual(
+      tries.map((s) => `00-${caller.traceId}-${s.spanId}-01`),
+    );
   });
 
-  it('records a streamed completion\'s charge, made after the response began, in the request\'s trace', async () => {
+  it("records a streamed completion's charge, made after the response began, in the request's trace", async () => {
     const caller = callerTrace();
     const response = await fetch(`${gw().url}/chat/completions`, {
       method: 'POST',
@@ -263,7 +305,11 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     // Forwarding the caller's context would take an async context per request, which Node 20
     // pays for on every promise of the process: a gateway that does not trace forwards none.
     const forwarded = upstream.seen.length;
-    const r = await chat(untraced, { model: 'sim/echo', messages: [{ role: 'user', content: PROMPT }] }, { traceparent: caller.traceparent, tracestate: 'caller=2,other=x' });
+    const r = await chat(
+      untraced,
+      { model: 'sim/echo', messages: [{ role: 'user', content: PROMPT }] },
+      { traceparent: caller.traceparent, tracestate: 'caller=2,other=x' },
+    );
     expect(r.status).toBe(200);
     expect(upstream.seen.slice(forwarded)).toEqual([{ path: '/v1/chat/completions', traceparent: undefined, tracestate: undefined }]);
 
@@ -281,7 +327,14 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
   // three traces of their own; each attempt of a line is now one trace under a root span.
   it('records each batch line attempt as one trace: hold, upstream and charge under its root', async () => {
     const sdk = new OpenAI({ baseURL: gw().url, apiKey: gw().keys.api_key, maxRetries: 0 });
-    const lines = ['one', 'two'].map((id) => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: PROMPT }], max_tokens: 20 } }));
+    const lines = ['one', 'two'].map((id) =>
+      JSON.stringify({
+        custom_id: id,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'sim/echo', messages: [{ role: 'user', content: PROMPT }], max_tokens: 20 },
+      }),
+    );
     const input = await sdk.files.create({ file: await toFile(Buffer.from(`${lines.join('\n')}\n`), 'input.jsonl'), purpose: 'batch' });
     const batch = await sdk.batches.create({ input_file_id: input.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
     await until(`batch ${batch.id} to complete`, async () => ((await sdk.batches.retrieve(batch.id)).status === 'completed' ? true : undefined), 30_000);
@@ -321,7 +374,11 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     }
     const calls = steps.flatMap(children).filter((s) => s.name === 'upstream sim');
     expect(calls.map((c) => c.attributes['svc.video_call'])).toEqual(expect.arrayContaining(['create', 'poll', 'download_video']));
-    for (const c of calls) expect(c).toMatchObject({ kind: KIND.client, attributes: expect.objectContaining({ 'svc.operation': 'video', 'svc.provider': 'sim', 'svc.account_id': gw().keys.account_id }) });
+    for (const c of calls)
+      expect(c).toMatchObject({
+        kind: KIND.client,
+        attributes: expect.objectContaining({ 'svc.operation': 'video', 'svc.provider': 'sim', 'svc.account_id': gw().keys.account_id }),
+      });
     const charge = one(steps.flatMap(children), 'charge');
     expect(charge.attributes['svc.amount_nano']).toBeGreaterThan(0);
     // The submission and the provider's own request share the step's trace.
@@ -329,7 +386,7 @@ describe('traces (issue 22): OpenTelemetry spans over OTLP, and W3C trace contex
     expect(upstream.seen.some((u) => u.traceparent === `00-${create.traceId}-${create.spanId}-01`)).toBe(true);
   }, 90_000);
 
-  it('never puts the prompt or a key\'s secret in a span', async () => {
+  it("never puts the prompt or a key's secret in a span", async () => {
     expect(receiver.spans.length).toBeGreaterThan(10);
     const everything = JSON.stringify(receiver.spans);
     expect(everything).not.toContain('okapi-7c1f');

@@ -172,8 +172,14 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     (await db.query<{ type: string; data: any }>(`SELECT type, data FROM events WHERE stream = $1 ORDER BY revision`, [`video-${videoId}`])).rows;
   /** What the account's ledger says of one hold, in order. */
   const holdEvents = async (accountId: string, holdId: string) =>
-    (await db.query<{ type: string; data: any }>(`SELECT type, data FROM events WHERE stream = $1 AND data->>'hold_id' = $2 ORDER BY revision`, [`account-${accountId}`, holdId])).rows;
-  const providerJobOf = async (videoId: string) => (await streamOf(videoId)).find((e) => e.type === 'VideoSubmitted')?.data.provider_job_id as string | undefined;
+    (
+      await db.query<{ type: string; data: any }>(`SELECT type, data FROM events WHERE stream = $1 AND data->>'hold_id' = $2 ORDER BY revision`, [
+        `account-${accountId}`,
+        holdId,
+      ])
+    ).rows;
+  const providerJobOf = async (videoId: string) =>
+    (await streamOf(videoId)).find((e) => e.type === 'VideoSubmitted')?.data.provider_job_id as string | undefined;
   /** Create requests for `prompt` that reached the provider, from any worker. */
   const createsOf = (prompt: string) => everyWorker().flatMap((w) => w.tap.seen.filter((s) => isCreate(s) && s.body?.prompt === prompt).map(() => w.name));
 
@@ -213,7 +219,11 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     const clip = await fetch(`${root}/v1/videos/${v.id}/content`, { headers: { authorization: `Bearer ${key}` } });
     expect(clip.status).toBe(200);
     expect(clip.headers.get('content-type')).toBe('video/mp4');
-    expect(Buffer.from(await clip.arrayBuffer()).subarray(4, 8).toString('latin1')).toBe('ftyp');
+    expect(
+      Buffer.from(await clip.arrayBuffer())
+        .subarray(4, 8)
+        .toString('latin1'),
+    ).toBe('ftyp');
     return cost;
   };
   /** The balance moved by exactly `spent` and nothing is held. */
@@ -272,7 +282,12 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
       ...[3, 4, 5].map((i) => ({ model: 'sim/video-router', prompt: `shared clip ${i} ${stamp}`, seconds: 4, resolution: '480p' })),
     ];
     const videos = await Promise.all(asked.map((body) => create(key, body)));
-    await until('every video ended', async () => (await Promise.all(videos.map((v) => video(key, v.id)))).every((v) => ['completed', 'failed'].includes(v.status)), 45_000, 250);
+    await until(
+      'every video ended',
+      async () => (await Promise.all(videos.map((v) => video(key, v.id)))).every((v) => ['completed', 'failed'].includes(v.status)),
+      45_000,
+      250,
+    );
 
     let spent = 0n;
     const byWorker = new Map<Worker, number>();
@@ -280,7 +295,9 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
       expect(createsOf(asked[i].prompt)).toHaveLength(1);
       spent += await expectCompletedOnce(key, accountId, v);
       const providerJobId = (await providerJobOf(v.id))!;
-      for (const w of [a, b]) if (w.tap.seen.some((s) => touches(s, providerJobId) || (isCreate(s) && s.body?.prompt === asked[i].prompt))) byWorker.set(w, (byWorker.get(w) ?? 0) + 1);
+      for (const w of [a, b])
+        if (w.tap.seen.some((s) => touches(s, providerJobId) || (isCreate(s) && s.body?.prompt === asked[i].prompt)))
+          byWorker.set(w, (byWorker.get(w) ?? 0) + 1);
     }
     // The router's clips cost what it reported, not the $1.20 held for each.
     expect(spent).toBe(3n * usdToNano('0.4') + 3n * usdToNano('0.2'));
@@ -319,7 +336,12 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
       // A dead client's backend waiting on a lock would still run the charge once it got the
       // lock: end it, so the charge is lost with the worker, as if it had never been sent.
       for (const { pid } of blocked) await gate.query(`SELECT pg_terminate_backend($1)`, [pid]);
-      await until('the dead worker\'s backend gone', async () => (await gate.query(`SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [blocked.map((b) => b.pid)])).rows.length === 0, 10_000, 50);
+      await until(
+        "the dead worker's backend gone",
+        async () => (await gate.query(`SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [blocked.map((b) => b.pid)])).rows.length === 0,
+        10_000,
+        50,
+      );
     } finally {
       await gate.query(`SELECT pg_advisory_unlock_all()`);
       await gate.end();
@@ -363,11 +385,18 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
 
     await startWorker('back', quick);
     // What the gateway recorded, from the event log (the read models may not show it yet).
-    const recorded = (await db.query<{ data: any }>(`SELECT data FROM events WHERE type = 'VideoRequested' AND data->>'account_id' = $1`, [accountId])).rows.map((r) => r.data);
+    const recorded = (
+      await db.query<{ data: any }>(`SELECT data FROM events WHERE type = 'VideoRequested' AND data->>'account_id' = $1`, [accountId])
+    ).rows.map((r) => r.data);
     expect(recorded).toHaveLength(1);
     const [{ video_id: id, hold_id: generationId }] = recorded;
-    await until('the video to end', async () => ['completed', 'failed', 'cancelled'].includes((await video(key, id)).status), 15_000, 250).catch(() => undefined);
-    expect({ status: (await video(key, id)).status, requestKept: (await db.query(`SELECT 1 FROM video_jobs WHERE video_id = $1`, [id])).rows.length }).toEqual({ status: 'completed', requestKept: 1 });
+    await until('the video to end', async () => ['completed', 'failed', 'cancelled'].includes((await video(key, id)).status), 15_000, 250).catch(
+      () => undefined,
+    );
+    expect({ status: (await video(key, id)).status, requestKept: (await db.query(`SELECT 1 FROM video_jobs WHERE video_id = $1`, [id])).rows.length }).toEqual({
+      status: 'completed',
+      requestKept: 1,
+    });
     const spent = await expectCompletedOnce(key, accountId, { id, generationId });
     await expectBalance(key, 5, spent);
     audit();

@@ -99,7 +99,12 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
   const sdkOf = (key: string, on: StartedGateway = gw) => new OpenAI({ baseURL: on.url, apiKey: key, maxRetries: 0 });
 
   /** Creates a clip through the SDK (extra fields as extra form fields) and polls it with the SDK until it ends. */
-  async function story(on: StartedGateway, key: string, body: Record<string, unknown>, onRunning?: (video: Video, sdk: OpenAI) => Promise<void>): Promise<Story> {
+  async function story(
+    on: StartedGateway,
+    key: string,
+    body: Record<string, unknown>,
+    onRunning?: (video: Video, sdk: OpenAI) => Promise<void>,
+  ): Promise<Story> {
     const sdk = sdkOf(key, on);
     const before = await creditsOf(api(on.url), key);
     const { data, response } = await sdk.videos.create(body as unknown as OpenAI.Videos.VideoCreateParams).withResponse();
@@ -127,10 +132,14 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
 
   /** The hold of a clip is settled by the worker just after the end is recorded: wait for it, then read the credits. */
   const settledCredits = (key: string, on: StartedGateway = gw) =>
-    until(`the holds of ${key.slice(0, 12)} to settle`, async () => {
-      const credits = await creditsOf(api(on.url), key);
-      return credits.open_holds === 0 ? credits : null;
-    }, 10_000);
+    until(
+      `the holds of ${key.slice(0, 12)} to settle`,
+      async () => {
+        const credits = await creditsOf(api(on.url), key);
+        return credits.open_holds === 0 ? credits : null;
+      },
+      10_000,
+    );
 
   let completed: Promise<Story>;
   let routed480: Promise<Story>;
@@ -171,7 +180,10 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     const warn = console.warn.bind(console);
     jest.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => void (String(args[0]).includes(INJECTED) ? undefined : warn(...args)));
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const saved = await api(hooked.url)('PUT', '/settings/webhook', { key: hooked.keys.management_key, body: { url, events: ['video.completed', 'video.failed'] } });
+    const saved = await api(hooked.url)('PUT', '/settings/webhook', {
+      key: hooked.keys.management_key,
+      body: { url, events: ['video.completed', 'video.failed'] },
+    });
     expect(saved.status).toBe(200);
     secret = saved.json.secret;
 
@@ -363,14 +375,18 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
   it('issue 41 item 15: a router-priced video is explained, its cost lines (the reported provider cost) adding up to its cost', async () => {
     const { key, generationId } = await routed480;
     await settledCredits(key);
-    const generation = (await generationOf(call, key, generationId!)) as unknown as { total_cost: number; cost_lines: { amount: number }[]; usage_by_meter: object };
+    const generation = (await generationOf(call, key, generationId!)) as unknown as {
+      total_cost: number;
+      cost_lines: { amount: number }[];
+      usage_by_meter: object;
+    };
     expect(generation.cost_lines).toEqual([{ meter: 'provider_cost', quantity: 200_000_000, unit_price: 0.000000001, amount: 0.2 }]);
     expect(generation.usage_by_meter).toEqual({ provider_cost: 200_000_000 });
     const sum = generation.cost_lines.reduce((total, l) => total + nano(l.amount), 0n);
     expect(sum).toBe(nano(generation.total_cost));
   });
 
-  it('4.15 `size`: sim/video-router takes size 854x480 as 16:9 at 480p, so the clip is made and billed at the router\'s 480p price', async () => {
+  it("4.15 `size`: sim/video-router takes size 854x480 as 16:9 at 480p, so the clip is made and billed at the router's 480p price", async () => {
     const { key, before, created, final } = await routedSize;
     expect(created).toMatchObject({ status: 'queued', size: '854x480', aspect_ratio: '16:9', resolution: '480p', usage: { estimated_cost: 1.2 } });
     expect([final.status, final.error]).toEqual(['completed', null]);
@@ -389,7 +405,13 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
 
   it('3.1 "generation failed": failed with `error` set, not billed: the balance is back where it was, nothing held', async () => {
     const { key, before, final, seen } = await failed;
-    expect(final).toMatchObject({ status: 'failed', error: { code: 'video_generation_failed', message: expect.any(String) }, url: null, thumbnail_url: null, usage: { cost: 0, estimated_cost: 0.4 } });
+    expect(final).toMatchObject({
+      status: 'failed',
+      error: { code: 'video_generation_failed', message: expect.any(String) },
+      url: null,
+      thumbnail_url: null,
+      usage: { cost: 0, estimated_cost: 0.4 },
+    });
     expect(seen.some((s) => s.video.status === 'completed')).toBe(false);
     const after = await settledCredits(key);
     expect([after.balance, after.held, after.total_usage]).toEqual([before.balance, 0, before.total_usage]);
@@ -450,9 +472,17 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     expect([done.final.status, broke.final.status]).toEqual(['completed', 'failed']);
     const of = (id: string) => until(`the webhook of ${id}`, () => deliveries.find((d) => d.body.data.id === id), 15_000);
     const [completedEvent, failedEvent] = await Promise.all([of(done.final.id), of(broke.final.id)]);
-    expect(completedEvent.body).toMatchObject({ id: expect.any(String), type: 'video.completed', created: expect.any(Number), data: { id: done.final.id, status: 'completed', model: 'sim/video', cost: done.final.usage.cost } });
+    expect(completedEvent.body).toMatchObject({
+      id: expect.any(String),
+      type: 'video.completed',
+      created: expect.any(Number),
+      data: { id: done.final.id, status: 'completed', model: 'sim/video', cost: done.final.usage.cost },
+    });
     expect(done.final.usage.cost).toBe(0.4);
-    expect(failedEvent.body).toMatchObject({ type: 'video.failed', data: { id: broke.final.id, status: 'failed', error: { code: 'video_generation_failed' } } });
+    expect(failedEvent.body).toMatchObject({
+      type: 'video.failed',
+      data: { id: broke.final.id, status: 'failed', error: { code: 'video_generation_failed' } },
+    });
     const now = Math.floor(Date.now() / 1000);
     for (const d of [completedEvent, failedEvent]) {
       expect(verifyWebhookSignature(d.headers['svc-signature'] as string, secret, d.raw, now)).toBe(true);
@@ -460,22 +490,30 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     }
   });
 
-  it('3.1 "billed": a charge that fails once after the end is recorded (as when the worker dies there) is made on the retry', async () => {
-    const { before, final, after } = await chargeRetried;
-    expect(final.status).toBe('completed');
-    expect([after.open_holds, after.held]).toEqual([0, 0]);
-    expect(nano(before.balance) - nano(after.balance)).toBe(nano(final.usage.cost));
-  }, LEASE_MS + 15_000);
+  it(
+    '3.1 "billed": a charge that fails once after the end is recorded (as when the worker dies there) is made on the retry',
+    async () => {
+      const { before, final, after } = await chargeRetried;
+      expect(final.status).toBe('completed');
+      expect([after.open_holds, after.held]).toEqual([0, 0]);
+      expect(nano(before.balance) - nano(after.balance)).toBe(nano(final.usage.cost));
+    },
+    LEASE_MS + 15_000,
+  );
 
-  it('3.1 "billed" + 4.15 "DELETE deletes": a completed video deleted before its charge landed is still charged, and its hold does not linger', async () => {
-    const { before, final, heldAtDelete, deleted, after } = await deletedBeforeCharge;
-    expect(final.status).toBe('completed');
-    // The premise: the end is recorded, the charge not yet (the worker tries again once its lease runs out).
-    expect([heldAtDelete.open_holds, heldAtDelete.held]).toEqual([1, final.usage.estimated_cost]);
-    expect(deleted).toEqual({ id: final.id, object: 'video.deleted', deleted: true });
-    expect([after.open_holds, after.held]).toEqual([0, 0]);
-    expect(nano(before.balance) - nano(after.balance)).toBe(nano(final.usage.cost));
-  }, LEASE_MS + 15_000);
+  it(
+    '3.1 "billed" + 4.15 "DELETE deletes": a completed video deleted before its charge landed is still charged, and its hold does not linger',
+    async () => {
+      const { before, final, heldAtDelete, deleted, after } = await deletedBeforeCharge;
+      expect(final.status).toBe('completed');
+      // The premise: the end is recorded, the charge not yet (the worker tries again once its lease runs out).
+      expect([heldAtDelete.open_holds, heldAtDelete.held]).toEqual([1, final.usage.estimated_cost]);
+      expect(deleted).toEqual({ id: final.id, object: 'video.deleted', deleted: true });
+      expect([after.open_holds, after.held]).toEqual([0, 0]);
+      expect(nano(before.balance) - nano(after.balance)).toBe(nano(final.usage.cost));
+    },
+    LEASE_MS + 15_000,
+  );
 
   it('4.15 bad input: each a 400 naming the field, and nothing is held, billed or created', async () => {
     const { key } = await accountWithKey(gw, 10);
@@ -490,8 +528,17 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
       ['image_url on localhost', { image_url: 'https://localhost/x.png' }, 'image_url'],
       ['a chat model', { model: 'sim/echo' }, 'model'],
       ['an unknown form field', { style: 'noir' }, 'style', 'unknown_parameter'],
-      ["OpenAI's input_reference upload", { input_reference: await toFile(Buffer.from([0xff, 0xd8, 0xff, 0xd9]), 'frame.jpg', { type: 'image/jpeg' }) }, 'input_reference'],
-      ['input_reference as {image_url} (the SDK sends it as a bracketed form field)', { input_reference: { image_url: 'https://example.com/frame.png' } }, 'input_reference[image_url]', 'unknown_parameter'],
+      [
+        "OpenAI's input_reference upload",
+        { input_reference: await toFile(Buffer.from([0xff, 0xd8, 0xff, 0xd9]), 'frame.jpg', { type: 'image/jpeg' }) },
+        'input_reference',
+      ],
+      [
+        'input_reference as {image_url} (the SDK sends it as a bracketed form field)',
+        { input_reference: { image_url: 'https://example.com/frame.png' } },
+        'input_reference[image_url]',
+        'unknown_parameter',
+      ],
       ['an empty prompt', { prompt: '' }, 'prompt'],
       ['a blank prompt', { prompt: '   ' }, 'prompt'],
       ['aspect_ratio and size together', { aspect_ratio: '16:9', size: '1280x720' }, 'size'],
@@ -499,7 +546,13 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     ];
     for (const [what, body, param, code] of cases) {
       const err = await create(body);
-      expect({ what, status: err.status, type: (err.error as any)?.type, param: (err.error as any)?.param, ...(code ? { code: (err.error as any)?.code } : {}) }).toEqual({
+      expect({
+        what,
+        status: err.status,
+        type: (err.error as any)?.type,
+        param: (err.error as any)?.param,
+        ...(code ? { code: (err.error as any)?.code } : {}),
+      }).toEqual({
         what,
         status: 400,
         type: 'invalid_request_error',
@@ -510,7 +563,10 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     // The same over JSON (spec 4.15 `seconds` a number).
     const json = await call('POST', '/videos', { key, body: { model: 'sim/video', prompt: 'a cat', seconds: 5 } });
     expect([json.status, json.json.error?.param]).toEqual([400, 'seconds']);
-    const jsonReference = await call('POST', '/videos', { key, body: { model: 'sim/video', prompt: 'a cat', input_reference: { image_url: 'https://example.com/frame.png' } } });
+    const jsonReference = await call('POST', '/videos', {
+      key,
+      body: { model: 'sim/video', prompt: 'a cat', input_reference: { image_url: 'https://example.com/frame.png' } },
+    });
     expect([jsonReference.status, jsonReference.json.error?.param]).toEqual([400, 'input_reference']);
 
     expect(await creditsOf(call, key)).toEqual(before);
@@ -530,7 +586,7 @@ describe('videos (spec 4.15, 2.4, 3.1, 6.1)', () => {
     expect([other.status, (other.error as any).code]).toEqual([404, 'video_not_found']);
   });
 
-  it('4.15 list: the workspace\'s videos newest first, paged by cursor (`limit`, `after`, `has_more`)', async () => {
+  it("4.15 list: the workspace's videos newest first, paged by cursor (`limit`, `after`, `has_more`)", async () => {
     const { key } = await accountWithKey(gw, 10);
     const sdk = sdkOf(key);
     // Failing clips: free, and they end by themselves.

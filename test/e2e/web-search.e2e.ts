@@ -164,7 +164,13 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
       const before = await creditsOf(call, key);
       const question = 'What is new in PostgreSQL 18?';
       const { data: completion, response } = await openai.chat.completions
-        .create({ model: 'sim/echo:online', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: question }] })
+        .create({
+          model: 'sim/echo:online',
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: question },
+          ],
+        })
         .withResponse();
       // The engine was asked the last user message, and the model got the results just before it.
       const upstream = received().slice(-2);
@@ -173,7 +179,12 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
       expect(sent.map((m) => m.role)).toEqual(['system', 'system', 'user']);
       expect(sent[1].content).toMatch(/^A web search was conducted on \d{4}-\d{2}-\d{2}\./);
 
-      const usage = completion.usage as unknown as { prompt_tokens: number; completion_tokens: number; cost: number; server_tool_use: { web_search_requests: number; web_search_cost: number } };
+      const usage = completion.usage as unknown as {
+        prompt_tokens: number;
+        completion_tokens: number;
+        cost: number;
+        server_tool_use: { web_search_requests: number; web_search_cost: number };
+      };
       expect(usage.server_tool_use).toEqual({ web_search_requests: 1, web_search_cost: 0.002 });
       expect(usdToNano(usage.cost)).toBe(echoTokensNano(usage) + SEARXNG_QUERY_NANO);
       const id = response.headers.get('x-svc-generation-id')!;
@@ -181,7 +192,9 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
 
       // The citations are the engine's pages for that query (asked again through /v1/search).
       const expected = (await search({ query: question, max_results: 5 })).json.results as Hit[];
-      const annotations = (completion.choices[0].message as unknown as { annotations: { type: string; url_citation: { url: string; title: string; content: string } }[] }).annotations;
+      const annotations = (
+        completion.choices[0].message as unknown as { annotations: { type: string; url_citation: { url: string; title: string; content: string } }[] }
+      ).annotations;
       expect(annotations.map((a) => a.type)).toEqual(Array(5).fill('url_citation'));
       expect(annotations.map((a) => a.url_citation.url)).toEqual(expected.map((h) => h.url));
       expect(annotations.map((a) => a.url_citation.title)).toEqual(expected.map((h) => h.title));
@@ -240,13 +253,19 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
     });
 
     it('a search that finds nothing is not billed; enabled: false turns :online off', async () => {
-      const empty = await call('POST', '/chat/completions', { key, body: { model: 'sim/echo:online', messages: [{ role: 'user', content: 'obscure\n#sim {"empty": true}' }] } });
+      const empty = await call('POST', '/chat/completions', {
+        key,
+        body: { model: 'sim/echo:online', messages: [{ role: 'user', content: 'obscure\n#sim {"empty": true}' }] },
+      });
       expect(empty.status).toBe(200);
       expect(empty.json.usage.server_tool_use).toEqual({ web_search_requests: 0, web_search_cost: 0 });
       expect(usdToNano(empty.json.usage.cost)).toBe(echoTokensNano(empty.json.usage));
 
       const upstream = gw.runtime.simulator!.requests;
-      const off = await call('POST', '/chat/completions', { key, body: { model: 'sim/echo:online', messages: [{ role: 'user', content: 'hi' }], plugins: [{ id: 'web', enabled: false }] } });
+      const off = await call('POST', '/chat/completions', {
+        key,
+        body: { model: 'sim/echo:online', messages: [{ role: 'user', content: 'hi' }], plugins: [{ id: 'web', enabled: false }] },
+      });
       expect(off.status).toBe(200);
       expect(off.json.choices[0].message.annotations).toBeUndefined();
       expect(gw.runtime.simulator!.requests).toBe(upstream + 1);
@@ -271,7 +290,12 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
     it('/v1/messages: the web_search server tool answers server_tool_use and web_search_tool_result blocks, counted in usage', async () => {
       const before = await creditsOf(call, key);
       const { data: message, response } = await anthropic.messages
-        .create({ model: 'sim/claude-echo', max_tokens: 256, messages: [{ role: 'user', content: 'Who maintains Fastify?' }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] })
+        .create({
+          model: 'sim/claude-echo',
+          max_tokens: 256,
+          messages: [{ role: 'user', content: 'Who maintains Fastify?' }],
+          tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+        })
         .withResponse();
       expect(message.content[0]).toMatchObject({ type: 'server_tool_use', name: 'web_search', input: { query: 'Who maintains Fastify?' } });
       const result = message.content[1] as Anthropic.WebSearchToolResultBlock;
@@ -285,20 +309,33 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
     });
 
     it('/v1/messages streamed: the search blocks come first and message_delta counts the search', async () => {
-      const stream = anthropic.messages.stream({ model: 'sim/echo', max_tokens: 128, messages: [{ role: 'user', content: 'streamed tool search' }], tools: [{ type: 'web_search_20250305', name: 'web_search' }] });
+      const stream = anthropic.messages.stream({
+        model: 'sim/echo',
+        max_tokens: 128,
+        messages: [{ role: 'user', content: 'streamed tool search' }],
+        tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+      });
       const final = await stream.finalMessage();
       expect(final.content.map((b) => b.type)).toEqual(['server_tool_use', 'web_search_tool_result', 'text']);
       expect(final.usage.server_tool_use).toMatchObject({ web_search_requests: 1 });
     });
 
-    it("/v1/responses: the web_search tool answers a web_search_call item and url_citation annotations in the Responses shape", async () => {
+    it('/v1/responses: the web_search tool answers a web_search_call item and url_citation annotations in the Responses shape', async () => {
       const before = await creditsOf(call, key);
-      const { data: response, response: raw } = await openai.responses.create({ model: 'sim/echo', input: 'Latest Node.js LTS?', tools: [{ type: 'web_search' }] }).withResponse();
+      const { data: response, response: raw } = await openai.responses
+        .create({ model: 'sim/echo', input: 'Latest Node.js LTS?', tools: [{ type: 'web_search' }] })
+        .withResponse();
       expect(response.output[0]).toMatchObject({ type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'Latest Node.js LTS?' } });
       const message = response.output.find((item) => item.type === 'message') as OpenAI.Responses.ResponseOutputMessage;
       const text = message.content[0] as OpenAI.Responses.ResponseOutputText;
       expect(text.annotations).toHaveLength(5);
-      for (const a of text.annotations) expect(a).toMatchObject({ type: 'url_citation', url: expect.stringMatching(/^https:\/\//), start_index: expect.any(Number), end_index: expect.any(Number) });
+      for (const a of text.annotations)
+        expect(a).toMatchObject({
+          type: 'url_citation',
+          url: expect.stringMatching(/^https:\/\//),
+          start_index: expect.any(Number),
+          end_index: expect.any(Number),
+        });
       await expectBilled(call, key, raw.headers.get('x-svc-generation-id')!, (response.usage as unknown as { cost: number }).cost, '/v1/responses', before);
     });
 
@@ -315,7 +352,12 @@ describe('web search (issue 18; spec 4.14, 4.2 rule 7, 4.3, 4.5)', () => {
 
   it('the error of a web search tool on /v1/messages is in the Anthropic shape', async () => {
     const error = await rejectionOf(
-      anthropic.messages.create({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'q' }], tools: [{ type: 'web_search_20250305', name: 'web_search', allowed_domains: ['a.com'], blocked_domains: ['b.com'] }] }),
+      anthropic.messages.create({
+        model: 'sim/echo',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'q' }],
+        tools: [{ type: 'web_search_20250305', name: 'web_search', allowed_domains: ['a.com'], blocked_domains: ['b.com'] }],
+      }),
       Anthropic.BadRequestError,
     );
     expect(error.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });

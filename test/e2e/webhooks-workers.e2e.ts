@@ -12,8 +12,6 @@ import { spawnGateway } from '../support/second-gateway';
 const ADMIN_TOKEN = 'admin-token-for-webhook-worker-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-
-
 /**
  * Spec 6.1 across real processes: a gateway, and workers that deliver; retries survive a
  * worker killed with `kill -9`, and two workers never send one attempt twice.
@@ -65,10 +63,12 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
     await new Promise((resolve) => receiver?.close(resolve));
   });
 
-  const events = async () => (await call('GET', '/v1/webhook-events?limit=100', { key: management })).json.data as { id: string; delivery: { state: string; attempts: number } }[];
+  const events = async () =>
+    (await call('GET', '/v1/webhook-events?limit=100', { key: management })).json.data as { id: string; delivery: { state: string; attempts: number } }[];
 
   it('two workers deliver 20 events, each exactly once', async () => {
-    for (let i = 0; i < 20; i++) expect((await call('POST', `/admin/accounts/${accountId}/credits`, { body: { amount_usd: 0.01 }, headers: admin })).status).toBeLessThan(300);
+    for (let i = 0; i < 20; i++)
+      expect((await call('POST', `/admin/accounts/${accountId}/credits`, { body: { amount_usd: 0.01 }, headers: admin })).status).toBeLessThan(300);
     const listed = await until('20 delivered', async () => {
       const all = await events();
       return all.length === 20 && all.every((e) => e.delivery.state === 'delivered') && all;

@@ -44,7 +44,6 @@ class Receiver {
   }
 }
 
-
 describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, redelivery', () => {
   const clock = new ManualClock(new Date());
   const receiver = new Receiver();
@@ -95,7 +94,12 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
   it('delivers a signed event that verifies with the secret, fresh, with the body as signed', async () => {
     expect((await addCredits(2)).status).toBeLessThan(300);
     const [delivery] = await until('credits.added delivery', () => receiver.of('credits.added').length > 0 && receiver.of('credits.added'));
-    expect(delivery.body).toEqual({ id: expect.stringMatching(/^evt_[0-9a-f]{24}$/), type: 'credits.added', created: expect.any(Number), data: { amount: 2, reason: 'admin' } });
+    expect(delivery.body).toEqual({
+      id: expect.stringMatching(/^evt_[0-9a-f]{24}$/),
+      type: 'credits.added',
+      created: expect.any(Number),
+      data: { amount: 2, reason: 'admin' },
+    });
     const header = delivery.headers['svc-signature'] as string;
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     const now = Math.floor(Date.now() / 1000);
@@ -260,29 +264,63 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     await call('PUT', '/settings/webhook', { key: management, body: { url: receiver.url, events: ['model.deprecated'] } });
     const chat = await call('POST', '/chat/completions', { key: gw.keys.api_key, body: { model: 'sim/echo', messages: [{ role: 'user', content: 'hi' }] } });
     expect(chat.status).toBe(200);
-    await until('the use of sim/echo projected', async () => (await gw.runtime.sql.query('SELECT 1 FROM webhook_model_use WHERE account_id = $1 AND model = $2', [gw.keys.account_id, 'sim/echo'])).rows.length === 1);
-    const notice = (model: string, kind: 'announced' | 'final') => ({ id: `${model}:${kind}:test`, kind, model, name: model, sunset: new Date(clock.now().getTime() + 40 * 24 * 3600_000), replacement: 'sim/echo-2' });
-    await gw.runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced'), notice('sim/unused', 'announced')] }, { actor: 'catalog' });
+    await until(
+      'the use of sim/echo projected',
+      async () =>
+        (await gw.runtime.sql.query('SELECT 1 FROM webhook_model_use WHERE account_id = $1 AND model = $2', [gw.keys.account_id, 'sim/echo'])).rows.length ===
+        1,
+    );
+    const notice = (model: string, kind: 'announced' | 'final') => ({
+      id: `${model}:${kind}:test`,
+      kind,
+      model,
+      name: model,
+      sunset: new Date(clock.now().getTime() + 40 * 24 * 3600_000),
+      replacement: 'sim/echo-2',
+    });
+    await gw.runtime.aggregates.handle(
+      catalogNoticesDecider,
+      CATALOG_NOTICES_STREAM,
+      { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced'), notice('sim/unused', 'announced')] },
+      { actor: 'catalog' },
+    );
     const [announced] = await until('model.deprecated', () => receiver.of('model.deprecated').length > 0 && receiver.of('model.deprecated'));
     expect(announced.body.data).toMatchObject({ model: 'sim/echo', notice: 'announced', replacement: 'sim/echo-2' });
     await sleep(1200);
     // Nobody used sim/unused; the same notice recorded again is not a new event.
-    await gw.runtime.aggregates.handle(catalogNoticesDecider, CATALOG_NOTICES_STREAM, { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced')] }, { actor: 'catalog' });
+    await gw.runtime.aggregates.handle(
+      catalogNoticesDecider,
+      CATALOG_NOTICES_STREAM,
+      { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced')] },
+      { actor: 'catalog' },
+    );
     await sleep(1200);
     expect(receiver.of('model.deprecated').map((r) => r.body.data.model)).toEqual(['sim/echo']);
   });
 
   it('records every settings write in the audit log with actor and time', async () => {
-    const patched = await call('PATCH', '/settings', { key: management, body: { prompt_logging: { enabled: true, retention_days: 7 }, step_up: { enabled: true, email: 'ops@example.com' } } });
+    const patched = await call('PATCH', '/settings', {
+      key: management,
+      body: { prompt_logging: { enabled: true, retention_days: 7 }, step_up: { enabled: true, email: 'ops@example.com' } },
+    });
     expect(patched.status).toBe(200);
     expect(patched.json.data).toMatchObject({ prompt_logging: { enabled: true, retention_days: 7 }, step_up: { enabled: true, email: 'ops@example.com' } });
     const actions = (await call('GET', '/audit-log?limit=1000', { key: management })).json.data.map((e: { action: string }) => e.action);
-    for (const action of ['settings.prompt_logging_set', 'settings.step_up_set', 'webhook.saved', 'webhook.secret_rotated', 'webhook.paused', 'webhook.resumed']) expect(actions).toContain(action);
+    for (const action of [
+      'settings.prompt_logging_set',
+      'settings.step_up_set',
+      'webhook.saved',
+      'webhook.secret_rotated',
+      'webhook.paused',
+      'webhook.resumed',
+    ])
+      expect(actions).toContain(action);
     const entry = (await call('GET', '/audit-log?action=settings.prompt_logging_set', { key: management })).json.data[0];
     expect(entry).toMatchObject({ actor: expect.any(String), at: expect.any(String), details: { enabled: true, retention_days: 7 } });
     // Filtered by time: since is inclusive, until exclusive.
     const at = Date.parse(entry.at);
-    const inRange = async (query: string) => (await call('GET', `/audit-log?action=settings.prompt_logging_set&${query}`, { key: management })).json.data.length;
+    const inRange = async (query: string) =>
+      (await call('GET', `/audit-log?action=settings.prompt_logging_set&${query}`, { key: management })).json.data.length;
     expect(await inRange(`since=${new Date(at).toISOString()}`)).toBe(1);
     expect(await inRange(`since=${new Date(at + 1).toISOString()}`)).toBe(0);
     expect(await inRange(`until=${new Date(at).toISOString()}`)).toBe(0);
@@ -334,7 +372,8 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
 
   it('rebuilding the new projections from 0 gives the live rows', async () => {
     const tables = ['account_settings', 'webhook_subscriptions', 'webhook_events', 'webhook_attempts', 'webhook_model_use', 'notices'];
-    const snapshot = async () => Object.fromEntries(await Promise.all(tables.map(async (t) => [t, (await gw.runtime.sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows] as const)));
+    const snapshot = async () =>
+      Object.fromEntries(await Promise.all(tables.map(async (t) => [t, (await gw.runtime.sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows] as const)));
     const live = await snapshot();
     expect(live.webhook_events.length).toBeGreaterThan(5);
     await gw.runtime.projections.rebuild(ALL_PROJECTIONS.filter((p) => ['account_settings', 'notifications'].includes(p.name)).map((p) => p.name));
@@ -354,7 +393,11 @@ describe('issue 41 item 19: an event belongs to the endpoint it was made for, an
   let call: Call;
   let management: string;
   const root = () => api(gw.url.replace(/\/v1$/, ''));
-  const addCredits = (amount: number) => root()('POST', `/admin/accounts/${gw.keys.account_id}/credits`, { body: { amount_usd: amount }, headers: { authorization: `Bearer ${gw.keys.admin_token}` } });
+  const addCredits = (amount: number) =>
+    root()('POST', `/admin/accounts/${gw.keys.account_id}/credits`, {
+      body: { amount_usd: amount },
+      headers: { authorization: `Bearer ${gw.keys.admin_token}` },
+    });
   const eventOf = async (id: string) => (await call('GET', `/webhook-events/${id}`, { key: management })).json.data;
 
   beforeAll(async () => {
@@ -462,7 +505,10 @@ describe('webhook URL safety (spec 6.1; the outbound guard): refused at save and
       const devCall = api(dev.url);
       expect((await devCall('PUT', '/settings/webhook', { key: dev.keys.management_key, body: { url: `https://localhost:${port}/hook` } })).status).toBe(200);
       await dev.background.stop();
-      await root(dev)('POST', `/admin/accounts/${dev.keys.account_id}/credits`, { body: { amount_usd: 1 }, headers: { authorization: `Bearer ${dev.keys.admin_token}` } });
+      await root(dev)('POST', `/admin/accounts/${dev.keys.account_id}/credits`, {
+        body: { amount_usd: 1 },
+        headers: { authorization: `Bearer ${dev.keys.admin_token}` },
+      });
       dev.runtime.projections.start();
       const guarded = new OutboundClient({ allowPrivate: false });
       const dispatcher = webhookDispatcher(dev.runtime, guarded);

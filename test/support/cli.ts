@@ -22,7 +22,9 @@ export function cliHarness(schemaPrefix: string): CliHarness {
     output: [],
     async run(...args) {
       harness.output.length = 0;
-      await buildCli().exitOverride().parseAsync(['node', 'cli', ...args]);
+      await buildCli()
+        .exitOverride()
+        .parseAsync(['node', 'cli', ...args]);
       return harness.output.join('\n');
     },
   };

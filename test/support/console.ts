@@ -136,7 +136,8 @@ export async function descriptionOf(page: Page, label: string): Promise<string> 
 }
 
 /** The open dialog with this title. */
-export const openDialog = (page: Page, title: string): Locator => page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: title, exact: true }) });
+export const openDialog = (page: Page, title: string): Locator =>
+  page.getByRole('dialog').filter({ has: page.getByRole('heading', { name: title, exact: true }) });
 
 /** The files of the development mailbox (<dataDir>/mail/), none before its first mail. */
 export function mailFiles(dataDir: string): string[] {

@@ -15,9 +15,15 @@ interface PresentedLine {
  */
 export function costLinesOf(generation: { total_cost: number; cost_lines: PresentedLine[] | null }): [string, number, number, bigint][] {
   if (generation.cost_lines === null) throw new Error(`no cost lines: ${JSON.stringify(generation)}`);
-  const lines = generation.cost_lines.map((l): [string, number, number, bigint] => [l.meter, l.quantity, l.unit_price, usdToNano(l.amount, { allowNegative: true })]);
+  const lines = generation.cost_lines.map((l): [string, number, number, bigint] => [
+    l.meter,
+    l.quantity,
+    l.unit_price,
+    usdToNano(l.amount, { allowNegative: true }),
+  ]);
   const sum = lines.reduce((total, [, , , amount]) => total + amount, 0n);
-  if (sum !== usdToNano(generation.total_cost)) throw new Error(`cost lines add up to ${sum} nano-USD, total_cost is ${usdToNano(generation.total_cost)}: ${JSON.stringify(generation.cost_lines)}`);
+  if (sum !== usdToNano(generation.total_cost))
+    throw new Error(`cost lines add up to ${sum} nano-USD, total_cost is ${usdToNano(generation.total_cost)}: ${JSON.stringify(generation.cost_lines)}`);
   return lines;
 }
 

@@ -85,7 +85,12 @@ export async function startWithClient(env: Record<string, string> = {}, dataDir?
 }
 
 /** A new account (with `credits` USD) and a key of it, through the operator API (`call` from the root, not /v1). */
-export async function createAccountWithKey(call: Call, adminToken: string, credits: number, keySettings: object = {}): Promise<{ accountId: string; key: string }> {
+export async function createAccountWithKey(
+  call: Call,
+  adminToken: string,
+  credits: number,
+  keySettings: object = {},
+): Promise<{ accountId: string; key: string }> {
   const admin = { authorization: `Bearer ${adminToken}` };
   const account = await call('POST', '/admin/accounts', { body: { initial_credits_usd: credits }, headers: admin });
   expect(account.status).toBe(201);

@@ -11,7 +11,14 @@ const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
  * Like the in-process one, it uses Redis only when `extra` names it.
  */
 export function spawnGateway(databaseUrl: string, adminToken: string, extra: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...UNLIMITED_TEST_KEYS, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', SVC_ADMIN_TOKEN: adminToken };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...UNLIMITED_TEST_KEYS,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SVC_ADMIN_TOKEN: adminToken,
+  };
   delete env.EVENTSTORE_URL;
   delete env.REDIS_URL;
   Object.assign(env, extra);

@@ -38,7 +38,9 @@ export function startServer(dataDir: string, { viaNpm = false, env: extra = {} }
   delete env.EVENTSTORE_URL;
   delete env.REDIS_URL;
   const started = performance.now();
-  const child = viaNpm ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true }) : spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = viaNpm
+    ? spawn('npm', ['start'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    : spawn(process.execPath, [MAIN], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.push({ child, group: viaNpm });
   let output = '';
   return new Promise((resolve, reject) => {

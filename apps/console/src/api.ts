@@ -116,7 +116,14 @@ export async function signIn(key: string, now = Date.now()): Promise<Session> {
   if (data.scope !== 'management') {
     throw new ApiFailure(403, 'management_key_required', 'key', `This is a ${data.scope} key. The console needs a key with the management scope.`);
   }
-  const session: Session = { key: trimmed, keyId: data.id, keyName: data.name, accountId: data.created_by, organizationId: data.organization_id, lastActive: now };
+  const session: Session = {
+    key: trimmed,
+    keyId: data.id,
+    keyName: data.name,
+    accountId: data.created_by,
+    organizationId: data.organization_id,
+    lastActive: now,
+  };
   storeSession(session);
   return session;
 }

@@ -110,8 +110,8 @@ export function StepUpProvider({ children }: { children: ReactNode }) {
             }}
           >
             <p>
-              This account asks for a confirmation code before {WHAT[pending.action]}. We emailed a 6-digit code to <strong>{pending.sentTo}</strong>; it is valid for 15
-              minutes.
+              This account asks for a confirmation code before {WHAT[pending.action]}. We emailed a 6-digit code to <strong>{pending.sentTo}</strong>; it is
+              valid for 15 minutes.
             </p>
             <label htmlFor="step-up-code">Confirmation code</label>
             <input

@@ -217,7 +217,21 @@ export function Dialog({ open, title, onClose, children }: { open: boolean; titl
 }
 
 /** A destructive action behind a confirmation dialog. */
-export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, disabled }: { label: string; title: string; message: ReactNode; confirmLabel: string; onConfirm: () => Promise<unknown>; disabled?: boolean }) {
+export function ConfirmButton({
+  label,
+  title,
+  message,
+  confirmLabel,
+  onConfirm,
+  disabled,
+}: {
+  label: string;
+  title: string;
+  message: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => Promise<unknown>;
+  disabled?: boolean;
+}) {
   const [open, setOpen] = useState(false);
   const { busy, error, run } = useAction();
   const confirm = async () => {
@@ -252,7 +266,19 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
  * The card of an item chosen in a list, below it: its heading takes focus and scrolls into view,
  * as following a link to a new page would, so a keyboard or a phone lands on what was opened.
  */
-export function DetailCard({ titleId, title, actions, onClose, children }: { titleId: string; title: ReactNode; actions: ReactNode; onClose: () => void; children: ReactNode }) {
+export function DetailCard({
+  titleId,
+  title,
+  actions,
+  onClose,
+  children,
+}: {
+  titleId: string;
+  title: ReactNode;
+  actions: ReactNode;
+  onClose: () => void;
+  children: ReactNode;
+}) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     heading.current?.focus();

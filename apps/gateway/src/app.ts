@@ -33,7 +33,11 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // Both clocks stop once the request is received, so a long stream or a slow upstream answer is
   // never cut; there is no socket inactivity timeout for that reason (connectionTimeout stays 0).
   // Requests per socket stay unlimited: a cap frees nothing a slow client holds.
-  const serverOptions = { headersTimeout: serverTimeouts.headersMs, requestTimeout: serverTimeouts.requestMs, connectionsCheckingInterval: CONNECTIONS_CHECK_MS };
+  const serverOptions = {
+    headersTimeout: serverTimeouts.headersMs,
+    requestTimeout: serverTimeouts.requestMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+  };
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     // Fastify sets these two on the server after creating it; the rest go to Node's constructor.

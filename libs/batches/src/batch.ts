@@ -100,7 +100,8 @@ export const isTerminal = (status: BatchStatus | null) => status !== null && TER
 
 function requireStatus(state: BatchState, batchId: string, allowed: readonly BatchStatus[], action: string): BatchStatus {
   if (state.status === null) throw new DomainError('batch_not_found', `No batch ${batchId}.`);
-  if (!allowed.includes(state.status)) throw new DomainError('batch_invalid_state', `Batch ${batchId} is ${state.status}: it cannot ${action}.`, { status: state.status });
+  if (!allowed.includes(state.status))
+    throw new DomainError('batch_invalid_state', `Batch ${batchId} is ${state.status}: it cannot ${action}.`, { status: state.status });
   return state.status;
 }
 
@@ -130,11 +131,19 @@ function recordValidation(command: Extract<BatchCommand, { type: 'RecordValidati
   const status = requireStatus(state, command.batchId, ['validating', 'cancelling'], 'be validated');
   const at = now.toISOString();
   const account_id = state.accountId;
-  if (command.errors.length > 0) return [{ type: 'BatchValidationFailed', data: { batch_id: command.batchId, account_id, errors: command.errors, failed_at: at } }];
+  if (command.errors.length > 0)
+    return [{ type: 'BatchValidationFailed', data: { batch_id: command.batchId, account_id, errors: command.errors, failed_at: at } }];
   if (command.total < 1) throw new DomainError('empty_batch', 'A batch without lines is a validation error, not a start.');
   const started: BatchEvent = { type: 'BatchStarted', data: { batch_id: command.batchId, total: command.total, in_progress_at: at } };
   // Cancelled while it was being read: nothing ran, so it ends at once with no lines.
-  if (status === 'cancelling') return [started, { type: 'BatchCancelled', data: { batch_id: command.batchId, account_id, cancelled_at: at, ...outcomeOf({ completed: 0, failed: 0, outputFileId: null, errorFileId: null }) } }];
+  if (status === 'cancelling')
+    return [
+      started,
+      {
+        type: 'BatchCancelled',
+        data: { batch_id: command.batchId, account_id, cancelled_at: at, ...outcomeOf({ completed: 0, failed: 0, outputFileId: null, errorFileId: null }) },
+      },
+    ];
   return [started];
 }
 
@@ -160,14 +169,18 @@ function beginFinalizing(command: Extract<BatchCommand, { type: 'BeginFinalizing
 function finish(command: Extract<BatchCommand, { type: 'FinishBatch' }>, state: BatchState, now: Date): BatchEvent[] {
   const status = requireStatus(state, command.batchId, ['in_progress', 'finalizing', 'cancelling'], 'finish');
   const done = command.completed + command.failed;
-  if (done > state.total || command.completed < 0 || command.failed < 0) throw new DomainError('invalid_batch_counts', `${done} outcomes for ${state.total} lines.`);
+  if (done > state.total || command.completed < 0 || command.failed < 0)
+    throw new DomainError('invalid_batch_counts', `${done} outcomes for ${state.total} lines.`);
   const at = now.toISOString();
   const outcome = outcomeOf(command);
   const batch = { batch_id: command.batchId, account_id: state.accountId };
   if (status === 'cancelling') return [{ type: 'BatchCancelled', data: { ...batch, cancelled_at: at, ...outcome } }];
   if (done === state.total) return [{ type: 'BatchCompleted', data: { ...batch, completed_at: at, ...outcome } }];
   if (state.expiresAt !== null && now >= state.expiresAt) return [{ type: 'BatchExpired', data: { ...batch, expired_at: at, ...outcome } }];
-  throw new DomainError('batch_unfinished', `Batch ${command.batchId} has ${state.total - done} lines to run and ${state.expiresAt?.toISOString()} to run them.`);
+  throw new DomainError(
+    'batch_unfinished',
+    `Batch ${command.batchId} has ${state.total - done} lines to run and ${state.expiresAt?.toISOString()} to run them.`,
+  );
 }
 
 const outcomeOf = (o: BatchOutcome): Outcome => ({ completed: o.completed, failed: o.failed, output_file_id: o.outputFileId, error_file_id: o.errorFileId });

@@ -1,13 +1,22 @@
 import { MAX_BATCH_LINES, MAX_REPORTED_ERRORS, validateBatchInput } from './input';
 
 const line = (customId: string, over: Record<string, unknown> = {}) =>
-  JSON.stringify({ custom_id: customId, method: 'POST', url: '/v1/chat/completions', body: { model: 'sim/echo', messages: [{ role: 'user', content: customId }] }, ...over });
+  JSON.stringify({
+    custom_id: customId,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model: 'sim/echo', messages: [{ role: 'user', content: customId }] },
+    ...over,
+  });
 
 describe('batch input file (WIRE-FORMATS 1.2)', () => {
   it('given well-formed lines (and a final blank line), reads each with its 1-based line number', () => {
     const { lines, errors } = validateBatchInput([line('a'), line('b'), ''], '/v1/chat/completions');
     expect(errors).toEqual([]);
-    expect(lines.map((l) => [l.line, l.customId])).toEqual([[1, 'a'], [2, 'b']]);
+    expect(lines.map((l) => [l.line, l.customId])).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+    ]);
     expect(lines[0].body).toMatchObject({ model: 'sim/echo' });
   });
 
@@ -32,11 +41,22 @@ describe('batch input file (WIRE-FORMATS 1.2)', () => {
   it('takes 5,000 requests and refuses 5,001; an empty file is an error too', () => {
     const many = (n: number) => Array.from({ length: n }, (_, i) => line(`r${i}`));
     expect(validateBatchInput(many(MAX_BATCH_LINES), '/v1/chat/completions').lines).toHaveLength(MAX_BATCH_LINES);
-    expect(validateBatchInput(many(MAX_BATCH_LINES + 1), '/v1/chat/completions').errors[0]).toMatchObject({ code: 'too_many_tasks', line: null, param: 'input_file_id' });
-    expect(validateBatchInput(['', '  '], '/v1/chat/completions').errors).toEqual([{ code: 'empty_file', message: 'The input file has no requests.', line: null, param: 'input_file_id' }]);
+    expect(validateBatchInput(many(MAX_BATCH_LINES + 1), '/v1/chat/completions').errors[0]).toMatchObject({
+      code: 'too_many_tasks',
+      line: null,
+      param: 'input_file_id',
+    });
+    expect(validateBatchInput(['', '  '], '/v1/chat/completions').errors).toEqual([
+      { code: 'empty_file', message: 'The input file has no requests.', line: null, param: 'input_file_id' },
+    ]);
   });
 
   it('reports at most MAX_REPORTED_ERRORS problems', () => {
-    expect(validateBatchInput(Array.from({ length: 500 }, () => 'x'), '/v1/chat/completions').errors).toHaveLength(MAX_REPORTED_ERRORS);
+    expect(
+      validateBatchInput(
+        Array.from({ length: 500 }, () => 'x'),
+        '/v1/chat/completions',
+      ).errors,
+    ).toHaveLength(MAX_REPORTED_ERRORS);
   });
 });

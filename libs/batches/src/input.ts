@@ -74,7 +74,13 @@ export class BatchInput {
   result(): { lines: BatchLine[]; errors: BatchError[] } {
     const errors = [...this.errors];
     if (this.requests === 0) errors.push({ code: 'empty_file', message: 'The input file has no requests.', line: null, param: 'input_file_id' });
-    if (this.requests > MAX_BATCH_LINES) errors.unshift({ code: 'too_many_tasks', message: `The input file has ${this.requests} requests; a batch takes at most ${MAX_BATCH_LINES}.`, line: null, param: 'input_file_id' });
+    if (this.requests > MAX_BATCH_LINES)
+      errors.unshift({
+        code: 'too_many_tasks',
+        message: `The input file has ${this.requests} requests; a batch takes at most ${MAX_BATCH_LINES}.`,
+        line: null,
+        param: 'input_file_id',
+      });
     return errors.length > 0 ? { lines: [], errors: errors.slice(0, MAX_REPORTED_ERRORS) } : { lines: this.read, errors: [] };
   }
 
@@ -85,7 +91,12 @@ export class BatchInput {
       return;
     }
     if (this.seen.has(result.customId)) {
-      this.note({ code: 'duplicate_custom_id', message: `Line ${result.line}: custom_id ${JSON.stringify(result.customId)} is used by an earlier line.`, line: result.line, param: 'custom_id' });
+      this.note({
+        code: 'duplicate_custom_id',
+        message: `Line ${result.line}: custom_id ${JSON.stringify(result.customId)} is used by an earlier line.`,
+        line: result.line,
+        param: 'custom_id',
+      });
       return;
     }
     this.seen.add(result.customId);

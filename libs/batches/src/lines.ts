@@ -62,11 +62,16 @@ export class BatchLines {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(key, () => new ApiError(503, 'service_unavailable', 'Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'));
+    this.sealed = new SealedContent(
+      key,
+      () => new ApiError(503, 'service_unavailable', 'Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'),
+    );
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${BATCH_LINES_TABLE} (
         batch_id text NOT NULL,
         line integer NOT NULL,
@@ -81,7 +86,8 @@ export class BatchLines {
         PRIMARY KEY (batch_id, line)
       );
       CREATE INDEX IF NOT EXISTS ${BATCH_LINES_TABLE}_open ON ${BATCH_LINES_TABLE} (batch_id, line) WHERE status <> 'done';
-    `);
+    `,
+    );
   }
 
   /** Stores a batch's lines (again, after a crash: what is there stays as it is). */
@@ -90,7 +96,11 @@ export class BatchLines {
       const chunk = lines.slice(i, i + INSERT_CHUNK);
       await this.sql.query(
         `INSERT INTO ${BATCH_LINES_TABLE} (batch_id, line, request) SELECT $1, * FROM unnest($2::integer[], $3::text[]) ON CONFLICT (batch_id, line) DO NOTHING`,
-        [batchId, chunk.map((l) => l.line), chunk.map((l) => this.sealed.seal(JSON.stringify({ custom_id: l.customId, body: l.body }), requestContext(batchId, l.line)))],
+        [
+          batchId,
+          chunk.map((l) => l.line),
+          chunk.map((l) => this.sealed.seal(JSON.stringify({ custom_id: l.customId, body: l.body }), requestContext(batchId, l.line))),
+        ],
       );
     }
   }
@@ -115,7 +125,13 @@ export class BatchLines {
        RETURNING l.batch_id, l.line, l.status, l.attempt, l.kept`,
       [owner, leaseUntil.toISOString(), batchIds, now.toISOString(), limit, answeredOnly],
     );
-    return rows.map((r) => ({ batchId: r.batch_id, line: r.line, status: r.status, attempt: r.attempt, kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept }));
+    return rows.map((r) => ({
+      batchId: r.batch_id,
+      line: r.line,
+      status: r.status,
+      attempt: r.attempt,
+      kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept,
+    }));
   }
 
   /** The request of a claimed line; null when it no longer opens (SVC_ENCRYPTION_KEY changed). */
@@ -134,7 +150,15 @@ export class BatchLines {
     const { rows } = await this.sql.query(
       `UPDATE ${BATCH_LINES_TABLE} SET status = 'answered', result = $5, kept = $6, lease_until = $7
         WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND owner = $4 AND status = 'running' RETURNING line`,
-      [claimed.batchId, claimed.line, claimed.attempt, owner, this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line)), JSON.stringify(kept), leaseUntil.toISOString()],
+      [
+        claimed.batchId,
+        claimed.line,
+        claimed.attempt,
+        owner,
+        this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line)),
+        JSON.stringify(kept),
+        leaseUntil.toISOString(),
+      ],
     );
     return rows.length === 1;
   }
@@ -145,7 +169,14 @@ export class BatchLines {
       `UPDATE ${BATCH_LINES_TABLE} SET status = 'done', outcome = $5, owner = NULL, lease_until = NULL,
               result = COALESCE($6, result)
         WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND owner = $4 AND status IN ('running', 'answered') RETURNING line`,
-      [claimed.batchId, claimed.line, claimed.attempt, owner, outcome, result === undefined ? null : this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line))],
+      [
+        claimed.batchId,
+        claimed.line,
+        claimed.attempt,
+        owner,
+        outcome,
+        result === undefined ? null : this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line)),
+      ],
     );
     return rows.length === 1;
   }
@@ -191,7 +222,16 @@ export class BatchLines {
    * The lines in order, a page at a time, each with its result (null when it never ran) and,
    * for one left `running` by a worker that is gone, the attempt whose hold may still be open.
    */
-  async *results(batchId: string): AsyncIterable<{ line: number; status: LineStatus; outcome: LineOutcome | null; attempt: number; result: BatchResultLine | null; customId: string | null }> {
+  async *results(
+    batchId: string,
+  ): AsyncIterable<{
+    line: number;
+    status: LineStatus;
+    outcome: LineOutcome | null;
+    attempt: number;
+    result: BatchResultLine | null;
+    customId: string | null;
+  }> {
     let after = 0;
     for (;;) {
       const { rows } = await this.sql.query<Record<string, any>>(

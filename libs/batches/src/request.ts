@@ -23,14 +23,21 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function createBatchRequest(body: unknown): CreateBatchRequest {
   if (!isObject(body)) throw ApiError.invalidRequest('The body must be a JSON object.', null);
   for (const field of Object.keys(body)) {
-    if (!FIELDS.includes(field)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(field)}: a batch takes ${FIELDS.join(', ')}.`, field, 'unknown_parameter');
+    if (!FIELDS.includes(field))
+      throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(field)}: a batch takes ${FIELDS.join(', ')}.`, field, 'unknown_parameter');
   }
   const { input_file_id: inputFileId, endpoint, completion_window: window = COMPLETION_WINDOW, metadata = null } = body;
-  if (typeof inputFileId !== 'string' || inputFileId === '') throw ApiError.invalidRequest('input_file_id is required: the id of an uploaded file of purpose batch.', 'input_file_id', 'missing_required_parameter');
+  if (typeof inputFileId !== 'string' || inputFileId === '')
+    throw ApiError.invalidRequest('input_file_id is required: the id of an uploaded file of purpose batch.', 'input_file_id', 'missing_required_parameter');
   if (!BATCH_ENDPOINTS.includes(endpoint as BatchEndpoint)) {
-    throw ApiError.invalidRequest(`endpoint must be one of ${BATCH_ENDPOINTS.join(', ')}.`, 'endpoint', endpoint === undefined ? 'missing_required_parameter' : 'invalid_value');
+    throw ApiError.invalidRequest(
+      `endpoint must be one of ${BATCH_ENDPOINTS.join(', ')}.`,
+      'endpoint',
+      endpoint === undefined ? 'missing_required_parameter' : 'invalid_value',
+    );
   }
-  if (window !== COMPLETION_WINDOW) throw ApiError.invalidRequest(`completion_window must be "${COMPLETION_WINDOW}", the only window.`, 'completion_window', 'invalid_value');
+  if (window !== COMPLETION_WINDOW)
+    throw ApiError.invalidRequest(`completion_window must be "${COMPLETION_WINDOW}", the only window.`, 'completion_window', 'invalid_value');
   return { inputFileId, endpoint: endpoint as BatchEndpoint, completionWindow: window, metadata: metadataOf(metadata) };
 }
 
@@ -41,7 +48,8 @@ function metadataOf(metadata: unknown): Record<string, string> | null {
   const entries = Object.entries(metadata);
   if (entries.length > MAX_METADATA_KEYS) throw ApiError.invalidRequest(rule, 'metadata', 'invalid_value');
   for (const [key, value] of entries) {
-    if (key.length > MAX_METADATA_KEY || typeof value !== 'string' || value.length > MAX_METADATA_VALUE) throw ApiError.invalidRequest(rule, `metadata.${key}`, 'invalid_value');
+    if (key.length > MAX_METADATA_KEY || typeof value !== 'string' || value.length > MAX_METADATA_VALUE)
+      throw ApiError.invalidRequest(rule, `metadata.${key}`, 'invalid_value');
   }
   return metadata as Record<string, string>;
 }

@@ -146,7 +146,14 @@ export class BatchRunner {
       const free = this.deps.perAccount - (this.inFlight.get(accountId) ?? 0);
       if (free <= 0 || this.stopping) continue;
       const now = this.deps.clock.now();
-      const claimed = await this.deps.lines.claim(own.map((b) => b.batchId), this.deps.owner, now, this.leaseFrom(now), free, answeredOnly);
+      const claimed = await this.deps.lines.claim(
+        own.map((b) => b.batchId),
+        this.deps.owner,
+        now,
+        this.leaseFrom(now),
+        free,
+        answeredOnly,
+      );
       const byId = new Map(own.map((b) => [b.batchId, b]));
       for (const line of claimed) this.start(byId.get(line.batchId) as ActiveBatch, line);
     }
@@ -159,7 +166,9 @@ export class BatchRunner {
     const attempt = () => this.runLine(batch, line);
     const attributes = { 'svc.batch_id': batch.batchId, 'svc.batch_line': line.line, 'svc.attempt': line.attempt, 'svc.account_id': batch.accountId };
     const run = (trace ? trace('batch line', attributes, attempt) : attempt())
-      .catch((err: unknown) => this.deps.warn(`batch ${batch.batchId} line ${line.line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`))
+      .catch((err: unknown) =>
+        this.deps.warn(`batch ${batch.batchId} line ${line.line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`),
+      )
       .finally(() => {
         this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 1) - 1);
         this.batchInFlight.set(batch.batchId, (this.batchInFlight.get(batch.batchId) ?? 1) - 1);
@@ -185,7 +194,12 @@ export class BatchRunner {
     const request = await lines.request(batch.batchId, claimed.line);
     const id = resultLineId(batch.batchId, claimed.line);
     if (request === null) {
-      await lines.finish(claimed, owner, 'failed', { id, custom_id: '', response: null, error: { code: 'request_unreadable', message: 'The line can no longer be read: the service encryption key changed.' } });
+      await lines.finish(claimed, owner, 'failed', {
+        id,
+        custom_id: '',
+        response: null,
+        error: { code: 'request_unreadable', message: 'The line can no longer be read: the service encryption key changed.' },
+      });
       return;
     }
     if (claimed.attempt > MAX_LINE_ATTEMPTS) {
@@ -196,11 +210,21 @@ export class BatchRunner {
     const holdId = lineHoldId(batch.batchId, claimed.line, claimed.attempt);
     const answer = await calls.answer(batch, request.body, holdId);
     if (!answer.answered) {
-      const result: BatchResultLine = { id, custom_id: request.custom_id, response: { status_code: answer.statusCode, request_id: answer.requestId ?? holdId, body: answer.body }, error: null };
+      const result: BatchResultLine = {
+        id,
+        custom_id: request.custom_id,
+        response: { status_code: answer.statusCode, request_id: answer.requestId ?? holdId, body: answer.body },
+        error: null,
+      };
       await lines.finish(claimed, owner, 'failed', result);
       return;
     }
-    const result: BatchResultLine = { id, custom_id: request.custom_id, response: { status_code: 200, request_id: answer.requestId, body: answer.body }, error: null };
+    const result: BatchResultLine = {
+      id,
+      custom_id: request.custom_id,
+      response: { status_code: 200, request_id: answer.requestId, body: answer.body },
+      error: null,
+    };
     // The answer and its settlement are kept first: a crash after this is settled by whoever takes the line.
     if (!(await lines.keepAnswer(claimed, owner, this.leaseFrom(this.deps.clock.now()), result, answer.kept))) {
       await calls.release(batch, holdId);

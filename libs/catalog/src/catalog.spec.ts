@@ -56,13 +56,45 @@ describe('catalog', () => {
     expect(catalog.get('sim/tavily')!.providers[0].cost).toBeNull();
   });
 
-  it('issue 23: a route\'s cost reads like its pricing, and stays apart from what it bills', () => {
-    const doc = withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', pricing: { input: '2', output: '8' }, cost: { input: '1.4', output: '5.6', cached_input: '0.35', per_query: '0.001' } }] }));
+  it("issue 23: a route's cost reads like its pricing, and stays apart from what it bills", () => {
+    const doc = withModels(
+      model({
+        providers: [
+          {
+            provider: 'up',
+            upstream_model: 'm',
+            pricing: { input: '2', output: '8' },
+            cost: { input: '1.4', output: '5.6', cached_input: '0.35', per_query: '0.001' },
+          },
+        ],
+      }),
+    );
     const route = parse(doc).get('x/m')!.providers[0];
     expect(route.prices).toMatchObject({ inputPerM: usd(2), outputPerM: usd(8), cachedInputPerM: usd(2) });
-    expect(route.cost).toEqual({ inputPerM: usd(1.4), outputPerM: usd(5.6), cachedInputPerM: usd(0.35), perQuery: usd(0.001), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
+    expect(route.cost).toEqual({
+      inputPerM: usd(1.4),
+      outputPerM: usd(5.6),
+      cachedInputPerM: usd(0.35),
+      perQuery: usd(0.001),
+      perSecond: null,
+      perImage: null,
+      perMillionCharacters: null,
+      perSearchUnit: null,
+      audioInputPerM: null,
+      cachedAudioInputPerM: null,
+      audioOutputPerM: null,
+    });
     // A per-unit cost needs no token prices, as pricing does not.
-    const image = parse(withModels(model({ type: 'image', output_modalities: ['image'], pricing: { per_image: '0.04' }, providers: [{ provider: 'up', upstream_model: 'i', cost: { per_image: '0.03' } }] })));
+    const image = parse(
+      withModels(
+        model({
+          type: 'image',
+          output_modalities: ['image'],
+          pricing: { per_image: '0.04' },
+          providers: [{ provider: 'up', upstream_model: 'i', cost: { per_image: '0.03' } }],
+        }),
+      ),
+    );
     expect(image.get('x/m')!.providers[0].cost).toMatchObject({ perImage: usd(0.03), inputPerM: 0n, outputPerM: 0n });
   });
 
@@ -88,7 +120,10 @@ describe('catalog', () => {
     const m = parseCatalog(base, 'test', { UP_KEY: 'sk-1' }).get('x/m')!;
     expect(m.providers[0].provider.apiKey).toBe('sk-1');
     expect(m.providers[0].provider.dialect).toBe('openai');
-    expect(parseCatalog({ ...base, providers: { up: { ...base.providers.up, dialect: 'router' } } }, 'test', { UP_KEY: 'k' }).get('x/m')!.providers[0].provider.dialect).toBe('router');
+    expect(
+      parseCatalog({ ...base, providers: { up: { ...base.providers.up, dialect: 'router' } } }, 'test', { UP_KEY: 'k' }).get('x/m')!.providers[0].provider
+        .dialect,
+    ).toBe('router');
     expect(m).toEqual({
       id: 'x/m',
       name: 'x/m',
@@ -99,19 +134,40 @@ describe('catalog', () => {
       inputModalities: ['text'],
       outputModalities: ['text'],
       supportedParameters: [],
-      prices: { inputPerM: usd(1), outputPerM: usd(2.5), cachedInputPerM: usd(1), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null },
+      prices: {
+        inputPerM: usd(1),
+        outputPerM: usd(2.5),
+        cachedInputPerM: usd(1),
+        perQuery: null,
+        perSecond: null,
+        perImage: null,
+        perMillionCharacters: null,
+        perSearchUnit: null,
+        audioInputPerM: null,
+        cachedAudioInputPerM: null,
+        audioOutputPerM: null,
+      },
       deprecation: null,
       uptime: null,
       voices: [],
       batchDiscountPercent: 50,
       video: null,
       providers: [
-        { provider: m.providers[0].provider, upstreamModel: 'm', prices: m.prices, cost: null, quantization: 'unknown', tools: false, dataCollection: 'allow', zdr: false },
+        {
+          provider: m.providers[0].provider,
+          upstreamModel: 'm',
+          prices: m.prices,
+          cost: null,
+          quantization: 'unknown',
+          tools: false,
+          dataCollection: 'allow',
+          zdr: false,
+        },
       ],
     });
   });
 
-  it('gives batch lines the catalog\'s discount (spec 1 rule 6), 50% unless it says otherwise, and a model\'s own where it has one', () => {
+  it("gives batch lines the catalog's discount (spec 1 rule 6), 50% unless it says otherwise, and a model's own where it has one", () => {
     const two = { ...withModels(model({}), model({ id: 'x/own', batch_discount_percent: 0 })) };
     expect(parse(two).models.map((m) => m.batchDiscountPercent)).toEqual([50, 0]);
     expect(parse({ ...two, batch_discount_percent: 25 }).models.map((m) => m.batchDiscountPercent)).toEqual([25, 0]);
@@ -150,14 +206,38 @@ describe('catalog', () => {
       contextLength: 32768,
       inputModalities: ['text', 'image', 'file'],
       supportedParameters: ['tools', 'max_tokens'],
-      prices: { inputPerM: usd(0.15), outputPerM: usd(0.6), cachedInputPerM: usd(0.075), perQuery: null, perSecond: null, perImage: usd(0.001), perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null },
+      prices: {
+        inputPerM: usd(0.15),
+        outputPerM: usd(0.6),
+        cachedInputPerM: usd(0.075),
+        perQuery: null,
+        perSecond: null,
+        perImage: usd(0.001),
+        perMillionCharacters: null,
+        perSearchUnit: null,
+        audioInputPerM: null,
+        cachedAudioInputPerM: null,
+        audioOutputPerM: null,
+      },
       uptime: 0.997,
       deprecation: { sunset: new Date('2027-01-01T00:00:00Z'), replacement: 'acme/vision-2', announced: new Date('2026-12-01T00:00:00Z') },
     });
     expect(m.providers[0]).toMatchObject({ upstreamModel: 'vision-1', prices: m.prices, quantization: 'fp8', tools: false, dataCollection: 'deny', zdr: true });
     // A provider's own prices are complete: cached input defaults to its own input price.
     expect(m.providers[1]).toMatchObject({ upstreamModel: 'v1', tools: true, quantization: 'unknown', dataCollection: 'allow', zdr: false });
-    expect(m.providers[1].prices).toEqual({ inputPerM: usd(0.2), outputPerM: usd(0.8), cachedInputPerM: usd(0.2), perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
+    expect(m.providers[1].prices).toEqual({
+      inputPerM: usd(0.2),
+      outputPerM: usd(0.8),
+      cachedInputPerM: usd(0.2),
+      perQuery: null,
+      perSecond: null,
+      perImage: null,
+      perMillionCharacters: null,
+      perSearchUnit: null,
+      audioInputPerM: null,
+      cachedAudioInputPerM: null,
+      audioOutputPerM: null,
+    });
     expect(m.providers[1].provider).toMatchObject({ name: 'other', baseUrl: 'simulator', apiKey: 'sk-2' });
   });
 
@@ -175,7 +255,19 @@ describe('catalog', () => {
         model({ id: 'rr/rank', type: 'rerank', pricing: { per_search_unit: '0.002' }, providers: [{ provider: 'co', upstream_model: 'rerank-v3.5' }] }),
       ],
     });
-    expect(catalog.get('web/search')!.prices).toEqual({ inputPerM: 0n, outputPerM: 0n, cachedInputPerM: 0n, perQuery: usd(0.005), perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null });
+    expect(catalog.get('web/search')!.prices).toEqual({
+      inputPerM: 0n,
+      outputPerM: 0n,
+      cachedInputPerM: 0n,
+      perQuery: usd(0.005),
+      perSecond: null,
+      perImage: null,
+      perMillionCharacters: null,
+      perSearchUnit: null,
+      audioInputPerM: null,
+      cachedAudioInputPerM: null,
+      audioOutputPerM: null,
+    });
     expect(catalog.get('vid/clip')!.prices.perSecond).toBe(usd(0.1));
     expect(catalog.get('tts/voice')!.prices).toMatchObject({ inputPerM: 0n, perMillionCharacters: usd(15) });
     expect(catalog.get('rr/rank')!.prices).toMatchObject({ outputPerM: 0n, perSearchUnit: usd(0.002) });
@@ -183,12 +275,18 @@ describe('catalog', () => {
 
   it('spec 4.16: audio token prices per million, cached audio defaulting to the audio input price and never above it', () => {
     const audio = (pricing: Record<string, unknown>) => parse(withModels(model({ pricing: { input: '4', output: '16', ...pricing } })));
-    expect(audio({ audio_input: '32', audio_output: '64' }).models[0].prices).toMatchObject({ inputPerM: usd(4), audioInputPerM: usd(32), cachedAudioInputPerM: usd(32), audioOutputPerM: usd(64) });
+    expect(audio({ audio_input: '32', audio_output: '64' }).models[0].prices).toMatchObject({
+      inputPerM: usd(4),
+      audioInputPerM: usd(32),
+      cachedAudioInputPerM: usd(32),
+      audioOutputPerM: usd(64),
+    });
     expect(audio({ audio_input: '32', cached_audio_input: '0.40' }).models[0].prices).toMatchObject({ cachedAudioInputPerM: usd(0.4), audioOutputPerM: null });
     expect(() => audio({ audio_input: '32', cached_audio_input: '40' })).toThrow('models[0].pricing.cached_audio_input: must not exceed the audio_input price');
     expect(() => audio({ cached_audio_input: '0.40' })).toThrow('models[0].pricing.cached_audio_input: needs audio_input');
     expect(() => audio({ audio_output: 'lots' })).toThrow('models[0].pricing.audio_output: expected a USD price per million audio tokens');
-    const realtime = (pricing: Record<string, unknown>) => parse(withModels(model({ type: 'realtime', input_modalities: ['text', 'audio'], pricing: { input: '4', output: '16', ...pricing } })));
+    const realtime = (pricing: Record<string, unknown>) =>
+      parse(withModels(model({ type: 'realtime', input_modalities: ['text', 'audio'], pricing: { input: '4', output: '16', ...pricing } })));
     expect(realtime({ audio_input: '32', audio_output: '64' }).models[0].type).toBe('realtime');
     expect(() => realtime({ audio_output: '64' })).toThrow('models[0].pricing.audio_input: required for realtime models');
     expect(() => realtime({ audio_input: '32' })).toThrow('models[0].pricing.audio_output: required for realtime models');
@@ -203,14 +301,38 @@ describe('catalog', () => {
   });
 
   const videoModel = (video: unknown, fields: Record<string, unknown> = {}) =>
-    model({ id: 'v/clip', type: 'video', input_modalities: ['text', 'image'], output_modalities: ['video'], pricing: { per_second: '0.05' }, video, ...fields });
+    model({
+      id: 'v/clip',
+      type: 'video',
+      input_modalities: ['text', 'image'],
+      output_modalities: ['video'],
+      pricing: { per_second: '0.05' },
+      video,
+      ...fields,
+    });
 
-  it('reads a video model\'s capabilities, durations ascending, and defaults the rest', () => {
-    const full = parse(withModels(videoModel({ durations: [12, 4, 8], aspect_ratios: ['16:9', '9:16'], resolutions: ['720p'], sizes: ['1280x720', '1024x1792'], image_to_video: false }))).get('v/clip')!;
-    expect(full.video).toEqual({ durations: [4, 8, 12], aspectRatios: ['16:9', '9:16'], resolutions: ['720p'], sizes: ['1280x720', '1024x1792'], imageToVideo: false });
+  it("reads a video model's capabilities, durations ascending, and defaults the rest", () => {
+    const full = parse(
+      withModels(
+        videoModel({ durations: [12, 4, 8], aspect_ratios: ['16:9', '9:16'], resolutions: ['720p'], sizes: ['1280x720', '1024x1792'], image_to_video: false }),
+      ),
+    ).get('v/clip')!;
+    expect(full.video).toEqual({
+      durations: [4, 8, 12],
+      aspectRatios: ['16:9', '9:16'],
+      resolutions: ['720p'],
+      sizes: ['1280x720', '1024x1792'],
+      imageToVideo: false,
+    });
     expect(full.prices.perSecond).toBe(usd(0.05));
     // image_to_video follows input_modalities unless stated.
-    expect(parse(withModels(videoModel({ durations: [5] }))).get('v/clip')!.video).toEqual({ durations: [5], aspectRatios: [], resolutions: [], sizes: [], imageToVideo: true });
+    expect(parse(withModels(videoModel({ durations: [5] }))).get('v/clip')!.video).toEqual({
+      durations: [5],
+      aspectRatios: [],
+      resolutions: [],
+      sizes: [],
+      imageToVideo: true,
+    });
     expect(parse(withModels(videoModel({ durations: [5] }, { input_modalities: ['text'] }))).get('v/clip')!.video!.imageToVideo).toBe(false);
   });
 
@@ -243,14 +365,20 @@ describe('catalog', () => {
       { providers: { up: { ...base.providers.up, adapter: 'cohere' } }, models: [model({ type: 'chat' })] },
       'models[0].providers[0].provider: up uses the cohere adapter, which declares no chat operation (it serves: rerank)',
     ],
-    [withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })), 'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation, video, realtime)'],
+    [
+      withModels(model({ type: 'rerank', pricing: { per_search_unit: '0.002' } })),
+      'models[0].providers[0].provider: up uses the openai adapter, which declares no rerank operation (it serves: chat, embed, image, speech, transcription, translation, moderation, video, realtime)',
+    ],
     [{ ...base, providers: { up: { ...base.providers.up, adapter: 'jina', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
     [withModels(model({ pricing: { input: 'cheap', output: 1 } })), 'models[0].pricing.input: expected a USD price per million tokens'],
     [withModels(model({ pricing: { input: 1 } })), 'models[0].pricing.output: required'],
     [withModels(model({ pricing: { input: 1, output: 1, per_query: '-1' } })), 'models[0].pricing.per_query: expected a USD price per query'],
     [withModels(model({ pricing: { input: 1, output: 1, per_second: 'x' } })), 'models[0].pricing.per_second'],
     [withModels(model({ pricing: { input: 1, output: 1, per_image: 'x' } })), 'models[0].pricing.per_image'],
-    [withModels(model({ pricing: { input: 1, output: 1, per_search_unit: '-0.1' } })), 'models[0].pricing.per_search_unit: expected a USD price per search unit'],
+    [
+      withModels(model({ pricing: { input: 1, output: 1, per_search_unit: '-0.1' } })),
+      'models[0].pricing.per_search_unit: expected a USD price per search unit',
+    ],
     [withModels(model({ pricing: { input: 1, output: 1, cached_input: 2 } })), 'models[0].pricing.cached_input: must not exceed the input price'],
     [withModels(model({ pricing: { input: 1, output: 1, cahced_input: 0.5 } })), 'models[0].pricing.cahced_input: unknown field'],
     [withModels(model({ providers: [{ provider: 'nope', upstream_model: 'm' }] })), 'models[0].providers[0].provider: unknown provider nope'],
@@ -266,14 +394,26 @@ describe('catalog', () => {
     [withModels(videoModel({ durations: [4.5] })), 'models[0].video.durations[0]: expected a positive whole number'],
     [withModels(videoModel({ durations: ['4'] })), 'models[0].video.durations[0]: expected a positive whole number'],
     [withModels(videoModel({ durations: [4, 4] })), 'models[0].video.durations: lists an entry twice'],
-    [withModels(videoModel({ durations: [4], fps: 24 })), 'models[0].video.fps: unknown field (known: durations, aspect_ratios, resolutions, sizes, image_to_video)'],
-    [withModels(videoModel({ durations: [4], aspect_ratios: ['16/9'] })), 'models[0].video.aspect_ratios[0]: expected an aspect ratio such as "16:9", got "16/9"'],
+    [
+      withModels(videoModel({ durations: [4], fps: 24 })),
+      'models[0].video.fps: unknown field (known: durations, aspect_ratios, resolutions, sizes, image_to_video)',
+    ],
+    [
+      withModels(videoModel({ durations: [4], aspect_ratios: ['16/9'] })),
+      'models[0].video.aspect_ratios[0]: expected an aspect ratio such as "16:9", got "16/9"',
+    ],
     [withModels(videoModel({ durations: [4], aspect_ratios: '16:9' })), 'models[0].video.aspect_ratios: expected a list'],
     [withModels(videoModel({ durations: [4], resolutions: ['720 p'] })), 'models[0].video.resolutions[0]: expected a resolution label'],
     [withModels(videoModel({ durations: [4], sizes: ['1280X720'] })), 'models[0].video.sizes[0]: expected a size WxH such as "1280x720"'],
-    [withModels(videoModel({ durations: [4], aspect_ratios: ['16:9'], sizes: ['1280x720', '720x720'] })), 'models[0].video.sizes[1]: 720x720 has none of the aspect ratios 16:9'],
+    [
+      withModels(videoModel({ durations: [4], aspect_ratios: ['16:9'], sizes: ['1280x720', '720x720'] })),
+      'models[0].video.sizes[1]: 720x720 has none of the aspect ratios 16:9',
+    ],
     [withModels(videoModel({ durations: [4], image_to_video: 'yes' })), 'models[0].video.image_to_video: expected true or false'],
-    [withModels(videoModel({ durations: [4], image_to_video: true }, { input_modalities: ['text'] })), 'models[0].video.image_to_video: the model does not list image in input_modalities'],
+    [
+      withModels(videoModel({ durations: [4], image_to_video: true }, { input_modalities: ['text'] })),
+      'models[0].video.image_to_video: the model does not list image in input_modalities',
+    ],
     [withModels(videoModel('4s')), 'models[0].video: expected a mapping'],
     [withModels(model({ video: { durations: [4] } })), 'models[0].video: only video models have video capabilities'],
     [withModels(videoModel({ durations: [4] }, { pricing: { per_image: '0.1' } })), 'models[0].pricing.per_second: required for video models'],
@@ -297,24 +437,64 @@ describe('catalog', () => {
     [withModels(model({ providers: [{ provider: 'up' }] })), 'models[0].providers[0].upstream_model'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', pricing: { input: 1 } }] })), 'models[0].providers[0].pricing.output: required'],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1 } }] })), 'models[0].providers[0].cost.output: required'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: '0.7', output: 'cheap' } }] })), 'models[0].providers[0].cost.output: expected a USD price per million tokens'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cahced_input: 0.5 } }] })), 'models[0].providers[0].cost.cahced_input: unknown field'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cached_input: 2 } }] })), 'models[0].providers[0].cost.cached_input: must not exceed the input price'],
+    [
+      withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: '0.7', output: 'cheap' } }] })),
+      'models[0].providers[0].cost.output: expected a USD price per million tokens',
+    ],
+    [
+      withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cahced_input: 0.5 } }] })),
+      'models[0].providers[0].cost.cahced_input: unknown field',
+    ],
+    [
+      withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: { input: 1, output: 1, cached_input: 2 } }] })),
+      'models[0].providers[0].cost.cached_input: must not exceed the input price',
+    ],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', cost: '0.7' }] })), 'models[0].providers[0].cost: expected a mapping'],
-    [withModels(videoModel({ durations: [4] }, { providers: [{ provider: 'up', upstream_model: 'v', cost: { per_image: '0.1' } }] })), 'models[0].providers[0].cost.per_second: required for video models'],
+    [
+      withModels(videoModel({ durations: [4] }, { providers: [{ provider: 'up', upstream_model: 'v', cost: { per_image: '0.1' } }] })),
+      'models[0].providers[0].cost.per_second: required for video models',
+    ],
     [withModels(model({ cost: { input: 1, output: 1 } })), 'models[0].cost: unknown field'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', quantization: 'q4' }] })), 'models[0].providers[0].quantization: expected one of int4'],
+    [
+      withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', quantization: 'q4' }] })),
+      'models[0].providers[0].quantization: expected one of int4',
+    ],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', tools: true }] })), 'models[0].providers[0].tools: the model does not list tools'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', data_collection: 'maybe' }] })), 'models[0].providers[0].data_collection: expected one of allow, deny'],
+    [
+      withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', data_collection: 'maybe' }] })),
+      'models[0].providers[0].data_collection: expected one of allow, deny',
+    ],
     [withModels(model({ providers: [{ provider: 'up', upstream_model: 'm', zdr: 'yes' }] })), 'models[0].providers[0].zdr: expected true or false'],
-    [withModels(model({ providers: [{ provider: 'up', upstream_model: 'a' }, { provider: 'up', upstream_model: 'b' }] })), 'models[0].providers: lists a provider twice'],
+    [
+      withModels(
+        model({
+          providers: [
+            { provider: 'up', upstream_model: 'a' },
+            { provider: 'up', upstream_model: 'b' },
+          ],
+        }),
+      ),
+      'models[0].providers: lists a provider twice',
+    ],
     [{ ...base, providers: { up: { ...base.providers.up, dialect: 'vllm' } } }, 'providers.up.dialect: expected one of openai, router'],
-    [{ ...base, providers: { up: { ...base.providers.up, adapter: 'anthropic', dialect: 'router' } } }, 'providers.up.dialect: applies to the openai adapter only'],
+    [
+      { ...base, providers: { up: { ...base.providers.up, adapter: 'anthropic', dialect: 'router' } } },
+      'providers.up.dialect: applies to the openai adapter only',
+    ],
     [withModels(model({ deprecation: { replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601'],
-    [withModels(model({ deprecation: { sunset: '2026-12-01T00:00:00', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-12-01T00:00:00"'],
-    [withModels(model({ deprecation: { sunset: '2026-02-30T00:00:00Z', replacement: null } })), 'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-02-30T00:00:00Z"'],
+    [
+      withModels(model({ deprecation: { sunset: '2026-12-01T00:00:00', replacement: null } })),
+      'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-12-01T00:00:00"',
+    ],
+    [
+      withModels(model({ deprecation: { sunset: '2026-02-30T00:00:00Z', replacement: null } })),
+      'models[0].deprecation.sunset: expected an ISO 8601 date-time with a time zone such as 2026-12-01T00:00:00Z, got "2026-02-30T00:00:00Z"',
+    ],
     [withModels(model({ deprecation: { sunset: '2026-12-01' } })), 'models[0].deprecation.replacement: required'],
-    [withModels(model({ deprecation: { sunset: '2026-12-01', replacement: null, announced: '2026-12-02' } })), 'models[0].deprecation.announced: must not be after the sunset'],
+    [
+      withModels(model({ deprecation: { sunset: '2026-12-01', replacement: null, announced: '2026-12-02' } })),
+      'models[0].deprecation.announced: must not be after the sunset',
+    ],
     [withModels(model({ deprecation: { sunset: '2026-12-01', replacement: 'x/gone' } })), 'models[0].deprecation.replacement: unknown model x/gone'],
     [
       withModels(model({ deprecation: { sunset: '2026-12-01', replacement: 'x/e' } }), model({ id: 'x/e', type: 'embedding' })),

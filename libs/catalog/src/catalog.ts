@@ -236,7 +236,19 @@ const MODEL_FIELDS = [
   'video',
   'providers',
 ];
-const PRICE_FIELDS = ['input', 'output', 'cached_input', 'per_query', 'per_second', 'per_image', 'per_million_characters', 'per_search_unit', 'audio_input', 'cached_audio_input', 'audio_output'];
+const PRICE_FIELDS = [
+  'input',
+  'output',
+  'cached_input',
+  'per_query',
+  'per_second',
+  'per_image',
+  'per_million_characters',
+  'per_search_unit',
+  'audio_input',
+  'cached_audio_input',
+  'audio_output',
+];
 const DEPRECATION_FIELDS = ['sunset', 'replacement', 'announced'];
 const VIDEO_FIELDS = ['durations', 'aspect_ratios', 'resolutions', 'sizes', 'image_to_video'];
 const ROUTE_FIELDS = ['provider', 'upstream_model', 'pricing', 'cost', 'quantization', 'tools', 'data_collection', 'zdr'];
@@ -248,9 +260,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     throw new CatalogError(`${source}: ${where}: ${what}`);
   };
   const obj = (v: unknown, where: string) =>
-    typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date)
-      ? (v as Record<string, unknown>)
-      : fail(where, 'expected a mapping');
+    typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) ? (v as Record<string, unknown>) : fail(where, 'expected a mapping');
   // Unknown fields are refused: a misspelt optional field (`deprecaton:`) would otherwise vanish.
   const fields = (v: unknown, where: string, known: string[]) => {
     const o = obj(v, where);
@@ -302,14 +312,19 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
         ? usd(p[key], `${where}.${key}`, 'per million tokens')
         : billedPerUnit
           ? 0n
-          : fail(`${where}.${key}`, 'required (write 0 for free), unless the model is priced per_query, per_second, per_image, per_million_characters or per_search_unit');
+          : fail(
+              `${where}.${key}`,
+              'required (write 0 for free), unless the model is priced per_query, per_second, per_image, per_million_characters or per_search_unit',
+            );
     const inputPerM = perToken('input');
     const cachedInputPerM = p.cached_input === undefined ? inputPerM : usd(p.cached_input, `${where}.cached_input`, 'per million tokens');
     if (cachedInputPerM > inputPerM) fail(`${where}.cached_input`, 'must not exceed the input price');
     const audioInputPerM = perUnit('audio_input', 'per million audio tokens');
-    const cachedAudioInputPerM = p.cached_audio_input === undefined ? audioInputPerM : usd(p.cached_audio_input, `${where}.cached_audio_input`, 'per million audio tokens');
+    const cachedAudioInputPerM =
+      p.cached_audio_input === undefined ? audioInputPerM : usd(p.cached_audio_input, `${where}.cached_audio_input`, 'per million audio tokens');
     if (cachedAudioInputPerM !== null && audioInputPerM === null) fail(`${where}.cached_audio_input`, 'needs audio_input, the price it discounts');
-    if (cachedAudioInputPerM !== null && audioInputPerM !== null && cachedAudioInputPerM > audioInputPerM) fail(`${where}.cached_audio_input`, 'must not exceed the audio_input price');
+    if (cachedAudioInputPerM !== null && audioInputPerM !== null && cachedAudioInputPerM > audioInputPerM)
+      fail(`${where}.cached_audio_input`, 'must not exceed the audio_input price');
     return {
       inputPerM,
       outputPerM: perToken('output'),
@@ -325,10 +340,12 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     };
   };
 
-  const percent = (v: unknown, where: string) => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 100 ? (v as number) : fail(where, 'expected a whole percentage from 0 to 100'));
+  const percent = (v: unknown, where: string) =>
+    Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 100 ? (v as number) : fail(where, 'expected a whole percentage from 0 to 100');
 
   const root = fields(doc, 'top level', TOP_FIELDS);
-  const batchDiscount = root.batch_discount_percent === undefined ? DEFAULT_BATCH_DISCOUNT_PERCENT : percent(root.batch_discount_percent, 'batch_discount_percent');
+  const batchDiscount =
+    root.batch_discount_percent === undefined ? DEFAULT_BATCH_DISCOUNT_PERCENT : percent(root.batch_discount_percent, 'batch_discount_percent');
   const providers = new Map<string, CatalogProvider>();
   for (const [name, raw] of Object.entries(obj(root.providers, 'providers'))) {
     const at = `providers.${name}`;
@@ -349,7 +366,11 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const at = `models[${i}]`;
     const m = fields(raw, at, MODEL_FIELDS);
     const id = str(m.id, `${at}.id`);
-    if (!MODEL_ID.test(id)) fail(`${at}.id`, `${JSON.stringify(id)}: use letters, digits, ".", "_", "-", and "/" between non-empty parts (no ":" or "@", which start suffixes and presets)`);
+    if (!MODEL_ID.test(id))
+      fail(
+        `${at}.id`,
+        `${JSON.stringify(id)}: use letters, digits, ".", "_", "-", and "/" between non-empty parts (no ":" or "@", which start suffixes and presets)`,
+      );
     if (RESERVED_IDS.includes(id)) fail(`${at}.id`, `"${id}" is reserved by the API`);
     const context = m.context_length;
     if (!Number.isInteger(context) || (context as number) <= 0) fail(`${at}.context_length`, 'expected a positive integer');
@@ -359,15 +380,19 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       typeof x === 'string' && PARAMETER_NAME.test(x) ? x : fail(w, 'expected a request parameter name such as max_tokens'),
     );
     const type = oneOf(m.type, `${at}.type`, MODEL_TYPES);
-    const voices = list(m.voices ?? [], `${at}.voices`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(x) ? x : fail(w, 'expected a voice name (letters, digits, - and _)')));
+    const voices = list(m.voices ?? [], `${at}.voices`, (x, w) =>
+      typeof x === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(x) ? x : fail(w, 'expected a voice name (letters, digits, - and _)'),
+    );
     if (voices.length > 0 && type !== 'audio') fail(`${at}.voices`, 'only audio (speech) models have voices');
     const modelPrices = prices(m.pricing, `${at}.pricing`);
     // Spec 1: video is billed per second; without the price a clip would be free. Spec 4.16: a
     // realtime model's audio tokens likewise.
     const perSecondRequired = (p: ModelPrices, where: string) => {
       if (type === 'video' && p.perSecond === null) fail(`${where}.per_second`, 'required for video models (billed per second of clip)');
-      if (type === 'realtime' && p.audioInputPerM === null) fail(`${where}.audio_input`, 'required for realtime models (billed per audio token, apart from text)');
-      if (type === 'realtime' && p.audioOutputPerM === null) fail(`${where}.audio_output`, 'required for realtime models (billed per audio token, apart from text)');
+      if (type === 'realtime' && p.audioInputPerM === null)
+        fail(`${where}.audio_input`, 'required for realtime models (billed per audio token, apart from text)');
+      if (type === 'realtime' && p.audioOutputPerM === null)
+        fail(`${where}.audio_output`, 'required for realtime models (billed per audio token, apart from text)');
     };
     perSecondRequired(modelPrices, `${at}.pricing`);
     const inputModalities = list(m.input_modalities ?? ['text'], `${at}.input_modalities`, (x, w) => oneOf(x, w, MODALITIES));
@@ -391,7 +416,10 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
       // A route to a provider that declares none of its model type's operations (ARCHITECTURE 10)
       // is refused here, not found out on every request.
       if (!servesModelType(provider.adapter, type)) {
-        fail(`${where}.provider`, `${name} uses the ${provider.adapter} adapter, which declares no ${type} operation (it serves: ${operationsOf(provider.adapter).join(', ')})`);
+        fail(
+          `${where}.provider`,
+          `${name} uses the ${provider.adapter} adapter, which declares no ${type} operation (it serves: ${operationsOf(provider.adapter).join(', ')})`,
+        );
       }
       return {
         provider,
@@ -430,10 +458,16 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     const d = fields(v, where, VIDEO_FIELDS);
     // Required: a default clip length the file never stated would be a price the operator never saw.
     if (d.durations === undefined) fail(`${where}.durations`, 'required: the clip lengths in seconds, such as [4, 8, 12]');
-    const durations = list(d.durations, `${where}.durations`, (x, w) => (Number.isInteger(x) && (x as number) > 0 ? (x as number) : fail(w, 'expected a positive whole number of seconds')));
+    const durations = list(d.durations, `${where}.durations`, (x, w) =>
+      Number.isInteger(x) && (x as number) > 0 ? (x as number) : fail(w, 'expected a positive whole number of seconds'),
+    );
     if (durations.length === 0) fail(`${where}.durations`, 'expected at least one clip length');
-    const aspectRatios = list(d.aspect_ratios ?? [], `${where}.aspect_ratios`, (x, w) => (typeof x === 'string' && ASPECT_RATIO.test(x) ? x : fail(w, `expected an aspect ratio such as "16:9", got ${JSON.stringify(x)}`)));
-    const resolutions = list(d.resolutions ?? [], `${where}.resolutions`, (x, w) => (typeof x === 'string' && /^[A-Za-z0-9]{1,16}$/.test(x) ? x : fail(w, `expected a resolution label such as "720p", got ${JSON.stringify(x)}`)));
+    const aspectRatios = list(d.aspect_ratios ?? [], `${where}.aspect_ratios`, (x, w) =>
+      typeof x === 'string' && ASPECT_RATIO.test(x) ? x : fail(w, `expected an aspect ratio such as "16:9", got ${JSON.stringify(x)}`),
+    );
+    const resolutions = list(d.resolutions ?? [], `${where}.resolutions`, (x, w) =>
+      typeof x === 'string' && /^[A-Za-z0-9]{1,16}$/.test(x) ? x : fail(w, `expected a resolution label such as "720p", got ${JSON.stringify(x)}`),
+    );
     const sizes = list(d.sizes ?? [], `${where}.sizes`, (x, w) => {
       if (typeof x !== 'string' || parseVideoSize(x) === null) return fail(w, `expected a size WxH such as "1280x720", got ${JSON.stringify(x)}`);
       // A listed size no request could be given (its ratio is not offered) is a mistake in the file.
@@ -471,7 +505,7 @@ export function parseCatalog(doc: unknown, source: string, env: Record<string, s
     if (target.type !== m.type) fail(where, `${replacement} is of type ${target.type}, ${m.id} of type ${m.type}`);
     // After every sunset of a loop nothing would answer: refuse it now rather than 410 later.
     const chain = [m.id];
-    for (let next: CatalogModel | undefined = target; next; ) {
+    for (let next: CatalogModel | undefined = target; next;) {
       if (chain.includes(next.id)) fail(where, `replacements loop: ${[...chain, next.id].join(' -> ')}`);
       chain.push(next.id);
       const after: string | null | undefined = next.deprecation?.replacement;

@@ -12,11 +12,9 @@ const model = (id: string, deprecation?: Deprecation, type = 'chat') => ({
   providers: [{ provider: 'up', upstream_model: id }],
   ...(deprecation ? { deprecation } : {}),
 });
-const catalogOf = (...models: ReturnType<typeof model>[]) =>
-  parseCatalog({ providers: { up: { adapter: 'openai', base_url: 'simulator' } }, models }, 'test');
+const catalogOf = (...models: ReturnType<typeof model>[]) => parseCatalog({ providers: { up: { adapter: 'openai', base_url: 'simulator' } }, models }, 'test');
 const at = (iso: string) => new Date(iso);
 const unix = (iso: string) => `@${Date.parse(iso) / 1000}`;
-
 
 describe('resolveModel', () => {
   const catalog = catalogOf(
@@ -122,9 +120,15 @@ describe('resolveModel', () => {
     const now = at('2026-11-15T00:00:00Z');
     expect(errorOf(() => resolveModel(catalog, 't/nope', now)).toBody()).toEqual(modelNotFound('t/nope').toBody());
     expect(errorOf(() => resolveModel(catalog, 't/old', now, { allowedModels: ['t/live'] })).toBody()).toEqual(modelNotFound('t/old').toBody());
-    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat' })).toBody().error).toMatchObject({ type: 'invalid_request_error', code: 'model_type_mismatch', param: 'model' });
+    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat' })).toBody().error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'model_type_mismatch',
+      param: 'model',
+    });
     // Not allowed wins over the wrong type: the key learns nothing of a model it may not use.
-    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat', allowedModels: ['t/live'] })).toBody()).toEqual(modelNotFound('t/embed').toBody());
+    expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat', allowedModels: ['t/live'] })).toBody()).toEqual(
+      modelNotFound('t/embed').toBody(),
+    );
     expect(resolveModel(catalog, 't/old', now, { allowedModels: ['t/old'], type: 'chat' }).model.id).toBe('t/old');
   });
 

@@ -27,19 +27,30 @@ const catalog = parseCatalog(
           { provider: 'd', upstream_model: 'd-m', quantization: 'fp16', pricing: { input: 5, output: 20 }, data_collection: 'deny' },
         ],
       },
-      { id: 't/plain', type: 'chat', context_length: 1000, supported_parameters: ['max_tokens'], pricing: { input: 1, output: 1 }, providers: [{ provider: 'a', upstream_model: 'p' }] },
+      {
+        id: 't/plain',
+        type: 'chat',
+        context_length: 1000,
+        supported_parameters: ['max_tokens'],
+        pricing: { input: 1, output: 1 },
+        providers: [{ provider: 'a', upstream_model: 'p' }],
+      },
     ],
   },
   'test',
 );
 const model = catalog.get('t/m')!;
 
-function route(preferences: ProviderPreferences = {}, options: { suffixes?: Suffix[]; parameters?: string[]; stats?: ProviderStats; of?: CatalogModel } = {}): string[] {
-  return routeTargets(options.of ?? model, { preferences, suffixes: options.suffixes ?? [], parameters: options.parameters ?? ['model', 'messages'] }, options.stats ?? new ProviderStats()).map(
-    (r) => r.provider.name,
-  );
+function route(
+  preferences: ProviderPreferences = {},
+  options: { suffixes?: Suffix[]; parameters?: string[]; stats?: ProviderStats; of?: CatalogModel } = {},
+): string[] {
+  return routeTargets(
+    options.of ?? model,
+    { preferences, suffixes: options.suffixes ?? [], parameters: options.parameters ?? ['model', 'messages'] },
+    options.stats ?? new ProviderStats(),
+  ).map((r) => r.provider.name);
 }
-
 
 /** a fast (200 tokens/s, 400 ms to first token), b slow (20 tokens/s, 50 ms), c unmeasured, d medium (100 tokens/s, 100 ms). */
 function measured(): ProviderStats {
@@ -129,7 +140,11 @@ describe('routeTargets', () => {
 
   it(':exacto keeps only routes with tool calls, cheapest first', () => {
     expect(route({}, { suffixes: ['exacto'] })).toEqual(['c', 'b', 'd']);
-    expect(errorOf(() => route({}, { suffixes: ['exacto'], of: catalog.get('t/plain')! }))).toMatchObject({ status: 404, code: 'no_provider_available', param: 'model' });
+    expect(errorOf(() => route({}, { suffixes: ['exacto'], of: catalog.get('t/plain')! }))).toMatchObject({
+      status: 404,
+      code: 'no_provider_available',
+      param: 'model',
+    });
   });
 });
 
@@ -163,7 +178,11 @@ describe('suffixFields (:thinking)', () => {
   });
 
   it('is a 400 for a model that cannot reason', () => {
-    expect(errorOf(() => suffixFields(catalog.get('t/plain')!, ['thinking'], {}))).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'model' });
+    expect(errorOf(() => suffixFields(catalog.get('t/plain')!, ['thinking'], {}))).toMatchObject({
+      status: 400,
+      code: 'unsupported_parameter',
+      param: 'model',
+    });
   });
 });
 

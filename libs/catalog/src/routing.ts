@@ -140,7 +140,11 @@ export function routeTargets(model: CatalogModel, request: RoutingRequest, stats
 
   if (routes.length === 0) {
     const why = Object.keys(p).length > 0 ? 'the provider preferences' : `the suffix :${request.suffixes.join(':')}`;
-    throw ApiError.notFound(`No provider of ${model.id} matches ${why}. GET /v1/models/${model.id} lists its providers.`, 'no_provider_available', Object.keys(p).length > 0 ? 'provider' : 'model');
+    throw ApiError.notFound(
+      `No provider of ${model.id} matches ${why}. GET /v1/models/${model.id} lists its providers.`,
+      'no_provider_available',
+      Object.keys(p).length > 0 ? 'provider' : 'model',
+    );
   }
   return routes;
 }
@@ -193,5 +197,7 @@ export function suffixFields(model: CatalogModel, suffixes: readonly Suffix[], r
 
 /** The request fields given, for `require_parameters`. */
 export function requestParameters(request: Record<string, unknown>): string[] {
-  return Object.keys(request).filter((k) => request[k] !== undefined && request[k] !== null && !(Array.isArray(request[k]) && (request[k] as unknown[]).length === 0));
+  return Object.keys(request).filter(
+    (k) => request[k] !== undefined && request[k] !== null && !(Array.isArray(request[k]) && (request[k] as unknown[]).length === 0),
+  );
 }

@@ -14,7 +14,12 @@ const ids = (list: { data: ResponseItem[] }) => list.data.map((i) => i.id);
 describe('listInputItems', () => {
   it('gives the newest 20 first by default, with the list fields', () => {
     const list = listInputItems(items, {});
-    expect(ids(list)).toEqual(items.slice(5).reverse().map((i) => i.id));
+    expect(ids(list)).toEqual(
+      items
+        .slice(5)
+        .reverse()
+        .map((i) => i.id),
+    );
     expect(list).toMatchObject({ object: 'list', first_id: 'msg_24', last_id: 'msg_5', has_more: true });
   });
 

@@ -49,7 +49,8 @@ interface Row {
   response: string;
 }
 
-export const promptLogSealContext = (accountId: string, generationId: string, column: 'request' | 'response') => `prompt-log:${accountId}:${generationId}:${column}`;
+export const promptLogSealContext = (accountId: string, generationId: string, column: 'request' | 'response') =>
+  `prompt-log:${accountId}:${generationId}:${column}`;
 
 const DATA_URL = /^data:[^,;]*(;[^,]*)?;base64,/i;
 
@@ -84,7 +85,9 @@ export class PromptLogs {
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${PROMPT_LOGS_TABLE} (
         generation_id text PRIMARY KEY,
         account_id text NOT NULL,
@@ -97,7 +100,8 @@ export class PromptLogs {
       );
       CREATE INDEX IF NOT EXISTS ${PROMPT_LOGS_TABLE}_account ON ${PROMPT_LOGS_TABLE} (account_id, created_at DESC, generation_id DESC);
       CREATE INDEX IF NOT EXISTS ${PROMPT_LOGS_TABLE}_expires_at ON ${PROMPT_LOGS_TABLE} (expires_at);
-    `);
+    `,
+    );
   }
 
   get available(): boolean {
@@ -133,12 +137,22 @@ export class PromptLogs {
         ORDER BY created_at DESC, generation_id DESC LIMIT $3`,
       [accountId, now.toISOString(), limit, after],
     );
-    return rows.map((r) => ({ generationId: r.generation_id, keyId: r.key_id, endpoint: r.endpoint, createdAt: new Date(r.created_at).toISOString(), expiresAt: new Date(r.expires_at).toISOString() }));
+    return rows.map((r) => ({
+      generationId: r.generation_id,
+      keyId: r.key_id,
+      endpoint: r.endpoint,
+      createdAt: new Date(r.created_at).toISOString(),
+      expiresAt: new Date(r.expires_at).toISOString(),
+    }));
   }
 
   async find(accountId: string, generationId: string, now: Date): Promise<(PromptLogSummary & { request: unknown; response: unknown }) | null> {
     this.content.requireAvailable();
-    const { rows } = await this.sql.query<Row>(`SELECT * FROM ${PROMPT_LOGS_TABLE} WHERE generation_id = $1 AND account_id = $2 AND expires_at > $3`, [generationId, accountId, now.toISOString()]);
+    const { rows } = await this.sql.query<Row>(`SELECT * FROM ${PROMPT_LOGS_TABLE} WHERE generation_id = $1 AND account_id = $2 AND expires_at > $3`, [
+      generationId,
+      accountId,
+      now.toISOString(),
+    ]);
     const r = rows[0];
     if (!r) return null;
     const request = this.content.open(r.request, promptLogSealContext(r.account_id, r.generation_id, 'request'));
@@ -166,12 +180,19 @@ export class PromptLogs {
 
   /** The sweeper's pass: deletes every log expired at `now`. */
   async purgeExpired(now: Date): Promise<number> {
-    const { rows } = await this.sql.query<{ generation_id: string }>(`DELETE FROM ${PROMPT_LOGS_TABLE} WHERE expires_at <= $1 RETURNING generation_id`, [now.toISOString()]);
+    const { rows } = await this.sql.query<{ generation_id: string }>(`DELETE FROM ${PROMPT_LOGS_TABLE} WHERE expires_at <= $1 RETURNING generation_id`, [
+      now.toISOString(),
+    ]);
     return rows.length;
   }
 }
 
 /** 503: the service's configuration, not the request, is at fault. */
 export function promptLogsUnavailable(): ApiError {
-  return new ApiError(503, 'service_unavailable', 'Prompt logging is not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt logs. The operator must set SVC_ENCRYPTION_KEY.', 'encryption_unavailable');
+  return new ApiError(
+    503,
+    'service_unavailable',
+    'Prompt logging is not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt logs. The operator must set SVC_ENCRYPTION_KEY.',
+    'encryption_unavailable',
+  );
 }

@@ -64,7 +64,9 @@ export class StoredImages {
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${STORED_IMAGES_TABLE} (
         id text PRIMARY KEY,
         account_id text NOT NULL,
@@ -74,7 +76,8 @@ export class StoredImages {
         expires_at timestamptz NOT NULL
       );
       CREATE INDEX IF NOT EXISTS ${STORED_IMAGES_TABLE}_expires_at ON ${STORED_IMAGES_TABLE} (expires_at);
-    `);
+    `,
+    );
   }
 
   /** Keeps `images` for an hour from now; resolves with their ids, in order. */

@@ -8,13 +8,23 @@ const KEY = randomBytes(32);
 const T0 = new Date('2026-11-02T10:00:00Z');
 
 function stored(id: string, workspaceId = 'ws1', createdAt = T0): StoredResponseRecord {
-  const inputItems: ResponseItem[] = [{ type: 'message', id: `msg_${id}`, status: 'completed', role: 'user', content: [{ type: 'input_text', text: `secret of ${id}` }] }];
+  const inputItems: ResponseItem[] = [
+    { type: 'message', id: `msg_${id}`, status: 'completed', role: 'user', content: [{ type: 'input_text', text: `secret of ${id}` }] },
+  ];
   const response = {
     id,
     object: 'response',
     created_at: Math.floor(createdAt.getTime() / 1000),
     status: 'completed',
-    output: [{ type: 'message', id: `out_${id}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: `answer of ${id}`, annotations: [] }] }],
+    output: [
+      {
+        type: 'message',
+        id: `out_${id}`,
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: `answer of ${id}`, annotations: [] }],
+      },
+    ],
   } as unknown as ResponseObject;
   return { id, workspaceId, keyId: 'k1', createdAt, response, inputItems };
 }

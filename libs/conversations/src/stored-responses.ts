@@ -62,7 +62,9 @@ export class StoredResponses {
 
   /** Creates the table and its index; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${STORED_RESPONSES_TABLE} (
         id text PRIMARY KEY,
         workspace_id text NOT NULL,
@@ -73,7 +75,8 @@ export class StoredResponses {
         input_items text NOT NULL
       );
       CREATE INDEX IF NOT EXISTS ${STORED_RESPONSES_TABLE}_expires_at ON ${STORED_RESPONSES_TABLE} (expires_at);
-    `);
+    `,
+    );
   }
 
   async save(stored: StoredResponseRecord): Promise<void> {

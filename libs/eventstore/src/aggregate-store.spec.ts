@@ -114,9 +114,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const stream = accountStream('hot');
     await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'hot' });
     await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 50n * 7n, reason: 'signup' });
-    const results = await Promise.allSettled(
-      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).handle(accountDecider, stream, hold(`h${i}`, 7n))),
-    );
+    const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).handle(accountDecider, stream, hold(`h${i}`, 7n))));
     const ok = results.filter((r) => r.status === 'fulfilled');
     const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
     // 350 nano affords 50 holds of 7; 40 are asked: all fit.
@@ -143,7 +141,9 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const placed = results.filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ events: { type: string }[] }>[];
     expect(placed).toHaveLength(100);
     expect(placed.every((r) => r.value.events.length === 1 && r.value.events[0].type === 'HoldPlaced')).toBe(true);
-    expect(results.filter((r) => r.status === 'rejected').every((r) => ((r as PromiseRejectedResult).reason as DomainError).code === 'insufficient_quota')).toBe(true);
+    expect(
+      results.filter((r) => r.status === 'rejected').every((r) => ((r as PromiseRejectedResult).reason as DomainError).code === 'insufficient_quota'),
+    ).toBe(true);
     expect(aggregates.stats.commands - before.commands).toBe(256);
     expect(aggregates.stats.conflicts - before.conflicts).toBe(0);
     // The first command goes alone; the rest queue behind it and go in a few batches.
@@ -162,7 +162,9 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     await aggregates.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
     // The first goes alone; the next 20 queue behind it and are decided as one batch.
     const first = aggregates.handle(accountDecider, stream, hold('p-first', 1n));
-    const queued = Array.from({ length: 20 }, (_, i) => aggregates.handle(accountDecider, stream, hold(`p${i}`, 1n), i === 7 ? { user: 'u\u0000' } : { user: `u${i}` }));
+    const queued = Array.from({ length: 20 }, (_, i) =>
+      aggregates.handle(accountDecider, stream, hold(`p${i}`, 1n), i === 7 ? { user: 'u\u0000' } : { user: `u${i}` }),
+    );
     const results = await Promise.allSettled([first, ...queued]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', ...Array.from({ length: 20 }, (_, i) => (i === 7 ? 'rejected' : 'fulfilled'))]);
     const refusal = (results[8] as PromiseRejectedResult).reason;
@@ -191,8 +193,14 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
   }
 
   const chargedHolds = async (stream: string) =>
-    (await store.readStream(stream)).filter((e) => e.type === 'UsageCharged').map((e) => (e.data as { hold_id: string }).hold_id).sort();
-  const others = (n: number, except: number) => Array.from({ length: n }, (_, i) => `h${i}`).filter((_, i) => i !== except).sort();
+    (await store.readStream(stream))
+      .filter((e) => e.type === 'UsageCharged')
+      .map((e) => (e.data as { hold_id: string }).hold_id)
+      .sort();
+  const others = (n: number, except: number) =>
+    Array.from({ length: n }, (_, i) => `h${i}`)
+      .filter((_, i) => i !== except)
+      .sort();
 
   // Issue 14.2 as it was seen: charges of streams that had delivered, billed nothing because
   // a command beside them in the batch held a NUL.
@@ -200,7 +208,11 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const aggregates = new AggregateStore(store, clock);
     const stream = await accountWithHolds(aggregates, 'nul-charge', 20);
     const before = aggregates.stats.appends;
-    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 11 ? 'model\u0000x' : 'm')));
+    const results = await firstThenBatch(
+      aggregates,
+      stream,
+      Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 11 ? 'model\u0000x' : 'm')),
+    );
     expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 11 ? 'rejected' : 'fulfilled')));
     expect((results[11] as PromiseRejectedResult).reason).toMatchObject({ name: 'UnstorableEventError', eventType: 'UsageCharged', path: 'data.model' });
     for (const r of results.filter((r) => r.status === 'fulfilled')) {
@@ -217,7 +229,11 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const flaky = failingStore(store, (events) => (poisoned(events) ? unsupportedUnicode() : undefined));
     const aggregates = new AggregateStore(flaky, clock);
     const stream = await accountWithHolds(aggregates, 'pg-refusal', 20);
-    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 4 ? 'poison' : 'm')));
+    const results = await firstThenBatch(
+      aggregates,
+      stream,
+      Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 4 ? 'poison' : 'm')),
+    );
     expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 4 ? 'rejected' : 'fulfilled')));
     expect((results[4] as PromiseRejectedResult).reason).toMatchObject({ code: '22P05' });
     expect(await chargedHolds(stream)).toEqual(others(20, 4));
@@ -254,7 +270,11 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const stream = await accountWithHolds(aggregates, 'gone-halfway', 20);
     armed = true;
     const before = flaky.appends;
-    const results = await firstThenBatch(aggregates, stream, Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 0 ? 'poison' : 'm')));
+    const results = await firstThenBatch(
+      aggregates,
+      stream,
+      Array.from({ length: 20 }, (_, i) => charge(`h${i}`, i === 0 ? 'poison' : 'm')),
+    );
     // h0 poisoned; h1 appended alone (call 2); h2 meets the lost connection, h3..h19 are not tried.
     expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : ((r as PromiseRejectedResult).reason as { code: string }).code))).toEqual([
       '22P05',
@@ -278,7 +298,8 @@ describe('issue 41 A: a hot account written from four processes', () => {
   beforeAll(async () => {
     const first = await freshPgRunner('hot4');
     runners = [first];
-    for (let i = 1; i < 4; i++) runners.push(await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL!, options: `-c search_path=${first.schema}` }));
+    for (let i = 1; i < 4; i++)
+      runners.push(await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL!, options: `-c search_path=${first.schema}` }));
     stores = runners.map((r) => new SqlEventStore(r));
     await stores[0].init();
   });
@@ -333,10 +354,14 @@ describe('issue 41 A: a hot account written from four processes', () => {
 
   it('without a store lock, a writer that keeps losing fails with StreamContentionError and writes nothing, never WrongExpectedVersionError', async () => {
     // The same store without its optional appendExclusive, as an adapter that has none (EventStoreDB).
-    const optimistic = stores.map((s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore);
+    const optimistic = stores.map(
+      (s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore,
+    );
     const processes = optimistic.map((s) => new AggregateStore(s, clock, { maxRetries: 0 }));
     const stream = await openAccount(processes[0], 'noLock', 1_000_000n);
-    const outcomes = await Promise.allSettled(processes.flatMap((p, n) => Array.from({ length: 50 }, (_, i) => p.handle(accountDecider, stream, hold(`q${n}-${i}`, 5n)))));
+    const outcomes = await Promise.allSettled(
+      processes.flatMap((p, n) => Array.from({ length: 50 }, (_, i) => p.handle(accountDecider, stream, hold(`q${n}-${i}`, 5n)))),
+    );
     const failures = outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason);
     expect(failures.length).toBeGreaterThan(0);
     for (const err of failures) expect(err).toBeInstanceOf(StreamContentionError);
@@ -345,7 +370,9 @@ describe('issue 41 A: a hot account written from four processes', () => {
   }, 60_000);
 
   it('without a store lock, jittered retries land every command of a contended account', async () => {
-    const optimistic = stores.map((s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore);
+    const optimistic = stores.map(
+      (s) => new Proxy(s, { get: (t, p) => (p === 'appendExclusive' ? undefined : (Reflect.get(t, p, t) as unknown)) }) as EventStore,
+    );
     const processes = optimistic.map((s) => new AggregateStore(s, clock));
     const stream = await openAccount(processes[0], 'jitter', 1_000_000n);
     const outcomes = await storm(processes, stream, 40);

@@ -61,7 +61,6 @@ function isolatable(err: unknown, batch: Pending[]): boolean {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;
 
@@ -87,12 +86,7 @@ export class AggregateStore {
     private readonly options: { maxRetries?: number; maxCachedStreams?: number } = {},
   ) {}
 
-  handle<C, S, E extends DomainEvent>(
-    decider: Decider<C, S, E>,
-    stream: string,
-    command: C,
-    metadata: EventMetadata = {},
-  ): Promise<Handled<S, E>> {
+  handle<C, S, E extends DomainEvent>(decider: Decider<C, S, E>, stream: string, command: C, metadata: EventMetadata = {}): Promise<Handled<S, E>> {
     this.stats.commands++;
     return new Promise((resolve, reject) => {
       let queue = this.queues.get(stream);

@@ -77,8 +77,7 @@ export function checkExpected(stream: string, expected: ExpectedRevision, curren
 export function eventFilter(filter: SubscribeOptions['filter']): (event: RecordedEvent) => boolean {
   const prefixes = filter?.streamPrefixes?.length ? filter.streamPrefixes : undefined;
   const types = filter?.eventTypes?.length ? new Set(filter.eventTypes) : undefined;
-  return (event) =>
-    (!prefixes || prefixes.some((p) => event.stream.startsWith(p))) && (!types || types.has(event.type));
+  return (event) => (!prefixes || prefixes.some((p) => event.stream.startsWith(p))) && (!types || types.has(event.type));
 }
 
 /**

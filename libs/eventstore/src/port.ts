@@ -86,11 +86,7 @@ export interface EventStore {
    * Catch-up then live. The handler is awaited: events are delivered one at a time, in
    * global order. A handler error stops the subscription and is passed to `onError`.
    */
-  subscribeToAll(
-    options: SubscribeOptions,
-    handler: (event: RecordedEvent) => Promise<void> | void,
-    onError?: (err: unknown) => void,
-  ): Subscription;
+  subscribeToAll(options: SubscribeOptions, handler: (event: RecordedEvent) => Promise<void> | void, onError?: (err: unknown) => void): Subscription;
   /**
    * Calls `listener` soon after events may have been appended by this or another process
    * (`appended`), and when a reader somewhere waits to see what was appended (`catch-up`, see

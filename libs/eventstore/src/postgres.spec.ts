@@ -30,7 +30,10 @@ eventStoreContract('postgres', async () => {
         options: `-c search_path=${runner.schema} -c default_transaction_isolation=serializable`,
       });
       const secondStore = await openStore(second);
-      closing.unshift(() => secondStore.close(), () => second.close());
+      closing.unshift(
+        () => secondStore.close(),
+        () => second.close(),
+      );
       return secondStore;
     },
     cleanup: async () => {
@@ -75,7 +78,11 @@ describe('SqlEventStore on PostgreSQL server', () => {
     try {
       const long = await openStore(one);
       const stream = `long-${randomUUID()}`;
-      await long.append(stream, Array.from({ length: 2000 }, () => event('Filled')), 'no_stream');
+      await long.append(
+        stream,
+        Array.from({ length: 2000 }, () => event('Filled')),
+        'no_stream',
+      );
       // Pending statistics reach the views once the backend has gone idle after this request.
       const indexReads = async () => {
         await one.query('SELECT pg_stat_force_next_flush()');
@@ -123,10 +130,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
 
       // The naive reader ("committed rows with seq > checkpoint") sees B now and moves past A's seq...
       const naive = (after: string) =>
-        runner.query<{ id: string; seq: string }>(
-          'SELECT id::text AS id, seq::text AS seq FROM events WHERE seq > $1::bigint ORDER BY seq',
-          [after],
-        );
+        runner.query<{ id: string; seq: string }>('SELECT id::text AS id, seq::text AS seq FROM events WHERE seq > $1::bigint ORDER BY seq', [after]);
       const naiveBatch = (await naive(decodePosition(checkpoint).minor.toString())).rows;
       expect(naiveBatch.map((r) => r.id)).toEqual([b.id]);
 
@@ -163,7 +167,10 @@ describe('SqlEventStore on PostgreSQL server', () => {
     const [{ pid }] = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows;
     const received: Array<{ payload: string; at: number }> = [];
     await listener.connect();
-    listener.on('notification', (n) => n.processId === pid && n.channel === 'eventstore_appended' && received.push({ payload: n.payload ?? '', at: performance.now() }));
+    listener.on(
+      'notification',
+      (n) => n.processId === pid && n.channel === 'eventstore_appended' && received.push({ payload: n.payload ?? '', at: performance.now() }),
+    );
     await listener.query('LISTEN eventstore_appended');
     const close = async () => {
       await listener.end();
@@ -179,7 +186,9 @@ describe('SqlEventStore on PostgreSQL server', () => {
       // The lead writes nothing (an empty append only checks), so it notifies nobody: only the
       // group that queued behind it can.
       const lead = grouped.append(`group-wake-lead-${randomUUID()}`, [], 'any');
-      const appends = Array.from({ length: 5 }, () => grouped.append(`group-wake-${randomUUID()}`, [{ id: randomUUID(), type: 'Tested', data: {} }], 'no_stream'));
+      const appends = Array.from({ length: 5 }, () =>
+        grouped.append(`group-wake-${randomUUID()}`, [{ id: randomUUID(), type: 'Tested', data: {} }], 'no_stream'),
+      );
       await lead;
       await Promise.all(appends);
       await waitFor(() => received.length > 0);
@@ -253,7 +262,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
     }
   });
 
-  it("gives the LISTEN connection back when the last watcher leaves and on close()", async () => {
+  it('gives the LISTEN connection back when the last watcher leaves and on close()', async () => {
     const watcher = new SqlEventStore(runner);
     const checkedOut = () => runner.pool.totalCount - runner.pool.idleCount;
     const unwatch = watcher.watchAppends(() => undefined);

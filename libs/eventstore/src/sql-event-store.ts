@@ -277,12 +277,7 @@ export class SqlEventStore implements EventStore {
    * The transaction must be READ COMMITTED and must not have written anything yet: both are
    * checked. For callers that must hold an append's transaction open (the late-commit test).
    */
-  async appendInTransaction(
-    tx: SqlExecutor,
-    stream: string,
-    events: NewEvent[],
-    expected: ExpectedRevision,
-  ): Promise<AppendResult> {
+  async appendInTransaction(tx: SqlExecutor, stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, expected)], { notify: true }))!;
     if (outcome instanceof Error) throw outcome;
     return outcome;
@@ -295,7 +290,7 @@ export class SqlEventStore implements EventStore {
         // sees every append that came before, and none can come after it until this one is in.
         await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [stream]);
         const newer: RecordedEvent[] = [];
-        for (let from = after + 1n; ; ) {
+        for (let from = after + 1n; ;) {
           const { rows } = await tx.query<EventRow>(
             `SELECT ${COLUMNS} FROM events WHERE stream = $1 AND revision >= $2::text::bigint ORDER BY events.revision LIMIT 1000`,
             [stream, from.toString()],
@@ -307,7 +302,9 @@ export class SqlEventStore implements EventStore {
         const revision = newer.length > 0 ? newer[newer.length - 1].revision : after;
         const events = decide(newer);
         if (events.length === 0) return { revision, appended: null };
-        const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, revision < 0n ? 'no_stream' : revision)], { notify: this.runner.dialect === 'postgres' }))!;
+        const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, revision < 0n ? 'no_stream' : revision)], {
+          notify: this.runner.dialect === 'postgres',
+        }))!;
         if (outcome instanceof Error) throw outcome;
         return { revision: outcome.nextRevision, appended: outcome };
       },
@@ -432,13 +429,7 @@ export class SqlEventStore implements EventStore {
    * run wherever it is. Then the original result is returned and nothing is written.
    * Anything else is a conflict.
    */
-  private originalResult(
-    stream: string,
-    ids: string[],
-    expected: ExpectedRevision,
-    current: bigint,
-    existing: ExistingRef[],
-  ): AppendResult {
+  private originalResult(stream: string, ids: string[], expected: ExpectedRevision, current: bigint, existing: ExistingRef[]): AppendResult {
     const byId = new Map(existing.map((row) => [row.id, row]));
     const first = byId.get(ids[0]);
     const isOriginal =
@@ -452,14 +443,11 @@ export class SqlEventStore implements EventStore {
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const backwards = options.direction === 'backwards';
-    const from =
-      options.fromRevision === undefined ? '' : `AND revision ${backwards ? '<=' : '>='} $3::text::bigint`;
+    const from = options.fromRevision === undefined ? '' : `AND revision ${backwards ? '<=' : '>='} $3::text::bigint`;
     const { rows } = await this.runner.query<EventRow>(
       `SELECT ${COLUMNS} FROM events WHERE stream = $1 ${from}
         ORDER BY events.revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
-      options.fromRevision === undefined
-        ? [stream, options.maxCount ?? null]
-        : [stream, options.maxCount ?? null, options.fromRevision.toString()],
+      options.fromRevision === undefined ? [stream, options.maxCount ?? null] : [stream, options.maxCount ?? null, options.fromRevision.toString()],
     );
     return rows.map(toRecorded);
   }
@@ -474,10 +462,7 @@ export class SqlEventStore implements EventStore {
   }
 
   async countEventsAfter(after?: Position): Promise<number> {
-    const { rows } = await this.runner.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM events WHERE ${VISIBLE_AFTER}`,
-      afterParams(after),
-    );
+    const { rows } = await this.runner.query<{ n: string }>(`SELECT count(*)::text AS n FROM events WHERE ${VISIBLE_AFTER}`, afterParams(after));
     return Number(rows[0].n);
   }
 

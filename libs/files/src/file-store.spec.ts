@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { ManualClock, openBytes, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { createOutputFile, expiresAfterSeconds, FILE_CHUNK_BYTES, fileChunkContext, SqlFileStore, UNFINISHED_UPLOAD_TTL_MS, type FileRecord, type NewFile } from './file-store';
+import {
+  createOutputFile,
+  expiresAfterSeconds,
+  FILE_CHUNK_BYTES,
+  fileChunkContext,
+  SqlFileStore,
+  UNFINISHED_UPLOAD_TTL_MS,
+  type FileRecord,
+  type NewFile,
+} from './file-store';
 import { MAX_JSONL_LINES, readJsonl } from './jsonl';
 
 const KEY = randomBytes(32);
@@ -46,14 +55,23 @@ describe.each([
 
   const count = async (table: string, fileId: string) =>
     Number((await sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE ${table === 'files' ? 'id' : 'file_id'} = $1`, [fileId])).rows[0].n);
-  const jsonl = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `${prefix}-${i}`, method: 'POST' })).join('\n') + '\n';
+  const jsonl = (n: number, prefix = 'r') =>
+    Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `${prefix}-${i}`, method: 'POST' })).join('\n') + '\n';
 
   it('round-trips a 2.5 MiB file byte-exact in 1 MiB chunks, read back one chunk at a time', async () => {
     const data = randomBytes(2.5 * FILE_CHUNK_BYTES);
     // Pieces that do not divide a megabyte: chunks are cut across them.
     const file = await createOutputFile(files, { workspaceId: 'ws-big', accountId: 'a', keyId: 'k', filename: 'out.bin' }, pieces(data, 100_003));
-    expect(file).toMatchObject({ id: expect.stringMatching(/^file-[0-9a-f]{24}$/), purpose: 'batch_output', bytes: data.length, filename: 'out.bin', expiresAt: null });
-    const { rows } = await sql.query<{ seq: number; size: number }>('SELECT seq, octet_length(data) AS size FROM file_chunks WHERE file_id = $1 ORDER BY seq', [file.id]);
+    expect(file).toMatchObject({
+      id: expect.stringMatching(/^file-[0-9a-f]{24}$/),
+      purpose: 'batch_output',
+      bytes: data.length,
+      filename: 'out.bin',
+      expiresAt: null,
+    });
+    const { rows } = await sql.query<{ seq: number; size: number }>('SELECT seq, octet_length(data) AS size FROM file_chunks WHERE file_id = $1 ORDER BY seq', [
+      file.id,
+    ]);
     expect(rows.map((r) => r.seq)).toEqual([0, 1, 2]);
 
     const chunks = await collect(files.content('ws-big', file.id));
@@ -80,7 +98,12 @@ describe.each([
     key = randomBytes(32);
     expect(await files.get('ws1', file.id)).toBeNull();
     expect((await files.list('ws1', { limit: 100 })).map((f) => f.id)).not.toContain(file.id);
-    await expect(collect(files.content('ws1', file.id))).rejects.toMatchObject({ status: 404, type: 'not_found_error', code: 'file_not_found', param: 'file_id' });
+    await expect(collect(files.content('ws1', file.id))).rejects.toMatchObject({
+      status: 404,
+      type: 'not_found_error',
+      code: 'file_not_found',
+      param: 'file_id',
+    });
 
     // Without any key, nothing is kept or read: 503 as stored responses answer.
     key = null;
@@ -242,7 +265,7 @@ describe.each([
         message: expect.stringMatching(message),
       });
       expect(await stagedRows()).toBe(0);
-      expect(Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM file_chunks WHERE file_id NOT IN (SELECT id FROM files)")).rows[0].n)).toBe(0);
+      expect(Number((await sql.query<{ n: string }>('SELECT count(*) AS n FROM file_chunks WHERE file_id NOT IN (SELECT id FROM files)')).rows[0].n)).toBe(0);
     });
 
     it('refuses an empty file and one of more than 50,000 requests', async () => {
@@ -254,7 +277,9 @@ describe.each([
     });
 
     it('does not check what the batches write', async () => {
-      await expect(createOutputFile(files, { workspaceId: 'ws-out', accountId: 'a', keyId: 'k', filename: 'x.bin' }, pieces('not json'))).resolves.toMatchObject({ bytes: 8 });
+      await expect(
+        createOutputFile(files, { workspaceId: 'ws-out', accountId: 'a', keyId: 'k', filename: 'x.bin' }, pieces('not json')),
+      ).resolves.toMatchObject({ bytes: 8 });
     });
   });
 });

@@ -166,7 +166,9 @@ export class SqlFileStore implements FileStore {
 
   /** Creates the tables and their indexes; safe to run at every start. */
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${FILES_TABLE} (
         id text PRIMARY KEY,
         workspace_id text NOT NULL,
@@ -188,7 +190,8 @@ export class SqlFileStore implements FileStore {
         data bytea NOT NULL,
         PRIMARY KEY (file_id, seq)
       );
-    `);
+    `,
+    );
   }
 
   /** Whether files can be kept and read at all (SVC_ENCRYPTION_KEY is set). */
@@ -222,7 +225,12 @@ export class SqlFileStore implements FileStore {
   async publish(staged: StagedFile, changes: Pick<NewFile, 'expiresAfterSeconds'> = {}): Promise<FileRecord> {
     const { id, meta, bytes } = staged;
     const createdAt = this.clock.now();
-    const seconds = changes.expiresAfterSeconds !== undefined ? changes.expiresAfterSeconds : meta.expiresAfterSeconds !== undefined ? meta.expiresAfterSeconds : PURPOSE_RULES[meta.purpose].expiresAfterSeconds;
+    const seconds =
+      changes.expiresAfterSeconds !== undefined
+        ? changes.expiresAfterSeconds
+        : meta.expiresAfterSeconds !== undefined
+          ? meta.expiresAfterSeconds
+          : PURPOSE_RULES[meta.purpose].expiresAfterSeconds;
     const expiresAt = seconds === null ? null : new Date(createdAt.getTime() + seconds * 1000);
     const { rows } = await this.sql.query(
       `UPDATE ${FILES_TABLE} SET status = 'processed', bytes = $3, created_at = $4, expires_at = $5
@@ -230,7 +238,17 @@ export class SqlFileStore implements FileStore {
       [id, meta.workspaceId, bytes, createdAt.toISOString(), expiresAt?.toISOString() ?? null],
     );
     if (rows.length === 0) throw new Error(`the upload of ${id} was removed before it was published`);
-    return { id, workspaceId: meta.workspaceId, accountId: meta.accountId, keyId: meta.keyId, filename: meta.filename, purpose: meta.purpose, bytes, createdAt, expiresAt };
+    return {
+      id,
+      workspaceId: meta.workspaceId,
+      accountId: meta.accountId,
+      keyId: meta.keyId,
+      filename: meta.filename,
+      purpose: meta.purpose,
+      bytes,
+      createdAt,
+      expiresAt,
+    };
   }
 
   async discard(staged: StagedFile): Promise<void> {
@@ -240,11 +258,10 @@ export class SqlFileStore implements FileStore {
   async get(workspaceId: string, id: string): Promise<FileRecord | null> {
     this.sealed.requireAvailable();
     if (!isFileId(id)) return null;
-    const { rows } = await this.sql.query<Row>(`SELECT ${COLUMNS} FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3', this.purposes)}`, [
-      id,
-      workspaceId,
-      this.clock.now().toISOString(),
-    ]);
+    const { rows } = await this.sql.query<Row>(
+      `SELECT ${COLUMNS} FROM ${FILES_TABLE} WHERE id = $1 AND workspace_id = $2 AND ${visibleAt('$3', this.purposes)}`,
+      [id, workspaceId, this.clock.now().toISOString()],
+    );
     return rows[0] ? this.record(rows[0]) : null;
   }
 
@@ -275,9 +292,13 @@ export class SqlFileStore implements FileStore {
     const file = await this.get(workspaceId, id);
     if (!file) throw fileNotFound(id);
     for (let seq = 0; seq * FILE_CHUNK_BYTES < file.bytes; seq++) {
-      const { rows } = await this.sql.query<{ data: string }>(`SELECT encode(data, 'base64') AS data FROM ${FILE_CHUNKS_TABLE} WHERE file_id = $1 AND seq = $2`, [id, seq], {
-        prepare: 'file_chunk_read',
-      });
+      const { rows } = await this.sql.query<{ data: string }>(
+        `SELECT encode(data, 'base64') AS data FROM ${FILE_CHUNKS_TABLE} WHERE file_id = $1 AND seq = $2`,
+        [id, seq],
+        {
+          prepare: 'file_chunk_read',
+        },
+      );
       const data = rows[0] ? this.sealed.openBytes(Buffer.from(rows[0].data, 'base64'), fileChunkContext(id, seq)) : null;
       // Deleted or purged while it was read: the part already sent cannot be taken back, the rest is gone.
       if (data === null) throw fileNotFound(id);
@@ -301,7 +322,9 @@ export class SqlFileStore implements FileStore {
     let seq = 0;
     const write = async (data: Buffer) => {
       const sealed = this.sealed.sealBytes(data, fileChunkContext(id, seq)).toString('base64');
-      await this.sql.query(`INSERT INTO ${FILE_CHUNKS_TABLE} (file_id, seq, data) VALUES ($1, $2, decode($3, 'base64'))`, [id, seq, sealed], { prepare: 'file_chunk_write' });
+      await this.sql.query(`INSERT INTO ${FILE_CHUNKS_TABLE} (file_id, seq, data) VALUES ($1, $2, decode($3, 'base64'))`, [id, seq, sealed], {
+        prepare: 'file_chunk_write',
+      });
       seq++;
     };
     let bytes = 0;
@@ -355,10 +378,19 @@ export function createOutputFile(store: FileStore, meta: Omit<NewFile, 'purpose'
  */
 export function expiresAfterSeconds(anchor: unknown, seconds: unknown, params: { anchor: string; seconds: string }): number | undefined {
   if (anchor === undefined && seconds === undefined) return undefined;
-  if (anchor !== 'created_at') throw ApiError.invalidRequest(`${params.anchor} must be "created_at" (the only anchor), given with ${params.seconds}.`, params.anchor, 'invalid_expires_after');
+  if (anchor !== 'created_at')
+    throw ApiError.invalidRequest(
+      `${params.anchor} must be "created_at" (the only anchor), given with ${params.seconds}.`,
+      params.anchor,
+      'invalid_expires_after',
+    );
   const n = typeof seconds === 'string' && /^\d+$/.test(seconds.trim()) ? Number(seconds) : seconds;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < MIN_EXPIRES_AFTER_SECONDS || n > MAX_EXPIRES_AFTER_SECONDS) {
-    throw ApiError.invalidRequest(`${params.seconds} must be an integer from ${MIN_EXPIRES_AFTER_SECONDS} (an hour) to ${MAX_EXPIRES_AFTER_SECONDS} (30 days).`, params.seconds, 'invalid_expires_after');
+    throw ApiError.invalidRequest(
+      `${params.seconds} must be an integer from ${MIN_EXPIRES_AFTER_SECONDS} (an hour) to ${MAX_EXPIRES_AFTER_SECONDS} (30 days).`,
+      params.seconds,
+      'invalid_expires_after',
+    );
   }
   return n;
 }
@@ -373,7 +405,13 @@ export function fileNotFound(id: string, param = 'file_id'): ApiError {
 
 /** 413 as a too large audio file is answered: the caller must send less. */
 function fileTooLarge(purpose: FilePurpose, maxBytes: number): ApiError {
-  return new ApiError(413, 'invalid_request_error', `The file is larger than ${maxBytes / MB} MB, the most a file of purpose ${purpose} may be.`, 'file_too_large', 'file');
+  return new ApiError(
+    413,
+    'invalid_request_error',
+    `The file is larger than ${maxBytes / MB} MB, the most a file of purpose ${purpose} may be.`,
+    'file_too_large',
+    'file',
+  );
 }
 
 /**

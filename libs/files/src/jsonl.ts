@@ -80,14 +80,23 @@ export class JsonlReader {
         throw this.refuse(`is not valid JSON (${(err as Error).message})`);
       }
       if (value === null || typeof value !== 'object' || Array.isArray(value)) throw this.refuse('is not a JSON object');
-      if (++this.requests > MAX_JSONL_LINES) throw ApiError.invalidRequest(`The file has more than ${MAX_JSONL_LINES.toLocaleString('en-US')} lines, the most a batch input file may hold.`, 'file', 'too_many_lines');
+      if (++this.requests > MAX_JSONL_LINES)
+        throw ApiError.invalidRequest(
+          `The file has more than ${MAX_JSONL_LINES.toLocaleString('en-US')} lines, the most a batch input file may hold.`,
+          'file',
+          'too_many_lines',
+        );
       lines.push({ line: this.line, value: value as Record<string, unknown> });
     }
     this.line++;
   }
 
   private refuse(problem: string, line = this.line): ApiError {
-    return ApiError.invalidRequest(`Line ${line} of the file ${problem}: a batch input file holds one JSON object per line (JSONL).`, 'file', 'invalid_json_line');
+    return ApiError.invalidRequest(
+      `Line ${line} of the file ${problem}: a batch input file holds one JSON object per line (JSONL).`,
+      'file',
+      'invalid_json_line',
+    );
   }
 }
 

@@ -24,10 +24,16 @@ const record: SecretMatch = {
   promptLogDays: null,
   presets: new Map(),
 };
-const finding = (over: Partial<SecretMatch> = {}) => async (hash: string) => (hash === record.secretHash ? { ...record, ...over } : null);
+const finding =
+  (over: Partial<SecretMatch> = {}) =>
+  async (hash: string) =>
+    hash === record.secretHash ? { ...record, ...over } : null;
 
 const failure = async (promise: Promise<unknown>) => {
-  const err = await promise.then(() => null, (e: unknown) => e);
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(ApiError);
   return (err as ApiError).toBody().error;
 };
@@ -53,8 +59,15 @@ describe('authentication (spec 5)', () => {
       }
       return null;
     };
-    expect(refusal(['authorization', `Bearer ${secret}`, 'x-api-key', other])).toMatchObject({ type: 'invalid_request_error', code: 'ambiguous_api_key', param: 'x-api-key' });
-    expect(refusal(['authorization', `Bearer ${secret}`, 'Authorization', `Bearer ${secret}`])).toMatchObject({ code: 'ambiguous_api_key', param: 'Authorization' });
+    expect(refusal(['authorization', `Bearer ${secret}`, 'x-api-key', other])).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'ambiguous_api_key',
+      param: 'x-api-key',
+    });
+    expect(refusal(['authorization', `Bearer ${secret}`, 'Authorization', `Bearer ${secret}`])).toMatchObject({
+      code: 'ambiguous_api_key',
+      param: 'Authorization',
+    });
     expect(refusal(['x-api-key', secret, 'x-api-key', other])).toMatchObject({ code: 'ambiguous_api_key', param: 'x-api-key' });
   });
 

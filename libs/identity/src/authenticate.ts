@@ -132,8 +132,10 @@ export function authorize(caller: Caller, operation: Operation, from: RequestOri
   }
   switch (operation) {
     case 'model_call':
-      if (caller.scope === 'management') throw ApiError.permission('A management key cannot call models; use a full key.', 'management_key_used_for_model_call');
-      if (caller.scope === 'read_only') throw ApiError.permission('A read-only key can only read: it cannot make billed calls or change or delete anything.', 'read_only_key');
+      if (caller.scope === 'management')
+        throw ApiError.permission('A management key cannot call models; use a full key.', 'management_key_used_for_model_call');
+      if (caller.scope === 'read_only')
+        throw ApiError.permission('A read-only key can only read: it cannot make billed calls or change or delete anything.', 'read_only_key');
       return;
     case 'management':
       if (caller.scope !== 'management') throw ApiError.permission('This operation needs a management key.', 'management_key_required');
@@ -145,7 +147,11 @@ export function authorize(caller: Caller, operation: Operation, from: RequestOri
 
 /** Spec 7 (404 row): a model the key may not use answers like a model that does not exist. */
 export function modelNotFound(id: string): ApiError {
-  return ApiError.notFound(`The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`, 'model_not_found', 'model');
+  return ApiError.notFound(
+    `The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`,
+    'model_not_found',
+    'model',
+  );
 }
 
 export function assertModelAllowed(caller: Caller, modelId: string): void {

@@ -42,9 +42,18 @@ describe('key decider', () => {
       .given([created])
       .when({ type: 'UpdateKey', changes: { name: 'dev', rpm_limit: 10, allowed_models: ['sim/echo'] } })
       .then([{ type: 'KeyUpdated', data: { key_id: 'k1', account_id: 'a1', changes: { rpm_limit: 10, allowed_models: ['sim/echo'] } } }]);
-    spec.given([created]).when({ type: 'UpdateKey', changes: { name: 'dev', limit_reset: 'monthly' } }).then([]);
-    spec.given([created, revoked]).when({ type: 'UpdateKey', changes: { name: 'x' } }).thenThrows('key_revoked');
-    spec.given([]).when({ type: 'UpdateKey', changes: { name: 'x' } }).thenThrows('key_not_found');
+    spec
+      .given([created])
+      .when({ type: 'UpdateKey', changes: { name: 'dev', limit_reset: 'monthly' } })
+      .then([]);
+    spec
+      .given([created, revoked])
+      .when({ type: 'UpdateKey', changes: { name: 'x' } })
+      .thenThrows('key_revoked');
+    spec
+      .given([])
+      .when({ type: 'UpdateKey', changes: { name: 'x' } })
+      .thenThrows('key_not_found');
   });
 
   // Issue 14.1: a KeyCreated or KeyUpdated the identity read model cannot hold once stopped every
@@ -75,13 +84,25 @@ describe('key decider', () => {
       { expires_at: 'tomorrow' },
     ]) {
       spec.given([]).when(create(bad)).thenThrows('invalid_key_settings');
-      spec.given([created]).when({ type: 'UpdateKey', changes: bad as Partial<KeySettings> }).thenThrows('invalid_key_settings');
+      spec
+        .given([created])
+        .when({ type: 'UpdateKey', changes: bad as Partial<KeySettings> })
+        .thenThrows('invalid_key_settings');
     }
     const { name: _name, ...withoutName } = settings;
-    spec.given([]).when({ ...create({}), settings: withoutName as KeySettings }).thenThrows('invalid_key_settings');
-    spec.given([]).when(create({ limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 })).then([
-      { ...created, data: { ...created.data, org_id: null, workspace_id: 'o1', created_by: 'a1', limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 } },
-    ]);
+    spec
+      .given([])
+      .when({ ...create({}), settings: withoutName as KeySettings })
+      .thenThrows('invalid_key_settings');
+    spec
+      .given([])
+      .when(create({ limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 }))
+      .then([
+        {
+          ...created,
+          data: { ...created.data, org_id: null, workspace_id: 'o1', created_by: 'a1', limit_nano: '1000000000000000000', rpm_limit: 2 ** 31 - 1 },
+        },
+      ]);
   });
 
   it('rotates the secret, keeping the previous one for the grace period', () => {
@@ -91,7 +112,14 @@ describe('key decider', () => {
       .then([
         {
           type: 'KeyRotated',
-          data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h2', secret_hint: 'svc_test_...abcd', previous_secret_hash: 'h1', previous_valid_until: '2026-11-02T11:00:00.000Z' },
+          data: {
+            key_id: 'k1',
+            account_id: 'a1',
+            secret_hash: 'h2',
+            secret_hint: 'svc_test_...abcd',
+            previous_secret_hash: 'h1',
+            previous_valid_until: '2026-11-02T11:00:00.000Z',
+          },
         },
       ]);
   });
@@ -104,7 +132,12 @@ describe('key decider', () => {
     spec
       .given([created, rotated])
       .when({ type: 'RotateKey', secretHash: 'h3', secretHint: 'y', graceSeconds: 0 })
-      .then([{ type: 'KeyRotated', data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h3', secret_hint: 'y', previous_secret_hash: 'h2', previous_valid_until: null } }]);
+      .then([
+        {
+          type: 'KeyRotated',
+          data: { key_id: 'k1', account_id: 'a1', secret_hash: 'h3', secret_hint: 'y', previous_secret_hash: 'h2', previous_valid_until: null },
+        },
+      ]);
   });
 
   it.each([-1, 1.5, MAX_ROTATION_GRACE_SECONDS + 1])('refuses a grace period of %p seconds', (graceSeconds) => {
@@ -147,31 +180,65 @@ describe('key secrets (spec 2.3, 5.2)', () => {
 
 describe('key decider: expiry notices (spec 6.1 key.expiring)', () => {
   const NOW = new Date('2026-11-02T10:00:00Z');
-  const expiringIn = (ms: number): KeyEvent => ({ ...created, data: { ...(created.data as object), expires_at: new Date(NOW.getTime() + ms).toISOString() } }) as KeyEvent;
+  const expiringIn = (ms: number): KeyEvent =>
+    ({ ...created, data: { ...(created.data as object), expires_at: new Date(NOW.getTime() + ms).toISOString() } }) as KeyEvent;
   const DAY = 24 * 3600_000;
   const note = { type: 'NoteKeyExpiring' as const };
-  const expiring = (ms: number, days: number): KeyEvent => ({ type: 'KeyExpiring', data: { key_id: 'k1', account_id: 'a1', expires_at: new Date(NOW.getTime() + ms).toISOString(), days_before: days } });
+  const expiring = (ms: number, days: number): KeyEvent => ({
+    type: 'KeyExpiring',
+    data: { key_id: 'k1', account_id: 'a1', expires_at: new Date(NOW.getTime() + ms).toISOString(), days_before: days },
+  });
 
   it('notes nothing more than 7 days before, nor for a key that never expires', () => {
-    spec.given([expiringIn(7 * DAY + 60_000)]).when(note).then([]);
+    spec
+      .given([expiringIn(7 * DAY + 60_000)])
+      .when(note)
+      .then([]);
     spec.given([created]).when(note).then([]);
   });
 
   it('notes 7 days before, once; then 1 day before, once', () => {
-    spec.given([expiringIn(6 * DAY)]).when(note).then([expiring(6 * DAY, 7)]);
-    spec.given([expiringIn(6 * DAY), expiring(6 * DAY, 7)]).when(note).then([]);
-    spec.given([expiringIn(DAY - 1), expiring(DAY - 1, 7)]).when(note).then([expiring(DAY - 1, 1)]);
-    spec.given([expiringIn(DAY - 1), expiring(DAY - 1, 7), expiring(DAY - 1, 1)]).when(note).then([]);
+    spec
+      .given([expiringIn(6 * DAY)])
+      .when(note)
+      .then([expiring(6 * DAY, 7)]);
+    spec
+      .given([expiringIn(6 * DAY), expiring(6 * DAY, 7)])
+      .when(note)
+      .then([]);
+    spec
+      .given([expiringIn(DAY - 1), expiring(DAY - 1, 7)])
+      .when(note)
+      .then([expiring(DAY - 1, 1)]);
+    spec
+      .given([expiringIn(DAY - 1), expiring(DAY - 1, 7), expiring(DAY - 1, 1)])
+      .when(note)
+      .then([]);
   });
 
   it('a key made to expire within a day gets the 1-day notice only; an expired or revoked key none', () => {
-    spec.given([expiringIn(12 * 3600_000)]).when(note).then([expiring(12 * 3600_000, 1)]);
-    spec.given([expiringIn(-1)]).when(note).then([]);
-    spec.given([expiringIn(DAY), revoked]).when(note).then([]);
+    spec
+      .given([expiringIn(12 * 3600_000)])
+      .when(note)
+      .then([expiring(12 * 3600_000, 1)]);
+    spec
+      .given([expiringIn(-1)])
+      .when(note)
+      .then([]);
+    spec
+      .given([expiringIn(DAY), revoked])
+      .when(note)
+      .then([]);
   });
 
   it('a new expiry date gets its own notices', () => {
-    const moved: KeyEvent = { type: 'KeyUpdated', data: { key_id: 'k1', account_id: 'a1', changes: { expires_at: new Date(NOW.getTime() + 3 * DAY).toISOString() } } };
-    spec.given([expiringIn(6 * DAY), expiring(6 * DAY, 7), moved]).when(note).then([expiring(3 * DAY, 7)]);
+    const moved: KeyEvent = {
+      type: 'KeyUpdated',
+      data: { key_id: 'k1', account_id: 'a1', changes: { expires_at: new Date(NOW.getTime() + 3 * DAY).toISOString() } },
+    };
+    spec
+      .given([expiringIn(6 * DAY), expiring(6 * DAY, 7), moved])
+      .when(note)
+      .then([expiring(3 * DAY, 7)]);
   });
 });

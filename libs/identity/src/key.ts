@@ -161,7 +161,8 @@ function checkSettings(settings: Partial<KeySettings>): void {
   for (const [field, value] of Object.entries(settings)) {
     const rule = SETTING_RULES[field as keyof KeySettings] as ((value: unknown) => boolean) | undefined;
     if (!rule) throw new DomainError('invalid_key_settings', `${field} is not a key setting.`, { param: field });
-    if (!rule(value)) throw new DomainError('invalid_key_settings', `${field} has a value a key cannot have.`, { param: field === 'limit_nano' ? 'limit' : field });
+    if (!rule(value))
+      throw new DomainError('invalid_key_settings', `${field} has a value a key cannot have.`, { param: field === 'limit_nano' ? 'limit' : field });
   }
 }
 

@@ -14,8 +14,14 @@ describe('organization decider', () => {
     spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: 'Acme' }).then([created]);
     spec.given([created]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'x', name: 'x' }).thenThrows('org_exists');
     // Issue 14.1: organizations.name is NOT NULL; a null name would stop the identity projection.
-    spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: null as unknown as string }).thenThrows('invalid_org_name');
-    spec.given([]).when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: 'x'.repeat(201) }).thenThrows('invalid_org_name');
+    spec
+      .given([])
+      .when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: null as unknown as string })
+      .thenThrows('invalid_org_name');
+    spec
+      .given([])
+      .when({ type: 'CreateOrg', orgId: 'o1', ownerAccountId: 'owner', name: 'x'.repeat(201) })
+      .thenThrows('invalid_org_name');
   });
 
   it('adds members once, never the owner', () => {
@@ -32,7 +38,10 @@ describe('organization decider', () => {
       .then([{ type: 'MemberRoleChanged', data: { ...ids, account_id: 'bob', role: 'admin' } }]);
     spec.given([created, memberAdded]).when({ type: 'ChangeMemberRole', accountId: 'bob', role: 'member' }).then([]);
     spec.given([created]).when({ type: 'ChangeMemberRole', accountId: 'bob', role: 'admin' }).thenThrows('member_not_found');
-    spec.given([created, memberAdded]).when({ type: 'RemoveMember', accountId: 'bob' }).then([{ type: 'MemberRemoved', data: { ...ids, account_id: 'bob' } }]);
+    spec
+      .given([created, memberAdded])
+      .when({ type: 'RemoveMember', accountId: 'bob' })
+      .then([{ type: 'MemberRemoved', data: { ...ids, account_id: 'bob' } }]);
   });
 
   it('is deleted once, then refuses every change', () => {
@@ -43,7 +52,7 @@ describe('organization decider', () => {
     expect(roleOf(fold(orgDecider, [created, adminAdded, deleted]), 'ann')).toBeNull();
   });
 
-  it('knows each account\'s role', () => {
+  it("knows each account's role", () => {
     const state = fold(orgDecider, [created, adminAdded, memberAdded]);
     expect([roleOf(state, 'owner'), roleOf(state, 'ann'), roleOf(state, 'bob'), roleOf(state, 'eve')]).toEqual(['owner', 'admin', 'member', null]);
   });

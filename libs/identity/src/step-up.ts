@@ -15,7 +15,15 @@ export const stepUpStream = (accountId: string) => `step-up-${accountId}`;
  * The actions that need a code (spec 1), and changing the step-up setting itself while it is
  * on: otherwise whoever holds a management key could turn the protection off first.
  */
-export const STEP_UP_ACTIONS = ['create_key', 'rotate_key', 'grant_management', 'save_webhook', 'save_provider_key', 'delete_organization', 'change_step_up'] as const;
+export const STEP_UP_ACTIONS = [
+  'create_key',
+  'rotate_key',
+  'grant_management',
+  'save_webhook',
+  'save_provider_key',
+  'delete_organization',
+  'change_step_up',
+] as const;
 export type StepUpAction = (typeof STEP_UP_ACTIONS)[number];
 
 export const STEP_UP_CODE_TTL_MS = 15 * 60_000;
@@ -112,10 +120,15 @@ function use(command: Extract<StepUpCommand, { type: 'UseStepUpCode' }>, state: 
   const active = state.codes[command.action];
   if (!active) throw new DomainError('step_up_invalid', 'No confirmation code was sent for this action, or it was used; ask for a new one.');
   if (now.getTime() >= Date.parse(active.expiresAt)) throw new DomainError('step_up_expired', 'The confirmation code has expired; ask for a new one.');
-  if (active.wrongTries >= STEP_UP_MAX_WRONG_TRIES) throw new DomainError('step_up_invalid', 'The confirmation code was entered wrong too many times; ask for a new one.');
+  if (active.wrongTries >= STEP_UP_MAX_WRONG_TRIES)
+    throw new DomainError('step_up_invalid', 'The confirmation code was entered wrong too many times; ask for a new one.');
   const ids = { account_id: command.accountId, code_id: active.codeId, action: command.action };
   const presentedHash =
-    active.scheme === STEP_UP_CODE_SCHEME ? (command.codeKey ? stepUpCodeHmac(command.codeKey, active.salt, command.code) : null) : stepUpCodeHash(active.salt, command.code);
+    active.scheme === STEP_UP_CODE_SCHEME
+      ? command.codeKey
+        ? stepUpCodeHmac(command.codeKey, active.salt, command.code)
+        : null
+      : stepUpCodeHash(active.salt, command.code);
   // Without the server's key an HMACed code cannot be checked: it counts as a wrong try.
   const presented = Buffer.from(presentedHash ?? '', 'hex');
   const stored = Buffer.from(active.codeHash, 'hex');
@@ -139,7 +152,10 @@ export const stepUpDecider: Decider<StepUpCommand, StepUpState, StepUpEvent> = {
       case 'StepUpCodeIssued': {
         const { salt, code_hash: codeHash, expires_at: expiresAt, scheme } = event.data;
         const issuedAt = [...(state.issuedAt ?? []), new Date(Date.parse(expiresAt) - STEP_UP_CODE_TTL_MS).toISOString()].slice(-STEP_UP_CODES_PER_WINDOW);
-        return { codes: { ...state.codes, [d.action]: { codeId: d.code_id, salt, codeHash, expiresAt, wrongTries: 0, ...(scheme ? { scheme } : {}) } }, issuedAt };
+        return {
+          codes: { ...state.codes, [d.action]: { codeId: d.code_id, salt, codeHash, expiresAt, wrongTries: 0, ...(scheme ? { scheme } : {}) } },
+          issuedAt,
+        };
       }
       case 'StepUpCodeUsed': {
         const { [d.action]: _used, ...rest } = state.codes;
@@ -147,7 +163,9 @@ export const stepUpDecider: Decider<StepUpCommand, StepUpState, StepUpEvent> = {
       }
       case 'StepUpCodeRejected': {
         const active = state.codes[d.action];
-        return active && active.codeId === d.code_id ? { ...state, codes: { ...state.codes, [d.action]: { ...active, wrongTries: event.data.wrong_tries } } } : state;
+        return active && active.codeId === d.code_id
+          ? { ...state, codes: { ...state.codes, [d.action]: { ...active, wrongTries: event.data.wrong_tries } } }
+          : state;
       }
     }
   },

@@ -15,7 +15,21 @@ describe('completionsToChat', () => {
     ['an array of exactly one string', { model: 'm', prompt: ['Once'] }, { model: 'm', messages: [{ role: 'user', content: 'Once' }], max_tokens: 16 }],
     [
       'max_tokens, sampling fields and stop; echo, suffix, logprobs, n 1 and best_of 1 dropped',
-      { model: 'm', prompt: 'p', max_tokens: 50, temperature: 0, top_p: 0.5, stop: ['\n'], echo: true, suffix: '!', logprobs: 2, n: 1, best_of: 1, seed: 7, user: 'u' },
+      {
+        model: 'm',
+        prompt: 'p',
+        max_tokens: 50,
+        temperature: 0,
+        top_p: 0.5,
+        stop: ['\n'],
+        echo: true,
+        suffix: '!',
+        logprobs: 2,
+        n: 1,
+        best_of: 1,
+        seed: 7,
+        user: 'u',
+      },
       { model: 'm', messages: [{ role: 'user', content: 'p' }], max_tokens: 50, temperature: 0, top_p: 0.5, stop: ['\n'], seed: 7, user: 'u' },
     ],
     [
@@ -125,7 +139,10 @@ describe('CompletionsStreamEncoder', () => {
 
   it('(d) an error mid-stream is a data frame with an error member', () => {
     const encoder = new CompletionsStreamEncoder(streamOptions);
-    const frames = [...encoder.chunk(chunk({ content: ' 1' })), ...encoder.error({ error: { message: 'boom', type: 'api_error', code: 'internal_error', param: null } })];
+    const frames = [
+      ...encoder.chunk(chunk({ content: ' 1' })),
+      ...encoder.error({ error: { message: 'boom', type: 'api_error', code: 'internal_error', param: null } }),
+    ];
     expect(frames[1]).toBe('data: {"error":{"message":"boom","type":"api_error","code":"internal_error","param":null}}\n\n');
   });
 });

@@ -33,7 +33,8 @@ export function completionsToChat(body: unknown): ChatRequestBody {
   const prompt = promptOf(b);
   // One choice per request: more would silently come back as one.
   for (const field of ['n', 'best_of'] as const) {
-    if (b[field] !== undefined && b[field] !== null && b[field] !== 1) throw invalid(`${field} must be 1: this endpoint returns one choice per request.`, field);
+    if (b[field] !== undefined && b[field] !== null && b[field] !== 1)
+      throw invalid(`${field} must be 1: this endpoint returns one choice per request.`, field);
   }
   // Issue 15.6: typed even where not carried over, so a wrong type is said, not silently dropped.
   optionalBoolean(b, 'echo');
@@ -115,9 +116,7 @@ export function chatToCompletion(
 export class CompletionsStreamEncoder {
   private echoed: boolean;
 
-  constructor(
-    private readonly options: { id: string; created: number; model: string; prompt: string; echo: boolean; includeUsage: boolean },
-  ) {
+  constructor(private readonly options: { id: string; created: number; model: string; prompt: string; echo: boolean; includeUsage: boolean }) {
     this.echoed = !options.echo;
   }
 

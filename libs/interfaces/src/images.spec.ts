@@ -2,7 +2,17 @@ import { loadCatalog } from '@svc/catalog';
 import { costOfMeters } from '@svc/metering';
 import { ApiError } from '@svc/platform';
 import { countTextTokens } from '@svc/providers';
-import { checkImageInput, imagesAnswer, imagesOf, imagesOperation, imagesRequest, imageUsage, MAX_IMAGE_OUTPUT_TOKENS, providerCostOf, type ImagesCall } from './images';
+import {
+  checkImageInput,
+  imagesAnswer,
+  imagesOf,
+  imagesOperation,
+  imagesRequest,
+  imageUsage,
+  MAX_IMAGE_OUTPUT_TOKENS,
+  providerCostOf,
+  type ImagesCall,
+} from './images';
 
 const refusal = (body: unknown): ApiError => {
   try {
@@ -35,9 +45,35 @@ describe('imagesRequest (spec 4.8, 8)', () => {
 
   it('takes every field spec 4.8 lists, null as absent, and names the rest as ignored', () => {
     const image = ['https://example.com/a.png', 'data:image/webp;base64,UklGRg=='];
-    const parsed = imagesRequest({ model: 'm', prompt: 'p', n: 4, size: '4096x1', quality: 'hd', response_format: 'url', image, user: 'u', provider: { only: ['x'] }, style: 'vivid', background: 'transparent' });
-    expect(parsed).toMatchObject({ n: 4, size: '4096x1', quality: 'hd', responseFormat: 'url', images: image, user: 'u', provider: { only: ['x'] }, ignored: ['style', 'background'] });
-    expect(imagesRequest({ model: 'm', prompt: 'p', n: null, size: null, quality: null, response_format: null, image: null, user: null })).toMatchObject({ n: 1, size: null, responseFormat: 'b64_json', images: [] });
+    const parsed = imagesRequest({
+      model: 'm',
+      prompt: 'p',
+      n: 4,
+      size: '4096x1',
+      quality: 'hd',
+      response_format: 'url',
+      image,
+      user: 'u',
+      provider: { only: ['x'] },
+      style: 'vivid',
+      background: 'transparent',
+    });
+    expect(parsed).toMatchObject({
+      n: 4,
+      size: '4096x1',
+      quality: 'hd',
+      responseFormat: 'url',
+      images: image,
+      user: 'u',
+      provider: { only: ['x'] },
+      ignored: ['style', 'background'],
+    });
+    expect(imagesRequest({ model: 'm', prompt: 'p', n: null, size: null, quality: null, response_format: null, image: null, user: null })).toMatchObject({
+      n: 1,
+      size: null,
+      responseFormat: 'b64_json',
+      images: [],
+    });
     expect(imagesRequest({ model: 'm', prompt: 'p', size: 'auto' }).size).toBe('auto');
     expect(imagesRequest({ model: 'm', prompt: 'p', image: [] }).images).toEqual([]);
   });
@@ -102,7 +138,10 @@ describe('the images operation: hold and charge (spec 1 rules 1 and 3)', () => {
     expect(operation.modelType).toBe('image');
   });
 
-  const answered = (upstream: object, count = 2) => ({ upstream: upstream as Record<string, unknown>, data: Array.from({ length: count }, () => ({ b64_json: 'AAAA' })) });
+  const answered = (upstream: object, count = 2) => ({
+    upstream: upstream as Record<string, unknown>,
+    data: Array.from({ length: count }, () => ({ b64_json: 'AAAA' })),
+  });
 
   it('bills images where the model is priced per image, whatever else the provider reports', () => {
     expect(imageUsage(answered({ usage: { cost: 9, input_tokens: 5, output_tokens: 7 } }), call(), 40_000_000n)).toEqual({ images: 2 });
@@ -148,7 +187,8 @@ describe('the images operation: hold and charge (spec 1 rules 1 and 3)', () => {
     const a = Buffer.from('first').toString('base64');
     const b = Buffer.from('second').toString('base64');
     const kept: string[] = [];
-    const keep = async (images: Buffer[]) => images.map((bytes) => (kept.push(bytes.toString()), `https://gw.example/v1/images/content/${bytes.toString()}.png`));
+    const keep = async (images: Buffer[]) =>
+      images.map((bytes) => (kept.push(bytes.toString()), `https://gw.example/v1/images/content/${bytes.toString()}.png`));
     const urls = await imagesOf({ data: [{ b64_json: a }, { b64_json: b }] }, call({ n: 2, response_format: 'url' }), keep);
     expect(urls).toEqual([{ url: 'https://gw.example/v1/images/content/first.png' }, { url: 'https://gw.example/v1/images/content/second.png' }]);
     expect(kept).toEqual(['first', 'second']);
@@ -158,7 +198,15 @@ describe('the images operation: hold and charge (spec 1 rules 1 and 3)', () => {
 
 describe('imagesAnswer (spec 1 rule 2)', () => {
   it("is OpenAI's ImagesResponse with the service's id and model, the provider's echo and usage, and the cost charged", () => {
-    const upstream = { created: 1, data: [], size: '8x8', quality: 'medium', output_format: 'png', extra: 'x', usage: { input_tokens: 3, output_tokens: 9, total_tokens: 12, cost: 0.5 } };
+    const upstream = {
+      created: 1,
+      data: [],
+      size: '8x8',
+      quality: 'medium',
+      output_format: 'png',
+      extra: 'x',
+      usage: { input_tokens: 3, output_tokens: 9, total_tokens: 12, cost: 0.5 },
+    };
     const data = [{ b64_json: 'AAAA' }];
     expect(imagesAnswer('gen-1', 'sim/image', 1700000000, { upstream, data }, 0.04)).toEqual({
       id: 'gen-1',

@@ -136,7 +136,11 @@ function isImageUrl(url: unknown): url is string {
  */
 export function checkImageInput(call: ImagesCall, model: CatalogModel): void {
   if (call.images.length > 0 && !model.inputModalities.includes('image')) {
-    throw ApiError.invalidRequest(`Model '${model.id}' does not accept image input; remove image or use a model with image in input_modalities.`, 'image', 'unsupported_parameter');
+    throw ApiError.invalidRequest(
+      `Model '${model.id}' does not accept image input; remove image or use a model with image in input_modalities.`,
+      'image',
+      'unsupported_parameter',
+    );
   }
 }
 
@@ -172,7 +176,10 @@ export function imagesOperation(keep?: KeepImages): Operation<ImagesCall, Images
     promptTokens: (call) => call.promptTokens,
     worstCase: (call) => ({ images: call.n, input: call.promptTokens, output: call.n * maxOutputTokens(call.size) }),
     call: async (target, call) => {
-      const { json } = await operationOf(target, 'images')({
+      const { json } = await operationOf(
+        target,
+        'images',
+      )({
         model: target.route.upstreamModel,
         prompt: call.prompt,
         n: call.n,

@@ -2,14 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { errorOf } from '@svc/platform/testing/errors';
 import { countChatPromptTokens, countTextTokens } from '@svc/providers';
 import type { ChatChunk, ChatCompletion } from '@svc/providers';
-import {
-  chatToMessage,
-  countMessagesTokens,
-  messagesToChat,
-  MessagesStreamEncoder,
-  toAnthropicError,
-  type AnthropicMessage,
-} from './messages';
+import { chatToMessage, countMessagesTokens, messagesToChat, MessagesStreamEncoder, toAnthropicError, type AnthropicMessage } from './messages';
 import { chunk, parseFrames, USAGE, type ParsedFrame } from './testing/sse';
 import type { CostedUsage } from './types';
 import type { WebSearchRun } from './web-search';
@@ -24,14 +17,31 @@ describe('messagesToChat: translation', () => {
     [
       'a string system as a leading system message',
       { ...ask('hi'), system: 'Be brief.' },
-      { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }] },
+      {
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'hi' },
+        ],
+      },
     ],
     [
       'system text blocks, keeping cache_control',
-      { ...ask('hi'), system: [{ type: 'text', text: 'A' }, { type: 'text', text: 'B', cache_control: ephemeral }] },
+      {
+        ...ask('hi'),
+        system: [
+          { type: 'text', text: 'A' },
+          { type: 'text', text: 'B', cache_control: ephemeral },
+        ],
+      },
       {
         messages: [
-          { role: 'system', content: [{ type: 'text', text: 'A' }, { type: 'text', text: 'B', cache_control: ephemeral }] },
+          {
+            role: 'system',
+            content: [
+              { type: 'text', text: 'A' },
+              { type: 'text', text: 'B', cache_control: ephemeral },
+            ],
+          },
           { role: 'user', content: 'hi' },
         ],
       },
@@ -152,7 +162,14 @@ describe('messagesToChat: translation', () => {
             role: 'user',
             content: [
               { type: 'tool_result', tool_use_id: 'a', content: 'boom', is_error: true },
-              { type: 'tool_result', tool_use_id: 'b', content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }] },
+              {
+                type: 'tool_result',
+                tool_use_id: 'b',
+                content: [
+                  { type: 'text', text: 'x' },
+                  { type: 'text', text: 'y' },
+                ],
+              },
               { type: 'tool_result', tool_use_id: 'c', content: 'cached', cache_control: ephemeral },
               { type: 'tool_result', tool_use_id: 'd' },
               { type: 'text', text: 'go on' },
@@ -163,7 +180,14 @@ describe('messagesToChat: translation', () => {
       {
         messages: [
           { role: 'tool', tool_call_id: 'a', content: 'Error: boom' },
-          { role: 'tool', tool_call_id: 'b', content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'y' }] },
+          {
+            role: 'tool',
+            tool_call_id: 'b',
+            content: [
+              { type: 'text', text: 'x' },
+              { type: 'text', text: 'y' },
+            ],
+          },
           { role: 'tool', tool_call_id: 'c', content: [{ type: 'text', text: 'cached', cache_control: ephemeral }] },
           { role: 'tool', tool_call_id: 'd', content: '' },
           { role: 'user', content: 'go on' },
@@ -253,7 +277,10 @@ describe('messagesToChat: translation', () => {
     [{ type: 'auto' }, { tool_choice: 'auto' }],
     [{ type: 'any' }, { tool_choice: 'required' }],
     [{ type: 'tool', name: 'weather' }, { tool_choice: { type: 'function', function: { name: 'weather' } } }],
-    [{ type: 'tool', name: 'weather', disable_parallel_tool_use: true }, { tool_choice: { type: 'function', function: { name: 'weather' } }, parallel_tool_calls: false }],
+    [
+      { type: 'tool', name: 'weather', disable_parallel_tool_use: true },
+      { tool_choice: { type: 'function', function: { name: 'weather' } }, parallel_tool_calls: false },
+    ],
     [{ type: 'none' }, { tool_choice: 'none' }],
   ])('maps tool_choice %j', (choice, expected) => {
     const chat = messagesToChat({ ...ask('hi'), tools: [{ name: 'weather', input_schema: { type: 'object' } }], tool_choice: choice });
@@ -298,7 +325,6 @@ describe('messagesToChat: validation', () => {
     const error = errorOf(() => messagesToChat(body));
     expect({ status: error.status, type: error.type, param: error.param }).toEqual({ status: 400, type: 'invalid_request_error', param });
   });
-
 });
 
 describe('messagesToChat: the web search server tool', () => {
@@ -309,7 +335,11 @@ describe('messagesToChat: the web search server tool', () => {
   it.each(['web_search_20250305', 'web_search_20260209', 'web_search_20260318'])(
     'turns %s alone into the web plugin, with no tools and no tool_choice left',
     (type) => {
-      const chat = messagesToChat({ ...ask('news?'), tools: [{ type, name: 'web_search', max_uses: 5, cache_control: ephemeral }], tool_choice: { type: 'any' } });
+      const chat = messagesToChat({
+        ...ask('news?'),
+        tools: [{ type, name: 'web_search', max_uses: 5, cache_control: ephemeral }],
+        tool_choice: { type: 'any' },
+      });
       expect(chat).toEqual({ model: 'claude-x', max_tokens: 256, messages: [{ role: 'user', content: 'news?' }], plugins: [{ id: 'web' }] });
     },
   );
@@ -318,14 +348,22 @@ describe('messagesToChat: the web search server tool', () => {
     ['allowed_domains as the domain filter', { allowed_domains: ['a.com', 'b.org'] }, { id: 'web', search_domain_filter: ['a.com', 'b.org'] }],
     ['blocked_domains as excluded domains', { blocked_domains: ['spam.com'], allowed_domains: null }, { id: 'web', search_domain_filter: ['-spam.com'] }],
     ['an empty domain list as no filter', { allowed_domains: [] }, { id: 'web' }],
-    ['user_location.country, upper-cased', { user_location: { type: 'approximate', city: 'Lyon', country: 'fr', timezone: 'Europe/Paris' } }, { id: 'web', country: 'FR' }],
+    [
+      'user_location.country, upper-cased',
+      { user_location: { type: 'approximate', city: 'Lyon', country: 'fr', timezone: 'Europe/Paris' } },
+      { id: 'web', country: 'FR' },
+    ],
     ['max_uses 1 (the one search the gateway runs)', { max_uses: 1 }, { id: 'web' }],
   ])('translates %s', (_, fields, plugin) => {
     expect(messagesToChat({ ...ask('x'), tools: [search(fields)] }).plugins).toEqual([plugin]);
   });
 
   it('keeps the function tools beside it; choosing web_search leaves the model its choice of them', () => {
-    const chat = messagesToChat({ ...ask('x'), tools: [weather, search()], tool_choice: { type: 'tool', name: 'web_search', disable_parallel_tool_use: true } });
+    const chat = messagesToChat({
+      ...ask('x'),
+      tools: [weather, search()],
+      tool_choice: { type: 'tool', name: 'web_search', disable_parallel_tool_use: true },
+    });
     expect(chat).toEqual({
       model: 'claude-x',
       max_tokens: 256,
@@ -338,7 +376,7 @@ describe('messagesToChat: the web search server tool', () => {
     expect(named.tool_choice).toEqual({ type: 'function', function: { name: 'weather' } });
   });
 
-  it('drops an earlier answer\'s search blocks sent back in an assistant turn, keeping its text', () => {
+  it("drops an earlier answer's search blocks sent back in an assistant turn, keeping its text", () => {
     const chat = messagesToChat({
       ...base,
       messages: [
@@ -347,8 +385,16 @@ describe('messagesToChat: the web search server tool', () => {
           role: 'assistant',
           content: [
             { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'news' } },
-            { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [{ type: 'web_search_result', url: 'https://a.com', title: 'A', encrypted_content: 'eA' }] },
-            { type: 'text', text: 'Quiet day.', citations: [{ type: 'web_search_result_location', url: 'https://a.com', title: 'A', cited_text: 'x', encrypted_index: 'MA' }] },
+            {
+              type: 'web_search_tool_result',
+              tool_use_id: 'srvtoolu_1',
+              content: [{ type: 'web_search_result', url: 'https://a.com', title: 'A', encrypted_content: 'eA' }],
+            },
+            {
+              type: 'text',
+              text: 'Quiet day.',
+              citations: [{ type: 'web_search_result_location', url: 'https://a.com', title: 'A', cited_text: 'x', encrypted_index: 'MA' }],
+            },
           ],
         },
         { role: 'user', content: 'thanks' },
@@ -452,7 +498,13 @@ const run: WebSearchRun = {
   query: 'weather in Paris',
   engine: 'exa',
   hits: [
-    { title: 'Paris forecast', url: 'https://meteo.example/paris', snippet: 'Sunny.', content: `Sunny and warm. ${'Details follow. '.repeat(12)}`, date: '2026-08-01' },
+    {
+      title: 'Paris forecast',
+      url: 'https://meteo.example/paris',
+      snippet: 'Sunny.',
+      content: `Sunny and warm. ${'Details follow. '.repeat(12)}`,
+      date: '2026-08-01',
+    },
     { title: 'Elsewhere', url: 'https://other.example/x', snippet: 'Rain.', content: 'Rain in Brest.', date: null },
   ],
 };
@@ -468,7 +520,13 @@ const searchBlocks = [
     tool_use_id: 'srvtoolu_5eed',
     caller: { type: 'direct' },
     content: [
-      { type: 'web_search_result', url: 'https://meteo.example/paris', title: 'Paris forecast', encrypted_content: base64url(run.hits[0].content), page_age: '2026-08-01' },
+      {
+        type: 'web_search_result',
+        url: 'https://meteo.example/paris',
+        title: 'Paris forecast',
+        encrypted_content: base64url(run.hits[0].content),
+        page_age: '2026-08-01',
+      },
       { type: 'web_search_result', url: 'https://other.example/x', title: 'Elsewhere', encrypted_content: base64url('Rain in Brest.'), page_age: null },
     ],
   },
@@ -825,7 +883,11 @@ describe('countMessagesTokens', () => {
     ['no model', { messages: [{ role: 'user', content: 'x' }] }, 'model'],
     ['no messages', { model: 'm' }, 'messages'],
     ['a bad system', { model: 'm', system: 4, messages: [{ role: 'user', content: 'x' }] }, 'system'],
-    ['a web search tool with a bad max_uses', { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }] }, 'tools[0].max_uses'],
+    [
+      'a web search tool with a bad max_uses',
+      { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 0 }] },
+      'tools[0].max_uses',
+    ],
   ])('refuses %s', (_, body, param) => {
     const error = errorOf(() => countMessagesTokens(body));
     expect([error.status, error.param]).toEqual([400, param]);

@@ -41,9 +41,22 @@ import {
 
 /** The request fields this interface reads (Anthropic's Messages API); others are listed as ignored. */
 export const MESSAGES_FIELDS: ReadonlySet<string> = new Set([
-  'model', 'max_tokens', 'messages', 'system', 'tools', 'tool_choice', 'stream', 'temperature', 'top_k', 'top_p', 'stop_sequences', 'metadata', 'thinking',
+  'model',
+  'max_tokens',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'stream',
+  'temperature',
+  'top_k',
+  'top_p',
+  'stop_sequences',
+  'metadata',
+  'thinking',
   // Structured outputs: `output_config.format`, and the beta's `output_format` before it.
-  'output_config', 'output_format',
+  'output_config',
+  'output_format',
   // Ours (spec 4.2): a preset, applied on the chat pipeline.
   'preset',
 ]);
@@ -395,7 +408,10 @@ function reasoningOf(thinking: unknown, maxTokens: number): Json | undefined {
     throw invalid(`thinking.budget_tokens must be an integer of at least ${MIN_THINKING_BUDGET}.`, 'thinking.budget_tokens');
   }
   if (budget >= maxTokens) {
-    throw invalid(`thinking.budget_tokens (${budget}) must be less than max_tokens (${maxTokens}), which counts thinking and text together.`, 'thinking.budget_tokens');
+    throw invalid(
+      `thinking.budget_tokens (${budget}) must be less than max_tokens (${maxTokens}), which counts thinking and text together.`,
+      'thinking.budget_tokens',
+    );
   }
   return { max_tokens: budget };
 }
@@ -657,7 +673,9 @@ export class MessagesStreamEncoder {
   /** The open text block's text so far, for its citations. */
   private text = '';
 
-  constructor(private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null; stopSequences?: readonly string[] }) {}
+  constructor(
+    private readonly options: { id: string; model: string; inputTokens?: number; webSearch?: WebSearchRun | null; stopSequences?: readonly string[] },
+  ) {}
 
   chunk(c: ChatChunk): string[] {
     const frames = this.start();
@@ -735,7 +753,10 @@ export class MessagesStreamEncoder {
     const resultIndex = this.nextIndex++;
     return [
       sseFrame({ type: 'content_block_start', index: callIndex, content_block: { ...call, input: {} } }, 'content_block_start'),
-      sseFrame({ type: 'content_block_delta', index: callIndex, delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) } }, 'content_block_delta'),
+      sseFrame(
+        { type: 'content_block_delta', index: callIndex, delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) } },
+        'content_block_delta',
+      ),
       sseFrame({ type: 'content_block_stop', index: callIndex }, 'content_block_stop'),
       sseFrame({ type: 'content_block_start', index: resultIndex, content_block: result }, 'content_block_start'),
       sseFrame({ type: 'content_block_stop', index: resultIndex }, 'content_block_stop'),

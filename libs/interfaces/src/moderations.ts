@@ -17,7 +17,8 @@ export interface ModerationCall {
 
 export function moderationRequest(raw: unknown): ModerationCall {
   const body = requireBody(raw);
-  if (body.model !== undefined && body.model !== null && (typeof body.model !== 'string' || body.model === '')) throw invalid('model must be a non-empty string.', 'model');
+  if (body.model !== undefined && body.model !== null && (typeof body.model !== 'string' || body.model === ''))
+    throw invalid('model must be a non-empty string.', 'model');
   return { model: (body.model as string | undefined) ?? null, input: inputOf(body.input) };
 }
 
@@ -26,7 +27,8 @@ function inputOf(input: unknown): ModerationCall['input'] {
     if (input === '') throw invalid('input must not be empty.', 'input');
     return input;
   }
-  if (!Array.isArray(input) || input.length === 0) throw invalid('input is required: a string, an array of strings, or an array of text and image_url parts.', 'input');
+  if (!Array.isArray(input) || input.length === 0)
+    throw invalid('input is required: a string, an array of strings, or an array of text and image_url parts.', 'input');
   if (input.length > MAX_MODERATION_INPUTS) throw invalid(`input holds ${input.length} items; at most ${MAX_MODERATION_INPUTS} per request.`, 'input');
   if (input.every((item) => typeof item === 'string')) return input as string[];
   return input.map((part, i) => checkPart(part, `input[${i}]`));
@@ -34,7 +36,8 @@ function inputOf(input: unknown): ModerationCall['input'] {
 
 /** OpenAI's multimodal parts: `{type: "text", text}` or `{type: "image_url", image_url: {url}}`. */
 function checkPart(part: unknown, param: string): Json {
-  if (typeof part !== 'object' || part === null || Array.isArray(part)) throw invalid(`${param} must be a text or image_url part (or every item a string).`, param);
+  if (typeof part !== 'object' || part === null || Array.isArray(part))
+    throw invalid(`${param} must be a text or image_url part (or every item a string).`, param);
   const p = part as Json;
   if (p.type === 'text') {
     if (typeof p.text !== 'string') throw invalid(`${param}.text must be a string.`, `${param}.text`);

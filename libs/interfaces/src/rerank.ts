@@ -75,7 +75,10 @@ export const rerankOperation: Operation<RerankCall, RerankResult> = {
   promptTokens: (call) => call.tokens,
   worstCase: (call) => ({ search_units: call.searchUnits }),
   call: (target, call) => {
-    return operationOf(target, 'rerank')({ model: target.route.upstreamModel, query: call.query, documents: call.documents, ...(call.topN === null ? {} : { top_n: call.topN }) });
+    return operationOf(
+      target,
+      'rerank',
+    )({ model: target.route.upstreamModel, query: call.query, documents: call.documents, ...(call.topN === null ? {} : { top_n: call.topN }) });
   },
   usageOf: (result, call) => ({ search_units: result.searchUnits ?? call.searchUnits }),
   returned: (result) => result.results.length,

@@ -1,14 +1,7 @@
 import OpenAI from 'openai';
 import { errorOf } from '@svc/platform/testing/errors';
 import type { ChatChunk, ChatCompletion } from '@svc/providers';
-import {
-  chatToResponse,
-  responsesToChat,
-  ResponsesStreamEncoder,
-  type ResponseContext,
-  type ResponseItem,
-  type StoredConversation,
-} from './responses';
+import { chatToResponse, responsesToChat, ResponsesStreamEncoder, type ResponseContext, type ResponseItem, type StoredConversation } from './responses';
 import { chunk, parseFrames, USAGE, usageChunk, type ParsedFrame } from './testing/sse';
 import type { CostedUsage } from './types';
 import type { WebSearchRun } from './web-search';
@@ -113,7 +106,11 @@ describe('responsesToChat: translation', () => {
         { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' },
       ],
     });
-    expect(chat.messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] });
+    expect(chat.messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    });
   });
 
   it.each<[string, object, object]>([
@@ -127,13 +124,17 @@ describe('responsesToChat: translation', () => {
       { response_format: { type: 'json_schema', json_schema: { name: 'person', schema: { type: 'object' }, strict: true } } },
     ],
     ['json_object text format', { text: { format: { type: 'json_object' } } }, { response_format: { type: 'json_object' } }],
-    ['function tools', {
-      tools: [{ type: 'function', name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true }],
-      parallel_tool_calls: false,
-    }, {
-      tools: [{ type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true } }],
-      parallel_tool_calls: false,
-    }],
+    [
+      'function tools',
+      {
+        tools: [{ type: 'function', name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true }],
+        parallel_tool_calls: false,
+      },
+      {
+        tools: [{ type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true } }],
+        parallel_tool_calls: false,
+      },
+    ],
   ])('translates %s', (_, fields, expected) => {
     expect(translate({ model: 'm', input: 'x', ...fields }).chat).toMatchObject(expected);
   });
@@ -156,7 +157,10 @@ describe('responsesToChat: translation', () => {
     ['auto', 'auto'],
     ['none', 'none'],
     ['required', 'required'],
-    [{ type: 'function', name: 'weather' }, { type: 'function', function: { name: 'weather' } }],
+    [
+      { type: 'function', name: 'weather' },
+      { type: 'function', function: { name: 'weather' } },
+    ],
   ])('maps tool_choice %j', (choice, expected) => {
     const tools = [{ type: 'function', name: 'weather', parameters: { type: 'object' } }];
     expect(translate({ model: 'm', input: 'x', tools, tool_choice: choice }).chat.tool_choice).toEqual(expected);
@@ -175,7 +179,11 @@ describe('responsesToChat: validation', () => {
     ['a function_call without call_id', { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0].call_id'],
     ['a function_call_output without output', { model: 'm', input: [{ type: 'function_call_output', call_id: 'c' }] }, 'input[0].output'],
     ['an image by file id', { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input[0].content[0].image_url'],
-    ['an image in an assistant message', { model: 'm', input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'u' }] }] }, 'input[0].content[0].type'],
+    [
+      'an image in an assistant message',
+      { model: 'm', input: [{ role: 'assistant', content: [{ type: 'input_image', image_url: 'u' }] }] },
+      'input[0].content[0].type',
+    ],
     ['an unknown content part', { model: 'm', input: [{ role: 'user', content: [{ type: 'input_audio' }] }] }, 'input[0].content[0].type'],
     ['instructions that are not a string', { model: 'm', input: 'x', instructions: ['a'] }, 'instructions'],
     ['max_output_tokens 0', { model: 'm', input: 'x', max_output_tokens: 0 }, 'max_output_tokens'],
@@ -193,7 +201,9 @@ describe('responsesToChat: validation', () => {
   });
 
   it('accepts an empty input when continuing a previous response', () => {
-    const previous: StoredConversation = { items: [{ type: 'message', id: 'msg_a', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }] };
+    const previous: StoredConversation = {
+      items: [{ type: 'message', id: 'msg_a', status: 'completed', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+    };
     expect(translate({ model: 'm', input: [] }, previous).chat.messages).toEqual([{ role: 'user', content: 'hi' }]);
   });
 });
@@ -213,7 +223,11 @@ describe('responsesToChat: the web_search tool', () => {
   );
 
   it.each<[string, object, object]>([
-    ['filters.allowed_domains as the domain filter', { filters: { allowed_domains: ['pubmed.ncbi.nlm.nih.gov'] } }, { search_domain_filter: ['pubmed.ncbi.nlm.nih.gov'] }],
+    [
+      'filters.allowed_domains as the domain filter',
+      { filters: { allowed_domains: ['pubmed.ncbi.nlm.nih.gov'] } },
+      { search_domain_filter: ['pubmed.ncbi.nlm.nih.gov'] },
+    ],
     ['empty filters as none', { filters: { allowed_domains: [] } }, {}],
     ['user_location.country', { user_location: { type: 'approximate', country: 'US', city: 'Boston' } }, { country: 'US' }],
     ['search_context_size low as 3 results', { search_context_size: 'low' }, { max_results: 3 }],
@@ -393,7 +407,15 @@ describe('chatToResponse', () => {
       user: 'u1',
     };
     const response = chatToResponse(completion({ content: '{}' }), { ...ctx, request, previousResponseId: null, store: false });
-    expect(response).toMatchObject({ ...request, instructions: null, max_output_tokens: null, metadata: {}, previous_response_id: null, store: false, temperature: 1 });
+    expect(response).toMatchObject({
+      ...request,
+      instructions: null,
+      max_output_tokens: null,
+      metadata: {},
+      previous_response_id: null,
+      store: false,
+      temperature: 1,
+    });
   });
 });
 
@@ -413,7 +435,14 @@ const searchCall = {
   type: 'web_search_call',
   id: 'ws_5eed',
   status: 'completed',
-  action: { type: 'search', query: 'weather in Paris', sources: [{ type: 'url', url: 'https://meteo.example/paris' }, { type: 'url', url: 'https://other.example/x' }] },
+  action: {
+    type: 'search',
+    query: 'weather in Paris',
+    sources: [
+      { type: 'url', url: 'https://meteo.example/paris' },
+      { type: 'url', url: 'https://other.example/x' },
+    ],
+  },
 };
 const annotations = [
   { type: 'url_citation', url: 'https://meteo.example/paris', title: 'Paris forecast', start_index: 13, end_index: 57 },
@@ -458,7 +487,10 @@ function expectWellFormed(events: ParsedFrame[]) {
 
 describe('ResponsesStreamEncoder', () => {
   it('(a) plain text: created, in_progress, one message item, completed equal to chatToResponse', () => {
-    const { encoder, events } = stream([chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop'), usageChunk()], 'stop');
+    const { encoder, events } = stream(
+      [chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo' }), chunk({}, 'stop'), usageChunk()],
+      'stop',
+    );
     expect(types(events)).toEqual([
       'response.created',
       'response.in_progress',

@@ -162,8 +162,25 @@ const WEB_SEARCH_TOOLS = new Set(['web_search', 'web_search_preview', 'web_searc
  * ignored. `background`, `conversation` and `prompt` are read to be refused.
  */
 export const RESPONSES_FIELDS: ReadonlySet<string> = new Set([
-  'model', 'input', 'instructions', 'stream', 'store', 'previous_response_id', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens',
-  'text', 'reasoning', 'temperature', 'top_p', 'user', 'safety_identifier', 'background', 'conversation', 'prompt',
+  'model',
+  'input',
+  'instructions',
+  'stream',
+  'store',
+  'previous_response_id',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'max_output_tokens',
+  'text',
+  'reasoning',
+  'temperature',
+  'top_p',
+  'user',
+  'safety_identifier',
+  'background',
+  'conversation',
+  'prompt',
   // Ours (spec 4.2): a preset, applied on the chat pipeline.
   'preset',
 ]);
@@ -534,10 +551,7 @@ export function responseUsage(usage: CostedUsage): ResponseUsage {
   };
 }
 
-function buildResponse(
-  ctx: ResponseContext,
-  state: Pick<ResponseObject, 'status' | 'incomplete_details' | 'output' | 'usage' | 'error'>,
-): ResponseObject {
+function buildResponse(ctx: ResponseContext, state: Pick<ResponseObject, 'status' | 'incomplete_details' | 'output' | 'usage' | 'error'>): ResponseObject {
   const req = isRecord(ctx.request) ? ctx.request : {};
   const reasoning = isRecord(req.reasoning) ? req.reasoning : {};
   return {
@@ -635,7 +649,9 @@ export class ResponsesStreamEncoder {
     if (typeof delta.reasoning === 'string' && delta.reasoning !== '') {
       const open = this.ensure('reasoning', frames);
       open.text += delta.reasoning;
-      frames.push(this.event('response.reasoning_summary_text.delta', { item_id: open.id, output_index: open.index, summary_index: 0, delta: delta.reasoning }));
+      frames.push(
+        this.event('response.reasoning_summary_text.delta', { item_id: open.id, output_index: open.index, summary_index: 0, delta: delta.reasoning }),
+      );
     }
     if (typeof delta.content === 'string' && delta.content !== '') {
       const open = this.ensure('message', frames);
@@ -702,9 +718,7 @@ export class ResponsesStreamEncoder {
 
   /** The final response once finish() or error() ran; the response so far before that. */
   response(): ResponseObject {
-    return (
-      this.final ?? buildResponse(this.ctx, { status: 'in_progress', incomplete_details: null, output: this.snapshot(), usage: null, error: null })
-    );
+    return this.final ?? buildResponse(this.ctx, { status: 'in_progress', incomplete_details: null, output: this.snapshot(), usage: null, error: null });
   }
 
   private start(): string[] {
@@ -790,9 +804,7 @@ export class ResponsesStreamEncoder {
       item = messageItem(id, open.text, status, annotations);
     } else {
       const call = this.output[index] as FunctionCallItem;
-      frames.push(
-        this.event('response.function_call_arguments.done', { item_id: id, output_index: index, name: call.name, arguments: call.arguments }),
-      );
+      frames.push(this.event('response.function_call_arguments.done', { item_id: id, output_index: index, name: call.name, arguments: call.arguments }));
       item = functionCallItem(id, call.call_id, call.name, call.arguments, status);
     }
     this.output[index] = item;

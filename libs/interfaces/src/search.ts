@@ -58,7 +58,11 @@ export function searchOptionsOf(body: Json, defaultResults: number, prefix: stri
   if (typeof maxResults !== 'number' || !Number.isInteger(maxResults) || maxResults < 1 || maxResults > MAX_SEARCH_RESULTS) {
     throw invalid(`max_results must be an integer from 1 to ${MAX_SEARCH_RESULTS}.`, `${prefix}max_results`);
   }
-  return { maxResults, domainFilter: domainFilterOf(body.search_domain_filter, `${prefix}search_domain_filter`), country: countryOf(body.country, `${prefix}country`) };
+  return {
+    maxResults,
+    domainFilter: domainFilterOf(body.search_domain_filter, `${prefix}search_domain_filter`),
+    country: countryOf(body.country, `${prefix}country`),
+  };
 }
 
 function queriesOf(query: unknown): { queries: string[]; single: boolean } {
@@ -76,7 +80,8 @@ function queriesOf(query: unknown): { queries: string[]; single: boolean } {
 function engineField(body: Json): string | null {
   const name = body.search_tool_name;
   if (name === undefined || name === null) return null;
-  if (typeof name !== 'string' || name === '') throw invalid('search_tool_name must be a search engine id from GET /v1/models?type=search.', 'search_tool_name');
+  if (typeof name !== 'string' || name === '')
+    throw invalid('search_tool_name must be a search engine id from GET /v1/models?type=search.', 'search_tool_name');
   return name;
 }
 
@@ -89,7 +94,8 @@ function domainFilterOf(value: unknown, param: string): string[] | null {
   }
   const entries = value.map((entry, i) => {
     const domain = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
-    if (!DOMAIN.test(domain.replace(/^-/, ''))) throw invalid(`${param}[${i}] must be a domain name such as "example.com" (or "-example.com" to exclude it).`, `${param}[${i}]`);
+    if (!DOMAIN.test(domain.replace(/^-/, '')))
+      throw invalid(`${param}[${i}] must be a domain name such as "example.com" (or "-example.com" to exclude it).`, `${param}[${i}]`);
     return domain;
   });
   const excluded = entries.filter((d) => d.startsWith('-')).length;
@@ -154,4 +160,3 @@ export function searchAnswer(id: string, model: string, call: SearchCall, answer
     usage: { queries, cost },
   };
 }
-

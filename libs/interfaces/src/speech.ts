@@ -33,16 +33,26 @@ export function speechRequest(raw: unknown): SpeechCall {
   const characters = [...input].length;
   if (characters === 0) throw invalid('input must not be empty.', 'input');
   if (characters > MAX_SPEECH_CHARACTERS) throw invalid(`input holds ${characters} characters; at most ${MAX_SPEECH_CHARACTERS}.`, 'input');
-  if (body.voice !== undefined && typeof body.voice !== 'string') throw invalid('voice must be a string, one of the model\'s voices (GET /v1/models/{model}).', 'voice');
+  if (body.voice !== undefined && typeof body.voice !== 'string')
+    throw invalid("voice must be a string, one of the model's voices (GET /v1/models/{model}).", 'voice');
   const format = body.response_format ?? 'mp3';
-  if (!SPEECH_FORMATS.includes(format as (typeof SPEECH_FORMATS)[number])) throw invalid(`response_format must be one of ${SPEECH_FORMATS.join(', ')}.`, 'response_format');
+  if (!SPEECH_FORMATS.includes(format as (typeof SPEECH_FORMATS)[number]))
+    throw invalid(`response_format must be one of ${SPEECH_FORMATS.join(', ')}.`, 'response_format');
   const speed = optionalNumber(body, 'speed');
   if (speed !== undefined && !(speed >= 0.25 && speed <= 4)) throw invalid('speed must be from 0.25 to 4.0.', 'speed');
   if (body.instructions !== undefined && typeof body.instructions !== 'string') throw invalid('instructions must be a string.', 'instructions');
   // Streamed speech (server-sent audio deltas) is not offered: the whole file is the answer.
-  if (body.stream_format !== undefined && body.stream_format !== 'audio') throw invalid('stream_format must be "audio": the audio comes back whole.', 'stream_format');
+  if (body.stream_format !== undefined && body.stream_format !== 'audio')
+    throw invalid('stream_format must be "audio": the audio comes back whole.', 'stream_format');
   const forwarded = Object.fromEntries(FORWARDED.filter((f) => body[f] !== undefined && body[f] !== null).map((f) => [f, body[f]]));
-  return { model, body: { ...forwarded, response_format: format }, characters, tokens: countTextTokens(input), voice: (body.voice as string | undefined) ?? null, provider: body.provider };
+  return {
+    model,
+    body: { ...forwarded, response_format: format },
+    characters,
+    tokens: countTextTokens(input),
+    voice: (body.voice as string | undefined) ?? null,
+    provider: body.provider,
+  };
 }
 
 /**
@@ -51,7 +61,13 @@ export function speechRequest(raw: unknown): SpeechCall {
  */
 export function withVoice(call: SpeechCall, model: CatalogModel): SpeechCall {
   if (!model.outputModalities.includes('audio')) {
-    throw new ApiError(400, 'invalid_request_error', `${model.id} does not produce speech; use a model whose output_modalities include audio (GET /v1/models?type=audio).`, 'model_type_mismatch', 'model');
+    throw new ApiError(
+      400,
+      'invalid_request_error',
+      `${model.id} does not produce speech; use a model whose output_modalities include audio (GET /v1/models?type=audio).`,
+      'model_type_mismatch',
+      'model',
+    );
   }
   if (model.voices.length === 0) {
     if (call.voice === null) throw invalid(`voice is required for ${model.id}.`, 'voice');
@@ -85,7 +101,7 @@ export const speechOperation: Operation<SpeechCall, BinaryResult> = {
 export function audioBytes(result: BinaryResult): number {
   const { bytes } = result;
   if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WAVE') {
-    for (let at = 12; at + 8 <= bytes.length; ) {
+    for (let at = 12; at + 8 <= bytes.length;) {
       const size = bytes.readUInt32LE(at + 4);
       if (bytes.toString('latin1', at, at + 4) === 'data') return Math.min(size, bytes.length - at - 8);
       at += 8 + size + (size % 2);

@@ -22,7 +22,11 @@ describe('transcriptionMeters', () => {
   });
 
   it('never counts more audio tokens than input tokens', () => {
-    expect(transcriptionMeters({ ...tokens(5, 0, 1), input_token_details: { audio_tokens: 99 } }, audioPriced)).toEqual({ input: 0, audio_input: 5, output: 1 });
+    expect(transcriptionMeters({ ...tokens(5, 0, 1), input_token_details: { audio_tokens: 99 } }, audioPriced)).toEqual({
+      input: 0,
+      audio_input: 5,
+      output: 1,
+    });
   });
 
   it('takes a duration as whole seconds, rounded up', () => {

@@ -69,7 +69,8 @@ export function transcriptionRequest(task: AudioTask, form: AudioFormInput): Tra
     throw invalid(`response_format must be one of ${TRANSCRIPTION_FORMATS.join(', ')}.`, 'response_format');
   }
   const temperature = one('temperature');
-  if (temperature !== undefined && !(Number(temperature) >= 0 && Number(temperature) <= 1 && temperature.trim() !== '')) throw invalid('temperature must be a number from 0 to 1.', 'temperature');
+  if (temperature !== undefined && !(Number(temperature) >= 0 && Number(temperature) <= 1 && temperature.trim() !== ''))
+    throw invalid('temperature must be a number from 0 to 1.', 'temperature');
   const prompt = one('prompt');
   const forwarded = FIELDS[task];
   const fields: [string, string][] = [];
@@ -97,7 +98,13 @@ export function transcriptionRequest(task: AudioTask, form: AudioFormInput): Tra
 /** Spec 4.10 against the requested model: it must take audio in (a speech model is `audio` too). */
 export function checkTranscriptionModel(model: CatalogModel): void {
   if (!model.inputModalities.includes('audio')) {
-    throw new ApiError(400, 'invalid_request_error', `${model.id} does not take audio; use a model whose input_modalities include audio (GET /v1/models?type=audio).`, 'model_type_mismatch', 'model');
+    throw new ApiError(
+      400,
+      'invalid_request_error',
+      `${model.id} does not take audio; use a model whose input_modalities include audio (GET /v1/models?type=audio).`,
+      'model_type_mismatch',
+      'model',
+    );
   }
 }
 
@@ -107,11 +114,21 @@ export function transcriptionOperation(task: AudioTask): Operation<Transcription
     endpoint: `/v1/audio/${task}`,
     promptTokens: (call) => call.promptTokens,
     // Whichever way the model is priced (per second or per token), the hold covers it.
-    worstCase: (call) => ({ seconds: call.seconds, input: call.seconds * MAX_INPUT_TOKENS_PER_SECOND + call.promptTokens, output: call.seconds * MAX_OUTPUT_TOKENS_PER_SECOND }),
+    worstCase: (call) => ({
+      seconds: call.seconds,
+      input: call.seconds * MAX_INPUT_TOKENS_PER_SECOND + call.promptTokens,
+      output: call.seconds * MAX_OUTPUT_TOKENS_PER_SECOND,
+    }),
     call: (target: Target, call) => {
       const fields = Object.fromEntries([['model', target.route.upstreamModel], ...call.fields.filter(([name]) => !name.endsWith('[]'))]);
       const lists = call.fields.filter(([name]) => name.endsWith('[]'));
-      return operationOf(target, 'transcribe')(call.task, { file: call.file.bytes, filename: call.file.filename, contentType: call.file.contentType, fields, lists });
+      return operationOf(target, 'transcribe')(call.task, {
+        file: call.file.bytes,
+        filename: call.file.filename,
+        contentType: call.file.contentType,
+        fields,
+        lists,
+      });
     },
     usageOf: (result, call, target) => reportedUsage(result, pricesOf(target)) ?? { seconds: call.seconds },
     returned: (result) => transcriptText(result).trim().length,
@@ -153,7 +170,11 @@ export function transcriptText(result: BinaryResult): string {
  * tokens). A text, srt or vtt answer is left as the model wrote it: its id and cost are in the
  * headers only, since a subtitle file cannot carry them.
  */
-export function transcriptionBody(result: BinaryResult, call: Pick<TranscriptionCall, 'responseFormat'>, billed: { id: string; model: string; cost: number }): Buffer {
+export function transcriptionBody(
+  result: BinaryResult,
+  call: Pick<TranscriptionCall, 'responseFormat'>,
+  billed: { id: string; model: string; cost: number },
+): Buffer {
   if (call.responseFormat !== 'json' && call.responseFormat !== 'verbose_json') return result.bytes;
   const json = asJson(result);
   if (!isRecord(json)) return result.bytes;

@@ -13,7 +13,13 @@ const run: WebSearchRun = {
 
 describe('spec 4.2 rule 7: the web search inside a generation', () => {
   it('searches the text of the last user message, its text parts joined', () => {
-    expect(lastUserText([{ role: 'user', content: 'old' }, { role: 'assistant', content: 'a' }, { role: 'user', content: [{ type: 'text', text: 'new' }, { type: 'image_url' }, { type: 'text', text: 'more' }] }])).toBe('new\nmore');
+    expect(
+      lastUserText([
+        { role: 'user', content: 'old' },
+        { role: 'assistant', content: 'a' },
+        { role: 'user', content: [{ type: 'text', text: 'new' }, { type: 'image_url' }, { type: 'text', text: 'more' }] },
+      ]),
+    ).toBe('new\nmore');
     expect(lastUserText([{ role: 'system', content: 'only a system prompt' }])).toBe('');
   });
 

@@ -83,7 +83,9 @@ export function lastUserText(messages: readonly { role: string; content?: unknow
     if (typeof content === 'string') return content;
     if (Array.isArray(content)) {
       return content
-        .map((part: unknown) => (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text' ? String((part as { text?: unknown }).text ?? '') : ''))
+        .map((part: unknown) =>
+          typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text' ? String((part as { text?: unknown }).text ?? '') : '',
+        )
         .filter((text) => text !== '')
         .join('\n');
     }

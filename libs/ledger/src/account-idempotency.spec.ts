@@ -21,19 +21,31 @@ function heldWithKey(holdId: string, nano: bigint, over: Partial<typeof KEY> = {
  */
 describe('account: Idempotency-Key decided with the hold (issue 41 B)', () => {
   it('records the hashed key, the fingerprint and 24 hours on the hold', () => {
-    spec.given([opened, credited(1000n)]).when(placeHold('h1', 100n, { idempotency: KEY })).then([heldWithKey('h1', 100n)]);
+    spec
+      .given([opened, credited(1000n)])
+      .when(placeHold('h1', 100n, { idempotency: KEY }))
+      .then([heldWithKey('h1', 100n)]);
   });
 
   it('refuses a retry of a charged request: it would be billed twice', () => {
-    spec.given([opened, credited(1000n), heldWithKey('h1', 100n), charged('h1', 80n, '2026-11-02T09:59:00.000Z')]).when(placeHold('h2', 100n, { idempotency: KEY })).thenThrows('idempotency_completed');
+    spec
+      .given([opened, credited(1000n), heldWithKey('h1', 100n), charged('h1', 80n, '2026-11-02T09:59:00.000Z')])
+      .when(placeHold('h2', 100n, { idempotency: KEY }))
+      .thenThrows('idempotency_completed');
   });
 
   it('refuses a retry while the first still runs: in progress', () => {
-    spec.given([opened, credited(1000n), heldWithKey('h1', 100n)]).when(placeHold('h2', 100n, { idempotency: KEY })).thenThrows('idempotency_conflict');
+    spec
+      .given([opened, credited(1000n), heldWithKey('h1', 100n)])
+      .when(placeHold('h2', 100n, { idempotency: KEY }))
+      .thenThrows('idempotency_conflict');
   });
 
   it('refuses the key with another body: reused', () => {
-    spec.given([opened, credited(1000n), heldWithKey('h1', 100n)]).when(placeHold('h2', 100n, { idempotency: { ...KEY, fingerprint: 'beef' } })).thenThrows('idempotency_key_reused');
+    spec
+      .given([opened, credited(1000n), heldWithKey('h1', 100n)])
+      .when(placeHold('h2', 100n, { idempotency: { ...KEY, fingerprint: 'beef' } }))
+      .thenThrows('idempotency_key_reused');
   });
 
   it('lets a request whose hold was released run again under its key: an error is not billed', () => {
@@ -47,16 +59,27 @@ describe('account: Idempotency-Key decided with the hold (issue 41 B)', () => {
     specAt('2026-11-03T10:00:01Z')
       .given([opened, credited(1000n), heldWithKey('h1', 100n), charged('h1', 80n, '2026-11-02T10:00:00.000Z')])
       .when(placeHold('h2', 100n, { idempotency: KEY }))
-      .then([{ ...heldWithKey('h2', 100n, {}, '2026-11-04T10:00:01.000Z'), data: { ...heldWithKey('h2', 100n, {}, '2026-11-04T10:00:01.000Z').data, expires_at: '2026-11-03T10:15:01.000Z' } } as AccountEvent]);
+      .then([
+        {
+          ...heldWithKey('h2', 100n, {}, '2026-11-04T10:00:01.000Z'),
+          data: { ...heldWithKey('h2', 100n, {}, '2026-11-04T10:00:01.000Z').data, expires_at: '2026-11-03T10:15:01.000Z' },
+        } as AccountEvent,
+      ]);
   });
 
   it('forgets the keys a later request outlived, so the record stays one day long', () => {
     const later = heldWithKey('h2', 100n, { key: 'other' }, '2026-11-04T10:00:01.000Z');
-    const state = [opened, credited(1000n), heldWithKey('h1', 100n), charged('h1', 80n, '2026-11-02T10:00:00.000Z'), later].reduce(accountDecider.evolve, accountDecider.initialState());
+    const state = [opened, credited(1000n), heldWithKey('h1', 100n), charged('h1', 80n, '2026-11-02T10:00:00.000Z'), later].reduce(
+      accountDecider.evolve,
+      accountDecider.initialState(),
+    );
     expect([...state.idempotency.keys()]).toEqual(['other']);
   });
 
   it('decides requests without a key as before', () => {
-    spec.given([opened, credited(1000n), heldWithKey('h1', 100n)]).when(placeHold('h2', 100n)).then([held('h2', 100n)]);
+    spec
+      .given([opened, credited(1000n), heldWithKey('h1', 100n)])
+      .when(placeHold('h2', 100n))
+      .then([held('h2', 100n)]);
   });
 });

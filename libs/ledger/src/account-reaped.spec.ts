@@ -7,7 +7,10 @@ import { A, charged, credited, held, opened, specAt, stats } from './testing/acc
 const spec = deciderSpec(accountDecider);
 
 const reapedCharge = (holdId: string, nano: bigint, completionTokens: number): AccountEvent => {
-  const event = charged(holdId, nano, '2026-11-02T09:59:30.000Z', { stats: stats({ completion_tokens: completionTokens }) }) as Extract<AccountEvent, { type: 'UsageCharged' }>;
+  const event = charged(holdId, nano, '2026-11-02T09:59:30.000Z', { stats: stats({ completion_tokens: completionTokens }) }) as Extract<
+    AccountEvent,
+    { type: 'UsageCharged' }
+  >;
   return { ...event, data: { ...event.data, reaped: true } };
 };
 const reapedRelease = (holdId: string): AccountEvent => ({
@@ -60,7 +63,10 @@ describe("account: a reaped hold's own charge corrects the reaper's (issue 41 D)
   });
 
   it('charges nothing more when nothing more was delivered, nor twice for one correction', () => {
-    spec.given([opened, credited(1_000_000n), held('h1', 10_000n), reapedCharge('h1', 2_100n, 21)]).when(ownCharge('h1', 2_100n, 21)).then([]);
+    spec
+      .given([opened, credited(1_000_000n), held('h1', 10_000n), reapedCharge('h1', 2_100n, 21)])
+      .when(ownCharge('h1', 2_100n, 21))
+      .then([]);
     spec
       .given([opened, credited(1_000_000n), held('h1', 10_000n), reapedCharge('h1', 2_100n, 21), corrected('h1', 14_100n, 16_200n, 162, { output: 141 })])
       .when(ownCharge('h1', 16_200n, 162))
@@ -75,7 +81,10 @@ describe("account: a reaped hold's own charge corrects the reaper's (issue 41 D)
   });
 
   it('still refuses a second settlement of a hold nobody reaped, and the reaper its own repeat', () => {
-    spec.given([opened, credited(1_000_000n), held('h1', 10_000n), charged('h1', 900n, '2026-11-02T09:59:00.000Z')]).when(ownCharge('h1', 1_000n, 10)).thenThrows('hold_not_open');
+    spec
+      .given([opened, credited(1_000_000n), held('h1', 10_000n), charged('h1', 900n, '2026-11-02T09:59:00.000Z')])
+      .when(ownCharge('h1', 1_000n, 10))
+      .thenThrows('hold_not_open');
     spec
       .given([opened, credited(1_000_000n), held('h1', 10_000n), reapedCharge('h1', 2_100n, 21)])
       .when({ ...ownCharge('h1', 3_000n, 30), reaped: true } as AccountCommand)

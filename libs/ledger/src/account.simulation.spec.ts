@@ -180,7 +180,14 @@ class Episode {
     same(state, this.replica, 'the replayed state differs from the live one');
     same(state.creditsNano, ref.credits, 'credits');
     same(availableNano(state), ref.available(), 'available balance');
-    same([...state.holds.keys()].sort(), ref.openHolds().map(([id]) => id).sort(), 'open holds');
+    same(
+      [...state.holds.keys()].sort(),
+      ref
+        .openHolds()
+        .map(([id]) => id)
+        .sort(),
+      'open holds',
+    );
     same(state.dailyLimitNano, ref.dailyLimit, 'daily limit');
     const now = new Date(this.now);
     for (const key of this.keys) {
@@ -196,7 +203,11 @@ class Episode {
       else if (lifetimes.has(scope)) same(total, lifetimes.get(scope), `window history of ${scopeReset}`);
       else lifetimes.set(scope, total);
     }
-    same([...lifetimes.values()].reduce((a, b) => a + b, 0n), ref.charged, 'sum of the keys’ lifetime usage');
+    same(
+      [...lifetimes.values()].reduce((a, b) => a + b, 0n),
+      ref.charged,
+      'sum of the keys’ lifetime usage',
+    );
   }
 
   private fullReplay(): void {
@@ -246,10 +257,18 @@ class Episode {
     const adjustmentId = retry ? this.rng.pick(this.adjustmentIds) : `adj${this.adjustmentIds.length}`;
     if (!retry) this.adjustmentIds.push(adjustmentId);
     const seen = this.reference.adjustments.get(adjustmentId);
-    if (seen && this.rng.chance(0.5)) return { type: 'AdjustBalance', adjustmentId, amountNano: seen.amount, kind: seen.kind as 'adjustment', reason: seen.reason, operator: seen.operator };
+    if (seen && this.rng.chance(0.5))
+      return { type: 'AdjustBalance', adjustmentId, amountNano: seen.amount, kind: seen.kind as 'adjustment', reason: seen.reason, operator: seen.operator };
     const credit = this.rng.chance(0.3);
     const amountNano = credit ? this.rng.nano(1n, USD) : -this.rng.nano(1n, 3n * USD);
-    return { type: 'AdjustBalance', adjustmentId, amountNano, kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment', reason: 'sim', operator: 'ops' };
+    return {
+      type: 'AdjustBalance',
+      adjustmentId,
+      amountNano,
+      kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment',
+      reason: 'sim',
+      operator: 'ops',
+    };
   }
 
   /** Several requests of one capped key at once: they compete for the same window. */
@@ -273,7 +292,12 @@ class Episode {
     if (open.length === 0) return [this.randomCommand()];
     const [holdId, hold] = this.rng.pick(open);
     this.now = Math.max(this.now, hold.expiresAt);
-    const racers: AccountCommand[] = [this.charge(holdId), { type: 'ReleaseHold', holdId, errorCode: 'client_gone' }, { type: 'ExpireHolds' }, this.charge(holdId)];
+    const racers: AccountCommand[] = [
+      this.charge(holdId),
+      { type: 'ReleaseHold', holdId, errorCode: 'client_gone' },
+      { type: 'ExpireHolds' },
+      this.charge(holdId),
+    ];
     return this.rng.shuffle(racers).slice(0, this.rng.int(2, 4));
   }
 
@@ -293,7 +317,11 @@ class Episode {
     const open = this.reference.openHolds();
     if (open.length === 0) return this.randomCommand();
     const [holdId, hold] = this.rng.pick(open);
-    return this.placeHold(this.keys.find((key) => key.id === hold.keyId)!, this.holdAmount(), holdId);
+    return this.placeHold(
+      this.keys.find((key) => key.id === hold.keyId)!,
+      this.holdAmount(),
+      holdId,
+    );
   }
 
   private placeHold(key: SimKey, amountNano: bigint, holdId = this.newHoldId()): PlaceHold {

@@ -139,7 +139,9 @@ describe('ledger auditor', () => {
       new Log().add('2026-11-02T10:00:00.000Z', opened).add('2026-11-02T10:00:00.000Z', credited(1000n)).add('2026-11-02T10:01:00.000Z', held('h1', 400n));
 
     it('reports a second terminal event with its stream and revision', async () => {
-      const log = base().add('2026-11-02T10:02:00.000Z', charged('h1', 300n, '2026-11-02T10:02:00.000Z')).add('2026-11-02T10:03:00.000Z', released('h1'));
+      const log = base()
+        .add('2026-11-02T10:02:00.000Z', charged('h1', 300n, '2026-11-02T10:02:00.000Z'))
+        .add('2026-11-02T10:03:00.000Z', released('h1'));
       expect((await audit(log)).violations).toEqual([
         { invariant: 1, stream: 'account-acc1', revision: 4n, message: 'second terminal event for hold h1 (first at revision 3)' },
       ]);
@@ -184,11 +186,17 @@ describe('ledger auditor', () => {
   });
 
   // Issue 41 D: reaped holds may be under-billed; the audit shows them and their corrections.
-  describe('holds settled by the hold reaper, and their gateways\' corrections', () => {
+  describe("holds settled by the hold reaper, and their gateways' corrections", () => {
     const reaped = (event: AccountEvent): AccountEvent => ({ ...event, data: { ...event.data, reaped: true } }) as AccountEvent;
     const correction = (holdId: string, delta: bigint, total: bigint): AccountEvent => ({
       type: 'UsageCorrected',
-      data: { ...(charged(holdId, 0n, '').data as object), amount_nano: delta.toString(), total_nano: total.toString(), charged_at: '2026-11-02T10:05:00.000Z', usage_added: { output: 3 } } as never,
+      data: {
+        ...(charged(holdId, 0n, '').data as object),
+        amount_nano: delta.toString(),
+        total_nano: total.toString(),
+        charged_at: '2026-11-02T10:05:00.000Z',
+        usage_added: { output: 3 },
+      } as never,
     });
     const base = () =>
       new Log()
@@ -200,16 +208,26 @@ describe('ledger auditor', () => {
         .add('2026-11-02T10:02:00.000Z', reaped(released('h2')));
 
     it('counts reaped holds and the corrections their gateways made, which count in the charges', async () => {
-      const log = base().add('2026-11-02T10:05:00.000Z', correction('h1', 200n, 320n)).add('2026-11-02T10:05:00.000Z', correction('h2', 50n, 50n));
+      const log = base()
+        .add('2026-11-02T10:05:00.000Z', correction('h1', 200n, 320n))
+        .add('2026-11-02T10:05:00.000Z', correction('h2', 50n, 50n));
       const result = await audit(log);
       expect(result.violations).toEqual([]);
-      expect(result.accounts[0]).toMatchObject({ chargedNano: 370n, reaped: { count: 2, chargedNano: 120n, released: 1, corrections: 2, correctedNano: 250n } });
+      expect(result.accounts[0]).toMatchObject({
+        chargedNano: 370n,
+        reaped: { count: 2, chargedNano: 120n, released: 1, corrections: 2, correctedNano: 250n },
+      });
       expect(formatLedgerAudit({ ...result, projections: null }).join('\n')).toContain('reaped holds 2');
     });
 
     it('reports a correction of a hold the reaper did not settle', async () => {
-      const log = base().add('2026-11-02T10:03:00.000Z', held('h3', 100n)).add('2026-11-02T10:04:00.000Z', charged('h3', 90n, '2026-11-02T10:04:00.000Z')).add('2026-11-02T10:05:00.000Z', correction('h3', 10n, 100n));
-      expect((await audit(log)).violations).toEqual([{ invariant: 1, stream: 'account-acc1', revision: 8n, message: 'correction of hold h3, which the hold reaper did not settle' }]);
+      const log = base()
+        .add('2026-11-02T10:03:00.000Z', held('h3', 100n))
+        .add('2026-11-02T10:04:00.000Z', charged('h3', 90n, '2026-11-02T10:04:00.000Z'))
+        .add('2026-11-02T10:05:00.000Z', correction('h3', 10n, 100n));
+      expect((await audit(log)).violations).toEqual([
+        { invariant: 1, stream: 'account-acc1', revision: 8n, message: 'correction of hold h3, which the hold reaper did not settle' },
+      ]);
     });
   });
 
@@ -229,7 +247,9 @@ describe('ledger auditor', () => {
     const lossy: AccountReplay = {
       initialState: accountDecider.initialState,
       evolve: (state, event) =>
-        event.type === 'UsageCharged' && event.data.key_id === 'k2' ? accountDecider.evolve(state, { type: 'HoldReleased', data: { ...event.data, reason: 'error' } }) : accountDecider.evolve(state, event),
+        event.type === 'UsageCharged' && event.data.key_id === 'k2'
+          ? accountDecider.evolve(state, { type: 'HoldReleased', data: { ...event.data, reason: 'error' } })
+          : accountDecider.evolve(state, event),
     };
     expect((await audit(cleanLog(), { replay: lossy })).violations).toEqual([
       { invariant: 3, stream: 'account-acc1', revision: null, message: 'the charges in the log sum to 435 but the replayed lifetime usage is 375' },
@@ -240,7 +260,10 @@ describe('ledger auditor', () => {
   it('invariant 4: reports a replay that does not give the same state twice', async () => {
     // Reads something besides (state, event), as a wall clock would.
     let calls = 0;
-    const impure: AccountReplay = { initialState: accountDecider.initialState, evolve: (state, event) => ({ ...accountDecider.evolve(state, event), dailyLimitReachedOn: ++calls }) };
+    const impure: AccountReplay = {
+      initialState: accountDecider.initialState,
+      evolve: (state, event) => ({ ...accountDecider.evolve(state, event), dailyLimitReachedOn: ++calls }),
+    };
     expect((await audit(cleanLog(), { replay: impure })).violations).toEqual([
       { invariant: 4, stream: 'account-acc1', revision: 14n, message: 'replaying the same events twice gave different states' },
     ]);
@@ -328,7 +351,13 @@ describe('ledger auditor', () => {
 
   it('prints a readable report and JSON with amounts as decimal strings', async () => {
     const result = await audit(cleanLog());
-    const report = { ...result, projections: { checkpoints: { credits: '', keyUsage: '' }, mismatches: [{ table: 'credit_accounts' as const, row: A, message: 'credit_accounts row for acc1: used_nano 436 but the log says 435' }] } };
+    const report = {
+      ...result,
+      projections: {
+        checkpoints: { credits: '', keyUsage: '' },
+        mismatches: [{ table: 'credit_accounts' as const, row: A, message: 'credit_accounts row for acc1: used_nano 436 but the log says 435' }],
+      },
+    };
     const text = formatLedgerAudit(report).join('\n');
     expect(text).toContain('account acc1 (revision 14)');
     expect(text).toContain('credits $0.000001  charged $0.000000435  open holds 1 ($0.0000001)  available $0.000000465');
@@ -348,20 +377,27 @@ describe('ledger auditor', () => {
     });
 
     it('counts them in the available balance, finds no violation, and compares adjusted_nano with the projection', async () => {
-      const log = cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', 40n, 'credit_note')).add('2026-11-03T10:01:00.000Z', adjusted('adj2', -5n));
+      const log = cleanLog()
+        .add('2026-11-03T10:00:00.000Z', adjusted('adj1', 40n, 'credit_note'))
+        .add('2026-11-03T10:01:00.000Z', adjusted('adj2', -5n));
       const result = await audit(log, { captureAt: [log.last.position] });
       expect(result.violations).toEqual([]);
       expect(result.accounts[0]).toMatchObject({ creditsNano: 1000n, chargedNano: 435n, adjustedNano: 35n, availableNano: 500n });
       expect(formatLedgerAudit({ ...result, projections: null }).join('\n')).toContain('  adjustments $0.000000035');
       const figures = result.captured.get(log.last.position)!;
-      const rows: CreditRows = { accounts: [{ accountId: A, purchasedNano: 1000n, usedNano: 435n, adjustedNano: 35n, heldNano: 100n, openHolds: 1 }], holds: [{ holdId: 'h5', accountId: A, amountNano: 100n }] };
+      const rows: CreditRows = {
+        accounts: [{ accountId: A, purchasedNano: 1000n, usedNano: 435n, adjustedNano: 35n, heldNano: 100n, openHolds: 1 }],
+        holds: [{ holdId: 'h5', accountId: A, amountNano: 100n }],
+      };
       expect(compareCredits(figures, rows)).toEqual([]);
       rows.accounts[0].adjustedNano = 40n;
       expect(compareCredits(figures, rows).map((m) => m.message)).toEqual(['credit_accounts row for acc1: adjusted_nano 40 but the log says 35']);
     });
 
     it('reports an adjustment that took the available balance below zero (invariant 2), and a negative credit note', async () => {
-      const log = cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', -466n)).add('2026-11-03T10:01:00.000Z', adjusted('adj2', -1n, 'credit_note'));
+      const log = cleanLog()
+        .add('2026-11-03T10:00:00.000Z', adjusted('adj1', -466n))
+        .add('2026-11-03T10:01:00.000Z', adjusted('adj2', -1n, 'credit_note'));
       const { violations } = await audit(log);
       expect(violations.map((v) => [v.invariant, v.revision, v.message])).toEqual([
         [2, 15n, 'adjustment adj1 of -466 took the available balance to -1'],
@@ -371,7 +407,10 @@ describe('ledger auditor', () => {
     });
 
     it('catches a replay that drops adjustments', async () => {
-      const replay: AccountReplay = { initialState: accountDecider.initialState, evolve: (state, event) => (event.type === 'BalanceAdjusted' ? state : accountDecider.evolve(state, event)) };
+      const replay: AccountReplay = {
+        initialState: accountDecider.initialState,
+        evolve: (state, event) => (event.type === 'BalanceAdjusted' ? state : accountDecider.evolve(state, event)),
+      };
       const { violations } = await audit(cleanLog().add('2026-11-03T10:00:00.000Z', adjusted('adj1', 7n)), { replay });
       expect(violations.map((v) => v.message)).toEqual(['the adjustments in the log sum to 7 but the replayed state holds 0']);
     });

@@ -166,15 +166,18 @@ class AccountAudit {
         this.adjustments += amount;
         const available = this.credits - this.charges + this.adjustments - this.openNano();
         // Issue 23: an adjustment may lower the balance, but no more than a hold may.
-        if (amount < 0n && available < 0n) this.violate(2, recorded, `adjustment ${event.data.adjustment_id} of ${amount} took the available balance to ${available}`);
-        if (amount === 0n || (event.data.kind === 'credit_note' && amount < 0n)) this.violate(2, recorded, `adjustment ${event.data.adjustment_id} is a ${event.data.kind} of ${amount}`);
+        if (amount < 0n && available < 0n)
+          this.violate(2, recorded, `adjustment ${event.data.adjustment_id} of ${amount} took the available balance to ${available}`);
+        if (amount === 0n || (event.data.kind === 'credit_note' && amount < 0n))
+          this.violate(2, recorded, `adjustment ${event.data.adjustment_id} is a ${event.data.kind} of ${amount}`);
         return;
       }
       case 'HoldPlaced': {
         const { hold_id, amount_nano, key_id } = event.data;
         // Hold ids are generation ids: unique, and the generations projection is keyed by them.
         if (this.open.has(hold_id)) this.violate(1, recorded, `hold ${hold_id} placed again while open`);
-        else if (this.resolved.has(hold_id)) this.violate(1, recorded, `hold ${hold_id} placed again after it was resolved at revision ${this.resolved.get(hold_id)}`);
+        else if (this.resolved.has(hold_id))
+          this.violate(1, recorded, `hold ${hold_id} placed again after it was resolved at revision ${this.resolved.get(hold_id)}`);
         this.open.set(hold_id, { amount: BigInt(amount_nano), keyId: key_id });
         const available = this.credits - this.charges + this.adjustments - this.openNano();
         if (available < 0n) this.violate(2, recorded, `hold ${hold_id} of ${amount_nano} took the available balance to ${available}`);
@@ -188,12 +191,17 @@ class AccountAudit {
         // older events lack it, and AggregateStore stamps both from one clock reading.
         this.addKeyDay(event.data.key_id, utcDay(event.data.charged_at ?? recorded.metadata?.at), amount);
         if (!hold) return;
-        if (event.data.key_id !== hold.keyId) this.violate(3, recorded, `hold ${event.data.hold_id} of key ${hold.keyId} is charged to key ${event.data.key_id}`);
+        if (event.data.key_id !== hold.keyId)
+          this.violate(3, recorded, `hold ${event.data.hold_id} of key ${hold.keyId} is charged to key ${event.data.key_id}`);
         const excess = amount > hold.amount ? amount - hold.amount : 0n;
         // Absent on events written before the field existed: their excess is counted all the same.
         const recordedExcess = event.data.exceeded_hold_nano;
         if (recordedExcess !== undefined && BigInt(recordedExcess) !== excess) {
-          this.violate(1, recorded, `hold ${event.data.hold_id} of ${hold.amount} charged ${amount}: exceeded_hold_nano is ${recordedExcess}, the excess ${excess}`);
+          this.violate(
+            1,
+            recorded,
+            `hold ${event.data.hold_id} of ${hold.amount} charged ${amount}: exceeded_hold_nano is ${recordedExcess}, the excess ${excess}`,
+          );
         }
         if (excess > 0n) {
           this.overHold.count++;
@@ -222,7 +230,8 @@ class AccountAudit {
         this.reaped.corrections++;
         this.reaped.correctedNano += amount;
         // Only a hold the reaper settled may be corrected, by a positive amount.
-        if (!this.reapedHolds.has(event.data.hold_id)) this.violate(1, recorded, `correction of hold ${event.data.hold_id}, which the hold reaper did not settle`);
+        if (!this.reapedHolds.has(event.data.hold_id))
+          this.violate(1, recorded, `correction of hold ${event.data.hold_id}, which the hold reaper did not settle`);
         if (amount <= 0n) this.violate(1, recorded, `correction of hold ${event.data.hold_id} by ${amount}`);
         return;
       }
@@ -241,7 +250,9 @@ class AccountAudit {
     this.violate(
       1,
       recorded,
-      first === undefined ? `${recorded.type} for hold ${holdId}, which was never placed` : `second terminal event for hold ${holdId} (first at revision ${first})`,
+      first === undefined
+        ? `${recorded.type} for hold ${holdId}, which was never placed`
+        : `second terminal event for hold ${holdId} (first at revision ${first})`,
     );
     return null;
   }
@@ -262,18 +273,31 @@ class AccountAudit {
   finish(): void {
     const total = { stream: this.stream, revision: null };
     if (this.state.chargedNano !== this.charges) {
-      this.violations.push({ ...total, invariant: 3, message: `the charges in the log sum to ${this.charges} but the replayed lifetime usage is ${this.state.chargedNano}` });
+      this.violations.push({
+        ...total,
+        invariant: 3,
+        message: `the charges in the log sum to ${this.charges} but the replayed lifetime usage is ${this.state.chargedNano}`,
+      });
     }
     const replayedAdjustments = this.state.adjustedNano ?? 0n;
     if (replayedAdjustments !== this.adjustments) {
-      this.violations.push({ ...total, invariant: 3, message: `the adjustments in the log sum to ${this.adjustments} but the replayed state holds ${replayedAdjustments}` });
+      this.violations.push({
+        ...total,
+        invariant: 3,
+        message: `the adjustments in the log sum to ${this.adjustments} but the replayed state holds ${replayedAdjustments}`,
+      });
     }
     const keyIds = new Set([...this.keyDays.keys(), ...Object.keys(this.state.keys)]);
     for (const keyId of [...keyIds].sort()) {
       let logged = 0n;
       for (const amount of this.keyDays.get(keyId)?.values() ?? []) logged += amount;
       const replayed = this.state.keys[keyId]?.lifetimeNano ?? 0n;
-      if (replayed !== logged) this.violations.push({ ...total, invariant: 3, message: `key ${keyId}: its charges in the log sum to ${logged} but its replayed lifetime usage is ${replayed}` });
+      if (replayed !== logged)
+        this.violations.push({
+          ...total,
+          invariant: 3,
+          message: `key ${keyId}: its charges in the log sum to ${logged} but its replayed lifetime usage is ${replayed}`,
+        });
     }
     if (canonical(this.state) !== canonical(this.twin)) {
       this.violations.push({ ...total, revision: this.revision, invariant: 4, message: 'replaying the same events twice gave different states' });
@@ -373,7 +397,13 @@ export class LedgerAuditor {
       // The credits projection creates an account's row on AccountOpened only.
       if (state.accountId !== null) {
         const open = [...state.holds.entries()];
-        figures.accounts.set(accountId, { purchasedNano: state.creditsNano, usedNano: state.chargedNano, adjustedNano: state.adjustedNano, heldNano: heldNano(state), openHolds: open.length });
+        figures.accounts.set(accountId, {
+          purchasedNano: state.creditsNano,
+          usedNano: state.chargedNano,
+          adjustedNano: state.adjustedNano,
+          heldNano: heldNano(state),
+          openHolds: open.length,
+        });
         for (const [holdId, hold] of open) figures.holds.set(holdId, { accountId, amountNano: hold.amountNano });
       }
       for (const [keyId, days] of keyDays) {
@@ -433,25 +463,39 @@ export function compareCredits(expected: ProjectedFigures, rows: CreditRows): Mi
     ] as const;
     for (const [column, projected, replayed] of columns) {
       if (projected !== replayed) {
-        out.push({ table: 'credit_accounts', row: row.accountId, message: `credit_accounts row for ${row.accountId}: ${column} ${projected} but the log says ${replayed}` });
+        out.push({
+          table: 'credit_accounts',
+          row: row.accountId,
+          message: `credit_accounts row for ${row.accountId}: ${column} ${projected} but the log says ${replayed}`,
+        });
       }
     }
   }
   for (const [accountId, log] of expected.accounts) {
     if (!seen.has(accountId)) {
-      out.push({ table: 'credit_accounts', row: accountId, message: `credit_accounts has no row for ${accountId}; the log has it with ${log.purchasedNano} purchased, ${log.usedNano} used` });
+      out.push({
+        table: 'credit_accounts',
+        row: accountId,
+        message: `credit_accounts has no row for ${accountId}; the log has it with ${log.purchasedNano} purchased, ${log.usedNano} used`,
+      });
     }
   }
   const projectedHolds = new Map(rows.holds.map((h) => [h.holdId, h]));
   for (const [holdId, row] of projectedHolds) {
     const log = expected.holds.get(holdId);
-    if (!log) out.push({ table: 'credit_holds', row: holdId, message: `credit_holds has hold ${holdId} of ${row.accountId} open; the log has no such open hold` });
+    if (!log)
+      out.push({ table: 'credit_holds', row: holdId, message: `credit_holds has hold ${holdId} of ${row.accountId} open; the log has no such open hold` });
     else if (row.amountNano !== log.amountNano || row.accountId !== log.accountId) {
-      out.push({ table: 'credit_holds', row: holdId, message: `credit_holds row for ${holdId}: ${row.amountNano} on ${row.accountId} but the log says ${log.amountNano} on ${log.accountId}` });
+      out.push({
+        table: 'credit_holds',
+        row: holdId,
+        message: `credit_holds row for ${holdId}: ${row.amountNano} on ${row.accountId} but the log says ${log.amountNano} on ${log.accountId}`,
+      });
     }
   }
   for (const [holdId, log] of expected.holds) {
-    if (!projectedHolds.has(holdId)) out.push({ table: 'credit_holds', row: holdId, message: `credit_holds lacks open hold ${holdId} of ${log.accountId} (${log.amountNano})` });
+    if (!projectedHolds.has(holdId))
+      out.push({ table: 'credit_holds', row: holdId, message: `credit_holds lacks open hold ${holdId} of ${log.accountId} (${log.amountNano})` });
   }
   return out;
 }
@@ -476,7 +520,9 @@ export function compareKeyUsage(expected: ProjectedFigures, rows: KeyUsageRow[],
     if (p === r) continue;
     const [keyId, day] = row.split(' ');
     const message =
-      p === undefined ? `key_usage_daily has no row for key ${keyId} on ${day}; the log charges ${r}` : `key_usage_daily for key ${keyId} on ${day}: cost_nano ${p} but the log says ${r}`;
+      p === undefined
+        ? `key_usage_daily has no row for key ${keyId} on ${day}; the log charges ${r}`
+        : `key_usage_daily for key ${keyId} on ${day}: cost_nano ${p} but the log says ${r}`;
     out.push({ table: 'key_usage_daily', row, message });
   }
   return out;
@@ -491,14 +537,14 @@ export const KEY_USAGE_PROJECTION = 'key_usage';
 /** Every account event in global order, or one account's stream, a page at a time. */
 export async function* readAccountEvents(store: EventStore, account?: string, pageSize = 1000): AsyncGenerator<RecordedEvent> {
   if (account !== undefined) {
-    for (let from = 0n; ; ) {
+    for (let from = 0n; ;) {
       const page = await store.readStream(accountStream(account), { fromRevision: from, maxCount: pageSize });
       if (page.length === 0) return;
       yield* page;
       from = page[page.length - 1].revision + 1n;
     }
   }
-  for (let after = START; ; ) {
+  for (let after = START; ;) {
     const page = await store.readAll({ after, maxCount: pageSize });
     if (page.length === 0) return;
     for (const event of page) if (event.stream.startsWith(STREAM_PREFIX)) yield event;
@@ -524,10 +570,14 @@ export async function readProjectionSnapshot(sql: SqlRunner, scope: { account?: 
       (await tx.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [name])).rows[0]?.position ?? START;
     const byAccount = scope.account === undefined ? '' : ' WHERE account_id = $1';
     const params = scope.account === undefined ? [] : [scope.account];
-    const accounts = await tx.query<{ account_id: string; purchased_nano: string; used_nano: string; adjusted_nano: string; held_nano: string; open_holds: number }>(
-      `SELECT account_id, purchased_nano::text, used_nano::text, adjusted_nano::text, held_nano::text, open_holds FROM credit_accounts${byAccount}`,
-      params,
-    );
+    const accounts = await tx.query<{
+      account_id: string;
+      purchased_nano: string;
+      used_nano: string;
+      adjusted_nano: string;
+      held_nano: string;
+      open_holds: number;
+    }>(`SELECT account_id, purchased_nano::text, used_nano::text, adjusted_nano::text, held_nano::text, open_holds FROM credit_accounts${byAccount}`, params);
     const holds = await tx.query<{ hold_id: string; account_id: string; amount_nano: string }>(
       `SELECT hold_id, account_id, amount_nano::text FROM credit_holds${byAccount}`,
       params,
@@ -571,7 +621,9 @@ export class NoSuchAccountError extends Error {
 export class LedgerAuditFailedError extends Error {
   override readonly name = 'LedgerAuditFailedError';
   constructor(report: LedgerAuditReport) {
-    super(`${plural(report.violations.length, 'violation')}, ${plural(report.projections?.mismatches.length ?? 0, 'projection mismatch', 'projection mismatches')}`);
+    super(
+      `${plural(report.violations.length, 'violation')}, ${plural(report.projections?.mismatches.length ?? 0, 'projection mismatch', 'projection mismatches')}`,
+    );
     this.stack = `${this.name}: ${this.message}`;
   }
 }
@@ -584,7 +636,8 @@ export async function runLedgerAudit(store: EventStore, sql: SqlRunner, options:
   const { account } = options;
   if (options.at !== undefined) {
     const audit = await auditLedger(readAccountEvents(store, account), options);
-    if (account !== undefined && audit.accounts.length === 0) throw new NoSuchAccountError(`account ${account} has no events at or before ${options.at.toISOString()}`);
+    if (account !== undefined && audit.accounts.length === 0)
+      throw new NoSuchAccountError(`account ${account} has no events at or before ${options.at.toISOString()}`);
     return { ...audit, projections: null };
   }
   // key_usage_daily has no account column: one account's rows are those of the keys its log
@@ -654,7 +707,9 @@ export function formatLedgerAudit(report: LedgerAuditReport): string[] {
   else {
     const { checkpoints, mismatches } = report.projections;
     const at = (p: Position) => p || '(start)';
-    lines.push(`Projections compared at their checkpoints: ${CREDITS_PROJECTION} ${at(checkpoints.credits)}, ${KEY_USAGE_PROJECTION} ${at(checkpoints.keyUsage)}`);
+    lines.push(
+      `Projections compared at their checkpoints: ${CREDITS_PROJECTION} ${at(checkpoints.credits)}, ${KEY_USAGE_PROJECTION} ${at(checkpoints.keyUsage)}`,
+    );
     if (mismatches.length === 0) lines.push('Projections: no mismatches');
     for (const m of mismatches) lines.push(`MISMATCH ${m.message}`);
   }

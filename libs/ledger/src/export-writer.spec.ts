@@ -50,7 +50,7 @@ describe('ledger export, written from the PostgreSQL event store', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('writes one CSV row per money event of the period, in log order, whose sums per account are the statements\'', async () => {
+  it("writes one CSV row per money event of the period, in log order, whose sums per account are the statements'", async () => {
     expect(want.count).toBeGreaterThan(300); // the period is a real slice of the log, with every kind of event
     const result = await run({ format: 'csv', out: file('all.csv') });
     const [header, ...rows] = parseCsv(readFileSync(file('all.csv'), 'utf8'));
@@ -81,7 +81,10 @@ describe('ledger export, written from the PostgreSQL event store', () => {
     await run({ format: 'csv', out: file('ref.csv') });
     const csv = parseCsv(readFileSync(file('ref.csv'), 'utf8')).slice(1);
     await run({ format: 'jsonl', out: file('all.jsonl') });
-    const lines = readFileSync(file('all.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(file('all.jsonl'), 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.position)).toEqual(csv.map((r) => r[0]));
     expect(lines.map((l) => l.balance_effect_usd)).toEqual(csv.map((r) => r[EXPORT_COLUMNS.indexOf('balance_effect_usd')]));
 
@@ -95,11 +98,21 @@ describe('ledger export, written from the PostgreSQL event store', () => {
     expect(rows.map((r) => r.position)).toEqual(lines.map((l) => l.position));
     rows.forEach((r, i) => {
       const l = lines[i];
-      expect([r.type, r.account_id, r.generation_id ?? null, r.provider ?? null, r.byok ?? null, r.batch ?? null, r.reason ?? null]).toEqual([l.type, l.account_id, l.generation_id, l.provider, l.byok, l.batch, l.reason]);
+      expect([r.type, r.account_id, r.generation_id ?? null, r.provider ?? null, r.byok ?? null, r.batch ?? null, r.reason ?? null]).toEqual([
+        l.type,
+        l.account_id,
+        l.generation_id,
+        l.provider,
+        l.byok,
+        l.batch,
+        l.reason,
+      ]);
       expect(r.meters ?? null).toEqual(l.meters);
       // DECIMAL(18, 9): the reader hands back a float; its nanos are the exact amount.
       expect(Math.round(r.amount_usd * 1e9)).toBe(Number(l.amount_usd.replace('.', '')));
-      expect(r.provider_cost_usd === null || r.provider_cost_usd === undefined ? null : Math.round(r.provider_cost_usd * 1e9)).toBe(l.provider_cost_usd === null ? null : Number(l.provider_cost_usd.replace('.', '')));
+      expect(r.provider_cost_usd === null || r.provider_cost_usd === undefined ? null : Math.round(r.provider_cost_usd * 1e9)).toBe(
+        l.provider_cost_usd === null ? null : Number(l.provider_cost_usd.replace('.', '')),
+      );
     });
     const decimal = metadata.schema.find((s) => s.name === 'balance_effect_usd')!;
     expect(decimal).toMatchObject({ type: 'INT64', converted_type: 'DECIMAL', scale: 9, precision: 18 });
@@ -151,7 +164,16 @@ describe('ledger export, written from the PostgreSQL event store', () => {
   it('continues a finished file with what was appended since: --after its last position', async () => {
     const out = file('grow.jsonl');
     const first = await run({ format: 'jsonl', out, period: {} });
-    await appendMoneyLog(store, [[{ stream: 'account-acct-0', type: 'CreditsAdded', data: { account_id: 'acct-0', amount_nano: '7', reason: 'late' }, metadata: { at: '2026-12-01T00:00:00.000Z' } }]]);
+    await appendMoneyLog(store, [
+      [
+        {
+          stream: 'account-acct-0',
+          type: 'CreditsAdded',
+          data: { account_id: 'acct-0', amount_nano: '7', reason: 'late' },
+          metadata: { at: '2026-12-01T00:00:00.000Z' },
+        },
+      ],
+    ]);
     const next = await run({ format: 'jsonl', out, period: {}, after: first.position });
     expect(next.rowsThisRun).toBe(1);
     const lines = readFileSync(out, 'utf8').trimEnd().split('\n');

@@ -165,7 +165,7 @@ class StreamSink implements Sink {
 }
 
 function writeAll(fd: number, buffer: Uint8Array): number {
-  for (let done = 0; done < buffer.length; ) done += writeSync(fd, buffer, done, buffer.length - done);
+  for (let done = 0; done < buffer.length;) done += writeSync(fd, buffer, done, buffer.length - done);
   return buffer.length;
 }
 
@@ -194,7 +194,12 @@ class FdByteWriter extends ByteWriter {
   }
 }
 
-const utf8 = (name: string, required = false) => ({ name, type: 'BYTE_ARRAY' as const, converted_type: 'UTF8' as const, repetition_type: required ? ('REQUIRED' as const) : ('OPTIONAL' as const) });
+const utf8 = (name: string, required = false) => ({
+  name,
+  type: 'BYTE_ARRAY' as const,
+  converted_type: 'UTF8' as const,
+  repetition_type: required ? ('REQUIRED' as const) : ('OPTIONAL' as const),
+});
 /** Exact money: nano-USD as an INT64 DECIMAL(18, 9), which Spark, DuckDB, pandas and BigQuery read as decimal USD. */
 const usdDecimal = (name: string, required: boolean) => ({
   name,
@@ -385,7 +390,8 @@ interface Opened {
 async function openOutput(options: LedgerExportOptions, after: Position): Promise<Opened> {
   const { format, out, period } = options;
   if (out === undefined) {
-    if (format === 'parquet') throw new LedgerOptionError('--out', '--format parquet needs --out <file> (a Parquet file is not a stream, and is resumed from its checkpoint)');
+    if (format === 'parquet')
+      throw new LedgerOptionError('--out', '--format parquet needs --out <file> (a Parquet file is not a stream, and is resumed from its checkpoint)');
     const stream = options.stdout ?? process.stdout;
     const sink = new StreamSink(stream, format);
     // A continuation (--after) appends to what an earlier run printed: no second header.
@@ -399,16 +405,30 @@ async function openOutput(options: LedgerExportOptions, after: Position): Promis
   if (after !== START && existsSync(out)) {
     const path = checkpointFile(out);
     if (!existsSync(path)) {
-      throw new LedgerOptionError('--after', `--after ${after}: ${out} exists but ${path} does not, so where its rows end is unknown; export to a new file, or without --after to overwrite it`);
+      throw new LedgerOptionError(
+        '--after',
+        `--after ${after}: ${out} exists but ${path} does not, so where its rows end is unknown; export to a new file, or without --after to overwrite it`,
+      );
     }
     const checkpoint = decodeState<Checkpoint>(readFileSync(path, 'utf8'));
-    const mismatch = checkpoint.format !== format ? `--format ${checkpoint.format}` : checkpoint.from !== from ? `--from ${checkpoint.from ?? '(none)'}` : checkpoint.to !== to ? `--to ${checkpoint.to ?? '(none)'}` : null;
+    const mismatch =
+      checkpoint.format !== format
+        ? `--format ${checkpoint.format}`
+        : checkpoint.from !== from
+          ? `--from ${checkpoint.from ?? '(none)'}`
+          : checkpoint.to !== to
+            ? `--to ${checkpoint.to ?? '(none)'}`
+            : null;
     if (mismatch) throw new LedgerOptionError('--after', `${out} was exported with ${mismatch}: resume it with the same options`);
     const entry = checkpoint.entries.find((e) => e.position === after);
     if (!entry) {
-      throw new LedgerOptionError('--after', `--after ${after}: ${out} was last flushed at ${checkpoint.entries[0]?.position || '(start)'}; resume with --after $(cat ${positionFile(out)})`);
+      throw new LedgerOptionError(
+        '--after',
+        `--after ${after}: ${out} was last flushed at ${checkpoint.entries[0]?.position || '(start)'}; resume with --after $(cat ${positionFile(out)})`,
+      );
     }
-    if (statSync(out).size < entry.bytes) throw new Error(`${out} is shorter (${statSync(out).size} bytes) than its checkpoint at ${after} (${entry.bytes} bytes): it was changed since`);
+    if (statSync(out).size < entry.bytes)
+      throw new Error(`${out} is shorter (${statSync(out).size} bytes) than its checkpoint at ${after} (${entry.bytes} bytes): it was changed since`);
     resume = { entry, checkpoint };
   }
 
@@ -425,7 +445,10 @@ async function openOutput(options: LedgerExportOptions, after: Position): Promis
     rows = entry.rows;
     sink =
       format === 'parquet'
-        ? new ParquetSink(fd, options.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS, { bytes: entry.bytes, state: parquetStateAt(checkpoint.parquet!, entry.rowGroups ?? 0) })
+        ? new ParquetSink(fd, options.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS, {
+            bytes: entry.bytes,
+            state: parquetStateAt(checkpoint.parquet!, entry.rowGroups ?? 0),
+          })
         : new TextFileSink(fd, format, entry.bytes);
   } else {
     // A fresh file: checkpoints of an earlier export to it no longer describe it.

@@ -1,5 +1,17 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import { csvHeader, csvLine, EXPORT_COLUMNS, inPeriod, jsonlLine, LedgerOptionError, moneyRow, parseAfter, parseFormat, parseInstant, parsePeriod } from './export';
+import {
+  csvHeader,
+  csvLine,
+  EXPORT_COLUMNS,
+  inPeriod,
+  jsonlLine,
+  LedgerOptionError,
+  moneyRow,
+  parseAfter,
+  parseFormat,
+  parseInstant,
+  parsePeriod,
+} from './export';
 
 let revision = 0n;
 const recorded = (type: string, data: Record<string, unknown>, at: string | null = '2026-11-02T10:00:00.000Z', stream = 'account-acme'): RecordedEvent => ({
@@ -32,7 +44,13 @@ const charge = (over: Record<string, unknown> = {}) =>
 
 describe('ledger export: the row of a money event', () => {
   it('given a charge, when exported, then it is one row with its key, generation, meters, provider cost and amounts: charged positive, the balance effect negative', () => {
-    const row = moneyRow(charge({ usage: { input: 10, output: 5 }, provider_cost_nano: '900000001', lines: [{ meter: 'input', quantity: 10, unit_price_usd: '1', amount_nano: '1' }] }))!;
+    const row = moneyRow(
+      charge({
+        usage: { input: 10, output: 5 },
+        provider_cost_nano: '900000001',
+        lines: [{ meter: 'input', quantity: 10, unit_price_usd: '1', amount_nano: '1' }],
+      }),
+    )!;
     expect(row).toMatchObject({
       type: 'UsageCharged',
       account_id: 'acme',
@@ -73,19 +91,33 @@ describe('ledger export: the row of a money event', () => {
       byok: null,
       meters: null,
     });
-    const note = moneyRow(recorded('BalanceAdjusted', { account_id: 'acme', adjustment_id: 'adj-1', amount_nano: '250000000', kind: 'credit_note', reason: 'outage', operator: 'ops' }))!;
+    const note = moneyRow(
+      recorded('BalanceAdjusted', {
+        account_id: 'acme',
+        adjustment_id: 'adj-1',
+        amount_nano: '250000000',
+        kind: 'credit_note',
+        reason: 'outage',
+        operator: 'ops',
+      }),
+    )!;
     expect(note).toMatchObject({ adjustment_id: 'adj-1', kind: 'credit_note', amount_usd: '0.250000000', balance_effect_usd: '0.250000000' });
-    const debit = moneyRow(recorded('BalanceAdjusted', { account_id: 'acme', adjustment_id: 'adj-2', amount_nano: '-5', kind: 'adjustment', reason: 'x', operator: 'ops' }))!;
+    const debit = moneyRow(
+      recorded('BalanceAdjusted', { account_id: 'acme', adjustment_id: 'adj-2', amount_nano: '-5', kind: 'adjustment', reason: 'x', operator: 'ops' }),
+    )!;
     expect(debit).toMatchObject({ amount_usd: '-0.000000005', balance_effect_usd: '-0.000000005', balance_effect_nano: -5n });
   });
 
   it('given events that move no money, or a money type on another stream, when exported, then they have no row', () => {
-    for (const type of ['HoldPlaced', 'HoldReleased', 'HoldExpired', 'AccountOpened', 'BalanceLow']) expect(moneyRow(recorded(type, { account_id: 'acme', hold_id: 'h' }))).toBeNull();
+    for (const type of ['HoldPlaced', 'HoldReleased', 'HoldExpired', 'AccountOpened', 'BalanceLow'])
+      expect(moneyRow(recorded(type, { account_id: 'acme', hold_id: 'h' }))).toBeNull();
     expect(moneyRow(recorded('CreditsAdded', { amount_nano: '1' }, null, 'webhook-acme'))).toBeNull();
   });
 
   it('given an amount that is not a nano-USD integer, when exported, then the export stops naming the event instead of summing a wrong figure', () => {
-    expect(() => moneyRow(recorded('CreditsAdded', { account_id: 'acme', amount_nano: '1.5' }))).toThrow(/CreditsAdded at .*account-acme.*amount_nano is not an amount in nano-USD: "1.5"/);
+    expect(() => moneyRow(recorded('CreditsAdded', { account_id: 'acme', amount_nano: '1.5' }))).toThrow(
+      /CreditsAdded at .*account-acme.*amount_nano is not an amount in nano-USD: "1.5"/,
+    );
   });
 });
 
@@ -135,7 +167,9 @@ describe('ledger export: options', () => {
   });
 
   it('refuses from after to, and an empty period', () => {
-    expect(refusal(() => parsePeriod({ from: '2026-11-02', to: '2026-11-01' })).message).toBe('--from (2026-11-02T00:00:00.000Z) must be before --to (2026-11-01T00:00:00.000Z): the period is [from, to)');
+    expect(refusal(() => parsePeriod({ from: '2026-11-02', to: '2026-11-01' })).message).toBe(
+      '--from (2026-11-02T00:00:00.000Z) must be before --to (2026-11-01T00:00:00.000Z): the period is [from, to)',
+    );
     expect(refusal(() => parsePeriod({ from: '2026-11-02', to: '2026-11-02T00:00:00Z' })).option).toBe('--from');
   });
 
@@ -148,7 +182,16 @@ describe('ledger export: options', () => {
 
 describe('ledger export: CSV and JSON lines', () => {
   it('quotes CSV fields with commas, quotes and line breaks, and puts the meters in one JSON column', () => {
-    const row = moneyRow(recorded('BalanceAdjusted', { account_id: 'a,b', adjustment_id: 'x', amount_nano: '1', kind: 'adjustment', reason: 'said "no"\nthen yes', operator: 'o' }))!;
+    const row = moneyRow(
+      recorded('BalanceAdjusted', {
+        account_id: 'a,b',
+        adjustment_id: 'x',
+        amount_nano: '1',
+        kind: 'adjustment',
+        reason: 'said "no"\nthen yes',
+        operator: 'o',
+      }),
+    )!;
     const line = csvLine(row);
     expect(line).toContain('"a,b"');
     expect(line).toContain('"said ""no""\nthen yes"');

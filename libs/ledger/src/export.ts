@@ -46,7 +46,11 @@ export class LedgerOptionError extends Error {
  */
 export function parseInstant(option: string, text: string): Date {
   const at = parseStatementInstant(text.trim());
-  if (at === null) throw new LedgerOptionError(option, `${option} is not an ISO 8601 date or date-time (e.g. 2026-11-01 or 2026-11-01T00:00:00Z; UTC when no offset): ${JSON.stringify(text)}`);
+  if (at === null)
+    throw new LedgerOptionError(
+      option,
+      `${option} is not an ISO 8601 date or date-time (e.g. 2026-11-01 or 2026-11-01T00:00:00Z; UTC when no offset): ${JSON.stringify(text)}`,
+    );
   return at;
 }
 
@@ -205,7 +209,8 @@ export function moneyRow(event: RecordedEvent): MoneyRow | null {
     case 'UsageCorrected': {
       const amount = nano(data.amount_nano, event, 'amount_nano');
       const provider = str(data.provider);
-      const cost = data.provider_cost_nano === undefined || data.provider_cost_nano === null ? null : nano(data.provider_cost_nano, event, 'provider_cost_nano');
+      const cost =
+        data.provider_cost_nano === undefined || data.provider_cost_nano === null ? null : nano(data.provider_cost_nano, event, 'provider_cost_nano');
       return {
         ...base,
         key_id: str(data.key_id),
@@ -235,7 +240,8 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = ['csv', 'jsonl', 'parquet
 
 export function parseFormat(text: string | undefined): ExportFormat {
   const format = (text ?? 'csv').toLowerCase();
-  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new LedgerOptionError('--format', `--format must be one of ${EXPORT_FORMATS.join(', ')}: ${JSON.stringify(text)}`);
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format))
+    throw new LedgerOptionError('--format', `--format must be one of ${EXPORT_FORMATS.join(', ')}: ${JSON.stringify(text)}`);
   return format as ExportFormat;
 }
 

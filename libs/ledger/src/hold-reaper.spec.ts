@@ -13,8 +13,15 @@ describe("reaping a dead gateway's hold", () => {
   });
 
   it('releases a hold of which nothing delivered was recorded (spec 1 rule 3: nothing returned is not billed)', () => {
-    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: null })).toEqual({ type: 'ReleaseHold', holdId: 'h1', errorCode: 'gateway_lost', reaped: true });
-    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 5n, stats: stats({ completion_tokens: 0 }) } })).toMatchObject({ type: 'ReleaseHold' });
+    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: null })).toEqual({
+      type: 'ReleaseHold',
+      holdId: 'h1',
+      errorCode: 'gateway_lost',
+      reaped: true,
+    });
+    expect(reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 5n, stats: stats({ completion_tokens: 0 }) } })).toMatchObject({
+      type: 'ReleaseHold',
+    });
   });
 
   // Issue 41 A: a charge its gateway could not land is landed as decided, not re-derived.
@@ -25,12 +32,28 @@ describe("reaping a dead gateway's hold", () => {
       accountId: 'a1',
       progress: { amountNano: 300n, stats: stats({ completion_tokens: 0 }), charge: { usage: { output: 3 }, lines, provider_cost_nano: '120', returned: 2 } },
     });
-    expect(command).toEqual({ type: 'ChargeUsage', holdId: 'h1', amountNano: 300n, stats: stats({ completion_tokens: 0 }), usage: { output: 3 }, lines, providerCostNano: 120n, returned: 2, reaped: true });
+    expect(command).toEqual({
+      type: 'ChargeUsage',
+      holdId: 'h1',
+      amountNano: 300n,
+      stats: stats({ completion_tokens: 0 }),
+      usage: { output: 3 },
+      lines,
+      providerCostNano: 120n,
+      returned: 2,
+      reaped: true,
+    });
   });
 
   it('cannot settle a hold twice: one its gateway settled after all is refused as not open', () => {
     const reaped = reapCommand({ holdId: 'h1', accountId: 'a1', progress: { amountNano: 700n, stats: stats({ completion_tokens: 7 }) } });
-    spec.given([opened, credited(1_000_000n), held('h9', 1000n)]).when(reaped).thenThrows('hold_not_open');
-    spec.given([opened, credited(1_000_000n), held('h1', 1000n), charged('h1', 900n, '2026-11-02T10:00:00.000Z')]).when(reaped).thenThrows('hold_not_open');
+    spec
+      .given([opened, credited(1_000_000n), held('h9', 1000n)])
+      .when(reaped)
+      .thenThrows('hold_not_open');
+    spec
+      .given([opened, credited(1_000_000n), held('h1', 1000n), charged('h1', 900n, '2026-11-02T10:00:00.000Z')])
+      .when(reaped)
+      .thenThrows('hold_not_open');
   });
 });

@@ -10,7 +10,11 @@ import type { CostLine, MeterUsage } from './pricing';
 export interface Orphan {
   holdId: string;
   accountId: string;
-  progress: { amountNano: bigint; stats: GenerationStats; charge?: { usage?: MeterUsage; lines?: CostLine[]; provider_cost_nano?: string | null; returned?: number } } | null;
+  progress: {
+    amountNano: bigint;
+    stats: GenerationStats;
+    charge?: { usage?: MeterUsage; lines?: CostLine[]; provider_cost_nano?: string | null; returned?: number };
+  } | null;
 }
 
 export interface HoldReaperPorts {
@@ -33,7 +37,8 @@ export function reapCommand(orphan: Orphan): AccountCommand {
   const { progress } = orphan;
   const { charge } = progress ?? {};
   // `reaped`: the process may be alive after all (issue 41 D) and may still charge what it delivered.
-  if (progress === null || (charge === undefined && progress.stats.completion_tokens === 0)) return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost', reaped: true };
+  if (progress === null || (charge === undefined && progress.stats.completion_tokens === 0))
+    return { type: 'ReleaseHold', holdId: orphan.holdId, errorCode: 'gateway_lost', reaped: true };
   // A final charge goes as it was decided; the ledger still releases one that returned nothing.
   return {
     type: 'ChargeUsage',

@@ -49,4 +49,3 @@ export class LedgerCommandHandler implements ICommandHandler<LedgerCommand> {
 
 @Module({ providers: [LedgerCommandHandler] })
 export class LedgerModule {}
-

@@ -70,7 +70,17 @@ export function billedMeters(usage: MeterUsage): MeterUsage {
 }
 
 /** The meters other than tokens: what a non-text call is billed in, shown beside the token counts. */
-export const UNIT_METERS = ['characters', 'search_units', 'queries', 'seconds', 'images', 'provider_cost', 'audio_input', 'cached_audio_input', 'audio_output'] as const satisfies readonly Meter[];
+export const UNIT_METERS = [
+  'characters',
+  'search_units',
+  'queries',
+  'seconds',
+  'images',
+  'provider_cost',
+  'audio_input',
+  'cached_audio_input',
+  'audio_output',
+] as const satisfies readonly Meter[];
 export type UnitMeter = (typeof UNIT_METERS)[number];
 
 /**

@@ -3,7 +3,14 @@ import { parsePeriod } from './export';
 import { formatReconciliation, marginPercent, Reconciler, reconciliationJson } from './reconcile';
 
 let n = 0;
-const charged = (provider: string, model: string, amount: bigint, cost: bigint | null, at = '2026-11-02T10:00:00.000Z', over: Record<string, unknown> = {}): RecordedEvent => {
+const charged = (
+  provider: string,
+  model: string,
+  amount: bigint,
+  cost: bigint | null,
+  at = '2026-11-02T10:00:00.000Z',
+  over: Record<string, unknown> = {},
+): RecordedEvent => {
   n++;
   return {
     id: `e${n}`,
@@ -52,10 +59,20 @@ describe('ledger reconcile', () => {
   it('given charges whose cost is unknown, when reconciled, then the margin is over the known ones only, and the unknown are counted, summed and listed', () => {
     const r = reconcile([charged('sim', 'sim/echo', 1000n, 900n), charged('sim', 'sim/echo', 7000n, null)]);
     const [g] = r.groups;
-    expect(g).toMatchObject({ requests: 2, chargedNano: 8000n, knownRequests: 1, chargedKnownNano: 1000n, providerCostNano: 900n, unknownRequests: 1, unknownChargedNano: 7000n });
+    expect(g).toMatchObject({
+      requests: 2,
+      chargedNano: 8000n,
+      knownRequests: 1,
+      chargedKnownNano: 1000n,
+      providerCostNano: 900n,
+      unknownRequests: 1,
+      unknownChargedNano: 7000n,
+    });
     // Not 8000 - 900 over 8000: an unknown cost is not a free one.
     expect(marginPercent(g)).toBe('10.00');
-    expect(r.unknown).toEqual([expect.objectContaining({ generationId: expect.stringMatching(/^gen-/), provider: 'sim', model: 'sim/echo', chargedNano: 7000n, accountId: 'acme' })]);
+    expect(r.unknown).toEqual([
+      expect.objectContaining({ generationId: expect.stringMatching(/^gen-/), provider: 'sim', model: 'sim/echo', chargedNano: 7000n, accountId: 'acme' }),
+    ]);
   });
 
   it('given BYOK charges, when reconciled, then they are apart, fees only, and never listed as an unknown cost', () => {
@@ -73,7 +90,7 @@ describe('ledger reconcile', () => {
     expect(marginPercent(reconcile([charged('sim', 'm', 3n, 1n)]).groups[0])).toBe('66.67');
   });
 
-  it('given charges outside the period by charged_at, and other events, when reconciled, then only the period\'s charges count', () => {
+  it("given charges outside the period by charged_at, and other events, when reconciled, then only the period's charges count", () => {
     const r = reconcile([
       charged('sim', 'm', 1n, 1n, '2026-11-02T23:59:00.000Z', { charged_at: '2026-11-03T00:00:00.000Z' }),
       charged('sim', 'm', 2n, 1n, '2026-11-01T23:00:00.000Z', { charged_at: '2026-11-02T00:00:00.000Z' }),
@@ -91,6 +108,8 @@ describe('ledger reconcile', () => {
     expect(JSON.parse(reconciliationJson(r)).unknown_provider_cost).toHaveLength(25);
     const header = text.find((l) => l.startsWith('provider'))!;
     expect(header).toMatch(/requests\s+charged\s+cost known\s+charged \(known\)\s+provider cost\s+margin\s+margin %\s+cost unknown\s+charged \(unknown\)/);
-    expect(text.find((l) => l.startsWith('(all)'))).toMatch(/^\(all\)\s+\(all\)\s+25\s+\$0\.000000250\s+0\s+\$0\.000000000\s+\$0\.000000000\s+\$0\.000000000\s+n\/a\s+25\s+\$0\.000000250$/);
+    expect(text.find((l) => l.startsWith('(all)'))).toMatch(
+      /^\(all\)\s+\(all\)\s+25\s+\$0\.000000250\s+0\s+\$0\.000000000\s+\$0\.000000000\s+\$0\.000000000\s+n\/a\s+25\s+\$0\.000000250$/,
+    );
   });
 });

@@ -130,13 +130,23 @@ export class Reconciler {
       // The account pays the provider itself on BYOK: an unknown cost there is not the operator's.
       if (!byok) {
         const at = (event.data as { charged_at?: string }).charged_at ?? row.at;
-        this.unknown.push({ generationId: row.generation_id ?? '(none)', accountId: row.account_id, keyId: row.key_id, provider, model, chargedNano: row.amount_nano, at, position: row.position });
+        this.unknown.push({
+          generationId: row.generation_id ?? '(none)',
+          accountId: row.account_id,
+          keyId: row.key_id,
+          provider,
+          model,
+          chargedNano: row.amount_nano,
+          at,
+          position: row.position,
+        });
       }
     }
   }
 
   finish(): Reconciliation {
-    const order = (a: ReconcileGroup, b: ReconcileGroup) => (a.provider === b.provider ? (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) : a.provider < b.provider ? -1 : 1);
+    const order = (a: ReconcileGroup, b: ReconcileGroup) =>
+      a.provider === b.provider ? (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) : a.provider < b.provider ? -1 : 1;
     const all = [...this.groups.values()].sort(order);
     const groups = all.filter((g) => !g.byok);
     const byok = all.filter((g) => g.byok);
@@ -162,7 +172,11 @@ const periodText = (p: ExportPeriod) => `[${p.from?.toISOString() ?? '-inf'}, ${
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   // Text left, figures right.
-  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
@@ -189,14 +203,18 @@ export function formatReconciliation(r: Reconciliation, maxUnknown = 20): string
       [...r.groups.map(operatorRow), operatorRow(r.totals)],
     ),
   );
-  lines.push('', 'BYOK calls (the account pays the provider; charged = the operator\'s fees):');
+  lines.push('', "BYOK calls (the account pays the provider; charged = the operator's fees):");
   if (r.byok.length === 0) lines.push('  none');
   else {
     const byokRow = (g: ReconcileGroup) => [g.provider, g.model, String(g.requests), usd(g.chargedNano)];
     lines.push(...table(['provider', 'model', 'requests', 'fees'], [...r.byok.map(byokRow), byokRow(r.byokTotals)]));
   }
-  lines.push('', `Generations with an unknown provider cost: ${r.unknown.length}${r.unknown.length > maxUnknown ? ` (first ${maxUnknown}; all of them with --json)` : ''}`);
-  for (const u of r.unknown.slice(0, maxUnknown)) lines.push(`  ${u.generationId}  ${u.provider}  ${u.model}  ${usd(u.chargedNano)}  account ${u.accountId}  ${u.at ?? ''}`.trimEnd());
+  lines.push(
+    '',
+    `Generations with an unknown provider cost: ${r.unknown.length}${r.unknown.length > maxUnknown ? ` (first ${maxUnknown}; all of them with --json)` : ''}`,
+  );
+  for (const u of r.unknown.slice(0, maxUnknown))
+    lines.push(`  ${u.generationId}  ${u.provider}  ${u.model}  ${usd(u.chargedNano)}  account ${u.accountId}  ${u.at ?? ''}`.trimEnd());
   return lines;
 }
 

@@ -1,7 +1,10 @@
 import { addToWindow, chargedInWindow, windowResetsAt, windowStart, type LimitReset } from './spend-window';
 
 const at = (iso: string) => new Date(iso);
-const window = (reset: LimitReset, instant: string) => [windowStart(reset, at(instant))?.toISOString() ?? null, windowResetsAt(reset, at(instant))?.toISOString() ?? null];
+const window = (reset: LimitReset, instant: string) => [
+  windowStart(reset, at(instant))?.toISOString() ?? null,
+  windowResetsAt(reset, at(instant))?.toISOString() ?? null,
+];
 
 describe('spend windows (spec 3.3, 8: UTC; weekly resets Monday)', () => {
   it('daily: 00:00 UTC to the next 00:00 UTC', () => {

@@ -10,7 +10,15 @@ class Log {
 
   add(at: string, event: AccountEvent): this {
     const n = this.events.length;
-    this.events.push({ id: `e${n}`, type: event.type, data: event.data, metadata: { at }, stream: accountStream(A), revision: BigInt(n), position: encodePosition(BigInt(n + 1), 0n) });
+    this.events.push({
+      id: `e${n}`,
+      type: event.type,
+      data: event.data,
+      metadata: { at },
+      stream: accountStream(A),
+      revision: BigInt(n),
+      position: encodePosition(BigInt(n + 1), 0n),
+    });
     return this;
   }
 
@@ -131,7 +139,7 @@ describe('account statement (issue 23)', () => {
     expect(buildStatement(A, log.events, period('2026-11-01T00:00:00.000Z', '2026-11-02T23:59:59.900Z')).charges).toHaveLength(0);
   });
 
-  it('agrees with the spend windows across a weekly and a monthly reset: a key\'s charges from the window start to `to` are its window spend', async () => {
+  it("agrees with the spend windows across a weekly and a monthly reset: a key's charges from the window start to `to` are its window spend", async () => {
     const log = history();
     const to = new Date('2026-11-04T00:00:00.000Z');
     const audit = await auditLedger(log.events, { at: new Date(to.getTime() - 1) });
@@ -182,7 +190,9 @@ describe('account statement (issue 23)', () => {
 
     it('takes ISO 8601 dates (00:00 UTC) and date-times (UTC when no offset)', () => {
       expect(parseStatementPeriod({ from: '2026-11-01', to: '2026-11-02T12:30' }, NOW)).toEqual(period('2026-11-01T00:00:00.000Z', '2026-11-02T12:30:00.000Z'));
-      expect(parseStatementPeriod({ from: '2026-11-01T02:00:00+02:00', to: '2026-11-02T00:00:00.250Z' }, NOW)).toEqual(period('2026-11-01T00:00:00.000Z', '2026-11-02T00:00:00.250Z'));
+      expect(parseStatementPeriod({ from: '2026-11-01T02:00:00+02:00', to: '2026-11-02T00:00:00.250Z' }, NOW)).toEqual(
+        period('2026-11-01T00:00:00.000Z', '2026-11-02T00:00:00.250Z'),
+      );
       // A period that ended this very instant is stated; 366 days (a leap year) is the longest.
       expect(parseStatementPeriod({ from: '2025-11-19T12:00:00Z', to: '2026-11-20T12:00:00Z' }, NOW).to).toEqual(NOW);
     });
@@ -204,11 +214,11 @@ describe('account statement (issue 23)', () => {
   });
 });
 
-describe('a statement seen from an organization\'s workspace (issue 41 item 13)', () => {
+describe("a statement seen from an organization's workspace (issue 41 item 13)", () => {
   const whole = buildStatement(A, history().events, PERIOD);
   const seen = statementJson(statementSeenFrom(whole, new Set(['k2'])));
 
-  it('given a workspace with key k2, when stated, then only k2\'s charges, releases and expiries are listed, with their meters', () => {
+  it("given a workspace with key k2, when stated, then only k2's charges, releases and expiries are listed, with their meters", () => {
     expect(seen.charges.map((c) => c.key_id)).toEqual(['k2']);
     expect(seen.releases.map((r) => r.key_id)).toEqual(['k2']);
     expect(seen.expiries).toEqual([]);
@@ -216,7 +226,7 @@ describe('a statement seen from an organization\'s workspace (issue 41 item 13)'
     expect(seen.totals.by_meter).toEqual(seen.charges[0].meters);
   });
 
-  it('then the other keys\' charges are one sum, and the balances still add up', () => {
+  it("then the other keys' charges are one sum, and the balances still add up", () => {
     const all = statementJson(whole);
     expect(seen.opening_balance).toBe(all.opening_balance);
     expect(seen.closing_balance).toBe(all.closing_balance);

@@ -99,7 +99,8 @@ export function eventInstant(event: Pick<RecordedEvent, 'type' | 'data' | 'metad
   return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
 }
 
-const isoOf = (recorded: RecordedEvent, ms: number) => (typeof recorded.metadata?.at === 'string' ? recorded.metadata.at : new Date(Number.isFinite(ms) ? ms : 0).toISOString());
+const isoOf = (recorded: RecordedEvent, ms: number) =>
+  typeof recorded.metadata?.at === 'string' ? recorded.metadata.at : new Date(Number.isFinite(ms) ? ms : 0).toISOString();
 
 function addMeters(into: MeterUsage, usage: MeterUsage): void {
   for (const [meter, quantity] of Object.entries(usage) as [keyof MeterUsage, number][]) into[meter] = (into[meter] ?? 0) + quantity;
@@ -120,7 +121,16 @@ export class StatementBuilder {
   constructor(accountId: string, period: StatementPeriod) {
     this.fromMs = period.from.getTime();
     this.toMs = period.to.getTime();
-    this.statement = { accountId, from: period.from, to: period.to, credits: [], releases: [], expiries: [], adjustments: [], totals: { creditsNano: 0n, chargesNano: 0n, adjustmentsNano: 0n, byMeter: {} } };
+    this.statement = {
+      accountId,
+      from: period.from,
+      to: period.to,
+      credits: [],
+      releases: [],
+      expiries: [],
+      adjustments: [],
+      totals: { creditsNano: 0n, chargesNano: 0n, adjustmentsNano: 0n, byMeter: {} },
+    };
   }
 
   observe(recorded: RecordedEvent): void {
@@ -283,7 +293,14 @@ export function parseStatementInstant(text: string): Date | null {
   const local = Date.UTC(y, mo - 1, d, h, mi, s, ms);
   const check = new Date(local);
   // 2026-02-30 or 25:00 would roll over into another instant: only a time that round-trips exists.
-  if (check.getUTCFullYear() !== y || check.getUTCMonth() !== mo - 1 || check.getUTCDate() !== d || check.getUTCHours() !== h || check.getUTCMinutes() !== mi || check.getUTCSeconds() !== s) {
+  if (
+    check.getUTCFullYear() !== y ||
+    check.getUTCMonth() !== mo - 1 ||
+    check.getUTCDate() !== d ||
+    check.getUTCHours() !== h ||
+    check.getUTCMinutes() !== mi ||
+    check.getUTCSeconds() !== s
+  ) {
     return null;
   }
   const offset = dt[8];
@@ -302,18 +319,29 @@ const invalid = (param: 'from' | 'to', code: string, message: string) => new Dom
 export function parseStatementPeriod(input: { from: unknown; to: unknown }, now: Date): StatementPeriod {
   const instant = (param: 'from' | 'to'): Date => {
     const value = input[param];
-    if (value === undefined || value === null || value === '') throw invalid(param, 'missing_parameter', `${param} is required: an ISO 8601 date or date-time.`);
+    if (value === undefined || value === null || value === '')
+      throw invalid(param, 'missing_parameter', `${param} is required: an ISO 8601 date or date-time.`);
     const at = typeof value === 'string' ? parseStatementInstant(value) : null;
     if (at === null) {
-      throw invalid(param, 'invalid_date', `${param} must be an ISO 8601 date (2026-11-01) or date-time (2026-11-01T00:00:00Z; UTC when no offset is given), given once.`);
+      throw invalid(
+        param,
+        'invalid_date',
+        `${param} must be an ISO 8601 date (2026-11-01) or date-time (2026-11-01T00:00:00Z; UTC when no offset is given), given once.`,
+      );
     }
     return at;
   };
   const from = instant('from');
   const to = instant('to');
   if (from.getTime() >= to.getTime()) throw invalid('from', 'invalid_period', `from (${from.toISOString()}) must be before to (${to.toISOString()}).`);
-  if (to.getTime() > now.getTime()) throw invalid('to', 'period_not_ended', `to (${to.toISOString()}) is in the future: only a period that has ended is stated, so that its statement never changes.`);
-  if (to.getTime() - from.getTime() > MAX_STATEMENT_DAYS * DAY_MS) throw invalid('to', 'period_too_long', `A statement covers at most ${MAX_STATEMENT_DAYS} days; ask for several.`);
+  if (to.getTime() > now.getTime())
+    throw invalid(
+      'to',
+      'period_not_ended',
+      `to (${to.toISOString()}) is in the future: only a period that has ended is stated, so that its statement never changes.`,
+    );
+  if (to.getTime() - from.getTime() > MAX_STATEMENT_DAYS * DAY_MS)
+    throw invalid('to', 'period_too_long', `A statement covers at most ${MAX_STATEMENT_DAYS} days; ask for several.`);
   return { from, to };
 }
 
@@ -340,11 +368,33 @@ export function statementJson(s: Statement) {
     },
     releases: s.releases.map((r) => ({ at: r.at, hold_id: r.holdId, key_id: r.keyId, held_amount: nanoToUsd(r.heldNano), reason: r.reason })),
     expiries: s.expiries.map((e) => ({ at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd(e.heldNano) })),
-    adjustments: s.adjustments.map((a) => ({ at: a.at, adjustment_id: a.adjustmentId, kind: a.kind, amount: nanoToUsd(a.amountNano), reason: a.reason, operator: a.operator })),
+    adjustments: s.adjustments.map((a) => ({
+      at: a.at,
+      adjustment_id: a.adjustmentId,
+      kind: a.kind,
+      amount: nanoToUsd(a.amountNano),
+      reason: a.reason,
+      operator: a.operator,
+    })),
   };
 }
 
-export const STATEMENT_CSV_COLUMNS = ['section', 'at', 'date', 'key_id', 'model', 'requests', 'hold_id', 'adjustment_id', 'kind', 'amount', 'held_amount', 'meters', 'reason', 'operator'] as const;
+export const STATEMENT_CSV_COLUMNS = [
+  'section',
+  'at',
+  'date',
+  'key_id',
+  'model',
+  'requests',
+  'hold_id',
+  'adjustment_id',
+  'kind',
+  'amount',
+  'held_amount',
+  'meters',
+  'reason',
+  'operator',
+] as const;
 type CsvRow = Partial<Record<(typeof STATEMENT_CSV_COLUMNS)[number], string | number>>;
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
@@ -362,21 +412,34 @@ export function statementCsv(s: Statement): string {
   const rows: CsvRow[] = [
     { section: 'opening_balance', at: s.from.toISOString(), amount: nanoToUsd9(s.openingNano), reason: `account ${s.accountId}` },
     ...s.credits.map((c): CsvRow => ({ section: 'credit', at: c.at, amount: nanoToUsd9(c.amountNano), reason: c.reason })),
-    ...s.charges.map(
-      (c): CsvRow => ({
-        section: 'charge',
-        date: c.date,
-        key_id: c.keyId,
-        model: c.model,
-        requests: c.requests,
-        amount: nanoToUsd9(c.amountNano),
-        meters: Object.entries(c.meters)
-          .map(([meter, quantity]) => `${meter}=${quantity}`)
-          .join(';'),
-      }),
-    ),
-    ...s.adjustments.map((a): CsvRow => ({ section: 'adjustment', at: a.at, adjustment_id: a.adjustmentId, kind: a.kind, amount: nanoToUsd9(a.amountNano), reason: a.reason ?? undefined, operator: a.operator ?? undefined })),
-    ...s.releases.map((r): CsvRow => ({ section: 'release', at: r.at, hold_id: r.holdId, key_id: r.keyId, held_amount: nanoToUsd9(r.heldNano), reason: r.reason })),
+    ...s.charges.map((c): CsvRow => ({
+      section: 'charge',
+      date: c.date,
+      key_id: c.keyId,
+      model: c.model,
+      requests: c.requests,
+      amount: nanoToUsd9(c.amountNano),
+      meters: Object.entries(c.meters)
+        .map(([meter, quantity]) => `${meter}=${quantity}`)
+        .join(';'),
+    })),
+    ...s.adjustments.map((a): CsvRow => ({
+      section: 'adjustment',
+      at: a.at,
+      adjustment_id: a.adjustmentId,
+      kind: a.kind,
+      amount: nanoToUsd9(a.amountNano),
+      reason: a.reason ?? undefined,
+      operator: a.operator ?? undefined,
+    })),
+    ...s.releases.map((r): CsvRow => ({
+      section: 'release',
+      at: r.at,
+      hold_id: r.holdId,
+      key_id: r.keyId,
+      held_amount: nanoToUsd9(r.heldNano),
+      reason: r.reason,
+    })),
     ...s.expiries.map((e): CsvRow => ({ section: 'expiry', at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd9(e.heldNano) })),
     { section: 'closing_balance', at: s.to.toISOString(), amount: nanoToUsd9(s.closingNano), reason: `built_at_position ${s.builtAtPosition ?? '(none)'}` },
   ];

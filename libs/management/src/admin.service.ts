@@ -9,7 +9,18 @@ import { ApiError, CONFIG, nanoToUsd, READ_DB, sealSecret, usdToNano } from '@sv
 import type { OrgCommand } from '@svc/identity';
 import type { AccountCommand } from '@svc/ledger';
 import { type AdjustmentKind, findAdjustment, LedgerCommand } from '@svc/ledger';
-import { type AuditEntry, type CreditsRow, getCredits, getOrg, listAuditLog, listProviderKeys, orgRoleOf, PROJECTIONS, type ProviderKeyRow, ReadYourWrites } from '@svc/projections';
+import {
+  type AuditEntry,
+  type CreditsRow,
+  getCredits,
+  getOrg,
+  listAuditLog,
+  listProviderKeys,
+  orgRoleOf,
+  PROJECTIONS,
+  type ProviderKeyRow,
+  ReadYourWrites,
+} from '@svc/projections';
 import { CATALOG } from '@svc/catalog';
 import type { Config, SqlRunner } from '@svc/platform';
 import type { ProjectionRunner } from '@svc/projections';
@@ -109,7 +120,8 @@ export class AdminService {
       if (err.code === 'account_not_found') throw accountNotFound(accountId);
       const param = typeof err.details.param === 'string' ? err.details.param : null;
       // Spec 7 has no row for these: a 409 says the request is fine but the account's state refuses it.
-      if (err.code === 'adjustment_exceeds_balance' || err.code === 'adjustment_id_conflict') throw new ApiError(409, 'invalid_request_error', err.message, err.code, param);
+      if (err.code === 'adjustment_exceeds_balance' || err.code === 'adjustment_id_conflict')
+        throw new ApiError(409, 'invalid_request_error', err.message, err.code, param);
       throw ApiError.invalidRequest(err.message, param, err.code);
     });
     if (result.appended) await this.settle(result.appended.position, 'credits', 'audit_log');
@@ -117,7 +129,15 @@ export class AdminService {
     // The decider just accepted it, or recognised it as already recorded: it is in the stream.
     if (!recorded) throw new Error(`adjustment ${adjustmentId} of ${accountId} is not in its stream`);
     const d = recorded.data;
-    return { adjustment_id: d.adjustment_id, account_id: d.account_id, kind: d.kind, amount_usd: nanoToUsd(BigInt(d.amount_nano)), reason: d.reason, operator: d.operator, created_at: String(recorded.metadata.at) };
+    return {
+      adjustment_id: d.adjustment_id,
+      account_id: d.account_id,
+      kind: d.kind,
+      amount_usd: nanoToUsd(BigInt(d.amount_nano)),
+      reason: d.reason,
+      operator: d.operator,
+      created_at: String(recorded.metadata.at),
+    };
   }
 
   /** `param` names the request field that carried the id, for the 404. */
@@ -199,7 +219,8 @@ export class AdminService {
   private catalogProvider(provider: string): CatalogProvider {
     const known = this.catalogProviders();
     const found = known.get(provider);
-    if (!found) throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
+    if (!found)
+      throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
     return found;
   }
 

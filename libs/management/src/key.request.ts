@@ -1,16 +1,4 @@
-import {
-  IsArray,
-  IsIn,
-  IsInt,
-  IsNumber,
-  IsString,
-  Max,
-  MaxLength,
-  Min,
-  ValidateBy,
-  ValidateIf,
-  type ValidationOptions,
-} from 'class-validator';
+import { IsArray, IsIn, IsInt, IsNumber, IsString, Max, MaxLength, Min, ValidateBy, ValidateIf, type ValidationOptions } from 'class-validator';
 import { isDomainPattern, isIpOrCidr, MAX_INTEGER_SETTING, MAX_LIST_ENTRIES, MAX_LIST_ENTRY_LENGTH } from '@svc/identity';
 import { MAX_AMOUNT_USD } from '@svc/platform';
 

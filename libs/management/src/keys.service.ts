@@ -4,7 +4,17 @@ import { randomUUID } from 'node:crypto';
 import { CATALOG, type Catalog, parseModelId } from '@svc/catalog';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller, KeyRecord } from '@svc/identity';
-import { canManageKey, DEFAULT_KEY_SETTINGS, generateKeySecret, hashKeySecret, IdentityCommand, type KeyCommand, type KeyManager, type KeySettings, secretHint } from '@svc/identity';
+import {
+  canManageKey,
+  DEFAULT_KEY_SETTINGS,
+  generateKeySecret,
+  hashKeySecret,
+  IdentityCommand,
+  type KeyCommand,
+  type KeyManager,
+  type KeySettings,
+  secretHint,
+} from '@svc/identity';
 import { ApiError, CLOCK, type Clock, CONFIG, effectiveRateLimits, nanoToUsd, type RateLimitDefaults, READ_DB, usdToNano } from '@svc/platform';
 import { windowResetsAt } from '@svc/ledger';
 import { getKey, keyUsage, type KeyUsage, listKeys, orgRoleOf, PROJECTIONS, ReadYourWrites } from '@svc/projections';
@@ -111,7 +121,11 @@ export class KeysService {
     // Usage includes the caller's own calls made through this process just before.
     await Promise.all([...new Set(keys.map((k) => k.accountId))].map((account) => this.reads.settle(account, 'key_usage')));
     const now = this.clock.now();
-    const usage = await keyUsage(this.sql, keys.map((k) => k.keyId), now);
+    const usage = await keyUsage(
+      this.sql,
+      keys.map((k) => k.keyId),
+      now,
+    );
     return keys.map((k) => presentKey(k, usage.get(k.keyId)!, now, this.config.rateLimits));
   }
 
@@ -159,7 +173,11 @@ export class KeysService {
       rpm_limit: body.rpm_limit,
       tpm_limit: body.tpm_limit,
       expires_at:
-        body.expires_in_days === undefined ? undefined : body.expires_in_days === null ? null : new Date(now.getTime() + body.expires_in_days * DAY_MS).toISOString(),
+        body.expires_in_days === undefined
+          ? undefined
+          : body.expires_in_days === null
+            ? null
+            : new Date(now.getTime() + body.expires_in_days * DAY_MS).toISOString(),
     };
     const changes = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Partial<KeySettings>;
     if (current) return changes;
@@ -183,7 +201,10 @@ export class KeysService {
       else if (!ids.includes(id)) ids.push(id);
     }
     if (unknown.length > 0) {
-      const shown = unknown.slice(0, 10).map((id) => JSON.stringify(id)).join(', ');
+      const shown = unknown
+        .slice(0, 10)
+        .map((id) => JSON.stringify(id))
+        .join(', ');
       const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : '';
       const presets = unknown.some((id) => id.startsWith(PRESET_MARK)) ? ' A preset is not a model: list the models its requests may use.' : '';
       throw ApiError.invalidRequest(

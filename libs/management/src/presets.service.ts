@@ -29,7 +29,11 @@ export class PresetsService {
   async get(workspaceId: string, slug: string): Promise<PresetWithVersions> {
     const found = await this.stored(workspaceId, slug);
     if (!found) throw presetNotFound(slug);
-    return { ...found, config: this.open(workspaceId, slug, found.config), versions: found.versions.map((v) => ({ ...v, config: this.open(workspaceId, slug, v.config) })) };
+    return {
+      ...found,
+      config: this.open(workspaceId, slug, found.config),
+      versions: found.versions.map((v) => ({ ...v, config: this.open(workspaceId, slug, v.config) })),
+    };
   }
 
   /** As stored: system prompts sealed (issue 41 S4). */

@@ -34,8 +34,14 @@ export function parseSettingsPatch(body: unknown): SettingsPatch {
   if (root.prompt_logging !== undefined) {
     const p = jsonObjectOf(root.prompt_logging, 'prompt_logging', ['enabled', 'retention_days']);
     const days = p.retention_days;
-    if (days !== undefined && (typeof days !== 'number' || !Number.isInteger(days) || days < PROMPT_LOG_RETENTION_DAYS.min || days > PROMPT_LOG_RETENTION_DAYS.max)) {
-      throw bad('prompt_logging.retention_days', `'prompt_logging.retention_days' must be an integer from ${PROMPT_LOG_RETENTION_DAYS.min} to ${PROMPT_LOG_RETENTION_DAYS.max}.`);
+    if (
+      days !== undefined &&
+      (typeof days !== 'number' || !Number.isInteger(days) || days < PROMPT_LOG_RETENTION_DAYS.min || days > PROMPT_LOG_RETENTION_DAYS.max)
+    ) {
+      throw bad(
+        'prompt_logging.retention_days',
+        `'prompt_logging.retention_days' must be an integer from ${PROMPT_LOG_RETENTION_DAYS.min} to ${PROMPT_LOG_RETENTION_DAYS.max}.`,
+      );
     }
     patch.promptLogging = { enabled: boolean(p.enabled, 'prompt_logging.enabled'), retentionDays: days as number | undefined };
   }
@@ -54,7 +60,8 @@ export function parseSettingsPatch(body: unknown): SettingsPatch {
 /** PUT /v1/settings/webhook: `url` is checked for safety by the service; `events` absent or null means every type. */
 export function parseWebhookRequest(body: unknown): WebhookRequest {
   const root = jsonObjectOf(body, '', ['url', 'events']);
-  if (typeof root.url !== 'string' || root.url.length === 0 || root.url.length > 2048) throw bad('url', "'url' must be an https URL of at most 2048 characters.");
+  if (typeof root.url !== 'string' || root.url.length === 0 || root.url.length > 2048)
+    throw bad('url', "'url' must be an https URL of at most 2048 characters.");
   const events = root.events;
   if (events === undefined || events === null) return { url: root.url, events: null };
   if (!Array.isArray(events) || events.length === 0) throw bad('events', "'events' must be a non-empty array of event types, or null for every type.");

@@ -3,7 +3,19 @@ import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
 import { SettingsCommandMessage, webhookSecretContext, type SettingsCommand, type SettingsEvent } from '@svc/identity';
-import { ApiError, checkOutboundUrl, CLOCK, CONFIG, OutboundRefused, READ_DB, resolveOutboundTarget, sealSecret, type Clock, type Config, type SqlRunner } from '@svc/platform';
+import {
+  ApiError,
+  checkOutboundUrl,
+  CLOCK,
+  CONFIG,
+  OutboundRefused,
+  READ_DB,
+  resolveOutboundTarget,
+  sealSecret,
+  type Clock,
+  type Config,
+  type SqlRunner,
+} from '@svc/platform';
 import {
   getAccountSettings,
   getWebhookEvent,
@@ -24,7 +36,14 @@ const newWebhookId = () => `wh_${randomBytes(12).toString('hex')}`;
 
 /** What the API shows of an endpoint; never the secret, except once when it is made. */
 export function presentWebhook(webhook: NonNullable<AccountSettingsRow['webhook']>) {
-  return { id: webhook.id, url: webhook.url, events: webhook.events, paused: webhook.paused, consecutive_failures: webhook.consecutiveFailures, updated_at: webhook.savedAt };
+  return {
+    id: webhook.id,
+    url: webhook.url,
+    events: webhook.events,
+    paused: webhook.paused,
+    consecutive_failures: webhook.consecutiveFailures,
+    updated_at: webhook.savedAt,
+  };
 }
 
 export function presentSettings(settings: AccountSettingsRow) {
@@ -50,7 +69,14 @@ export function presentWebhookEvent(event: WebhookEventRow, attempts?: WebhookAt
       last_error: event.lastError,
     },
     ...(attempts && {
-      attempts: attempts.map((a) => ({ attempt: a.attempt, at: a.at, status_code: a.statusCode, latency_ms: a.latencyMs, error: a.error, delivered: a.delivered })),
+      attempts: attempts.map((a) => ({
+        attempt: a.attempt,
+        at: a.at,
+        status_code: a.statusCode,
+        latency_ms: a.latencyMs,
+        error: a.error,
+        delivered: a.delivered,
+      })),
     }),
   };
 }
@@ -115,7 +141,14 @@ export class SettingsService {
     const secret = current.webhook ? null : newWebhookSecret();
     const events = await this.execute(
       accountId,
-      { type: 'SaveWebhook', accountId, webhookId, url: request.url as string, events: request.events, encryptedSecret: secret === null ? '' : this.seal(accountId, webhookId, secret) },
+      {
+        type: 'SaveWebhook',
+        accountId,
+        webhookId,
+        url: request.url as string,
+        events: request.events,
+        encryptedSecret: secret === null ? '' : this.seal(accountId, webhookId, secret),
+      },
       metadata,
     );
     // Shown only if it is the one recorded: a concurrent first save may have made the endpoint already.
@@ -173,7 +206,8 @@ export class SettingsService {
   /** Purges one log, or all of them (`generationId` null): deleted for good, not hidden. */
   async purgePromptLogs(accountId: string, generationId: string | null): Promise<number> {
     const deleted = await this.logs().purge(accountId, generationId);
-    if (generationId !== null && deleted === 0) throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
+    if (generationId !== null && deleted === 0)
+      throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
     return deleted;
   }
 
@@ -184,7 +218,12 @@ export class SettingsService {
   private seal(accountId: string, webhookId: string, secret: string): string {
     const key = this.config.encryptionKey;
     if (key === null) {
-      throw new ApiError(503, 'service_unavailable', 'Webhooks are not available on this gateway: it has no SVC_ENCRYPTION_KEY to keep signing secrets.', 'encryption_unavailable');
+      throw new ApiError(
+        503,
+        'service_unavailable',
+        'Webhooks are not available on this gateway: it has no SVC_ENCRYPTION_KEY to keep signing secrets.',
+        'encryption_unavailable',
+      );
     }
     return sealSecret(key, secret, webhookSecretContext(accountId, webhookId));
   }

@@ -1,7 +1,16 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { randomBytes, randomInt } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
-import { STEP_UP_ACTIONS, STEP_UP_CODE, STEP_UP_CODE_TTL_MS, stepUpCodeHmac, stepUpCodeKey, stepUpDecider, stepUpStream, type StepUpAction } from '@svc/identity';
+import {
+  STEP_UP_ACTIONS,
+  STEP_UP_CODE,
+  STEP_UP_CODE_TTL_MS,
+  stepUpCodeHmac,
+  stepUpCodeKey,
+  stepUpDecider,
+  stepUpStream,
+  type StepUpAction,
+} from '@svc/identity';
 import { ApiError, CLOCK, CONFIG, createMailer, jsonObjectOf, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
 import { getAccountSettings } from '@svc/projections';
 
@@ -48,15 +57,27 @@ export class StepUpService implements OnApplicationShutdown {
   /** POST /v1/step-up/codes: a new code for `action`, mailed to the account's step-up address. */
   async sendCode(accountId: string, action: StepUpAction, metadata: EventMetadata): Promise<{ action: StepUpAction; sent_to: string; expires_at: string }> {
     const { stepUp } = await getAccountSettings(this.sql, accountId);
-    if (!stepUp.enabled || !stepUp.email) throw ApiError.invalidRequest('Email step-up is off for this account: no action needs a code.', 'action', 'step_up_not_enabled');
+    if (!stepUp.enabled || !stepUp.email)
+      throw ApiError.invalidRequest('Email step-up is off for this account: no action needs a code.', 'action', 'step_up_not_enabled');
     // A code is stored only under the server's secret: a bare hash of 6 digits is reversed in a second.
     if (!this.codeKey) {
-      throw new ApiError(503, 'service_unavailable', 'Confirmation codes cannot be issued: the gateway has no SVC_ENCRYPTION_KEY to protect them with. Ask the operator to set it.', 'step_up_unavailable');
+      throw new ApiError(
+        503,
+        'service_unavailable',
+        'Confirmation codes cannot be issued: the gateway has no SVC_ENCRYPTION_KEY to protect them with. Ask the operator to set it.',
+        'step_up_unavailable',
+      );
     }
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
     const salt = randomBytes(16).toString('hex');
     const codeId = `suc_${randomBytes(12).toString('hex')}`;
-    await this.aggregates.handle(stepUpDecider, stepUpStream(accountId), { type: 'IssueStepUpCode', accountId, action, codeId, salt, codeHash: stepUpCodeHmac(this.codeKey, salt, code) }, metadata)
+    await this.aggregates
+      .handle(
+        stepUpDecider,
+        stepUpStream(accountId),
+        { type: 'IssueStepUpCode', accountId, action, codeId, salt, codeHash: stepUpCodeHmac(this.codeKey, salt, code) },
+        metadata,
+      )
       .catch((err: unknown) => {
         if (err instanceof DomainError && err.code === 'step_up_rate_limited') {
           const retryAfter = Math.max(1, Math.ceil(Number(err.details.retry_after_ms) / 1000));
@@ -89,11 +110,16 @@ export class StepUpService implements OnApplicationShutdown {
     const { stepUp } = await getAccountSettings(this.sql, accountId);
     if (!stepUp.enabled) return;
     if (header === undefined) {
-      throw forbidden('step_up_required', `This account requires email step-up for ${WHAT[action]}: POST /v1/step-up/codes with {"action": "${action}"}, then send the emailed code in X-Svc-Step-Up-Code.`);
+      throw forbidden(
+        'step_up_required',
+        `This account requires email step-up for ${WHAT[action]}: POST /v1/step-up/codes with {"action": "${action}"}, then send the emailed code in X-Svc-Step-Up-Code.`,
+      );
     }
-    const { events } = await this.aggregates.handle(stepUpDecider, stepUpStream(accountId), { type: 'UseStepUpCode', accountId, action, code: header, codeKey: this.codeKey }, metadata).catch((err: unknown) => {
-      throw err instanceof DomainError ? forbidden(err.code, err.message) : err;
-    });
+    const { events } = await this.aggregates
+      .handle(stepUpDecider, stepUpStream(accountId), { type: 'UseStepUpCode', accountId, action, code: header, codeKey: this.codeKey }, metadata)
+      .catch((err: unknown) => {
+        throw err instanceof DomainError ? forbidden(err.code, err.message) : err;
+      });
     if (events[0]?.type !== 'StepUpCodeUsed') throw forbidden('step_up_invalid', `The confirmation code is wrong for ${WHAT[action]}.`);
   }
 

@@ -3,7 +3,16 @@ import { decimalOf, explainCharge, meterLines, providerCostOf, sumOfLines, type 
 import { costOfMeters, METERS, type MeterUsage } from './meters';
 import { costOf, type Target } from './targets';
 
-const none = { perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null };
+const none = {
+  perQuery: null,
+  perSecond: null,
+  perImage: null,
+  perMillionCharacters: null,
+  perSearchUnit: null,
+  audioInputPerM: null,
+  cachedAudioInputPerM: null,
+  audioOutputPerM: null,
+};
 // sim/echo's: $2 / M input, $8 / M output, $0.50 / M cached input.
 const echo: ModelPrices = { inputPerM: 2_000_000_000n, outputPerM: 8_000_000_000n, cachedInputPerM: 500_000_000n, ...none };
 // 70% of them: what the provider charges the operator.

@@ -26,4 +26,17 @@ export {
   type UnsettledCharge,
   type UnsettledCharges,
 } from './pipeline';
-export { allFailed, costOf, operationOf, OwnProviders, pricesOf, targetsOf, worthAnotherTry, type Failure, type OptionalOperation, type RoutedModel, type Target, type ToolPrices } from './targets';
+export {
+  allFailed,
+  costOf,
+  operationOf,
+  OwnProviders,
+  pricesOf,
+  targetsOf,
+  worthAnotherTry,
+  type Failure,
+  type OptionalOperation,
+  type RoutedModel,
+  type Target,
+  type ToolPrices,
+} from './targets';

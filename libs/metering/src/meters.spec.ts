@@ -50,7 +50,9 @@ describe('pricing by meter (spec 1)', () => {
     // $32 / M audio in, $0.40 / M cached audio in, $64 / M audio out.
     const realtime: ModelPrices = { ...prices, audioInputPerM: 32_000_000_000n, cachedAudioInputPerM: 400_000_000n, audioOutputPerM: 64_000_000_000n };
     // 1000 text in (2,000,000) + 100 text out (800,000) + (500 - 200) * 32,000 + 200 * 400 + 250 * 64,000
-    expect(costOfMeters({ ...tokens(), audio_input: 500, cached_audio_input: 200, audio_output: 250 }, realtime)).toBe(2_800_000n + 9_600_000n + 80_000n + 16_000_000n);
+    expect(costOfMeters({ ...tokens(), audio_input: 500, cached_audio_input: 200, audio_output: 250 }, realtime)).toBe(
+      2_800_000n + 9_600_000n + 80_000n + 16_000_000n,
+    );
     // Never more cached audio than audio.
     expect(costOfMeters({ audio_input: 10, cached_audio_input: 99 }, realtime)).toBe(4_000n);
     // One audio token at $1 / M is a fraction of a nano: rounded up once, with the other audio.
@@ -92,7 +94,14 @@ describe('pricing by meter (spec 1)', () => {
 
 describe('the tools a model call runs, priced on the same generation (spec 4.2 rule 7)', () => {
   const route = { provider: { name: 'p' }, upstreamModel: 'm', prices } as unknown as CatalogRoute;
-  const target = (over: Partial<Target> = {}): Target => ({ model: { id: 'm', prices } as unknown as CatalogModel, route, provider: {} as Target['provider'], byok: false, fields: {}, ...over });
+  const target = (over: Partial<Target> = {}): Target => ({
+    model: { id: 'm', prices } as unknown as CatalogModel,
+    route,
+    provider: {} as Target['provider'],
+    byok: false,
+    fields: {},
+    ...over,
+  });
 
   it('adds each web search at its engine price to the tokens', () => {
     expect(costOf(target({ toolPrices: { perQuery: 2_000_000n } }), { ...tokens(), queries: 1 }, 5)).toBe(2_800_000n + 2_000_000n);

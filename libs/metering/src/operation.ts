@@ -139,7 +139,12 @@ export async function answerOperation<Request, Answer>(
     returned = operation.returned(answer);
   } catch (err) {
     // An answer the operation cannot read is a provider failure (502, not billed): released, never left open.
-    const failure = new ProviderError({ kind: 'invalid_response', status: 502, message: `the provider's answer could not be read: ${(err as Error).message}`, cause: err });
+    const failure = new ProviderError({
+      kind: 'invalid_response',
+      status: 502,
+      message: `the provider's answer could not be read: ${(err as Error).message}`,
+      cause: err,
+    });
     await calls.release(metered.reservation, target, failure, latencyMs, 'invalid_upstream_answer');
     throw markFailedGeneration(failure, metered.reservation.id);
   }

@@ -213,24 +213,37 @@ export class MeteredCalls {
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const held = targets.map((t) => costOf(t, plan.worstCase, deps.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
-    const holdAttributes = () => ({ ...ids(id, caller.accountId, caller.keyId), [ATTR.amountNano]: Number(held), [ATTR.model]: plan.models[0].model.id, [ATTR.endpoint]: plan.endpoint });
-    const placeHold = () => deps.ledger(caller.accountId, {
-      type: 'PlaceHold',
-      holdId: id,
-      keyId: caller.keyId,
-      amountNano: held,
-      model: plan.models[0].model.id,
-      endpoint: plan.endpoint,
-      ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
-      // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
-      keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
-      ...(plan.idempotency ? { idempotency: plan.idempotency } : {}),
-    }, metadata);
+    const holdAttributes = () => ({
+      ...ids(id, caller.accountId, caller.keyId),
+      [ATTR.amountNano]: Number(held),
+      [ATTR.model]: plan.models[0].model.id,
+      [ATTR.endpoint]: plan.endpoint,
+    });
+    const placeHold = () =>
+      deps.ledger(
+        caller.accountId,
+        {
+          type: 'PlaceHold',
+          holdId: id,
+          keyId: caller.keyId,
+          amountNano: held,
+          model: plan.models[0].model.id,
+          endpoint: plan.endpoint,
+          ttlMs: job?.ttlMs ?? deps.upstreamTimeoutMs + HOLD_GRACE_MS,
+          // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
+          keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
+          ...(plan.idempotency ? { idempotency: plan.idempotency } : {}),
+        },
+        metadata,
+      );
     await this.traced('hold', holdAttributes, placeHold).catch((err: unknown) => {
       // The hold may have committed before the connection was lost: the request fails (503), so
       // nothing may stay held for it (issue 41 A). Given back in the background; none found, none held.
       if (isConnectionFailure(err)) {
-        void settleDurably(() => deps.ledger(caller.accountId, { type: 'ReleaseHold', holdId: id, errorCode: 'hold_unconfirmed' }, metadata), async () => undefined).catch(() => undefined);
+        void settleDurably(
+          () => deps.ledger(caller.accountId, { type: 'ReleaseHold', holdId: id, errorCode: 'hold_unconfirmed' }, metadata),
+          async () => undefined,
+        ).catch(() => undefined);
       }
       throw err;
     });
@@ -288,7 +301,11 @@ export class MeteredCalls {
    * A call that costs nothing (spec 4.13: moderation is free): no hold and no charge, the same
    * fallbacks, and a generation record of cost 0 once a provider answered.
    */
-  async runFree<T>(caller: Caller, plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>, call: (target: Target) => Promise<T>): Promise<{ id: string; target: Target; value: T }> {
+  async runFree<T>(
+    caller: Caller,
+    plan: Pick<Plan, 'models' | 'endpoint' | 'clientRequestId'>,
+    call: (target: Target) => Promise<T>,
+  ): Promise<{ id: string; target: Target; value: T }> {
     const id = newGenerationId();
     const started = performance.now();
     const tried = await this.tryTargets(id, caller, plan.models, call);
@@ -327,18 +344,16 @@ export class MeteredCalls {
    * on; a refusal of the request, or of the account's own key (spec 7: not retried on the
    * operator's key at full price), ends the search, as does the last failure.
    */
-  private async firstAnswer<T>(
-    id: string,
-    targets: readonly Target[],
-    call: (target: Target) => Promise<T>,
-  ): Promise<Tried<T>> {
+  private async firstAnswer<T>(id: string, targets: readonly Target[], call: (target: Target) => Promise<T>): Promise<Tried<T>> {
     const failures: Failure[] = [];
     const { observer, tracing } = this.deps;
     for (const [i, target] of targets.entries()) {
       // The one place providers are called: each try timed, by provider and operation (the model's type).
       const started = performance.now();
       try {
-        const value = await (tracing ? tracing.upstream(`upstream ${providerName(target)}`, upstreamAttributes(id, target, i + 1), () => call(target)) : call(target));
+        const value = await (tracing
+          ? tracing.upstream(`upstream ${providerName(target)}`, upstreamAttributes(id, target, i + 1), () => call(target))
+          : call(target));
         observer?.upstreamAnswered(id, providerName(target), target.model.type, (performance.now() - started) / 1000);
         return { answered: true, target, value };
       } catch (err) {
@@ -366,12 +381,16 @@ export class MeteredCalls {
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
     const command = this.chargeCommand(reservation, target, settlement);
-    const charged = await this.traced('charge', () => settleAttributes(reservation, target), async (span) => {
-      const settled = await this.deps.ledger(reservation.accountId, command, reservation.metadata);
-      const amount = chargedBy(settled.events, command);
-      span?.setAttribute(ATTR.amountNano, Number(amount));
-      return { amount, event: settled.events[0]?.type };
-    });
+    const charged = await this.traced(
+      'charge',
+      () => settleAttributes(reservation, target),
+      async (span) => {
+        const settled = await this.deps.ledger(reservation.accountId, command, reservation.metadata);
+        const amount = chargedBy(settled.events, command);
+        span?.setAttribute(ATTR.amountNano, Number(amount));
+        return { amount, event: settled.events[0]?.type };
+      },
+    );
     this.countOutput(metered, settlement);
     if (charged.amount === 0n) return 0n;
     this.deps.observer?.charged(reservation.id, charged.amount);
@@ -421,7 +440,9 @@ export class MeteredCalls {
   private countOutput(metered: Metered, settlement: Settlement): void {
     const output = settlement.usage.output ?? 0;
     if (metered.recordOutputTokens && output > 0) {
-      metered.recordOutputTokens(output).catch((err: unknown) => this.deps.warn(`${metered.reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
+      metered
+        .recordOutputTokens(output)
+        .catch((err: unknown) => this.deps.warn(`${metered.reservation.id}: output tokens not counted against the rate limit: ${(err as Error).message}`));
     }
   }
 
@@ -459,7 +480,11 @@ export class MeteredCalls {
       ...(free.clientRequestId ? { client_request_id: free.clientRequestId } : {}),
     };
     const { id: generationId, endpoint, model, provider, sourceId, latencyMs } = free;
-    await this.deps.ledger(caller.accountId, { type: 'RecordFreeGeneration', generationId, keyId: caller.keyId, endpoint, model, provider, sourceId, latencyMs }, metadata);
+    await this.deps.ledger(
+      caller.accountId,
+      { type: 'RecordFreeGeneration', generationId, keyId: caller.keyId, endpoint, model, provider, sourceId, latencyMs },
+      metadata,
+    );
   }
 
   /** What `settle` charges for `settlement`: its cost, or nothing when nothing was returned (spec 1 rule 3). */
@@ -500,7 +525,11 @@ export class MeteredCalls {
   }
 
   /** What the generation record shows of a settlement: who answered and the token counts. */
-  statsOf(reservation: Reservation, target: Target, settlement: Pick<Settlement, 'usage' | 'reasoningTokens'>): Omit<GenerationStats, 'latency_ms' | 'ttft_ms'> {
+  statsOf(
+    reservation: Reservation,
+    target: Target,
+    settlement: Pick<Settlement, 'usage' | 'reasoningTokens'>,
+  ): Omit<GenerationStats, 'latency_ms' | 'ttft_ms'> {
     const { usage } = settlement;
     return {
       ...who(reservation, target),
@@ -544,12 +573,23 @@ function ids(generationId: string, accountId: string, keyId: string): Attributes
 }
 
 function settleAttributes(reservation: Reservation, target: Target): Attributes {
-  return { ...ids(reservation.id, reservation.accountId, reservation.keyId), [ATTR.provider]: providerName(target), [ATTR.model]: target.model.id, [ATTR.endpoint]: reservation.endpoint };
+  return {
+    ...ids(reservation.id, reservation.accountId, reservation.keyId),
+    [ATTR.provider]: providerName(target),
+    [ATTR.model]: target.model.id,
+    [ATTR.endpoint]: reservation.endpoint,
+  };
 }
 
 /** An upstream call's span: which provider serves which model for what, and which try this is (fallbacks make several). */
 function upstreamAttributes(generationId: string, target: Target, attempt: number): Attributes {
-  return { [ATTR.generationId]: generationId, [ATTR.provider]: providerName(target), [ATTR.model]: target.model.id, [ATTR.operation]: target.model.type, [ATTR.attempt]: attempt };
+  return {
+    [ATTR.generationId]: generationId,
+    [ATTR.provider]: providerName(target),
+    [ATTR.model]: target.model.id,
+    [ATTR.operation]: target.model.type,
+    [ATTR.attempt]: attempt,
+  };
 }
 
 const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}${BYOK_SUFFIX}` : target.route.provider.name);

@@ -116,9 +116,7 @@ const MAX_OWN_CLIENTS = 1000;
 export class OwnProviders {
   private readonly clients = new Map<string, OpenAiCompatibleProvider>();
 
-  constructor(
-    private readonly options: { encryptionKey: Buffer | null; simulatorUrl: string | null; timeoutMs: number },
-  ) {}
+  constructor(private readonly options: { encryptionKey: Buffer | null; simulatorUrl: string | null; timeoutMs: number }) {}
 
   /** `sealed`: the account's sealed keys by provider name, as the provider_keys read model has them. */
   resolver(accountId: string, sealed: ReadonlyMap<string, string>): (provider: CatalogProvider) => OpenAiCompatibleProvider | null {
@@ -149,7 +147,8 @@ export class OwnProviders {
     try {
       return openSecret(this.options.encryptionKey, sealed, providerKeyContext(accountId, provider));
     } catch (err) {
-      if (err instanceof SecretDecryptionError) throw byokUnavailable(`the ${provider} key saved for this account does not open with this gateway's SVC_ENCRYPTION_KEY; save it again`);
+      if (err instanceof SecretDecryptionError)
+        throw byokUnavailable(`the ${provider} key saved for this account does not open with this gateway's SVC_ENCRYPTION_KEY; save it again`);
       throw err;
     }
   }

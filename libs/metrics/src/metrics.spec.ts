@@ -24,7 +24,7 @@ describe('upstreamErrorCode', () => {
 });
 
 describe('ServiceMetrics.observed', () => {
-  it('times each append and leaves every other member the store\'s own', async () => {
+  it("times each append and leaves every other member the store's own", async () => {
     const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } as never });
     const store = {
       name: 'pglite',

@@ -50,7 +50,11 @@ export class ServiceMetrics {
     labelNames: ['provider', 'code'] as const,
     registers: [this.registry],
   });
-  readonly charges = new Counter({ name: 'svc_charges_total', help: 'Charges recorded by this process (UsageCharged events appended), whatever decided them.', registers: [this.registry] });
+  readonly charges = new Counter({
+    name: 'svc_charges_total',
+    help: 'Charges recorded by this process (UsageCharged events appended), whatever decided them.',
+    registers: [this.registry],
+  });
   readonly chargedNano = new Counter({ name: 'svc_charged_nano_usd_total', help: 'Nano-USD those charges amount to.', registers: [this.registry] });
   readonly rateLimitRefusals = new Counter({
     name: 'svc_rate_limit_refusals_total',
@@ -121,7 +125,7 @@ export class ServiceMetrics {
       const sharedLag = oncePerScrape(projectionLag);
       new Gauge({
         name: 'svc_projection_lag_events',
-        help: 'Events in the log after each projection\'s checkpoint.',
+        help: "Events in the log after each projection's checkpoint.",
         labelNames: ['projection'] as const,
         registers,
         async collect() {

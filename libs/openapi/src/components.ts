@@ -86,7 +86,9 @@ const ErrorObject = obj(
     error: obj(
       {
         message: str(),
-        type: str('spec 7: invalid_request_error, authentication_error, insufficient_quota, permission_error, not_found_error, idempotency_conflict, model_retired, rate_limit_error, api_error, service_unavailable'),
+        type: str(
+          'spec 7: invalid_request_error, authentication_error, insufficient_quota, permission_error, not_found_error, idempotency_conflict, model_retired, rate_limit_error, api_error, service_unavailable',
+        ),
         code: nullable(str('machine-readable reason, e.g. model_not_found, unsupported_parameter')),
         param: nullable(str('the request field at fault, e.g. messages[0].content')),
       },
@@ -102,7 +104,18 @@ const AnthropicError = obj(
     type: constant('error'),
     error: obj(
       {
-        type: oneOfValues(['invalid_request_error', 'authentication_error', 'billing_error', 'permission_error', 'not_found_error', 'request_too_large', 'rate_limit_error', 'api_error', 'overloaded_error', 'timeout_error']),
+        type: oneOfValues([
+          'invalid_request_error',
+          'authentication_error',
+          'billing_error',
+          'permission_error',
+          'not_found_error',
+          'request_too_large',
+          'rate_limit_error',
+          'api_error',
+          'overloaded_error',
+          'timeout_error',
+        ]),
         message: str(),
         code: extension(str()),
         param: extension(str()),
@@ -154,24 +167,27 @@ const KeyRecord = obj(
 
 /** Spec 4.19 (`libs/management/src/key.request.ts`): every field optional; `null` clears a nullable one on PATCH. */
 const keyRequestProperties = {
-    name: str(undefined, { maxLength: 200 }),
-    project: nullable(str(undefined, { maxLength: 200 })),
-    environment: oneOfValues(['live', 'test']),
-    scope: oneOfValues(['full', 'read_only', 'management']),
-    limit: nullable(num('USD per `limit_reset` period', { minimum: 0, maximum: 1_000_000_000 })),
-    limit_reset: oneOfValues(['daily', 'weekly', 'monthly', 'never'], 'default monthly; never is a lifetime budget'),
-    allowed_models: nullable(arr(str(), { maxItems: 1000 })),
-    allowed_ips: nullable(arr(str('IP address or CIDR range'), { maxItems: 1000 })),
-    allowed_referrers: nullable(arr(str('example.com or *.example.com'), { maxItems: 1000 })),
-    rpm_limit: nullable(int('can only lower the default', { minimum: 1, maximum: 2147483647 })),
-    tpm_limit: nullable(int('can only lower the default', { minimum: 1, maximum: 2147483647 })),
-    expires_in_days: nullable(int(undefined, { minimum: 1, maximum: 3650 })),
+  name: str(undefined, { maxLength: 200 }),
+  project: nullable(str(undefined, { maxLength: 200 })),
+  environment: oneOfValues(['live', 'test']),
+  scope: oneOfValues(['full', 'read_only', 'management']),
+  limit: nullable(num('USD per `limit_reset` period', { minimum: 0, maximum: 1_000_000_000 })),
+  limit_reset: oneOfValues(['daily', 'weekly', 'monthly', 'never'], 'default monthly; never is a lifetime budget'),
+  allowed_models: nullable(arr(str(), { maxItems: 1000 })),
+  allowed_ips: nullable(arr(str('IP address or CIDR range'), { maxItems: 1000 })),
+  allowed_referrers: nullable(arr(str('example.com or *.example.com'), { maxItems: 1000 })),
+  rpm_limit: nullable(int('can only lower the default', { minimum: 1, maximum: 2147483647 })),
+  tpm_limit: nullable(int('can only lower the default', { minimum: 1, maximum: 2147483647 })),
+  expires_in_days: nullable(int(undefined, { minimum: 1, maximum: 3650 })),
 };
 const KeyRequest = obj(keyRequestProperties, { required: [], description: 'Spec 4.19: POST /keys body; all optional.' });
 /** README "Operator API": as POST /v1/keys, plus the organization the key belongs to. */
 const AdminKeyRequest = obj({ ...keyRequestProperties, org_id: str() }, { required: [] });
 
-const CreatedKey = obj({ data: ref('KeyRecord'), key: str('the secret (`svc_live_...` or `svc_test_...`), returned only this once', { pattern: '^svc_(live|test)_' }) });
+const CreatedKey = obj({
+  data: ref('KeyRecord'),
+  key: str('the secret (`svc_live_...` or `svc_test_...`), returned only this once', { pattern: '^svc_(live|test)_' }),
+});
 
 /** Spec 2.6: usage of a chat answer, OpenAI's fields plus `cost`. */
 const ChatUsage = obj(
@@ -216,11 +232,20 @@ const Plugin = obj({ id: oneOfValues(['web', 'response-healing', 'context-compre
  * (test/e2e/openapi-requests.e2e.ts) sends their bounds and one past them to keep both in step.
  */
 const chatContent = { anyOf: [str(), arr(anyObject('a content part: text, image_url or file')), { type: 'null' }] };
-const toolCall = obj({ id: str(), type: constant('function'), function: obj({ name: str(), arguments: str('JSON text') }, { open: true }) }, { required: ['id', 'function'], open: true });
+const toolCall = obj(
+  { id: str(), type: constant('function'), function: obj({ name: str(), arguments: str('JSON text') }, { open: true }) },
+  { required: ['id', 'function'], open: true },
+);
 const chatMessage = {
   anyOf: [
-    obj({ role: oneOfValues(['system', 'developer', 'user', 'assistant']), content: chatContent, name: str(), tool_calls: arr(toolCall) }, { required: ['role'], open: true }),
-    obj({ role: constant('tool'), content: chatContent, tool_call_id: str('the id of the tool call this message answers', { minLength: 1 }) }, { required: ['role', 'tool_call_id'], open: true }),
+    obj(
+      { role: oneOfValues(['system', 'developer', 'user', 'assistant']), content: chatContent, name: str(), tool_calls: arr(toolCall) },
+      { required: ['role'], open: true },
+    ),
+    obj(
+      { role: constant('tool'), content: chatContent, tool_call_id: str('the id of the tool call this message answers', { minLength: 1 }) },
+      { required: ['role', 'tool_call_id'], open: true },
+    ),
   ],
 };
 const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'];
@@ -233,7 +258,9 @@ const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema
   models: extension(arr(str(), { maxItems: 2, description: 'up to 2 fallback models tried in order (spec 4.2 rule 6)' })),
   stream: bool(),
   stream_options: obj({ include_usage: bool() }, { required: [], open: true }),
-  usage: extension(obj({ include: bool('OpenRouter usage accounting: on a stream, the same as `stream_options.include_usage`') }, { required: [], open: true })),
+  usage: extension(
+    obj({ include: bool('OpenRouter usage accounting: on a stream, the same as `stream_options.include_usage`') }, { required: [], open: true }),
+  ),
   max_tokens: int(undefined, { minimum: 1 }),
   max_completion_tokens: int(undefined, { minimum: 1 }),
   temperature: num(undefined, { minimum: 0, maximum: 2 }),
@@ -252,10 +279,18 @@ const chatRequestProperties: Record<(typeof PARAMETERS.chat)[number], JsonSchema
   response_format: {
     anyOf: [
       obj({ type: oneOfValues(['text', 'json_object']) }, { open: true }),
-      obj({ type: constant('json_schema'), json_schema: obj({ name: str(), schema: anyObject('a JSON schema'), strict: bool() }, { required: ['name'], open: true }) }, { open: true }),
+      obj(
+        {
+          type: constant('json_schema'),
+          json_schema: obj({ name: str(), schema: anyObject('a JSON schema'), strict: bool() }, { required: ['name'], open: true }),
+        },
+        { open: true },
+      ),
     ],
   },
-  reasoning: extension(obj({ effort: oneOfValues(REASONING_EFFORTS), max_tokens: int(undefined, { minimum: 0 }), exclude: bool(), enabled: bool() }, { required: [], open: true })),
+  reasoning: extension(
+    obj({ effort: oneOfValues(REASONING_EFFORTS), max_tokens: int(undefined, { minimum: 0 }), exclude: bool(), enabled: bool() }, { required: [], open: true }),
+  ),
   reasoning_effort: oneOfValues([...REASONING_EFFORTS, 'none']),
   include_reasoning: extension(bool()),
   plugins: extension(arr(Plugin)),
@@ -381,7 +416,22 @@ const modelProperties = {
   voices: extension(arr(str())),
   video: extension(obj({ durations: arr(num()), aspect_ratios: arr(str()), resolutions: arr(str()), sizes: arr(str()), image_to_video: bool() })),
 };
-const modelRequired = ['id', 'object', 'created', 'owned_by', 'name', 'type', 'context_length', 'architecture', 'supported_parameters', 'pricing', 'deprecated', 'sunset', 'replacement', 'uptime'];
+const modelRequired = [
+  'id',
+  'object',
+  'created',
+  'owned_by',
+  'name',
+  'type',
+  'context_length',
+  'architecture',
+  'supported_parameters',
+  'pricing',
+  'deprecated',
+  'sunset',
+  'replacement',
+  'uptime',
+];
 
 const Model = obj(modelProperties, { required: modelRequired, description: 'Spec 2.8: a catalog entry.' });
 
@@ -432,10 +482,13 @@ const generationProperties = {
         unit_price: usd('USD per unit, exact (may be finer than a nano-dollar)'),
         amount: usd('USD, quantity x unit_price truncated to the nano-dollar; negative for a discount or credit'),
       }),
-      { description: 'issue 23: the charge line by line; the amounts add up to total_cost exactly. [] when nothing was charged; null for a charge recorded before lines were whose lines cannot be rebuilt' },
+      {
+        description:
+          'issue 23: the charge line by line; the amounts add up to total_cost exactly. [] when nothing was charged; null for a charge recorded before lines were whose lines cannot be rebuilt',
+      },
     ),
   ),
-  byok: bool('answered with the account\'s own provider key: billed the BYOK fee'),
+  byok: bool("answered with the account's own provider key: billed the BYOK fee"),
   batch: bool('a batch line, billed at the batch discount'),
   latency_ms: nullable(int()),
   time_to_first_token_ms: nullable(int()),
@@ -447,7 +500,15 @@ const Generation = obj(generationProperties);
 const GenerationFound = obj({ found: constant(true), ...generationProperties });
 
 const Credits = obj(
-  { total_credits: usd(), total_usage: usd(), total_adjustments: usd('issue 23: credit notes and operator adjustments, signed'), balance: usd('total_credits - total_usage + total_adjustments'), held: usd(), open_holds: int(), available: usd() },
+  {
+    total_credits: usd(),
+    total_usage: usd(),
+    total_adjustments: usd('issue 23: credit notes and operator adjustments, signed'),
+    balance: usd('total_credits - total_usage + total_adjustments'),
+    held: usd(),
+    open_holds: int(),
+    available: usd(),
+  },
   { description: 'Spec 4.20: balance and lifetime totals.' },
 );
 
@@ -465,10 +526,34 @@ const Activity = obj(
     reasoning_tokens: int(),
     usage: usd(),
   },
-  { required: ['date', 'model', 'endpoint', 'requests', 'requests_not_billed', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'reasoning_tokens', 'usage'], open: true },
+  {
+    required: [
+      'date',
+      'model',
+      'endpoint',
+      'requests',
+      'requests_not_billed',
+      'prompt_tokens',
+      'completion_tokens',
+      'cached_tokens',
+      'reasoning_tokens',
+      'usage',
+    ],
+    open: true,
+  },
 );
 
-const AuditEntry = obj({ id: str(), at: dateTime(), account_id: str(), actor: str(), actor_account_id: nullable(str()), ip: nullable(str()), action: str(), target_id: nullable(str()), details: anyObject() });
+const AuditEntry = obj({
+  id: str(),
+  at: dateTime(),
+  account_id: str(),
+  actor: str(),
+  actor_account_id: nullable(str()),
+  ip: nullable(str()),
+  action: str(),
+  target_id: nullable(str()),
+  details: anyObject(),
+});
 
 /** Spec 2.5. */
 const PresetConfig = obj(
@@ -485,8 +570,19 @@ const PresetConfig = obj(
   },
   { required: [] },
 );
-const PresetRequest = obj({ slug: str(undefined, { pattern: '^[a-z0-9][a-z0-9-]{0,63}$' }), name: nullable(str()), description: nullable(str()), config: ref('PresetConfig') }, { required: ['slug'] });
-const presetProperties = { slug: str(), name: nullable(str()), description: nullable(str()), version: int(), config: ref('PresetConfig'), created_at: dateTime(), updated_at: dateTime() };
+const PresetRequest = obj(
+  { slug: str(undefined, { pattern: '^[a-z0-9][a-z0-9-]{0,63}$' }), name: nullable(str()), description: nullable(str()), config: ref('PresetConfig') },
+  { required: ['slug'] },
+);
+const presetProperties = {
+  slug: str(),
+  name: nullable(str()),
+  description: nullable(str()),
+  version: int(),
+  config: ref('PresetConfig'),
+  created_at: dateTime(),
+  updated_at: dateTime(),
+};
 const Preset = obj(presetProperties);
 const PresetWithVersions = obj({
   ...presetProperties,
@@ -504,7 +600,13 @@ const webhookEventProperties = {
   type: str(),
   created: unixSeconds(),
   data: anyObject(),
-  delivery: obj({ state: oneOfValues(['pending', 'delivered', 'failed', 'cancelled']), attempts: int(), next_attempt_at: nullable(dateTime()), last_status_code: nullable(int()), last_error: nullable(str()) }),
+  delivery: obj({
+    state: oneOfValues(['pending', 'delivered', 'failed', 'cancelled']),
+    attempts: int(),
+    next_attempt_at: nullable(dateTime()),
+    last_status_code: nullable(int()),
+    last_error: nullable(str()),
+  }),
 };
 const WebhookEvent = obj(webhookEventProperties);
 const WebhookEventWithAttempts = obj({
@@ -516,7 +618,17 @@ const PromptLogSummary = obj({ generation_id: str(), key_id: str(), endpoint: st
 
 /** OpenAI's file object (spec 2.8 leaves it open). */
 const File = obj(
-  { id: str(), object: constant('file'), bytes: int(), created_at: unixSeconds(), filename: str(), purpose: str(), status: str(), expires_at: nullable(unixSeconds()), status_details: nullable(str()) },
+  {
+    id: str(),
+    object: constant('file'),
+    bytes: int(),
+    created_at: unixSeconds(),
+    filename: str(),
+    purpose: str(),
+    status: str(),
+    expires_at: nullable(unixSeconds()),
+    status_details: nullable(str()),
+  },
   { required: ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose'], open: true },
 );
 
@@ -527,7 +639,12 @@ const Batch = obj(
     id: str(),
     object: constant('batch'),
     endpoint: oneOfValues(['/v1/chat/completions', '/v1/embeddings']),
-    errors: nullable(obj({ object: constant('list'), data: arr(obj({ code: str(), message: str(), param: nullable(str()), line: nullable(int()) }, { required: ['message'], open: true })) })),
+    errors: nullable(
+      obj({
+        object: constant('list'),
+        data: arr(obj({ code: str(), message: str(), param: nullable(str()), line: nullable(int()) }, { required: ['message'], open: true })),
+      }),
+    ),
     input_file_id: str(),
     completion_window: constant('24h'),
     status: oneOfValues(['validating', 'failed', 'in_progress', 'finalizing', 'completed', 'expired', 'cancelling', 'cancelled']),
@@ -570,29 +687,41 @@ const Video = obj(
     usage: extension(obj({ cost: usd(), estimated_cost: usd() })),
     remixed_from_video_id: nullable(str()),
   },
-  { required: ['id', 'object', 'model', 'status', 'progress', 'created_at', 'completed_at', 'prompt', 'seconds', 'error', 'url', 'thumbnail_url', 'usage'], open: true },
+  {
+    required: ['id', 'object', 'model', 'status', 'progress', 'created_at', 'completed_at', 'prompt', 'seconds', 'error', 'url', 'thumbnail_url', 'usage'],
+    open: true,
+  },
 );
 
 /** Spec 4.3 and 4.4: Anthropic's message list. */
-export const anthropicMessages = arr(obj({ role: oneOfValues(['user', 'assistant']), content: { anyOf: [str(), arr(anyObject('content block'))] } }, { required: ['role', 'content'], open: true }), { minItems: 1 });
+export const anthropicMessages = arr(
+  obj(
+    { role: oneOfValues(['user', 'assistant']), content: { anyOf: [str(), arr(anyObject('content block'))] } },
+    { required: ['role', 'content'], open: true },
+  ),
+  { minItems: 1 },
+);
 
 const AnthropicMessagesRequest = obj(
-  nullWhenOptional({
-    model: modelId(),
-    max_tokens: int(undefined, { minimum: 1 }),
-    messages: anthropicMessages,
-    system: { description: 'a string or text blocks' },
-    tools: arr(anyObject()),
-    tool_choice: { description: 'read only when tools are given' },
-    thinking: anyObject(),
-    stream: nullable(bool()),
-    temperature: num(),
-    top_p: num(),
-    top_k: nullable(num('read as a number: a fraction is not refused')),
-    stop_sequences: arr(str()),
-    metadata: anyObject(),
-    preset: extension(nullable(str(undefined, { minLength: 1 }))),
-  }, ['model', 'max_tokens', 'messages']),
+  nullWhenOptional(
+    {
+      model: modelId(),
+      max_tokens: int(undefined, { minimum: 1 }),
+      messages: anthropicMessages,
+      system: { description: 'a string or text blocks' },
+      tools: arr(anyObject()),
+      tool_choice: { description: 'read only when tools are given' },
+      thinking: anyObject(),
+      stream: nullable(bool()),
+      temperature: num(),
+      top_p: num(),
+      top_k: nullable(num('read as a number: a fraction is not refused')),
+      stop_sequences: arr(str()),
+      metadata: anyObject(),
+      preset: extension(nullable(str(undefined, { minLength: 1 }))),
+    },
+    ['model', 'max_tokens', 'messages'],
+  ),
   { required: ['model', 'max_tokens', 'messages'], open: true, description: 'Spec 4.3.' },
 );
 
@@ -606,7 +735,14 @@ const AnthropicMessage = obj(
     stop_reason: nullable(str()),
     stop_sequence: nullable(str()),
     usage: obj(
-      { input_tokens: int(), output_tokens: int(), cache_creation_input_tokens: nullable(int()), cache_read_input_tokens: nullable(int()), server_tool_use: anyObject(), cost: extension(usd()) },
+      {
+        input_tokens: int(),
+        output_tokens: int(),
+        cache_creation_input_tokens: nullable(int()),
+        cache_read_input_tokens: nullable(int()),
+        server_tool_use: anyObject(),
+        cost: extension(usd()),
+      },
       { required: ['input_tokens', 'output_tokens', 'cost'], open: true },
     ),
   },
@@ -614,22 +750,25 @@ const AnthropicMessage = obj(
 );
 
 const ResponsesRequest = obj(
-  nullWhenOptional({
-    model: modelId(),
-    input: { anyOf: [str(), arr(anyObject('an input item'))], description: 'a string or input items' },
-    instructions: str(),
-    previous_response_id: str(),
-    store: bool('default true; kept 30 days'),
-    stream: bool(),
-    max_output_tokens: nullable(int(undefined, { minimum: 1 })),
-    tools: arr(anyObject()),
-    tool_choice: { description: 'any: none, auto, required, or a named tool' },
-    text: anyObject('`format`: a JSON schema'),
-    reasoning: anyObject(),
-    temperature: num(),
-    top_p: num(),
-    preset: extension(nullable(str(undefined, { minLength: 1 }))),
-  }, ['model', 'input']),
+  nullWhenOptional(
+    {
+      model: modelId(),
+      input: { anyOf: [str(), arr(anyObject('an input item'))], description: 'a string or input items' },
+      instructions: str(),
+      previous_response_id: str(),
+      store: bool('default true; kept 30 days'),
+      stream: bool(),
+      max_output_tokens: nullable(int(undefined, { minimum: 1 })),
+      tools: arr(anyObject()),
+      tool_choice: { description: 'any: none, auto, required, or a named tool' },
+      text: anyObject('`format`: a JSON schema'),
+      reasoning: anyObject(),
+      temperature: num(),
+      top_p: num(),
+      preset: extension(nullable(str(undefined, { minLength: 1 }))),
+    },
+    ['model', 'input'],
+  ),
   { required: ['model', 'input'], open: true, description: 'Spec 4.5.' },
 );
 
@@ -641,7 +780,12 @@ const Response = obj(
     status: str(),
     model: str(),
     output: arr(obj({ type: str() }, { open: true })),
-    usage: nullable(obj({ input_tokens: int(), output_tokens: int(), total_tokens: int(), cost: extension(usd()) }, { required: ['input_tokens', 'output_tokens', 'total_tokens'], open: true })),
+    usage: nullable(
+      obj(
+        { input_tokens: int(), output_tokens: int(), total_tokens: int(), cost: extension(usd()) },
+        { required: ['input_tokens', 'output_tokens', 'total_tokens'], open: true },
+      ),
+    ),
   },
   { required: ['id', 'object', 'created_at', 'status', 'model', 'output'], open: true, description: 'OpenAI Responses object (spec 2.8 leaves it open).' },
 );
@@ -680,10 +824,17 @@ const ImagesRequest = obj(
     model: modelId(),
     prompt: text(),
     n: nullable(int(undefined, { minimum: 1, maximum: MAX_IMAGES_PER_REQUEST })),
-    size: nullable(str(`auto or <W>x<H>, each side from 1 to ${MAX_IMAGE_SIDE}`, { pattern: `^(?:auto|${upToPattern(MAX_IMAGE_SIDE)}x${upToPattern(MAX_IMAGE_SIDE)})$` })),
+    size: nullable(
+      str(`auto or <W>x<H>, each side from 1 to ${MAX_IMAGE_SIDE}`, { pattern: `^(?:auto|${upToPattern(MAX_IMAGE_SIDE)}x${upToPattern(MAX_IMAGE_SIDE)})$` }),
+    ),
     quality: nullable(oneOfValues(IMAGE_QUALITIES)),
     response_format: nullable(oneOfValues(['b64_json', 'url'])),
-    image: nullable(arr(str(undefined, { pattern: '^(?:https://\\S+|data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/]+={0,2})$' }), { maxItems: MAX_INPUT_IMAGES, description: 'https or data:image/ URLs to edit' })),
+    image: nullable(
+      arr(str(undefined, { pattern: '^(?:https://\\S+|data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/]+={0,2})$' }), {
+        maxItems: MAX_INPUT_IMAGES,
+        description: 'https or data:image/ URLs to edit',
+      }),
+    ),
     user: nullable(str()),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.image)[number], JsonSchema>,
@@ -726,7 +877,14 @@ const transcriptionFields = {
 };
 const TranscriptionForm = obj(transcriptionFields, { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' });
 const TranslationForm = obj(
-  { file: transcriptionFields.file, model: modelId(), prompt: str(), response_format: transcriptionFields.response_format, temperature: transcriptionFields.temperature, provider: transcriptionFields.provider },
+  {
+    file: transcriptionFields.file,
+    model: modelId(),
+    prompt: str(),
+    response_format: transcriptionFields.response_format,
+    temperature: transcriptionFields.temperature,
+    provider: transcriptionFields.provider,
+  },
   { required: ['file', 'model'], open: true, description: 'Spec 4.10 (multipart).' },
 );
 const Transcription = obj({ id: str('the generation id (spec 1 rule 2)'), model: str(), text: str(), usage: anyObject() }, { required: ['text'], open: true });
@@ -740,7 +898,7 @@ const RerankRequest = obj(
     return_documents: nullable(bool()),
     provider: ProviderPreferences,
   } satisfies Record<(typeof PARAMETERS.rerank)[number], JsonSchema>,
-  { required: ['model', 'query', 'documents'], open: true, description: 'Spec 4.12, Cohere\'s shape.' },
+  { required: ['model', 'query', 'documents'], open: true, description: "Spec 4.12, Cohere's shape." },
 );
 const RerankResponse = obj(
   {
@@ -764,7 +922,16 @@ const ModerationRequest = obj(
           {
             anyOf: [
               obj({ type: constant('text'), text: str() }, { open: true }),
-              obj({ type: constant('image_url'), image_url: obj({ url: str('https or a base64 data URL of an image', { pattern: '^(?:https://|data:image/)' }) }, { required: ['url'], open: true }) }, { open: true }),
+              obj(
+                {
+                  type: constant('image_url'),
+                  image_url: obj(
+                    { url: str('https or a base64 data URL of an image', { pattern: '^(?:https://|data:image/)' }) },
+                    { required: ['url'], open: true },
+                  ),
+                },
+                { open: true },
+              ),
             ],
           },
           { minItems: 1, maxItems: MAX_MODERATION_INPUTS },
@@ -779,7 +946,12 @@ const ModerationResponse = obj(
   {
     id: str(),
     model: str(),
-    results: arr(obj({ flagged: bool(), categories: { type: 'object', additionalProperties: bool() }, category_scores: { type: 'object', additionalProperties: num() } }, { open: true })),
+    results: arr(
+      obj(
+        { flagged: bool(), categories: { type: 'object', additionalProperties: bool() }, category_scores: { type: 'object', additionalProperties: num() } },
+        { open: true },
+      ),
+    ),
     usage: extension(obj({ cost: usd('always 0') })),
   },
   { open: true },
@@ -788,10 +960,17 @@ const ModerationResponse = obj(
 const SearchRequest = obj(
   {
     model: { description: 'not read: the engine is `search_tool_name` on /v1/search, the path on /v1/search/{engine}' },
-    query: { anyOf: [text(undefined, { maxLength: MAX_QUERY_CHARACTERS }), arr(text(undefined, { maxLength: MAX_QUERY_CHARACTERS }), { minItems: 1, maxItems: MAX_SEARCH_QUERIES })] },
+    query: {
+      anyOf: [
+        text(undefined, { maxLength: MAX_QUERY_CHARACTERS }),
+        arr(text(undefined, { maxLength: MAX_QUERY_CHARACTERS }), { minItems: 1, maxItems: MAX_SEARCH_QUERIES }),
+      ],
+    },
     search_tool_name: nullable(modelId('search engine id from GET /v1/models?type=search')),
     max_results: nullable(int(undefined, { minimum: 1, maximum: MAX_SEARCH_RESULTS, default: 10 })),
-    search_domain_filter: nullable(arr(str('example.com, or -example.com to exclude it; all kept or all excluded'), { minItems: 1, maxItems: MAX_DOMAIN_FILTERS })),
+    search_domain_filter: nullable(
+      arr(str('example.com, or -example.com to exclude it; all kept or all excluded'), { minItems: 1, maxItems: MAX_DOMAIN_FILTERS }),
+    ),
     country: nullable(str('ISO 3166-1 alpha-2', { pattern: '^[A-Za-z]{2}$' })),
     max_tokens_per_page: nullable(int(undefined, { minimum: 1, maximum: MAX_TOKENS_PER_PAGE })),
     provider: ProviderPreferences,
@@ -825,15 +1004,33 @@ const VideoRequest = obj(
 );
 
 const BatchRequest = obj(
-  { input_file_id: str(), endpoint: oneOfValues(['/v1/chat/completions', '/v1/embeddings']), completion_window: constant('24h'), metadata: { type: 'object', additionalProperties: str() } },
+  {
+    input_file_id: str(),
+    endpoint: oneOfValues(['/v1/chat/completions', '/v1/embeddings']),
+    completion_window: constant('24h'),
+    metadata: { type: 'object', additionalProperties: str() },
+  },
   { required: ['input_file_id', 'endpoint'], open: true, description: 'Spec 4.11.' },
 );
 
-const Organization = obj({ id: str(), name: nullable(str()), owner_account_id: str(), role: oneOfValues(['owner', 'admin', 'member']), created_at: dateTime() });
+const Organization = obj({
+  id: str(),
+  name: nullable(str()),
+  owner_account_id: str(),
+  role: oneOfValues(['owner', 'admin', 'member']),
+  created_at: dateTime(),
+});
 const Member = obj({ account_id: str(), role: oneOfValues(['owner', 'admin', 'member']), added_at: dateTime() });
 const MemberChange = obj({ org_id: str(), account_id: str(), role: oneOfValues(['admin', 'member']) });
 const ProviderKey = obj({ provider: str(), hint: str('last four characters, never the key'), saved_at: dateTime() });
-const AccountCredits = obj({ account_id: str(), total_credits: usd(), total_usage: usd(), total_adjustments: usd(), balance: usd(), daily_limit_usd: nullable(usd()) });
+const AccountCredits = obj({
+  account_id: str(),
+  total_credits: usd(),
+  total_usage: usd(),
+  total_adjustments: usd(),
+  balance: usd(),
+  daily_limit_usd: nullable(usd()),
+});
 
 /** Issue 23, corrections (README "Statements and corrections"). */
 const adjustmentKind = oneOfValues(['credit_note', 'adjustment'], 'credit_note: money given back (positive); adjustment: either sign');
@@ -843,11 +1040,21 @@ const AdjustmentRequest = obj(
     kind: adjustmentKind,
     reason: str(undefined, { minLength: 1, maxLength: 500 }),
     operator: str('who makes the correction (the admin token is shared)', { minLength: 1, maxLength: 200 }),
-    adjustment_id: str('makes a retry safe: the same id and content answers the recorded correction again; other content is a 409', { pattern: '^[A-Za-z0-9_.:-]{1,100}$' }),
+    adjustment_id: str('makes a retry safe: the same id and content answers the recorded correction again; other content is a 409', {
+      pattern: '^[A-Za-z0-9_.:-]{1,100}$',
+    }),
   },
   { required: ['amount_usd', 'kind', 'reason', 'operator'] },
 );
-const Adjustment = obj({ adjustment_id: str(), account_id: str(), kind: adjustmentKind, amount_usd: usd(), reason: str(), operator: str(), created_at: dateTime() });
+const Adjustment = obj({
+  adjustment_id: str(),
+  account_id: str(),
+  kind: adjustmentKind,
+  amount_usd: usd(),
+  reason: str(),
+  operator: str(),
+  created_at: dateTime(),
+});
 const meters = { type: 'object', additionalProperties: num(), description: 'quantity by meter' };
 /** Issue 23, statements: replayed from the log up to the end of a period that has ended. */
 const Statement = obj({
@@ -864,7 +1071,9 @@ const Statement = obj({
     {
       credits: usd(),
       charges: usd('the charges listed'),
-      other_keys_charges: usd('issue 41 item 13, only to a key of an organization: what the keys it may not see were charged, one sum (closing = opening + credits - charges - other_keys_charges + adjustments)'),
+      other_keys_charges: usd(
+        'issue 41 item 13, only to a key of an organization: what the keys it may not see were charged, one sum (closing = opening + credits - charges - other_keys_charges + adjustments)',
+      ),
       adjustments: usd(),
       by_meter: meters,
     },
@@ -873,14 +1082,31 @@ const Statement = obj({
   releases: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance'), reason: str() })),
   expiries: arr(obj({ at: dateTime(), hold_id: str(), key_id: str(), held_amount: usd('freed, not a movement of the balance') })),
   adjustments: arr(
-    obj({ at: dateTime(), adjustment_id: str(), kind: adjustmentKind, amount: usd(), reason: nullable(str('null to a key of an organization (issue 41 item 13)')), operator: nullable(str('null to a key of an organization')) }),
+    obj({
+      at: dateTime(),
+      adjustment_id: str(),
+      kind: adjustmentKind,
+      amount: usd(),
+      reason: nullable(str('null to a key of an organization (issue 41 item 13)')),
+      operator: nullable(str('null to a key of an organization')),
+    }),
   ),
 });
 
 const Notice = obj({ id: str(), type: str(), title: str(), message: str(), data: anyObject(), created: unixSeconds() });
 
 /** README "Health". */
-const Check = obj({ status: oneOfValues(['ok', 'fail']), reason: str(), backend: oneOfValues(['postgresql', 'pglite']), lag_seconds: num(), max_lag_seconds: num(), slowest: nullable(str()) }, { required: ['status'] });
+const Check = obj(
+  {
+    status: oneOfValues(['ok', 'fail']),
+    reason: str(),
+    backend: oneOfValues(['postgresql', 'pglite']),
+    lag_seconds: num(),
+    max_lag_seconds: num(),
+    slowest: nullable(str()),
+  },
+  { required: ['status'] },
+);
 const Readiness = obj({
   status: oneOfValues(['ready', 'degraded', 'not_ready']),
   checks: obj({ postgres: ref('Check'), redis: ref('Check'), eventstore: ref('Check'), projections: ref('Check') }, { required: ['postgres', 'projections'] }),

@@ -65,14 +65,24 @@ describe('the OpenAPI document built from routes', () => {
 
   it('issue 41 item 12: every HTTP operation documents 415, those of a body method 413 too; webhooks need no key; speech gives every format', () => {
     const { document } = buildOpenApiDocument(allRoutes);
-    const all = Object.entries(document.paths).flatMap(([path, ops]) => Object.entries(ops).filter(([, op]) => !op['x-svc-websocket']).map(([method, op]) => ({ at: `${method} ${path}`, method, statuses: Object.keys(op.responses) })));
+    const all = Object.entries(document.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => !op['x-svc-websocket'])
+        .map(([method, op]) => ({ at: `${method} ${path}`, method, statuses: Object.keys(op.responses) })),
+    );
     expect(all.length).toBeGreaterThan(90);
     expect(all.filter(({ statuses }) => !statuses.includes('415')).map(({ at }) => at)).toEqual([]);
     expect(all.filter(({ method, statuses }) => method !== 'get' && !statuses.includes('413')).map(({ at }) => at)).toEqual([]);
     for (const hook of Object.values(document.webhooks as Record<string, { post: { security?: unknown[] } }>)) expect(hook.post.security).toEqual([]);
-    expect(Object.keys(document.paths['/v1/audio/speech'].post.responses['200'].content!).sort()).toEqual(
-      ['application/octet-stream', 'audio/aac', 'audio/flac', 'audio/mpeg', 'audio/opus', 'audio/pcm', 'audio/wav'],
-    );
+    expect(Object.keys(document.paths['/v1/audio/speech'].post.responses['200'].content!).sort()).toEqual([
+      'application/octet-stream',
+      'audio/aac',
+      'audio/flac',
+      'audio/mpeg',
+      'audio/opus',
+      'audio/pcm',
+      'audio/wav',
+    ]);
   });
 
   it('issue 41 item 12: the request rules the server checks, taken from its own constants', () => {

@@ -76,7 +76,7 @@ function documentOf(paths: OpenApiDocument['paths']): OpenApiDocument {
       version: API_VERSION,
       description: [
         'An AI model gateway: OpenAI- and Anthropic-compatible interfaces to many models, billed from a prepaid credit balance.',
-        'Send the key as `Authorization: Bearer <key>` or `x-api-key: <key>` (spec 5). Every 4XX/5XX body is the error object (spec 2.1), in Anthropic\'s shape on `/v1/messages*`.',
+        "Send the key as `Authorization: Bearer <key>` or `x-api-key: <key>` (spec 5). Every 4XX/5XX body is the error object (spec 2.1), in Anthropic's shape on `/v1/messages*`.",
         `Fields marked \`${EXTENSION}: true\` are the gateway's additions to OpenAI's wire format.`,
         'Every `/v1` answer carries the rate-limit headers `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (spec 8).',
       ].join('\n\n'),
@@ -170,7 +170,13 @@ function operationOf(key: string, path: string, d: OperationDescription): Operat
   }));
   const parameters = [
     ...pathParameters,
-    ...(d.query ?? []).map((q) => ({ name: q.name, in: 'query', ...(q.required ? { required: true } : {}), ...(q.description ? { description: q.description } : {}), schema: q.schema })),
+    ...(d.query ?? []).map((q) => ({
+      name: q.name,
+      in: 'query',
+      ...(q.required ? { required: true } : {}),
+      ...(q.description ? { description: q.description } : {}),
+      schema: q.schema,
+    })),
     ...(d.billed ? BILLED_HEADERS : []),
     ...(d.cacheable ? CACHE_HEADERS : []),
     ...(d.anthropic ? [header('anthropic-version', 'accepted, not required')] : []),
@@ -207,7 +213,9 @@ function responsesOf(method: string, d: OperationDescription): Operation['respon
   const responses: Operation['responses'] = {
     [String(status)]: {
       description: d.ok.description ?? 'OK',
-      ...(d.ok.headers ? { headers: Object.fromEntries(Object.entries(d.ok.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+      ...(d.ok.headers
+        ? { headers: Object.fromEntries(Object.entries(d.ok.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) }
+        : {}),
       ...(Object.keys(content).length > 0 ? { content } : {}),
     } as Operation['responses'][string],
   };
@@ -215,7 +223,8 @@ function responsesOf(method: string, d: OperationDescription): Operation['respon
   for (const code of [...new Set([...BASE_ERRORS[d.access], ...(d.websocket ? [] : beforeHandler(method)), ...(d.errors ?? [])])].sort((a, b) => a - b)) {
     responses[String(code)] = { description: STATUS_TEXT[code] ?? 'error', content: { 'application/json': { schema: errorSchema } } };
   }
-  for (const [code, extra] of Object.entries(d.also ?? {})) responses[code] = { description: extra.description, content: { 'application/json': { schema: extra.schema } } };
+  for (const [code, extra] of Object.entries(d.also ?? {}))
+    responses[code] = { description: extra.description, content: { 'application/json': { schema: extra.schema } } };
   return responses;
 }
 

@@ -18,7 +18,11 @@ export const bool = (description?: string): JsonSchema => ({ type: 'boolean', ..
 export const usd = (description = 'USD'): JsonSchema => num(description);
 export const dateTime = (description?: string): JsonSchema => str(description, { format: 'date-time' });
 export const unixSeconds = (description = 'unix seconds'): JsonSchema => int(description);
-export const oneOfValues = (values: readonly string[], description?: string): JsonSchema => ({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+export const oneOfValues = (values: readonly string[], description?: string): JsonSchema => ({
+  type: 'string',
+  enum: [...values],
+  ...(description ? { description } : {}),
+});
 export const constant = (value: string | boolean): JsonSchema => ({ const: value });
 export const arr = (items: JsonSchema, more: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...more });
 /** A JSON object whose members are not described (request `metadata`, tool parameters...). */

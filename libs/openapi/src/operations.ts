@@ -47,7 +47,10 @@ export interface OperationDescription {
 }
 
 const json = (schema: JsonSchema) => ({ schema });
-const limitQuery = (max: number, fallback: number): QueryParameter => ({ name: 'limit', schema: int(undefined, { minimum: 1, maximum: max, default: fallback }) });
+const limitQuery = (max: number, fallback: number): QueryParameter => ({
+  name: 'limit',
+  schema: int(undefined, { minimum: 1, maximum: max, default: fallback }),
+});
 const afterQuery: QueryParameter = { name: 'after', schema: str(), description: 'cursor: the last id of the previous page' };
 const orderQuery: QueryParameter = { name: 'order', schema: oneOfValues(['asc', 'desc']), description: 'default desc' };
 const modelFilters: QueryParameter[] = [
@@ -61,10 +64,20 @@ const gen = { 'x-svc-generation-id': 'the generation id (GET /v1/generation?id=.
 const genCost = { ...gen, 'x-svc-cost': 'USD charged' };
 const memberBody = obj({ account_id: str(), role: oneOfValues(['admin', 'member']) });
 const roleBody = obj({ role: oneOfValues(['admin', 'member']) });
-const webhookSaved = obj({ data: ref('WebhookEndpoint'), secret: str('whsec_...; only when the endpoint is new or its secret rotated') }, { required: ['data'] });
+const webhookSaved = obj(
+  { data: ref('WebhookEndpoint'), secret: str('whsec_...; only when the endpoint is new or its secret rotated') },
+  { required: ['data'] },
+);
 const stepUpActions = ['create_key', 'rotate_key', 'grant_management', 'save_webhook', 'change_step_up', 'save_provider_key', 'delete_organization'];
 /** Spec 4.9: the audio in the `response_format` asked for (mp3 by default), typed as the provider sends it. */
-const SPEECH_CONTENT_TYPES: Record<(typeof SPEECH_FORMATS)[number], string> = { mp3: 'audio/mpeg', opus: 'audio/opus', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm' };
+const SPEECH_CONTENT_TYPES: Record<(typeof SPEECH_FORMATS)[number], string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/opus',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
 const speechContent = Object.fromEntries(
   Object.entries(SPEECH_CONTENT_TYPES).map(([format, type]) => [type, str(`response_format ${format}`, { contentMediaType: type })]),
 );
@@ -80,12 +93,16 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     billed: true,
     cacheable: true,
     body: json(ref('ChatCompletionRequest')),
-    ok: { schema: ref('ChatCompletion'), content: eventStream, headers: { ...gen, 'x-svc-ignored-params': 'unknown request fields, comma-separated (spec 4.2 rule 1)' } },
+    ok: {
+      schema: ref('ChatCompletion'),
+      content: eventStream,
+      headers: { ...gen, 'x-svc-ignored-params': 'unknown request fields, comma-separated (spec 4.2 rule 1)' },
+    },
     errors: [402, 403, 404, 409, 410, 413, 422, 429, 502, 503, 504],
   },
   'POST /v1/messages': {
     summary: 'Messages (Anthropic format)',
-    description: 'Spec 4.3. Errors use Anthropic\'s shape. Streams Anthropic\'s events with `stream: true`.',
+    description: "Spec 4.3. Errors use Anthropic's shape. Streams Anthropic's events with `stream: true`.",
     tag: 'Models',
     access: 'full',
     billed: true,
@@ -103,7 +120,14 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     anthropic: true,
     body: json(
       obj(
-        { model: str(undefined, { minLength: 1 }), messages: anthropicMessages, system: { description: 'a string or text blocks' }, tools: nullable(arr(obj({ name: str(undefined, { minLength: 1 }), input_schema: anyObject('a JSON schema') }, { required: ['name', 'input_schema'], open: true }))) },
+        {
+          model: str(undefined, { minLength: 1 }),
+          messages: anthropicMessages,
+          system: { description: 'a string or text blocks' },
+          tools: nullable(
+            arr(obj({ name: str(undefined, { minLength: 1 }), input_schema: anyObject('a JSON schema') }, { required: ['name', 'input_schema'], open: true })),
+          ),
+        },
         { required: ['model', 'messages'], open: true },
       ),
     ),
@@ -121,7 +145,14 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: ref('Response'), content: eventStream, headers: gen },
     errors: [402, 403, 404, 409, 410, 413, 422, 429, 502, 503, 504],
   },
-  'GET /v1/responses/:id': { summary: 'Retrieve a stored response', description: 'Spec 4.5.', tag: 'Models', access: 'any', ok: { schema: ref('Response') }, errors: [404, 503] },
+  'GET /v1/responses/:id': {
+    summary: 'Retrieve a stored response',
+    description: 'Spec 4.5.',
+    tag: 'Models',
+    access: 'any',
+    ok: { schema: ref('Response') },
+    errors: [404, 503],
+  },
   'DELETE /v1/responses/:id': {
     summary: 'Delete a stored response',
     tag: 'Models',
@@ -185,7 +216,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     billed: true,
     cacheable: true,
     body: json(ref('SpeechRequest')),
-    ok: { content: { ...speechContent, 'application/octet-stream': str("when the provider names no type") }, headers: genCost },
+    ok: { content: { ...speechContent, 'application/octet-stream': str('when the provider names no type') }, headers: genCost },
     errors: [402, 403, 404, 409, 422, 429, 502, 503, 504],
   },
   'POST /v1/audio/transcriptions': {
@@ -252,7 +283,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   'GET /v1/realtime': {
     summary: 'Realtime session (WebSocket upgrade)',
     description:
-      'Spec 4.16: `GET` with `Connection: Upgrade`, `Upgrade: websocket`, answered 101 Switching Protocols; then OpenAI\'s realtime protocol. Refusals (key, scope, model, rate limits) are plain HTTP answers with the error object, before anything is upgraded. From a browser, the subprotocol `svc-insecure-api-key.<key>` carries the key (spec 5 rule 7).',
+      "Spec 4.16: `GET` with `Connection: Upgrade`, `Upgrade: websocket`, answered 101 Switching Protocols; then OpenAI's realtime protocol. Refusals (key, scope, model, rate limits) are plain HTTP answers with the error object, before anything is upgraded. From a browser, the subprotocol `svc-insecure-api-key.<key>` carries the key (spec 5 rule 7).",
     tag: 'Models',
     access: 'full',
     websocket: true,
@@ -267,13 +298,36 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     description: 'Spec 4.11 (multipart form).',
     tag: 'Files and batches',
     access: 'full',
-    body: { schema: obj({ file: str('JSONL', { contentMediaType: 'application/jsonl' }), purpose: constant('batch'), 'expires_after[anchor]': constant('created_at'), 'expires_after[seconds]': int(undefined, { minimum: 3600, maximum: 2592000 }) }, { required: ['file', 'purpose'] }), multipart: true },
+    body: {
+      schema: obj(
+        {
+          file: str('JSONL', { contentMediaType: 'application/jsonl' }),
+          purpose: constant('batch'),
+          'expires_after[anchor]': constant('created_at'),
+          'expires_after[seconds]': int(undefined, { minimum: 3600, maximum: 2592000 }),
+        },
+        { required: ['file', 'purpose'] },
+      ),
+      multipart: true,
+    },
     ok: { schema: ref('File') },
     errors: [403, 413, 415, 503],
   },
-  'GET /v1/files': { summary: 'List files', tag: 'Files and batches', access: 'any', query: [{ name: 'purpose', schema: str() }, limitQuery(10000, 10000), orderQuery, afterQuery], ok: { schema: cursorList(ref('File')) } },
+  'GET /v1/files': {
+    summary: 'List files',
+    tag: 'Files and batches',
+    access: 'any',
+    query: [{ name: 'purpose', schema: str() }, limitQuery(10000, 10000), orderQuery, afterQuery],
+    ok: { schema: cursorList(ref('File')) },
+  },
   'GET /v1/files/:id': { summary: 'Retrieve a file', tag: 'Files and batches', access: 'any', ok: { schema: ref('File') }, errors: [404] },
-  'DELETE /v1/files/:id': { summary: 'Delete a file', tag: 'Files and batches', access: 'full', ok: { schema: obj({ id: str(), object: constant('file'), deleted: bool() }) }, errors: [403, 404] },
+  'DELETE /v1/files/:id': {
+    summary: 'Delete a file',
+    tag: 'Files and batches',
+    access: 'full',
+    ok: { schema: obj({ id: str(), object: constant('file'), deleted: bool() }) },
+    errors: [403, 404],
+  },
   'GET /v1/files/:id/content': {
     summary: 'Download file content',
     tag: 'Files and batches',
@@ -281,8 +335,22 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { content: { 'application/jsonl': str(), 'application/octet-stream': str() } },
     errors: [404, 503],
   },
-  'POST /v1/batches': { summary: 'Create a batch', description: 'Spec 4.11.', tag: 'Files and batches', access: 'full', body: json(ref('BatchRequest')), ok: { schema: ref('Batch') }, errors: [403, 404] },
-  'GET /v1/batches': { summary: 'List batches', tag: 'Files and batches', access: 'any', query: [limitQuery(100, 20), afterQuery], ok: { schema: cursorList(ref('Batch')) } },
+  'POST /v1/batches': {
+    summary: 'Create a batch',
+    description: 'Spec 4.11.',
+    tag: 'Files and batches',
+    access: 'full',
+    body: json(ref('BatchRequest')),
+    ok: { schema: ref('Batch') },
+    errors: [403, 404],
+  },
+  'GET /v1/batches': {
+    summary: 'List batches',
+    tag: 'Files and batches',
+    access: 'any',
+    query: [limitQuery(100, 20), afterQuery],
+    ok: { schema: cursorList(ref('Batch')) },
+  },
   'GET /v1/batches/:id': { summary: 'Retrieve a batch', tag: 'Files and batches', access: 'any', ok: { schema: ref('Batch') }, errors: [404] },
   'POST /v1/batches/:id/cancel': { summary: 'Cancel a batch', tag: 'Files and batches', access: 'full', ok: { schema: ref('Batch') }, errors: [403, 404, 409] },
 
@@ -297,7 +365,13 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: ref('Video'), headers: gen },
     errors: [402, 403, 404, 409, 422, 429, 502, 503, 504],
   },
-  'GET /v1/videos': { summary: 'List videos', tag: 'Videos', access: 'any', query: [limitQuery(100, 20), afterQuery, orderQuery], ok: { schema: cursorList(ref('Video')) } },
+  'GET /v1/videos': {
+    summary: 'List videos',
+    tag: 'Videos',
+    access: 'any',
+    query: [limitQuery(100, 20), afterQuery, orderQuery],
+    ok: { schema: cursorList(ref('Video')) },
+  },
   'GET /v1/videos/:id': {
     summary: 'Retrieve a video',
     tag: 'Videos',
@@ -315,7 +389,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   },
   'GET /v1/videos/:id/content': {
     summary: 'Redirect to the MP4 (or its poster)',
-    description: 'Spec 4.15: 302 to the signed URL of the file (the video object\'s `url`), good for an hour.',
+    description: "Spec 4.15: 302 to the signed URL of the file (the video object's `url`), good for an hour.",
     tag: 'Videos',
     access: 'any',
     query: [{ name: 'variant', schema: oneOfValues(['video', 'thumbnail']) }],
@@ -338,8 +412,21 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   },
 
   // Spec 4.17: models.
-  'GET /v1/models': { summary: 'List usable models', description: 'Spec 4.17.', tag: 'Models catalog', access: 'any', query: modelFilters, ok: { schema: obj({ object: constant('list'), data: arr(ref('Model')) }) } },
-  'GET /v1/models/count': { summary: 'Count models for the same filters', tag: 'Models catalog', access: 'any', query: modelFilters, ok: { schema: dataOf(obj({ count: int() })) } },
+  'GET /v1/models': {
+    summary: 'List usable models',
+    description: 'Spec 4.17.',
+    tag: 'Models catalog',
+    access: 'any',
+    query: modelFilters,
+    ok: { schema: obj({ object: constant('list'), data: arr(ref('Model')) }) },
+  },
+  'GET /v1/models/count': {
+    summary: 'Count models for the same filters',
+    tag: 'Models catalog',
+    access: 'any',
+    query: modelFilters,
+    ok: { schema: dataOf(obj({ count: int() })) },
+  },
   'GET /v1/models/*': {
     path: '/v1/models/{id}',
     summary: 'Retrieve a model with its providers',
@@ -352,9 +439,29 @@ export const OPERATIONS: Record<string, OperationDescription> = {
 
   // Spec 4.18: presets.
   'GET /v1/presets': { summary: "List the workspace's presets", tag: 'Presets', access: 'any', ok: { schema: dataOf(arr(ref('Preset'))) } },
-  'POST /v1/presets': { summary: 'Create a preset', tag: 'Presets', access: 'management', body: json(ref('PresetRequest')), ok: { status: 201, schema: dataOf(ref('PresetWithVersions')) }, errors: [409] },
-  'GET /v1/presets/:slug': { summary: 'A preset with its versions', tag: 'Presets', access: 'any', ok: { schema: dataOf(ref('PresetWithVersions')) }, errors: [404] },
-  'PATCH /v1/presets/:slug': { summary: 'Update a preset (a config change adds a version)', tag: 'Presets', access: 'management', body: json(ref('PresetRequest')), ok: { schema: dataOf(ref('PresetWithVersions')) }, errors: [404] },
+  'POST /v1/presets': {
+    summary: 'Create a preset',
+    tag: 'Presets',
+    access: 'management',
+    body: json(ref('PresetRequest')),
+    ok: { status: 201, schema: dataOf(ref('PresetWithVersions')) },
+    errors: [409],
+  },
+  'GET /v1/presets/:slug': {
+    summary: 'A preset with its versions',
+    tag: 'Presets',
+    access: 'any',
+    ok: { schema: dataOf(ref('PresetWithVersions')) },
+    errors: [404],
+  },
+  'PATCH /v1/presets/:slug': {
+    summary: 'Update a preset (a config change adds a version)',
+    tag: 'Presets',
+    access: 'management',
+    body: json(ref('PresetRequest')),
+    ok: { schema: dataOf(ref('PresetWithVersions')) },
+    errors: [404],
+  },
   'DELETE /v1/presets/:slug': { summary: 'Delete a preset', tag: 'Presets', access: 'management', ok: { schema: deleted({ slug: str() }) }, errors: [404] },
   'POST /v1/presets/:slug/rollback': {
     summary: "Make an earlier version's config the latest",
@@ -378,8 +485,23 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   },
   'GET /v1/keys': { summary: "List the workspace's keys", tag: 'Keys', access: 'management', ok: { schema: dataOf(arr(ref('KeyRecord'))) } },
   'GET /v1/keys/:id': { summary: 'Get a key', tag: 'Keys', access: 'management', ok: { schema: dataOf(ref('KeyRecord')) }, errors: [404] },
-  'PATCH /v1/keys/:id': { summary: 'Update a key', description: 'Same fields as create; `null` clears.', tag: 'Keys', access: 'management', body: json(ref('KeyRequest')), ok: { schema: dataOf(ref('KeyRecord')) }, errors: [404] },
-  'DELETE /v1/keys/:id': { summary: 'Revoke a key', description: 'Immediate (spec 3.3).', tag: 'Keys', access: 'management', ok: { schema: dataOf(ref('KeyRecord')) }, errors: [404] },
+  'PATCH /v1/keys/:id': {
+    summary: 'Update a key',
+    description: 'Same fields as create; `null` clears.',
+    tag: 'Keys',
+    access: 'management',
+    body: json(ref('KeyRequest')),
+    ok: { schema: dataOf(ref('KeyRecord')) },
+    errors: [404],
+  },
+  'DELETE /v1/keys/:id': {
+    summary: 'Revoke a key',
+    description: 'Immediate (spec 3.3).',
+    tag: 'Keys',
+    access: 'management',
+    ok: { schema: dataOf(ref('KeyRecord')) },
+    errors: [404],
+  },
   'POST /v1/keys/:id/rotate': {
     summary: 'Rotate a key',
     description: 'A new secret in `key`; the old one works until the grace period ends.',
@@ -391,8 +513,20 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   },
 
   // Spec 4.20: account endpoints.
-  'GET /v1/key': { summary: 'The calling key: limits and spend', description: 'Spec 4.20, 2.3.', tag: 'Account', access: 'any', ok: { schema: dataOf(ref('KeyRecord')) } },
-  'GET /v1/credits': { summary: 'Credit balance and lifetime totals', description: 'Spec 4.20.', tag: 'Account', access: 'any', ok: { schema: dataOf(ref('Credits')) } },
+  'GET /v1/key': {
+    summary: 'The calling key: limits and spend',
+    description: 'Spec 4.20, 2.3.',
+    tag: 'Account',
+    access: 'any',
+    ok: { schema: dataOf(ref('KeyRecord')) },
+  },
+  'GET /v1/credits': {
+    summary: 'Credit balance and lifetime totals',
+    description: 'Spec 4.20.',
+    tag: 'Account',
+    access: 'any',
+    ok: { schema: dataOf(ref('Credits')) },
+  },
   'GET /v1/credits/statement': {
     summary: "The account's statement for a period that has ended",
     description:
@@ -444,10 +578,21 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     summary: "The account's audit log",
     tag: 'Account',
     access: 'management',
-    query: [limitQuery(1000, 100), { name: 'action', schema: str(undefined, { pattern: '^[a-z_]+\\.[a-z_]+$' }) }, { name: 'since', schema: str() }, { name: 'until', schema: str() }],
+    query: [
+      limitQuery(1000, 100),
+      { name: 'action', schema: str(undefined, { pattern: '^[a-z_]+\\.[a-z_]+$' }) },
+      { name: 'since', schema: str() },
+      { name: 'until', schema: str() },
+    ],
     ok: { schema: dataOf(arr(ref('AuditEntry'))) },
   },
-  'GET /v1/notices': { summary: 'In-app notices (model deprecations)', tag: 'Account', access: 'any', query: [limitQuery(100, 20)], ok: { schema: obj({ object: constant('list'), data: arr(ref('Notice')) }) } },
+  'GET /v1/notices': {
+    summary: 'In-app notices (model deprecations)',
+    tag: 'Account',
+    access: 'any',
+    query: [limitQuery(100, 20)],
+    ok: { schema: obj({ object: constant('list'), data: arr(ref('Notice')) }) },
+  },
 
   // Settings, webhooks, prompt logs, step-up (spec 1, 6.1).
   'GET /v1/settings': { summary: 'Account settings', tag: 'Settings', access: 'management', ok: { schema: dataOf(ref('Settings')) } },
@@ -475,21 +620,75 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: webhookSaved },
   },
   'DELETE /v1/settings/webhook': { summary: 'Remove the webhook endpoint', tag: 'Settings', access: 'management', ok: { schema: deleted() }, errors: [404] },
-  'POST /v1/settings/webhook/rotate-secret': { summary: 'Rotate the webhook signing secret', tag: 'Settings', access: 'management', ok: { schema: webhookSaved }, errors: [404] },
-  'POST /v1/settings/webhook/resume': { summary: 'Resume a paused webhook endpoint', tag: 'Settings', access: 'management', ok: { schema: obj({ data: ref('WebhookEndpoint') }) }, errors: [404] },
-  'GET /v1/webhook-events': { summary: 'Webhook events and their delivery state', tag: 'Settings', access: 'management', query: [limitQuery(100, 20), afterQuery], ok: { schema: cursorList(ref('WebhookEvent')) } },
-  'GET /v1/webhook-events/:id': { summary: 'One webhook event with its attempts', tag: 'Settings', access: 'management', ok: { schema: dataOf(ref('WebhookEventWithAttempts')) }, errors: [404] },
-  'POST /v1/webhook-events/:id/redeliver': { summary: 'Redeliver an event', tag: 'Settings', access: 'management', ok: { status: 202, schema: dataOf(ref('WebhookEventWithAttempts')) }, errors: [404] },
-  'GET /v1/prompt-logs': { summary: 'Prompt logs', tag: 'Settings', access: 'management', query: [limitQuery(100, 20), afterQuery], ok: { schema: cursorList(ref('PromptLogSummary')) } },
+  'POST /v1/settings/webhook/rotate-secret': {
+    summary: 'Rotate the webhook signing secret',
+    tag: 'Settings',
+    access: 'management',
+    ok: { schema: webhookSaved },
+    errors: [404],
+  },
+  'POST /v1/settings/webhook/resume': {
+    summary: 'Resume a paused webhook endpoint',
+    tag: 'Settings',
+    access: 'management',
+    ok: { schema: obj({ data: ref('WebhookEndpoint') }) },
+    errors: [404],
+  },
+  'GET /v1/webhook-events': {
+    summary: 'Webhook events and their delivery state',
+    tag: 'Settings',
+    access: 'management',
+    query: [limitQuery(100, 20), afterQuery],
+    ok: { schema: cursorList(ref('WebhookEvent')) },
+  },
+  'GET /v1/webhook-events/:id': {
+    summary: 'One webhook event with its attempts',
+    tag: 'Settings',
+    access: 'management',
+    ok: { schema: dataOf(ref('WebhookEventWithAttempts')) },
+    errors: [404],
+  },
+  'POST /v1/webhook-events/:id/redeliver': {
+    summary: 'Redeliver an event',
+    tag: 'Settings',
+    access: 'management',
+    ok: { status: 202, schema: dataOf(ref('WebhookEventWithAttempts')) },
+    errors: [404],
+  },
+  'GET /v1/prompt-logs': {
+    summary: 'Prompt logs',
+    tag: 'Settings',
+    access: 'management',
+    query: [limitQuery(100, 20), afterQuery],
+    ok: { schema: cursorList(ref('PromptLogSummary')) },
+  },
   'DELETE /v1/prompt-logs': { summary: 'Purge every prompt log', tag: 'Settings', access: 'management', ok: { schema: obj({ deleted: int() }) } },
   'GET /v1/prompt-logs/:generationId': {
     summary: 'One prompt log',
     tag: 'Settings',
     access: 'management',
-    ok: { schema: dataOf(obj({ generation_id: str(), key_id: str(), endpoint: str(), created_at: dateTime(), expires_at: dateTime(), request: {description: 'the request as sent'}, response: {description: 'the answer as sent'} })) },
+    ok: {
+      schema: dataOf(
+        obj({
+          generation_id: str(),
+          key_id: str(),
+          endpoint: str(),
+          created_at: dateTime(),
+          expires_at: dateTime(),
+          request: { description: 'the request as sent' },
+          response: { description: 'the answer as sent' },
+        }),
+      ),
+    },
     errors: [404],
   },
-  'DELETE /v1/prompt-logs/:generationId': { summary: 'Purge one prompt log', tag: 'Settings', access: 'management', ok: { schema: obj({ deleted: int(), generation_id: str() }) }, errors: [404] },
+  'DELETE /v1/prompt-logs/:generationId': {
+    summary: 'Purge one prompt log',
+    tag: 'Settings',
+    access: 'management',
+    ok: { schema: obj({ deleted: int(), generation_id: str() }) },
+    errors: [404],
+  },
   'POST /v1/step-up/codes': {
     summary: 'Mail a step-up code for one sensitive action',
     tag: 'Settings',
@@ -513,13 +712,56 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: dataOf(obj({ provider: str(), hint: str() })) },
     errors: [404, 503],
   },
-  'DELETE /v1/provider-keys/:provider': { summary: 'Delete a provider key', tag: 'Account', access: 'management', ok: { schema: dataOf(deleted({ provider: str() })) }, errors: [404] },
-  'GET /v1/organizations': { summary: 'Organizations the account owns or belongs to', tag: 'Organizations', access: 'management', ok: { schema: dataOf(arr(ref('Organization'))) } },
-  'POST /v1/organizations': { summary: 'Create an organization', tag: 'Organizations', access: 'management', body: json(obj({ name: str() }, { required: [] })), ok: { status: 201, schema: dataOf(ref('Organization')) } },
-  'DELETE /v1/organizations/:id': { summary: 'Delete an organization (owner only)', tag: 'Organizations', access: 'management', ok: { schema: dataOf(deleted({ id: str() })) }, errors: [404] },
-  'GET /v1/organizations/:id/members': { summary: 'Members, owner first', tag: 'Organizations', access: 'management', ok: { schema: dataOf(arr(ref('Member'))) }, errors: [404] },
-  'POST /v1/organizations/:id/members': { summary: 'Add a member', tag: 'Organizations', access: 'management', body: json(memberBody), ok: { status: 201, schema: dataOf(ref('MemberChange')) }, errors: [404] },
-  'PATCH /v1/organizations/:id/members/:account': { summary: "Change a member's role", tag: 'Organizations', access: 'management', body: json(roleBody), ok: { schema: dataOf(ref('MemberChange')) }, errors: [404] },
+  'DELETE /v1/provider-keys/:provider': {
+    summary: 'Delete a provider key',
+    tag: 'Account',
+    access: 'management',
+    ok: { schema: dataOf(deleted({ provider: str() })) },
+    errors: [404],
+  },
+  'GET /v1/organizations': {
+    summary: 'Organizations the account owns or belongs to',
+    tag: 'Organizations',
+    access: 'management',
+    ok: { schema: dataOf(arr(ref('Organization'))) },
+  },
+  'POST /v1/organizations': {
+    summary: 'Create an organization',
+    tag: 'Organizations',
+    access: 'management',
+    body: json(obj({ name: str() }, { required: [] })),
+    ok: { status: 201, schema: dataOf(ref('Organization')) },
+  },
+  'DELETE /v1/organizations/:id': {
+    summary: 'Delete an organization (owner only)',
+    tag: 'Organizations',
+    access: 'management',
+    ok: { schema: dataOf(deleted({ id: str() })) },
+    errors: [404],
+  },
+  'GET /v1/organizations/:id/members': {
+    summary: 'Members, owner first',
+    tag: 'Organizations',
+    access: 'management',
+    ok: { schema: dataOf(arr(ref('Member'))) },
+    errors: [404],
+  },
+  'POST /v1/organizations/:id/members': {
+    summary: 'Add a member',
+    tag: 'Organizations',
+    access: 'management',
+    body: json(memberBody),
+    ok: { status: 201, schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
+  'PATCH /v1/organizations/:id/members/:account': {
+    summary: "Change a member's role",
+    tag: 'Organizations',
+    access: 'management',
+    body: json(roleBody),
+    ok: { schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
   'DELETE /v1/organizations/:id/members/:account': {
     summary: 'Remove a member (or leave)',
     tag: 'Organizations',
@@ -536,7 +778,13 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     body: json(obj({ initial_credits_usd: usd() }, { required: [] })),
     ok: { status: 201, schema: obj({ id: str() }) },
   },
-  'GET /admin/accounts/:id': { summary: "An account's credits", tag: 'Operator', access: 'admin', ok: { schema: dataOf(ref('AccountCredits')) }, errors: [404] },
+  'GET /admin/accounts/:id': {
+    summary: "An account's credits",
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(ref('AccountCredits')) },
+    errors: [404],
+  },
   'PATCH /admin/accounts/:id': {
     summary: "Set the account's daily spend limit",
     tag: 'Operator',
@@ -545,10 +793,18 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: dataOf(ref('AccountCredits')) },
     errors: [404],
   },
-  'POST /admin/accounts/:id/credits': { summary: 'Add credits', tag: 'Operator', access: 'admin', body: json(obj({ amount_usd: usd() })), ok: { schema: dataOf(ref('AccountCredits')) }, errors: [404] },
+  'POST /admin/accounts/:id/credits': {
+    summary: 'Add credits',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ amount_usd: usd() })),
+    ok: { schema: dataOf(ref('AccountCredits')) },
+    errors: [404],
+  },
   'POST /admin/accounts/:id/adjustments': {
     summary: 'Record a credit note or adjustment',
-    description: 'Issue 23: recorded as an event with the operator\'s name, shown on statements and in the audit log; nothing is edited in place. 409 `adjustment_exceeds_balance` when a negative amount would take the available balance below zero, `adjustment_id_conflict` when the id was used with other content.',
+    description:
+      "Issue 23: recorded as an event with the operator's name, shown on statements and in the audit log; nothing is edited in place. 409 `adjustment_exceeds_balance` when a negative amount would take the available balance below zero, `adjustment_id_conflict` when the id was used with other content.",
     tag: 'Operator',
     access: 'admin',
     body: json(ref('AdjustmentRequest')),
@@ -563,7 +819,12 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { status: 201, schema: ref('CreatedKey') },
     errors: [404],
   },
-  'GET /admin/accounts/:id/provider-keys': { summary: "An account's provider keys", tag: 'Operator', access: 'admin', ok: { schema: dataOf(arr(ref('ProviderKey'))) } },
+  'GET /admin/accounts/:id/provider-keys': {
+    summary: "An account's provider keys",
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(arr(ref('ProviderKey'))) },
+  },
   'PUT /admin/accounts/:id/provider-keys/:provider': {
     summary: 'Save a provider key for an account',
     tag: 'Operator',
@@ -572,12 +833,50 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: dataOf(obj({ provider: str(), hint: str() })) },
     errors: [404, 503],
   },
-  'DELETE /admin/accounts/:id/provider-keys/:provider': { summary: 'Delete a provider key of an account', tag: 'Operator', access: 'admin', ok: { schema: dataOf(deleted({ provider: str() })) }, errors: [404] },
-  'POST /admin/orgs': { summary: 'Create an organization', tag: 'Operator', access: 'admin', body: json(obj({ owner_account_id: str(), name: str() }, { required: ['owner_account_id'] })), ok: { status: 201, schema: obj({ id: str() }) } },
-  'DELETE /admin/orgs/:id': { summary: 'Delete an organization', tag: 'Operator', access: 'admin', ok: { schema: dataOf(deleted({ id: str() })) }, errors: [404] },
-  'POST /admin/orgs/:id/members': { summary: 'Add a member', tag: 'Operator', access: 'admin', body: json(memberBody), ok: { status: 201, schema: dataOf(ref('MemberChange')) }, errors: [404] },
-  'PATCH /admin/orgs/:id/members/:account': { summary: "Change a member's role", tag: 'Operator', access: 'admin', body: json(roleBody), ok: { schema: dataOf(ref('MemberChange')) }, errors: [404] },
-  'DELETE /admin/orgs/:id/members/:account': { summary: 'Remove a member', tag: 'Operator', access: 'admin', ok: { schema: dataOf(obj({ org_id: str(), account_id: str(), removed: bool() })) }, errors: [404] },
+  'DELETE /admin/accounts/:id/provider-keys/:provider': {
+    summary: 'Delete a provider key of an account',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(deleted({ provider: str() })) },
+    errors: [404],
+  },
+  'POST /admin/orgs': {
+    summary: 'Create an organization',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ owner_account_id: str(), name: str() }, { required: ['owner_account_id'] })),
+    ok: { status: 201, schema: obj({ id: str() }) },
+  },
+  'DELETE /admin/orgs/:id': {
+    summary: 'Delete an organization',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(deleted({ id: str() })) },
+    errors: [404],
+  },
+  'POST /admin/orgs/:id/members': {
+    summary: 'Add a member',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(memberBody),
+    ok: { status: 201, schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
+  'PATCH /admin/orgs/:id/members/:account': {
+    summary: "Change a member's role",
+    tag: 'Operator',
+    access: 'admin',
+    body: json(roleBody),
+    ok: { schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
+  'DELETE /admin/orgs/:id/members/:account': {
+    summary: 'Remove a member',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(obj({ org_id: str(), account_id: str(), removed: bool() })) },
+    errors: [404],
+  },
   'GET /admin/audit-log': {
     summary: 'The audit log, newest first',
     tag: 'Operator',
@@ -602,6 +901,11 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     access: 'admin',
     ok: { content: { 'text/plain': str('Prometheus text format') } },
   },
-  'GET /openapi.json': { summary: 'This document', tag: 'Operations', access: 'none', ok: { content: { 'application/json': { type: 'object', required: ['openapi', 'paths'] } } } },
+  'GET /openapi.json': {
+    summary: 'This document',
+    tag: 'Operations',
+    access: 'none',
+    ok: { content: { 'application/json': { type: 'object', required: ['openapi', 'paths'] } } },
+  },
   'GET /docs': { summary: 'The API reference page (Swagger UI)', tag: 'Operations', access: 'none', ok: { content: { 'text/html': str() } } },
 };

@@ -12,7 +12,13 @@ import { EXTENSION, type JsonSchema } from './json-schema';
 const SDK = dirname(require.resolve('openai'));
 const FILES = { chat: join(SDK, 'resources/chat/completions/completions.d.ts'), embeddings: join(SDK, 'resources/embeddings.d.ts') };
 
-const program = ts.createProgram(Object.values(FILES), { strict: true, noEmit: true, skipLibCheck: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
+const program = ts.createProgram(Object.values(FILES), {
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+});
 const checker = program.getTypeChecker();
 
 /** The SDK type's properties, with whether each is required. */
@@ -23,11 +29,15 @@ function sdkProperties(file: string, name: string): Map<string, { required: bool
   const path = name.split('.');
   let statements: readonly ts.Statement[] = source.statements;
   for (const namespace of path.slice(0, -1)) {
-    const module = statements.find((s): s is ts.ModuleDeclaration => ts.isModuleDeclaration(s) && s.name.text === namespace && s.body !== undefined && ts.isModuleBlock(s.body));
+    const module = statements.find(
+      (s): s is ts.ModuleDeclaration => ts.isModuleDeclaration(s) && s.name.text === namespace && s.body !== undefined && ts.isModuleBlock(s.body),
+    );
     statements = module ? (module.body as ts.ModuleBlock).statements : [];
   }
   const last = path[path.length - 1];
-  const declaration = statements.find((s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration => (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === last);
+  const declaration = statements.find(
+    (s): s is ts.InterfaceDeclaration | ts.TypeAliasDeclaration => (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) && s.name.text === last,
+  );
   if (!declaration) throw new Error(`${name} is not declared in ${file}`);
   const type = checker.getTypeAtLocation(declaration.name);
   return new Map(checker.getPropertiesOfType(type).map((p) => [p.name, { required: (p.flags & ts.SymbolFlags.Optional) === 0 }]));
@@ -64,13 +74,13 @@ const PAIRS: [string, string, JsonSchema, keyof typeof FILES][] = [
 ];
 
 describe('our OpenAI-compatible schemas and the openai SDK 6.49 types', () => {
-  it.each(PAIRS)('%s: every field not marked x-svc-extension is a field of the SDK\'s %s', (_, sdkType, schema, file) => {
+  it.each(PAIRS)("%s: every field not marked x-svc-extension is a field of the SDK's %s", (_, sdkType, schema, file) => {
     const sdk = sdkProperties(FILES[file], sdkType);
     expect(sdk.size).toBeGreaterThan(2);
     expect(ours(schema).openai.filter((name) => !sdk.has(name))).toEqual([]);
   });
 
-  it.each(PAIRS)('%s: every field the SDK\'s %s requires is documented, and no extension shadows an SDK field', (_, sdkType, schema, file) => {
+  it.each(PAIRS)("%s: every field the SDK's %s requires is documented, and no extension shadows an SDK field", (_, sdkType, schema, file) => {
     const sdk = sdkProperties(FILES[file], sdkType);
     const { openai, extensions } = ours(schema);
     const requiredBySdk = [...sdk].filter(([, p]) => p.required).map(([name]) => name);
@@ -79,11 +89,16 @@ describe('our OpenAI-compatible schemas and the openai SDK 6.49 types', () => {
     expect(extensions.filter((name) => sdk.has(name))).toEqual([]);
   });
 
-  it('usage: OpenAI\'s CompletionUsage fields plus `cost`, the one extension (spec 2.6)', () => {
+  it("usage: OpenAI's CompletionUsage fields plus `cost`, the one extension (spec 2.6)", () => {
     const sdk = sdkProperties(join(SDK, 'resources/completions.d.ts'), 'CompletionUsage');
     const { openai, extensions } = ours(SCHEMAS.ChatUsage);
     expect(openai.filter((name) => !sdk.has(name))).toEqual([]);
-    expect([...sdk].filter(([, p]) => p.required).map(([n]) => n).filter((n) => !openai.includes(n))).toEqual([]);
+    expect(
+      [...sdk]
+        .filter(([, p]) => p.required)
+        .map(([n]) => n)
+        .filter((n) => !openai.includes(n)),
+    ).toEqual([]);
     expect(extensions).toEqual(expect.arrayContaining(['cost']));
   });
 });

@@ -6,7 +6,14 @@
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '@svc/webhooks';
 import { arr, constant, dateTime, int, type JsonSchema, nullable, obj, oneOfValues, str, unixSeconds, usd } from './json-schema';
 
-const spendWindow = obj({ key_id: str(), limit: usd(), limit_reset: oneOfValues(['daily', 'weekly', 'monthly', 'never']), usage: usd(), window_start: dateTime(), resets_at: nullable(dateTime()) });
+const spendWindow = obj({
+  key_id: str(),
+  limit: usd(),
+  limit_reset: oneOfValues(['daily', 'weekly', 'monthly', 'never']),
+  usage: usd(),
+  window_start: dateTime(),
+  resets_at: nullable(dateTime()),
+});
 const batchEnd = (status: JsonSchema) =>
   obj({ id: str(), status, request_counts: obj({ completed: int(), failed: int() }), output_file_id: nullable(str()), error_file_id: nullable(str()) });
 
@@ -22,14 +29,23 @@ export const WEBHOOK_PAYLOADS: Record<WebhookEventType, { summary: string; data:
   'key.spend_cap.warning': { summary: "A key's spend passed the warning threshold of its limit", data: spendWindow },
   'key.spend_cap.reached': { summary: "A key's spend reached its limit", data: spendWindow },
   'key.expiring': { summary: "7 days and 1 day before a key's expires_at", data: obj({ key_id: str(), expires_at: dateTime(), days_before: int() }) },
-  'account.daily_limit.reached': { summary: "The account's daily spend limit was reached", data: obj({ daily_limit: usd(), usage: usd(), day: str(), resets_at: dateTime() }) },
+  'account.daily_limit.reached': {
+    summary: "The account's daily spend limit was reached",
+    data: obj({ daily_limit: usd(), usage: usd(), day: str(), resets_at: dateTime() }),
+  },
   'batch.completed': { summary: 'A batch completed', data: batchEnd(constant('completed')) },
   'batch.failed': {
     summary: 'A batch failed validation, expired or was cancelled',
     data: { anyOf: [batchEnd(oneOfValues(['expired', 'cancelled'])), obj({ id: str(), status: constant('failed'), errors: arr(obj({}, { open: true })) })] },
   },
-  'video.completed': { summary: 'A video completed, billed its actual cost', data: obj({ id: str(), status: constant('completed'), model: str(), cost: usd(), completed_at: dateTime() }) },
-  'video.failed': { summary: 'A video failed (not billed)', data: obj({ id: str(), status: constant('failed'), model: str(), error: obj({ code: str(), message: str() }), failed_at: dateTime() }) },
+  'video.completed': {
+    summary: 'A video completed, billed its actual cost',
+    data: obj({ id: str(), status: constant('completed'), model: str(), cost: usd(), completed_at: dateTime() }),
+  },
+  'video.failed': {
+    summary: 'A video failed (not billed)',
+    data: obj({ id: str(), status: constant('failed'), model: str(), error: obj({ code: str(), message: str() }), failed_at: dateTime() }),
+  },
   'model.deprecated': {
     summary: 'A model used in the last 30 days is scheduled for retirement (spec 9)',
     data: obj({ model: str(), name: str(), notice: oneOfValues(['announced', 'final']), sunset: dateTime(), replacement: nullable(str()) }),
@@ -61,7 +77,9 @@ export function webhooks(): Record<string, unknown> {
             parameters: Object.entries(SIGNATURE_HEADER).map(([name, h]) => ({ name, in: 'header', ...h })),
             requestBody: {
               required: true,
-              content: { 'application/json': { schema: obj({ id: str('evt_...; the same on every retry'), type: constant(type), created: unixSeconds(), data }) } },
+              content: {
+                'application/json': { schema: obj({ id: str('evt_...; the same on every retry'), type: constant(type), created: unixSeconds(), data }) },
+              },
             },
             responses: { '2XX': { description: 'Delivered. Anything else, or no answer within 10 s, is a failure.' } },
           },

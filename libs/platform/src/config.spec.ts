@@ -78,9 +78,7 @@ describe('SVC_SMTP_URL', () => {
     expect(loadConfig({ SVC_SMTP_URL: '  ' }).smtpUrl).toBeNull();
     expect(loadConfig({ SVC_SMTP_URL: 'smtp://127.0.0.1:2525' }).smtpUrl).toBe('smtp://127.0.0.1:2525');
     expect(loadConfig({ SVC_SMTP_URL: ' smtps://relay.example.com ' }).smtpUrl).toBe('smtps://relay.example.com');
-    expect(loadConfig({ SVC_SMTP_URL: 'smtp://apikey:s%40cret@relay.example.com:587' }).smtpUrl).toBe(
-      'smtp://apikey:s%40cret@relay.example.com:587',
-    );
+    expect(loadConfig({ SVC_SMTP_URL: 'smtp://apikey:s%40cret@relay.example.com:587' }).smtpUrl).toBe('smtp://apikey:s%40cret@relay.example.com:587');
   });
 
   it('refuses other schemes, non-URLs and URLs without a host, naming the variable', () => {
@@ -122,8 +120,14 @@ describe('SVC_READY_MAX_LAG_SECONDS', () => {
 describe('OTEL_EXPORTER_OTLP_ENDPOINT (issue 22: traces)', () => {
   it('is no tracing unless an endpoint is set; the traces path is added to the base endpoint, not to the traces one', () => {
     expect(loadConfig({}).tracing).toBeNull();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ url: 'http://collector:4318/v1/traces', serviceName: 'svc-gateway' });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example/base/', OTEL_SERVICE_NAME: 'edge-eu' }).tracing).toEqual({ url: 'https://otlp.example/base/v1/traces', serviceName: 'edge-eu' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      serviceName: 'svc-gateway',
+    });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example/base/', OTEL_SERVICE_NAME: 'edge-eu' }).tracing).toEqual({
+      url: 'https://otlp.example/base/v1/traces',
+      serviceName: 'edge-eu',
+    });
     expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/custom' }).tracing?.url).toBe('http://collector:4318/custom');
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
   });

@@ -145,7 +145,10 @@ type Env = Record<string, string | undefined>;
 
 function addressList(variable: string, value: string | null): string[] {
   if (value === null) return [];
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     if (!ipaddr.isValid(entry) && !ipaddr.isValidCIDR(entry)) {
       throw new ConfigError(variable, `expected IP addresses or CIDR ranges separated by commas, got ${JSON.stringify(entry)}`);
@@ -369,7 +372,8 @@ function consoleDir(value: string | null): string | null {
   if (value === 'off') return null;
   if (value !== null) {
     const dir = resolve(value);
-    if (!existsSync(join(dir, 'index.html'))) throw new ConfigError('SVC_CONSOLE_DIR', `expected a directory holding the console's index.html, or off; ${dir} has none`);
+    if (!existsSync(join(dir, 'index.html')))
+      throw new ConfigError('SVC_CONSOLE_DIR', `expected a directory holding the console's index.html, or off; ${dir} has none`);
     return dir;
   }
   return [resolve(__dirname, '../../../console'), resolve(__dirname, '../../../dist/console')].find((dir) => existsSync(join(dir, 'index.html'))) ?? null;

@@ -66,7 +66,8 @@ export class ApiError extends Error {
 
 /** Node's and PostgreSQL's ways of saying a connection could not be made or was lost. */
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-const CONNECTION_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout|not queryable/i;
+const CONNECTION_MESSAGES =
+  /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Query read timeout|not queryable/i;
 
 /**
  * A dependency (PostgreSQL) that is down or restarting, not a fault of the request: SQLSTATE

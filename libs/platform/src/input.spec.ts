@@ -26,7 +26,10 @@ describe('inspectJson: what no body or event may hold', () => {
   });
 
   it('names the object whose field name is bad, not the name itself', () => {
-    expect(inspectJson({ model: 'sim/echo', '\udc00': 1 })).toEqual({ param: null, message: 'A field name in the body contains an unpaired UTF-16 surrogate, which is not accepted.' });
+    expect(inspectJson({ model: 'sim/echo', '\udc00': 1 })).toEqual({
+      param: null,
+      message: 'A field name in the body contains an unpaired UTF-16 surrogate, which is not accepted.',
+    });
     expect(inspectJson({ metadata: { tags: [{ 'a\u0000': 'v' }] } })?.param).toBe('metadata.tags[0]');
   });
 

@@ -33,11 +33,15 @@ export function prettyLog(config: Pick<Config, 'logFormat'>, out: { isTTY?: bool
  */
 export function nestLogger(log: ProcessLog): LoggerService {
   const split = (params: unknown[]): { context?: string; rest: unknown[] } =>
-    params.length > 0 && typeof params[params.length - 1] === 'string' ? { context: params[params.length - 1] as string, rest: params.slice(0, -1) } : { rest: params };
-  const at = (level: 'fatal' | 'warn' | 'info' | 'debug' | 'trace') => (message: unknown, ...params: unknown[]) => {
-    const { context, rest } = split(params);
-    log[level]({ ...(context ? { context } : {}) }, format(message, ...rest));
-  };
+    params.length > 0 && typeof params[params.length - 1] === 'string'
+      ? { context: params[params.length - 1] as string, rest: params.slice(0, -1) }
+      : { rest: params };
+  const at =
+    (level: 'fatal' | 'warn' | 'info' | 'debug' | 'trace') =>
+    (message: unknown, ...params: unknown[]) => {
+      const { context, rest } = split(params);
+      log[level]({ ...(context ? { context } : {}) }, format(message, ...rest));
+    };
   return {
     fatal: at('fatal'),
     warn: at('warn'),

@@ -34,10 +34,7 @@ const SMTP_TIMEOUTS = {
  * in (read the code) with no mail server, and what is there is exactly what a relay would
  * have been handed.
  */
-export function createMailer(
-  config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'dataDir'>,
-  log: (line: string) => void = console.log,
-): Mailer {
+export function createMailer(config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'dataDir'>, log: (line: string) => void = console.log): Mailer {
   return config.smtpUrl === null ? mailboxMailer(config.dataDir, config.mailFrom, log) : smtpMailer(config.smtpUrl, config.mailFrom);
 }
 

@@ -26,7 +26,13 @@ describe('money', () => {
   });
 
   it('writes documents in USD with exactly 9 decimals', () => {
-    expect([0n, 1n, -1n, 1_500_000_000n, 123_456_789_012n].map(nanoToUsd9)).toEqual(['0.000000000', '0.000000001', '-0.000000001', '1.500000000', '123.456789012']);
+    expect([0n, 1n, -1n, 1_500_000_000n, 123_456_789_012n].map(nanoToUsd9)).toEqual([
+      '0.000000000',
+      '0.000000001',
+      '-0.000000001',
+      '1.500000000',
+      '123.456789012',
+    ]);
   });
 
   it('round-trips every amount through the decimal string', () => {

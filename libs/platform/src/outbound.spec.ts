@@ -37,9 +37,30 @@ function refusal(fn: () => unknown): OutboundRefused {
 
 describe('isPublicAddress', () => {
   it.each([
-    '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255',
-    '224.0.0.1', '240.0.0.1', '192.0.2.1', '::1', '::', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::127.0.0.1', 'fc00::1',
-    'fd12:3456::1', 'fe80::1', 'ff02::1', '2002:7f00:1::1', '2001::1', '64:ff9b::7f00:1', '2001:db8::1',
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '255.255.255.255',
+    '224.0.0.1',
+    '240.0.0.1',
+    '192.0.2.1',
+    '::1',
+    '::',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '::127.0.0.1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'ff02::1',
+    '2002:7f00:1::1',
+    '2001::1',
+    '64:ff9b::7f00:1',
+    '2001:db8::1',
   ])('refuses %s', (ip) => {
     expect(isPublicAddress(ip)).toBe(false);
   });
@@ -55,8 +76,21 @@ describe('isPublicAddress', () => {
 
 describe('checkOutboundUrl', () => {
   it.each([
-    '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '[::1]',
-    '[::ffff:127.0.0.1]', '[fc00::1]', '[fe80::1]', '[::127.0.0.1]', '2130706433', '0x7f.1', '0177.0.0.1',
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '[::1]',
+    '[::ffff:127.0.0.1]',
+    '[fc00::1]',
+    '[fe80::1]',
+    '[::127.0.0.1]',
+    '2130706433',
+    '0x7f.1',
+    '0177.0.0.1',
   ])('refuses the IP-literal host %s', (host) => {
     const error = refusal(() => checkOutboundUrl(`https://${host}/hook`, strict));
     expect(error.reason).toBe('private_address');
@@ -76,7 +110,10 @@ describe('checkOutboundUrl', () => {
   });
 
   it('refuses http unless private targets are allowed, and any other scheme always', () => {
-    expect(refusal(() => checkOutboundUrl('http://hooks.example.com/', strict))).toMatchObject({ reason: 'scheme', message: 'the URL must use https, not http' });
+    expect(refusal(() => checkOutboundUrl('http://hooks.example.com/', strict))).toMatchObject({
+      reason: 'scheme',
+      message: 'the URL must use https, not http',
+    });
     expect(checkOutboundUrl('http://hooks.example.com/', lenient).protocol).toBe('http:');
     for (const url of ['ftp://hooks.example.com/', 'file:///etc/passwd', 'gopher://hooks.example.com/', 'data:text/plain,hi']) {
       expect(refusal(() => checkOutboundUrl(url, lenient)).reason).toBe('scheme');
@@ -133,7 +170,9 @@ describe('resolveOutboundTarget', () => {
   it('judges IP literals without DNS', async () => {
     const asked: string[] = [];
     const lookup = stubLookup(['93.184.216.34'], asked);
-    await expect(resolveOutboundTarget(new URL('https://[::ffff:127.0.0.1]/'), { allowPrivate: false, lookup })).rejects.toMatchObject({ reason: 'private_address' });
+    await expect(resolveOutboundTarget(new URL('https://[::ffff:127.0.0.1]/'), { allowPrivate: false, lookup })).rejects.toMatchObject({
+      reason: 'private_address',
+    });
     await expect(resolveOutboundTarget(new URL('https://93.184.216.34/'), { allowPrivate: false, lookup })).resolves.toBeUndefined();
     expect(asked).toEqual([]);
   });
@@ -145,7 +184,9 @@ describe('resolveOutboundTarget', () => {
         message: expect.stringMatching(/^the URL's host nothing-here\.invalid could not be resolved/),
       });
     }
-    await expect(resolveOutboundTarget(new URL('https://empty.test/'), { allowPrivate: false, lookup: stubLookup([]) })).rejects.toMatchObject({ reason: 'unresolvable' });
+    await expect(resolveOutboundTarget(new URL('https://empty.test/'), { allowPrivate: false, lookup: stubLookup([]) })).rejects.toMatchObject({
+      reason: 'unresolvable',
+    });
   });
 });
 
@@ -252,10 +293,14 @@ describe('OutboundClient', () => {
   });
 
   it('refuses a private IP literal before connecting', async () => {
-    const error = await client(strict).post(`http://127.0.0.1:${receiver.port}/hook`, payload).catch((e: unknown) => e);
+    const error = await client(strict)
+      .post(`http://127.0.0.1:${receiver.port}/hook`, payload)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundRefused);
     expect(error).toMatchObject({ reason: 'scheme' });
-    const literal = await client(strict).post(`https://127.0.0.1:${receiver.port}/hook`, payload).catch((e: unknown) => e);
+    const literal = await client(strict)
+      .post(`https://127.0.0.1:${receiver.port}/hook`, payload)
+      .catch((e: unknown) => e);
     expect(literal).toMatchObject({ reason: 'private_address' });
     expect(receiver.connections).toBe(0);
     expect(receiver.requests).toEqual([]);
@@ -270,7 +315,9 @@ describe('OutboundClient', () => {
     await expect(resolveOutboundTarget(new URL(url), policy)).resolves.toBeUndefined();
     // ...loopback when fetched: the port is the receiver's, so only the guard stands in between.
     now = '127.0.0.1';
-    const error = await client(policy).post(url, payload).catch((e: unknown) => e);
+    const error = await client(policy)
+      .post(url, payload)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundRefused);
     expect(error).toMatchObject({ reason: 'private_address', message: "the URL's host rebind.test resolves to 127.0.0.1, a private address (loopback)" });
     expect(receiver.connections).toBe(0);
@@ -286,7 +333,9 @@ describe('OutboundClient', () => {
   });
 
   it('gives up on a receiver that never answers', async () => {
-    const error = await client(lenient, { timeoutMs: 300 }).post(`http://127.0.0.1:${receiver.port}/silent`, payload).catch((e: unknown) => e);
+    const error = await client(lenient, { timeoutMs: 300 })
+      .post(`http://127.0.0.1:${receiver.port}/silent`, payload)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundFailure);
     expect(error).toMatchObject({ kind: 'timeout', message: 'no complete answer within 300 ms' });
   }, 10_000);
@@ -299,7 +348,9 @@ describe('OutboundClient', () => {
   }, 10_000);
 
   it('refuses at connect time a name that does not resolve', async () => {
-    const error = await client(strict).post('https://nothing-here.invalid/hook', payload).catch((e: unknown) => e);
+    const error = await client(strict)
+      .post('https://nothing-here.invalid/hook', payload)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundRefused);
     expect(error).toMatchObject({ reason: 'unresolvable' });
   });
@@ -307,7 +358,9 @@ describe('OutboundClient', () => {
   it('fails with kind connection when nothing listens', async () => {
     const closed = await startReceiver(() => undefined);
     await stopReceiver(closed);
-    const error = await client(lenient).post(`http://127.0.0.1:${closed.port}/hook`, payload).catch((e: unknown) => e);
+    const error = await client(lenient)
+      .post(`http://127.0.0.1:${closed.port}/hook`, payload)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundFailure);
     expect(error).toMatchObject({ kind: 'connection', message: expect.stringMatching(/ECONNREFUSED/) });
   });

@@ -40,7 +40,10 @@ const FIELDS: Record<string, keyof RateLimits> = { rpm: 'requests_per_minute', t
  */
 export function parseRateLimits(text: string, base: RateLimits): RateLimits {
   const limits = { ...base };
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^(rpm|tpm|concurrent)=(\d+)$/.exec(part);
     if (!m || Number(m[2]) < 1 || !Number.isSafeInteger(Number(m[2]))) {
       throw new Error(`expected rpm=N,tpm=N,concurrent=N with positive integers, got ${JSON.stringify(part)}`);

@@ -79,7 +79,9 @@ describe('PostgreSQL connections lost under a runner', () => {
     );
     let pid: number | undefined;
     while (pid === undefined) {
-      const { rows } = await killer.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT pg_sleep(5)' AND state = 'active'`);
+      const { rows } = await killer.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT pg_sleep(5)' AND state = 'active'`,
+      );
       pid = rows[0]?.pid;
     }
     await killer.query('SELECT pg_terminate_backend($1)', [pid]);
@@ -93,7 +95,9 @@ describe('PostgreSQL connections lost under a runner', () => {
     // The runner's own pooled connections, by backend pid: other suites share the database.
     const held = await Promise.all(Array.from({ length: 5 }, () => runner.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.01)')));
     const pids = [...new Set(held.map((r) => r.rows[0].pid))];
-    const { rows: killed } = await killer.query<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [pids]);
+    const { rows: killed } = await killer.query<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE pid = ANY($1::int[])`, [
+      pids,
+    ]);
     expect(killed.length).toBe(pids.length);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(uncaught).toEqual([]);

@@ -58,7 +58,10 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
       temperature: 0.9,
       models: [],
       provider: { sort: 'latency' },
-      tools: [{ type: 'function', function: { name: 'lookup', description: 'mine' } }, { type: 'function', function: { name: 'extra' } }],
+      tools: [
+        { type: 'function', function: { name: 'lookup', description: 'mine' } },
+        { type: 'function', function: { name: 'extra' } },
+      ],
       plugins: [{ id: 'context-compression' }],
       preset: undefined,
     };
@@ -78,6 +81,8 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
   });
 
   it('a preset without a model needs one from the request', () => {
-    expect(() => applyPreset({ model: '@preset/x', messages: user }, { slug: 'x', model: null, param: 'model' }, { version: 1, config: {} })).toThrow(/names no model/);
+    expect(() => applyPreset({ model: '@preset/x', messages: user }, { slug: 'x', model: null, param: 'model' }, { version: 1, config: {} })).toThrow(
+      /names no model/,
+    );
   });
 });

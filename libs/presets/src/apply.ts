@@ -35,7 +35,8 @@ const MARK = '@preset/';
 export function presetReference(body: unknown): PresetReference | null {
   if (body === null || typeof body !== 'object') return null;
   const { model, preset } = body as { model?: unknown; preset?: unknown };
-  if (preset !== undefined && preset !== null && (typeof preset !== 'string' || preset === '')) throw ApiError.invalidRequest('preset must be a preset slug.', 'preset');
+  if (preset !== undefined && preset !== null && (typeof preset !== 'string' || preset === ''))
+    throw ApiError.invalidRequest('preset must be a preset slug.', 'preset');
   if (typeof preset === 'string') {
     const slug = preset.startsWith(MARK) ? preset.slice(MARK.length) : preset;
     return { slug, model: typeof model === 'string' && model !== '' ? model : null, param: 'preset' };

@@ -55,7 +55,8 @@ function requireExisting(state: PresetState, slug: string): void {
 
 function create(command: Extract<PresetCommand, { type: 'CreatePreset' }>, state: PresetState): PresetEvent[] {
   if (state.exists) throw new DomainError('preset_exists', `A preset '${command.slug}' already exists in this workspace; PATCH it instead.`);
-  if (!PRESET_SLUG.test(command.slug)) throw new DomainError('invalid_preset_slug', 'A slug is 1 to 64 lower-case letters, digits and hyphens, starting with a letter or digit.');
+  if (!PRESET_SLUG.test(command.slug))
+    throw new DomainError('invalid_preset_slug', 'A slug is 1 to 64 lower-case letters, digits and hyphens, starting with a letter or digit.');
   const { workspaceId: workspace_id, slug, name, description, config } = command;
   return [{ type: 'PresetCreated', data: { workspace_id, slug, name, description, config } }];
 }
@@ -78,7 +79,12 @@ function rollback(command: Extract<PresetCommand, { type: 'RollbackPreset' }>, s
   requireExisting(state, command.slug);
   const config = Number.isInteger(command.version) ? state.versions[command.version - 1] : undefined;
   if (config === undefined) throw new DomainError('preset_version_not_found', `Preset '${command.slug}' has versions 1 to ${state.versions.length}.`);
-  return [{ type: 'PresetVersionAdded', data: { workspace_id: command.workspaceId, slug: command.slug, version: state.versions.length + 1, config, rolled_back_to: command.version } }];
+  return [
+    {
+      type: 'PresetVersionAdded',
+      data: { workspace_id: command.workspaceId, slug: command.slug, version: state.versions.length + 1, config, rolled_back_to: command.version },
+    },
+  ];
 }
 
 function remove(command: Extract<PresetCommand, { type: 'DeletePreset' }>, state: PresetState): PresetEvent[] {

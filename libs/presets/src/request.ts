@@ -38,7 +38,8 @@ function objects(value: unknown, param: string): Record<string, unknown>[] {
 function model(value: unknown, param: string, catalog: Pick<Catalog, 'get'>): string {
   if (typeof value !== 'string' || value.length === 0) throw bad(param, `'${param}' must be a model id.`);
   const [id, ...suffixes] = value.split(':');
-  if (!catalog.get(id) || suffixes.some((s) => !(SUFFIXES as readonly string[]).includes(s))) throw bad(param, `'${param}': no model '${value}' in the catalog (see GET /v1/models).`);
+  if (!catalog.get(id) || suffixes.some((s) => !(SUFFIXES as readonly string[]).includes(s)))
+    throw bad(param, `'${param}': no model '${value}' in the catalog (see GET /v1/models).`);
   return value;
 }
 
@@ -47,7 +48,8 @@ export function parsePresetConfig(value: unknown, catalog: Pick<Catalog, 'get'>)
   const config: PresetConfig = {};
   if (c.model !== undefined) config.model = model(c.model, 'config.model', catalog);
   if (c.models !== undefined) {
-    if (!Array.isArray(c.models) || c.models.length > MAX_FALLBACKS) throw bad('config.models', `'config.models' must be an array of at most ${MAX_FALLBACKS} model ids.`);
+    if (!Array.isArray(c.models) || c.models.length > MAX_FALLBACKS)
+      throw bad('config.models', `'config.models' must be an array of at most ${MAX_FALLBACKS} model ids.`);
     config.models = c.models.map((m, i) => model(m, `config.models[${i}]`, catalog));
   }
   if (c.system_prompt !== undefined) config.system_prompt = text(c.system_prompt, 'config.system_prompt', 100_000) ?? undefined;

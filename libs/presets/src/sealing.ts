@@ -12,7 +12,13 @@ import type { PresetConfig } from './preset';
 const context = (workspaceId: string, slug: string) => `preset-system-prompt:${JSON.stringify([workspaceId, slug])}`;
 
 export function presetPromptsUnavailable(): ApiError {
-  return new ApiError(503, 'service_unavailable', 'A preset with a system prompt cannot be saved: the gateway has no SVC_ENCRYPTION_KEY to protect it with. Ask the operator to set it, or leave system_prompt out.', 'preset_prompt_unavailable', 'config.system_prompt');
+  return new ApiError(
+    503,
+    'service_unavailable',
+    'A preset with a system prompt cannot be saved: the gateway has no SVC_ENCRYPTION_KEY to protect it with. Ask the operator to set it, or leave system_prompt out.',
+    'preset_prompt_unavailable',
+    'config.system_prompt',
+  );
 }
 
 /**
@@ -22,7 +28,10 @@ export function presetPromptsUnavailable(): ApiError {
 export function sealPresetConfig(config: PresetConfig, key: Buffer | null, workspaceId: string, slug: string, latest?: PresetConfig): PresetConfig {
   if (config.system_prompt === undefined) return config;
   if (!key) throw presetPromptsUnavailable();
-  const reuse = latest?.system_prompt_sealed !== undefined && openPresetConfig(latest, key, workspaceId, slug).system_prompt === config.system_prompt ? latest.system_prompt_sealed : undefined;
+  const reuse =
+    latest?.system_prompt_sealed !== undefined && openPresetConfig(latest, key, workspaceId, slug).system_prompt === config.system_prompt
+      ? latest.system_prompt_sealed
+      : undefined;
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(config)) {
     if (name === 'system_prompt') out.system_prompt_sealed = reuse ?? sealSecret(key, value as string, context(workspaceId, slug));
@@ -35,7 +44,13 @@ export function sealPresetConfig(config: PresetConfig, key: Buffer | null, works
 export function openPresetConfig(config: PresetConfig, key: Buffer | null, workspaceId: string, slug: string): PresetConfig {
   const sealed = config.system_prompt_sealed;
   if (sealed === undefined) return config;
-  if (!key || !isSealedSecret(sealed)) throw new ApiError(503, 'service_unavailable', `The system prompt of preset '${slug}' cannot be opened: SVC_ENCRYPTION_KEY is missing or changed.`, 'preset_prompt_unavailable');
+  if (!key || !isSealedSecret(sealed))
+    throw new ApiError(
+      503,
+      'service_unavailable',
+      `The system prompt of preset '${slug}' cannot be opened: SVC_ENCRYPTION_KEY is missing or changed.`,
+      'preset_prompt_unavailable',
+    );
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(config)) {
     if (name === 'system_prompt_sealed') out.system_prompt = openSecret(key, sealed, context(workspaceId, slug));

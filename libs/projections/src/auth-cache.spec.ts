@@ -6,7 +6,16 @@ import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, providerKeyContext, settin
 import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { ACK_WAIT_MS, ALL_PROJECTIONS, AUTH_CACHE_CHANNEL, AuthCache, authCacheCoordination, initAuthCacheLeases, ProjectionRunner, type LeaseTimings } from './index';
+import {
+  ACK_WAIT_MS,
+  ALL_PROJECTIONS,
+  AUTH_CACHE_CHANNEL,
+  AuthCache,
+  authCacheCoordination,
+  initAuthCacheLeases,
+  ProjectionRunner,
+  type LeaseTimings,
+} from './index';
 
 /** The statement of findKeyBySecretHash, and only it, is counted. */
 const LOOKUP = /FROM api_key_secrets s/;
@@ -97,7 +106,12 @@ describe('authentication cache on PostgreSQL', () => {
     return c;
   };
   const leaseOf = async (holder: string) =>
-    (await sql.query<{ expires_at: Date; acked_position: string; valid: boolean }>('SELECT expires_at, acked_position, expires_at > now() AS valid FROM auth_cache_leases WHERE holder = $1', [holder])).rows[0];
+    (
+      await sql.query<{ expires_at: Date; acked_position: string; valid: boolean }>(
+        'SELECT expires_at, acked_position, expires_at > now() AS valid FROM auth_cache_leases WHERE holder = $1',
+        [holder],
+      )
+    ).rows[0];
 
   beforeAll(async () => {
     sql = await freshPgRunner('authcache');

@@ -89,10 +89,9 @@ const cachedCheckpoint = (names: string) =>
 
 /** Tells every gateway's cache of the database's schema that the cached projections changed. */
 export async function notifyAuthCaches(sql: SqlExecutor): Promise<void> {
-  await sql.query(
-    `SELECT pg_notify('${AUTH_CACHE_CHANNEL}', current_schema() || ' ' || c.position) FROM (${cachedCheckpoint('$1')}) c`,
-    [[...AUTH_CACHED_PROJECTIONS]],
-  );
+  await sql.query(`SELECT pg_notify('${AUTH_CACHE_CHANNEL}', current_schema() || ' ' || c.position) FROM (${cachedCheckpoint('$1')}) c`, [
+    [...AUTH_CACHED_PROJECTIONS],
+  ]);
 }
 
 /**
@@ -131,7 +130,9 @@ export function authCacheCoordination(sql: SqlRunner, local: () => AuthCache | n
     invalidate: () => notifyAuthCaches(sql),
     settled: async (position) => {
       if (!(await waitForAuthCacheAcks(sql, position))) {
-        console.warn(`authentication caches: a lease did not acknowledge ${position} within ${ACK_WAIT_MS} ms; answering anyway (its holder has stopped serving or emptied its cache by now)`);
+        console.warn(
+          `authentication caches: a lease did not acknowledge ${position} within ${ACK_WAIT_MS} ms; answering anyway (its holder has stopped serving or emptied its cache by now)`,
+        );
       }
     },
   };
@@ -349,7 +350,11 @@ class AuthCacheLease {
     this.renewing = true;
     const sentAt = performance.now();
     try {
-      const { rows } = await client.query<{ position: Position; changes: string }>(RENEW, [this.holder, this.timings.leaseMs / 1000, [...AUTH_CACHED_PROJECTIONS]]);
+      const { rows } = await client.query<{ position: Position; changes: string }>(RENEW, [
+        this.holder,
+        this.timings.leaseMs / 1000,
+        [...AUTH_CACHED_PROJECTIONS],
+      ]);
       if (this.listening !== client) return;
       const { position, changes } = rows[0];
       // Emptied when the lease starts again (first, after a lost connection, after it ran out
@@ -396,7 +401,9 @@ class AuthCacheLease {
     this.invalidate();
     void client.end().catch(() => undefined);
     if (!this.down && !this.stopped) {
-      console.warn(`authentication cache: lease lost (${err instanceof Error ? err.message : String(err)}); authenticating against PostgreSQL until it is renewed`);
+      console.warn(
+        `authentication cache: lease lost (${err instanceof Error ? err.message : String(err)}); authenticating against PostgreSQL until it is renewed`,
+      );
     }
     this.down = true;
     if (!this.stopped) {

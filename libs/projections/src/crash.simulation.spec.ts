@@ -261,7 +261,17 @@ interface Submission {
 type Outcome = Prediction['outcome'];
 
 /** The events types whose projection moves credit_accounts.updated_at (every balance change). */
-const BALANCE_EVENTS = new Set(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']);
+const BALANCE_EVENTS = new Set([
+  'AccountOpened',
+  'CreditsAdded',
+  'HoldPlaced',
+  'UsageCharged',
+  'UsageCorrected',
+  'HoldReleased',
+  'HoldExpired',
+  'DailyLimitSet',
+  'BalanceAdjusted',
+]);
 
 const ms = (iso: string) => String(Date.parse(iso));
 const epochMs = (column: string) => `(extract(epoch from ${column}) * 1000)::bigint::text`;
@@ -470,7 +480,8 @@ class Simulation {
     for (const { s, r } of order) {
       if (r.status === 'rejected') throw new Error(`cross-process ${describeCommand(s.command)} was refused: ${String(r.reason)}`);
     }
-    const position = (r: PromiseSettledResult<Handled<AccountState, AccountEvent>>) => (r.status === 'fulfilled' ? (r.value.appended?.position ?? START) : START);
+    const position = (r: PromiseSettledResult<Handled<AccountState, AccountEvent>>) =>
+      r.status === 'fulfilled' ? (r.value.appended?.position ?? START) : START;
     order.sort((a, b) => (position(a.r) < position(b.r) ? -1 : position(a.r) > position(b.r) ? 1 : a.i - b.i));
     for (const { s, r } of order) this.settled(s, r, s.account.ref.predict(s.command, this.now));
   }
@@ -536,7 +547,13 @@ class Simulation {
         const { key_id, amount_nano, charged_at } = event.data;
         const day = `${key_id}|${charged_at.slice(0, 10)}`;
         this.keyDays.set(day, (this.keyDays.get(day) ?? 0n) + BigInt(amount_nano));
-        this.finish(event.data.hold_id, { status: 'completed', cost_nano: event.data.total_nano, completion_tokens: event.data.completion_tokens, error_code: null, finished_at: ms(at) });
+        this.finish(event.data.hold_id, {
+          status: 'completed',
+          cost_nano: event.data.total_nano,
+          completion_tokens: event.data.completion_tokens,
+          error_code: null,
+          finished_at: ms(at),
+        });
         return;
       }
       case 'HoldReleased':
@@ -667,7 +684,13 @@ class Simulation {
     if (r < 0.98) {
       // Issue 15.2: a cache hit answered from an earlier generation (or one never placed).
       const sourceId = account.placed.length > 0 ? this.rng.pick(account.placed) : `${account.id}/h-never-placed`;
-      return { type: 'RecordFreeGeneration', generationId: `${account.id}/c${this.nextHold++}`, keyId: this.rng.pick(account.keys).id, sourceId, endpoint: '/v1/chat/completions' };
+      return {
+        type: 'RecordFreeGeneration',
+        generationId: `${account.id}/c${this.nextHold++}`,
+        keyId: this.rng.pick(account.keys).id,
+        sourceId,
+        endpoint: '/v1/chat/completions',
+      };
     }
     return { type: 'AddCredits', amountNano: this.rng.pick([0n, -1n]), reason: 'invalid' };
   }
@@ -681,7 +704,14 @@ class Simulation {
     }
     const credit = this.rng.chance(0.4);
     const amountNano = credit ? this.rng.nano(1n, USD) : -this.rng.nano(1n, 2n * USD);
-    return { type: 'AdjustBalance', adjustmentId: `${account.id}/a${this.nextHold++}`, amountNano, kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment', reason: 'sim', operator: 'ops' };
+    return {
+      type: 'AdjustBalance',
+      adjustmentId: `${account.id}/a${this.nextHold++}`,
+      amountNano,
+      kind: credit && this.rng.chance(0.5) ? 'credit_note' : 'adjustment',
+      reason: 'sim',
+      operator: 'ops',
+    };
   }
 
   private advanceClock(): void {
@@ -722,7 +752,9 @@ class Simulation {
     } else if (r < 0.74) {
       // Every account at once on one process.
       const g = gateway();
-      const burst = this.rng.shuffle(this.accounts.flatMap((account) => Array.from({ length: this.rng.int(1, 3) }, () => ({ account, command: this.randomCommand(account), gateway: g }))));
+      const burst = this.rng.shuffle(
+        this.accounts.flatMap((account) => Array.from({ length: this.rng.int(1, 3) }, () => ({ account, command: this.randomCommand(account), gateway: g }))),
+      );
       await this.submit(burst, 'concurrent');
     } else if (r < 0.82 && !only) {
       await this.crossProcessBurst();
@@ -730,10 +762,16 @@ class Simulation {
       // The expiry sweeper, sometimes long after the last request.
       if (this.rng.chance(0.4)) this.clock.advance(this.rng.int(30 * MINUTE, 3 * HOUR));
       const g = gateway();
-      await this.submit(this.accounts.map((account) => ({ account, command: { type: 'ExpireHolds' } as AccountCommand, gateway: g })), 'concurrent');
+      await this.submit(
+        this.accounts.map((account) => ({ account, command: { type: 'ExpireHolds' } as AccountCommand, gateway: g })),
+        'concurrent',
+      );
     } else if (r < 0.93) {
       const account = this.rng.pick(this.accounts);
-      await this.submit([{ account, command: { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) }, gateway: gateway() }], 'sequential');
+      await this.submit(
+        [{ account, command: { type: 'SetDailyLimit', limitNano: this.rng.chance(0.5) ? null : this.rng.nano(USD / 5n, 3n * USD) }, gateway: gateway() }],
+        'sequential',
+      );
     } else {
       // Caller mistakes: a hold id that is still open, a hold never placed.
       const account = this.rng.pick(this.accounts);
@@ -766,7 +804,10 @@ class Simulation {
       { type: 'ExpireHolds' },
       this.charge(holdId, hold.amount),
     ];
-    const burst = this.rng.shuffle(racers).slice(0, this.rng.int(2, 4)).map((command) => ({ account, command, gateway }));
+    const burst = this.rng
+      .shuffle(racers)
+      .slice(0, this.rng.int(2, 4))
+      .map((command) => ({ account, command, gateway }));
     await this.submit(burst, 'concurrent');
     this.cover('race on one hold');
   }
@@ -920,7 +961,11 @@ class Simulation {
     f.onCommit = null;
     if (crash !== null && !(crash instanceof SimulatedCrash)) throw crash;
     if (crash === null) return;
-    same(await this.fingerprint(), expected, `runner #${this.live.id} died (${(crash as Error).message}): its open transaction left rows or a checkpoint behind`);
+    same(
+      await this.fingerprint(),
+      expected,
+      `runner #${this.live.id} died (${(crash as Error).message}): its open transaction left rows or a checkpoint behind`,
+    );
     await this.restart();
   }
 
@@ -999,7 +1044,7 @@ class Simulation {
     if (ON_POSTGRES) {
       // On a server, global reads stop below the oldest transaction still running anywhere
       // (another test's, say): the last events may only become visible a moment later.
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
         const { rows } = await this.sql.query<{ behind: boolean }>('SELECT bool_or(position < $1) AS behind FROM projection_checkpoints', [this.lastPosition]);
         if (!rows[0]!.behind) break;
         await new Promise((resolve) => setTimeout(resolve, 10));
@@ -1029,7 +1074,9 @@ class Simulation {
     sameRows(got.accounts, this.expectedAccounts(this.accounts), 'account_id', 'credit_accounts');
     sameRows(
       got.holds,
-      this.accounts.flatMap((a) => a.ref.openHolds().map(([hold_id, h]) => ({ hold_id, account_id: a.id, amount_nano: String(h.amount), expires_at: String(h.expiresAt) }))),
+      this.accounts.flatMap((a) =>
+        a.ref.openHolds().map(([hold_id, h]) => ({ hold_id, account_id: a.id, amount_nano: String(h.amount), expires_at: String(h.expiresAt) })),
+      ),
       'hold_id',
       'credit_holds',
     );
@@ -1041,7 +1088,12 @@ class Simulation {
       const s = perStatus.get(g.status) ?? { n: 0, cost: 0n };
       perStatus.set(g.status, { n: s.n + 1, cost: s.cost + BigInt(g.cost_nano) });
     }
-    sameRows(got.statuses, [...perStatus].map(([status, s]) => ({ status, n: String(s.n), cost: String(s.cost) })), 'status', 'generations per status');
+    sameRows(
+      got.statuses,
+      [...perStatus].map(([status, s]) => ({ status, n: String(s.n), cost: String(s.cost) })),
+      'status',
+      'generations per status',
+    );
 
     if (full) {
       await this.checkGenerations(this.accounts, this.episodeGenerations);
@@ -1073,9 +1125,7 @@ class Simulation {
 
   /** Lifetime spend per key (keys that never spent have no row). */
   private expectedKeyTotals(accounts: SimAccount[]): Record<string, unknown>[] {
-    return accounts
-      .flatMap((a) => a.keys.map((k) => ({ key_id: k.id, total: String(a.ref.spentIn(k.id, 'never', this.now)) })))
-      .filter((k) => k.total !== '0');
+    return accounts.flatMap((a) => a.keys.map((k) => ({ key_id: k.id, total: String(a.ref.spentIn(k.id, 'never', this.now)) }))).filter((k) => k.total !== '0');
   }
 
   /** Every key-day row: from the charges' own days; the model's daily windows agree. */
@@ -1107,9 +1157,19 @@ class Simulation {
     this.note('final check');
     try {
       const ids = this.allAccounts.map((a) => a.id);
-      sameRows((await this.sql.query<Record<string, unknown>>(ACCOUNT_ROWS.replace('$2', '$1'), [ids])).rows, this.expectedAccounts(this.allAccounts), 'account_id', 'credit_accounts');
+      sameRows(
+        (await this.sql.query<Record<string, unknown>>(ACCOUNT_ROWS.replace('$2', '$1'), [ids])).rows,
+        this.expectedAccounts(this.allAccounts),
+        'account_id',
+        'credit_accounts',
+      );
       const keys = this.allAccounts.flatMap((a) => a.keys.map((k) => k.id));
-      sameRows((await this.sql.query<Record<string, unknown>>(KEY_TOTAL_ROWS.replace('$3', '$1'), [keys])).rows, this.expectedKeyTotals(this.allAccounts), 'key_id', 'key totals');
+      sameRows(
+        (await this.sql.query<Record<string, unknown>>(KEY_TOTAL_ROWS.replace('$3', '$1'), [keys])).rows,
+        this.expectedKeyTotals(this.allAccounts),
+        'key_id',
+        'key totals',
+      );
       await this.checkGenerations(this.allAccounts, this.generations);
       await this.checkKeyDays(this.allAccounts);
       const fresh = new AggregateStore(this.store, this.clock);

@@ -52,7 +52,10 @@ describe('issue 41 A: the hold reaper lands a final charge its gateway could not
     await run({ type: 'OpenAccount', accountId });
     await run({ type: 'AddCredits', amountNano: 1_000_000n, reason: 'signup' });
     // Placed by this live gateway, as a request's hold is.
-    await run({ type: 'PlaceHold', holdId, keyId: 'k1', amountNano: 10_000n, model: 'm', endpoint: '/v1/chat/completions', ttlMs: 600_000 }, { gateway: lease.id });
+    await run(
+      { type: 'PlaceHold', holdId, keyId: 'k1', amountNano: 10_000n, model: 'm', endpoint: '/v1/chat/completions', ttlMs: 600_000 },
+      { gateway: lease.id },
+    );
     await runner.catchUpAll();
   }
 

@@ -112,7 +112,13 @@ const UNSETTLED_GRACE = `interval '5 seconds'`;
  * expire as before.
  */
 export async function orphanedHolds(sql: SqlExecutor, limit = 500): Promise<OrphanedHold[]> {
-  const { rows } = await sql.query<{ hold_id: string; account_id: string; amount_nano: string | null; stats: GenerationStats | string | null; charge: RecordedCharge | string | null }>(
+  const { rows } = await sql.query<{
+    hold_id: string;
+    account_id: string;
+    amount_nano: string | null;
+    stats: GenerationStats | string | null;
+    charge: RecordedCharge | string | null;
+  }>(
     `SELECT h.hold_id, h.account_id, p.amount_nano, p.stats, p.charge
        FROM credit_holds h LEFT JOIN stream_progress p ON p.hold_id = h.hold_id
       WHERE (h.gateway_id IS NOT NULL
@@ -163,7 +169,9 @@ export class GatewayLease {
   async start(): Promise<void> {
     await this.renew();
     this.ticker = setInterval(() => {
-      this.renewing = this.renew().catch((err: unknown) => console.warn(`gateway lease ${this.id} not renewed: ${err instanceof Error ? err.message : String(err)}`));
+      this.renewing = this.renew().catch((err: unknown) =>
+        console.warn(`gateway lease ${this.id} not renewed: ${err instanceof Error ? err.message : String(err)}`),
+      );
     }, GATEWAY_RENEW_MS);
     this.ticker.unref();
   }

@@ -30,7 +30,20 @@ export * from './read-models/batches';
 export * from './read-models/videos';
 
 /** Every projection of the service, in the order `projections status` lists them. */
-export const ALL_PROJECTIONS = [identityProjection, creditsProjection, generationsProjection, keyUsageProjection, activityProjection, auditLogProjection, providerKeysProjection, settingsProjection, notificationsProjection, presetsProjection, batchesProjection, videosProjection];
+export const ALL_PROJECTIONS = [
+  identityProjection,
+  creditsProjection,
+  generationsProjection,
+  keyUsageProjection,
+  activityProjection,
+  auditLogProjection,
+  providerKeysProjection,
+  settingsProjection,
+  notificationsProjection,
+  presetsProjection,
+  batchesProjection,
+  videosProjection,
+];
 export { GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, ProjectionQueriesModule } from './queries.module';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

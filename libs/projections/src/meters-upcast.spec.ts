@@ -18,22 +18,78 @@ const stats = { model: 'sim/echo', provider: 'sim', endpoint: '/v1/chat/completi
 const RECORDED_BEFORE: NewEvent[] = [
   event('AccountOpened', { account_id: 'old' }),
   event('CreditsAdded', { account_id: 'old', amount_nano: '5000000000', reason: 'signup' }),
-  event('HoldPlaced', { account_id: 'old', hold_id: 'gen-old-1', key_id: 'k-old', amount_nano: '90000', model: 'sim/echo', endpoint: '/v1/chat/completions', expires_at: '2026-11-02T10:17:00.000Z', key_limit: null }),
+  event('HoldPlaced', {
+    account_id: 'old',
+    hold_id: 'gen-old-1',
+    key_id: 'k-old',
+    amount_nano: '90000',
+    model: 'sim/echo',
+    endpoint: '/v1/chat/completions',
+    expires_at: '2026-11-02T10:17:00.000Z',
+    key_limit: null,
+  }),
   event('UsageCharged', {
-    account_id: 'old', hold_id: 'gen-old-1', key_id: 'k-old', amount_nano: '12345', charged_at: AT, exceeded_hold_nano: '0',
-    ...stats, prompt_tokens: 40, completion_tokens: 7, cached_tokens: 8, reasoning_tokens: 2,
+    account_id: 'old',
+    hold_id: 'gen-old-1',
+    key_id: 'k-old',
+    amount_nano: '12345',
+    charged_at: AT,
+    exceeded_hold_nano: '0',
+    ...stats,
+    prompt_tokens: 40,
+    completion_tokens: 7,
+    cached_tokens: 8,
+    reasoning_tokens: 2,
   }),
   // Older still: no charged_at, no exceeded_hold_nano.
-  event('HoldPlaced', { account_id: 'old', hold_id: 'gen-old-2', key_id: 'k-old', amount_nano: '90000', model: 'sim/echo', endpoint: '/v1/chat/completions', expires_at: '2026-11-02T10:17:00.000Z' }),
-  event('UsageCharged', { account_id: 'old', hold_id: 'gen-old-2', key_id: 'k-old', amount_nano: '555', ...stats, prompt_tokens: 3, completion_tokens: 1, cached_tokens: 0, reasoning_tokens: 0 }),
+  event('HoldPlaced', {
+    account_id: 'old',
+    hold_id: 'gen-old-2',
+    key_id: 'k-old',
+    amount_nano: '90000',
+    model: 'sim/echo',
+    endpoint: '/v1/chat/completions',
+    expires_at: '2026-11-02T10:17:00.000Z',
+  }),
+  event('UsageCharged', {
+    account_id: 'old',
+    hold_id: 'gen-old-2',
+    key_id: 'k-old',
+    amount_nano: '555',
+    ...stats,
+    prompt_tokens: 3,
+    completion_tokens: 1,
+    cached_tokens: 0,
+    reasoning_tokens: 0,
+  }),
 ];
 
 /** Written since: a charge of an image call, billed by its own meters. */
 const RECORDED_AFTER: NewEvent[] = [
-  event('HoldPlaced', { account_id: 'old', hold_id: 'gen-new-1', key_id: 'k-old', amount_nano: '200000000', model: 'sim/image', endpoint: '/v1/images/generations', expires_at: '2026-11-02T10:17:00.000Z', key_limit: null }),
+  event('HoldPlaced', {
+    account_id: 'old',
+    hold_id: 'gen-new-1',
+    key_id: 'k-old',
+    amount_nano: '200000000',
+    model: 'sim/image',
+    endpoint: '/v1/images/generations',
+    expires_at: '2026-11-02T10:17:00.000Z',
+    key_limit: null,
+  }),
   event('UsageCharged', {
-    account_id: 'old', hold_id: 'gen-new-1', key_id: 'k-old', amount_nano: '80000007', charged_at: AT, exceeded_hold_nano: '0',
-    ...stats, model: 'sim/image', endpoint: '/v1/images/generations', prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, reasoning_tokens: 0,
+    account_id: 'old',
+    hold_id: 'gen-new-1',
+    key_id: 'k-old',
+    amount_nano: '80000007',
+    charged_at: AT,
+    exceeded_hold_nano: '0',
+    ...stats,
+    model: 'sim/image',
+    endpoint: '/v1/images/generations',
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cached_tokens: 0,
+    reasoning_tokens: 0,
     usage: { images: 2, provider_cost: 7 },
   }),
 ];
@@ -81,7 +137,9 @@ describe('meters: a log recorded before them', () => {
       { id: 'gen-old-1', meters: { input: 40, cached_input: 8, output: 7 } },
       { id: 'gen-old-2', meters: { input: 3, output: 1 } },
     ]);
-    const activity = await sql.query<Record<string, string>>(`SELECT model, images::text, provider_cost::text, prompt_tokens::text FROM activity_daily ORDER BY model`);
+    const activity = await sql.query<Record<string, string>>(
+      `SELECT model, images::text, provider_cost::text, prompt_tokens::text FROM activity_daily ORDER BY model`,
+    );
     expect(activity.rows).toEqual([
       { model: 'sim/echo', images: '0', provider_cost: '0', prompt_tokens: '43' },
       { model: 'sim/image', images: '2', provider_cost: '7', prompt_tokens: '0' },

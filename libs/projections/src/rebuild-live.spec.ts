@@ -37,7 +37,12 @@ describe('issue 41 item 20: a rebuild while the service runs', () => {
   });
 
   const rows = async () =>
-    new Map((await sql.query<{ account_id: string; purchased_nano: string }>('SELECT account_id, purchased_nano FROM credit_accounts')).rows.map((r) => [r.account_id, BigInt(r.purchased_nano)]));
+    new Map(
+      (await sql.query<{ account_id: string; purchased_nano: string }>('SELECT account_id, purchased_nano FROM credit_accounts')).rows.map((r) => [
+        r.account_id,
+        BigInt(r.purchased_nano),
+      ]),
+    );
 
   it('leaves readers the whole live model while it replays, lets the live runner keep it current, and switches to a model holding all of it', async () => {
     const before = await rows();

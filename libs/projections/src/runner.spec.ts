@@ -1,5 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DEFAULT_KEY_SETTINGS, keyDecider, type KeySettings, keyStream, providerKeyContext, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
+import {
+  DEFAULT_KEY_SETTINGS,
+  keyDecider,
+  type KeySettings,
+  keyStream,
+  providerKeyContext,
+  settingsDecider,
+  settingsStream,
+  webhookSecretContext,
+} from '@svc/identity';
 import { ManualClock, PgSqlRunner, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
@@ -37,22 +46,70 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       // An endpoint first: the account's credit and key events below are rows of the webhook outbox.
       const webhookId = `wh-${id}`;
       const encryptedSecret = sealSecret(randomBytes(32), 'whsec_x', webhookSecretContext(id, webhookId));
-      await aggregates.handle(settingsDecider, settingsStream(id), { type: 'SaveWebhook', accountId: id, webhookId, url: 'https://example.com/hook', events: null, encryptedSecret });
+      await aggregates.handle(settingsDecider, settingsStream(id), {
+        type: 'SaveWebhook',
+        accountId: id,
+        webhookId,
+        url: 'https://example.com/hook',
+        events: null,
+        encryptedSecret,
+      });
       // A preset with two versions.
-      await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'CreatePreset', workspaceId: id, slug: 'support', name: 'Support', description: null, config: { model: 'sim/echo' } });
-      await aggregates.handle(presetDecider, presetStream(id, 'support'), { type: 'UpdatePreset', workspaceId: id, slug: 'support', config: { model: 'sim/echo', system_prompt: 'Be brief.' } });
+      await aggregates.handle(presetDecider, presetStream(id, 'support'), {
+        type: 'CreatePreset',
+        workspaceId: id,
+        slug: 'support',
+        name: 'Support',
+        description: null,
+        config: { model: 'sim/echo' },
+      });
+      await aggregates.handle(presetDecider, presetStream(id, 'support'), {
+        type: 'UpdatePreset',
+        workspaceId: id,
+        slug: 'support',
+        config: { model: 'sim/echo', system_prompt: 'Be brief.' },
+      });
       // A batch that ran to its end, and one cancelled while it was read (which reaches the outbox too).
-      for (const [batchId, end] of [[`batch-done-${id}`, 'finish'], [`batch-off-${id}`, 'cancel']] as const) {
+      for (const [batchId, end] of [
+        [`batch-done-${id}`, 'finish'],
+        [`batch-off-${id}`, 'cancel'],
+      ] as const) {
         const batch = (command: BatchCommand) => aggregates.handle(batchDecider, batchStream(batchId), command);
-        await batch({ type: 'CreateBatch', batchId, accountId: id, workspaceId: id, keyId: `key-${id}`, endpoint: '/v1/chat/completions', inputFileId: 'file-1', completionWindow: '24h', metadata: { n: id } });
+        await batch({
+          type: 'CreateBatch',
+          batchId,
+          accountId: id,
+          workspaceId: id,
+          keyId: `key-${id}`,
+          endpoint: '/v1/chat/completions',
+          inputFileId: 'file-1',
+          completionWindow: '24h',
+          metadata: { n: id },
+        });
         if (end === 'cancel') await batch({ type: 'RequestCancel', batchId });
         await batch({ type: 'RecordValidation', batchId, total: 2, errors: [] });
         if (end === 'finish') await batch({ type: 'FinishBatch', batchId, completed: 1, failed: 1, outputFileId: 'file-out', errorFileId: 'file-err' });
       }
       // A video that completed (which reaches the outbox too), and one deleted once cancelled.
-      for (const [videoId, end] of [[`video_done_${id}`, 'complete'], [`video_gone_${id}`, 'delete']] as const) {
+      for (const [videoId, end] of [
+        [`video_done_${id}`, 'complete'],
+        [`video_gone_${id}`, 'delete'],
+      ] as const) {
         const video = (command: VideoCommand) => aggregates.handle(videoDecider, videoStream(videoId), command);
-        await video({ type: 'RequestVideo', videoId, accountId: id, workspaceId: id, keyId: `key-${id}`, model: 'sim/video', seconds: 4, aspectRatio: '16:9', resolution: '720p', size: null, holdId: `hold-${videoId}`, estimatedNano: 400_000_000n });
+        await video({
+          type: 'RequestVideo',
+          videoId,
+          accountId: id,
+          workspaceId: id,
+          keyId: `key-${id}`,
+          model: 'sim/video',
+          seconds: 4,
+          aspectRatio: '16:9',
+          resolution: '720p',
+          size: null,
+          holdId: `hold-${videoId}`,
+          estimatedNano: 400_000_000n,
+        });
         await video({ type: 'RecordSubmission', videoId, provider: 'sim', providerJobId: `job-${videoId}`, pollAfterMs: null });
         if (end === 'complete') {
           await video({ type: 'RecordProgress', videoId, status: 'in_progress', progress: 50, pollAfterMs: null });
@@ -68,7 +125,15 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
     await account(id, { type: 'AddCredits', amountNano: 5_000_000_000n, reason: 'signup' });
     for (let i = 0; i < 4; i++) {
       const holdId = `${id}-h${i}`;
-      await account(id, { type: 'PlaceHold', holdId, keyId: `${id}-k`, amountNano: 40_000n + BigInt(i), model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 });
+      await account(id, {
+        type: 'PlaceHold',
+        holdId,
+        keyId: `${id}-k`,
+        amountNano: 40_000n + BigInt(i),
+        model: 'sim/echo',
+        endpoint: '/v1/chat/completions',
+        ttlMs: 60_000,
+      });
       if (i === 0) await account(id, { type: 'ChargeUsage', holdId, amountNano: 12_345n, stats });
       if (i === 1) await account(id, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503' });
       if (i === 2) await account(id, { type: 'ChargeUsage', holdId, amountNano: 99n, stats: { ...stats, completion_tokens: 0 } });
@@ -95,7 +160,12 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
       hint: '...abcd',
     });
     last = saved.appended!.position;
-    const settings = await aggregates.handle(settingsDecider, settingsStream(id), { type: 'SetPromptLogging', accountId: id, enabled: id !== 'a3', retentionDays: 7 });
+    const settings = await aggregates.handle(settingsDecider, settingsStream(id), {
+      type: 'SetPromptLogging',
+      accountId: id,
+      enabled: id !== 'a3',
+      retentionDays: 7,
+    });
     last = settings.appended!.position;
   }
   return last;
@@ -148,7 +218,9 @@ describe.each([
     const { rows } = await sql.query<Record<string, string>>('SELECT * FROM credit_accounts WHERE account_id = $1', ['a1']);
     // One charge of 12,345 nano; one hold of 40,003 still open.
     expect(rows[0]).toMatchObject({ purchased_nano: '5000000000', used_nano: '12345', held_nano: '40003', open_holds: 1 });
-    const gens = await sql.query<{ id: string; status: string; cost_nano: string }>("SELECT id, status, cost_nano FROM generations WHERE account_id = 'a1' ORDER BY id");
+    const gens = await sql.query<{ id: string; status: string; cost_nano: string }>(
+      "SELECT id, status, cost_nano FROM generations WHERE account_id = 'a1' ORDER BY id",
+    );
     expect(gens.rows).toEqual([
       { id: 'a1-h0', status: 'completed', cost_nano: '12345' },
       { id: 'a1-h1', status: 'failed', cost_nano: '0' },
@@ -306,7 +378,11 @@ describe.each([
   // the identity projection, every later revocation). It is set aside, visibly, and the rest goes on.
   it('sets aside an event it cannot apply (a value PostgreSQL refuses), records it, and applies the rest', async () => {
     const stream = `poison-${randomUUID()}`;
-    await store.append(stream, [1, 2 ** 40, 3].map((n) => ({ id: randomUUID(), type: 'PoisonProbe', data: { n } })), 'no_stream');
+    await store.append(
+      stream,
+      [1, 2 ** 40, 3].map((n) => ({ id: randomUUID(), type: 'PoisonProbe', data: { n } })),
+      'no_stream',
+    );
     const ints = perEvent({
       name: 'poison_ints',
       tables: ['poison_ints_rows'],
@@ -370,7 +446,11 @@ describe.each([
     it('sets aside an event whose text PostgreSQL cannot index (SQLSTATE 54000) and one its handler throws on, and applies the rest', async () => {
       const stream = `long-text-${randomUUID()}`;
       const texts = ['first', randomText(3000), 'unreadable', 'last'];
-      const { position } = await store.append(stream, texts.map((text) => ({ id: randomUUID(), type: 'LongTextProbe', data: { text } })), 'no_stream');
+      const { position } = await store.append(
+        stream,
+        texts.map((text) => ({ id: randomUUID(), type: 'LongTextProbe', data: { text } })),
+        'no_stream',
+      );
       // Readable once no older transaction runs on the server: the runner of the suite has read it then.
       await runner.waitFor(position, undefined, 10_000);
       const indexed = perEvent({
@@ -407,7 +487,10 @@ describe.each([
 
     it.each([
       ['a reset socket', () => lostConnection('read ECONNRESET')],
-      ['a socket that could not reach the network', () => Object.assign(new Error('connect ENETUNREACH'), { code: 'ENETUNREACH', errno: -101, syscall: 'connect' })],
+      [
+        'a socket that could not reach the network',
+        () => Object.assign(new Error('connect ENETUNREACH'), { code: 'ENETUNREACH', errno: -101, syscall: 'connect' }),
+      ],
       ['every address refusing', () => new AggregateError([lostConnection('connect ECONNREFUSED ::1'), lostConnection('connect ECONNREFUSED 127.0.0.1')])],
       ['the driver losing its connection', () => new Error('Connection terminated unexpectedly')],
       ['a server restarting (57P03)', () => Object.assign(new Error('the database system is starting up'), { code: '57P03' })],
@@ -477,46 +560,49 @@ describe.each([
   });
 
   // PGlite has one connection: an append waits for the batch being applied, so none comes during it.
-  (_name === 'postgres' ? it : it.skip)('with busyCoalesceMs, waits that much longer after a batch during which appends came, and only coalesceMs after a quiet spell', async () => {
-    const applied = new Map<string, number>();
-    let firstApplied!: () => void;
-    const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
-    const probe = perEvent({
-      name: 'busy',
-      tables: [],
-      schema: [],
-      handlers: {
-        Busy: async (e) => {
-          applied.set((e.data as { id: string }).id, performance.now());
-          // The first batch is slow: the next append arrives while it is applied.
-          if (applied.size === 1) {
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            firstApplied();
-          }
+  (_name === 'postgres' ? it : it.skip)(
+    'with busyCoalesceMs, waits that much longer after a batch during which appends came, and only coalesceMs after a quiet spell',
+    async () => {
+      const applied = new Map<string, number>();
+      let firstApplied!: () => void;
+      const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
+      const probe = perEvent({
+        name: 'busy',
+        tables: [],
+        schema: [],
+        handlers: {
+          Busy: async (e) => {
+            applied.set((e.data as { id: string }).id, performance.now());
+            // The first batch is slow: the next append arrives while it is applied.
+            if (applied.size === 1) {
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              firstApplied();
+            }
+          },
         },
-      },
-    });
-    const runner = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
-    await runner.init();
-    await runner.catchUp('busy');
-    runner.start();
-    const append = (id: string) => store.append(`busy-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Busy', data: { id } }], 'no_stream');
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
-      const quietAt = performance.now();
-      await append('quiet');
-      while (!applied.has('quiet')) await new Promise((resolve) => setTimeout(resolve, 5));
-      await append('during');
-      await firstDone;
-      const batchEnded = performance.now();
-      const deadline = Date.now() + 5000;
-      while (!applied.has('during') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(applied.get('quiet')! - quietAt).toBeLessThan(400);
-      expect(applied.get('during')! - batchEnded).toBeGreaterThanOrEqual(550);
-    } finally {
-      await runner.stop();
-    }
-  });
+      });
+      const runner = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
+      await runner.init();
+      await runner.catchUp('busy');
+      runner.start();
+      const append = (id: string) => store.append(`busy-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Busy', data: { id } }], 'no_stream');
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
+        const quietAt = performance.now();
+        await append('quiet');
+        while (!applied.has('quiet')) await new Promise((resolve) => setTimeout(resolve, 5));
+        await append('during');
+        await firstDone;
+        const batchEnded = performance.now();
+        const deadline = Date.now() + 5000;
+        while (!applied.has('during') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(applied.get('quiet')! - quietAt).toBeLessThan(400);
+        expect(applied.get('during')! - batchEnded).toBeGreaterThanOrEqual(550);
+      } finally {
+        await runner.stop();
+      }
+    },
+  );
 
   it('gathers the appends that came while a batch was applied, and those that follow within coalesceMs, into one batch', async () => {
     const applied: Array<{ id: string; tx: unknown }> = [];
@@ -559,13 +645,19 @@ describe.each([
     }
   });
 
-  it("ends its gathering wait when a reader waits for its own write, in this process or another", async () => {
+  it('ends its gathering wait when a reader waits for its own write, in this process or another', async () => {
     // A runner that would wait 10 s for more appends before it reads, and a reader (a gateway:
     // a runner that is not started) with a store of its own, on its own connections on PostgreSQL.
     const applied: string[] = [];
     const probe = perEvent({ name: 'catch_up', tables: [], schema: [], handlers: { CatchUp: async (e) => void applied.push((e.data as { id: string }).id) } });
     const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 10_000, busyCoalesceMs: 10_000, idleMs: 60_000 });
-    const readerSql = _name === 'postgres' ? await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${(sql as PgSqlRunner & { schema: string }).schema}` }) : sql;
+    const readerSql =
+      _name === 'postgres'
+        ? await PgSqlRunner.connect({
+            connectionString: process.env.DATABASE_URL,
+            options: `-c search_path=${(sql as PgSqlRunner & { schema: string }).schema}`,
+          })
+        : sql;
     const readerStore = _name === 'postgres' ? new SqlEventStore(readerSql) : store;
     const reader = new ProjectionRunner(readerSql, readerStore, [probe]);
     await gathering.init();
@@ -675,7 +767,9 @@ describe('two runners on one PostgreSQL database', () => {
     await a.init();
     await b.init();
     await Promise.all([a.catchUpAll(), b.catchUpAll(), a.catchUpAll(), b.catchUpAll()]);
-    const { rows } = await sql.query<{ used_nano: string; purchased_nano: string }>('SELECT used_nano, purchased_nano FROM credit_accounts ORDER BY account_id');
+    const { rows } = await sql.query<{ used_nano: string; purchased_nano: string }>(
+      'SELECT used_nano, purchased_nano FROM credit_accounts ORDER BY account_id',
+    );
     expect(rows).toEqual(Array.from({ length: 3 }, () => ({ used_nano: '12345', purchased_nano: '5000000000' })));
     expect((await a.status()).every((s) => s.position === last && s.lag === 0)).toBe(true);
     await store.close();
@@ -710,14 +804,29 @@ describe('the read models on postgres, however the log is cut into batches', () 
         const user = rng.pick([undefined, '', 'u1', 'u2']);
         await decide(
           a,
-          { type: 'PlaceHold', holdId, keyId: `${a}-k${rng.int(1, 2)}`, amountNano: rng.nano(10_000n, 90_000n), model: rng.pick(['sim/echo', 'sim/small-8k']), endpoint: '/v1/chat/completions', ttlMs: 60 * 60_000 },
+          {
+            type: 'PlaceHold',
+            holdId,
+            keyId: `${a}-k${rng.int(1, 2)}`,
+            amountNano: rng.nano(10_000n, 90_000n),
+            model: rng.pick(['sim/echo', 'sim/small-8k']),
+            endpoint: '/v1/chat/completions',
+            ttlMs: 60 * 60_000,
+          },
           user === undefined ? { client_request_id: `r${i}` } : { user },
         );
         holds.push(holdId);
       } else {
         const holdId = holds.splice(rng.int(0, holds.length - 1), 1)[0];
-        if (roll < 0.7) await decide(a, { type: 'ChargeUsage', holdId, amountNano: rng.nano(1n, 120_000n), stats: { ...stats, model: rng.pick(['sim/echo', 'sim/echo-b']), completion_tokens: rng.int(1, 40) } });
-        else if (roll < 0.85) await decide(a, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503', stats: rng.chance(0.5) ? { model: 'sim/echo-b' } : undefined });
+        if (roll < 0.7)
+          await decide(a, {
+            type: 'ChargeUsage',
+            holdId,
+            amountNano: rng.nano(1n, 120_000n),
+            stats: { ...stats, model: rng.pick(['sim/echo', 'sim/echo-b']), completion_tokens: rng.int(1, 40) },
+          });
+        else if (roll < 0.85)
+          await decide(a, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503', stats: rng.chance(0.5) ? { model: 'sim/echo-b' } : undefined });
         else await decide(a, { type: 'ChargeUsage', holdId, amountNano: 5n, stats: { ...stats, completion_tokens: 0 } });
       }
       if (rng.chance(0.02)) await decide(a, { type: 'SetDailyLimit', limitNano: rng.chance(0.5) ? null : rng.nano(1_000_000n, 9_000_000n) });

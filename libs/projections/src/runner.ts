@@ -247,7 +247,9 @@ export class ProjectionRunner {
       // The schema statements see the new schema alone, so that none can reach a live table;
       // the replay reads through to the live schema, as handlers may read other read models.
       await new ProjectionRunner(inSchema(this.sql, beside), this.store, projections).init();
-      const shadow = new ProjectionRunner(inSchema(this.sql, `${beside}, ${quoteIdent(live)}`), this.store, projections, { batchSize: this.options.batchSize ?? REBUILD_BATCH });
+      const shadow = new ProjectionRunner(inSchema(this.sql, `${beside}, ${quoteIdent(live)}`), this.store, projections, {
+        batchSize: this.options.batchSize ?? REBUILD_BATCH,
+      });
       const total = await this.store.countEventsAfter(START);
       let done = 0;
       onProgress?.(0, total);
@@ -275,21 +277,24 @@ export class ProjectionRunner {
   /** The rebuilt tables in place of the live ones, in one transaction; false when the live ones have gone further. */
   private switchIn(projections: readonly Projection[], rebuilt: Map<string, Position>, live: string, beside: string): Promise<boolean> {
     return this.sql.transaction(async (tx) => {
-          const { rows } = await tx.query<{ name: string; position: string }>(
-            'SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
-            [projections.map((p) => p.name)],
-          );
-          if (rows.some((r) => comparePositions(r.position, rebuilt.get(r.name) ?? START) > 0)) return false;
-          for (const p of projections) {
-            for (const table of p.tables) {
-              await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(live)}.${table}`);
-              await tx.query(`ALTER TABLE ${beside}.${table} SET SCHEMA ${quoteIdent(live)}`);
-            }
-            await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
-            await tx.query(`INSERT INTO projection_quarantine SELECT * FROM ${beside}.projection_quarantine WHERE projection = $1`, [p.name]);
-            await tx.query('UPDATE projection_checkpoints SET position = $2, changes = changes + 1, updated_at = now() WHERE name = $1', [p.name, rebuilt.get(p.name) ?? START]);
-          }
-          return true;
+      const { rows } = await tx.query<{ name: string; position: string }>(
+        'SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[]) ORDER BY name FOR UPDATE',
+        [projections.map((p) => p.name)],
+      );
+      if (rows.some((r) => comparePositions(r.position, rebuilt.get(r.name) ?? START) > 0)) return false;
+      for (const p of projections) {
+        for (const table of p.tables) {
+          await tx.query(`DROP TABLE IF EXISTS ${quoteIdent(live)}.${table}`);
+          await tx.query(`ALTER TABLE ${beside}.${table} SET SCHEMA ${quoteIdent(live)}`);
+        }
+        await tx.query('DELETE FROM projection_quarantine WHERE projection = $1', [p.name]);
+        await tx.query(`INSERT INTO projection_quarantine SELECT * FROM ${beside}.projection_quarantine WHERE projection = $1`, [p.name]);
+        await tx.query('UPDATE projection_checkpoints SET position = $2, changes = changes + 1, updated_at = now() WHERE name = $1', [
+          p.name,
+          rebuilt.get(p.name) ?? START,
+        ]);
+      }
+      return true;
     });
   }
 
@@ -314,7 +319,9 @@ export class ProjectionRunner {
 
   async status(): Promise<ProjectionStatus[]> {
     const rows = await this.checkpoints();
-    const { rows: counts } = await this.sql.query<{ projection: string; n: number }>('SELECT projection, count(*)::int AS n FROM projection_quarantine GROUP BY projection');
+    const { rows: counts } = await this.sql.query<{ projection: string; n: number }>(
+      'SELECT projection, count(*)::int AS n FROM projection_quarantine GROUP BY projection',
+    );
     const quarantined = new Map(counts.map((r) => [r.projection, r.n]));
     const out: ProjectionStatus[] = [];
     for (const p of this.projections) {

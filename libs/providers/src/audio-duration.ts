@@ -15,7 +15,7 @@ export interface WavInfo {
 export function parseWav(bytes: Buffer): WavInfo | null {
   if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'RIFF' || bytes.toString('latin1', 8, 12) !== 'WAVE') return null;
   let format: Omit<WavInfo, 'dataBytes' | 'seconds'> | null = null;
-  for (let at = 12; at + 8 <= bytes.length; ) {
+  for (let at = 12; at + 8 <= bytes.length;) {
     const id = bytes.toString('latin1', at, at + 4);
     const size = bytes.readUInt32LE(at + 4);
     if (id === 'fmt ' && at + 24 <= bytes.length) {
@@ -42,7 +42,7 @@ const MPEG1_RATES = [44_100, 48_000, 32_000];
 export function mp3Seconds(bytes: Buffer): number | null {
   let at = 0;
   if (bytes.toString('latin1', 0, 3) === 'ID3' && bytes.length >= 10) {
-    at = 10 + ((bytes[6] & 0x7f) << 21 | (bytes[7] & 0x7f) << 14 | (bytes[8] & 0x7f) << 7 | (bytes[9] & 0x7f));
+    at = 10 + (((bytes[6] & 0x7f) << 21) | ((bytes[7] & 0x7f) << 14) | ((bytes[8] & 0x7f) << 7) | (bytes[9] & 0x7f));
   }
   let seconds = 0;
   let frames = 0;

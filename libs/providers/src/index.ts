@@ -12,7 +12,16 @@ export { SearxngSearchAdapter } from './searxng';
 export { TavilySearchAdapter } from './tavily';
 export { VideoRouterAdapter } from './videorouter';
 export { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
-export { knownParameters, mapParameters, MODEL_TYPE_OPERATIONS, OPERATIONS, PARAMETERS, type OperationName, type ParameterConfig, type ParameterOf } from './operations';
+export {
+  knownParameters,
+  mapParameters,
+  MODEL_TYPE_OPERATIONS,
+  OPERATIONS,
+  PARAMETERS,
+  type OperationName,
+  type ParameterConfig,
+  type ParameterOf,
+} from './operations';
 export {
   excludesReasoning,
   normalizeUsage,

@@ -47,7 +47,10 @@ describe('provider declarations', () => {
 
   it('realtime (spec 4.16): the OpenAI adapter dials its base URL as a WebSocket, /realtime?model=, with its bearer key', () => {
     const at = (baseUrl: string) => createChatProvider('openai', { baseUrl, apiKey: 'sk-up' }).realtimeConnection!('gpt-realtime');
-    expect(at('https://api.openai.com/v1/')).toEqual({ url: 'wss://api.openai.com/v1/realtime?model=gpt-realtime', headers: { authorization: 'Bearer sk-up' } });
+    expect(at('https://api.openai.com/v1/')).toEqual({
+      url: 'wss://api.openai.com/v1/realtime?model=gpt-realtime',
+      headers: { authorization: 'Bearer sk-up' },
+    });
     expect(at('http://127.0.0.1:4010/v1').url).toBe('ws://127.0.0.1:4010/v1/realtime?model=gpt-realtime');
     expect(createChatProvider('openai', options).realtimeConnection!('a model/with space').url).toBe('ws://127.0.0.1:9/v1/realtime?model=a+model%2Fwith+space');
     expect(servesModelType('openai', 'realtime')).toBe(true);
@@ -71,17 +74,35 @@ describe('provider declarations', () => {
     expect(servesModelType('anthropic', 'hologram')).toBe(true);
   });
 
-  it.each(['cohere', 'searxng', 'tavily', 'videorouter'] as const)('%s refuses the ChatProvider methods it does not serve with a 400 naming the operation', async (adapter) => {
-    const client = createChatProvider(adapter, options);
-    const serves = operationsOf(adapter)[0];
-    expect(() => client.chatCompletion({})).toThrow(`a ${serves} provider does not serve chat completions`);
-    expect(() => client.embeddings({})).toThrow(expect.objectContaining({ kind: 'http', status: 400, message: `a ${serves} provider does not serve embeddings` }));
-    await expect(client.streamChatCompletion({}).next()).rejects.toMatchObject({ status: 400, message: `a ${serves} provider does not serve chat completions` });
-  });
+  it.each(['cohere', 'searxng', 'tavily', 'videorouter'] as const)(
+    '%s refuses the ChatProvider methods it does not serve with a 400 naming the operation',
+    async (adapter) => {
+      const client = createChatProvider(adapter, options);
+      const serves = operationsOf(adapter)[0];
+      expect(() => client.chatCompletion({})).toThrow(`a ${serves} provider does not serve chat completions`);
+      expect(() => client.embeddings({})).toThrow(
+        expect.objectContaining({ kind: 'http', status: 400, message: `a ${serves} provider does not serve embeddings` }),
+      );
+      await expect(client.streamChatCompletion({}).next()).rejects.toMatchObject({
+        status: 400,
+        message: `a ${serves} provider does not serve chat completions`,
+      });
+    },
+  );
 });
 
 describe('request mapping', () => {
-  const body = { model: 'up/m', messages: [], top_k: 5, preset: 'p', plugins: [], provider: { order: ['a'] }, reasoning: { effort: 'high' }, stop: null, temperature: undefined };
+  const body = {
+    model: 'up/m',
+    messages: [],
+    top_k: 5,
+    preset: 'p',
+    plugins: [],
+    provider: { order: ['a'] },
+    reasoning: { effort: 'high' },
+    stop: null,
+    temperature: undefined,
+  };
 
   it("OpenAI's own API: gateway-only and router fields dropped, reasoning.effort sent as reasoning_effort, null passed on", () => {
     expect(mapParameters(PROVIDERS.openai.operations.chat!, body)).toEqual({ model: 'up/m', messages: [], reasoning_effort: 'high', stop: null });
@@ -92,29 +113,67 @@ describe('request mapping', () => {
   });
 
   it('Anthropic: renamed fields (stop -> stop_sequences, user -> metadata.user_id)', () => {
-    expect(mapParameters(PROVIDERS.anthropic.operations.chat!, { model: 'm', stop: 'END', user: 'u1', seed: 3 })).toEqual({ model: 'm', stop_sequences: ['END'], metadata: { user_id: 'u1' } });
+    expect(mapParameters(PROVIDERS.anthropic.operations.chat!, { model: 'm', stop: 'END', user: 'u1', seed: 3 })).toEqual({
+      model: 'm',
+      stop_sequences: ['END'],
+      metadata: { user_id: 'u1' },
+    });
   });
 
   it('search: SearXNG takes only the query (as q); Tavily splits the domain filter and names the country', () => {
     const body = { model: 'm', query: 'q', max_results: 3, search_domain_filter: ['-a.com', '-B.org'], country: 'FR', max_tokens_per_page: 100 };
     expect(mapParameters(PROVIDERS.searxng.operations.search!, body)).toEqual({ q: 'q' });
-    expect(mapParameters(PROVIDERS.tavily.operations.search!, body)).toEqual({ query: 'q', max_results: 3, exclude_domains: ['a.com', 'b.org'], country: 'france' });
+    expect(mapParameters(PROVIDERS.tavily.operations.search!, body)).toEqual({
+      query: 'q',
+      max_results: 3,
+      exclude_domains: ['a.com', 'b.org'],
+      country: 'france',
+    });
   });
 
   it('video: OpenAI takes seconds as a string, an aspect ratio as its size, the image as input_reference; the router takes duration and derives the ratio from a size', () => {
     const body = { model: 'm', prompt: 'p', seconds: 8, aspect_ratio: '9:16', image_url: 'https://x/a.png', provider: { order: ['a'] } };
-    expect(mapParameters(PROVIDERS.openai.operations.video!, body)).toEqual({ model: 'm', prompt: 'p', seconds: '8', size: '720x1280', input_reference: { image_url: 'https://x/a.png' } });
+    expect(mapParameters(PROVIDERS.openai.operations.video!, body)).toEqual({
+      model: 'm',
+      prompt: 'p',
+      seconds: '8',
+      size: '720x1280',
+      input_reference: { image_url: 'https://x/a.png' },
+    });
     expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '16:9', resolution: '1024p' })).toMatchObject({ size: '1792x1024' });
     expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '9:16', resolution: '1080p' })).toMatchObject({ size: '1024x1792' });
-    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, resolution: '480p' })).toThrow(expect.objectContaining({ status: 400, message: expect.stringContaining('not 9:16 480p') }));
+    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, resolution: '480p' })).toThrow(
+      expect.objectContaining({ status: 400, message: expect.stringContaining('not 9:16 480p') }),
+    );
     expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, size: '1280x720' })).toMatchObject({ size: '1280x720' });
-    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '1:1' })).toThrow(expect.objectContaining({ kind: 'http', status: 400, message: expect.stringContaining('not 1:1 720p') }));
-    expect(mapParameters(PROVIDERS.videorouter.operations.video!, body)).toEqual({ model: 'm', prompt: 'p', duration: 8, aspect_ratio: '9:16', image_url: 'https://x/a.png' });
-    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080' })).toEqual({ model: 'm', prompt: 'p', duration: 4, aspect_ratio: '16:9', resolution: '1080p' });
-    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080', resolution: '720p' })).toMatchObject({ aspect_ratio: '16:9', resolution: '720p' });
+    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '1:1' })).toThrow(
+      expect.objectContaining({ kind: 'http', status: 400, message: expect.stringContaining('not 1:1 720p') }),
+    );
+    expect(mapParameters(PROVIDERS.videorouter.operations.video!, body)).toEqual({
+      model: 'm',
+      prompt: 'p',
+      duration: 8,
+      aspect_ratio: '9:16',
+      image_url: 'https://x/a.png',
+    });
+    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080' })).toEqual({
+      model: 'm',
+      prompt: 'p',
+      duration: 4,
+      aspect_ratio: '16:9',
+      resolution: '1080p',
+    });
+    expect(
+      mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080', resolution: '720p' }),
+    ).toMatchObject({ aspect_ratio: '16:9', resolution: '720p' });
   });
 
-  it('rerank: return_documents is the gateway\'s own and is not sent', () => {
-    expect(mapParameters(PROVIDERS.cohere.operations.rerank!, { model: 'm', query: 'q', documents: ['d'], top_n: 1, return_documents: true })).toEqual({ model: 'm', query: 'q', documents: ['d'], top_n: 1 });
+  it("rerank: return_documents is the gateway's own and is not sent", () => {
+    expect(mapParameters(PROVIDERS.cohere.operations.rerank!, { model: 'm', query: 'q', documents: ['d'], top_n: 1, return_documents: true })).toEqual({
+      model: 'm',
+      query: 'q',
+      documents: ['d'],
+      top_n: 1,
+    });
   });
 });

@@ -24,7 +24,8 @@ export abstract class RerankAdapter extends SingleOperationAdapter {
 export function resultsOf(json: unknown): RerankResult['results'] {
   if (!isRecord(json) || !Array.isArray(json.results)) throw invalidResponse('rerank response without a results array', json);
   return json.results.map((r: unknown) => {
-    if (!isRecord(r) || !Number.isSafeInteger(r.index) || typeof r.relevance_score !== 'number') throw invalidResponse('rerank result without index and relevance_score', json);
+    if (!isRecord(r) || !Number.isSafeInteger(r.index) || typeof r.relevance_score !== 'number')
+      throw invalidResponse('rerank result without index and relevance_score', json);
     return { index: r.index as number, relevance_score: r.relevance_score };
   });
 }

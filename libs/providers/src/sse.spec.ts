@@ -31,9 +31,7 @@ describe('SseParser', () => {
   });
 
   it('joins multi-line data with LF and strips one leading space only', () => {
-    expect(parseAll(['data: line 1\ndata:line 2\ndata:  indented\ndata\n\n'])).toEqual([
-      { data: 'line 1\nline 2\n indented\n' },
-    ]);
+    expect(parseAll(['data: line 1\ndata:line 2\ndata:  indented\ndata\n\n'])).toEqual([{ data: 'line 1\nline 2\n indented\n' }]);
   });
 
   it('accepts CRLF and CR line endings, also when CRLF is split between pieces', () => {

@@ -34,9 +34,7 @@ describe('countChatPromptTokens', () => {
         ],
       },
     ];
-    expect(countChatPromptTokens(messages)).toBe(
-      3 + 3 + t('user') + 1 + t('ann') + t('What is this?') + NON_TEXT_PART_TOKENS,
-    );
+    expect(countChatPromptTokens(messages)).toBe(3 + 3 + t('user') + 1 + t('ann') + t('What is this?') + NON_TEXT_PART_TOKENS);
   });
 
   it('counts tool calls and tool results', () => {

@@ -56,7 +56,7 @@ export class TokenBudget {
 
 export function countTextTokens(text: string, budget = new TokenBudget()): number {
   let total = 0;
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     if (budget.spent()) return total + Buffer.byteLength(start === 0 ? text : text.slice(start), 'utf8');
     const end = pieceEnd(text, start);
     total += encode(text.slice(start, end), AS_PLAIN_TEXT).length;
@@ -107,7 +107,7 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   // No token is anywhere near this long: what lies beyond cannot be in the prefix, and is not encoded.
   text = text.slice(0, pieceEnd(text, 0) + maxTokens * 64);
   const tokens: number[] = [];
-  for (let start = 0; start < text.length && tokens.length <= maxTokens; ) {
+  for (let start = 0; start < text.length && tokens.length <= maxTokens;) {
     const end = pieceEnd(text, start);
     tokens.push(...encode(text.slice(start, end), AS_PLAIN_TEXT));
     start = end;

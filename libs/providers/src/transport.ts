@@ -26,7 +26,14 @@ export function getJsonUpstream(url: string, headers: Record<string, string>, ti
  * Any method, a JSON payload or none, and the JSON answer with its headers, for upstreams whose
  * answers say more in headers (`openai-poll-after-ms`) or that want DELETE.
  */
-export function sendJsonUpstream(method: UpstreamMethod, url: string, headers: Record<string, string>, payload: object | undefined, timeoutMs: number, signal?: AbortSignal) {
+export function sendJsonUpstream(
+  method: UpstreamMethod,
+  url: string,
+  headers: Record<string, string>,
+  payload: object | undefined,
+  timeoutMs: number,
+  signal?: AbortSignal,
+) {
   return jsonUpstream((deadline) => callUpstream(method, url, { ...headers, accept: 'application/json' }, payload, deadline), timeoutMs, signal);
 }
 
@@ -89,11 +96,21 @@ export function postUpstream(url: string, headers: Record<string, string>, paylo
   return callUpstream('POST', url, headers, payload, deadline);
 }
 
-async function callUpstream(method: UpstreamMethod, url: string, headers: Record<string, string>, payload: object | undefined, deadline: Deadline): Promise<UpstreamAnswer> {
+async function callUpstream(
+  method: UpstreamMethod,
+  url: string,
+  headers: Record<string, string>,
+  payload: object | undefined,
+  deadline: Deadline,
+): Promise<UpstreamAnswer> {
   // Issue 22: the trace context of the upstream call (or, without tracing, the caller's own), so
   // the provider's trace joins the caller's; every adapter's request passes here.
   const trace = upstreamTraceHeaders();
-  const { statusCode, body, headers: answered } = await request(url, {
+  const {
+    statusCode,
+    body,
+    headers: answered,
+  } = await request(url, {
     method,
     // request() sends no User-Agent of its own, and some providers' firewalls refuse requests without one.
     headers: trace ? { 'user-agent': USER_AGENT, ...headers, ...trace } : { 'user-agent': USER_AGENT, ...headers },
@@ -106,7 +123,12 @@ async function callUpstream(method: UpstreamMethod, url: string, headers: Record
     // Read and dropped, so the socket goes back to the pool.
     await body.dump().catch(() => undefined);
     // A provider failure like any other (not billed; a fallback may answer), not the caller's.
-    throw new ProviderError({ kind: 'invalid_response', status: 502, message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`, upstreamBody: null });
+    throw new ProviderError({
+      kind: 'invalid_response',
+      status: 502,
+      message: `upstream answered a redirect (HTTP ${statusCode}), which is not followed`,
+      upstreamBody: null,
+    });
   }
   const type = answered['content-type'];
   const contentType = Array.isArray(type) ? type[0] : type;

@@ -13,7 +13,15 @@ const failure = (f: () => unknown) => {
 };
 
 it('maps the shared fields, a completed job at 100 whatever it says', () => {
-  expect(read({ id: 'v1', status: 'in_progress', progress: 41.6, error: null })).toEqual({ id: 'v1', status: 'in_progress', progress: 42, error: null, costNano: null, pollAfterMs: null, url: null });
+  expect(read({ id: 'v1', status: 'in_progress', progress: 41.6, error: null })).toEqual({
+    id: 'v1',
+    status: 'in_progress',
+    progress: 42,
+    error: null,
+    costNano: null,
+    pollAfterMs: null,
+    url: null,
+  });
   expect(read({ id: 'v1', status: 'completed', progress: 97, video_url: 'https://cdn/x.mp4' })).toMatchObject({ progress: 100, url: 'https://cdn/x.mp4' });
   expect(read({ id: 'v1', status: 'queued' })).toMatchObject({ progress: 0 });
   expect(read({ id: 'v1', status: 'in_progress', progress: 250 })).toMatchObject({ progress: 100 });
@@ -35,7 +43,11 @@ it.each([
 });
 
 it.each([[-0.5], ['12 USD'], [{}], [Number.NaN], ['0.0000000001']])('refuses a cost of %p as an invalid response', (cost) => {
-  expect(failure(() => read({ id: 'v', status: 'completed', usage: { cost } }))).toMatchObject({ kind: 'invalid_response', status: 502, message: expect.stringContaining('not a USD amount') });
+  expect(failure(() => read({ id: 'v', status: 'completed', usage: { cost } }))).toMatchObject({
+    kind: 'invalid_response',
+    status: 502,
+    message: expect.stringContaining('not a USD amount'),
+  });
 });
 
 it('has no cost where the provider reports none', () => {
@@ -50,10 +62,16 @@ it('refuses a job without an id or with a status it does not know', () => {
 });
 
 it('always gives a failed job an error to show, in {code, message}', () => {
-  expect(read({ id: 'v', status: 'failed', error: { code: 'moderation_blocked', message: 'blocked' } }).error).toEqual({ code: 'moderation_blocked', message: 'blocked' });
+  expect(read({ id: 'v', status: 'failed', error: { code: 'moderation_blocked', message: 'blocked' } }).error).toEqual({
+    code: 'moderation_blocked',
+    message: 'blocked',
+  });
   expect(read({ id: 'v', status: 'failed', error: { message: 'out of GPUs' } }).error).toEqual({ code: 'video_generation_failed', message: 'out of GPUs' });
   expect(read({ id: 'v', status: 'failed', error: 'timeout' }).error).toEqual({ code: 'video_generation_failed', message: 'timeout' });
-  expect(read({ id: 'v', status: 'failed', error: null }).error).toEqual({ code: 'video_generation_failed', message: expect.stringContaining('without a reason') });
+  expect(read({ id: 'v', status: 'failed', error: null }).error).toEqual({
+    code: 'video_generation_failed',
+    message: expect.stringContaining('without a reason'),
+  });
 });
 
 it('reads openai-poll-after-ms when it is a whole number of milliseconds', () => {
@@ -64,5 +82,10 @@ it('reads openai-poll-after-ms when it is a whole number of milliseconds', () =>
 });
 
 it('sends only the fields that were given', () => {
-  expect(givenFields({ model: 'm', prompt: 'p', seconds: 4, size: null, aspect_ratio: '16:9', resolution: null, image_url: null })).toEqual({ model: 'm', prompt: 'p', seconds: 4, aspect_ratio: '16:9' });
+  expect(givenFields({ model: 'm', prompt: 'p', seconds: 4, size: null, aspect_ratio: '16:9', resolution: null, image_url: null })).toEqual({
+    model: 'm',
+    prompt: 'p',
+    seconds: 4,
+    aspect_ratio: '16:9',
+  });
 });

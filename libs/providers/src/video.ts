@@ -25,7 +25,12 @@ export interface JobFields {
 }
 
 /** A provider's job object as a VideoJob; anything that is not one is an invalid response. */
-export function videoJobFrom(json: unknown, headers: IncomingHttpHeaders | undefined, provider: string, fields: (job: Record<string, unknown>) => JobFields): VideoJob {
+export function videoJobFrom(
+  json: unknown,
+  headers: IncomingHttpHeaders | undefined,
+  provider: string,
+  fields: (job: Record<string, unknown>) => JobFields,
+): VideoJob {
   if (!isRecord(json) || typeof json.id !== 'string' || json.id === '') throw invalidResponse(`${provider} video job without an id`, json);
   const status = json.status;
   if (!VIDEO_STATUSES.includes(status as VideoStatus)) throw invalidResponse(`${provider} video job with an unknown status ${JSON.stringify(status)}`, json);

@@ -112,7 +112,8 @@ export function responseWorstCase(tally: ConversationTally, responseCreate: Wire
   const overrides = isRecord(responseCreate.response) ? responseCreate.response : {};
   const cap = maxTokensOf(overrides.max_output_tokens) ?? tally.maxOutputTokens;
   const output = typeof cap === 'number' ? cap : DEFAULT_MAX_OUTPUT_TOKENS;
-  const instructions = typeof overrides.instructions === 'string' ? Math.max(tally.instructionsText, countTextTokens(overrides.instructions)) : tally.instructionsText;
+  const instructions =
+    typeof overrides.instructions === 'string' ? Math.max(tally.instructionsText, countTextTokens(overrides.instructions)) : tally.instructionsText;
   const own = itemTokens(overrides.input);
   const audioDearer = (prices.audioOutputPerM ?? 0n) > prices.outputPerM;
   return {

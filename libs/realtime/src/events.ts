@@ -60,11 +60,17 @@ export function checkClientFrame(data: Buffer | string, isBinary: boolean): Chec
   if (!isRecord(event)) return problem('invalid_json', 'An event must be a JSON object.', null, null);
   const eventId = event.event_id;
   if (typeof event.type !== 'string') return problem('missing_required_parameter', "Missing required parameter: 'type'.", 'type', eventId);
-  if (!CLIENT_EVENT_TYPES.has(event.type)) return problem('invalid_value', `Invalid value: ${JSON.stringify(event.type)} is not a client event type.`, 'type', eventId);
+  if (!CLIENT_EVENT_TYPES.has(event.type))
+    return problem('invalid_value', `Invalid value: ${JSON.stringify(event.type)} is not a client event type.`, 'type', eventId);
   if (event.type === 'input_audio_buffer.append') {
     if (typeof event.audio !== 'string') return problem('invalid_type', 'audio must be a base64 string.', 'audio', eventId);
     if (event.audio.length > MAX_APPEND_BASE64_CHARS) {
-      return problem('audio_too_large', `An input_audio_buffer.append event carries at most ${MAX_APPEND_BASE64_CHARS} characters of base64 audio (15 MiB); split it into several.`, 'audio', eventId);
+      return problem(
+        'audio_too_large',
+        `An input_audio_buffer.append event carries at most ${MAX_APPEND_BASE64_CHARS} characters of base64 audio (15 MiB); split it into several.`,
+        'audio',
+        eventId,
+      );
     }
   }
   return { ok: true, event: event as Wire & { type: string } };
@@ -74,7 +80,10 @@ export function checkClientFrame(data: Buffer | string, isBinary: boolean): Chec
  * A `session.update`'s transcription model (`session.audio.input.transcription.model`): absent
  * (the session's stays), null (transcription off), a permitted catalog id, or a problem.
  */
-export function transcriptionModelOf(event: Wire, allowed: readonly string[] = TRANSCRIPTION_MODELS): { model: string | null | undefined } | { error: ClientEventProblem } {
+export function transcriptionModelOf(
+  event: Wire,
+  allowed: readonly string[] = TRANSCRIPTION_MODELS,
+): { model: string | null | undefined } | { error: ClientEventProblem } {
   const session = isRecord(event.session) ? event.session : undefined;
   const audio = session && isRecord(session.audio) ? session.audio : undefined;
   const input = audio && isRecord(audio.input) ? audio.input : undefined;
@@ -84,7 +93,12 @@ export function transcriptionModelOf(event: Wire, allowed: readonly string[] = T
   const param = 'session.audio.input.transcription.model';
   if (!isRecord(transcription) || typeof transcription.model !== 'string' || !allowed.includes(transcription.model)) {
     const given = isRecord(transcription) ? JSON.stringify(transcription.model) : 'none';
-    const { error } = problem('invalid_value', `Input transcription takes one of ${allowed.map((m) => `'${m}'`).join(', ')} (spec 4.16); got ${given}.`, param, event.event_id) as { error: ClientEventProblem };
+    const { error } = problem(
+      'invalid_value',
+      `Input transcription takes one of ${allowed.map((m) => `'${m}'`).join(', ')} (spec 4.16); got ${given}.`,
+      param,
+      event.event_id,
+    ) as { error: ClientEventProblem };
     return { error };
   }
   return { model: transcription.model };
@@ -95,5 +109,8 @@ export function withTranscriptionModel(event: Wire, upstreamModel: string): Wire
   const session = event.session as Wire;
   const audio = session.audio as Wire;
   const input = audio.input as Wire;
-  return { ...event, session: { ...session, audio: { ...audio, input: { ...input, transcription: { ...(input.transcription as Wire), model: upstreamModel } } } } };
+  return {
+    ...event,
+    session: { ...session, audio: { ...audio, input: { ...input, transcription: { ...(input.transcription as Wire), model: upstreamModel } } } },
+  };
 }

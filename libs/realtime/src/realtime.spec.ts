@@ -33,7 +33,10 @@ describe('session limits (spec 3.3, 8)', () => {
 
 describe('client frames (WIRE-FORMATS 3.2)', () => {
   it('accept a known event', () => {
-    expect(checkClientFrame(JSON.stringify({ type: 'response.create', event_id: 'e1' }), false)).toEqual({ ok: true, event: { type: 'response.create', event_id: 'e1' } });
+    expect(checkClientFrame(JSON.stringify({ type: 'response.create', event_id: 'e1' }), false)).toEqual({
+      ok: true,
+      event: { type: 'response.create', event_id: 'e1' },
+    });
   });
   it.each([
     ['binary', Buffer.from([1, 2]), true, 'invalid_json', null],
@@ -55,14 +58,20 @@ describe('client frames (WIRE-FORMATS 3.2)', () => {
 });
 
 describe('transcription model (spec 4.16)', () => {
-  const update = (transcription: unknown) => ({ type: 'session.update', event_id: 'u1', session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm' }, transcription } } } });
+  const update = (transcription: unknown) => ({
+    type: 'session.update',
+    event_id: 'u1',
+    session: { type: 'realtime', audio: { input: { format: { type: 'audio/pcm' }, transcription } } },
+  });
   it('takes one of the three ids, null, or nothing', () => {
     expect(transcriptionModelOf(update({ model: 'sim/transcribe' }))).toEqual({ model: 'sim/transcribe' });
     expect(transcriptionModelOf(update(null))).toEqual({ model: null });
     expect(transcriptionModelOf({ type: 'session.update', session: { type: 'realtime' } })).toEqual({ model: undefined });
   });
   it('refuses another model', () => {
-    expect(transcriptionModelOf(update({ model: 'whisper-1' }))).toMatchObject({ error: { code: 'invalid_value', param: 'session.audio.input.transcription.model', event_id: 'u1' } });
+    expect(transcriptionModelOf(update({ model: 'whisper-1' }))).toMatchObject({
+      error: { code: 'invalid_value', param: 'session.audio.input.transcription.model', event_id: 'u1' },
+    });
   });
   it('rewrites the model, keeping the rest', () => {
     const event = update({ model: 'sim/transcribe', language: 'en' });
@@ -81,7 +90,10 @@ describe('worst case of a response (spec 1 rule 1)', () => {
 
   it('holds 4,096 output tokens at the dearer output price when no cap is set, and the conversation so far', () => {
     let tally = tallyServerEvent(EMPTY_TALLY, { type: 'session.created', session: { instructions: 'Be brief.', max_output_tokens: 'inf' } });
-    tally = tallyClientEvent(tally, { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello there' }] } });
+    tally = tallyClientEvent(tally, {
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hello there' }] },
+    });
     tally = tallyClientEvent(tally, { type: 'input_audio_buffer.append', audio: Buffer.alloc(48_000).toString('base64') });
     expect(responseWorstCase(tally, { type: 'response.create' }, prices)).toEqual({
       input: countTextTokens('Be brief.') + countTextTokens('Hello there'),
@@ -112,8 +124,18 @@ describe('worst case of a response (spec 1 rule 1)', () => {
   });
 
   it('bounds what the simulated model charges for a turn: cost of the hold >= cost of the usage', () => {
-    const realtimePrices = { inputPerM: usdToNano('4'), cachedInputPerM: usdToNano('0.4'), outputPerM: usdToNano('16'), audioInputPerM: usdToNano('32'), cachedAudioInputPerM: usdToNano('0.4'), audioOutputPerM: usdToNano('64') } as any;
-    const tally = tallyClientEvent(EMPTY_TALLY, { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say something' }] } });
+    const realtimePrices = {
+      inputPerM: usdToNano('4'),
+      cachedInputPerM: usdToNano('0.4'),
+      outputPerM: usdToNano('16'),
+      audioInputPerM: usdToNano('32'),
+      cachedAudioInputPerM: usdToNano('0.4'),
+      audioOutputPerM: usdToNano('64'),
+    } as any;
+    const tally = tallyClientEvent(EMPTY_TALLY, {
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Say something' }] },
+    });
     const held = costOfMeters(responseWorstCase(tally, { type: 'response.create', response: { max_output_tokens: 40 } }, realtimePrices), realtimePrices);
     const used = costOfMeters({ input: countTextTokens('Say something'), output: 8, audio_output: 32 }, realtimePrices);
     expect(held).toBeGreaterThanOrEqual(used);
@@ -126,13 +148,25 @@ describe('usage as meters', () => {
       total_tokens: 100,
       input_tokens: 60,
       output_tokens: 40,
-      input_token_details: { text_tokens: 35, audio_tokens: 25, image_tokens: 0, cached_tokens: 15, cached_tokens_details: { text_tokens: 10, audio_tokens: 5, image_tokens: 0 } },
+      input_token_details: {
+        text_tokens: 35,
+        audio_tokens: 25,
+        image_tokens: 0,
+        cached_tokens: 15,
+        cached_tokens_details: { text_tokens: 10, audio_tokens: 5, image_tokens: 0 },
+      },
       output_token_details: { text_tokens: 8, audio_tokens: 32 },
     };
-    expect(responseMeters(usage)).toEqual({ usage: { input: 35, cached_input: 10, audio_input: 25, cached_audio_input: 5, output: 8, audio_output: 32 }, returned: 40 });
+    expect(responseMeters(usage)).toEqual({
+      usage: { input: 35, cached_input: 10, audio_input: 25, cached_audio_input: 5, output: 8, audio_output: 32 },
+      returned: 40,
+    });
   });
   it('reads usage without details as text, and none as null', () => {
-    expect(responseMeters({ input_tokens: 7, output_tokens: 0 })).toEqual({ usage: { input: 7, cached_input: 0, audio_input: 0, cached_audio_input: 0, output: 0, audio_output: 0 }, returned: 0 });
+    expect(responseMeters({ input_tokens: 7, output_tokens: 0 })).toEqual({
+      usage: { input: 7, cached_input: 0, audio_input: 0, cached_audio_input: 0, output: 0, audio_output: 0 },
+      returned: 0,
+    });
     expect(responseMeters(null)).toBeNull();
   });
 });

@@ -98,7 +98,7 @@ describe('Tracing', () => {
     expect(JSON.stringify(spans().map((s) => [s.attributes, s.status, s.events]))).not.toContain('hunter2');
   });
 
-  it('keeps two processes\' tracing apart: one\'s request context is not the other\'s parent', async () => {
+  it("keeps two processes' tracing apart: one's request context is not the other's parent", async () => {
     const a = tracingWithMemory();
     const b = tracingWithMemory();
     const request = a.tracing.startRequest('GET /v1/models', { traceparent: TRACEPARENT }, {});

@@ -1,5 +1,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { type Attributes, type Context, type ContextManager, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type TextMapPropagator, trace, type Tracer } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  type ContextManager,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapPropagator,
+  trace,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { type TraceHeaders, withUpstreamTraceHeaders } from './propagation';
 
@@ -60,7 +73,8 @@ export class Tracing {
    * is: a process that never traces never loads it.
    */
   static create(options: TracingOptions): Tracing {
-    const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+    const { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } =
+      require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
     const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
     const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
     const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks') as typeof import('@opentelemetry/context-async-hooks');

@@ -43,11 +43,16 @@ export class VideoJobs {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(key, () => new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable'));
+    this.sealed = new SealedContent(
+      key,
+      () => new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable'),
+    );
   }
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${VIDEO_JOBS_TABLE} (
         video_id text PRIMARY KEY,
         account_id text NOT NULL,
@@ -62,7 +67,8 @@ export class VideoJobs {
         thumbnail_file_id text
       );
       CREATE INDEX IF NOT EXISTS ${VIDEO_JOBS_TABLE}_due ON ${VIDEO_JOBS_TABLE} (due_at) WHERE due_at IS NOT NULL;
-    `);
+    `,
+    );
   }
 
   /** Whether prompts can be kept and read (SVC_ENCRYPTION_KEY is set). */
@@ -74,7 +80,15 @@ export class VideoJobs {
   async add(job: Omit<ClaimedVideo, 'reservation'> & { reservation: Reservation; request: VideoRequest; dueAt: Date }): Promise<void> {
     await this.sql.query(
       `INSERT INTO ${VIDEO_JOBS_TABLE} (video_id, account_id, workspace_id, key_id, request, reservation, due_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [job.videoId, job.accountId, job.workspaceId, job.keyId, this.sealed.seal(JSON.stringify(job.request), requestContext(job.videoId)), JSON.stringify(job.reservation), job.dueAt.toISOString()],
+      [
+        job.videoId,
+        job.accountId,
+        job.workspaceId,
+        job.keyId,
+        this.sealed.seal(JSON.stringify(job.request), requestContext(job.videoId)),
+        JSON.stringify(job.reservation),
+        job.dueAt.toISOString(),
+      ],
     );
   }
 
@@ -127,23 +141,32 @@ export class VideoJobs {
   /** The prompts of many videos at once (a list page). */
   async prompts(videoIds: readonly string[]): Promise<Map<string, string | null>> {
     if (videoIds.length === 0) return new Map();
-    const { rows } = await this.sql.query<{ video_id: string; request: string }>(`SELECT video_id, request FROM ${VIDEO_JOBS_TABLE} WHERE video_id = ANY($1::text[])`, [videoIds]);
-    return new Map(rows.map((r) => [r.video_id, r.request ? ((JSON.parse(this.sealed.open(r.request, requestContext(r.video_id)) ?? 'null') as VideoRequest | null)?.prompt ?? null) : null]));
+    const { rows } = await this.sql.query<{ video_id: string; request: string }>(
+      `SELECT video_id, request FROM ${VIDEO_JOBS_TABLE} WHERE video_id = ANY($1::text[])`,
+      [videoIds],
+    );
+    return new Map(
+      rows.map((r) => [
+        r.video_id,
+        r.request ? ((JSON.parse(this.sealed.open(r.request, requestContext(r.video_id)) ?? 'null') as VideoRequest | null)?.prompt ?? null) : null,
+      ]),
+    );
   }
 
   /** Records where the clip and its poster are kept, if `owner` still holds the video. */
   async keepFiles(videoId: string, owner: string, files: VideoFiles): Promise<boolean> {
-    const { rows } = await this.sql.query(`UPDATE ${VIDEO_JOBS_TABLE} SET video_file_id = $3, thumbnail_file_id = $4 WHERE video_id = $1 AND owner = $2 RETURNING video_id`, [
-      videoId,
-      owner,
-      files.video,
-      files.thumbnail,
-    ]);
+    const { rows } = await this.sql.query(
+      `UPDATE ${VIDEO_JOBS_TABLE} SET video_file_id = $3, thumbnail_file_id = $4 WHERE video_id = $1 AND owner = $2 RETURNING video_id`,
+      [videoId, owner, files.video, files.thumbnail],
+    );
     return rows.length === 1;
   }
 
   async files(videoId: string): Promise<VideoFiles> {
-    const { rows } = await this.sql.query<{ video_file_id: string | null; thumbnail_file_id: string | null }>(`SELECT video_file_id, thumbnail_file_id FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1`, [videoId]);
+    const { rows } = await this.sql.query<{ video_file_id: string | null; thumbnail_file_id: string | null }>(
+      `SELECT video_file_id, thumbnail_file_id FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1`,
+      [videoId],
+    );
     return { video: rows[0]?.video_file_id ?? null, thumbnail: rows[0]?.thumbnail_file_id ?? null };
   }
 
@@ -158,7 +181,9 @@ export class VideoJobs {
    * worker still bills (or releases) what its end says before forgetting it (VideoRunner).
    */
   async forget(videoId: string, now: Date): Promise<void> {
-    const { rows } = await this.sql.query(`DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1 AND due_at IS NULL AND owner IS NULL RETURNING video_id`, [videoId]);
+    const { rows } = await this.sql.query(`DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1 AND due_at IS NULL AND owner IS NULL RETURNING video_id`, [
+      videoId,
+    ]);
     if (rows.length > 0) return;
     await this.sql.query(
       `UPDATE ${VIDEO_JOBS_TABLE} SET request = '', video_file_id = NULL, thumbnail_file_id = NULL, due_at = LEAST(COALESCE(due_at, $2), $2) WHERE video_id = $1`,

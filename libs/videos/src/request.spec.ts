@@ -25,14 +25,27 @@ const refusedAt = (raw: unknown, model: CatalogModel = sim) => {
 };
 
 describe('video create request (spec 4.15)', () => {
-  it('fills in the model\'s defaults: the shortest clip, the first aspect ratio and resolution', () => {
-    expect(validateVideoRequest(body(), sim)).toEqual({ model: 'sim/video', prompt: 'A cat surfing at dawn', seconds: 4, aspectRatio: '16:9', resolution: '720p', size: null, exactSize: null, imageUrl: null });
+  it("fills in the model's defaults: the shortest clip, the first aspect ratio and resolution", () => {
+    expect(validateVideoRequest(body(), sim)).toEqual({
+      model: 'sim/video',
+      prompt: 'A cat surfing at dawn',
+      seconds: 4,
+      aspectRatio: '16:9',
+      resolution: '720p',
+      size: null,
+      exactSize: null,
+      imageUrl: null,
+    });
     // Defaults follow the model, not constants.
-    expect(validateVideoRequest(body(), withCaps({ durations: [6, 10], aspectRatios: ['9:16'], resolutions: ['1080p'] }))).toMatchObject({ seconds: 6, aspectRatio: '9:16', resolution: '1080p' });
+    expect(validateVideoRequest(body(), withCaps({ durations: [6, 10], aspectRatios: ['9:16'], resolutions: ['1080p'] }))).toMatchObject({
+      seconds: 6,
+      aspectRatio: '9:16',
+      resolution: '1080p',
+    });
     expect(validateVideoRequest(body(), withCaps({ aspectRatios: [], resolutions: [] }))).toMatchObject({ aspectRatio: null, resolution: null, size: null });
   });
 
-  it('takes seconds as a number or a numeric string, among the model\'s durations', () => {
+  it("takes seconds as a number or a numeric string, among the model's durations", () => {
     expect(validateVideoRequest(body({ seconds: 8 }), sim).seconds).toBe(8);
     expect(validateVideoRequest(body({ seconds: '12' }), sim).seconds).toBe(12);
     expect(validateVideoRequest(body({ seconds: null }), sim).seconds).toBe(4);
@@ -55,8 +68,12 @@ describe('video create request (spec 4.15)', () => {
     expect(refusedAt(body(), catalog.get('sim/echo')!)).toBe('model');
   });
 
-  it('takes an aspect ratio and a resolution among the model\'s', () => {
-    expect(validateVideoRequest(body({ aspect_ratio: '9:16', resolution: '1080p' }), sim)).toMatchObject({ aspectRatio: '9:16', resolution: '1080p', size: null });
+  it("takes an aspect ratio and a resolution among the model's", () => {
+    expect(validateVideoRequest(body({ aspect_ratio: '9:16', resolution: '1080p' }), sim)).toMatchObject({
+      aspectRatio: '9:16',
+      resolution: '1080p',
+      size: null,
+    });
     expect(refusedAt(body({ aspect_ratio: '1:1' }))).toBe('aspect_ratio');
     expect(refusedAt(body({ aspect_ratio: 16 / 9 }))).toBe('aspect_ratio');
     expect(refusedAt(body({ resolution: '4k' }))).toBe('resolution');
@@ -65,10 +82,15 @@ describe('video create request (spec 4.15)', () => {
     expect(refusedAt(body({ resolution: '720p' }), withCaps({ resolutions: [] }))).toBe('resolution');
   });
 
-  it('maps a size WxH to the model\'s aspect ratio and resolution; never together with aspect_ratio', () => {
+  it("maps a size WxH to the model's aspect ratio and resolution; never together with aspect_ratio", () => {
     expect(validateVideoRequest(body({ size: '720x1280' }), sim)).toMatchObject({ aspectRatio: '9:16', resolution: '720p', size: '720x1280' });
     // Sent to the provider as 16:9 at 1080p, which each adapter turns into a size its provider takes.
-    expect(validateVideoRequest(body({ size: '1920x1080' }), sim)).toMatchObject({ aspectRatio: '16:9', resolution: '1080p', size: '1920x1080', exactSize: null });
+    expect(validateVideoRequest(body({ size: '1920x1080' }), sim)).toMatchObject({
+      aspectRatio: '16:9',
+      resolution: '1080p',
+      size: '1920x1080',
+      exactSize: null,
+    });
     // OpenAI's 1024x1792 is 9:16 near enough; the model has no 1024p label.
     expect(validateVideoRequest(body({ size: '1024x1792' }), sim)).toMatchObject({ aspectRatio: '9:16', resolution: null, size: '1024x1792' });
     expect(validateVideoRequest(body({ size: '1280x720', resolution: '720p' }), sim)).toMatchObject({ resolution: '720p' });
@@ -78,7 +100,7 @@ describe('video create request (spec 4.15)', () => {
     for (const size of ['1280X720', '1280x', 'x720', '0x720', '1280 x 720', 1280]) expect(refusedAt(body({ size }))).toBe('size');
   });
 
-  it('holds a size to the model\'s list when it has one, and refuses it from a model without shapes', () => {
+  it("holds a size to the model's list when it has one, and refuses it from a model without shapes", () => {
     const listed = withCaps({ sizes: ['1280x720', '720x1280'] });
     // One of the model's own sizes goes to the provider as it is.
     expect(validateVideoRequest(body({ size: '1280x720' }), listed)).toMatchObject({ size: '1280x720', exactSize: '1280x720' });
@@ -89,7 +111,9 @@ describe('video create request (spec 4.15)', () => {
   });
 
   it('takes a public https image_url as the first frame, from image-to-video models only', () => {
-    expect(validateVideoRequest(body({ image_url: 'https://cdn.example.com/frame.png?sig=abc' }), sim).imageUrl).toBe('https://cdn.example.com/frame.png?sig=abc');
+    expect(validateVideoRequest(body({ image_url: 'https://cdn.example.com/frame.png?sig=abc' }), sim).imageUrl).toBe(
+      'https://cdn.example.com/frame.png?sig=abc',
+    );
     for (const image_url of [
       'http://cdn.example.com/frame.png',
       'https://user:pass@cdn.example.com/frame.png',
@@ -110,7 +134,7 @@ describe('video create request (spec 4.15)', () => {
     expect(validateVideoRequest(body({ image_url: 'http://127.0.0.1:9/f.png' }), sim, { allowPrivateUrls: true }).imageUrl).toBe('http://127.0.0.1:9/f.png');
   });
 
-  it('refuses OpenAI\'s input_reference rather than ignoring the first frame', () => {
+  it("refuses OpenAI's input_reference rather than ignoring the first frame", () => {
     expect(refusedAt(body({ input_reference: { image_url: 'https://cdn.example.com/frame.png' } }))).toBe('input_reference');
   });
 

@@ -54,7 +54,8 @@ export function validateVideoRequest(body: unknown, model: CatalogModel, options
   const { aspectRatio, resolution, size, exactSize } = shapeOf(body, caps);
   // OpenAI's SDKs send the first frame as `input_reference`; silently ignored, it would turn an
   // image-to-video request into text-to-video at full price.
-  if (given(body.input_reference)) throw invalid('input_reference is not supported here: give the first frame as image_url (a public https URL).', 'input_reference');
+  if (given(body.input_reference))
+    throw invalid('input_reference is not supported here: give the first frame as image_url (a public https URL).', 'input_reference');
   const imageUrl = imageUrlOf(body.image_url, model, options);
   return { model: model.id, prompt, seconds, aspectRatio, resolution, size, exactSize, imageUrl };
 }
@@ -119,7 +120,8 @@ function shapeOf(body: Record<string, unknown>, caps: VideoCapabilities): Pick<V
     if (aspectRatio === null) throw invalid(`size ${size} has none of this model's aspect ratios (${caps.aspectRatios.join(', ')}).`, 'size');
     const [w, h] = parseVideoSize(size)!;
     const implied = `${Math.min(w, h)}p`;
-    if (resolutionGiven && resolution !== implied) throw invalid(`resolution ${resolution} contradicts size ${size} (${implied}); give one of them.`, 'resolution');
+    if (resolutionGiven && resolution !== implied)
+      throw invalid(`resolution ${resolution} contradicts size ${size} (${implied}); give one of them.`, 'resolution');
     return { aspectRatio, resolution: caps.resolutions.includes(implied) ? implied : null, size, exactSize: caps.sizes.includes(size) ? size : null };
   }
 

@@ -69,7 +69,8 @@ export class VideoRunner {
     const now = this.deps.clock.now();
     const claimed = await this.deps.jobs.claim(this.deps.owner, now, new Date(now.getTime() + this.deps.leaseMs), this.deps.concurrency);
     const { trace } = this.deps;
-    const traced = (job: ClaimedVideo) => (trace ? trace('video step', { 'svc.video_id': job.videoId, 'svc.account_id': job.accountId }, () => this.run(job)) : this.run(job));
+    const traced = (job: ClaimedVideo) =>
+      trace ? trace('video step', { 'svc.video_id': job.videoId, 'svc.account_id': job.accountId }, () => this.run(job)) : this.run(job);
     await Promise.all(claimed.map((job) => this.track(traced(job))));
     return claimed.length;
   }
@@ -117,7 +118,9 @@ export class VideoRunner {
     if (request === null) {
       // The prompt no longer opens (SVC_ENCRYPTION_KEY changed): nothing can be sent, and nothing is billed.
       const error = { code: 'video_request_unavailable', message: 'The request of this video can no longer be read.' };
-      return state.providerJobId === null ? this.deps.decide({ type: 'RecordSubmissionFailure', videoId, error, retryable: false }) : this.deps.decide({ type: 'RecordFailure', videoId, error });
+      return state.providerJobId === null
+        ? this.deps.decide({ type: 'RecordSubmissionFailure', videoId, error, retryable: false })
+        : this.deps.decide({ type: 'RecordFailure', videoId, error });
     }
     if (state.providerJobId === null) return this.submit(job, request);
     return this.poll(job, state, request);
@@ -139,7 +142,13 @@ export class VideoRunner {
           image_url: request.imageUrl,
         };
         const submitted = await target.createVideo(body);
-        return await this.deps.decide({ type: 'RecordSubmission', videoId, provider: target.provider, providerJobId: submitted.id, pollAfterMs: submitted.pollAfterMs });
+        return await this.deps.decide({
+          type: 'RecordSubmission',
+          videoId,
+          provider: target.provider,
+          providerJobId: submitted.id,
+          pollAfterMs: submitted.pollAfterMs,
+        });
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         last = { code: err.kind === 'http' ? `upstream_${err.status}` : `upstream_${err.kind}`, message: err.message };
@@ -158,7 +167,11 @@ export class VideoRunner {
       found = await target.getVideo(state.providerJobId!);
     } catch (err) {
       if (err instanceof ProviderError && err.kind === 'http' && err.status === 404) {
-        return this.deps.decide({ type: 'RecordFailure', videoId, error: { code: 'video_lost', message: `${target.provider} no longer knows this video's job.` } });
+        return this.deps.decide({
+          type: 'RecordFailure',
+          videoId,
+          error: { code: 'video_lost', message: `${target.provider} no longer knows this video's job.` },
+        });
       }
       // A provider hiccup is not the video's end: the next poll asks again.
       this.deps.warn(`video ${videoId}: polling ${target.provider} failed (${(err as Error).message}); asking again later`);
@@ -169,9 +182,17 @@ export class VideoRunner {
       case 'in_progress':
         return this.deps.decide({ type: 'RecordProgress', videoId, status: found.status, progress: found.progress, pollAfterMs: found.pollAfterMs });
       case 'failed':
-        return this.deps.decide({ type: 'RecordFailure', videoId, error: found.error ?? { code: 'video_generation_failed', message: `${target.provider} could not make the video.` } });
+        return this.deps.decide({
+          type: 'RecordFailure',
+          videoId,
+          error: found.error ?? { code: 'video_generation_failed', message: `${target.provider} could not make the video.` },
+        });
       case 'cancelled':
-        return this.deps.decide({ type: 'RecordFailure', videoId, error: { code: 'video_cancelled_by_provider', message: `${target.provider} cancelled the video.` } });
+        return this.deps.decide({
+          type: 'RecordFailure',
+          videoId,
+          error: { code: 'video_cancelled_by_provider', message: `${target.provider} cancelled the video.` },
+        });
       case 'completed': {
         const files = await this.keep(job, target, state.providerJobId!);
         const listed = await this.deps.costOf(job, target.provider, request, found.costNano);

@@ -180,7 +180,8 @@ export const isVideoTerminal = (status: VideoStatus | null) => status !== null &
 
 function requireRunning(state: VideoState, videoId: string, action: string): VideoStatus {
   if (state.status === null || state.deleted) throw new DomainError('video_not_found', `No video ${videoId}.`);
-  if (isVideoTerminal(state.status)) throw new DomainError('video_invalid_state', `Video ${videoId} is ${state.status}: it cannot ${action}.`, { status: state.status });
+  if (isVideoTerminal(state.status))
+    throw new DomainError('video_invalid_state', `Video ${videoId} is ${state.status}: it cannot ${action}.`, { status: state.status });
   return state.status;
 }
 
@@ -206,7 +207,8 @@ const failedWith = (state: VideoState, videoId: string, error: VideoError, now: 
 
 function request(command: Extract<VideoCommand, { type: 'RequestVideo' }>, state: VideoState, now: Date): VideoEvent[] {
   if (state.status !== null) throw new DomainError('video_exists', `Video ${command.videoId} exists already.`);
-  if (!Number.isInteger(command.seconds) || command.seconds <= 0) throw new DomainError('invalid_video_seconds', `A clip lasts a positive whole number of seconds, not ${command.seconds}.`);
+  if (!Number.isInteger(command.seconds) || command.seconds <= 0)
+    throw new DomainError('invalid_video_seconds', `A clip lasts a positive whole number of seconds, not ${command.seconds}.`);
   if (command.estimatedNano < 0n) throw new DomainError('invalid_video_cost', 'The estimate cannot be negative.');
   const at = now.toISOString();
   return [
@@ -239,12 +241,23 @@ function recordSubmission(command: Extract<VideoCommand, { type: 'RecordSubmissi
     throw new DomainError('video_already_submitted', `Video ${command.videoId} runs as ${state.provider} job ${state.providerJobId} already.`);
   }
   // Recorded even when a cancel waits: the job exists at the provider and must be stopped there.
-  return [{ type: 'VideoSubmitted', data: { video_id: command.videoId, provider: command.provider, provider_job_id: command.providerJobId, next_poll_at: nextPoll(state, now, command.pollAfterMs) } }];
+  return [
+    {
+      type: 'VideoSubmitted',
+      data: {
+        video_id: command.videoId,
+        provider: command.provider,
+        provider_job_id: command.providerJobId,
+        next_poll_at: nextPoll(state, now, command.pollAfterMs),
+      },
+    },
+  ];
 }
 
 function recordSubmissionFailure(command: Extract<VideoCommand, { type: 'RecordSubmissionFailure' }>, state: VideoState, now: Date): VideoEvent[] {
   requireRunning(state, command.videoId, 'fail to be submitted');
-  if (state.providerJobId !== null) throw new DomainError('video_already_submitted', `Video ${command.videoId} runs as ${state.provider} job ${state.providerJobId} already.`);
+  if (state.providerJobId !== null)
+    throw new DomainError('video_already_submitted', `Video ${command.videoId} runs as ${state.provider} job ${state.providerJobId} already.`);
   // Nothing reached the provider: a waiting cancel ends the video here.
   if (state.cancelRequested) return [cancelled(command.videoId, now)];
   const attempt = state.attempts + 1;
@@ -319,7 +332,8 @@ function confirmCancel(command: Extract<VideoCommand, { type: 'ConfirmCancel' }>
 function deleteVideo(command: Extract<VideoCommand, { type: 'DeleteVideo' }>, state: VideoState, now: Date): VideoEvent[] {
   if (state.status === null || state.deleted) throw new DomainError('video_not_found', `No video ${command.videoId}.`);
   // A running video is cancelled first (RequestCancel); only an ended one has nothing left to stop or bill.
-  if (!isVideoTerminal(state.status)) throw new DomainError('video_invalid_state', `Video ${command.videoId} is ${state.status}: cancel it before deleting it.`, { status: state.status });
+  if (!isVideoTerminal(state.status))
+    throw new DomainError('video_invalid_state', `Video ${command.videoId} is ${state.status}: cancel it before deleting it.`, { status: state.status });
   return [{ type: 'VideoDeleted', data: { video_id: command.videoId, deleted_at: now.toISOString() } }];
 }
 

@@ -51,7 +51,8 @@ export interface DeliveryState {
 }
 
 /** Spec 6.1: a delivery fails on a non-2xx answer or none. */
-export const isDelivered = (result: AttemptResult) => result.error === null && result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+export const isDelivered = (result: AttemptResult) =>
+  result.error === null && result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
 
 function recordAttempt(command: Extract<DeliveryCommand, { type: 'RecordAttempt' }>, state: DeliveryState, now: Date): DeliveryEvent[] {
   // Two workers that sent the same attempt (a lease that ran out) record it once.

@@ -66,7 +66,9 @@ export class WebhookDispatcher {
   ) {}
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${WEBHOOK_CLAIMS_TABLE} (
         event_id text NOT NULL,
         attempt integer NOT NULL,
@@ -75,7 +77,8 @@ export class WebhookDispatcher {
         PRIMARY KEY (event_id, attempt)
       );
       CREATE INDEX IF NOT EXISTS ${WEBHOOK_CLAIMS_TABLE}_lease ON ${WEBHOOK_CLAIMS_TABLE} (lease_until);
-    `);
+    `,
+    );
   }
 
   /** One pass: every event due now gets its next attempt; resolves with how many attempts were recorded. */

@@ -33,14 +33,17 @@ export class NoticeMailer {
   constructor(private readonly deps: NoticeMailerDeps) {}
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(sql, `
+    await createSchema(
+      sql,
+      `
       CREATE TABLE IF NOT EXISTS ${NOTICE_MAIL_TABLE} (
         notice_id text PRIMARY KEY,
         state text NOT NULL,
         claimed_at timestamptz NOT NULL,
         done_at timestamptz
       );
-    `);
+    `,
+    );
   }
 
   /** One pass; resolves with how many notices were mailed. */
@@ -79,6 +82,10 @@ export class NoticeMailer {
   }
 
   private async finish(noticeId: string, state: 'sent' | 'no_address'): Promise<void> {
-    await this.deps.sql.query(`UPDATE ${NOTICE_MAIL_TABLE} SET state = $2, done_at = $3 WHERE notice_id = $1`, [noticeId, state, this.deps.clock.now().toISOString()]);
+    await this.deps.sql.query(`UPDATE ${NOTICE_MAIL_TABLE} SET state = $2, done_at = $3 WHERE notice_id = $1`, [
+      noticeId,
+      state,
+      this.deps.clock.now().toISOString(),
+    ]);
   }
 }

@@ -8,28 +8,69 @@ const recorded = (type: string, data: object): RecordedEvent => ({ id: 'e1', typ
 
 describe('the outbox mapping (spec 6.1)', () => {
   it('maps each source to a spec type, in decimal USD, never nano', () => {
-    expect(webhookEventOf(recorded('CreditsAdded', { account_id: 'a1', amount_nano: '2500000000', reason: 'purchase' }))).toEqual({ accountId: 'a1', type: 'credits.added', data: { amount: 2.5, reason: 'purchase' } });
-    expect(webhookEventOf(recorded('BalanceLow', { account_id: 'a1', balance_nano: '900000000', threshold_nano: '1000000000' }))).toEqual({ accountId: 'a1', type: 'balance.low', data: { balance: 0.9, threshold: 1 } });
-    const window = { account_id: 'a1', key_id: 'k1', reset: 'daily', limit_nano: '5000000000', charged_nano: '4000000000', window_start: '2026-11-02T00:00:00.000Z', resets_at: '2026-11-03T00:00:00.000Z' };
-    expect(webhookEventOf(recorded('KeySpendCapWarning', window))?.data).toEqual({ key_id: 'k1', limit: 5, limit_reset: 'daily', usage: 4, window_start: window.window_start, resets_at: window.resets_at });
+    expect(webhookEventOf(recorded('CreditsAdded', { account_id: 'a1', amount_nano: '2500000000', reason: 'purchase' }))).toEqual({
+      accountId: 'a1',
+      type: 'credits.added',
+      data: { amount: 2.5, reason: 'purchase' },
+    });
+    expect(webhookEventOf(recorded('BalanceLow', { account_id: 'a1', balance_nano: '900000000', threshold_nano: '1000000000' }))).toEqual({
+      accountId: 'a1',
+      type: 'balance.low',
+      data: { balance: 0.9, threshold: 1 },
+    });
+    const window = {
+      account_id: 'a1',
+      key_id: 'k1',
+      reset: 'daily',
+      limit_nano: '5000000000',
+      charged_nano: '4000000000',
+      window_start: '2026-11-02T00:00:00.000Z',
+      resets_at: '2026-11-03T00:00:00.000Z',
+    };
+    expect(webhookEventOf(recorded('KeySpendCapWarning', window))?.data).toEqual({
+      key_id: 'k1',
+      limit: 5,
+      limit_reset: 'daily',
+      usage: 4,
+      window_start: window.window_start,
+      resets_at: window.resets_at,
+    });
     expect(webhookEventOf(recorded('KeySpendCapReached', { ...window, trigger: 'charge' }))?.type).toBe('key.spend_cap.reached');
-    expect(webhookEventOf(recorded('KeyRevoked', { account_id: 'a1', key_id: 'k1' }))).toEqual({ accountId: 'a1', type: 'key.revoked', data: { key_id: 'k1' } });
+    expect(webhookEventOf(recorded('KeyRevoked', { account_id: 'a1', key_id: 'k1' }))).toEqual({
+      accountId: 'a1',
+      type: 'key.revoked',
+      data: { key_id: 'k1' },
+    });
   });
 
   it('maps only to types of the spec, and ignores what causes none', () => {
-    for (const type of WEBHOOK_SOURCE_TYPES) expect(WEBHOOK_EVENT_TYPES).toContain(webhookEventOf(recorded(type, { account_id: 'a1', amount_nano: '0', balance_nano: '0', threshold_nano: '0', limit_nano: '0', charged_nano: '0', cost_nano: '0' }))!.type);
+    for (const type of WEBHOOK_SOURCE_TYPES)
+      expect(WEBHOOK_EVENT_TYPES).toContain(
+        webhookEventOf(
+          recorded(type, { account_id: 'a1', amount_nano: '0', balance_nano: '0', threshold_nano: '0', limit_nano: '0', charged_nano: '0', cost_nano: '0' }),
+        )!.type,
+      );
     expect(webhookEventOf(recorded('UsageCharged', { account_id: 'a1' }))).toBeNull();
   });
 
   it("maps a video's end to video.completed with its actual cost, or video.failed with its error (spec 6.1, 3.1)", () => {
-    const completed = { video_id: 'video_1', account_id: 'a1', model: 'sim/video', cost_nano: '800000000', has_thumbnail: true, completed_at: '2026-11-02T10:03:00.000Z' };
+    const completed = {
+      video_id: 'video_1',
+      account_id: 'a1',
+      model: 'sim/video',
+      cost_nano: '800000000',
+      has_thumbnail: true,
+      completed_at: '2026-11-02T10:03:00.000Z',
+    };
     expect(webhookEventOf(recorded('VideoCompleted', completed))).toEqual({
       accountId: 'a1',
       type: 'video.completed',
       data: { id: 'video_1', status: 'completed', model: 'sim/video', cost: 0.8, completed_at: '2026-11-02T10:03:00.000Z' },
     });
     const error = { code: 'video_timeout', message: 'The video did not finish within 60 minutes.' };
-    expect(webhookEventOf(recorded('VideoFailed', { video_id: 'video_2', account_id: 'a1', model: 'sim/video', error, failed_at: '2026-11-02T11:00:00.000Z' }))).toEqual({
+    expect(
+      webhookEventOf(recorded('VideoFailed', { video_id: 'video_2', account_id: 'a1', model: 'sim/video', error, failed_at: '2026-11-02T11:00:00.000Z' })),
+    ).toEqual({
       accountId: 'a1',
       type: 'video.failed',
       data: { id: 'video_2', status: 'failed', model: 'sim/video', error, failed_at: '2026-11-02T11:00:00.000Z' },

@@ -34,13 +34,31 @@ function spendWindow(d: Data<'KeySpendCapWarning'>) {
 }
 
 function batchEnd(d: Data<'BatchCompleted' | 'BatchExpired' | 'BatchCancelled'>, status: string) {
-  return { id: d.batch_id, status, request_counts: { completed: d.completed, failed: d.failed }, output_file_id: d.output_file_id, error_file_id: d.error_file_id };
+  return {
+    id: d.batch_id,
+    status,
+    request_counts: { completed: d.completed, failed: d.failed },
+    output_file_id: d.output_file_id,
+    error_file_id: d.error_file_id,
+  };
 }
 
 const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = {
   BalanceLow: (d) => ({ accountId: d.account_id, type: 'balance.low', data: { balance: usd(d.balance_nano), threshold: usd(d.threshold_nano) } }),
   CreditsAdded: (d) => ({ accountId: d.account_id, type: 'credits.added', data: { amount: usd(d.amount_nano), reason: d.reason } }),
-  KeyCreated: (d) => ({ accountId: d.account_id, type: 'key.created', data: { key_id: d.key_id, name: d.name, scope: d.scope, environment: d.environment, workspace_id: d.workspace_id, org_id: d.org_id, expires_at: d.expires_at } }),
+  KeyCreated: (d) => ({
+    accountId: d.account_id,
+    type: 'key.created',
+    data: {
+      key_id: d.key_id,
+      name: d.name,
+      scope: d.scope,
+      environment: d.environment,
+      workspace_id: d.workspace_id,
+      org_id: d.org_id,
+      expires_at: d.expires_at,
+    },
+  }),
   KeyRotated: (d) => ({ accountId: d.account_id, type: 'key.rotated', data: { key_id: d.key_id, previous_valid_until: d.previous_valid_until } }),
   KeyRevoked: (d) => ({ accountId: d.account_id, type: 'key.revoked', data: { key_id: d.key_id } }),
   KeyExpiring: (d) => ({ accountId: d.account_id, type: 'key.expiring', data: { key_id: d.key_id, expires_at: d.expires_at, days_before: d.days_before } }),
@@ -54,9 +72,21 @@ const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = 
   BatchValidationFailed: (d) => ({ accountId: d.account_id, type: 'batch.failed', data: { id: d.batch_id, status: 'failed', errors: d.errors } }),
   // Spec 6.1, 3.1: a video's end is video.completed (billed its actual cost) or video.failed (not
   // billed). A cancelled video sends neither: its caller asked for the end and knows it already.
-  VideoCompleted: (d) => ({ accountId: d.account_id, type: 'video.completed', data: { id: d.video_id, status: 'completed', model: d.model, cost: usd(d.cost_nano), completed_at: d.completed_at } }),
-  VideoFailed: (d) => ({ accountId: d.account_id, type: 'video.failed', data: { id: d.video_id, status: 'failed', model: d.model, error: d.error, failed_at: d.failed_at } }),
-  DailyLimitReached: (d) => ({ accountId: d.account_id, type: 'account.daily_limit.reached', data: { daily_limit: usd(d.limit_nano), usage: usd(d.charged_nano), day: d.day, resets_at: d.resets_at } }),
+  VideoCompleted: (d) => ({
+    accountId: d.account_id,
+    type: 'video.completed',
+    data: { id: d.video_id, status: 'completed', model: d.model, cost: usd(d.cost_nano), completed_at: d.completed_at },
+  }),
+  VideoFailed: (d) => ({
+    accountId: d.account_id,
+    type: 'video.failed',
+    data: { id: d.video_id, status: 'failed', model: d.model, error: d.error, failed_at: d.failed_at },
+  }),
+  DailyLimitReached: (d) => ({
+    accountId: d.account_id,
+    type: 'account.daily_limit.reached',
+    data: { daily_limit: usd(d.limit_nano), usage: usd(d.charged_nano), day: d.day, resets_at: d.resets_at },
+  }),
 };
 
 /** The domain event types that map to one account's webhook event. */

@@ -16,7 +16,13 @@ export function signWebhook(secret: string, timestampSeconds: number, rawBody: s
  * What a receiver does (and what the README shows): the header parsed, the HMAC compared in
  * constant time against every `v1`, the timestamp within the tolerance of its own clock.
  */
-export function verifyWebhookSignature(header: string, secret: string, rawBody: string, nowSeconds: number, toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS): boolean {
+export function verifyWebhookSignature(
+  header: string,
+  secret: string,
+  rawBody: string,
+  nowSeconds: number,
+  toleranceSeconds = SIGNATURE_TOLERANCE_SECONDS,
+): boolean {
   const parts = header.split(',').map((p) => p.trim().split('=', 2) as [string, string | undefined]);
   const t = Number(parts.find(([k]) => k === 't')?.[1]);
   if (!Number.isInteger(t) || Math.abs(nowSeconds - t) > toleranceSeconds) return false;

@@ -24,11 +24,18 @@ export function Activity(_props: { session: Session }) {
   const [applied, setApplied] = useState<ActivityFilters>(NO_FILTERS);
   const activity = useLoad(() => api<{ data: ActivityRow[] }>('GET', `/activity${query(filterQuery(applied))}`).then((r) => r.data), [applied]);
   return (
-    <Page title="Activity" intro="Usage of the last 30 UTC days, one line per day, model and endpoint. Requests, tokens and cost count billed requests; the others are “not billed”.">
+    <Page
+      title="Activity"
+      intro="Usage of the last 30 UTC days, one line per day, model and endpoint. Requests, tokens and cost count billed requests; the others are “not billed”."
+    >
       <Card title="Usage">
         <Filters keys={keys.data ?? []} keysError={keys.error} error={activity.error} onApply={setApplied} />
         <FormError error={activity.error} fields={FILTER_FIELDS} />
-        {activity.error ? null : activity.loading || !activity.data ? <Loading what="activity" /> : <ActivityTable rows={activity.data} filtered={Object.values(filterQuery(applied)).some((v) => v !== '')} />}
+        {activity.error ? null : activity.loading || !activity.data ? (
+          <Loading what="activity" />
+        ) : (
+          <ActivityTable rows={activity.data} filtered={Object.values(filterQuery(applied)).some((v) => v !== '')} />
+        )}
       </Card>
       <Card title="Look up a generation">
         <GenerationLookup keys={keys.data ?? []} />
@@ -68,7 +75,13 @@ function Filters({ keys, keysError, error, onApply }: { keys: KeyChoice[]; keysE
       </div>
       <div className="field">
         <label htmlFor="activity-key">Key</label>
-        <select id="activity-key" value={filters.key_id} onChange={set('key_id')} aria-invalid={isAbout(error, 'key_id') || undefined} aria-describedby={describedBy(error, 'key_id')}>
+        <select
+          id="activity-key"
+          value={filters.key_id}
+          onChange={set('key_id')}
+          aria-invalid={isAbout(error, 'key_id') || undefined}
+          aria-describedby={describedBy(error, 'key_id')}
+        >
           <option value="">All keys</option>
           {keys.map((k) => (
             <option key={k.id} value={k.id}>

@@ -18,7 +18,10 @@ export function AuditLog(_: { session: Session }) {
   const [applied, setApplied] = useState<AuditQuery | null>({});
   const [problem, setProblem] = useState<unknown>(null);
   const names = useKeyNames();
-  const log = useLoad(() => (applied ? api<{ data: AuditEntry[] }>('GET', `/audit-log${query(applied)}`).then((r) => r.data) : Promise.resolve(null)), [applied]);
+  const log = useLoad(
+    () => (applied ? api<{ data: AuditEntry[] }>('GET', `/audit-log${query(applied)}`).then((r) => r.data) : Promise.resolve(null)),
+    [applied],
+  );
 
   const apply = (filters: AuditFilters) => {
     const checked = auditQuery(filters);
@@ -37,7 +40,10 @@ export function AuditLog(_: { session: Session }) {
   const limit = Number(applied?.limit ?? DEFAULT_LIMIT);
 
   return (
-    <Page title="Audit log" intro="Who changed what in this account, from where and when: keys, organizations, provider keys, settings, presets and credits. Newest first.">
+    <Page
+      title="Audit log"
+      intro="Who changed what in this account, from where and when: keys, organizations, provider keys, settings, presets and credits. Newest first."
+    >
       <Card title="Filters">
         <FilterForm
           form={form}
@@ -55,7 +61,9 @@ export function AuditLog(_: { session: Session }) {
           loaded={{ ...log, error }}
           what="the audit log"
           failed={onFilter ? <Empty>Fix the filter marked above to see entries.</Empty> : undefined}
-          empty={applied && Object.keys(applied).some((k) => k !== 'limit') ? 'No entry matches these filters.' : 'Nothing has been changed in this account yet.'}
+          empty={
+            applied && Object.keys(applied).some((k) => k !== 'limit') ? 'No entry matches these filters.' : 'Nothing has been changed in this account yet.'
+          }
         >
           {(entries) => (
             <>
@@ -73,7 +81,19 @@ export function AuditLog(_: { session: Session }) {
   );
 }
 
-function FilterForm({ form, error, onChange, onApply, onClear }: { form: AuditFilters; error: unknown; onChange: (form: AuditFilters) => void; onApply: () => void; onClear: () => void }) {
+function FilterForm({
+  form,
+  error,
+  onChange,
+  onApply,
+  onClear,
+}: {
+  form: AuditFilters;
+  error: unknown;
+  onChange: (form: AuditFilters) => void;
+  onApply: () => void;
+  onClear: () => void;
+}) {
   const set = (field: keyof AuditFilters, value: string) => onChange({ ...form, [field]: value });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -127,7 +147,14 @@ function FilterForm({ form, error, onChange, onApply, onClear }: { form: AuditFi
           'audit-from',
           'From (UTC)',
           (describedBy, invalid) => (
-            <input id="audit-from" type="date" value={form.from} onChange={(e) => set('from', e.target.value)} aria-invalid={invalid || undefined} aria-describedby={describedBy} />
+            <input
+              id="audit-from"
+              type="date"
+              value={form.from}
+              onChange={(e) => set('from', e.target.value)}
+              aria-invalid={invalid || undefined}
+              aria-describedby={describedBy}
+            />
           ),
           'From the start of this day.',
         )}
@@ -136,7 +163,15 @@ function FilterForm({ form, error, onChange, onApply, onClear }: { form: AuditFi
           'audit-to',
           'To (UTC, included)',
           (describedBy, invalid) => (
-            <input id="audit-to" type="date" value={form.to} min={form.from || undefined} onChange={(e) => set('to', e.target.value)} aria-invalid={invalid || undefined} aria-describedby={describedBy} />
+            <input
+              id="audit-to"
+              type="date"
+              value={form.to}
+              min={form.from || undefined}
+              onChange={(e) => set('to', e.target.value)}
+              aria-invalid={invalid || undefined}
+              aria-describedby={describedBy}
+            />
           ),
           'To the end of this day.',
         )}

@@ -3,7 +3,22 @@ import { api, ApiFailure, type Session } from '../api';
 import { periodName, usd, usedShare, when } from '../format';
 import type { KeyRecord } from '../records';
 import { useStepUp } from '../stepup';
-import { Card, ConfirmButton, CopyButton, describedBy, Dialog, FieldError, FormError, isAbout, LoadState, Notice, Page, Table, useAction, useLoad } from '../ui';
+import {
+  Card,
+  ConfirmButton,
+  CopyButton,
+  describedBy,
+  Dialog,
+  FieldError,
+  FormError,
+  isAbout,
+  LoadState,
+  Notice,
+  Page,
+  Table,
+  useAction,
+  useLoad,
+} from '../ui';
 import {
   createAction,
   createKeyBody,
@@ -98,10 +113,26 @@ export function Keys({ session }: { session: Session }) {
 
 /** The date of a time, the full time on hover: the table has no room for more. */
 function Day({ value }: { value: string }) {
-  return <time dateTime={value} title={when(value)}>{when(value).slice(0, 10)}</time>;
+  return (
+    <time dateTime={value} title={when(value)}>
+      {when(value).slice(0, 10)}
+    </time>
+  );
 }
 
-function KeysTable({ keys, ownKeyId, onEdit, onRotate, onRevoked }: { keys: KeyRecord[]; ownKeyId: string; onEdit: (key: KeyRecord) => void; onRotate: (key: KeyRecord) => void; onRevoked: (key: KeyRecord) => void }) {
+function KeysTable({
+  keys,
+  ownKeyId,
+  onEdit,
+  onRotate,
+  onRevoked,
+}: {
+  keys: KeyRecord[];
+  ownKeyId: string;
+  onEdit: (key: KeyRecord) => void;
+  onRotate: (key: KeyRecord) => void;
+  onRevoked: (key: KeyRecord) => void;
+}) {
   const now = new Date();
   return (
     <div className="keys-table">
@@ -143,7 +174,15 @@ function KeysTable({ keys, ownKeyId, onEdit, onRotate, onRevoked }: { keys: KeyR
                 </td>
                 <td className="nowrap" data-label="Created, expires">
                   <Day value={key.created_at} />
-                  <div className="small">{key.expires_at ? <>expires <Day value={key.expires_at} /></> : <span className="muted">never expires</span>}</div>
+                  <div className="small">
+                    {key.expires_at ? (
+                      <>
+                        expires <Day value={key.expires_at} />
+                      </>
+                    ) : (
+                      <span className="muted">never expires</span>
+                    )}
+                  </div>
                 </td>
                 <td data-label="Status">
                   <span className={`badge ${status === 'active' ? 'ok' : status === 'expired' ? 'warn' : 'bad'}`}>{status}</span>
@@ -205,7 +244,17 @@ function Limit({ keyRecord }: { keyRecord: KeyRecord }) {
 }
 
 /** The create form, or the edit form of one key: every field of spec 4.19. */
-function KeyEditor({ editing, onCancel, onCreated, onSaved }: { editing: Editing; onCancel: () => void; onCreated: (created: WithSecret) => void; onSaved: (message: string) => void }) {
+function KeyEditor({
+  editing,
+  onCancel,
+  onCreated,
+  onSaved,
+}: {
+  editing: Editing;
+  onCancel: () => void;
+  onCreated: (created: WithSecret) => void;
+  onSaved: (message: string) => void;
+}) {
   const [values, setValues] = useState<KeyFormValues>(() => (editing.kind === 'edit' ? editing.initial : emptyKeyForm()));
   const { busy, error, setError, run } = useAction();
   const withStepUp = useStepUp();
@@ -285,7 +334,9 @@ function KeyEditor({ editing, onCancel, onCreated, onSaved }: { editing: Editing
                 <option value="read_only">read-only: reads only</option>
                 <option value="management">management: manages keys and settings</option>
               </select>,
-              values.scope === 'management' ? 'A management key cannot call models. Granting this scope may ask for an emailed code.' : 'Management keys cannot call models.',
+              values.scope === 'management'
+                ? 'A management key cannot call models. Granting this scope may ask for an emailed code.'
+                : 'Management keys cannot call models.',
             )}
             {field(
               'expires_in_days',
@@ -298,7 +349,12 @@ function KeyEditor({ editing, onCancel, onCreated, onSaved }: { editing: Editing
           </fieldset>
           <fieldset>
             <legend>Spend and rate limits</legend>
-            {field('limit', 'Spend limit (USD)', text('limit', { inputMode: 'decimal', placeholder: 'no limit' }, true), 'Empty: no limit. Requests are refused once the period’s spend reaches it.')}
+            {field(
+              'limit',
+              'Spend limit (USD)',
+              text('limit', { inputMode: 'decimal', placeholder: 'no limit' }, true),
+              'Empty: no limit. Requests are refused once the period’s spend reaches it.',
+            )}
             {field(
               'limit_reset',
               'Limit resets',
@@ -310,14 +366,29 @@ function KeyEditor({ editing, onCancel, onCreated, onSaved }: { editing: Editing
               </select>,
               'Periods start at 00:00 UTC, weeks on Monday.',
             )}
-            {field('rpm_limit', 'Requests per minute', text('rpm_limit', { inputMode: 'numeric', placeholder: 'default' }, true), 'Empty: the default. It can only be lowered.')}
-            {field('tpm_limit', 'Tokens per minute', text('tpm_limit', { inputMode: 'numeric', placeholder: 'default' }, true), 'Empty: the default. It can only be lowered.')}
+            {field(
+              'rpm_limit',
+              'Requests per minute',
+              text('rpm_limit', { inputMode: 'numeric', placeholder: 'default' }, true),
+              'Empty: the default. It can only be lowered.',
+            )}
+            {field(
+              'tpm_limit',
+              'Tokens per minute',
+              text('tpm_limit', { inputMode: 'numeric', placeholder: 'default' }, true),
+              'Empty: the default. It can only be lowered.',
+            )}
           </fieldset>
           <fieldset>
             <legend>Restrictions</legend>
             {field('allowed_models', 'Allowed models', list('allowed_models', 'sim/echo'), 'One a line or comma-separated. Empty: every model.')}
             {field('allowed_ips', 'Allowed IPs', list('allowed_ips', '203.0.113.7, 10.0.0.0/8'), 'IPv4, IPv6 or CIDR ranges. Empty: any address.')}
-            {field('allowed_referrers', 'Allowed referrers', list('allowed_referrers', 'example.com, *.example.com'), 'Checked against Origin, else Referer. Empty: any.')}
+            {field(
+              'allowed_referrers',
+              'Allowed referrers',
+              list('allowed_referrers', 'example.com, *.example.com'),
+              'Checked against Origin, else Referer. Empty: any.',
+            )}
           </fieldset>
         </div>
         <FormError error={error} fields={KEY_FIELDS} />
@@ -353,7 +424,13 @@ function RotateDialog({ keyRecord, onClose, onRotated }: { keyRecord: KeyRecord;
             <legend>The old secret keeps working for</legend>
             {GRACE_PERIODS.map((period) => (
               <label key={period.seconds} className="key-grace">
-                <input type="radio" name="grace_period_seconds" value={period.seconds} checked={grace === period.seconds} onChange={() => setGrace(period.seconds)} />
+                <input
+                  type="radio"
+                  name="grace_period_seconds"
+                  value={period.seconds}
+                  checked={grace === period.seconds}
+                  onChange={() => setGrace(period.seconds)}
+                />
                 {period.label}
               </label>
             ))}
@@ -380,7 +457,8 @@ function SecretDialog({ title, name, secret, onClose }: { title: string; name: s
     <Dialog open title={title} onClose={onClose}>
       <div className="dialog-body">
         <p>
-          Copy the secret of <strong>{name || 'the key'}</strong> now and keep it somewhere safe. <strong>It will not be shown again</strong>: the console and the gateway keep only its hint.
+          Copy the secret of <strong>{name || 'the key'}</strong> now and keep it somewhere safe. <strong>It will not be shown again</strong>: the console and
+          the gateway keep only its hint.
         </p>
         <label htmlFor="key-secret">Secret</label>
         <textarea id="key-secret" className="key-secret mono" readOnly rows={2} value={secret} spellCheck={false} onFocus={(e) => e.currentTarget.select()} />

@@ -222,17 +222,24 @@ function OrgDetail({ org, accountId, onDeleted, onLeft }: { org: Organization; a
           </div>
         )}
       </LoadState>
-      {managesMembers(org.role) && (
-        <AddMemberForm
-          orgId={org.id}
-          onAdded={(added) => changed(`Added ${added.account_id} as ${added.role}.`)}
-        />
-      )}
+      {managesMembers(org.role) && <AddMemberForm orgId={org.id} onAdded={(added) => changed(`Added ${added.account_id} as ${added.role}.`)} />}
     </section>
   );
 }
 
-function MemberRow({ org, member, accountId, onChanged, onLeft }: { org: Organization; member: OrgMember; accountId: string | null; onChanged: (message: string) => void; onLeft: () => void }) {
+function MemberRow({
+  org,
+  member,
+  accountId,
+  onChanged,
+  onLeft,
+}: {
+  org: Organization;
+  member: OrgMember;
+  accountId: string | null;
+  onChanged: (message: string) => void;
+  onLeft: () => void;
+}) {
   const actions = memberActions(org.role, accountId, member);
   const { busy, error, run } = useAction();
   const path = `${orgPath(org.id)}/members/${encodeURIComponent(member.account_id)}`;

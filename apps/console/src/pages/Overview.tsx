@@ -30,9 +30,7 @@ export function Overview(_props: { session: Session }) {
       <Card title="Spend">
         {activity.error ? <ErrorText error={activity.error} /> : activity.data ? <Spend rows={activity.data} now={now} /> : <Loading what="spend" />}
       </Card>
-      <Card title="Spend limits">
-        {keys.error ? <ErrorText error={keys.error} /> : keys.data ? <KeyLimits keys={keys.data} /> : <Loading what="keys" />}
-      </Card>
+      <Card title="Spend limits">{keys.error ? <ErrorText error={keys.error} /> : keys.data ? <KeyLimits keys={keys.data} /> : <Loading what="keys" />}</Card>
     </Page>
   );
 }
@@ -52,10 +50,10 @@ function Stat({ id, label, value, note }: { id: string; label: string; value: st
 function CreditStats({ credits }: { credits: Credits }) {
   return (
     <div className="stats">
-        <Stat id="balance" label="Balance" value={usd(credits.balance)} note={`${usd(credits.total_credits)} credits − ${usd(credits.total_usage)} used`} />
-        <Stat id="held" label="Held" value={usd(credits.held)} note="worst case of requests running now" />
-        <Stat id="open-holds" label="Open holds" value={String(credits.open_holds)} />
-        <Stat id="available" label="Available" value={usd(credits.available)} note="balance − held" />
+      <Stat id="balance" label="Balance" value={usd(credits.balance)} note={`${usd(credits.total_credits)} credits − ${usd(credits.total_usage)} used`} />
+      <Stat id="held" label="Held" value={usd(credits.held)} note="worst case of requests running now" />
+      <Stat id="open-holds" label="Open holds" value={String(credits.open_holds)} />
+      <Stat id="available" label="Available" value={usd(credits.available)} note="balance − held" />
     </div>
   );
 }
@@ -68,7 +66,12 @@ function Spend({ rows, now }: { rows: ActivityRow[]; now: Date }) {
     <>
       <div className="stats">
         <Stat id="today" label="Spend today" value={usd(totals.today)} note={days[days.length - 1]} />
-        <Stat id="month" label="Spend this month" value={usd(totals.month)} note={totals.monthFrom ? `since ${totals.monthFrom} (activity keeps 30 days)` : days[days.length - 1].slice(0, 7)} />
+        <Stat
+          id="month"
+          label="Spend this month"
+          value={usd(totals.month)}
+          note={totals.monthFrom ? `since ${totals.monthFrom} (activity keeps 30 days)` : days[days.length - 1].slice(0, 7)}
+        />
       </div>
       {series.models.length === 0 ? <Empty>No spend in the last 30 days.</Empty> : <SpendChart series={series} />}
     </>

@@ -3,17 +3,24 @@ import { api, ApiFailure } from '../api';
 import { when } from '../format';
 import { keyRef, type KeyNames } from '../keyNames';
 import type { Preset, PresetDetail, PresetVersion } from '../records';
-import { Card, ConfirmButton, describedBy, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Table, useAction, useHash, useLoad } from '../ui';
 import {
-  comparison,
-  configDiff,
-  parseConfig,
-  presetBody,
-  presetFormOf,
-  slugOfHash,
-  type CompareWith,
-  type PresetFormValues,
-} from './presetForm';
+  Card,
+  ConfirmButton,
+  describedBy,
+  ErrorText,
+  FieldError,
+  FormError,
+  isAbout,
+  Loading,
+  LoadState,
+  Notice,
+  Page,
+  Table,
+  useAction,
+  useHash,
+  useLoad,
+} from '../ui';
+import { comparison, configDiff, parseConfig, presetBody, presetFormOf, slugOfHash, type CompareWith, type PresetFormValues } from './presetForm';
 import { useKeyNames } from './useKeyNames';
 import './Presets.css';
 
@@ -50,7 +57,11 @@ function PresetList() {
     >
       {creating && (
         <Card title="New preset">
-          <PresetEditor initial={{ slug: '', name: '', description: '', config: EXAMPLE }} onCancel={() => setCreating(false)} onSaved={(saved) => (location.hash = presetHash(saved.slug))} />
+          <PresetEditor
+            initial={{ slug: '', name: '', description: '', config: EXAMPLE }}
+            onCancel={() => setCreating(false)}
+            onSaved={(saved) => (location.hash = presetHash(saved.slug))}
+          />
         </Card>
       )}
       <Card title="All presets">
@@ -122,7 +133,9 @@ function PresetEditor({ initial, onSaved, onCancel }: { initial: PresetFormValue
       return;
     }
     const body = checked.body;
-    const saved = await run(() => (edit ? api<{ data: PresetDetail }>('PATCH', presetPath(initial.slug), { body }) : api<{ data: PresetDetail }>('POST', '/presets', { body })));
+    const saved = await run(() =>
+      edit ? api<{ data: PresetDetail }>('PATCH', presetPath(initial.slug), { body }) : api<{ data: PresetDetail }>('POST', '/presets', { body }),
+    );
     if (saved) onSaved(saved.data);
   };
 
@@ -176,7 +189,8 @@ function PresetEditor({ initial, onSaved, onCancel }: { initial: PresetFormValue
             aria-describedby={described('config', true)}
           />
           <p className="hint" id="preset-config-hint">
-            Any of model, models (up to 2 fallbacks), system_prompt, params, provider, reasoning, plugins, tools, cache.{edit && ' A changed config is saved as a new version.'}
+            Any of model, models (up to 2 fallbacks), system_prompt, params, provider, reasoning, plugins, tools, cache.
+            {edit && ' A changed config is saved as a new version.'}
           </p>
           <FieldError error={error} field="config" />
         </div>
@@ -233,7 +247,12 @@ function PresetView({ slug }: { slug: string }) {
           label="Delete preset"
           title={`Delete ${detail.slug}?`}
           confirmLabel="Delete preset"
-          message={<p>Requests naming @preset/{detail.slug} will be refused, and its {detail.versions.length} versions are deleted. A preset made again with this slug starts from version 1.</p>}
+          message={
+            <p>
+              Requests naming @preset/{detail.slug} will be refused, and its {detail.versions.length} versions are deleted. A preset made again with this slug
+              starts from version 1.
+            </p>
+          }
           onConfirm={async () => {
             await api('DELETE', presetPath(detail.slug));
             location.hash = '#/presets';
@@ -247,7 +266,9 @@ function PresetView({ slug }: { slug: string }) {
         <PresetEditor
           key={`${detail.version}-${detail.updated_at}`}
           initial={presetFormOf(detail)}
-          onSaved={(next) => saved(next.version > detail.version ? `Saved as version ${next.version}.` : 'Saved. The config did not change, so no version was added.')}
+          onSaved={(next) =>
+            saved(next.version > detail.version ? `Saved as version ${next.version}.` : 'Saved. The config did not change, so no version was added.')
+          }
         />
       </Card>
       <Card title="Version history">
@@ -271,7 +292,17 @@ function PresetView({ slug }: { slug: string }) {
   );
 }
 
-function VersionTable({ detail, chosen, onCompare, onRolledBack }: { detail: PresetDetail; chosen: number; onCompare: (version: number) => void; onRolledBack: (next: PresetDetail, version: number) => void }) {
+function VersionTable({
+  detail,
+  chosen,
+  onCompare,
+  onRolledBack,
+}: {
+  detail: PresetDetail;
+  chosen: number;
+  onCompare: (version: number) => void;
+  onRolledBack: (next: PresetDetail, version: number) => void;
+}) {
   const names = useKeyNames();
   return (
     <div className="presets-table">
@@ -294,11 +325,18 @@ function VersionTable({ detail, chosen, onCompare, onRolledBack }: { detail: Pre
                 <CreatedBy by={v.created_by} names={names} />
               </td>
               <td>
-                {v.version === detail.version && <span className="badge ok">latest</span>} {v.rolled_back_to !== null && <span className="muted">rolled back to v{v.rolled_back_to}</span>}
+                {v.version === detail.version && <span className="badge ok">latest</span>}{' '}
+                {v.rolled_back_to !== null && <span className="muted">rolled back to v{v.rolled_back_to}</span>}
               </td>
               <td>
                 <div className="preset-version-actions">
-                  <button type="button" className="secondary" onClick={() => onCompare(v.version)} aria-label={`Show changes of version ${v.version}`} aria-pressed={v.version === chosen}>
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => onCompare(v.version)}
+                    aria-label={`Show changes of version ${v.version}`}
+                    aria-pressed={v.version === chosen}
+                  >
                     Show changes
                   </button>
                   {v.version !== detail.version && (
@@ -308,7 +346,9 @@ function VersionTable({ detail, chosen, onCompare, onRolledBack }: { detail: Pre
                       confirmLabel={`Roll back to version ${v.version}`}
                       message={
                         <>
-                          <p>Version {v.version}’s config becomes the latest again, as version {detail.version + 1}. Requests using this preset get it at once.</p>
+                          <p>
+                            Version {v.version}’s config becomes the latest again, as version {detail.version + 1}. Requests using this preset get it at once.
+                          </p>
                           <DiffLines from={detail.versions.at(-1)!} to={v} />
                         </>
                       }
@@ -366,7 +406,8 @@ function DiffLines({ from, to }: { from: PresetVersion | null; to: PresetVersion
   return (
     <figure className="preset-diff">
       <figcaption className="small">
-        {what}: {from?.version === to.version || (added === 0 && removed === 0) ? 'no changes' : `${added} line${added === 1 ? '' : 's'} added, ${removed} removed`}
+        {what}:{' '}
+        {from?.version === to.version || (added === 0 && removed === 0) ? 'no changes' : `${added} line${added === 1 ? '' : 's'} added, ${removed} removed`}
       </figcaption>
       <pre className="code-block" aria-label={`Changes, ${what}`} tabIndex={0}>
         {lines.map((line, i) => {

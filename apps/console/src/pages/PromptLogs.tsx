@@ -76,7 +76,11 @@ function SettingCard({ setting, onSaved }: { setting: PromptLoggingSetting; onSa
     const next = answer.data.prompt_logging;
     onSaved(next);
     setForm(promptLoggingFormOf(next));
-    setSaved(next.enabled ? `Saved: requests from now on are kept for ${next.retention_days} day${next.retention_days === 1 ? '' : 's'}.` : 'Saved: logging is off. Logs already kept stay until they expire or you purge them.');
+    setSaved(
+      next.enabled
+        ? `Saved: requests from now on are kept for ${next.retention_days} day${next.retention_days === 1 ? '' : 's'}.`
+        : 'Saved: logging is off. Logs already kept stay until they expire or you purge them.',
+    );
   };
 
   const daysInvalid = isAbout(error, DAYS_FIELD);
@@ -111,7 +115,8 @@ function SettingCard({ setting, onSaved }: { setting: PromptLoggingSetting; onSa
             aria-describedby={daysInvalid ? `${DAYS_FIELD}-error` : 'prompt-logging-days-hint'}
           />
           <p className="hint" id="prompt-logging-days-hint">
-            {RETENTION_DAYS.min} to {RETENTION_DAYS.max} days. Applies to logs kept from now on; turning logging off keeps the logs already made until they expire.
+            {RETENTION_DAYS.min} to {RETENTION_DAYS.max} days. Applies to logs kept from now on; turning logging off keeps the logs already made until they
+            expire.
           </p>
           <FieldError error={error} field={DAYS_FIELD} />
         </div>

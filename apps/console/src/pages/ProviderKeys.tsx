@@ -95,7 +95,12 @@ function ProvidersTable({ rows, onChoose, onDeleted }: { rows: ProviderRow[]; on
                 <td>
                   <div className="provider-actions">
                     {row.inCatalog && (
-                      <button type="button" className="secondary" onClick={() => onChoose(row.provider)} aria-label={row.saved ? `Replace the ${row.provider} key` : `Add a key for ${row.provider}`}>
+                      <button
+                        type="button"
+                        className="secondary"
+                        onClick={() => onChoose(row.provider)}
+                        aria-label={row.saved ? `Replace the ${row.provider} key` : `Add a key for ${row.provider}`}
+                      >
                         {row.saved ? 'Replace key' : 'Add key'}
                       </button>
                     )}
@@ -107,7 +112,8 @@ function ProvidersTable({ rows, onChoose, onDeleted }: { rows: ProviderRow[]; on
                         message={
                           <>
                             <p>
-                              Requests for {row.provider}’s models will run on the gateway’s key again, billed at their full price. The gateway forgets the key ({row.saved.hint}).
+                              Requests for {row.provider}’s models will run on the gateway’s key again, billed at their full price. The gateway forgets the key
+                              ({row.saved.hint}).
                             </p>
                             <p className="muted">The key still works at {row.provider}: revoke it there if it may have leaked.</p>
                           </>
@@ -156,7 +162,9 @@ function ProviderKeyForm({
     const checked = providerKeyBody(provider, keyInput.current?.value ?? '');
     if ('problem' in checked) return setError(checked.problem);
     const answer = await run(() =>
-      withStepUp('save_provider_key', (headers) => api<{ data: { provider: string; hint: string } }>('PUT', keyPath(provider), { body: checked.body, headers })),
+      withStepUp('save_provider_key', (headers) =>
+        api<{ data: { provider: string; hint: string } }>('PUT', keyPath(provider), { body: checked.body, headers }),
+      ),
     );
     if (!answer) return;
     if (keyInput.current) keyInput.current.value = '';
@@ -207,8 +215,8 @@ function ProviderKeyForm({
       </div>
       {unavailable ? (
         <div className="notice provider-unavailable" role="alert">
-          <strong>Provider keys cannot be saved on this gateway.</strong> Its operator has not given it the encryption key they are stored under, so requests keep running on
-          the gateway’s keys. Deleting a saved key still works. <span className="muted">{error.message}</span>
+          <strong>Provider keys cannot be saved on this gateway.</strong> Its operator has not given it the encryption key they are stored under, so requests
+          keep running on the gateway’s keys. Deleting a saved key still works. <span className="muted">{error.message}</span>
         </div>
       ) : (
         <FormError error={error} fields={FIELDS} />

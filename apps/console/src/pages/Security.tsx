@@ -13,7 +13,10 @@ export function Security(_: { session: Session }) {
   const { settings, setting, setSetting } = useSetting('step_up');
 
   return (
-    <Page title="Security" intro="Email step-up: a 6-digit code, mailed to an address you choose, before the actions that could hand this account to someone else.">
+    <Page
+      title="Security"
+      intro="Email step-up: a 6-digit code, mailed to an address you choose, before the actions that could hand this account to someone else."
+    >
       {setting ? (
         <StepUpCard setting={setting} onSaved={setSetting} />
       ) : (

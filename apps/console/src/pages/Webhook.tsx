@@ -3,7 +3,26 @@ import { api, type Session } from '../api';
 import { atSecond, when } from '../format';
 import type { WebhookEndpoint, WebhookEvent, WebhookEventDetail } from '../records';
 import { useStepUp } from '../stepup';
-import { Breakable, Card, ConfirmButton, CopyButton, DetailCard, Empty, ErrorText, FieldError, FormError, isAbout, Loading, LoadState, Notice, Page, Stamp, Table, useAction, useLoad } from '../ui';
+import {
+  Breakable,
+  Card,
+  ConfirmButton,
+  CopyButton,
+  DetailCard,
+  Empty,
+  ErrorText,
+  FieldError,
+  FormError,
+  isAbout,
+  Loading,
+  LoadState,
+  Notice,
+  Page,
+  Stamp,
+  Table,
+  useAction,
+  useLoad,
+} from '../ui';
 import { CursorItems } from './CursorItems';
 import { replaceItem } from './cursorList';
 import { useCursorList, type CursorList } from './useCursorList';
@@ -38,7 +57,10 @@ export function Webhook(_: { session: Session }) {
   const events = useCursorList<WebhookEvent>('/webhook-events', (e) => e.id);
 
   return (
-    <Page title="Webhook" intro="Where the gateway POSTs signed events about this account (keys, credits, limits, batches, videos, model retirements), and every delivery attempt.">
+    <Page
+      title="Webhook"
+      intro="Where the gateway POSTs signed events about this account (keys, credits, limits, batches, videos, model retirements), and every delivery attempt."
+    >
       {secret && <SecretCard secret={secret} onDone={() => setSecret(null)} />}
       {endpoint === undefined ? (
         settings.error ? (
@@ -98,10 +120,14 @@ function SecretCard({ secret, onDone }: { secret: Secret; onDone: () => void }) 
   }, [secret]);
   return (
     <section className="card webhook-secret" aria-labelledby="webhook-secret-title">
-      <h2 id="webhook-secret-title" ref={heading} tabIndex={-1}>{secret.reason === 'new' ? 'Your signing secret' : 'Your new signing secret'}</h2>
+      <h2 id="webhook-secret-title" ref={heading} tabIndex={-1}>
+        {secret.reason === 'new' ? 'Your signing secret' : 'Your new signing secret'}
+      </h2>
       <p>
         <strong>Copy it now: it is shown this once.</strong>{' '}
-        {secret.reason === 'rotated' ? 'The previous secret stopped signing at once; give this one to your receiver.' : 'Your receiver needs it to check that deliveries come from this gateway.'}
+        {secret.reason === 'rotated'
+          ? 'The previous secret stopped signing at once; give this one to your receiver.'
+          : 'Your receiver needs it to check that deliveries come from this gateway.'}
       </p>
       <div className="field">
         <label htmlFor="webhook-secret">Signing secret</label>
@@ -138,9 +164,10 @@ function VerifyHelp() {
     <div className="webhook-verify">
       <h3>Verifying a delivery</h3>
       <p>
-        Each delivery is a POST of <code>{'{id, type, created, data}'}</code> with the header <code>Svc-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex&gt;</code>. Compute the
-        HMAC-SHA256 of <code>&lt;t&gt;.&lt;raw body&gt;</code> keyed with the whole secret (<code>whsec_</code> included), compare it with <code>v1</code> in constant time,
-        and reject a <code>t</code> more than 300 seconds from your clock. A retry carries the same event <code>id</code>: deduplicate on it.
+        Each delivery is a POST of <code>{'{id, type, created, data}'}</code> with the header <code>Svc-Signature: t=&lt;unix seconds&gt;,v1=&lt;hex&gt;</code>.
+        Compute the HMAC-SHA256 of <code>&lt;t&gt;.&lt;raw body&gt;</code> keyed with the whole secret (<code>whsec_</code> included), compare it with{' '}
+        <code>v1</code> in constant time, and reject a <code>t</code> more than 300 seconds from your clock. A retry carries the same event <code>id</code>:
+        deduplicate on it.
       </p>
       <pre className="code-block">{VERIFY_SAMPLE}</pre>
     </div>
@@ -170,9 +197,7 @@ function EndpointCard({
               label="Rotate secret"
               title="Rotate the signing secret?"
               message={
-                <p>
-                  A new secret is made and shown once. The current secret stops signing at once: your receiver rejects deliveries until it has the new one.
-                </p>
+                <p>A new secret is made and shown once. The current secret stops signing at once: your receiver rejects deliveries until it has the new one.</p>
               }
               confirmLabel="Rotate secret"
               onConfirm={async () => {
@@ -185,7 +210,8 @@ function EndpointCard({
               title="Delete the webhook endpoint?"
               message={
                 <p>
-                  Events stop being sent to <span className="mono">{endpoint.url}</span>. The events already recorded stay listed. Saving an endpoint again makes a new signing secret.
+                  Events stop being sent to <span className="mono">{endpoint.url}</span>. The events already recorded stay listed. Saving an endpoint again
+                  makes a new signing secret.
                 </p>
               }
               confirmLabel="Delete endpoint"
@@ -203,7 +229,11 @@ function EndpointCard({
           <p>
             <strong>{paused}</strong>
           </p>
-          <button type="button" onClick={() => resume.run(async () => onSaved((await api<{ data: WebhookEndpoint }>('POST', '/settings/webhook/resume')).data, undefined))} disabled={resume.busy}>
+          <button
+            type="button"
+            onClick={() => resume.run(async () => onSaved((await api<{ data: WebhookEndpoint }>('POST', '/settings/webhook/resume')).data, undefined))}
+            disabled={resume.busy}
+          >
             {resume.busy ? 'Resuming…' : 'Resume deliveries'}
           </button>
           <ErrorText error={resume.error} />
@@ -235,7 +265,9 @@ function EndpointForm({ endpoint, onSaved }: { endpoint: WebhookEndpoint | null;
       setError(err);
       return;
     }
-    const saved = await run(() => withStepUp('save_webhook', (headers) => api<{ data: WebhookEndpoint; secret?: string }>('PUT', '/settings/webhook', { body, headers })));
+    const saved = await run(() =>
+      withStepUp('save_webhook', (headers) => api<{ data: WebhookEndpoint; secret?: string }>('PUT', '/settings/webhook', { body, headers })),
+    );
     if (saved) onSaved(saved.data, saved.secret);
   };
 
@@ -272,7 +304,12 @@ function EndpointForm({ endpoint, onSaved }: { endpoint: WebhookEndpoint | null;
           <ul className="webhook-types">
             {EVENT_TYPES.map(({ type, cause }) => (
               <li key={type}>
-                <input id={`event-${type}`} type="checkbox" checked={form.events.includes(type)} onChange={(e) => setForm(toggleEvent(form, type, e.target.checked))} />
+                <input
+                  id={`event-${type}`}
+                  type="checkbox"
+                  checked={form.events.includes(type)}
+                  onChange={(e) => setForm(toggleEvent(form, type, e.target.checked))}
+                />
                 <label htmlFor={`event-${type}`}>
                   <span className="mono">{type}</span> <span className="muted small">{cause}</span>
                 </label>
@@ -307,7 +344,11 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
         </button>
       }
     >
-      <CursorItems list={events} what="events" empty="No events yet. Once an endpoint is saved, each event it receives is listed here (creating a key sends key.created, for one).">
+      <CursorItems
+        list={events}
+        what="events"
+        empty="No events yet. Once an endpoint is saved, each event it receives is listed here (creating a key sends key.created, for one)."
+      >
         {(items) => (
           <Table label="Webhook events">
             <thead>
@@ -355,7 +396,17 @@ function EventsCard({ events, selected, onSelect }: { events: CursorList<Webhook
   );
 }
 
-function EventDetailCard({ id, endpoint, onClose, onChanged }: { id: string; endpoint: WebhookEndpoint | null; onClose: () => void; onChanged: (event: WebhookEvent) => void }) {
+function EventDetailCard({
+  id,
+  endpoint,
+  onClose,
+  onChanged,
+}: {
+  id: string;
+  endpoint: WebhookEndpoint | null;
+  onClose: () => void;
+  onChanged: (event: WebhookEvent) => void;
+}) {
   const detail = useLoad(() => api<{ data: WebhookEventDetail }>('GET', `/webhook-events/${encodeURIComponent(id)}`), [id]);
   const [fresh, setFresh] = useState<WebhookEventDetail | null>(null);
   const [waiting, setWaiting] = useState<'attempt' | 'late' | 'paused' | null>(null);
@@ -420,7 +471,9 @@ function EventDetail({ event }: { event: WebhookEventDetail }) {
         <dt>Delivery</dt>
         <dd>
           <DeliveryBadge delivery={event.delivery} />
-          {event.delivery.next_attempt_at && event.delivery.state === 'pending' && <span className="muted small"> next attempt {when(event.delivery.next_attempt_at)}</span>}
+          {event.delivery.next_attempt_at && event.delivery.state === 'pending' && (
+            <span className="muted small"> next attempt {when(event.delivery.next_attempt_at)}</span>
+          )}
         </dd>
       </dl>
       <h3>Attempts</h3>

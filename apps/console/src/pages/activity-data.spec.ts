@@ -40,7 +40,15 @@ describe('activityTotals', () => {
       activityRow({ requests: 2, requests_not_billed: 1, prompt_tokens: 30, completion_tokens: 20, cached_tokens: 4, reasoning_tokens: 3, usage: 0.1 }),
       activityRow({ requests: 1, prompt_tokens: 15, completion_tokens: 10, usage: 0.2 }),
     ]);
-    expect(totals).toEqual({ requests: 3, requests_not_billed: 1, prompt_tokens: 45, completion_tokens: 30, cached_tokens: 4, reasoning_tokens: 3, usage: 0.3 });
+    expect(totals).toEqual({
+      requests: 3,
+      requests_not_billed: 1,
+      prompt_tokens: 45,
+      completion_tokens: 30,
+      cached_tokens: 4,
+      reasoning_tokens: 3,
+      usage: 0.3,
+    });
   });
 
   it('is all zeros without rows', () => {
@@ -93,9 +101,25 @@ describe('generationFacts', () => {
 
   it('adds the error, preset, client request id and cache source only when there are some', () => {
     const facts = Object.fromEntries(
-      generationFacts({ ...GENERATION, status: 'failed', error_code: 'upstream_error', preset: { slug: 'support', version: 3 }, client_request_id: 'req-1', usage_by_meter: {} }, null),
+      generationFacts(
+        {
+          ...GENERATION,
+          status: 'failed',
+          error_code: 'upstream_error',
+          preset: { slug: 'support', version: 3 },
+          client_request_id: 'req-1',
+          usage_by_meter: {},
+        },
+        null,
+      ),
     );
-    expect(facts).toMatchObject({ Key: 'key_1', Error: 'upstream_error', Preset: 'support (version 3)', 'Client request id': 'req-1', 'Billed by meter': 'nothing billed' });
+    expect(facts).toMatchObject({
+      Key: 'key_1',
+      Error: 'upstream_error',
+      Preset: 'support (version 3)',
+      'Client request id': 'req-1',
+      'Billed by meter': 'nothing billed',
+    });
   });
 });
 

@@ -20,7 +20,10 @@ export function filterQuery(filters: ActivityFilters): Record<string, string> {
   return { date: filters.date.trim(), key_id: filters.key_id, user: filters.user.trim() };
 }
 
-export type ActivityTotals = Pick<ActivityRow, 'requests' | 'requests_not_billed' | 'prompt_tokens' | 'completion_tokens' | 'cached_tokens' | 'reasoning_tokens' | 'usage'>;
+export type ActivityTotals = Pick<
+  ActivityRow,
+  'requests' | 'requests_not_billed' | 'prompt_tokens' | 'completion_tokens' | 'cached_tokens' | 'reasoning_tokens' | 'usage'
+>;
 
 export function activityTotals(rows: ActivityRow[]): ActivityTotals {
   const add = (field: keyof Omit<ActivityTotals, 'usage'>) => rows.reduce((sum, r) => sum + r[field], 0);

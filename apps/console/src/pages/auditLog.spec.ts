@@ -26,7 +26,9 @@ describe('audit log filters', () => {
   });
 
   it('accepts a one-day range and refuses one that ends before it starts, on until', () => {
-    expect(auditQuery({ ...noFilters(), from: '2026-03-03', to: '2026-03-03' })).toEqual({ query: { since: '2026-03-03T00:00:00Z', until: '2026-03-04T00:00:00Z' } });
+    expect(auditQuery({ ...noFilters(), from: '2026-03-03', to: '2026-03-03' })).toEqual({
+      query: { since: '2026-03-03T00:00:00Z', until: '2026-03-04T00:00:00Z' },
+    });
     const refused = auditQuery({ ...noFilters(), from: '2026-03-03', to: '2026-03-02' });
     expect('problem' in refused && refused.problem).toBeInstanceOf(ApiFailure);
     expect('problem' in refused && refused.problem.param).toBe('until');
@@ -45,11 +47,26 @@ describe('audit log filters', () => {
 
 describe('audit log entries', () => {
   it('names the actor, and the acting account only when it is not the log’s own', () => {
-    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' })).toEqual({ who: 'Key key_1', key: 'key_1', keyName: null, account: null });
-    expect(actorOf({ actor: 'key:key_2', actor_account_id: 'acc_2', account_id: 'acc_1' })).toEqual({ who: 'Key key_2', key: 'key_2', keyName: null, account: 'acc_2' });
+    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' })).toEqual({
+      who: 'Key key_1',
+      key: 'key_1',
+      keyName: null,
+      account: null,
+    });
+    expect(actorOf({ actor: 'key:key_2', actor_account_id: 'acc_2', account_id: 'acc_1' })).toEqual({
+      who: 'Key key_2',
+      key: 'key_2',
+      keyName: null,
+      account: 'acc_2',
+    });
     // A key of the workspace by its name, the id kept beside it.
     const names = new Map([['key_1', 'deploy bot']]);
-    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' }, names)).toEqual({ who: 'Key “deploy bot”', key: 'key_1', keyName: 'deploy bot', account: null });
+    expect(actorOf({ actor: 'key:key_1', actor_account_id: 'acc_1', account_id: 'acc_1' }, names)).toEqual({
+      who: 'Key “deploy bot”',
+      key: 'key_1',
+      keyName: 'deploy bot',
+      account: null,
+    });
     expect(actorOf({ actor: 'admin', actor_account_id: null, account_id: 'acc_1' }).who).toBe('Operator (admin API)');
     expect(actorOf({ actor: 'cli', actor_account_id: null, account_id: 'acc_1' }).who).toBe('Operator (CLI)');
     expect(actorOf({ actor: 'constructor', actor_account_id: null, account_id: 'acc_1' }).who).toBe('constructor');
@@ -64,8 +81,12 @@ describe('audit log entries', () => {
     expect(detailsSummary({ action: 'credits.added', details: { amount_usd: 10, reason: 'top-up' } })).toBe('$10.00 (top-up)');
     expect(detailsSummary({ action: 'account.daily_limit_set', details: { daily_limit_usd: null } })).toBe('daily limit removed');
     expect(detailsSummary({ action: 'settings.step_up_set', details: { enabled: true, email: 'a@example.com' } })).toBe('on, codes to a@example.com');
-    expect(detailsSummary({ action: 'webhook.saved', details: { url: 'https://h.example/x', events: null, new_secret: true } })).toBe('https://h.example/x, all events, new secret');
-    expect(detailsSummary({ action: 'webhook.saved', details: { url: 'https://h.example/x', events: ['key.created'], new_secret: false } })).toBe('https://h.example/x, key.created');
+    expect(detailsSummary({ action: 'webhook.saved', details: { url: 'https://h.example/x', events: null, new_secret: true } })).toBe(
+      'https://h.example/x, all events, new secret',
+    );
+    expect(detailsSummary({ action: 'webhook.saved', details: { url: 'https://h.example/x', events: ['key.created'], new_secret: false } })).toBe(
+      'https://h.example/x, key.created',
+    );
   });
 
   it('shows a time to the second, in UTC', () => {

@@ -81,7 +81,14 @@ export function auditQuery(filters: AuditFilters): { query: AuditQuery } | { pro
   const action = filters.action.trim();
   const limit = filters.limit.trim();
   if (ISO_DAY.test(filters.from) && ISO_DAY.test(filters.to) && filters.to < filters.from) {
-    return { problem: new ApiFailure(400, null, 'until', `The end date (${filters.to}) is before the start date (${filters.from}): choose an end on or after the start.`) };
+    return {
+      problem: new ApiFailure(
+        400,
+        null,
+        'until',
+        `The end date (${filters.to}) is before the start date (${filters.from}): choose an end on or after the start.`,
+      ),
+    };
   }
   return {
     query: {
@@ -97,7 +104,10 @@ export function auditQuery(filters: AuditFilters): { query: AuditQuery } | { pro
  * Who made a change, in words: a management key by its name where this workspace has one by that
  * id (a key of another account, or one without a name, by its id), the operator's tools otherwise.
  */
-export function actorOf(entry: Pick<AuditEntry, 'actor' | 'actor_account_id' | 'account_id'>, names: KeyNames = new Map()): { who: string; key: string | null; keyName: string | null; account: string | null } {
+export function actorOf(
+  entry: Pick<AuditEntry, 'actor' | 'actor_account_id' | 'account_id'>,
+  names: KeyNames = new Map(),
+): { who: string; key: string | null; keyName: string | null; account: string | null } {
   const account = entry.actor_account_id && entry.actor_account_id !== entry.account_id ? entry.actor_account_id : null;
   const key = keyRef(entry.actor, names);
   if (key) return { who: key.name ? `Key “${key.name}”` : `Key ${key.id}`, key: key.id, keyName: key.name, account };
@@ -123,7 +133,14 @@ export function detailsSummary(entry: Pick<AuditEntry, 'action' | 'details'>): s
     case 'account.daily_limit_set':
       return d.daily_limit_usd === null ? 'daily limit removed' : `daily limit ${usd(d.daily_limit_usd as number)}`;
     case 'key.created':
-      return [d.name ? `“${text(d.name)}”` : 'no name', d.scope ? `${text(d.scope)} scope` : null, d.environment ? text(d.environment) : null, d.org_id ? `in ${text(d.org_id)}` : null].filter(Boolean).join(', ');
+      return [
+        d.name ? `“${text(d.name)}”` : 'no name',
+        d.scope ? `${text(d.scope)} scope` : null,
+        d.environment ? text(d.environment) : null,
+        d.org_id ? `in ${text(d.org_id)}` : null,
+      ]
+        .filter(Boolean)
+        .join(', ');
     case 'key.updated':
       return `changed ${text(d.fields)}`;
     case 'key.rotated':

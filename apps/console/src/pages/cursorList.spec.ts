@@ -5,7 +5,12 @@ interface Row {
   n: number;
 }
 const idOf = (r: Row) => r.id;
-const page = (ids: string[], hasMore: boolean) => ({ data: ids.map((id) => ({ id, n: 0 })), first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null, has_more: hasMore });
+const page = (ids: string[], hasMore: boolean) => ({
+  data: ids.map((id) => ({ id, n: 0 })),
+  first_id: ids[0] ?? null,
+  last_id: ids.at(-1) ?? null,
+  has_more: hasMore,
+});
 
 describe('cursor lists', () => {
   it('appends pages and keeps the last id as the next cursor', () => {

@@ -71,7 +71,17 @@ describe('spendLines', () => {
 
 describe('keyLimits', () => {
   it("reads the used amount of the limit's own window and its share", () => {
-    const [limit] = keyLimits([key({ limit: 10, limit_reset: 'weekly', limit_remaining: 7.5, usage_weekly: 2.5, usage_daily: 1, usage: 40, limit_resets_at: '2026-03-16T00:00:00.000Z' })]);
+    const [limit] = keyLimits([
+      key({
+        limit: 10,
+        limit_reset: 'weekly',
+        limit_remaining: 7.5,
+        usage_weekly: 2.5,
+        usage_daily: 1,
+        usage: 40,
+        limit_resets_at: '2026-03-16T00:00:00.000Z',
+      }),
+    ]);
     expect(limit).toMatchObject({ used: 2.5, lifetime: 40, remaining: 7.5, share: 0.25, level: 'ok', period: 'weekly', resetsAt: '2026-03-16T00:00:00.000Z' });
   });
 

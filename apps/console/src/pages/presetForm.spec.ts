@@ -7,7 +7,23 @@ describe('findJsonSyntaxError', () => {
   });
 
   it('agrees with JSON.parse on what is JSON', () => {
-    const texts = ['{"a":1,}', '[1,]', '{a:1}', "{'a':1}", '{"a" 1}', '{"a":01}', '{"a":1}}', '{"a":"\u0001"}', '{"a":"\\x"}', '{"a":', '', '{"a":1} x', '-', '1.', 'tru'];
+    const texts = [
+      '{"a":1,}',
+      '[1,]',
+      '{a:1}',
+      "{'a':1}",
+      '{"a" 1}',
+      '{"a":01}',
+      '{"a":1}}',
+      '{"a":"\u0001"}',
+      '{"a":"\\x"}',
+      '{"a":',
+      '',
+      '{"a":1} x',
+      '-',
+      '1.',
+      'tru',
+    ];
     for (const text of texts) {
       expect(() => JSON.parse(text)).toThrow();
       expect(findJsonSyntaxError(text)).not.toBeNull();
@@ -15,7 +31,11 @@ describe('findJsonSyntaxError', () => {
   });
 
   it('points at the line and column where the text stops being JSON', () => {
-    expect(findJsonSyntaxError('{\n  "model": "sim/echo"\n  "models": []\n}')).toMatchObject({ line: 3, column: 3, message: expect.stringContaining("Expected ',' or '}'") });
+    expect(findJsonSyntaxError('{\n  "model": "sim/echo"\n  "models": []\n}')).toMatchObject({
+      line: 3,
+      column: 3,
+      message: expect.stringContaining("Expected ',' or '}'"),
+    });
     expect(findJsonSyntaxError('{\n  "a": 1,\n}')).toMatchObject({ line: 3, column: 1, message: expect.stringContaining('one too many') });
     expect(findJsonSyntaxError("{'a': 1}")).toMatchObject({ line: 1, column: 2, message: expect.stringContaining('double quotes') });
   });
@@ -60,7 +80,9 @@ describe('presetBody', () => {
   });
 
   it('on edit clears an emptied name and description with null', () => {
-    expect(presetBody({ ...values, name: ' Support ' }, true)).toEqual({ body: { slug: 'support', name: 'Support', description: null, config: { model: 'sim/echo' } } });
+    expect(presetBody({ ...values, name: ' Support ' }, true)).toEqual({
+      body: { slug: 'support', name: 'Support', description: null, config: { model: 'sim/echo' } },
+    });
   });
 
   it('sends no config when the editor is empty', () => {
@@ -68,7 +90,9 @@ describe('presetBody', () => {
   });
 
   it('names the config, with the offset of a syntax error, and sends nothing', () => {
-    expect(presetBody({ ...values, config: '{"model": }' }, false)).toEqual({ problem: { param: 'config', message: expect.stringMatching(/^Line 1, column 11/), offset: 10 } });
+    expect(presetBody({ ...values, config: '{"model": }' }, false)).toEqual({
+      problem: { param: 'config', message: expect.stringMatching(/^Line 1, column 11/), offset: 10 },
+    });
   });
 });
 

@@ -112,9 +112,13 @@ export function findJsonSyntaxError(text: string): JsonSyntaxError | null {
         return;
       }
     }
-    if (c === "'") stop("Strings take double quotes (\"), not single quotes.");
+    if (c === "'") stop('Strings take double quotes ("), not single quotes.');
     if (c === '}' || c === ']') stop(`Unexpected ${at()}: a value is missing (a comma before it is one too many).`);
-    stop(i >= text.length ? 'The text ends where a value should be.' : `Unexpected ${at()}: expected a value (object, array, string, number, true, false or null).`);
+    stop(
+      i >= text.length
+        ? 'The text ends where a value should be.'
+        : `Unexpected ${at()}: expected a value (object, array, string, number, true, false or null).`,
+    );
   };
   const object = () => {
     i++;
@@ -176,7 +180,8 @@ export function parseConfig(text: string): ParsedConfig {
   return { ok: true, config: value as Record<string, unknown> };
 }
 
-export type CheckedPreset = { body: PresetBody; problem?: undefined } | { body?: undefined; problem: { param: keyof PresetFormValues; message: string; offset?: number } };
+export type CheckedPreset =
+  { body: PresetBody; problem?: undefined } | { body?: undefined; problem: { param: keyof PresetFormValues; message: string; offset?: number } };
 
 /**
  * POST /v1/presets (`edit` false: empty name and description left out) or PATCH (`edit` true:

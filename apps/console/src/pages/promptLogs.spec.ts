@@ -2,7 +2,8 @@ import { ApiFailure } from '../api';
 import { modelOf, printedSegments, promptLoggingBody, promptLoggingFormOf, type Segment } from './promptLogs';
 
 /** The segments back to text, a placeholder as the JSON string the server stored. */
-const asJson = (segments: Segment[]) => segments.map((s) => ('text' in s ? s.text : JSON.stringify(s.placeholder === 'image' ? '[image omitted]' : '[binary content omitted]'))).join('');
+const asJson = (segments: Segment[]) =>
+  segments.map((s) => ('text' in s ? s.text : JSON.stringify(s.placeholder === 'image' ? '[image omitted]' : '[binary content omitted]'))).join('');
 
 describe('prompt logging setting', () => {
   it('round-trips the setting through the form', () => {
@@ -25,7 +26,15 @@ describe('prompt logging setting', () => {
 describe('printed logs', () => {
   const request = {
     model: 'sim/echo',
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'look at this' }, { type: 'image_url', image_url: { url: '[image omitted]' } }] }],
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look at this' },
+          { type: 'image_url', image_url: { url: '[image omitted]' } },
+        ],
+      },
+    ],
     temperature: 0.5,
     stream: false,
     stop: null,

@@ -15,14 +15,22 @@ export interface PromptLoggingForm {
   retentionDays: string;
 }
 
-export const promptLoggingFormOf = (setting: PromptLoggingSetting): PromptLoggingForm => ({ enabled: setting.enabled, retentionDays: String(setting.retention_days) });
+export const promptLoggingFormOf = (setting: PromptLoggingSetting): PromptLoggingForm => ({
+  enabled: setting.enabled,
+  retentionDays: String(setting.retention_days),
+});
 
 /** The PATCH body; a retention the API would refuse is refused here with its `param`. */
 export function promptLoggingBody(form: PromptLoggingForm): { prompt_logging: PromptLoggingSetting } {
   const text = form.retentionDays.trim();
   const days = Number(text);
   if (text === '' || !Number.isInteger(days) || days < RETENTION_DAYS.min || days > RETENTION_DAYS.max) {
-    throw new ApiFailure(400, null, 'prompt_logging.retention_days', `Keep logs for a whole number of days from ${RETENTION_DAYS.min} to ${RETENTION_DAYS.max}.`);
+    throw new ApiFailure(
+      400,
+      null,
+      'prompt_logging.retention_days',
+      `Keep logs for a whole number of days from ${RETENTION_DAYS.min} to ${RETENTION_DAYS.max}.`,
+    );
   }
   return { prompt_logging: { enabled: form.enabled, retention_days: days } };
 }
@@ -87,6 +95,7 @@ export function printedSegments(value: unknown): Segment[] {
 
 /** The model of a logged exchange: the one that answered when the answer says, else the one asked for. */
 export function modelOf(log: Pick<PromptLog, 'request' | 'response'>): string | null {
-  const field = (v: unknown) => (v !== null && typeof v === 'object' && typeof (v as { model?: unknown }).model === 'string' ? (v as { model: string }).model : null);
+  const field = (v: unknown) =>
+    v !== null && typeof v === 'object' && typeof (v as { model?: unknown }).model === 'string' ? (v as { model: string }).model : null;
   return field(log.response) ?? field(log.request);
 }

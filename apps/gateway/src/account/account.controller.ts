@@ -123,7 +123,17 @@ export class AccountController {
   @Get('notices')
   async notices(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown) {
     const rows = await listNotices(this.sql, caller.accountId, limitOf(limit, { max: 100, fallback: 20 }));
-    return { object: 'list', data: rows.map((r) => ({ id: r.id, type: r.type, title: r.title, message: r.message, data: r.data, created: Math.floor(new Date(r.created).getTime() / 1000) })) };
+    return {
+      object: 'list',
+      data: rows.map((r) => ({
+        id: r.id,
+        type: r.type,
+        title: r.title,
+        message: r.message,
+        data: r.data,
+        created: Math.floor(new Date(r.created).getTime() / 1000),
+      })),
+    };
   }
 
   /**
@@ -151,7 +161,8 @@ export class AccountController {
  */
 function instant(value: unknown, param: string): Date | null {
   if (value === undefined) return null;
-  const at = typeof value === 'string' && /^\d{1,12}$/.test(value) ? new Date(Number(value) * 1000) : typeof value === 'string' ? parseStatementInstant(value) : null;
+  const at =
+    typeof value === 'string' && /^\d{1,12}$/.test(value) ? new Date(Number(value) * 1000) : typeof value === 'string' ? parseStatementInstant(value) : null;
   if (at === null || Number.isNaN(at.getTime())) throw ApiError.invalidRequest(`${param} must be an ISO 8601 time or unix seconds.`, param);
   return at;
 }

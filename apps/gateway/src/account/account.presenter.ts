@@ -51,7 +51,11 @@ export function presentGeneration(g: GenerationRow, context: ChargeContext) {
 function chargeLinesOf(g: GenerationRow, context: ChargeContext): { lines: CostLine[] | null; batch: boolean } {
   if (g.costLines) return { lines: g.costLines, batch: g.costLines.some((l) => l.meter === 'batch_discount') };
   if (g.costNano === 0n) return { lines: [], batch: false };
-  const derived = derivedCostLines(context.catalog, { model: g.model, provider: g.provider, meters: g.meters ?? {}, amountNano: g.costNano }, context.byokFeePercent);
+  const derived = derivedCostLines(
+    context.catalog,
+    { model: g.model, provider: g.provider, meters: g.meters ?? {}, amountNano: g.costNano },
+    context.byokFeePercent,
+  );
   return derived ?? { lines: null, batch: false };
 }
 

@@ -40,7 +40,10 @@ export interface ActivityFilters {
 export function parseActivityQuery(query: Record<string, unknown>, window: DayRange): ActivityFilters {
   const date = text(query, 'date');
   if (date !== null && !(isCalendarDay(date) && date >= window.from && date <= window.to)) {
-    throw ApiError.invalidRequest(`date must be a day (YYYY-MM-DD, UTC) from ${window.from} to ${window.to}: activity covers the last ${ACTIVITY_DAYS} days.`, 'date');
+    throw ApiError.invalidRequest(
+      `date must be a day (YYYY-MM-DD, UTC) from ${window.from} to ${window.to}: activity covers the last ${ACTIVITY_DAYS} days.`,
+      'date',
+    );
   }
   return { date, keyId: text(query, 'key_id'), user: text(query, 'user') };
 }

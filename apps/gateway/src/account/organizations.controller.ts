@@ -35,7 +35,12 @@ export class OrganizationsController {
   }
 
   @Delete(':id')
-  async delete(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Headers() headers: Record<string, string | string[] | undefined>) {
+  async delete(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Param('id') id: string,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+  ) {
     await this.organizations.delete(caller.createdBy, id, actor, () => this.stepUp.require(caller.createdBy, 'delete_organization', headers, actor));
     return { data: { id, deleted: true } };
   }
@@ -48,13 +53,24 @@ export class OrganizationsController {
 
   @Post(':id/members')
   @HttpCode(201)
-  async addMember(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Body(bodyValidation({ strict: true })) body: MemberRequest) {
+  async addMember(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Param('id') id: string,
+    @Body(bodyValidation({ strict: true })) body: MemberRequest,
+  ) {
     await this.organizations.addMember(caller.createdBy, id, body.account_id, body.role, actor);
     return { data: { org_id: id, account_id: body.account_id, role: body.role } };
   }
 
   @Patch(':id/members/:account')
-  async changeRole(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('id') id: string, @Param('account') account: string, @Body(bodyValidation({ strict: true })) body: MemberRoleRequest) {
+  async changeRole(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Param('id') id: string,
+    @Param('account') account: string,
+    @Body(bodyValidation({ strict: true })) body: MemberRoleRequest,
+  ) {
     await this.organizations.changeRole(caller.createdBy, id, account, body.role, actor);
     return { data: { org_id: id, account_id: account, role: body.role } };
   }

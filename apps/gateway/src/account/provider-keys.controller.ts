@@ -39,7 +39,9 @@ export class ProviderKeysController {
     @Headers() headers: Record<string, string | string[] | undefined>,
   ) {
     const account = providerKeysAccount(caller);
-    return { data: await this.admin.saveProviderKey(account, provider, body.api_key, actor, () => this.stepUp.require(account, 'save_provider_key', headers, actor)) };
+    return {
+      data: await this.admin.saveProviderKey(account, provider, body.api_key, actor, () => this.stepUp.require(account, 'save_provider_key', headers, actor)),
+    };
   }
 
   @Delete(':provider')

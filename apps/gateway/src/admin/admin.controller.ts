@@ -2,7 +2,17 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query
 import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '@svc/eventstore';
 import { ApiError, bodyValidation, nanoToUsd } from '@svc/platform';
-import { AddCreditsRequest, AdjustmentRequest, AdminKeyRequest, CreateAccountRequest, CreateOrgRequest, MemberRequest, MemberRoleRequest, ProviderKeyRequest, UpdateAccountRequest } from './admin.request';
+import {
+  AddCreditsRequest,
+  AdjustmentRequest,
+  AdminKeyRequest,
+  CreateAccountRequest,
+  CreateOrgRequest,
+  MemberRequest,
+  MemberRoleRequest,
+  ProviderKeyRequest,
+  UpdateAccountRequest,
+} from './admin.request';
 import { AdminGuard } from './admin.guard';
 import { AdminService, KeysService } from '@svc/management';
 import { balanceOf, type CreditsRow } from '@svc/projections';
@@ -77,7 +87,12 @@ export class AdminController {
 
   /** BYOK (issue 5): the answer carries a hint of the key, never the key. */
   @Put('accounts/:id/provider-keys/:provider')
-  async saveProviderKey(@Req() request: FastifyRequest, @Param('id') id: string, @Param('provider') provider: string, @Body(bodyValidation({ strict: true })) body: ProviderKeyRequest) {
+  async saveProviderKey(
+    @Req() request: FastifyRequest,
+    @Param('id') id: string,
+    @Param('provider') provider: string,
+    @Body(bodyValidation({ strict: true })) body: ProviderKeyRequest,
+  ) {
     return { data: await this.admin.saveProviderKey(id, provider, body.api_key, actor(request)) };
   }
 
@@ -112,7 +127,12 @@ export class AdminController {
   }
 
   @Patch('orgs/:id/members/:account')
-  async changeRole(@Req() request: FastifyRequest, @Param('id') id: string, @Param('account') account: string, @Body(bodyValidation({ strict: true })) body: MemberRoleRequest) {
+  async changeRole(
+    @Req() request: FastifyRequest,
+    @Param('id') id: string,
+    @Param('account') account: string,
+    @Body(bodyValidation({ strict: true })) body: MemberRoleRequest,
+  ) {
     await this.admin.changeOrg(id, { type: 'ChangeMemberRole', accountId: account, role: body.role }, actor(request));
     return { data: { org_id: id, account_id: account, role: body.role } };
   }
@@ -125,7 +145,8 @@ export class AdminController {
 
   @Get('audit-log')
   async auditLog(@Query('account_id') accountId: unknown, @Query('limit') limit: unknown) {
-    if (accountId !== undefined && (typeof accountId !== 'string' || accountId === '')) throw ApiError.invalidRequest('account_id must be a string.', 'account_id');
+    if (accountId !== undefined && (typeof accountId !== 'string' || accountId === ''))
+      throw ApiError.invalidRequest('account_id must be a string.', 'account_id');
     const n = limit === undefined ? 100 : Number(limit);
     if (!Number.isInteger(n) || n < 1 || n > 1000) throw ApiError.invalidRequest('limit must be an integer from 1 to 1000.', 'limit');
     return { data: await this.admin.auditLog((accountId as string | undefined) ?? null, n) };

@@ -28,7 +28,11 @@ const NAMES = [...new Set(Object.values(AUDIO_TYPES))].join(', ');
  * With `overrideMimeType` the detected type is written back, to say what the bytes were.
  */
 const sniffer = new FileTypeValidator({
-  fileType: new RegExp(`^(?:${Object.keys(AUDIO_TYPES).map((t) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})$`),
+  fileType: new RegExp(
+    `^(?:${Object.keys(AUDIO_TYPES)
+      .map((t) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
+      .join('|')})$`,
+  ),
   overrideMimeType: true,
 });
 
@@ -46,6 +50,10 @@ export async function checkAudioFile(bytes: Buffer): Promise<void> {
   }
   // A RIFF/WAVE signature is 12 bytes: the header that makes it sound is checked too.
   if (probe.mimetype === 'audio/wav' && parseWav(bytes) === null) {
-    throw ApiError.invalidRequest('file is a WAV without a readable header (its fmt and data chunks): it cannot be decoded.', 'file', 'unsupported_audio_format');
+    throw ApiError.invalidRequest(
+      'file is a WAV without a readable header (its fmt and data chunks): it cannot be decoded.',
+      'file',
+      'unsupported_audio_format',
+    );
   }
 }

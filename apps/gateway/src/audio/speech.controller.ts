@@ -36,7 +36,12 @@ export class SpeechController {
     // The voice is checked against the model before anything is held (a 400 bills nothing).
     const call = withVoice(parsed, this.metering.route(caller, 'audio', { model: parsed.model, provider: parsed.provider }).models[0].model);
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, async ({ clientRequestId, idempotency }) => {
-      const { metered, answer, charged } = await this.metering.run(caller, speechOperation, call, { model: call.model, provider: call.provider, clientRequestId, idempotency });
+      const { metered, answer, charged } = await this.metering.run(caller, speechOperation, call, {
+        model: call.model,
+        provider: call.provider,
+        clientRequestId,
+        idempotency,
+      });
       const { id } = metered.reservation;
       return {
         generationId: id,

@@ -66,7 +66,14 @@ export class BatchLineCalls implements LineCalls {
         reservation: metered.reservation,
         answered: { model: target.model.id, provider: target.route.provider.name, byok: target.byok },
         settlement,
-        ...(toolPrices ? { toolPrices: { perQuery: toolPrices.perQuery.toString(), costPerQuery: toolPrices.costPerQuery == null ? null : toolPrices.costPerQuery.toString() } } : {}),
+        ...(toolPrices
+          ? {
+              toolPrices: {
+                perQuery: toolPrices.perQuery.toString(),
+                costPerQuery: toolPrices.costPerQuery == null ? null : toolPrices.costPerQuery.toString(),
+              },
+            }
+          : {}),
       };
       return { answered: true, body: answered.present(this.metering.calls.chargeOf(target, settlement)).body, requestId: metered.reservation.id, kept };
     } catch (err) {
@@ -82,9 +89,16 @@ export class BatchLineCalls implements LineCalls {
     const { reservation, answered, settlement, toolPrices } = kept as KeptSettlement;
     const caller = await callerOfKey(this.sql, batch.keyId, this.clock.now());
     const calls = this.metering.calls;
-    const found = calls.targetsOf(reservation, caller?.sealedProviderKeys ?? new Map()).find((t) => t.model.id === answered.model && t.route.provider.name === answered.provider && t.byok === answered.byok);
+    const found = calls
+      .targetsOf(reservation, caller?.sealedProviderKeys ?? new Map())
+      .find((t) => t.model.id === answered.model && t.route.provider.name === answered.provider && t.byok === answered.byok);
     if (!found) throw ApiError.internal(`batch ${batch.batchId}: ${answered.model} via ${answered.provider} is no longer a target of ${reservation.id}`);
-    const target = toolPrices ? { ...found, toolPrices: { perQuery: BigInt(toolPrices.perQuery), costPerQuery: toolPrices.costPerQuery === null ? null : BigInt(toolPrices.costPerQuery) } } : found;
+    const target = toolPrices
+      ? {
+          ...found,
+          toolPrices: { perQuery: BigInt(toolPrices.perQuery), costPerQuery: toolPrices.costPerQuery === null ? null : BigInt(toolPrices.costPerQuery) },
+        }
+      : found;
     try {
       await calls.settle({ reservation, targets: [target], headers: {} }, target, settlement);
     } catch (err) {
@@ -96,7 +110,11 @@ export class BatchLineCalls implements LineCalls {
 
   async release(batch: ActiveBatch, holdId: string): Promise<void> {
     try {
-      await this.metering.ledger(batch.accountId, { type: 'ReleaseHold', holdId, errorCode: 'batch_line_abandoned', stats: { endpoint: batch.endpoint } }, { actor: 'batches', correlationId: holdId });
+      await this.metering.ledger(
+        batch.accountId,
+        { type: 'ReleaseHold', holdId, errorCode: 'batch_line_abandoned', stats: { endpoint: batch.endpoint } },
+        { actor: 'batches', correlationId: holdId },
+      );
     } catch (err) {
       if (isHoldNotOpen(err)) return;
       throw err;

@@ -42,7 +42,12 @@ export class BatchesController {
     if (!this.files.available) throw filesUnavailable();
     const file = await this.files.get(caller.workspaceId, request.inputFileId);
     if (!file) throw asInvalid(fileNotFound(request.inputFileId, 'input_file_id'));
-    if (file.purpose !== 'batch') throw ApiError.invalidRequest(`File ${file.id} has purpose ${file.purpose}; a batch reads a file uploaded with purpose batch.`, 'input_file_id', 'invalid_file_purpose');
+    if (file.purpose !== 'batch')
+      throw ApiError.invalidRequest(
+        `File ${file.id} has purpose ${file.purpose}; a batch reads a file uploaded with purpose batch.`,
+        'input_file_id',
+        'invalid_file_purpose',
+      );
     await this.checkInput(caller, request.inputFileId, request.endpoint);
     const batchId = `batch_${randomBytes(12).toString('hex')}`;
     await this.decide({ type: 'CreateBatch', batchId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId, ...request }, caller);
@@ -56,7 +61,12 @@ export class BatchesController {
     const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: (id) => BATCH_ID.test(id), what: 'a batch id' });
     const rows = await listBatches(this.sql, caller.workspaceId, page.after, page.fetch);
     const counts = await this.lines.counts(rows.filter((r) => !isTerminal(r.status)).map((r) => r.batchId));
-    return listPage(rows, page.limit, (row) => row.batchId, (row) => presentBatch(row, counts.get(row.batchId)));
+    return listPage(
+      rows,
+      page.limit,
+      (row) => row.batchId,
+      (row) => presentBatch(row, counts.get(row.batchId)),
+    );
   }
 
   @Get(':id')
@@ -72,7 +82,13 @@ export class BatchesController {
   async cancel(@CallerParam() caller: Caller, @Param('id') id: string) {
     const batch = await this.find(caller, id);
     if (isTerminal(batch.status)) {
-      throw new ApiError(409, 'invalid_request_error', `Batch ${id} is ${batch.status}: only a batch that has not ended can be cancelled.`, 'batch_not_cancellable', 'id');
+      throw new ApiError(
+        409,
+        'invalid_request_error',
+        `Batch ${id} is ${batch.status}: only a batch that has not ended can be cancelled.`,
+        'batch_not_cancellable',
+        'id',
+      );
     }
     await this.decide({ type: 'RequestCancel', batchId: id }, caller);
     return this.present(await this.find(caller, id));
@@ -91,7 +107,10 @@ export class BatchesController {
 
   /** Decides on the batch's stream and waits until the batches read model shows it (read your writes). */
   private async decide(command: BatchCommand, caller: Caller): Promise<void> {
-    const handled = await this.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: `key:${caller.keyId}`, correlationId: command.batchId });
+    const handled = await this.aggregates.handle(batchDecider, batchStream(command.batchId), command, {
+      actor: `key:${caller.keyId}`,
+      correlationId: command.batchId,
+    });
     if (handled.appended) await this.projections.waitFor(handled.appended.position, ['batches']);
   }
 

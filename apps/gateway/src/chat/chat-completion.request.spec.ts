@@ -26,21 +26,122 @@ function random(seed: number): () => number {
 }
 
 const VALUES: unknown[] = [
-  null, '', 'x', 'gpt-4o', 'none', 'auto', 'required', 'low', 'minimal', 'text', 'content', 0, 1, 2, -1, -2.5, 0.5, 1.5, 2.5, 20, 21, 129, 2 ** 53, Number.NaN, true, false,
-  [], ['a'], ['a', 'b'], ['a', 'b', 'c'], ['a', 'b', 'c', 'd', 'e'], [1], ['text', 'image'], ['video'], {}, { include_usage: true }, { type: 'content', content: 'x' }, { type: 'function', function: { name: 'f' } },
-  { type: 'function', function: { name: '' } }, [{ type: 'function', function: { name: 'f' } }], [{ type: 'function', function: { name: 'f', parameters: 'no' } }], { effort: 'low' }, { effort: 'extreme' },
-  { max_tokens: -1 }, { type: 'json_object' }, { type: 'json_schema', json_schema: { name: 's' } }, { type: 'json_schema' }, { '50': 10 }, { '50': 101 }, { x: 1 }, [{ id: 'w' }],
+  null,
+  '',
+  'x',
+  'gpt-4o',
+  'none',
+  'auto',
+  'required',
+  'low',
+  'minimal',
+  'text',
+  'content',
+  0,
+  1,
+  2,
+  -1,
+  -2.5,
+  0.5,
+  1.5,
+  2.5,
+  20,
+  21,
+  129,
+  2 ** 53,
+  Number.NaN,
+  true,
+  false,
+  [],
+  ['a'],
+  ['a', 'b'],
+  ['a', 'b', 'c'],
+  ['a', 'b', 'c', 'd', 'e'],
+  [1],
+  ['text', 'image'],
+  ['video'],
+  {},
+  { include_usage: true },
+  { type: 'content', content: 'x' },
+  { type: 'function', function: { name: 'f' } },
+  { type: 'function', function: { name: '' } },
+  [{ type: 'function', function: { name: 'f' } }],
+  [{ type: 'function', function: { name: 'f', parameters: 'no' } }],
+  { effort: 'low' },
+  { effort: 'extreme' },
+  { max_tokens: -1 },
+  { type: 'json_object' },
+  { type: 'json_schema', json_schema: { name: 's' } },
+  { type: 'json_schema' },
+  { '50': 10 },
+  { '50': 101 },
+  { x: 1 },
+  [{ id: 'w' }],
 ];
 const CONTENTS: unknown[] = [
-  'hi', '', null, [], [{ type: 'text', text: 'a' }], [{ type: 'text', text: 1 }], [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }], [{ type: 'image_url', image_url: 'u' }],
-  [{ type: 'file', file: { file_data: 'data:application/pdf;base64,AAAA' } }], [{ type: 'file', file: { file_id: 'f' } }], [{ type: 'bad' }], 5, {}, [null],
+  'hi',
+  '',
+  null,
+  [],
+  [{ type: 'text', text: 'a' }],
+  [{ type: 'text', text: 1 }],
+  [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }],
+  [{ type: 'image_url', image_url: 'u' }],
+  [{ type: 'file', file: { file_data: 'data:application/pdf;base64,AAAA' } }],
+  [{ type: 'file', file: { file_id: 'f' } }],
+  [{ type: 'bad' }],
+  5,
+  {},
+  [null],
 ];
 const ROLES: unknown[] = ['system', 'developer', 'user', 'assistant', 'tool', 'function', 'bogus', '', 3, null];
-const TOOL_CALLS: unknown[] = [[{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }], [{ id: 'c', function: { name: 'f' } }], [], 'x', [null]];
+const TOOL_CALLS: unknown[] = [
+  [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+  [{ id: 'c', function: { name: 'f' } }],
+  [],
+  'x',
+  [null],
+];
 const FIELDS = [
-  'model', 'messages', 'models', 'max_tokens', 'max_completion_tokens', 'n', 'stream', 'stream_options', 'safety_identifier', 'user', 'temperature', 'top_p', 'top_k', 'min_p', 'presence_penalty',
-  'frequency_penalty', 'repetition_penalty', 'seed', 'stop', 'logit_bias', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'reasoning', 'reasoning_effort', 'include_reasoning',
-  'logprobs', 'top_logprobs', 'prompt_cache_key', 'modalities', 'provider', 'prediction', 'plugins', 'transforms', 'unknown_field', 'constructor', 'toString', 'hasOwnProperty',
+  'model',
+  'messages',
+  'models',
+  'max_tokens',
+  'max_completion_tokens',
+  'n',
+  'stream',
+  'stream_options',
+  'safety_identifier',
+  'user',
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'repetition_penalty',
+  'seed',
+  'stop',
+  'logit_bias',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'reasoning',
+  'reasoning_effort',
+  'include_reasoning',
+  'logprobs',
+  'top_logprobs',
+  'prompt_cache_key',
+  'modalities',
+  'provider',
+  'prediction',
+  'plugins',
+  'transforms',
+  'unknown_field',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
 ];
 
 function message(next: () => number): Record<string, unknown> {
@@ -72,7 +173,8 @@ describe('the chat request fast path (isSurelyValidChatRequest)', () => {
   async function agrees(candidate: unknown): Promise<{ valid: boolean; surely: boolean }> {
     const error = await classValidatorError(candidate);
     const surely = isSurelyValidChatRequest(candidate);
-    if (surely && error !== null) throw new Error(`passed by the fast path, refused by class-validator (${(error as Error).message}): ${JSON.stringify(candidate)}`);
+    if (surely && error !== null)
+      throw new Error(`passed by the fast path, refused by class-validator (${(error as Error).message}): ${JSON.stringify(candidate)}`);
     return { valid: error === null, surely };
   }
 
@@ -108,10 +210,41 @@ describe('the chat request fast path (isSurelyValidChatRequest)', () => {
   it('passes the requests SDKs send most: plain chat, streamed with usage, tools, images, a tool-calling assistant turn', () => {
     const bodies = [
       { model: 'sim/echo', messages: [{ role: 'user', content: 'hello' }], max_tokens: 16 },
-      { model: 'openai/gpt-4o', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true }, temperature: 0.2 },
-      { model: 'm', messages: [{ role: 'user', content: 'weather?' }], tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }], tool_choice: 'auto' },
-      { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] },
-      { model: 'm', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }] },
+      {
+        model: 'openai/gpt-4o',
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'user', content: 'hi' },
+        ],
+        stream: true,
+        stream_options: { include_usage: true },
+        temperature: 0.2,
+      },
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: 'weather?' }],
+        tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+        tool_choice: 'auto',
+      },
+      {
+        model: 'm',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what is this?' },
+              { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+            ],
+          },
+        ],
+      },
+      {
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        ],
+      },
       { model: 'm', messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_object' }, plugins: [{ id: 'response-healing' }] },
     ];
     for (const b of bodies) expect(isSurelyValidChatRequest(b)).toBe(true);

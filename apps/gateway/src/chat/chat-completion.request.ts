@@ -34,7 +34,9 @@ function partProblem(part: unknown): string | null {
     case 'image_url':
       return isRecord(part.image_url) && typeof part.image_url.url === 'string' ? null : 'image_url must be {url: string}';
     case 'input_audio':
-      return isRecord(part.input_audio) && typeof part.input_audio.data === 'string' && typeof part.input_audio.format === 'string' ? null : 'input_audio must be {data, format}';
+      return isRecord(part.input_audio) && typeof part.input_audio.data === 'string' && typeof part.input_audio.format === 'string'
+        ? null
+        : 'input_audio must be {data, format}';
     case 'file': {
       const file = part.file;
       if (!isRecord(file)) return 'file must be an object';
@@ -70,14 +72,30 @@ function IsMessageContent(options?: ValidationOptions): PropertyDecorator {
 
 /** A value checked by `test`, explained by `what` (`must be ...`). */
 function Is(test: (value: unknown) => boolean, what: string, options?: ValidationOptions): PropertyDecorator {
-  return ValidateBy({ name: 'is', validator: { validate: (value: unknown) => test(value), defaultMessage: (args) => `${args?.property} must be ${what}.` } }, options);
+  return ValidateBy(
+    { name: 'is', validator: { validate: (value: unknown) => test(value), defaultMessage: (args) => `${args?.property} must be ${what}.` } },
+    options,
+  );
 }
 
 const isNumberIn = (min: number, max: number) => (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max;
-const isFunctionTool = (t: unknown) => isRecord(t) && t.type === 'function' && isRecord(t.function) && typeof t.function.name === 'string' && t.function.name !== '' && (t.function.parameters === undefined || isRecord(t.function.parameters));
-const isToolChoice = (v: unknown) => v === 'none' || v === 'auto' || v === 'required' || (isRecord(v) && v.type === 'function' && isRecord(v.function) && typeof v.function.name === 'string');
+const isFunctionTool = (t: unknown) =>
+  isRecord(t) &&
+  t.type === 'function' &&
+  isRecord(t.function) &&
+  typeof t.function.name === 'string' &&
+  t.function.name !== '' &&
+  (t.function.parameters === undefined || isRecord(t.function.parameters));
+const isToolChoice = (v: unknown) =>
+  v === 'none' || v === 'auto' || v === 'required' || (isRecord(v) && v.type === 'function' && isRecord(v.function) && typeof v.function.name === 'string');
 const isResponseFormat = (v: unknown) =>
-  isRecord(v) && (v.type === 'text' || v.type === 'json_object' || (v.type === 'json_schema' && isRecord(v.json_schema) && typeof v.json_schema.name === 'string' && (v.json_schema.schema === undefined || isRecord(v.json_schema.schema))));
+  isRecord(v) &&
+  (v.type === 'text' ||
+    v.type === 'json_object' ||
+    (v.type === 'json_schema' &&
+      isRecord(v.json_schema) &&
+      typeof v.json_schema.name === 'string' &&
+      (v.json_schema.schema === undefined || isRecord(v.json_schema.schema))));
 const EFFORTS = ['minimal', 'low', 'medium', 'high'];
 const REASONING_EFFORTS = [...EFFORTS, 'none'];
 const isReasoning = (v: unknown) =>
@@ -91,9 +109,16 @@ const isLogitBias = (v: unknown) => isRecord(v) && Object.entries(v).every(([tok
 
 const isString = (v: unknown) => typeof v === 'string';
 const isBoolean = (v: unknown) => typeof v === 'boolean';
-const isIntFrom = (min: number, max = Infinity) => (v: unknown) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+const isIntFrom =
+  (min: number, max = Infinity) =>
+  (v: unknown) =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
 const isContent = (v: unknown) => v === null || typeof v === 'string' || (Array.isArray(v) && v.every((p) => partProblem(p) === null));
-const isToolCalls = (v: unknown) => Array.isArray(v) && v.every((c) => isRecord(c) && typeof c.id === 'string' && isRecord(c.function) && typeof c.function.name === 'string' && typeof c.function.arguments === 'string');
+const isToolCalls = (v: unknown) =>
+  Array.isArray(v) &&
+  v.every(
+    (c) => isRecord(c) && typeof c.id === 'string' && isRecord(c.function) && typeof c.function.name === 'string' && typeof c.function.arguments === 'string',
+  );
 const isTools = (v: unknown) => Array.isArray(v) && v.length <= 128 && v.every(isFunctionTool);
 const isModalities = (v: unknown) => Array.isArray(v) && v.every((m) => m === 'text' || m === 'audio' || m === 'image');
 const isPrediction = (v: unknown) => isRecord(v) && v.type === 'content';
@@ -293,7 +318,13 @@ export class ChatCompletionRequest {
  * The checks of ChatMessage as plain predicates, for the fast path below: a field either
  * absent or passing its check. tool_call_id is left to class-validator unless it is a string.
  */
-const MESSAGE_FIELDS: Record<string, (v: unknown) => boolean> = { role: (v) => ROLES.includes(v as string), content: isContent, name: isString, tool_call_id: isString, tool_calls: isToolCalls };
+const MESSAGE_FIELDS: Record<string, (v: unknown) => boolean> = {
+  role: (v) => ROLES.includes(v as string),
+  content: isContent,
+  name: isString,
+  tool_call_id: isString,
+  tool_calls: isToolCalls,
+};
 
 /** The checks of ChatCompletionRequest's fields as plain predicates (the same functions where it has them). */
 const REQUEST_FIELDS: Record<string, (v: unknown) => boolean> = {

@@ -7,10 +7,37 @@ import { CATALOG, type Catalog, parseModelId, parseProviderPreferences, requestP
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/projections';
 import type { TokenUsage } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, type Nano, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { type Answered, costOfMeters, markFailedGeneration, type Metered, type MeterUsage, operationOf, type RequestTags, type ReserveOptions, type RoutedModel, settleDurably, type Settlement, type Target, tokenMeters, tokenWorstCase } from '@svc/metering';
+import {
+  type Answered,
+  costOfMeters,
+  markFailedGeneration,
+  type Metered,
+  type MeterUsage,
+  operationOf,
+  type RequestTags,
+  type ReserveOptions,
+  type RoutedModel,
+  settleDurably,
+  type Settlement,
+  type Target,
+  tokenMeters,
+  tokenWorstCase,
+} from '@svc/metering';
 import { countChatPromptTokens, countTextTokens, normalizeUsage, ProviderError } from '@svc/providers';
 import type { ChatCompletion, ChatUsage, EmbeddingsResponse } from '@svc/providers';
-import { chatAnnotations, type EmbeddingsCall, embedOperation, lastUserText, pageOf, searchBody, WEB_RESULT_TOKENS, webSearchMessage, webSearchPromptTokens, type WebSearchRun, withWebSearch } from '@svc/interfaces';
+import {
+  chatAnnotations,
+  type EmbeddingsCall,
+  embedOperation,
+  lastUserText,
+  pageOf,
+  searchBody,
+  WEB_RESULT_TOKENS,
+  webSearchMessage,
+  webSearchPromptTokens,
+  type WebSearchRun,
+  withWebSearch,
+} from '@svc/interfaces';
 import { randomBytes } from 'node:crypto';
 import { toApiError } from '../http/error-mapping';
 import { Metering } from '../metering/metering.service';
@@ -62,7 +89,13 @@ export interface ChatStreamResponse {
 }
 
 /** The wire format of a stream, made once the generation's id and answering model are known. */
-export type EncoderFactory = (generation: { id: string; model: string; provider: string; promptTokens: number; webSearch: WebSearchRun | null }) => StreamEncoder;
+export type EncoderFactory = (generation: {
+  id: string;
+  model: string;
+  provider: string;
+  promptTokens: number;
+  webSearch: WebSearchRun | null;
+}) => StreamEncoder;
 
 const chatEncoder =
   (request: ChatCompletionRequest): EncoderFactory =>
@@ -125,7 +158,12 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * Steps 3 and 7-8 of a chat completion: held and answered, not yet settled. A batch line
    * keeps the answer and its settlement before it settles (ARCHITECTURE section 10).
    */
-  async answer(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}, options: ReserveOptions = {}): Promise<AnsweredCall<ChatCompletionResponse>> {
+  async answer(
+    caller: Caller,
+    request: ChatCompletionRequest,
+    context: RequestContext = {},
+    options: ReserveOptions = {},
+  ): Promise<AnsweredCall<ChatCompletionResponse>> {
     const generation = await this.beginChat(caller, request, context, options);
     const { target, value: result } = await this.metering.calls.attempt(generation.metered, (target) =>
       target.provider.chatCompletion({ ...upstreamBody(generation.request, target), stream: false }),
@@ -139,13 +177,22 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const present = (charged: Nano): ChatCompletionResponse => {
       const upstream = result.response;
       const choices = webSearch
-        ? upstream.choices.map((choice) => (choice.index === 0 ? { ...choice, message: { ...choice.message, annotations: chatAnnotations(choice.message.content, webSearch) } } : choice))
+        ? upstream.choices.map((choice) =>
+            choice.index === 0 ? { ...choice, message: { ...choice.message, annotations: chatAnnotations(choice.message.content, webSearch) } } : choice,
+          )
         : upstream.choices;
       return {
         generationId: id,
         headers: generation.metered.headers,
         // `provider` as OpenRouter names it: the catalog provider that answered (issue 41 item 4).
-        body: { ...upstream, id, model: target.model.id, provider: target.route.provider.name, choices, usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) } },
+        body: {
+          ...upstream,
+          id,
+          model: target.model.id,
+          provider: target.route.provider.name,
+          choices,
+          usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) },
+        },
         webSearch,
       };
     };
@@ -161,8 +208,20 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
   }
 
   /** Embeddings held and answered, not yet settled (see `answer`). */
-  async answerEmbeddings(caller: Caller, call: EmbeddingsCall, context: RequestContext = {}, options: ReserveOptions = {}): Promise<AnsweredCall<EmbeddingsAnswer>> {
-    const callContext = { model: call.model, provider: call.provider, body: call.body, user: call.body.user, clientRequestId: context.clientRequestId, idempotency: context.idempotency };
+  async answerEmbeddings(
+    caller: Caller,
+    call: EmbeddingsCall,
+    context: RequestContext = {},
+    options: ReserveOptions = {},
+  ): Promise<AnsweredCall<EmbeddingsAnswer>> {
+    const callContext = {
+      model: call.model,
+      provider: call.provider,
+      body: call.body,
+      user: call.body.user,
+      clientRequestId: context.clientRequestId,
+      idempotency: context.idempotency,
+    };
     const { metered, target, answer, settlement } = await this.metering.answer(caller, embedOperation, call, callContext, options);
     const promptTokens = settlement.usage.input ?? 0;
     const { id } = metered.reservation;
@@ -184,7 +243,12 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
    * still fall back, and reaches the client as a JSON error with its status. From then on the
    * relay owns the generation, and settles it when the upstream is done, client or no client.
    */
-  async stream(caller: Caller, request: ChatCompletionRequest, context: RequestContext = {}, encoder: EncoderFactory = chatEncoder(request)): Promise<ChatStreamResponse> {
+  async stream(
+    caller: Caller,
+    request: ChatCompletionRequest,
+    context: RequestContext = {},
+    encoder: EncoderFactory = chatEncoder(request),
+  ): Promise<ChatStreamResponse> {
     const generation = await this.beginChat(caller, request, context);
     const { reservation } = generation.metered;
     const { target, value: opened } = await this.metering.calls.attempt(generation.metered, (target) =>
@@ -193,14 +257,22 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const relay = new ChatStreamRelay({
       id: reservation.id,
       model: target.model.id,
-      encoder: encoder({ id: reservation.id, model: target.model.id, provider: target.route.provider.name, promptTokens: reservation.promptTokens, webSearch: generation.webSearch }),
+      encoder: encoder({
+        id: reservation.id,
+        model: target.model.id,
+        provider: target.route.provider.name,
+        promptTokens: reservation.promptTokens,
+        webSearch: generation.webSearch,
+      }),
       settle: (outcome) => this.settleStream(generation, target, outcome),
       errorEvent: (failure) => midStreamError(failure, this.clock.now()).toBody(),
       progress: (sofar) => this.recordProgress(generation, target, sofar),
       progressIntervalMs: PROGRESS_INTERVAL_MS,
       stallMs: this.config.streamStallMs,
     });
-    const running = relay.run(opened).catch((err: unknown) => this.logger.error(`stream ${reservation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
+    const running = relay
+      .run(opened)
+      .catch((err: unknown) => this.logger.error(`stream ${reservation.id}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`));
     this.settling.add(running);
     void running.finally(() => this.settling.delete(running));
     return { generationId: reservation.id, headers: generation.metered.headers, body: relay.body, finished: relay.finished };
@@ -219,7 +291,8 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const reference = presetReference(sent);
     const found = reference ? findPreset(reference, caller.presets) : null;
     // Issue 41 S4: the system prompt is sealed at rest; opened only to be applied.
-    const stored = found && reference ? { ...found, config: openPresetConfig(found.config, this.config.encryptionKey, caller.workspaceId, reference.slug) } : null;
+    const stored =
+      found && reference ? { ...found, config: openPresetConfig(found.config, this.config.encryptionKey, caller.workspaceId, reference.slug) } : null;
     const body = reference && stored ? (applyPreset(sent as unknown as Record<string, unknown>, reference, stored) as unknown as ChatCompletionRequest) : sent;
     const preset = reference && stored ? { slug: reference.slug, version: stored.version } : null;
     const { known, ignored } = withoutUnknownFields(body);
@@ -251,17 +324,21 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const promptTokens = countChatPromptTokens(request.messages) + (web ? webSearchPromptTokens(web.plugin.maxResults) : 0);
     const maxOutput = request.max_completion_tokens ?? request.max_tokens ?? null;
     const worstCase: MeterUsage = { ...tokenWorstCase(promptTokens, maxOutput), ...(web ? { queries: 1 } : {}) };
-    const metered = await this.metering.calls.reserve(caller, {
-      models: web ? models.map((m) => ({ ...m, toolPrices: { perQuery: web.engine.maxPerQuery } })) : models,
-      headers,
-      promptTokens,
-      worstCase,
-      endpoint: context.endpoint ?? ENDPOINT,
-      user: request.safety_identifier ?? request.user,
-      clientRequestId: context.clientRequestId,
-      idempotency: context.idempotency,
-      preset: context.preset ?? undefined,
-    }, options);
+    const metered = await this.metering.calls.reserve(
+      caller,
+      {
+        models: web ? models.map((m) => ({ ...m, toolPrices: { perQuery: web.engine.maxPerQuery } })) : models,
+        headers,
+        promptTokens,
+        worstCase,
+        endpoint: context.endpoint ?? ENDPOINT,
+        user: request.safety_identifier ?? request.user,
+        clientRequestId: context.clientRequestId,
+        idempotency: context.idempotency,
+        preset: context.preset ?? undefined,
+      },
+      options,
+    );
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };
     return web ? this.webSearch(caller, generation, web) : generation;
   }
@@ -297,8 +374,17 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     // Issue 23: what the query costs the operator, recorded with the charge; null when the catalog does not say.
     const engineCost = tried.target.route.cost;
     const costPerQuery = engineCost ? costOfMeters({ queries: 1 }, engineCost) : null;
-    const messages = withWebSearch(generation.request.messages, webSearchMessage(run, this.clock.now(), web.searchPrompt) as ChatCompletionRequest['messages'][number]);
-    return { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery, costPerQuery }), request: { ...generation.request, messages }, webSearch: run, searches: 1 };
+    const messages = withWebSearch(
+      generation.request.messages,
+      webSearchMessage(run, this.clock.now(), web.searchPrompt) as ChatCompletionRequest['messages'][number],
+    );
+    return {
+      ...generation,
+      metered: calls.withToolPrices(generation.metered, { perQuery, costPerQuery }),
+      request: { ...generation.request, messages },
+      webSearch: run,
+      searches: 1,
+    };
   }
 
   /** The plugin's engine (or the catalog's default search engine the key may use), routed; its errors name the field that chose it. */
@@ -330,7 +416,10 @@ export class ChatCompletionsService implements BeforeApplicationShutdown {
     const { calls } = this.metering;
     const usage = streamUsage(generation, outcome);
     if (outcome.failure !== null && usage.completionTokens === 0) {
-      await settleDurably(() => calls.release(generation.metered.reservation, target, outcome.failure, outcome.latencyMs), async () => undefined);
+      await settleDurably(
+        () => calls.release(generation.metered.reservation, target, outcome.failure, outcome.latencyMs),
+        async () => undefined,
+      );
       await this.forgetProgress(generation);
       return { ...wireUsage(usage), cost: 0 };
     }

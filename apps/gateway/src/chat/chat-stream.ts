@@ -78,7 +78,10 @@ export class ChatChunkEncoder implements StreamEncoder {
   private text = '';
   private readonly webSearch: WebSearchRun | null;
 
-  constructor(options: { id: string; model: string; webSearch?: WebSearchRun | null }, private readonly includeUsage: boolean) {
+  constructor(
+    options: { id: string; model: string; webSearch?: WebSearchRun | null },
+    private readonly includeUsage: boolean,
+  ) {
     this.base = { id: options.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: options.model };
     this.webSearch = options.webSearch ?? null;
   }

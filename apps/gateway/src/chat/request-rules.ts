@@ -70,10 +70,18 @@ export function checkCapabilities(request: { tools?: unknown; tool_choice?: unkn
   const firstImage = imagePartsOf(request.messages)[0];
   for (const model of models) {
     if (toolField && !model.supportedParameters.includes('tools')) {
-      throw ApiError.invalidRequest(`Model '${model.id}' does not support tool calling; remove '${toolField}' or use a model that lists tools in supported_parameters.`, toolField, 'unsupported_parameter');
+      throw ApiError.invalidRequest(
+        `Model '${model.id}' does not support tool calling; remove '${toolField}' or use a model that lists tools in supported_parameters.`,
+        toolField,
+        'unsupported_parameter',
+      );
     }
     if (firstImage && !model.inputModalities.includes('image')) {
-      throw ApiError.invalidRequest(`Model '${model.id}' does not accept image input; remove the image parts or use a model with image in input_modalities.`, firstImage.param, 'unsupported_parameter');
+      throw ApiError.invalidRequest(
+        `Model '${model.id}' does not accept image input; remove the image parts or use a model with image in input_modalities.`,
+        firstImage.param,
+        'unsupported_parameter',
+      );
     }
   }
 }

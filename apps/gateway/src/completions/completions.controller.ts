@@ -38,8 +38,7 @@ export class CompletionsController {
         { clientRequestId, idempotency, endpoint: ROUTE },
         {
           json: (completion) => chatToCompletion(completion, { prompt: options.prompt, echo: options.echo }),
-          encoder: ({ id, model }) =>
-            new CompletionsStreamEncoder({ id, model, created: Math.floor(this.clock.now().getTime() / 1000), ...options }),
+          encoder: ({ id, model }) => new CompletionsStreamEncoder({ id, model, created: Math.floor(this.clock.now().getTime() / 1000), ...options }),
         },
       ),
     );

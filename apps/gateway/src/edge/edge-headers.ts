@@ -33,7 +33,11 @@ export function readEdgeHeaders(headers: Headers, cacheable: boolean): EdgeHeade
     }
   }
   const cache = cacheable ? cacheRequest(headers) : null;
-  return { idempotencyKey, cache, cacheRefused: cacheable && cache === null && CACHE_HEADER_PREFIXES.some((prefix) => single(headers, prefix, 'X-Svc-Cache')?.toLowerCase() === 'false') };
+  return {
+    idempotencyKey,
+    cache,
+    cacheRefused: cacheable && cache === null && CACHE_HEADER_PREFIXES.some((prefix) => single(headers, prefix, 'X-Svc-Cache')?.toLowerCase() === 'false'),
+  };
 }
 
 function cacheRequest(headers: Headers): CacheRequest | null {
@@ -52,7 +56,10 @@ function cacheRequest(headers: Headers): CacheRequest | null {
   if (ttlText !== null) {
     ttlSeconds = /^\d+$/.test(ttlText) ? Number(ttlText) : NaN;
     if (!(ttlSeconds >= 1 && ttlSeconds <= MAX_TTL_SECONDS)) {
-      throw ApiError.invalidRequest(`X-Svc-Cache-TTL must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${JSON.stringify(ttlText)}.`, 'X-Svc-Cache-TTL');
+      throw ApiError.invalidRequest(
+        `X-Svc-Cache-TTL must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}, got ${JSON.stringify(ttlText)}.`,
+        'X-Svc-Cache-TTL',
+      );
     }
   }
   return { ttlSeconds, clear };

@@ -64,7 +64,13 @@ export class RateLimitService {
   async stepUpCodeRequest(address: string): Promise<void> {
     const window = await this.runtime.edge.rateLimiter.consume(`stepup:${address}`, STEP_UP_CODES_PER_ADDRESS);
     if (window.allowed) return;
-    throw this.refused(tooMany(`At most ${STEP_UP_CODES_PER_ADDRESS} confirmation codes a minute are sent for one client address; retry later.`, 'step_up_rate_limited', window.resetMs));
+    throw this.refused(
+      tooMany(
+        `At most ${STEP_UP_CODES_PER_ADDRESS} confirmation codes a minute are sent for one client address; retry later.`,
+        'step_up_rate_limited',
+        window.resetMs,
+      ),
+    );
   }
 
   /** Counts a refusal in the process's metrics by its code (issue 22); the error is thrown by the caller. */
@@ -91,17 +97,29 @@ export class RateLimitService {
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
       tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
-      slots: { bucket: bucket('concurrent', caller), limit: limits.concurrent_requests, maxHoldMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS },
+      slots: {
+        bucket: bucket('concurrent', caller),
+        limit: limits.concurrent_requests,
+        maxHoldMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS,
+      },
     });
     setWindowHeaders(reply, 'requests', admitted.requests);
     setWindowHeaders(reply, 'tokens', admitted.tokens);
     switch (admitted.refused) {
       case 'requests':
-        throw this.refused(tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs));
+        throw this.refused(
+          tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs),
+        );
       case 'tokens':
         throw this.refused(tokensExceeded(limits, admitted.tokens.resetMs));
       case 'concurrency':
-        throw this.refused(tooMany(`This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`, 'concurrent_requests_limit_exceeded', 1000));
+        throw this.refused(
+          tooMany(
+            `This key is limited to ${limits.concurrent_requests} concurrent requests; retry when one has finished.`,
+            'concurrent_requests_limit_exceeded',
+            1000,
+          ),
+        );
     }
     const slot = admitted.slot.slot;
     if (!slot) return;
@@ -174,5 +192,9 @@ function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: numb
 }
 
 function tooManyFailures(retryAfterMs: number): ApiError {
-  return tooMany('Too many requests from this address failed to authenticate; retry later with a valid API key.', 'too_many_failed_authentications', retryAfterMs);
+  return tooMany(
+    'Too many requests from this address failed to authenticate; retry later with a valid API key.',
+    'too_many_failed_authentications',
+    retryAfterMs,
+  );
 }

@@ -82,10 +82,16 @@ export class EdgeResponses {
     // Spec 2.5: a preset's version is part of what the request is, and its `cache` turns the cache on.
     const reference = presetReference(request.body);
     const preset = reference ? findPreset(reference, request.caller.presets) : null;
-    const cache = asked ?? (request.cacheable && !cacheRefused && preset?.config.cache?.enabled ? { ttlSeconds: preset.config.cache.ttl_seconds ?? DEFAULT_CACHE_TTL_SECONDS, clear: false } : null);
+    const cache =
+      asked ??
+      (request.cacheable && !cacheRefused && preset?.config.cache?.enabled
+        ? { ttlSeconds: preset.config.cache.ttl_seconds ?? DEFAULT_CACHE_TTL_SECONDS, clear: false }
+        : null);
     // Most requests use neither: a large prompt is then not serialised and hashed for nothing.
     const fingerprint =
-      idempotencyKey === null && cache === null ? '' : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
+      idempotencyKey === null && cache === null
+        ? ''
+        : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
     const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.runtime.edge.idempotency;
     const scope = request.caller.keyId;
 
@@ -112,7 +118,12 @@ export class EdgeResponses {
         if (found.state === 'hit') {
           const hit = asHit(found.entry, this.runtime.clock.now().getTime());
           // Issue 15.2: the id the hit is answered under is a generation of its own (cost 0, naming its source).
-          await this.metering.calls.recordFree(request.caller, { id: hit.sourceId, endpoint: request.route, sourceId: found.entry.response.sourceId, clientRequestId });
+          await this.metering.calls.recordFree(request.caller, {
+            id: hit.sourceId,
+            endpoint: request.route,
+            sourceId: found.entry.response.sourceId,
+            clientRequestId,
+          });
           await keep(hit);
           return send(reply, hit);
         }
@@ -121,7 +132,8 @@ export class EdgeResponses {
 
       // The account decides the key with the hold too (issue 41 B): this store is the fast path,
       // and a claim it lost (a Redis restart) cannot make a charged request run again.
-      const idempotency = idempotencyKey === null ? undefined : { key: sha256(`${scope}\n${idempotencyKey}`).slice(0, 32), fingerprint: fingerprint.slice(0, 32) };
+      const idempotency =
+        idempotencyKey === null ? undefined : { key: sha256(`${scope}\n${idempotencyKey}`).slice(0, 32), fingerprint: fingerprint.slice(0, 32) };
       const answer = await produce({ clientRequestId, idempotency });
       const log = this.promptLog(request, answer);
       const headers = { ...answer.headers, ...cacheHeaders };
@@ -134,7 +146,13 @@ export class EdgeResponses {
       if (answer.stream === undefined) {
         const stored: StoredResponse =
           answer.binary === undefined
-            ? { status: answer.status ?? 200, headers: { 'content-type': JSON_TYPE, ...headers }, kind: 'json', body: JSON.stringify(answer.json), sourceId: answer.generationId ?? '' }
+            ? {
+                status: answer.status ?? 200,
+                headers: { 'content-type': JSON_TYPE, ...headers },
+                kind: 'json',
+                body: JSON.stringify(answer.json),
+                sourceId: answer.generationId ?? '',
+              }
             : { status: answer.status ?? 200, headers, kind: 'binary', body: answer.binary.toString('base64'), sourceId: answer.generationId ?? '' };
         // Kept before it is sent, so the client's next request already finds it.
         await store(stored).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
@@ -156,7 +174,9 @@ export class EdgeResponses {
             // What the client was sent, whole or cut short.
             log?.(text);
             if (!clean) return giveBack();
-            await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId ?? '' }).catch((err: unknown) => this.warn(`${answerId} not kept for replay`, err));
+            await store({ status: 200, headers, kind: 'sse', body: text, sourceId: answer.generationId ?? '' }).catch((err: unknown) =>
+              this.warn(`${answerId} not kept for replay`, err),
+            );
           }),
         (chunk) => (text += chunk.toString()),
       );
@@ -220,7 +240,11 @@ export function asHit(entry: CachedResponse, nowMs: number): StoredResponse {
   // Audio (spec 4.9) is replayed byte for byte; its id and cost are in headers only.
   const renamed = response.kind === 'binary' ? response.body : response.body.split(response.sourceId).join(id);
   const body =
-    response.kind === 'json' ? JSON.stringify(zeroUsage(JSON.parse(renamed))) : response.kind === 'sse' ? renamed.split('\n').map(zeroUsageInSseLine).join('\n') : renamed;
+    response.kind === 'json'
+      ? JSON.stringify(zeroUsage(JSON.parse(renamed)))
+      : response.kind === 'sse'
+        ? renamed.split('\n').map(zeroUsageInSseLine).join('\n')
+        : renamed;
   return {
     ...response,
     body,
@@ -285,7 +309,13 @@ function sealingUnavailable(): ApiError {
 }
 
 function inProgress(): ApiError {
-  return new ApiError(409, 'idempotency_conflict', 'A request with this Idempotency-Key is still running; retry once it has finished to get its response.', 'idempotency_conflict', 'Idempotency-Key');
+  return new ApiError(
+    409,
+    'idempotency_conflict',
+    'A request with this Idempotency-Key is still running; retry once it has finished to get its response.',
+    'idempotency_conflict',
+    'Idempotency-Key',
+  );
 }
 
 /** The IETF Idempotency-Key draft's answer (as payment APIs give) to one key reused for another request. */

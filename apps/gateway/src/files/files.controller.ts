@@ -2,7 +2,17 @@ import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { expiresAfterSeconds, fileNotFound, filesUnavailable, isFileId, MAX_FILE_BYTES, SqlFileStore, UPLOAD_PURPOSES, type FileRecord, type StagedFile } from '@svc/files';
+import {
+  expiresAfterSeconds,
+  fileNotFound,
+  filesUnavailable,
+  isFileId,
+  MAX_FILE_BYTES,
+  SqlFileStore,
+  UPLOAD_PURPOSES,
+  type FileRecord,
+  type StagedFile,
+} from '@svc/files';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { FILE_FIELD, formParts } from '../http/multipart';
@@ -35,7 +45,14 @@ export class FilesController {
   @HttpCode(200)
   @Requires('model_call')
   async upload(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    if (!request.isMultipart()) throw new ApiError(415, 'invalid_request_error', 'Send the file as a multipart/form-data form with a file part named file and a purpose field.', 'unsupported_media_type', 'Content-Type');
+    if (!request.isMultipart())
+      throw new ApiError(
+        415,
+        'invalid_request_error',
+        'Send the file as a multipart/form-data form with a file part named file and a purpose field.',
+        'unsupported_media_type',
+        'Content-Type',
+      );
     if (!this.files.available) throw filesUnavailable();
     const fields = new Map<string, string>();
     let staged: StagedFile | null = null;
@@ -43,14 +60,26 @@ export class FilesController {
       // The store refuses a file over its purpose's limit; Busboy's cut is only a backstop above it.
       for await (const part of formParts(request, { fileSize: MAX_FILE_BYTES + 1, fieldSize: 1024, parts: FORM_FIELDS.size + 1 })) {
         if (part.type === 'file') {
-          if (part.name !== FILE_FIELD) throw ApiError.invalidRequest(`The form has a file part named ${JSON.stringify(part.name)}; the file goes in a part named file.`, part.name, 'invalid_file_part');
+          if (part.name !== FILE_FIELD)
+            throw ApiError.invalidRequest(
+              `The form has a file part named ${JSON.stringify(part.name)}; the file goes in a part named file.`,
+              part.name,
+              'invalid_file_part',
+            );
           if (staged) throw ApiError.invalidRequest('The form has more than one file; send one, named file.', 'file', 'too_many_files');
           // `batch`, the one purpose an upload may have: the purpose field may be yet to come.
-          const meta = { workspaceId: caller.workspaceId, accountId: caller.accountId, keyId: caller.keyId, filename: part.filename ?? 'file', purpose: 'batch' as const };
+          const meta = {
+            workspaceId: caller.workspaceId,
+            accountId: caller.accountId,
+            keyId: caller.keyId,
+            filename: part.filename ?? 'file',
+            purpose: 'batch' as const,
+          };
           staged = await this.files.stage(meta, part.file);
         } else {
           const name = part.name;
-          if (!FORM_FIELDS.has(name)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(name)}: an upload takes file, purpose and expires_after.`, name, 'unknown_parameter');
+          if (!FORM_FIELDS.has(name))
+            throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(name)}: an upload takes file, purpose and expires_after.`, name, 'unknown_parameter');
           if (fields.has(name)) throw ApiError.invalidRequest(`${name} must be given once.`, name, 'invalid_parameter');
           fields.set(name, part.value);
           // A refused purpose sent before the file stops the upload before a byte of it is stored.
@@ -117,9 +146,14 @@ export class FilesController {
 
 /** Spec 4.11: callers upload batch input files only. */
 function checkUploadPurpose(purpose: string | undefined): void {
-  if (purpose === undefined) throw ApiError.invalidRequest(`The form has no purpose: send purpose ${UPLOAD_PURPOSES.join(' or ')}.`, 'purpose', 'missing_required_parameter');
+  if (purpose === undefined)
+    throw ApiError.invalidRequest(`The form has no purpose: send purpose ${UPLOAD_PURPOSES.join(' or ')}.`, 'purpose', 'missing_required_parameter');
   if (!UPLOAD_PURPOSES.some((accepted) => accepted === purpose)) {
-    throw ApiError.invalidRequest(`purpose ${JSON.stringify(purpose)} is not accepted here; the purposes a file may be uploaded with: ${UPLOAD_PURPOSES.join(', ')}.`, 'purpose', 'invalid_purpose');
+    throw ApiError.invalidRequest(
+      `purpose ${JSON.stringify(purpose)} is not accepted here; the purposes a file may be uploaded with: ${UPLOAD_PURPOSES.join(', ')}.`,
+      'purpose',
+      'invalid_purpose',
+    );
   }
 }
 

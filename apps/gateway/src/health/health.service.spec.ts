@@ -20,14 +20,24 @@ function fakeStore(log: { position: string; at?: string }[], readStream: () => P
   return {
     readStream,
     readAll: async ({ after = '', maxCount = Infinity } = {}) =>
-      log.filter((e) => e.position > after).slice(0, maxCount).map((e) => ({ position: e.position, metadata: e.at ? { at: e.at } : {} }) as unknown as RecordedEvent),
+      log
+        .filter((e) => e.position > after)
+        .slice(0, maxCount)
+        .map((e) => ({ position: e.position, metadata: e.at ? { at: e.at } : {} }) as unknown as RecordedEvent),
   } as unknown as EventStore;
 }
 
 const projections = { projections: [{ name: 'credits' }, { name: 'identity' }] } as never;
 const memoryEdge = { edge: { backend: 'memory' as const, ping: async () => undefined } };
 
-function service(options: { sql?: SqlRunner; store?: EventStore; eventstoreUrl?: string | null; edge?: typeof memoryEdge.edge | { backend: 'redis'; ping: (ms: number) => Promise<void> } } = {}) {
+function service(
+  options: {
+    sql?: SqlRunner;
+    store?: EventStore;
+    eventstoreUrl?: string | null;
+    edge?: typeof memoryEdge.edge | { backend: 'redis'; ping: (ms: number) => Promise<void> };
+  } = {},
+) {
   return new HealthService(
     options.sql ?? fakeSql({ credits: '2', identity: '2' }),
     options.store ?? fakeStore([{ position: '1' }, { position: '2' }]),
@@ -80,7 +90,7 @@ describe('HealthService', () => {
     expect((await service({ edge: { backend: 'redis', ping: async () => undefined } }).readiness()).checks.redis).toEqual({ status: 'ok' });
   });
 
-  it('checks EventStoreDB only when EVENTSTORE_URL is set, with a read of one stream, never showing the URL\'s password', async () => {
+  it("checks EventStoreDB only when EVENTSTORE_URL is set, with a read of one stream, never showing the URL's password", async () => {
     expect((await service().readiness()).checks.eventstore).toBeUndefined();
     let read: unknown[] = [];
     const up = fakeStore([], async (...args: unknown[]) => {

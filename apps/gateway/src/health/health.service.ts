@@ -78,7 +78,10 @@ export class HealthService {
    */
   private async projectionLag(): Promise<Omit<CheckResult, 'status'> & { ok: boolean }> {
     const names = this.projections.projections.map((p) => p.name);
-    const { rows } = await this.sql.query<{ name: string; position: Position }>('SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])', [names]);
+    const { rows } = await this.sql.query<{ name: string; position: Position }>(
+      'SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])',
+      [names],
+    );
     const at = new Map(rows.map((r) => [r.name, r.position]));
     let slowest: { name: string; position: Position } | null = null;
     for (const name of names) {
@@ -120,7 +123,15 @@ async function run(check: () => Promise<(Omit<CheckResult, 'status'> & { ok?: bo
  */
 export function reasonOf(err: unknown): string {
   const e = err as { message?: unknown; code?: unknown; name?: unknown } | null;
-  const text = (typeof e?.message === 'string' && e.message.trim() !== '' ? e.message : typeof e?.code === 'string' ? e.code : typeof e?.name === 'string' ? e.name : String(err))
+  const text = (
+    typeof e?.message === 'string' && e.message.trim() !== ''
+      ? e.message
+      : typeof e?.code === 'string'
+        ? e.code
+        : typeof e?.name === 'string'
+          ? e.name
+          : String(err)
+  )
     .replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1')
     .replace(/password=\S*/gi, 'password=***')
     .replace(/\s+/g, ' ')

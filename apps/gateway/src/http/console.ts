@@ -25,7 +25,11 @@ export const CONSOLE_CSP = [
  * names the current ones, so it may not. A path outside the build, a dotfile or a missing file
  * is the API's 404.
  */
-export function serveConsole(app: FastifyInstance, dir: string, errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown): void {
+export function serveConsole(
+  app: FastifyInstance,
+  dir: string,
+  errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown,
+): void {
   const serve = async (request: FastifyRequest, reply: FastifyReply, path: string) => {
     const result = await send(request.raw, path, { root: dir, index: 'index.html', dotfiles: 'ignore', cacheControl: false });
     if (result.type === 'error') return reply.callNotFound();

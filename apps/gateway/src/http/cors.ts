@@ -6,7 +6,19 @@ import type { FastifyRequest } from 'fastify';
  * and Anthropic's), and the service's own. A preflight is answered with those of them it asks
  * for; a header outside them is left out, and the browser then refuses the request itself.
  */
-const ALLOWED_HEADERS = new Set(['authorization', 'x-api-key', 'content-type', 'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access', 'idempotency-key', 'openai-organization', 'openai-project', 'x-openrouter-cache', 'x-client-request-id']);
+const ALLOWED_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'content-type',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'idempotency-key',
+  'openai-organization',
+  'openai-project',
+  'x-openrouter-cache',
+  'x-client-request-id',
+]);
 const ALLOWED_PREFIXES = ['x-svc-', 'x-stainless-', 'x-openrouter-cache-'];
 
 /** Response headers a browser script may read: the ones the service writes for its callers. */

@@ -31,7 +31,14 @@ export function toApiError(err: unknown, now: Date): ApiError {
  * Nothing was written (no hold, no charge): the service's state, not the request, is at fault.
  */
 function contention(): ApiError {
-  return new ApiError(503, 'service_unavailable', 'The account is receiving too many concurrent requests to decide this one in time; nothing was held or charged. Retry shortly.', 'account_busy', null, { 'retry-after': '1' });
+  return new ApiError(
+    503,
+    'service_unavailable',
+    'The account is receiving too many concurrent requests to decide this one in time; nothing was held or charged. Retry shortly.',
+    'account_busy',
+    null,
+    { 'retry-after': '1' },
+  );
 }
 
 /**
@@ -40,7 +47,9 @@ function contention(): ApiError {
  * leaves its hold to be released when it expires.
  */
 function outage(): ApiError {
-  return new ApiError(503, 'service_unavailable', 'The service could not reach its database; retry shortly.', 'database_unavailable', null, { 'retry-after': '1' });
+  return new ApiError(503, 'service_unavailable', 'The service could not reach its database; retry shortly.', 'database_unavailable', null, {
+    'retry-after': '1',
+  });
 }
 
 /** A write is in the log but the read models did not show it in time (the worker is down or behind). */
@@ -113,7 +122,14 @@ function fromProvider(err: ProviderError): ApiError {
   // The provider's rate limit, not the caller's (spec 7's 429 rows are this service's limits):
   // the model is unavailable for now.
   if (err.kind === 'http' && err.status === 429) {
-    return new ApiError(503, 'service_unavailable', 'The model provider is rate limiting requests; the model is temporarily unavailable. Safe to retry.', 'model_rate_limited', null, { 'retry-after': '1' });
+    return new ApiError(
+      503,
+      'service_unavailable',
+      'The model provider is rate limiting requests; the model is temporarily unavailable. Safe to retry.',
+      'model_rate_limited',
+      null,
+      { 'retry-after': '1' },
+    );
   }
   if (err.kind === 'http' && !err.retryable && err.status !== 401 && err.status !== 403) {
     // The provider refused the request itself (400, 404, 422): the caller's to fix.
@@ -141,7 +157,13 @@ function fromFastify(err: unknown): ApiError | null {
       return new ApiError(415, 'invalid_request_error', 'Send the request body as application/json.', 'unsupported_media_type');
     // @fastify/multipart's limits (spec 8: audio files up to 25 MB).
     case 'FST_REQ_FILE_TOO_LARGE':
-      return new ApiError(413, 'invalid_request_error', 'The file is larger than 25 MB (spec 8); send a shorter or more compressed recording.', 'file_too_large', 'file');
+      return new ApiError(
+        413,
+        'invalid_request_error',
+        'The file is larger than 25 MB (spec 8); send a shorter or more compressed recording.',
+        'file_too_large',
+        'file',
+      );
     case 'FST_FILES_LIMIT':
       return new ApiError(413, 'invalid_request_error', 'The form has more than one file; send one audio file, named file.', 'too_many_files', 'file');
     case 'FST_PARTS_LIMIT':

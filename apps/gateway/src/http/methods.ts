@@ -54,5 +54,12 @@ export function allowedMethods(request: FastifyRequest): string[] {
 export function methodNotAllowed(request: FastifyRequest): ApiError | null {
   const allowed = allowedMethods(request);
   if (allowed.length === 0 || allowed.includes(request.method)) return null;
-  return new ApiError(405, 'invalid_request_error', `${request.method} is not served on ${request.url.split('?')[0]}; it takes ${allowed.join(', ')}.`, 'method_not_allowed', null, { allow: allowed.join(', ') });
+  return new ApiError(
+    405,
+    'invalid_request_error',
+    `${request.method} is not served on ${request.url.split('?')[0]}; it takes ${allowed.join(', ')}.`,
+    'method_not_allowed',
+    null,
+    { allow: allowed.join(', ') },
+  );
 }

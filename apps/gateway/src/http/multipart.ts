@@ -97,11 +97,19 @@ async function jsonFieldText(name: string, stream: Readable, maxBytes: number): 
   try {
     value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch (err) {
-    throw ApiError.invalidRequest(`Field ${name} is declared application/json but is not valid JSON (${(err as Error).message}); send it as plain text, or as valid JSON.`, name, 'invalid_json');
+    throw ApiError.invalidRequest(
+      `Field ${name} is declared application/json but is not valid JSON (${(err as Error).message}); send it as plain text, or as valid JSON.`,
+      name,
+      'invalid_json',
+    );
   }
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
-  throw ApiError.invalidRequest(`Field ${name} must be text; as JSON it may be a string, a number or a boolean, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : 'an object'}.`, name, 'invalid_type');
+  throw ApiError.invalidRequest(
+    `Field ${name} must be text; as JSON it may be a string, a number or a boolean, not ${value === null ? 'null' : Array.isArray(value) ? 'an array' : 'an object'}.`,
+    name,
+    'invalid_type',
+  );
 }
 
 function fieldTooLarge(name: string, maxBytes: number): ApiError {
@@ -114,7 +122,11 @@ function fieldTooLarge(name: string, maxBytes: number): ApiError {
  * the parts' iterator, or from a file's stream while it is read (the body ended inside it).
  */
 const MALFORMED = [
-  { test: (m: string) => m === 'Multipart: Boundary not found', message: 'The Content-Type multipart/form-data has no boundary parameter, so the form cannot be read.', param: 'Content-Type' },
+  {
+    test: (m: string) => m === 'Multipart: Boundary not found',
+    message: 'The Content-Type multipart/form-data has no boundary parameter, so the form cannot be read.',
+    param: 'Content-Type',
+  },
   {
     test: (m: string) => m === 'Unexpected end of multipart data' || m.endsWith('terminated early due to unexpected end of multipart data'),
     message: 'The multipart body ended before its closing boundary: it was cut short, or its parts are not delimited by the boundary its Content-Type names.',

@@ -44,21 +44,37 @@ const PAGE_HEADERS = {
  * it records them all (the returned list), and the document is built from that list on the
  * first request, when every route, Nest's included, is known.
  */
-export function installApiReference(app: FastifyInstance, errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown): RouteList {
+export function installApiReference(
+  app: FastifyInstance,
+  errorHandler: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => unknown,
+): RouteList {
   const routes = collectRoutes(app);
   let document: OpenApiDocument | undefined;
   app.get('/openapi.json', { errorHandler }, (_request, reply) => {
     document ??= buildOpenApiDocument(routes.all()).document;
     return reply.header('cache-control', 'no-cache').type('application/json; charset=utf-8').send(document);
   });
-  app.get('/docs', { errorHandler }, (_request, reply) => reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/html; charset=utf-8').send(PAGE));
+  app.get('/docs', { errorHandler }, (_request, reply) =>
+    reply
+      .headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' })
+      .type('text/html; charset=utf-8')
+      .send(PAGE),
+  );
   app.get('/docs/*', { errorHandler }, async (request, reply) => {
     const file = (request.params as { '*': string })['*'];
-    if (file === 'init.js') return reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }).type('text/javascript; charset=utf-8').send(INIT);
+    if (file === 'init.js')
+      return reply
+        .headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' })
+        .type('text/javascript; charset=utf-8')
+        .send(INIT);
     if (!ASSETS.has(file)) return reply.callNotFound();
     const result = await send(request.raw, `/${file}`, { root: SWAGGER_UI_DIR, dotfiles: 'deny', cacheControl: false });
     if (result.type !== 'file') return reply.callNotFound();
-    return reply.code(result.statusCode).headers(result.headers).headers({ ...PAGE_HEADERS, 'cache-control': 'public, max-age=3600' }).send(result.stream);
+    return reply
+      .code(result.statusCode)
+      .headers(result.headers)
+      .headers({ ...PAGE_HEADERS, 'cache-control': 'public, max-age=3600' })
+      .send(result.stream);
   });
   return routes;
 }

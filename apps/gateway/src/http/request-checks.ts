@@ -33,7 +33,13 @@ export function installRequestChecks(fastify: FastifyInstance): void {
     const encoding = request.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
       // Reading a compressed body as plain JSON would act on garbage; decoding it is not offered.
-      throw new ApiError(415, 'invalid_request_error', `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed.`, 'unsupported_content_encoding', 'Content-Encoding');
+      throw new ApiError(
+        415,
+        'invalid_request_error',
+        `Content-Encoding ${JSON.stringify(encoding)} is not supported; send the body uncompressed.`,
+        'unsupported_content_encoding',
+        'Content-Encoding',
+      );
     }
     if (/^\s*multipart\/form-data/i.test(request.headers['content-type'] ?? '') && !MULTIPART_PATHS.has(request.url.split('?')[0])) {
       throw new ApiError(415, 'invalid_request_error', 'This route takes a JSON body, not a multipart form.', 'unsupported_media_type', 'Content-Type');
@@ -74,10 +80,20 @@ export function frameworkErrors(err: Error & { code?: string }, request: Fastify
 }
 
 const CLIENT_ERRORS: Record<string, ApiError> = {
-  HPE_HEADER_OVERFLOW: new ApiError(431, 'invalid_request_error', 'The request line and headers are larger than this server accepts (16 KB).', 'headers_too_large'),
+  HPE_HEADER_OVERFLOW: new ApiError(
+    431,
+    'invalid_request_error',
+    'The request line and headers are larger than this server accepts (16 KB).',
+    'headers_too_large',
+  ),
   HPE_URI_TOO_LONG: new ApiError(414, 'invalid_request_error', 'The request URL is too long.', 'uri_too_long'),
   // Issue 41 S3: headers or body not received within SVC_HEADERS_TIMEOUT_MS / SVC_REQUEST_TIMEOUT_MS.
-  ERR_HTTP_REQUEST_TIMEOUT: new ApiError(408, 'invalid_request_error', 'The request was not received in time; send the headers and the body without pausing.', 'request_timeout'),
+  ERR_HTTP_REQUEST_TIMEOUT: new ApiError(
+    408,
+    'invalid_request_error',
+    'The request was not received in time; send the headers and the body without pausing.',
+    'request_timeout',
+  ),
 };
 
 /**

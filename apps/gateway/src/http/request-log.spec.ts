@@ -13,7 +13,10 @@ function harness(options: { level?: LogLevel; format?: 'json' | 'pretty' } = {})
   const chunks: string[] = [];
   out.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')));
   const notes = new GenerationNotes();
-  const fastify = Fastify({ loggerInstance: processLog({ logLevel: options.level ?? 'info', logFormat: options.format ?? 'json' }, out) as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  const fastify = Fastify({
+    loggerInstance: processLog({ logLevel: options.level ?? 'info', logFormat: options.format ?? 'json' }, out) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+  });
   installRequestLog(fastify, notes, catalog);
   const text = () => chunks.join('');
   // The request lines (a listening server also says where it listens).
@@ -125,7 +128,7 @@ describe('the request log (issue 22)', () => {
     expect(h.text()).not.toContain('nope/unknown');
   });
 
-  it('takes a generation\'s notes once; a request naming no generation has no provider or cost', async () => {
+  it("takes a generation's notes once; a request naming no generation has no provider or cost", async () => {
     const h = harness();
     fastify = h.fastify;
     h.notes.charged('gen-1', 5n);

@@ -40,7 +40,12 @@ export interface RequestLine {
  * provider that answered), how it went (status, latency, time upstream) and what it cost. Never
  * a header, a query string or a body.
  */
-export function requestLine(request: FastifyRequest & { caller?: Caller }, reply: FastifyReply, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): RequestLine {
+export function requestLine(
+  request: FastifyRequest & { caller?: Caller },
+  reply: FastifyReply,
+  notes: GenerationNotes,
+  catalog: Pick<Catalog, 'get'>,
+): RequestLine {
   const generation = reply.getHeader('x-svc-generation-id');
   const record = notes.takeFor(request, generation);
   const model = modelLabel(request, catalog, record);

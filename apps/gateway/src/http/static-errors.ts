@@ -12,7 +12,8 @@ export function staticRouteErrors(clock: Clock) {
   return (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     let apiError = toApiError(err, clock.now());
     // `*` is the router's name for the rest of the path, which means nothing to a client.
-    if (apiError.param === '*') apiError = new ApiError(apiError.status, apiError.type, apiError.message.replace("'*'", 'The request path'), apiError.code, null, apiError.headers);
+    if (apiError.param === '*')
+      apiError = new ApiError(apiError.status, apiError.type, apiError.message.replace("'*'", 'The request path'), apiError.code, null, apiError.headers);
     if (apiError.status >= 500) request.log.error({ err }, `${request.method} ${request.routeOptions.url ?? ''} failed`);
     return reply.code(apiError.status).headers(apiError.headers).type('application/json; charset=utf-8').send(apiError.toBody());
   };

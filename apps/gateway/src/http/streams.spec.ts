@@ -73,7 +73,7 @@ describe('an event stream whose reader falls behind (issue 41 F)', () => {
   /** Fills a body nobody reads until it says it is full; returns the bytes it took. */
   const fill = (body: EventStream) => {
     let taken = 0;
-    for (const frame = 'data: x\n\n'; body.write(frame); ) taken += frame.length;
+    for (const frame = 'data: x\n\n'; body.write(frame);) taken += frame.length;
     return taken;
   };
 

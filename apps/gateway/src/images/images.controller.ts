@@ -91,7 +91,10 @@ function publicBaseOf(request: FastifyRequest): string {
   const protocol = proto === 'http' || proto === 'https' ? proto : request.protocol;
   const host = request.headers.host;
   if (typeof host !== 'string' || !/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(host)) {
-    throw ApiError.invalidRequest('The Host header is needed to answer with image URLs, and this one is not a host name; ask for response_format "b64_json".', 'Host');
+    throw ApiError.invalidRequest(
+      'The Host header is needed to answer with image URLs, and this one is not a host name; ask for response_format "b64_json".',
+      'Host',
+    );
   }
   return `${protocol}://${host}`;
 }

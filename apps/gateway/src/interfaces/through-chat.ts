@@ -51,7 +51,9 @@ export class ThroughChat {
       const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, context, presentation.encoder);
       const hook = presentation.beforeStreamEnd;
       const stream = hook
-        ? endAfter(events, () => finished.then(hook).catch((err: unknown) => this.logger.error(`${generationId}: ${err instanceof Error ? err.message : String(err)}`)))
+        ? endAfter(events, () =>
+            finished.then(hook).catch((err: unknown) => this.logger.error(`${generationId}: ${err instanceof Error ? err.message : String(err)}`)),
+          )
         : events;
       return {
         generationId,

@@ -65,7 +65,10 @@ export class MessagesController {
     // converted; max_tokens, which count_tokens does not take, only satisfies the conversion.
     const { model, messages, system, tools } = body as Record<string, unknown>;
     const chatBody = messagesToChat({ model, messages, system, tools, max_tokens: 1 });
-    checkCapabilities(chatBody, models.map((m) => m.model));
+    checkCapabilities(
+      chatBody,
+      models.map((m) => m.model),
+    );
     checkImages(chatBody.messages);
     return counted;
   }

@@ -5,7 +5,21 @@ import type { Caller } from '@svc/identity';
 import { LedgerCommand } from '@svc/ledger';
 import type { ModelType } from '@svc/catalog';
 import { ApiError } from '@svc/platform';
-import { answerOperation, MeteredCalls, type MeteringDeps, OwnProviders, routeOperation, runOperation, type Answered, type CallContext, type ReserveOptions, type Operation, type RoutedModel, type RunResult, type Target } from '@svc/metering';
+import {
+  answerOperation,
+  MeteredCalls,
+  type MeteringDeps,
+  OwnProviders,
+  routeOperation,
+  runOperation,
+  type Answered,
+  type CallContext,
+  type ReserveOptions,
+  type Operation,
+  type RoutedModel,
+  type RunResult,
+  type Target,
+} from '@svc/metering';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { ReadYourWrites, recordUnsettled } from '@svc/projections';
@@ -41,7 +55,11 @@ export class Metering {
       clock: runtime.clock,
       catalog: runtime.catalog,
       providers: runtime.providers,
-      own: new OwnProviders({ encryptionKey: config.encryptionKey, simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl, timeoutMs: config.upstreamTimeoutMs }),
+      own: new OwnProviders({
+        encryptionKey: config.encryptionKey,
+        simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl,
+        timeoutMs: config.upstreamTimeoutMs,
+      }),
       byokFeePercent: config.byokFeePercent,
       upstreamTimeoutMs: config.upstreamTimeoutMs,
       ledger: this.ledger,
@@ -63,7 +81,13 @@ export class Metering {
   }
 
   /** One call of `operation` held and answered, its settlement left to the caller (a batch line's). */
-  answer<Request, Answer>(caller: Caller, operation: Operation<Request, Answer>, request: Request, context: CallContext, options?: ReserveOptions): Promise<Answered<Answer>> {
+  answer<Request, Answer>(
+    caller: Caller,
+    operation: Operation<Request, Answer>,
+    request: Request,
+    context: CallContext,
+    options?: ReserveOptions,
+  ): Promise<Answered<Answer>> {
     return answerOperation(this.calls, this.routing(), caller, operation, request, context, options);
   }
 

@@ -18,7 +18,13 @@ export function installRequestMetrics(fastify: FastifyInstance, metrics: Service
   metrics.requests.enabled = true;
   fastify.addHook('onResponse', async (request, reply) => {
     const record = metrics.requests.takeFor(request, reply.getHeader('x-svc-generation-id'));
-    metrics.recordRequest(labelOf(request.routeOptions.url), methodLabel(request.method), reply.statusCode, modelLabel(request, catalog, record), reply.elapsedTime / 1000);
+    metrics.recordRequest(
+      labelOf(request.routeOptions.url),
+      methodLabel(request.method),
+      reply.statusCode,
+      modelLabel(request, catalog, record),
+      reply.elapsedTime / 1000,
+    );
   });
 }
 

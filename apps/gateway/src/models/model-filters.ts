@@ -38,7 +38,11 @@ export function parseModelFilters(query: Record<string, unknown>): ModelFilters 
   }
   return {
     type: type as ModelType | null,
-    supportedParameters: items('supported_parameters', (x): x is string => PARAMETER_NAME.test(x), 'a comma-separated list of parameter names such as tools,max_tokens'),
+    supportedParameters: items(
+      'supported_parameters',
+      (x): x is string => PARAMETER_NAME.test(x),
+      'a comma-separated list of parameter names such as tools,max_tokens',
+    ),
     inputModalities: items('input_modalities', modality, modalities),
     outputModalities: items('output_modalities', modality, modalities),
   };

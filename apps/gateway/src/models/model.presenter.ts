@@ -33,7 +33,13 @@ export function presentModel(model: CatalogModel, now: Date) {
 }
 
 function presentVideo(video: VideoCapabilities) {
-  return { durations: video.durations, aspect_ratios: video.aspectRatios, resolutions: video.resolutions, sizes: video.sizes, image_to_video: video.imageToVideo };
+  return {
+    durations: video.durations,
+    aspect_ratios: video.aspectRatios,
+    resolutions: video.resolutions,
+    sizes: video.sizes,
+    image_to_video: video.imageToVideo,
+  };
 }
 
 /**

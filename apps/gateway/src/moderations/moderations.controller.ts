@@ -32,7 +32,12 @@ export class ModerationsController {
   ): Promise<void> {
     const call = moderationRequest(body);
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId }) => {
-      const { id, target, value, headers: notices } = await this.metering.runFree(caller, 'moderation', { model: call.model, endpoint: ROUTE, clientRequestId }, (t) => moderate(t, call));
+      const {
+        id,
+        target,
+        value,
+        headers: notices,
+      } = await this.metering.runFree(caller, 'moderation', { model: call.model, endpoint: ROUTE, clientRequestId }, (t) => moderate(t, call));
       return {
         generationId: id,
         headers: { ...notices, 'x-svc-generation-id': id },

@@ -8,13 +8,27 @@ import type { PresetRow } from '@svc/projections';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
 function present(preset: PresetRow) {
-  return { slug: preset.slug, name: preset.name, description: preset.description, version: preset.version, config: preset.config, created_at: preset.createdAt, updated_at: preset.updatedAt };
+  return {
+    slug: preset.slug,
+    name: preset.name,
+    description: preset.description,
+    version: preset.version,
+    config: preset.config,
+    created_at: preset.createdAt,
+    updated_at: preset.updatedAt,
+  };
 }
 
 function presentWithVersions(preset: PresetWithVersions) {
   return {
     ...present(preset),
-    versions: preset.versions.map((v) => ({ version: v.version, config: v.config, rolled_back_to: v.rolledBackTo, created_at: v.createdAt, created_by: v.createdBy })),
+    versions: preset.versions.map((v) => ({
+      version: v.version,
+      config: v.config,
+      rolled_back_to: v.rolledBackTo,
+      created_at: v.createdAt,
+      created_by: v.createdBy,
+    })),
   };
 }
 
@@ -56,7 +70,8 @@ export class PresetsController {
   @Requires('management')
   async rollback(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Param('slug') slug: string, @Body() body: unknown) {
     const version = (body as { version?: unknown } | null)?.version;
-    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw ApiError.invalidRequest("'version' must be a version number (from 1).", 'version');
+    if (typeof version !== 'number' || !Number.isInteger(version) || version < 1)
+      throw ApiError.invalidRequest("'version' must be a version number (from 1).", 'version');
     return { data: presentWithVersions(await this.presets.rollback(caller.workspaceId, slug, version, actor)) };
   }
 

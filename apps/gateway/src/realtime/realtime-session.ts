@@ -91,7 +91,12 @@ export interface SessionParts {
   ended(session: RealtimeSession): void;
 }
 
-const OUTPUT_DELTAS = new Set(['response.output_audio.delta', 'response.output_text.delta', 'response.output_audio_transcript.delta', 'response.function_call_arguments.delta']);
+const OUTPUT_DELTAS = new Set([
+  'response.output_audio.delta',
+  'response.output_text.delta',
+  'response.output_audio_transcript.delta',
+  'response.function_call_arguments.delta',
+]);
 
 /**
  * One realtime session (spec 4.16): relays the GA protocol between the client and the provider,
@@ -186,7 +191,14 @@ export class RealtimeSession {
     const session = event.session as Wire | undefined;
     if (session && typeof session === 'object' && 'model' in session) {
       if (session.model !== this.modelId && session.model !== this.parts.routed.routes[0].upstreamModel) {
-        return { error: problem('invalid_value', `session.model cannot change a session's model: it is '${this.modelId}', chosen in the URL.`, 'session.model', eventId) };
+        return {
+          error: problem(
+            'invalid_value',
+            `session.model cannot change a session's model: it is '${this.modelId}', chosen in the URL.`,
+            'session.model',
+            eventId,
+          ),
+        };
       }
       event = { ...event, session: { ...session, model: this.parts.routed.routes[0].upstreamModel } };
     }
@@ -212,7 +224,14 @@ export class RealtimeSession {
     const eventId = typeof event.event_id === 'string' ? event.event_id : null;
     if (this.open) {
       // One billed response at a time: a second would run on no hold of its own.
-      return this.sendError(problem('conversation_already_has_active_response', 'A response is already in progress; wait for its response.done or send response.cancel.', null, eventId));
+      return this.sendError(
+        problem(
+          'conversation_already_has_active_response',
+          'A response is already in progress; wait for its response.done or send response.cancel.',
+          null,
+          eventId,
+        ),
+      );
     }
     const worstCase = responseWorstCase(this.tally, event, this.parts.routed.routes[0].prices);
     // The key may have expired since the last check: no new hold on it.

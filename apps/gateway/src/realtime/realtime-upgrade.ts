@@ -192,13 +192,22 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     });
   }
 
-  private async admit(req: IncomingMessage, url: URL, reply: HandshakeReply, handshake: Handshake): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket; secretHash: string }> {
+  private async admit(
+    req: IncomingMessage,
+    url: URL,
+    reply: HandshakeReply,
+    handshake: Handshake,
+  ): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket; secretHash: string }> {
     const ip = clientIp(req, this.runtime.config.trustProxy);
     this.rateLimits.refuseIfGuessing(ip);
     const fromHeaders = keyFromHeaders(req.rawHeaders);
     const fromProtocol = browserKey(req);
     if (fromHeaders !== null && fromProtocol !== null && fromHeaders !== fromProtocol) {
-      throw ApiError.invalidRequest('The Authorization header and the svc-insecure-api-key subprotocol carry different keys; send one key.', 'Sec-WebSocket-Protocol', 'ambiguous_api_key');
+      throw ApiError.invalidRequest(
+        'The Authorization header and the svc-insecure-api-key subprotocol carry different keys; send one key.',
+        'Sec-WebSocket-Protocol',
+        'ambiguous_api_key',
+      );
     }
     const secret = fromHeaders ?? fromProtocol;
     const caller = await authenticate(secret, this.lookup, this.clock.now()).catch(async (err: unknown) => {

@@ -29,7 +29,12 @@ export class RerankController {
   ): Promise<void> {
     const call = rerankRequest(body);
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
-      const { metered, target, answer, usage, charged } = await this.metering.run(caller, rerankOperation, call, { model: call.model, provider: call.provider, clientRequestId, idempotency });
+      const { metered, target, answer, usage, charged } = await this.metering.run(caller, rerankOperation, call, {
+        model: call.model,
+        provider: call.provider,
+        clientRequestId,
+        idempotency,
+      });
       const { id } = metered.reservation;
       return {
         generationId: id,

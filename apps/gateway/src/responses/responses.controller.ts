@@ -24,9 +24,7 @@ export class ResponsesController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const request = this.responses.readRequest(body);
-    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (tags) =>
-      this.responses.answer(caller, request, tags),
-    );
+    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (tags) => this.responses.answer(caller, request, tags));
   }
 
   @Get(':id')

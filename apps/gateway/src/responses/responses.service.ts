@@ -3,7 +3,20 @@ import type { RequestTags } from '@svc/metering';
 import { randomBytes } from 'node:crypto';
 import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
-import { chatToResponse, invalid, type Json, optionalBoolean, requireBody, type ResponseContext, type ResponseItem, type ResponseObject, RESPONSES_FIELDS, ResponsesStreamEncoder, responsesToChat, type WebSearchRun } from '@svc/interfaces';
+import {
+  chatToResponse,
+  invalid,
+  type Json,
+  optionalBoolean,
+  requireBody,
+  type ResponseContext,
+  type ResponseItem,
+  type ResponseObject,
+  RESPONSES_FIELDS,
+  ResponsesStreamEncoder,
+  responsesToChat,
+  type WebSearchRun,
+} from '@svc/interfaces';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import type { Answer } from '../edge/replay';
 import { ThroughChat } from '../interfaces/through-chat';
@@ -90,7 +103,8 @@ export class ResponsesService {
       webSearch,
     });
     const keep = async (response: ResponseObject) => {
-      if (request.store) await this.stored.save({ id: response.id, workspaceId: caller.workspaceId, keyId: caller.keyId, createdAt: now, response, inputItems: conversation });
+      if (request.store)
+        await this.stored.save({ id: response.id, workspaceId: caller.workspaceId, keyId: caller.keyId, createdAt: now, response, inputItems: conversation });
     };
 
     let encoder: ResponsesStreamEncoder | null = null;
@@ -100,7 +114,10 @@ export class ResponsesService {
       { ...tags, endpoint: RESPONSES_ROUTE },
       {
         json: async (completion, webSearch) => {
-          const response = chatToResponse(completion, context(completion.id, completion.model, typeof completion.provider === 'string' ? completion.provider : null, webSearch));
+          const response = chatToResponse(
+            completion,
+            context(completion.id, completion.model, typeof completion.provider === 'string' ? completion.provider : null, webSearch),
+          );
           try {
             // Written before the answer goes out, so the client's next request finds it.
             await keep(response);

@@ -26,7 +26,12 @@ export class SearchController {
 
   @Post('search')
   @HttpCode(200)
-  search(@CallerParam() caller: Caller, @Body() body: unknown, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply): Promise<void> {
+  search(
+    @CallerParam() caller: Caller,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     return this.answer(caller, body, null, headers, reply);
   }
 
@@ -42,17 +47,25 @@ export class SearchController {
     return this.answer(caller, body, engine, headers, reply);
   }
 
-  private async answer(caller: Caller, body: unknown, pathEngine: string | null, headers: Record<string, string | string[] | undefined>, reply: FastifyReply): Promise<void> {
+  private async answer(
+    caller: Caller,
+    body: unknown,
+    pathEngine: string | null,
+    headers: Record<string, string | string[] | undefined>,
+    reply: FastifyReply,
+  ): Promise<void> {
     // Fastify has already decoded the path (`sim%2Ftavily` is `sim/tavily`): decoding again read
     // `%25` as a malformed escape (a 500) and `%2525` as `%` (issue 41 item 8).
     const call = searchRequest(body, pathEngine);
     const param = pathEngine === null ? 'search_tool_name' : 'engine';
     const engine = call.engine ?? this.metering.defaultModel(caller, 'search');
     await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
-      const ran = await this.metering.run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId, idempotency }).catch((err: unknown) => {
-        // The engine is not a field called `model` here: the error names the one the caller set.
-        throw ApiError.renamingParam(err, 'model', param);
-      });
+      const ran = await this.metering
+        .run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId, idempotency })
+        .catch((err: unknown) => {
+          // The engine is not a field called `model` here: the error names the one the caller set.
+          throw ApiError.renamingParam(err, 'model', param);
+        });
       const { metered, target, answer, usage, charged } = ran;
       const { id } = metered.reservation;
       return {

@@ -2,7 +2,16 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, P
 import type { FastifyRequest } from 'fastify';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import { parseSettingsPatch, parseStepUpCodeRequest, parseWebhookRequest, presentSettings, presentWebhook, presentWebhookEvent, SettingsService, StepUpService } from '@svc/management';
+import {
+  parseSettingsPatch,
+  parseStepUpCodeRequest,
+  parseWebhookRequest,
+  presentSettings,
+  presentWebhook,
+  presentWebhookEvent,
+  SettingsService,
+  StepUpService,
+} from '@svc/management';
 import { RateLimitService } from '../edge/rate-limits';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
@@ -28,7 +37,12 @@ export class SettingsController {
 
   /** Changing step-up while it is on needs a code too: otherwise a leaked management key turns it off first. */
   @Patch()
-  async update(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown, @Headers() headers: Record<string, string | string[] | undefined>) {
+  async update(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+  ) {
     const patch = parseSettingsPatch(body);
     const account = settingsAccount(caller);
     if (patch.stepUp) await this.stepUp.require(account, 'change_step_up', headers, actor);
@@ -37,7 +51,12 @@ export class SettingsController {
 
   /** The signing secret is in the answer only when the endpoint is new: shown once, as Stripe's. */
   @Put('webhook')
-  async saveWebhook(@CallerParam() caller: Caller, @ActorParam() actor: EventMetadata, @Body() body: unknown, @Headers() headers: Record<string, string | string[] | undefined>) {
+  async saveWebhook(
+    @CallerParam() caller: Caller,
+    @ActorParam() actor: EventMetadata,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+  ) {
     const request = parseWebhookRequest(body);
     const account = settingsAccount(caller);
     const { webhook, secret } = await this.settings.saveWebhook(account, request, actor, () => this.stepUp.require(account, 'save_webhook', headers, actor));
@@ -95,7 +114,12 @@ export class WebhookEventsController {
   async list(@CallerParam() caller: Caller, @QueryParam('limit') limit: unknown, @QueryParam('after') after: unknown) {
     const page = pageQuery(limit, after, { max: 100, fallback: 20, isId: (v) => /^evt_[0-9a-f]{24}$/.test(v), what: 'a webhook event id' });
     const rows = await this.settings.listEvents(settingsAccount(caller), page.fetch, page.after);
-    return listPage(rows, page.limit, (e) => e.id, (e) => presentWebhookEvent(e));
+    return listPage(
+      rows,
+      page.limit,
+      (e) => e.id,
+      (e) => presentWebhookEvent(e),
+    );
   }
 
   @Get(':id')

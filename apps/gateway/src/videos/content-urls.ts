@@ -36,7 +36,12 @@ export class VideoContentUrls {
   sign(base: string, content: SignedContent): string | null {
     if (this.key === null) return null;
     const expires = Math.floor(this.clock.now().getTime() / 1000) + CONTENT_URL_TTL_SECONDS;
-    const query = new URLSearchParams({ variant: content.variant, workspace: content.workspaceId, expires: String(expires), signature: this.signature(content, expires) });
+    const query = new URLSearchParams({
+      variant: content.variant,
+      workspace: content.workspaceId,
+      expires: String(expires),
+      signature: this.signature(content, expires),
+    });
     return `${base}/v1/videos/${content.videoId}/file?${query}`;
   }
 
@@ -44,7 +49,13 @@ export class VideoContentUrls {
   verify(videoId: string, query: Record<string, unknown>): SignedContent {
     const { variant, workspace, expires, signature } = query;
     if (this.key === null) throw new ApiError(503, 'service_unavailable', 'Video content URLs need SVC_ENCRYPTION_KEY.', 'storage_unavailable');
-    if ((variant !== 'video' && variant !== 'thumbnail') || typeof workspace !== 'string' || typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof signature !== 'string') {
+    if (
+      (variant !== 'video' && variant !== 'thumbnail') ||
+      typeof workspace !== 'string' ||
+      typeof expires !== 'string' ||
+      !/^\d{1,12}$/.test(expires) ||
+      typeof signature !== 'string'
+    ) {
       throw invalidUrl();
     }
     const content: SignedContent = { workspaceId: workspace, videoId, variant };

@@ -30,7 +30,13 @@ export class VideoCalls {
   ) {}
 
   /** Holds `seconds` at the dearest provider's price (the estimate shown as `usage.estimated_cost`), under `holdId`. */
-  hold(caller: Caller, routed: { models: RoutedModel[]; headers: Record<string, string> }, request: VideoRequest, holdId: string, tags: RequestTags = {}): Promise<Reservation> {
+  hold(
+    caller: Caller,
+    routed: { models: RoutedModel[]; headers: Record<string, string> },
+    request: VideoRequest,
+    holdId: string,
+    tags: RequestTags = {},
+  ): Promise<Reservation> {
     const plan = { ...routed, promptTokens: 0, worstCase: { seconds: request.seconds }, endpoint: VIDEOS_ENDPOINT, ...tags };
     return this.metering.calls.reserve(caller, plan, { job: { holdId, ttlMs: VIDEO_HOLD_TTL_MS } }).then((metered) => metered.reservation);
   }
@@ -46,7 +52,8 @@ export class VideoCalls {
         createVideo: (body) => (client.createVideo ? client.createVideo(body) : Promise.reject(missing())),
         getVideo: (id) => (client.getVideo ? client.getVideo(id) : Promise.reject(missing())),
         cancelVideo: (id) => (client.cancelVideo ? client.cancelVideo(id) : Promise.reject(missing())),
-        videoContent: (id: string, variant: VideoVariant): Promise<BinaryResult> => (client.videoContent ? client.videoContent(id, variant) : Promise.reject(missing())),
+        videoContent: (id: string, variant: VideoVariant): Promise<BinaryResult> =>
+          client.videoContent ? client.videoContent(id, variant) : Promise.reject(missing()),
       };
     });
   }
@@ -64,12 +71,24 @@ export class VideoCalls {
     const latencyMs = state.createdAt ? this.clock.now().getTime() - state.createdAt.getTime() : 0;
     const stats = { ...this.metering.calls.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, latencyMs), ttft_ms: null };
     const explained = lines === null ? {} : { lines, providerCostNano };
-    await settled(this.metering.ledger(job.accountId, { type: 'ChargeUsage', holdId: reservation.id, amountNano, stats, usage, returned: 1, ...explained }, reservation.metadata));
+    await settled(
+      this.metering.ledger(
+        job.accountId,
+        { type: 'ChargeUsage', holdId: reservation.id, amountNano, stats, usage, returned: 1, ...explained },
+        reservation.metadata,
+      ),
+    );
   }
 
   async release(job: ClaimedVideo, errorCode: string): Promise<void> {
     const { reservation } = job;
-    await settled(this.metering.ledger(job.accountId, { type: 'ReleaseHold', holdId: reservation.id, errorCode, stats: { endpoint: reservation.endpoint } }, reservation.metadata));
+    await settled(
+      this.metering.ledger(
+        job.accountId,
+        { type: 'ReleaseHold', holdId: reservation.id, errorCode, stats: { endpoint: reservation.endpoint } },
+        reservation.metadata,
+      ),
+    );
   }
 
   private async liveTargets(job: ClaimedVideo): Promise<Target[]> {
@@ -108,7 +127,9 @@ export function videoCharge(
   }
   const reported: MeterUsage = { provider_cost: Number(amountNano) };
   const old = explain(reported);
-  return old.amountNano === amountNano ? { usage: reported, lines: old.lines, providerCostNano: old.providerCostNano } : { usage, lines: null, providerCostNano: priced.providerCostNano };
+  return old.amountNano === amountNano
+    ? { usage: reported, lines: old.lines, providerCostNano: old.providerCostNano }
+    : { usage, lines: null, providerCostNano: priced.providerCostNano };
 }
 
 /** The provider's own figure where it reports one (a router's `usage.cost`), else the seconds at the catalog's price. */

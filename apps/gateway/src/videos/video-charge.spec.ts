@@ -2,11 +2,29 @@ import type { CatalogModel, CatalogRoute, ModelPrices } from '@svc/catalog';
 import { explainCharge, sumOfLines, type Target } from '@svc/metering';
 import { videoCharge } from './video-calls';
 
-const none: ModelPrices = { inputPerM: null, outputPerM: null, cachedInputPerM: null, perQuery: null, perSecond: null, perImage: null, perMillionCharacters: null, perSearchUnit: null, audioInputPerM: null, cachedAudioInputPerM: null, audioOutputPerM: null } as unknown as ModelPrices;
+const none: ModelPrices = {
+  inputPerM: null,
+  outputPerM: null,
+  cachedInputPerM: null,
+  perQuery: null,
+  perSecond: null,
+  perImage: null,
+  perMillionCharacters: null,
+  perSearchUnit: null,
+  audioInputPerM: null,
+  cachedAudioInputPerM: null,
+  audioOutputPerM: null,
+} as unknown as ModelPrices;
 // sim/video-router's list price: $0.30 a second; the router reports its own figure.
 const prices = { ...none, perSecond: 300_000_000n } as ModelPrices;
 const route = { provider: { name: 'sim-router' }, upstreamModel: 'v', prices, cost: null } as unknown as CatalogRoute;
-const target: Target = { model: { id: 'sim/video-router', prices } as unknown as CatalogModel, route, provider: {} as Target['provider'], byok: false, fields: {} };
+const target: Target = {
+  model: { id: 'sim/video-router', prices } as unknown as CatalogModel,
+  route,
+  provider: {} as Target['provider'],
+  byok: false,
+  fields: {},
+};
 const explain = (usage: Parameters<typeof explainCharge>[1]) => explainCharge(target, usage, 5);
 
 describe('a video charge is explained, its lines adding up to its amount (issue 41 item 15)', () => {
@@ -19,7 +37,9 @@ describe('a video charge is explained, its lines adding up to its amount (issue 
   it("given a clip priced at the router's reported cost, when charged, then its meter and line are that cost", () => {
     const charge = videoCharge({ seconds: 4, providerCostNano: 200_000_000n }, 200_000_000n, explain);
     expect(charge.usage).toEqual({ provider_cost: 200_000_000 });
-    expect(charge.lines!.map((l) => [l.meter, l.quantity, l.unit_price_usd, l.amount_nano])).toEqual([['provider_cost', 200_000_000, '0.000000001', '200000000']]);
+    expect(charge.lines!.map((l) => [l.meter, l.quantity, l.unit_price_usd, l.amount_nano])).toEqual([
+      ['provider_cost', 200_000_000, '0.000000001', '200000000'],
+    ]);
     expect(charge.providerCostNano).toBe(200_000_000n);
   });
 

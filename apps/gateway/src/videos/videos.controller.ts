@@ -8,7 +8,16 @@ import type { Caller } from '@svc/identity';
 import { newGenerationId, type RequestTags } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, OutboundRefused, READ_DB, resolveOutboundTarget, type SqlRunner } from '@svc/platform';
 import { getVideo, listVideos, PROJECTIONS, type ProjectionRunner, type VideoRow } from '@svc/projections';
-import { isVideoTerminal, REQUEST_GRACE_MS, validateVideoRequest, videoDecider, VideoJobs, videoStream, type VideoCommand, type VideoRequest } from '@svc/videos';
+import {
+  isVideoTerminal,
+  REQUEST_GRACE_MS,
+  validateVideoRequest,
+  videoDecider,
+  VideoJobs,
+  videoStream,
+  type VideoCommand,
+  type VideoRequest,
+} from '@svc/videos';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { formParts } from '../http/multipart';
@@ -53,7 +62,12 @@ export class VideosController {
   @HttpCode(200)
   @UseGuards(ApiKeyGuard)
   @Requires('model_call')
-  async create(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Headers() headers: Record<string, string | string[] | undefined>, @Res() reply: FastifyReply): Promise<void> {
+  async create(
+    @CallerParam() caller: Caller,
+    @Req() request: FastifyRequest,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const body = request.isMultipart() ? await readForm(request) : request.body;
     await this.edge.serve({ caller, route: VIDEOS_ENDPOINT, body, headers, cacheable: false }, reply, async (tags) => {
       if (!isObject(body)) throw ApiError.invalidRequest('The request body must be a JSON object (or a multipart form).');
@@ -65,7 +79,11 @@ export class VideosController {
       await this.checkImageHost(video);
       if (!this.jobs.available) throw new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
       const row = await this.start(caller, routed, video, tags);
-      return { generationId: row.holdId, headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) }, json: this.present(caller, row, video.prompt, baseUrl(request)) };
+      return {
+        generationId: row.holdId,
+        headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) },
+        json: this.present(caller, row, video.prompt, baseUrl(request)),
+      };
     });
   }
 
@@ -78,7 +96,12 @@ export class VideosController {
     if (query.order !== undefined && query.order !== 'asc' && query.order !== 'desc') throw ApiError.invalidRequest('order must be asc or desc.', 'order');
     const rows = await listVideos(this.sql, caller.workspaceId, page.after, page.fetch, (query.order as 'asc' | 'desc' | undefined) ?? 'desc');
     const prompts = await this.jobs.prompts(rows.map((r) => r.videoId));
-    return listPage(rows, page.limit, (row) => row.videoId, (row) => this.present(caller, row, prompts.get(row.videoId) ?? null, baseUrl(request)));
+    return listPage(
+      rows,
+      page.limit,
+      (row) => row.videoId,
+      (row) => this.present(caller, row, prompts.get(row.videoId) ?? null, baseUrl(request)),
+    );
   }
 
   /** The video object; while it is not final, `openai-poll-after-ms` and `Retry-After` say when to ask again. */
@@ -126,8 +149,15 @@ export class VideosController {
   @Get(':id/content')
   @UseGuards(ApiKeyGuard)
   @Requires('lookup')
-  async content(@CallerParam() caller: Caller, @Param('id') id: string, @Query('variant') variant: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    if (variant !== undefined && variant !== 'video' && variant !== 'thumbnail') throw ApiError.invalidRequest('variant must be video or thumbnail.', 'variant');
+  async content(
+    @CallerParam() caller: Caller,
+    @Param('id') id: string,
+    @Query('variant') variant: unknown,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    if (variant !== undefined && variant !== 'video' && variant !== 'thumbnail')
+      throw ApiError.invalidRequest('variant must be video or thumbnail.', 'variant');
     const content: SignedContent = { workspaceId: caller.workspaceId, videoId: id, variant: (variant ?? 'video') as VideoVariant };
     await this.servable(content);
     const url = this.urls.sign(baseUrl(request), content);
@@ -153,7 +183,8 @@ export class VideosController {
   private async servable({ workspaceId, videoId: id, variant }: SignedContent) {
     const row = VIDEO_ID.test(id) ? await getVideo(this.sql, workspaceId, id) : null;
     if (!row) throw ApiError.notFound(`No video with id '${id}' exists for this workspace.`, 'video_not_found', 'id');
-    if (!isVideoTerminal(row.status)) throw new ApiError(409, 'invalid_request_error', `Video ${id} is ${row.status}: its content is ready once it has completed.`, 'video_not_ready', 'id');
+    if (!isVideoTerminal(row.status))
+      throw new ApiError(409, 'invalid_request_error', `Video ${id} is ${row.status}: its content is ready once it has completed.`, 'video_not_ready', 'id');
     if (row.status !== 'completed') throw ApiError.notFound(`Video ${id} is ${row.status}: it has no content.`, 'video_content_not_found', 'id');
     const files = await this.jobs.files(id);
     const fileId = variant === 'thumbnail' ? files.thumbnail : files.video;
@@ -189,7 +220,17 @@ export class VideosController {
     }
     // From here the kept request settles the hold whatever happens: a worker runs the video once
     // it is recorded, or releases the hold after REQUEST_GRACE_MS if it never was.
-    const command: VideoCommand = { type: 'RequestVideo', ...ids, model: video.model, seconds: video.seconds, aspectRatio: video.aspectRatio, resolution: video.resolution, size: video.size, holdId, estimatedNano: BigInt(reservation.heldNano) };
+    const command: VideoCommand = {
+      type: 'RequestVideo',
+      ...ids,
+      model: video.model,
+      seconds: video.seconds,
+      aspectRatio: video.aspectRatio,
+      resolution: video.resolution,
+      size: video.size,
+      holdId,
+      estimatedNano: BigInt(reservation.heldNano),
+    };
     const handled = await this.aggregates.handle(videoDecider, videoStream(videoId), command, { actor: `key:${caller.keyId}`, correlationId: videoId });
     await this.jobs.wake(videoId, now);
     if (handled.appended) await this.projections.waitFor(handled.appended.position, ['videos']);
@@ -202,14 +243,18 @@ export class VideosController {
     try {
       await resolveOutboundTarget(new URL(video.imageUrl), { allowPrivate: this.config.webhookAllowPrivate });
     } catch (err) {
-      if (err instanceof OutboundRefused) throw ApiError.invalidRequest(`image_url must be a public https URL of the first frame: ${err.message}.`, 'image_url');
+      if (err instanceof OutboundRefused)
+        throw ApiError.invalidRequest(`image_url must be a public https URL of the first frame: ${err.message}.`, 'image_url');
       throw err;
     }
   }
 
   /** Decides on the video's stream and waits until the videos read model shows it (read your writes). */
   private async decide(command: VideoCommand, caller: Caller): Promise<void> {
-    const handled = await this.aggregates.handle(videoDecider, videoStream(command.videoId), command, { actor: `key:${caller.keyId}`, correlationId: command.videoId });
+    const handled = await this.aggregates.handle(videoDecider, videoStream(command.videoId), command, {
+      actor: `key:${caller.keyId}`,
+      correlationId: command.videoId,
+    });
     if (handled.appended) await this.projections.waitFor(handled.appended.position, ['videos']);
   }
 
@@ -228,7 +273,8 @@ async function readForm(request: FastifyRequest): Promise<Record<string, unknown
       part.file.resume();
       throw ApiError.invalidRequest('A first frame is not uploaded here: give it as image_url (a public https URL).', part.name);
     }
-    if (!FORM_FIELDS.includes(part.name)) throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(part.name)}: a video takes ${FORM_FIELDS.join(', ')}.`, part.name, 'unknown_parameter');
+    if (!FORM_FIELDS.includes(part.name))
+      throw ApiError.invalidRequest(`Unknown field ${JSON.stringify(part.name)}: a video takes ${FORM_FIELDS.join(', ')}.`, part.name, 'unknown_parameter');
     fields[part.name] = part.value;
   }
   return fields;

@@ -62,13 +62,12 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
       data,
       ...(metadata ? { metadata } : {}),
     });
-    const events = (count: number, type?: string) =>
-      Array.from({ length: count }, (_, i) => event(type, { i }));
+    const events = (count: number, type?: string) => Array.from({ length: count }, (_, i) => event(type, { i }));
 
     /** Everything readable after `after`, page by page. */
     async function readAllFrom(after: Position): Promise<RecordedEvent[]> {
       const out: RecordedEvent[] = [];
-      for (let position = after; ; ) {
+      for (let position = after; ;) {
         const page = await store.readAll({ after: position, maxCount: 500 });
         if (page.length === 0) return out;
         out.push(...page);
@@ -99,12 +98,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
       }
     }
 
-    async function expectConflict(
-      attempt: Promise<unknown>,
-      stream: string,
-      expected: ExpectedRevision,
-      actual: bigint,
-    ): Promise<void> {
+    async function expectConflict(attempt: Promise<unknown>, stream: string, expected: ExpectedRevision, actual: bigint): Promise<void> {
       const err = await attempt.then(
         () => undefined,
         (e: unknown) => e,
@@ -161,9 +155,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
               expect(await store.readStream(stream)).toEqual(before);
             } else {
               expect((await attempt).nextRevision).toBe(outcome);
-              expect(revisions(await store.readStream(stream))).toEqual(
-                Array.from({ length: setup + 1 }, (_, i) => BigInt(i)),
-              );
+              expect(revisions(await store.readStream(stream))).toEqual(Array.from({ length: setup + 1 }, (_, i) => BigInt(i)));
             }
           });
         }
@@ -218,9 +210,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
       it(`exactly one of ${CONCURRENT_WRITERS} appends expecting the same revision wins`, async () => {
         const stream = uniqueStream();
         await store.append(stream, [event()], 'no_stream');
-        const attempts = await Promise.allSettled(
-          Array.from({ length: CONCURRENT_WRITERS }, (_, i) => writer(i).append(stream, [event()], 0n)),
-        );
+        const attempts = await Promise.allSettled(Array.from({ length: CONCURRENT_WRITERS }, (_, i) => writer(i).append(stream, [event()], 0n)));
         const won = attempts.filter((a) => a.status === 'fulfilled');
         const lost = attempts.flatMap((a) => (a.status === 'rejected' ? [a.reason as unknown] : []));
         expect(won).toHaveLength(1);
@@ -316,10 +306,8 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
       it('reads by revision forwards and backwards, from a revision, at most maxCount', async () => {
         const stream = uniqueStream();
         await store.append(stream, events(12), 'no_stream'); // past 9: revisions sort as numbers
-        const range = (from: number, to: number) =>
-          Array.from({ length: Math.abs(to - from) + 1 }, (_, i) => BigInt(from < to ? from + i : from - i));
-        const read = async (options: Parameters<EventStore['readStream']>[1]) =>
-          revisions(await store.readStream(stream, options));
+        const range = (from: number, to: number) => Array.from({ length: Math.abs(to - from) + 1 }, (_, i) => BigInt(from < to ? from + i : from - i));
+        const read = async (options: Parameters<EventStore['readStream']>[1]) => revisions(await store.readStream(stream, options));
         expect(await read(undefined)).toEqual(range(0, 11));
         expect(await read({ direction: 'backwards' })).toEqual(range(11, 0));
         expect(await read({ fromRevision: 2n })).toEqual(range(2, 11));
@@ -346,9 +334,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
         const err = await store.append(stream, [big], 'any').catch((e: unknown) => e);
         expect(err).toBeInstanceOf(AppendTooLargeError);
         expect(err).toMatchObject({ stream, limit: DEFAULT_MAX_APPEND_BYTES });
-        expect((err as AppendTooLargeError).bytes).toBe(
-          Buffer.byteLength('Big') + Buffer.byteLength(JSON.stringify(big.data)) + Buffer.byteLength('{}'),
-        );
+        expect((err as AppendTooLargeError).bytes).toBe(Buffer.byteLength('Big') + Buffer.byteLength(JSON.stringify(big.data)) + Buffer.byteLength('{}'));
         expect(await store.readStream(stream)).toEqual([]);
       });
 
@@ -365,7 +351,9 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
           [{ data: { headers: { 'x\u0000y': 'v' } } }, 'data.headers'],
           [{ data: {}, metadata: { '\ud800': 'v' } }, 'metadata'],
         ] as const) {
-          const err = await store.append(stream, [event('Fine'), { ...event('Bad', bad.data), ...('metadata' in bad ? { metadata: bad.metadata } : {}) }], 'any').catch((e: unknown) => e);
+          const err = await store
+            .append(stream, [event('Fine'), { ...event('Bad', bad.data), ...('metadata' in bad ? { metadata: bad.metadata } : {}) }], 'any')
+            .catch((e: unknown) => e);
           expect(err).toBeInstanceOf(UnstorableEventError);
           expect(err).toMatchObject({ stream, eventType: 'Bad', path });
         }
@@ -378,9 +366,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
       it('counts the whole append, not each event', async () => {
         const stream = uniqueStream();
         const third = () => event('Part', { s: 'x'.repeat(Math.ceil(DEFAULT_MAX_APPEND_BYTES / 3)) });
-        await expect(store.append(stream, [third(), third(), third()], 'any')).rejects.toBeInstanceOf(
-          AppendTooLargeError,
-        );
+        await expect(store.append(stream, [third(), third(), third()], 'any')).rejects.toBeInstanceOf(AppendTooLargeError);
         expect(await store.readStream(stream)).toEqual([]);
         const one = await store.append(stream, [third()], 'no_stream');
         expect(one.nextRevision).toBe(0n);
@@ -418,12 +404,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
         const prefix = uniquePrefix('types');
         const otherStream = uniqueStream('other');
         const after = await head();
-        const [wanted, alsoWanted, otherWanted, last] = [
-          event('Wanted'),
-          event('AlsoWanted'),
-          event('Wanted'),
-          event('Wanted'),
-        ];
+        const [wanted, alsoWanted, otherWanted, last] = [event('Wanted'), event('AlsoWanted'), event('Wanted'), event('Wanted')];
         await store.append(`${prefix}a`, [wanted, event('Unwanted'), event('WantedNot')], 'no_stream');
         await store.append(otherStream, [otherWanted], 'no_stream');
         await store.append(`${prefix}b`, [alsoWanted], 'no_stream');
@@ -442,9 +423,7 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
         await Promise.all([s1.stop(), s2.stop()]);
         expect(ids(both)).toEqual(ids([wanted, alsoWanted, last]));
         expect(byType.every((e) => types.includes(e.type))).toBe(true);
-        expect(ids(byType.filter((e) => e.stream.startsWith(prefix) || e.stream === otherStream))).toEqual(
-          ids([wanted, otherWanted, alsoWanted, last]),
-        );
+        expect(ids(byType.filter((e) => e.stream.startsWith(prefix) || e.stream === otherStream))).toEqual(ids([wanted, otherWanted, alsoWanted, last]));
       });
 
       it('starts strictly after `after`', async () => {

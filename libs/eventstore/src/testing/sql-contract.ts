@@ -32,10 +32,7 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
     const uniqueStream = () => `sql${run}-${++counter}`;
     const event = (data: unknown = {}): NewEvent => ({ id: randomUUID(), type: 'Tested', data });
     const count = async (stream: string) =>
-      Number(
-        (await runner.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [stream]))
-          .rows[0].n,
-      );
+      Number((await runner.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [stream])).rows[0].n);
 
     it('init() can run again', async () => {
       await store.init();
@@ -66,9 +63,7 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
       await store.append(stream, [event()], 2n);
       await expect(store.append(stream, batch, 'stream_exists')).resolves.toEqual(original);
       await expect(store.append(stream, batch, 'no_stream')).resolves.toEqual(original);
-      await expect(store.append(stream, [batch[1], batch[0]], 'any')).rejects.toBeInstanceOf(
-        WrongExpectedVersionError,
-      );
+      await expect(store.append(stream, [batch[1], batch[0]], 'any')).rejects.toBeInstanceOf(WrongExpectedVersionError);
       expect(await count(stream)).toBe(4);
     });
 
@@ -244,7 +239,10 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
         });
         await holding;
         const leads = [g1.append(uniqueStream(), [event()], 'no_stream'), g2.append(uniqueStream(), [event()], 'no_stream')];
-        const [first, second] = [[event(), event()], [event(), event()]];
+        const [first, second] = [
+          [event(), event()],
+          [event(), event()],
+        ];
         const appends = Promise.all([
           g1.append(s1, [first[0]], 'any'),
           g1.append(s2, [first[1]], 'any'),

@@ -8,7 +8,10 @@ type Command<T extends SettingsCommand['type']> = Extract<SettingsCommand, { typ
 export function setPromptLogging(command: Command<'SetPromptLogging'>): SettingsEvent[] {
   const days = command.retentionDays;
   if (!Number.isInteger(days) || days < PROMPT_LOG_RETENTION_DAYS.min || days > PROMPT_LOG_RETENTION_DAYS.max) {
-    throw new DomainError('invalid_retention_days', `retention_days must be an integer from ${PROMPT_LOG_RETENTION_DAYS.min} to ${PROMPT_LOG_RETENTION_DAYS.max}.`);
+    throw new DomainError(
+      'invalid_retention_days',
+      `retention_days must be an integer from ${PROMPT_LOG_RETENTION_DAYS.min} to ${PROMPT_LOG_RETENTION_DAYS.max}.`,
+    );
   }
   return [{ type: 'PromptLoggingSet', data: { account_id: command.accountId, enabled: command.enabled, retention_days: days } }];
 }

@@ -22,14 +22,20 @@ describe('settings decider: provider keys (BYOK)', () => {
   });
 
   it('refuses to record a key that is not sealed', () => {
-    spec.given([]).when({ ...save, encryptedKey: 'sk-caller-0123456789' }).thenThrows('provider_key_not_encrypted');
+    spec
+      .given([])
+      .when({ ...save, encryptedKey: 'sk-caller-0123456789' })
+      .thenThrows('provider_key_not_encrypted');
   });
 
   it('deletes a saved key, and refuses to delete one that is not there', () => {
     spec.given([saved]).when(remove).then([deleted]);
     spec.given([]).when(remove).thenThrows('provider_key_not_found');
     spec.given([saved, deleted]).when(remove).thenThrows('provider_key_not_found');
-    spec.given([saved]).when({ ...remove, provider: 'anthropic' }).thenThrows('provider_key_not_found');
+    spec
+      .given([saved])
+      .when({ ...remove, provider: 'anthropic' })
+      .thenThrows('provider_key_not_found');
   });
 
   it('keeps one hint per provider in its state', () => {

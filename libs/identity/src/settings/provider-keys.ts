@@ -18,7 +18,9 @@ export function saveProviderKey(command: Command<'SaveProviderKey'>): SettingsEv
   // The last line of defence for "never the key in the log": refuse anything not sealed.
   if (!isSealedSecret(command.encryptedKey)) throw new DomainError('provider_key_not_encrypted', 'A provider key is recorded only encrypted.');
   // Always recorded, even for the same hint: the ciphertext says nothing of whether the key changed.
-  return [{ type: 'ProviderKeySaved', data: { account_id: command.accountId, provider: command.provider, encrypted_key: command.encryptedKey, hint: command.hint } }];
+  return [
+    { type: 'ProviderKeySaved', data: { account_id: command.accountId, provider: command.provider, encrypted_key: command.encryptedKey, hint: command.hint } },
+  ];
 }
 
 export function deleteProviderKey(command: Command<'DeleteProviderKey'>, state: SettingsState): SettingsEvent[] {

@@ -63,4 +63,13 @@ export type AccountCommand =
    * id with the same content decides nothing, with other content it is refused.
    */
   | { type: 'AdjustBalance'; adjustmentId: string; amountNano: Nano; kind: AdjustmentKind; reason: string; operator: string }
-  | { type: 'RecordFreeGeneration'; generationId: string; keyId: string; endpoint: string; model?: string; provider?: string; sourceId?: string; latencyMs?: number };
+  | {
+      type: 'RecordFreeGeneration';
+      generationId: string;
+      keyId: string;
+      endpoint: string;
+      model?: string;
+      provider?: string;
+      sourceId?: string;
+      latencyMs?: number;
+    };

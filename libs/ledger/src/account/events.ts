@@ -168,10 +168,7 @@ export type AccountEvent =
   | DomainEvent<'DailyLimitSet', { account_id: string; limit_nano: string | null }>
   | DomainEvent<'KeySpendCapWarning', KeyWindowData>
   | DomainEvent<'KeySpendCapReached', KeyWindowData & { trigger: ReachedTrigger }>
-  | DomainEvent<
-      'DailyLimitReached',
-      { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }
-    >
+  | DomainEvent<'DailyLimitReached', { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }>
   | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>
   /**
    * Issue 23, corrections: an operator's credit note (money given back, positive) or adjustment
@@ -186,7 +183,16 @@ export type AccountEvent =
    */
   | DomainEvent<
       'FreeGenerationRecorded',
-      { account_id: string; generation_id: string; key_id: string; endpoint: string; model?: string; provider?: string; source_id?: string; latency_ms?: number }
+      {
+        account_id: string;
+        generation_id: string;
+        key_id: string;
+        endpoint: string;
+        model?: string;
+        provider?: string;
+        source_id?: string;
+        latency_ms?: number;
+      }
     >;
 
 /** The event's data: only the optional facts the command has (events stay small, and replays compare equal). */

@@ -113,7 +113,11 @@ export function dailyLimitReached(state: AccountState, account_id: string, limit
  * before and after the charge fires each threshold once per crossing without extra state.
  */
 export function thresholdsCrossedBy(state: AccountState, account_id: string, keyId: string, amount: Nano, now: Date): AccountEvent[] {
-  return [...keyThresholds(state, account_id, keyId, amount, now), ...dailyLimitThreshold(state, account_id, amount, now), ...balanceLow(state, account_id, amount)];
+  return [
+    ...keyThresholds(state, account_id, keyId, amount, now),
+    ...dailyLimitThreshold(state, account_id, amount, now),
+    ...balanceLow(state, account_id, amount),
+  ];
 }
 
 function keyThresholds(state: AccountState, account_id: string, keyId: string, amount: Nano, now: Date): AccountEvent[] {
@@ -126,7 +130,9 @@ function keyThresholds(state: AccountState, account_id: string, keyId: string, a
   if (capReachedIn === capWindowId(window)) return [];
   // Issue 41 item 18: the warning comes before `reached`, also when one charge passes 80% and
   // the limit at once: both, in that order, in the one decision.
-  const warned: AccountEvent[] = crosses(before * 100n, (before + amount) * 100n, limit.limitNano * WARNING_PERCENT) ? [{ type: 'KeySpendCapWarning', data: after }] : [];
+  const warned: AccountEvent[] = crosses(before * 100n, (before + amount) * 100n, limit.limitNano * WARNING_PERCENT)
+    ? [{ type: 'KeySpendCapWarning', data: after }]
+    : [];
   if (crosses(before, before + amount, limit.limitNano)) return [...warned, ...keyCapReached(state, after, 'charge')];
   return warned;
 }

@@ -175,7 +175,12 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
     case 'HoldPlaced': {
       const { hold_id, amount_nano, key_id, expires_at, key_limit, idempotency } = event.data;
       const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;
-      const hold: OpenHold = { amountNano: BigInt(amount_nano), keyId: key_id, expiresAtMs: Date.parse(expires_at), ...(idempotency ? { idempotencyKey: idempotency.key } : {}) };
+      const hold: OpenHold = {
+        amountNano: BigInt(amount_nano),
+        keyId: key_id,
+        expiresAtMs: Date.parse(expires_at),
+        ...(idempotency ? { idempotencyKey: idempotency.key } : {}),
+      };
       return {
         ...withKey(state, key_id, { limit }),
         holds: state.holds.set(hold_id, hold),
@@ -187,7 +192,13 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       const hold = state.holds.get(hold_id);
       const key = hold?.idempotencyKey;
       let charged = key === undefined ? state : { ...state, idempotency: state.idempotency.update(key, (r) => r && { ...r, charged: true }) };
-      if (reaped && hold) charged = rememberReaped(charged, hold_id, { keyId: key_id, chargedNano: BigInt(amount_nano), usage: meteredUsage(event.data), untilMs: hold.expiresAtMs });
+      if (reaped && hold)
+        charged = rememberReaped(charged, hold_id, {
+          keyId: key_id,
+          chargedNano: BigInt(amount_nano),
+          usage: meteredUsage(event.data),
+          untilMs: hold.expiresAtMs,
+        });
       return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
     }
     case 'HoldReleased':
@@ -195,7 +206,8 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       // Nothing was billed: the request may run again under the same key (spec 3.3: errors are not replayed).
       const hold = state.holds.get(event.data.hold_id);
       const key = hold?.idempotencyKey;
-      let released = key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
+      let released =
+        key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
       if (event.type === 'HoldReleased' && event.data.reaped && hold) {
         released = rememberReaped(released, event.data.hold_id, { keyId: hold.keyId, chargedNano: 0n, usage: {}, untilMs: hold.expiresAtMs });
       }
@@ -203,7 +215,10 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
     }
     case 'UsageCorrected': {
       const { hold_id, key_id, amount_nano, total_nano, charged_at } = event.data;
-      const corrected = { ...state, reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage: meteredUsage(event.data) }) };
+      const corrected = {
+        ...state,
+        reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage: meteredUsage(event.data) }),
+      };
       return recordCharge(corrected, key_id, BigInt(amount_nano), Date.parse(charged_at));
     }
     case 'DailyLimitSet':

@@ -58,7 +58,10 @@ export class LedgerInvariants {
         const amount = BigInt(event.data.amount_nano);
         const balanceBefore = this.credits - this.charges + this.adjusted;
         this.adjusted += amount;
-        this.check(amount !== 0n && (event.data.kind === 'adjustment' || amount > 0n), `adjustment ${event.data.adjustment_id} of ${amount} as a ${event.data.kind}`);
+        this.check(
+          amount !== 0n && (event.data.kind === 'adjustment' || amount > 0n),
+          `adjustment ${event.data.adjustment_id} of ${amount} as a ${event.data.kind}`,
+        );
         this.check(amount > 0n || this.available() >= 0n, `adjustment ${event.data.adjustment_id} took the available balance to ${this.available()}`);
         this.lastChargeCrossedBalanceLow = balanceBefore >= BALANCE_LOW_NANO && balanceBefore + amount < BALANCE_LOW_NANO;
         return;
@@ -80,7 +83,8 @@ export class LedgerInvariants {
         const { key_id, reset, window_start, limit_nano } = event.data;
         const window = `${key_id}|${reset}|${window_start}|${limit_nano}`;
         this.once(`${event.type}|${window}`);
-        if (event.type === 'KeySpendCapWarning') this.check(!this.fired.has(`KeySpendCapReached|${window}`), `a warning after the cap was reached in ${window}`);
+        if (event.type === 'KeySpendCapWarning')
+          this.check(!this.fired.has(`KeySpendCapReached|${window}`), `a warning after the cap was reached in ${window}`);
         return;
       }
       case 'DailyLimitReached':
@@ -109,7 +113,10 @@ export class LedgerInvariants {
     const amount = BigInt(data.amount_nano);
     const exceeded = BigInt(data.exceeded_hold_nano ?? '0');
     // Invariant 1: charged <= held, except over-hold that is counted exactly.
-    this.check(exceeded === (amount > hold.amount ? amount - hold.amount : 0n), `hold ${data.hold_id}: over-hold ${exceeded} miscounted for ${amount} on ${hold.amount}`);
+    this.check(
+      exceeded === (amount > hold.amount ? amount - hold.amount : 0n),
+      `hold ${data.hold_id}: over-hold ${exceeded} miscounted for ${amount} on ${hold.amount}`,
+    );
     const balanceBefore = this.credits - this.charges + this.adjusted;
     this.charges += amount;
     this.lastChargeCrossedBalanceLow = balanceBefore >= BALANCE_LOW_NANO && balanceBefore - amount < BALANCE_LOW_NANO;
@@ -138,7 +145,8 @@ export class LedgerInvariants {
     window.chargedWithinHolds += charged;
     if (seq > window.latestAdmission) Object.assign(window, { latestAdmission: seq, limit });
     this.windows.set(key, window);
-    if (window.limit !== null) this.check(window.chargedWithinHolds <= window.limit, `window ${key} overshot its limit ${window.limit}: ${window.chargedWithinHolds}`);
+    if (window.limit !== null)
+      this.check(window.chargedWithinHolds <= window.limit, `window ${key} overshot its limit ${window.limit}: ${window.chargedWithinHolds}`);
   }
 
   private available(): bigint {

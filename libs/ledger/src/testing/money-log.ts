@@ -40,7 +40,8 @@ export function moneyLog(steps: number, seed = 23, accounts = 5): AppendedEvent[
     data: { account_id: account, ...data },
     metadata: { at: new Date(at).toISOString() },
   });
-  for (const account of ids) out.push([ev(account, 'AccountOpened', {}, clock), ev(account, 'CreditsAdded', { amount_nano: '100000000000', reason: 'signup' }, clock)]);
+  for (const account of ids)
+    out.push([ev(account, 'AccountOpened', {}, clock), ev(account, 'CreditsAdded', { amount_nano: '100000000000', reason: 'signup' }, clock)]);
   for (let i = 0; i < steps; i++) {
     clock += random.int(1, 3) * MINUTE;
     // Another process's clock, a little behind: `at` is not monotonic in log order.
@@ -80,7 +81,19 @@ export function moneyLog(steps: number, seed = 23, accounts = 5): AppendedEvent[
       if (random.chance(0.3)) charge.charged_at = new Date(at + random.int(1, 90) * MINUTE).toISOString();
       const released = random.chance(0.1);
       out.push([
-        ev(account, 'HoldPlaced', { hold_id: hold, key_id: key, amount_nano: (amount * 2n).toString(), model, endpoint: '/v1/chat/completions', expires_at: new Date(at + 15 * MINUTE).toISOString() }, at),
+        ev(
+          account,
+          'HoldPlaced',
+          {
+            hold_id: hold,
+            key_id: key,
+            amount_nano: (amount * 2n).toString(),
+            model,
+            endpoint: '/v1/chat/completions',
+            expires_at: new Date(at + 15 * MINUTE).toISOString(),
+          },
+          at,
+        ),
         released ? ev(account, 'HoldReleased', { hold_id: hold, key_id: key, reason: 'error' }, at) : ev(account, 'UsageCharged', charge, at),
       ]);
     } else if (roll < 0.8) {
@@ -92,12 +105,25 @@ export function moneyLog(steps: number, seed = 23, accounts = 5): AppendedEvent[
         ev(
           account,
           'BalanceAdjusted',
-          { adjustment_id: `adj-${i}`, amount_nano: (credit ? amount : -amount).toString(), kind: credit ? 'credit_note' : 'adjustment', reason: 'refund\nticket 42', operator: 'ops@example.com' },
+          {
+            adjustment_id: `adj-${i}`,
+            amount_nano: (credit ? amount : -amount).toString(),
+            kind: credit ? 'credit_note' : 'adjustment',
+            reason: 'refund\nticket 42',
+            operator: 'ops@example.com',
+          },
           at,
         ),
       ]);
     } else {
-      out.push([{ stream: `key-key-${account}-0`, type: 'KeyUpdated', data: { key_id: `key-${account}-0`, name: 'renamed' }, metadata: { at: new Date(at).toISOString() } }]);
+      out.push([
+        {
+          stream: `key-key-${account}-0`,
+          type: 'KeyUpdated',
+          data: { key_id: `key-${account}-0`, name: 'renamed' },
+          metadata: { at: new Date(at).toISOString() },
+        },
+      ]);
     }
   }
   return out;

@@ -168,7 +168,8 @@ export class ReferenceLedger {
         return this.placeHold(account_id, command, now);
       case 'ChargeUsage': {
         const hold = this.holds.get(command.holdId);
-        if (hold && hold.status !== 'open' && hold.reaped && !command.reaped && hold.expiresAt > now) return this.correct(account_id, command.holdId, hold, command.amountNano, command.stats, now);
+        if (hold && hold.status !== 'open' && hold.reaped && !command.reaped && hold.expiresAt > now)
+          return this.correct(account_id, command.holdId, hold, command.amountNano, command.stats, now);
         return this.charge(account_id, command.holdId, command.amountNano, command.stats, now, command.reaped === true);
       }
       case 'ReleaseHold': {
@@ -179,7 +180,15 @@ export class ReferenceLedger {
             events: [
               {
                 type: 'HoldReleased',
-                data: { account_id, hold_id: command.holdId, key_id: hold.keyId, reason: 'error', error_code: command.errorCode, ...command.stats, ...(command.reaped ? { reaped: true as const } : {}) },
+                data: {
+                  account_id,
+                  hold_id: command.holdId,
+                  key_id: hold.keyId,
+                  reason: 'error',
+                  error_code: command.errorCode,
+                  ...command.stats,
+                  ...(command.reaped ? { reaped: true as const } : {}),
+                },
               },
             ],
           },
@@ -240,7 +249,13 @@ export class ReferenceLedger {
       if (spent + hold.amountNano > limitNano) {
         return {
           code: CAP_CODE[reset],
-          details: { key_id: hold.keyId, limit_nano: limitNano, spent_nano: spent, required_nano: hold.amountNano, resets_at: labelEnd(reset, windowLabel(reset, now)) },
+          details: {
+            key_id: hold.keyId,
+            limit_nano: limitNano,
+            spent_nano: spent,
+            required_nano: hold.amountNano,
+            resets_at: labelEnd(reset, windowLabel(reset, now)),
+          },
         };
       }
     }
@@ -253,7 +268,8 @@ export class ReferenceLedger {
         };
       }
     }
-    if (hold.amountNano > this.available()) return { code: 'insufficient_quota', details: { available_nano: this.available(), required_nano: hold.amountNano } };
+    if (hold.amountNano > this.available())
+      return { code: 'insufficient_quota', details: { available_nano: this.available(), required_nano: hold.amountNano } };
     return null;
   }
 

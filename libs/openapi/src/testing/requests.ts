@@ -50,7 +50,10 @@ export function valueOf(schema: JsonSchema, resolve: Resolve): fc.Arbitrary<unkn
       const min = (s.minimum as number | undefined) ?? -1000;
       const max = (s.maximum as number | undefined) ?? Math.max(min, 0) + 1000;
       // The bounds themselves are drawn often: they are where a document and a server disagree.
-      return fc.oneof(fc.constantFrom(min, Math.min(max, Number.MAX_SAFE_INTEGER)), fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) }));
+      return fc.oneof(
+        fc.constantFrom(min, Math.min(max, Number.MAX_SAFE_INTEGER)),
+        fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) }),
+      );
     }
     case 'number': {
       const min = (s.minimum as number | undefined) ?? -1000;
@@ -78,7 +81,9 @@ function stringOf(s: JsonSchema): fc.Arbitrary<string> {
   if (typeof s.pattern === 'string') {
     const pattern = new RegExp(s.pattern, 'u');
     const anchored = s.pattern.startsWith('^');
-    const base = anchored ? fc.stringMatching(pattern) : fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.min(maxLength, minLength + SHORT) }).filter((v) => pattern.test(v));
+    const base = anchored
+      ? fc.stringMatching(pattern)
+      : fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.min(maxLength, minLength + SHORT) }).filter((v) => pattern.test(v));
     return base.filter(fits);
   }
   const short = fc.string({ minLength, maxLength: Math.min(maxLength, minLength + SHORT) });
@@ -115,13 +120,21 @@ const jsonType = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'arra
 const OF_TYPE: Record<string, unknown> = { string: 'x', number: 7, boolean: true, array: ['x'], object: { x: 1 }, null: null };
 
 /** One way to break a field's documented constraint, with a name for the report. */
-function violationsOf(name: string, schema: JsonSchema, resolve: Resolve, requiredField: boolean): { violated: string; value: fc.Arbitrary<unknown> | 'absent' }[] {
+function violationsOf(
+  name: string,
+  schema: JsonSchema,
+  resolve: Resolve,
+  requiredField: boolean,
+): { violated: string; value: fc.Arbitrary<unknown> | 'absent' }[] {
   const s = resolve(schema);
   const out: { violated: string; value: fc.Arbitrary<unknown> | 'absent' }[] = [];
   if (requiredField) out.push({ violated: `${name}: required`, value: 'absent' });
   const types = typesOf(s, resolve);
-  if (types) for (const type of Object.keys(OF_TYPE).filter((t) => !types.has(t))) out.push({ violated: `${name}: type ${[...types].join('|')}, not ${type}`, value: fc.constant(OF_TYPE[type]) });
-  if ('const' in s && typeof s.const !== 'boolean') out.push({ violated: `${name}: const`, value: fc.constant(typeof s.const === 'number' ? s.const + 1 : `${String(s.const)}-other`) });
+  if (types)
+    for (const type of Object.keys(OF_TYPE).filter((t) => !types.has(t)))
+      out.push({ violated: `${name}: type ${[...types].join('|')}, not ${type}`, value: fc.constant(OF_TYPE[type]) });
+  if ('const' in s && typeof s.const !== 'boolean')
+    out.push({ violated: `${name}: const`, value: fc.constant(typeof s.const === 'number' ? s.const + 1 : `${String(s.const)}-other`) });
   if (Array.isArray(s.enum)) out.push({ violated: `${name}: enum`, value: fc.constant('not-one-of-them') });
   if (s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'))) {
     if (typeof s.minLength === 'number' && s.minLength > 0) out.push({ violated: `${name}: minLength`, value: fc.constant('') });
@@ -136,7 +149,11 @@ function violationsOf(name: string, schema: JsonSchema, resolve: Resolve, requir
   }
   if (s.type === 'array') {
     if (typeof s.minItems === 'number' && s.minItems > 0) out.push({ violated: `${name}: minItems`, value: fc.constant([]) });
-    if (typeof s.maxItems === 'number') out.push({ violated: `${name}: maxItems`, value: fc.array(valueOf(s.items as JsonSchema, resolve), { minLength: s.maxItems + 1, maxLength: s.maxItems + 1 }) });
+    if (typeof s.maxItems === 'number')
+      out.push({
+        violated: `${name}: maxItems`,
+        value: fc.array(valueOf(s.items as JsonSchema, resolve), { minLength: s.maxItems + 1, maxLength: s.maxItems + 1 }),
+      });
   }
   return out;
 }

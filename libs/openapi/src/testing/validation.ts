@@ -27,7 +27,7 @@ export function responseChecker(document: OpenApiDocument) {
   const base = 'urn:svc:openapi';
   ajv.addSchema({ $id: base, components: document.components }, base);
   return (schema: unknown, body: unknown): unknown[] => {
-    const validate = ajv.compile({ $id: `${base}:check:${Math.random()}`, ...resolveLocalRefs(schema, base) as object });
+    const validate = ajv.compile({ $id: `${base}:check:${Math.random()}`, ...(resolveLocalRefs(schema, base) as object) });
     return validate(body) ? [] : (validate.errors ?? []);
   };
 }
@@ -36,7 +36,9 @@ export function responseChecker(document: OpenApiDocument) {
 function resolveLocalRefs(schema: unknown, base: string): unknown {
   if (Array.isArray(schema)) return schema.map((s) => resolveLocalRefs(s, base));
   if (schema === null || typeof schema !== 'object') return schema;
-  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${base}${v}` : resolveLocalRefs(v, base)]));
+  return Object.fromEntries(
+    Object.entries(schema).map(([k, v]) => [k, k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `${base}${v}` : resolveLocalRefs(v, base)]),
+  );
 }
 
 /** The schema of the documented answer `status` of `method path` with `contentType`. */

@@ -11,11 +11,7 @@ export interface StoredResponse {
   sourceId: string;
 }
 
-export type IdempotencyBegin =
-  | { state: 'started' }
-  | { state: 'in_progress' }
-  | { state: 'mismatch' }
-  | { state: 'replay'; response: StoredResponse };
+export type IdempotencyBegin = { state: 'started' } | { state: 'in_progress' } | { state: 'mismatch' } | { state: 'replay'; response: StoredResponse };
 
 export interface IdempotencyStore {
   /** Atomically claims (scope,key) for a request whose body hashes to `fingerprint`; the claim lasts `lockMs` unless completed. */

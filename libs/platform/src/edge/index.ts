@@ -68,7 +68,8 @@ const DEFAULT_READY_TIMEOUT_MS = 5_000;
 
 export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
   const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE, cacheKey } = options;
-  const sealed = (inner: ResponseCache): ResponseCache => (cacheKey === undefined ? inner : cacheKey === null ? new DisabledResponseCache() : new SealedResponseCache(inner, cacheKey));
+  const sealed = (inner: ResponseCache): ResponseCache =>
+    cacheKey === undefined ? inner : cacheKey === null ? new DisabledResponseCache() : new SealedResponseCache(inner, cacheKey);
   const memoryRate = new MemoryRateLimiter();
   const memoryConcurrency = new MemoryConcurrencyLimiter(clock, slotLease);
   if (redisUrl === null) {

@@ -379,9 +379,10 @@ export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
     const until = this.leases.firstUntil(now, maxHoldMs);
     let reply: [number, number];
     try {
-      reply = (await guarded('concurrency.acquire', () =>
-        runScript(this.redis, ACQUIRE_LUA, [key], [now, until, limit, id, storageBoundMs(until - now)]),
-      )) as [number, number];
+      reply = (await guarded('concurrency.acquire', () => runScript(this.redis, ACQUIRE_LUA, [key], [now, until, limit, id, storageBoundMs(until - now)]))) as [
+        number,
+        number,
+      ];
     } catch (err) {
       this.leases.lost({ key, id }, until);
       throw err;

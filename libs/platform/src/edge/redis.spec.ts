@@ -123,7 +123,11 @@ describe('sealed idempotency store over redis', () => {
     expect(JSON.stringify(entry)).not.toContain('key_9');
     const held = JSON.parse(entry.response) as StoredResponse;
     expect(isSealedSecret(held.body)).toBe(true);
-    expect(JSON.parse(openSecret(encryptionKey, held.body, sealedResponseContext('key_m', 'retry-1', 'fp')))).toEqual({ headers: answer.headers, body: answer.body, sourceId: '' });
+    expect(JSON.parse(openSecret(encryptionKey, held.body, sealedResponseContext('key_m', 'retry-1', 'fp')))).toEqual({
+      headers: answer.headers,
+      body: answer.body,
+      sourceId: '',
+    });
     expect(await sealed.begin('key_m', 'retry-1', 'fp', 30_000)).toEqual({ state: 'replay', response: answer });
   });
 });

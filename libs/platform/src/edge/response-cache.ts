@@ -52,9 +52,7 @@ export class RedisResponseCache implements ResponseCache {
   async put(key: string, response: StoredResponse, ttlSeconds: number): Promise<void> {
     checkTtlSeconds(ttlSeconds);
     const entry: CachedResponse = { response, storedAt: this.clock.now().getTime(), ttlSeconds };
-    await guarded('cache.put', () =>
-      this.redis.set(this.entryKey(key), JSON.stringify(entry), 'PX', storageBoundMs(ttlSeconds * 1000)),
-    );
+    await guarded('cache.put', () => this.redis.set(this.entryKey(key), JSON.stringify(entry), 'PX', storageBoundMs(ttlSeconds * 1000)));
   }
 
   async delete(key: string): Promise<void> {

@@ -10,7 +10,12 @@ const encryptionKey = Buffer.from(generateEncryptionKey(), 'base64');
 
 /** An answer with the secret in its body, and an id in a header, as a created key's would be. */
 const withSecret = (): StoredResponse =>
-  response({ status: 201, headers: { 'content-type': 'application/json', 'x-svc-generation-id': 'gen-abc' }, body: JSON.stringify({ data: { id: 'key_1' }, key: SECRET }), sourceId: 'gen-abc' });
+  response({
+    status: 201,
+    headers: { 'content-type': 'application/json', 'x-svc-generation-id': 'gen-abc' },
+    body: JSON.stringify({ data: { id: 'key_1' }, key: SECRET }),
+    sourceId: 'gen-abc',
+  });
 
 describe('sealed idempotency store over memory', () => {
   let clock: ManualClock;
@@ -46,7 +51,9 @@ describe('sealed idempotency store over memory', () => {
       await sealed.begin('key_m', key, 'fp1', LOCK_MS);
       await sealed.complete('key_m', key, 'fp1', withSecret());
     }
-    const [one, two] = await Promise.all(['k1', 'k2'].map(async (key) => ((await inner.begin('key_m', key, 'fp1', LOCK_MS)) as { response: StoredResponse }).response.body));
+    const [one, two] = await Promise.all(
+      ['k1', 'k2'].map(async (key) => ((await inner.begin('key_m', key, 'fp1', LOCK_MS)) as { response: StoredResponse }).response.body),
+    );
     expect(one).not.toBe(two);
   });
 

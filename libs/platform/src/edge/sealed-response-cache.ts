@@ -22,7 +22,10 @@ export class SealedResponseCache implements ResponseCache {
     if (typeof body !== 'string' || !isSealedSecret(body)) return null;
     try {
       const part = JSON.parse(openSecret(this.encryptionKey, body, cacheContext(key))) as SealedPart;
-      return { ...entry, response: { status: entry.response.status, kind: entry.response.kind, headers: part.headers, body: part.body, sourceId: part.sourceId } };
+      return {
+        ...entry,
+        response: { status: entry.response.status, kind: entry.response.kind, headers: part.headers, body: part.body, sourceId: part.sourceId },
+      };
     } catch (err) {
       if (err instanceof SecretDecryptionError) return null;
       throw err;
@@ -31,7 +34,13 @@ export class SealedResponseCache implements ResponseCache {
 
   put(key: string, response: StoredResponse, ttlSeconds: number): Promise<void> {
     const part: SealedPart = { headers: response.headers, body: response.body, sourceId: response.sourceId };
-    const sealed: StoredResponse = { status: response.status, kind: response.kind, headers: {}, sourceId: '', body: sealSecret(this.encryptionKey, JSON.stringify(part), cacheContext(key)) };
+    const sealed: StoredResponse = {
+      status: response.status,
+      kind: response.kind,
+      headers: {},
+      sourceId: '',
+      body: sealSecret(this.encryptionKey, JSON.stringify(part), cacheContext(key)),
+    };
     return this.inner.put(key, sealed, ttlSeconds);
   }
 

@@ -19,9 +19,11 @@ export interface TestSmtpServer {
 
 function recipients(mail: ParsedMail): string[] {
   const to: AddressObject[] = mail.to === undefined ? [] : Array.isArray(mail.to) ? mail.to : [mail.to];
-  return to.flatMap((group) => group.value.flatMap(function flatten(a): string[] {
-    return [...(a.address ? [a.address.toLowerCase()] : []), ...(a.group ?? []).flatMap(flatten)];
-  }));
+  return to.flatMap((group) =>
+    group.value.flatMap(function flatten(a): string[] {
+      return [...(a.address ? [a.address.toLowerCase()] : []), ...(a.group ?? []).flatMap(flatten)];
+    }),
+  );
 }
 
 /**

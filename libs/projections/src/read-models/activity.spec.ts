@@ -25,7 +25,10 @@ const stats: GenerationStats = {
  * random base64 characters: incompressible, so PostgreSQL cannot squeeze it under the ~2.7 KB a
  * btree index row may hold.
  */
-const randomUser = (chars: number) => randomBytes(Math.ceil((chars * 3) / 4)).toString('base64').slice(0, chars);
+const randomUser = (chars: number) =>
+  randomBytes(Math.ceil((chars * 3) / 4))
+    .toString('base64')
+    .slice(0, chars);
 
 /** The activity schema before its end user was indexed by hash, as older databases still hold it. */
 const ACTIVITY_BEFORE_ISSUE_41 = [
@@ -94,7 +97,11 @@ describe('the activity read model on postgres, whatever end-user id a request na
   const charged = async (id: string, user: string | null, costNano: bigint) => {
     const holdId = `h${++holds}`;
     const metadata = user === null ? {} : { user };
-    await account(id, { type: 'PlaceHold', holdId, keyId: `${id}-k`, amountNano: 1_000_000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 }, metadata);
+    await account(
+      id,
+      { type: 'PlaceHold', holdId, keyId: `${id}-k`, amountNano: 1_000_000n, model: 'sim/echo', endpoint: '/v1/chat/completions', ttlMs: 60_000 },
+      metadata,
+    );
     const r = await account(id, { type: 'ChargeUsage', holdId, amountNano: costNano, stats });
     return r.appended!.position;
   };
@@ -169,7 +176,11 @@ describe('the activity read model on postgres, whatever end-user id a request na
     expect(await activityOf('a2', 'old-user')).toEqual([[2, 440n]]);
     expect(await activityOf('a2', null)).toEqual([[5, 463n]]);
     // One row per (day, key, model, endpoint, end user): the old rows were added to, not doubled.
-    expect((await sql.query('SELECT user_id FROM activity_daily ORDER BY cost_nano')).rows.map((r: any) => r.user_id?.length ?? null)).toEqual([3000, null, 'old-user'.length]);
+    expect((await sql.query('SELECT user_id FROM activity_daily ORDER BY cost_nano')).rows.map((r: any) => r.user_id?.length ?? null)).toEqual([
+      3000,
+      null,
+      'old-user'.length,
+    ]);
     expect(await now.quarantined()).toEqual([]);
   });
 });

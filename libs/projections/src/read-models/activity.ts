@@ -103,7 +103,10 @@ export const activityProjection: Projection = {
     const earlier: [string, string][] = [];
     for (const e of events) {
       if (e.type === 'HoldPlaced') openHere.add(holdOf(e));
-      else if ((e.type === 'UsageCharged' || e.type === 'UsageCorrected' || e.type === 'HoldReleased' || e.type === 'HoldExpired') && !openHere.delete(holdOf(e))) {
+      else if (
+        (e.type === 'UsageCharged' || e.type === 'UsageCorrected' || e.type === 'HoldReleased' || e.type === 'HoldExpired') &&
+        !openHere.delete(holdOf(e))
+      ) {
         earlier.push([e.data.account_id, e.data.hold_id]);
       }
     }
@@ -131,7 +134,16 @@ export const activityProjection: Projection = {
       const day = utcDay(c.at);
       const slot = JSON.stringify([c.accountId, c.keyId, day, c.model, c.endpoint, c.user]);
       const [billed, notBilled] = c.requests ?? (c.billed ? [1, 0] : [0, 1]);
-      const sums = [billed, notBilled, c.promptTokens, c.completionTokens, c.cachedTokens, c.reasoningTokens, c.costNano, ...UNIT_METERS.map((m) => c.units[m] ?? 0)];
+      const sums = [
+        billed,
+        notBilled,
+        c.promptTokens,
+        c.completionTokens,
+        c.cachedTokens,
+        c.reasoningTokens,
+        c.costNano,
+        ...UNIT_METERS.map((m) => c.units[m] ?? 0),
+      ];
       const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, ...sums.map(() => 0n)];
       sums.forEach((value, i) => (row[6 + i] = (row[6 + i] as bigint) + BigInt(value)));
       daily.set(slot, row);
@@ -141,7 +153,13 @@ export const activityProjection: Projection = {
         case 'HoldPlaced': {
           const user = e.metadata.user;
           const d = e.data;
-          open.set(holdOf(e), { account_id: d.account_id, hold_id: d.hold_id, model: d.model, endpoint: d.endpoint, user_id: typeof user === 'string' && user !== '' ? user : null });
+          open.set(holdOf(e), {
+            account_id: d.account_id,
+            hold_id: d.hold_id,
+            model: d.model,
+            endpoint: d.endpoint,
+            user_id: typeof user === 'string' && user !== '' ? user : null,
+          });
           break;
         }
         case 'UsageCharged': {
@@ -239,12 +257,31 @@ export const activityProjection: Projection = {
     // Whatever is still in `open` was placed by this batch (those of earlier batches were deleted
     // above only when resolved, and taken here at once), or released by the reaper and kept aside.
     if (open.size > 0) {
-      const c = asColumns(['text', 'text', 'text', 'text', 'text', 'timestamptz'], [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]));
+      const c = asColumns(
+        ['text', 'text', 'text', 'text', 'text', 'timestamptz'],
+        [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]),
+      );
       await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.unnest}`, c.params);
     }
     if (daily.size > 0) {
       const c = asColumns(
-        ['text', 'text', 'date', 'text', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', ...UNIT_METERS.map(() => 'bigint')],
+        [
+          'text',
+          'text',
+          'date',
+          'text',
+          'text',
+          'text',
+          'text',
+          'integer',
+          'integer',
+          'bigint',
+          'bigint',
+          'bigint',
+          'bigint',
+          'bigint',
+          ...UNIT_METERS.map(() => 'bigint'),
+        ],
         [...daily.values()].map(([accountId, keyId, rowDay, model, endpoint, user, ...sums]) => [
           accountId,
           keyId,
@@ -290,7 +327,21 @@ function userHashSql(column: string): string {
 }
 
 function notBilled(accountId: string, keyId: string, at: string, model: string, endpoint: string, user: string | null): Contribution {
-  return { accountId, keyId, at, model, endpoint, user, billed: false, promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, costNano: '0', units: {} };
+  return {
+    accountId,
+    keyId,
+    at,
+    model,
+    endpoint,
+    user,
+    billed: false,
+    promptTokens: 0,
+    completionTokens: 0,
+    cachedTokens: 0,
+    reasoningTokens: 0,
+    costNano: '0',
+    units: {},
+  };
 }
 
 export interface ActivityFilter {

@@ -49,15 +49,33 @@ export const batchesProjection: Projection = perEvent({
       await tx.query(
         `INSERT INTO batches (batch_id, account_id, workspace_id, key_id, endpoint, input_file_id, completion_window, metadata, status, created_at, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'validating', $9, $10) ON CONFLICT (batch_id) DO NOTHING`,
-        [d.batch_id, d.account_id, d.workspace_id, d.key_id, d.endpoint, d.input_file_id, d.completion_window, d.metadata === null ? null : JSON.stringify(d.metadata), d.created_at, d.expires_at],
+        [
+          d.batch_id,
+          d.account_id,
+          d.workspace_id,
+          d.key_id,
+          d.endpoint,
+          d.input_file_id,
+          d.completion_window,
+          d.metadata === null ? null : JSON.stringify(d.metadata),
+          d.created_at,
+          d.expires_at,
+        ],
       );
     },
     // A cancel asked while validating stays asked: the status moves on only from validating.
     BatchStarted: async (e: B<'BatchStarted'>, tx) => {
-      await tx.query(`UPDATE batches SET total = $2, in_progress_at = $3, status = CASE WHEN status = 'validating' THEN 'in_progress' ELSE status END WHERE batch_id = $1`, [e.data.batch_id, e.data.total, e.data.in_progress_at]);
+      await tx.query(
+        `UPDATE batches SET total = $2, in_progress_at = $3, status = CASE WHEN status = 'validating' THEN 'in_progress' ELSE status END WHERE batch_id = $1`,
+        [e.data.batch_id, e.data.total, e.data.in_progress_at],
+      );
     },
     BatchValidationFailed: async (e: B<'BatchValidationFailed'>, tx) => {
-      await tx.query(`UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE batch_id = $1`, [e.data.batch_id, JSON.stringify(e.data.errors), e.data.failed_at]);
+      await tx.query(`UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE batch_id = $1`, [
+        e.data.batch_id,
+        JSON.stringify(e.data.errors),
+        e.data.failed_at,
+      ]);
     },
     BatchCancelRequested: async (e: B<'BatchCancelRequested'>, tx) => {
       await tx.query(`UPDATE batches SET status = 'cancelling', cancelling_at = $2 WHERE batch_id = $1`, [e.data.batch_id, e.data.cancelling_at]);
@@ -77,15 +95,10 @@ async function ended(
   status: 'completed' | 'expired' | 'cancelled',
   at: string,
 ): Promise<void> {
-  await tx.query(`UPDATE batches SET status = $2, ${status}_at = $3, completed = $4, failed = $5, output_file_id = $6, error_file_id = $7 WHERE batch_id = $1`, [
-    d.batch_id,
-    status,
-    at,
-    d.completed,
-    d.failed,
-    d.output_file_id,
-    d.error_file_id,
-  ]);
+  await tx.query(
+    `UPDATE batches SET status = $2, ${status}_at = $3, completed = $4, failed = $5, output_file_id = $6, error_file_id = $7 WHERE batch_id = $1`,
+    [d.batch_id, status, at, d.completed, d.failed, d.output_file_id, d.error_file_id],
+  );
 }
 
 export interface BatchRow {
@@ -163,6 +176,8 @@ export async function listBatches(sql: SqlExecutor, workspaceId: string, after: 
 
 /** The batches a worker has something to do for, oldest first. */
 export async function activeBatches(sql: SqlExecutor): Promise<BatchRow[]> {
-  const { rows } = await sql.query<Record<string, any>>(`SELECT * FROM batches WHERE status IN ('validating', 'in_progress', 'cancelling', 'finalizing') ORDER BY created_at, batch_id`);
+  const { rows } = await sql.query<Record<string, any>>(
+    `SELECT * FROM batches WHERE status IN ('validating', 'in_progress', 'cancelling', 'finalizing') ORDER BY created_at, batch_id`,
+  );
   return rows.map(batchRow);
 }

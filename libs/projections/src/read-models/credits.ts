@@ -60,7 +60,17 @@ export const creditsProjection: Projection = {
     // No BalanceAdjusted predates the column, so 0 is right for existing rows without a rebuild.
     `ALTER TABLE credit_accounts ADD COLUMN IF NOT EXISTS adjusted_nano bigint NOT NULL DEFAULT 0`,
   ],
-  eventTypes: new Set<AccountEvent['type']>(['AccountOpened', 'CreditsAdded', 'HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'DailyLimitSet', 'BalanceAdjusted']),
+  eventTypes: new Set<AccountEvent['type']>([
+    'AccountOpened',
+    'CreditsAdded',
+    'HoldPlaced',
+    'UsageCharged',
+    'UsageCorrected',
+    'HoldReleased',
+    'HoldExpired',
+    'DailyLimitSet',
+    'BalanceAdjusted',
+  ]),
   apply: async (events: readonly AccountRecorded[], tx) => {
     const accounts = new Map<string, AccountDelta>();
     const placed = new Map<string, OpenHold>();
@@ -128,7 +138,10 @@ export const creditsProjection: Projection = {
       }
     }
     if (placed.size > 0) {
-      const holds = asColumns(['text', 'text', 'bigint', 'timestamptz', 'text'], [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]));
+      const holds = asColumns(
+        ['text', 'text', 'bigint', 'timestamptz', 'text'],
+        [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]),
+      );
       await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.unnest}`, holds.params);
     }
     const row = ([id, d]: [string, AccountDelta]) => [
@@ -181,10 +194,14 @@ export interface CreditsRow {
 }
 
 export async function getCredits(sql: SqlExecutor, accountId: string): Promise<CreditsRow | null> {
-  const { rows } = await sql.query<{ purchased_nano: string; used_nano: string; adjusted_nano: string; held_nano: string; open_holds: number; daily_limit_nano: string | null }>(
-    'SELECT purchased_nano, used_nano, adjusted_nano, held_nano, open_holds, daily_limit_nano FROM credit_accounts WHERE account_id = $1',
-    [accountId],
-  );
+  const { rows } = await sql.query<{
+    purchased_nano: string;
+    used_nano: string;
+    adjusted_nano: string;
+    held_nano: string;
+    open_holds: number;
+    daily_limit_nano: string | null;
+  }>('SELECT purchased_nano, used_nano, adjusted_nano, held_nano, open_holds, daily_limit_nano FROM credit_accounts WHERE account_id = $1', [accountId]);
   const r = rows[0];
   if (!r) return null;
   return {
@@ -199,10 +216,10 @@ export async function getCredits(sql: SqlExecutor, accountId: string): Promise<C
 
 /** Accounts with a hold open past its expiry at `now`, for the expiry sweeper. */
 export async function accountsWithExpiredHolds(sql: SqlExecutor, now: Date, limit = 1000): Promise<string[]> {
-  const { rows } = await sql.query<{ account_id: string }>(
-    'SELECT DISTINCT account_id FROM credit_holds WHERE expires_at <= $1 ORDER BY account_id LIMIT $2',
-    [now.toISOString(), limit],
-  );
+  const { rows } = await sql.query<{ account_id: string }>('SELECT DISTINCT account_id FROM credit_holds WHERE expires_at <= $1 ORDER BY account_id LIMIT $2', [
+    now.toISOString(),
+    limit,
+  ]);
   return rows.map((r) => r.account_id);
 }
 

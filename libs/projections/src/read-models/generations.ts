@@ -141,8 +141,16 @@ export const generationsProjection: Projection = {
           const d = e.data;
           const clientRequestId = e.metadata.client_request_id;
           free.push([
-            d.generation_id, d.account_id, d.key_id, d.model ?? null, d.endpoint, d.provider ?? null,
-            typeof clientRequestId === 'string' ? clientRequestId : null, eventTime(e), d.source_id ?? null, d.latency_ms ?? null,
+            d.generation_id,
+            d.account_id,
+            d.key_id,
+            d.model ?? null,
+            d.endpoint,
+            d.provider ?? null,
+            typeof clientRequestId === 'string' ? clientRequestId : null,
+            eventTime(e),
+            d.source_id ?? null,
+            d.latency_ms ?? null,
           ]);
           break;
         }
@@ -153,10 +161,29 @@ export const generationsProjection: Projection = {
       const rows = [...placed.values()].map((g) => {
         const u = g.outcome?.usage;
         return [
-          g.id, g.account_id, g.key_id, u?.model ?? g.model, g.endpoint, u?.provider ?? null, g.outcome?.status ?? 'in_progress',
-          u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, g.outcome?.cost_nano ?? '0',
-          u?.latency_ms ?? null, u?.ttft_ms ?? null, u?.error_code ?? null, g.client_request_id, g.created_at, g.outcome?.finished_at ?? null,
-          jsonOrNull(u?.meters), g.preset, g.preset_version, jsonOrNull(u?.cost_lines), u?.provider_cost_nano ?? null,
+          g.id,
+          g.account_id,
+          g.key_id,
+          u?.model ?? g.model,
+          g.endpoint,
+          u?.provider ?? null,
+          g.outcome?.status ?? 'in_progress',
+          u?.prompt_tokens ?? 0,
+          u?.completion_tokens ?? 0,
+          u?.cached_tokens ?? 0,
+          u?.reasoning_tokens ?? 0,
+          g.outcome?.cost_nano ?? '0',
+          u?.latency_ms ?? null,
+          u?.ttft_ms ?? null,
+          u?.error_code ?? null,
+          g.client_request_id,
+          g.created_at,
+          g.outcome?.finished_at ?? null,
+          jsonOrNull(u?.meters),
+          g.preset,
+          g.preset_version,
+          jsonOrNull(u?.cost_lines),
+          u?.provider_cost_nano ?? null,
         ];
       });
       const c = asColumns(INSERTED, rows);
@@ -172,9 +199,23 @@ export const generationsProjection: Projection = {
       const rows = [...settled].map(([id, o]) => {
         const u = o.usage;
         return [
-          id, o.status, o.cost_nano, o.finished_at, u !== undefined, u?.error_code ?? null, u?.model ?? null, u?.provider ?? null,
-          u?.prompt_tokens ?? 0, u?.completion_tokens ?? 0, u?.cached_tokens ?? 0, u?.reasoning_tokens ?? 0, u?.latency_ms ?? null, u?.ttft_ms ?? null,
-          jsonOrNull(u?.meters), jsonOrNull(u?.cost_lines), u?.provider_cost_nano ?? null,
+          id,
+          o.status,
+          o.cost_nano,
+          o.finished_at,
+          u !== undefined,
+          u?.error_code ?? null,
+          u?.model ?? null,
+          u?.provider ?? null,
+          u?.prompt_tokens ?? 0,
+          u?.completion_tokens ?? 0,
+          u?.cached_tokens ?? 0,
+          u?.reasoning_tokens ?? 0,
+          u?.latency_ms ?? null,
+          u?.ttft_ms ?? null,
+          jsonOrNull(u?.meters),
+          jsonOrNull(u?.cost_lines),
+          u?.provider_cost_nano ?? null,
         ];
       });
       const c = asColumns(SETTLED, rows);
@@ -216,8 +257,50 @@ export const generationsProjection: Projection = {
 
 const FREE = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'integer'];
 
-const INSERTED = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'bigint', 'integer', 'integer', 'text', 'text', 'timestamptz', 'timestamptz', 'jsonb', 'text', 'integer', 'jsonb', 'bigint'];
-const SETTLED = ['text', 'text', 'bigint', 'timestamptz', 'boolean', 'text', 'text', 'text', 'integer', 'integer', 'integer', 'integer', 'integer', 'integer', 'jsonb', 'jsonb', 'bigint'];
+const INSERTED = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'bigint',
+  'integer',
+  'integer',
+  'text',
+  'text',
+  'timestamptz',
+  'timestamptz',
+  'jsonb',
+  'text',
+  'integer',
+  'jsonb',
+  'bigint',
+];
+const SETTLED = [
+  'text',
+  'text',
+  'bigint',
+  'timestamptz',
+  'boolean',
+  'text',
+  'text',
+  'text',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'integer',
+  'jsonb',
+  'jsonb',
+  'bigint',
+];
 
 const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 

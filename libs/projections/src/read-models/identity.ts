@@ -82,7 +82,17 @@ export const identityProjection: Projection = perEvent({
     KeyCreated: async (e: K<'KeyCreated'>, tx) => {
       const d = e.data;
       const columns = ['key_id', 'account_id', 'workspace_id', 'org_id', 'created_by', ...SETTINGS_COLUMNS, 'secret_hint', 'created_at', 'updated_at'];
-      const values = [d.key_id, d.account_id, d.workspace_id, d.org_id, d.created_by, ...SETTINGS_COLUMNS.map((c) => value(c, d[c])), d.secret_hint, eventTime(e), eventTime(e)];
+      const values = [
+        d.key_id,
+        d.account_id,
+        d.workspace_id,
+        d.org_id,
+        d.created_by,
+        ...SETTINGS_COLUMNS.map((c) => value(c, d[c])),
+        d.secret_hint,
+        eventTime(e),
+        eventTime(e),
+      ];
       await tx.query(`INSERT INTO api_keys (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, values);
       await tx.query('INSERT INTO api_key_secrets (secret_hash, key_id) VALUES ($1, $2)', [d.secret_hash, d.key_id]);
     },
@@ -114,7 +124,12 @@ export const identityProjection: Projection = perEvent({
       ]);
     },
     MemberAdded: async (e: O<'MemberAdded'>, tx) => {
-      await tx.query('INSERT INTO org_members (org_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)', [e.data.org_id, e.data.account_id, e.data.role, eventTime(e)]);
+      await tx.query('INSERT INTO org_members (org_id, account_id, role, added_at) VALUES ($1, $2, $3, $4)', [
+        e.data.org_id,
+        e.data.account_id,
+        e.data.role,
+        eventTime(e),
+      ]);
     },
     MemberRoleChanged: async (e: O<'MemberRoleChanged'>, tx) => {
       await tx.query('UPDATE org_members SET role = $3 WHERE org_id = $1 AND account_id = $2', [e.data.org_id, e.data.account_id, e.data.role]);
@@ -179,7 +194,15 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
   const r = rows[0];
   if (!r) return null;
   const sealedProviderKeys = new Map<string, string>(Object.entries(r.provider_keys ?? {}));
-  return { ...toRow(r), secretHash: r.secret_hash, secretValidUntil: iso(r.valid_until), orgActive: r.org_active === true, sealedProviderKeys, promptLogDays: r.prompt_log_days ?? null, presets: new Map(Object.entries(json(r.presets) ?? {})) };
+  return {
+    ...toRow(r),
+    secretHash: r.secret_hash,
+    secretValidUntil: iso(r.valid_until),
+    orgActive: r.org_active === true,
+    sealedProviderKeys,
+    promptLogDays: r.prompt_log_days ?? null,
+    presets: new Map(Object.entries(json(r.presets) ?? {})),
+  };
 }
 
 /**
@@ -204,7 +227,12 @@ export async function callerOfKey(sql: SqlExecutor, keyId: string, now: Date): P
   if (!r || r.revoked_at !== null || r.org_active !== true) return null;
   const key = toRow(r);
   if (key.expires_at !== null && Date.parse(key.expires_at) <= now.getTime()) return null;
-  return { ...key, sealedProviderKeys: new Map<string, string>(Object.entries(json(r.provider_keys) ?? {})), promptLogDays: r.prompt_log_days ?? null, presets: new Map(Object.entries(json(r.presets) ?? {})) };
+  return {
+    ...key,
+    sealedProviderKeys: new Map<string, string>(Object.entries(json(r.provider_keys) ?? {})),
+    promptLogDays: r.prompt_log_days ?? null,
+    presets: new Map(Object.entries(json(r.presets) ?? {})),
+  };
 }
 
 export async function getKey(sql: SqlExecutor, keyId: string): Promise<ApiKeyRow | null> {

@@ -17,7 +17,10 @@ export const keyUsageProjection: Projection = {
   ],
   // Issue 41 D: a correction adds what it charges beyond the reaper's charge, on its own instant.
   eventTypes: new Set(['UsageCharged', 'UsageCorrected']),
-  apply: async (events: readonly RecordedEvent<'UsageCharged' | 'UsageCorrected', Extract<AccountEvent, { type: 'UsageCharged' | 'UsageCorrected' }>['data']>[], tx) => {
+  apply: async (
+    events: readonly RecordedEvent<'UsageCharged' | 'UsageCorrected', Extract<AccountEvent, { type: 'UsageCharged' | 'UsageCorrected' }>['data']>[],
+    tx,
+  ) => {
     const sums = new Map<string, [keyId: string, day: string, costNano: bigint]>();
     for (const e of events) {
       // The decider counts a charge in the window of charged_at (absent on the oldest events).
@@ -27,7 +30,10 @@ export const keyUsageProjection: Projection = {
       sum[2] += BigInt(e.data.amount_nano);
       sums.set(slot, sum);
     }
-    const c = asColumns(['text', 'date', 'bigint'], [...sums.values()].map(([keyId, day, cost]) => [keyId, day, cost.toString()]));
+    const c = asColumns(
+      ['text', 'date', 'bigint'],
+      [...sums.values()].map(([keyId, day, cost]) => [keyId, day, cost.toString()]),
+    );
     await tx.query(
       `INSERT INTO key_usage_daily (key_id, day, cost_nano) SELECT * FROM ${c.unnest}
        ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,

@@ -24,7 +24,10 @@ async function enqueue(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
 }
 
 async function insertEvent(tx: SqlExecutor, cause: RecordedEvent, accountId: string, type: string, data: object): Promise<void> {
-  const { rows } = await tx.query<{ events: string[] | null; webhook_id: string }>('SELECT events, webhook_id FROM webhook_subscriptions WHERE account_id = $1', [accountId]);
+  const { rows } = await tx.query<{ events: string[] | null; webhook_id: string }>(
+    'SELECT events, webhook_id FROM webhook_subscriptions WHERE account_id = $1',
+    [accountId],
+  );
   if (rows.length === 0 || !subscribes(rows[0].events, type)) return;
   const at = eventTime(cause);
   // Issue 41 item 19: the event belongs to the endpoint it was made for, never to a later one.
@@ -43,13 +46,18 @@ async function insertEvent(tx: SqlExecutor, cause: RecordedEvent, accountId: str
 async function announceDeprecation(event: RecordedEvent<'ModelDeprecated', ModelDeprecated['data']>, tx: SqlExecutor): Promise<void> {
   const d = event.data;
   const since = new Date(new Date(d.noticed_at).getTime() - DEPRECATION_AUDIENCE_MS).toISOString();
-  const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM webhook_model_use WHERE model = $1 AND last_used_at >= $2 ORDER BY account_id', [d.model, since]);
+  const { rows } = await tx.query<{ account_id: string }>(
+    'SELECT account_id FROM webhook_model_use WHERE model = $1 AND last_used_at >= $2 ORDER BY account_id',
+    [d.model, since],
+  );
   const data = { model: d.model, name: d.name, notice: d.kind, sunset: d.sunset, replacement: d.replacement };
   const sunset = d.sunset.slice(0, 10);
   const title = d.kind === 'final' ? `${d.name} retires on ${sunset}` : `${d.name} will be retired on ${sunset}`;
   const message =
     `${d.name} (${d.model}), which this account used in the last 30 days, is deprecated and stops answering on ${sunset}. ` +
-    (d.replacement ? `Requests for it will then be answered by ${d.replacement}; switch to it before then.` : 'It has no replacement: requests for it will then fail with 410 model_retired.');
+    (d.replacement
+      ? `Requests for it will then be answered by ${d.replacement}; switch to it before then.`
+      : 'It has no replacement: requests for it will then fail with 410 model_retired.');
   for (const { account_id } of rows) {
     await insertEvent(tx, event, account_id, 'model.deprecated', data);
     await tx.query(
@@ -60,7 +68,8 @@ async function announceDeprecation(event: RecordedEvent<'ModelDeprecated', Model
 }
 
 /** Derived from its cause, as webhook event ids are: the same notice after a rebuild. */
-const noticeId = (sourceEventId: string, accountId: string) => `ntc_${createHash('sha256').update(`notice:${sourceEventId}:${accountId}`).digest('hex').slice(0, 24)}`;
+const noticeId = (sourceEventId: string, accountId: string) =>
+  `ntc_${createHash('sha256').update(`notice:${sourceEventId}:${accountId}`).digest('hex').slice(0, 24)}`;
 
 /**
  * What the service tells accounts (spec 6.1, 9): the webhook outbox and its scheduler
@@ -250,13 +259,25 @@ export async function listWebhookEvents(sql: SqlExecutor, accountId: string, lim
   return rows.map(eventRow);
 }
 
-export async function getWebhookEvent(sql: SqlExecutor, accountId: string, eventId: string): Promise<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] } | null> {
+export async function getWebhookEvent(
+  sql: SqlExecutor,
+  accountId: string,
+  eventId: string,
+): Promise<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] } | null> {
   const { rows } = await sql.query<Record<string, any>>('SELECT * FROM webhook_events WHERE event_id = $1 AND account_id = $2', [eventId, accountId]);
   if (!rows[0]) return null;
   const attempts = await sql.query<Record<string, any>>('SELECT * FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt', [eventId]);
   return {
     event: eventRow(rows[0]),
-    attempts: attempts.rows.map((a) => ({ attempt: a.attempt, at: iso(a.at)!, webhookId: a.webhook_id, statusCode: a.status_code, latencyMs: a.latency_ms, error: a.error, delivered: a.delivered })),
+    attempts: attempts.rows.map((a) => ({
+      attempt: a.attempt,
+      at: iso(a.at)!,
+      webhookId: a.webhook_id,
+      statusCode: a.status_code,
+      latencyMs: a.latency_ms,
+      error: a.error,
+      delivered: a.delivered,
+    })),
   };
 }
 
@@ -294,7 +315,10 @@ const noticeRow = (r: Record<string, any>): NoticeRow => ({
 
 /** An account's in-app notices, newest first. */
 export async function listNotices(sql: SqlExecutor, accountId: string, limit: number): Promise<NoticeRow[]> {
-  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM notices WHERE account_id = $1 ORDER BY created_at DESC, notice_id DESC LIMIT $2', [accountId, limit]);
+  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM notices WHERE account_id = $1 ORDER BY created_at DESC, notice_id DESC LIMIT $2', [
+    accountId,
+    limit,
+  ]);
   return rows.map(noticeRow);
 }
 

@@ -40,31 +40,35 @@ export const presetsProjection: Projection = perEvent({
         `INSERT INTO presets (workspace_id, slug, name, description, version, config, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6, $6)`,
         [d.workspace_id, d.slug, d.name, d.description, JSON.stringify(d.config), at],
       );
-      await tx.query(`INSERT INTO preset_versions (workspace_id, slug, version, config, rolled_back_to, created_at, created_by) VALUES ($1, $2, 1, $3, NULL, $4, $5)`, [
-        d.workspace_id,
-        d.slug,
-        JSON.stringify(d.config),
-        at,
-        e.metadata.actor ?? null,
-      ]);
+      await tx.query(
+        `INSERT INTO preset_versions (workspace_id, slug, version, config, rolled_back_to, created_at, created_by) VALUES ($1, $2, 1, $3, NULL, $4, $5)`,
+        [d.workspace_id, d.slug, JSON.stringify(d.config), at, e.metadata.actor ?? null],
+      );
     },
     PresetDetailsChanged: async (e: P<'PresetDetailsChanged'>, tx) => {
       const d = e.data;
-      await tx.query('UPDATE presets SET name = $3, description = $4, updated_at = $5 WHERE workspace_id = $1 AND slug = $2', [d.workspace_id, d.slug, d.name, d.description, eventTime(e)]);
+      await tx.query('UPDATE presets SET name = $3, description = $4, updated_at = $5 WHERE workspace_id = $1 AND slug = $2', [
+        d.workspace_id,
+        d.slug,
+        d.name,
+        d.description,
+        eventTime(e),
+      ]);
     },
     PresetVersionAdded: async (e: P<'PresetVersionAdded'>, tx) => {
       const d = e.data;
       const at = eventTime(e);
-      await tx.query('UPDATE presets SET version = $3, config = $4, updated_at = $5 WHERE workspace_id = $1 AND slug = $2', [d.workspace_id, d.slug, d.version, JSON.stringify(d.config), at]);
-      await tx.query(`INSERT INTO preset_versions (workspace_id, slug, version, config, rolled_back_to, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      await tx.query('UPDATE presets SET version = $3, config = $4, updated_at = $5 WHERE workspace_id = $1 AND slug = $2', [
         d.workspace_id,
         d.slug,
         d.version,
         JSON.stringify(d.config),
-        d.rolled_back_to,
         at,
-        e.metadata.actor ?? null,
       ]);
+      await tx.query(
+        `INSERT INTO preset_versions (workspace_id, slug, version, config, rolled_back_to, created_at, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [d.workspace_id, d.slug, d.version, JSON.stringify(d.config), d.rolled_back_to, at, e.metadata.actor ?? null],
+      );
     },
     PresetDeleted: async (e: P<'PresetDeleted'>, tx) => {
       await tx.query('DELETE FROM presets WHERE workspace_id = $1 AND slug = $2', [e.data.workspace_id, e.data.slug]);
@@ -110,9 +114,18 @@ export async function listPresets(sql: SqlExecutor, workspaceId: string): Promis
 export async function getPreset(sql: SqlExecutor, workspaceId: string, slug: string): Promise<(PresetRow & { versions: PresetVersionRow[] }) | null> {
   const { rows } = await sql.query<Record<string, any>>('SELECT * FROM presets WHERE workspace_id = $1 AND slug = $2', [workspaceId, slug]);
   if (!rows[0]) return null;
-  const versions = await sql.query<Record<string, any>>('SELECT * FROM preset_versions WHERE workspace_id = $1 AND slug = $2 ORDER BY version', [workspaceId, slug]);
+  const versions = await sql.query<Record<string, any>>('SELECT * FROM preset_versions WHERE workspace_id = $1 AND slug = $2 ORDER BY version', [
+    workspaceId,
+    slug,
+  ]);
   return {
     ...presetRow(rows[0]),
-    versions: versions.rows.map((v) => ({ version: v.version, config: json<PresetConfig>(v.config), rolledBackTo: v.rolled_back_to, createdAt: new Date(v.created_at).toISOString(), createdBy: v.created_by })),
+    versions: versions.rows.map((v) => ({
+      version: v.version,
+      config: json<PresetConfig>(v.config),
+      rolledBackTo: v.rolled_back_to,
+      createdAt: new Date(v.created_at).toISOString(),
+      createdBy: v.created_by,
+    })),
   };
 }

@@ -45,6 +45,8 @@ export interface ProviderKeyRow {
 
 /** What an operator may see of an account's provider keys: names, hints and when. */
 export async function listProviderKeys(sql: SqlExecutor, accountId: string): Promise<ProviderKeyRow[]> {
-  const { rows } = await sql.query<Record<string, any>>('SELECT provider, hint, saved_at FROM provider_keys WHERE account_id = $1 ORDER BY provider', [accountId]);
+  const { rows } = await sql.query<Record<string, any>>('SELECT provider, hint, saved_at FROM provider_keys WHERE account_id = $1 ORDER BY provider', [
+    accountId,
+  ]);
   return rows.map((r) => ({ provider: r.provider, hint: r.hint, savedAt: new Date(r.saved_at).toISOString() }));
 }

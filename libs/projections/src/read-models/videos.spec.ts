@@ -115,7 +115,14 @@ describe('the videos read model', () => {
     clock.advance(5_000);
     const refused = { code: 'invalid_prompt', message: 'The provider will not make this clip.' };
     await video({ type: 'RecordSubmissionFailure', videoId: 'video_bad', error: refused, retryable: false });
-    expect(await getVideo(sql, 'ws1', 'video_bad')).toMatchObject({ status: 'failed', error: refused, costNano: null, completedAt: null, endedAt: clock.now(), nextPollAt: null });
+    expect(await getVideo(sql, 'ws1', 'video_bad')).toMatchObject({
+      status: 'failed',
+      error: refused,
+      costNano: null,
+      completedAt: null,
+      endedAt: clock.now(),
+      nextPollAt: null,
+    });
   });
 
   it('keeps a video running once a cancel is asked, until the provider has stopped it', async () => {
@@ -129,7 +136,14 @@ describe('the videos read model', () => {
 
     clock.advance(3_000);
     await video({ type: 'ConfirmCancel', videoId: 'video_off' });
-    expect(await getVideo(sql, 'ws1', 'video_off')).toMatchObject({ status: 'cancelled', cancelRequested: true, costNano: null, completedAt: null, endedAt: clock.now(), nextPollAt: null });
+    expect(await getVideo(sql, 'ws1', 'video_off')).toMatchObject({
+      status: 'cancelled',
+      cancelRequested: true,
+      costNano: null,
+      completedAt: null,
+      endedAt: clock.now(),
+      nextPollAt: null,
+    });
   });
 
   it('forgets a deleted video (spec 4.15 DELETE)', async () => {

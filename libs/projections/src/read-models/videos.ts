@@ -46,7 +46,20 @@ export const videosProjection: Projection = perEvent({
       await tx.query(
         `INSERT INTO videos (video_id, account_id, workspace_id, key_id, model, status, seconds, aspect_ratio, resolution, size, estimated_nano, created_at, next_poll_at)
          VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (video_id) DO NOTHING`,
-        [d.video_id, d.account_id, d.workspace_id, d.key_id, d.model, d.seconds, d.aspect_ratio, d.resolution, d.size, d.estimated_nano, d.created_at, d.next_poll_at],
+        [
+          d.video_id,
+          d.account_id,
+          d.workspace_id,
+          d.key_id,
+          d.model,
+          d.seconds,
+          d.aspect_ratio,
+          d.resolution,
+          d.size,
+          d.estimated_nano,
+          d.created_at,
+          d.next_poll_at,
+        ],
       );
     },
     VideoSubmitted: async (e: V<'VideoSubmitted'>, tx) => {
@@ -57,7 +70,12 @@ export const videosProjection: Projection = perEvent({
       await tx.query(`UPDATE videos SET next_poll_at = $2 WHERE video_id = $1`, [e.data.video_id, e.data.retry_at]);
     },
     VideoProgressed: async (e: V<'VideoProgressed'>, tx) => {
-      await tx.query(`UPDATE videos SET status = $2, progress = $3, next_poll_at = $4 WHERE video_id = $1`, [e.data.video_id, e.data.status, e.data.progress, e.data.next_poll_at]);
+      await tx.query(`UPDATE videos SET status = $2, progress = $3, next_poll_at = $4 WHERE video_id = $1`, [
+        e.data.video_id,
+        e.data.status,
+        e.data.progress,
+        e.data.next_poll_at,
+      ]);
     },
     // Asked is not done: the status moves to cancelled only once the worker has stopped the job
     // at the provider (VideoStatus in libs/videos), and a client polling meanwhile sees it running.
@@ -72,7 +90,11 @@ export const videosProjection: Projection = perEvent({
       );
     },
     VideoFailed: async (e: V<'VideoFailed'>, tx) => {
-      await tx.query(`UPDATE videos SET status = 'failed', error = $2, ended_at = $3, next_poll_at = NULL WHERE video_id = $1`, [e.data.video_id, JSON.stringify(e.data.error), e.data.failed_at]);
+      await tx.query(`UPDATE videos SET status = 'failed', error = $2, ended_at = $3, next_poll_at = NULL WHERE video_id = $1`, [
+        e.data.video_id,
+        JSON.stringify(e.data.error),
+        e.data.failed_at,
+      ]);
     },
     VideoCancelled: async (e: V<'VideoCancelled'>, tx) => {
       await tx.query(`UPDATE videos SET status = 'cancelled', ended_at = $2, next_poll_at = NULL WHERE video_id = $1`, [e.data.video_id, e.data.cancelled_at]);

@@ -99,7 +99,10 @@ describe('request translation (OpenAI chat -> Messages)', () => {
     ['auto', { type: 'auto' }],
     ['none', { type: 'none' }],
     ['required', { type: 'any' }],
-    [{ type: 'function', function: { name: 'f' } }, { type: 'tool', name: 'f' }],
+    [
+      { type: 'function', function: { name: 'f' } },
+      { type: 'tool', name: 'f' },
+    ],
   ])('maps tool_choice %p', (choice, expected) => {
     expect(toMessagesRequest({ model: 'm', messages: user('x'), tool_choice: choice }).request.tool_choice).toEqual(expected);
   });
@@ -125,7 +128,16 @@ describe('request translation (OpenAI chat -> Messages)', () => {
 });
 
 describe('answer translation (Messages -> OpenAI chat)', () => {
-  const answer = (extra: object) => ({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [], stop_reason: 'end_turn', usage: {}, ...extra });
+  const answer = (extra: object) => ({
+    id: 'msg_1',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-x',
+    content: [],
+    stop_reason: 'end_turn',
+    usage: {},
+    ...extra,
+  });
 
   it('turns text, thinking and tool_use blocks into content, reasoning and tool_calls', () => {
     const completion = toChatCompletion(
@@ -200,7 +212,10 @@ describe('stream translation (Messages events -> OpenAI chunks)', () => {
     return { chunks, error: undefined };
   }
   const START = [
-    ev({ type: 'message_start', message: { id: 'msg_9', model: 'claude-x', content: [], usage: { input_tokens: 12, cache_read_input_tokens: 3, output_tokens: 1 } } }),
+    ev({
+      type: 'message_start',
+      message: { id: 'msg_9', model: 'claude-x', content: [], usage: { input_tokens: 12, cache_read_input_tokens: 3, output_tokens: 1 } },
+    }),
     ev({ type: 'ping' }),
   ];
   const BLOCKS = [
@@ -285,7 +300,10 @@ describe('AnthropicProvider against the simulated upstream', () => {
     const whole = await provider.chatCompletion(request(text));
     const chunks: ChatChunk[] = [];
     for await (const chunk of provider.streamChatCompletion(request(text))) chunks.push(chunk);
-    const args = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []).map((t) => t.function?.arguments ?? '').join('');
+    const args = chunks
+      .flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
+      .map((t) => t.function?.arguments ?? '')
+      .join('');
     expect(args).toBe(whole.response.choices[0].message.tool_calls![0].function.arguments);
     expect(chunks.map((c) => c.choices[0]?.delta.reasoning ?? '').join('')).toBe('think think');
     expect(chunks.at(-2)!.choices[0].finish_reason).toBe('tool_calls');

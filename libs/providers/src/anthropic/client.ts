@@ -77,7 +77,13 @@ export class AnthropicProvider implements ChatProvider {
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
       const stream = await this.post({ ...request, stream: true }, deadline, 'text/event-stream');
-      yield* chatChunks(readSse(deadline.whileReading(stream), deadline.streamEnd((e) => e.event === 'message_stop')), { excludeReasoning });
+      yield* chatChunks(
+        readSse(
+          deadline.whileReading(stream),
+          deadline.streamEnd((e) => e.event === 'message_stop'),
+        ),
+        { excludeReasoning },
+      );
     } catch (error) {
       throw deadline.failure(error);
     } finally {
@@ -287,7 +293,10 @@ export interface TranslateOptions {
 export function toChatCompletion(message: Json, options: TranslateOptions = {}): ChatCompletion {
   const blocks = (message.content as unknown[]).filter(isRecord);
   const text = blocks.filter((b) => b.type === 'text').map((b) => String(b.text ?? ''));
-  const thinking = blocks.filter((b) => b.type === 'thinking').map((b) => String(b.thinking ?? '')).join('');
+  const thinking = blocks
+    .filter((b) => b.type === 'thinking')
+    .map((b) => String(b.thinking ?? ''))
+    .join('');
   const toolCalls: ToolCall[] = blocks
     .filter((b) => b.type === 'tool_use')
     .map((b) => ({ id: String(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));

@@ -16,8 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => sim.close());
 
-const provider = (options: Partial<OpenAiCompatibleOptions> = {}) =>
-  new OpenAiCompatibleProvider({ baseUrl: sim.url, apiKey: 'sk-test', ...options });
+const provider = (options: Partial<OpenAiCompatibleOptions> = {}) => new OpenAiCompatibleProvider({ baseUrl: sim.url, apiKey: 'sk-test', ...options });
 
 const chatBody = (text: string, extra: object = {}) => ({
   model: 'sim/echo',
@@ -38,7 +37,10 @@ async function drain(stream: AsyncIterable<ChatChunk>) {
 }
 
 async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ProviderError);
   return error as ProviderError;
 }
@@ -121,9 +123,7 @@ describe('streamChatCompletion against the simulator', () => {
   });
 
   it('times out when the stream goes silent longer than timeoutMs', async () => {
-    const { chunks, error } = await drain(
-      provider({ timeoutMs: 500 }).streamChatCompletion(chatBody('slow\n#sim {"chunk_delay_ms": 1500}')),
-    );
+    const { chunks, error } = await drain(provider({ timeoutMs: 500 }).streamChatCompletion(chatBody('slow\n#sim {"chunk_delay_ms": 1500}')));
     expect(chunks).toHaveLength(1);
     expect(error).toMatchObject({ kind: 'timeout', status: 504 });
   });
@@ -175,19 +175,24 @@ describe('against a scripted upstream', () => {
   });
 
   const scripted = (options: Partial<OpenAiCompatibleOptions> = {}) => provider({ baseUrl, ...options });
-  const json = (status: number, body: string, type = 'application/json') => (res: ServerResponse) => {
-    res.writeHead(status, { 'content-type': type });
-    res.end(body);
-  };
-  const chunk = (content: string) => JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
-  const sse = (pieces: Array<string | Buffer>, pauseMs = 0) => async (res: ServerResponse) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const piece of pieces) {
-      res.write(piece);
-      if (pauseMs) await sleep(pauseMs);
-    }
-    res.end();
-  };
+  const json =
+    (status: number, body: string, type = 'application/json') =>
+    (res: ServerResponse) => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(body);
+    };
+  const chunk = (content: string) =>
+    JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+  const sse =
+    (pieces: Array<string | Buffer>, pauseMs = 0) =>
+    async (res: ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const piece of pieces) {
+        res.write(piece);
+        if (pauseMs) await sleep(pauseMs);
+      }
+      res.end();
+    };
   const completionJson = JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [] });
 
   it('forwards only the configured request fields, with the key and extra headers', async () => {
@@ -196,7 +201,12 @@ describe('against a scripted upstream', () => {
     await scripted({ headers: { 'x-title': 'svc' } }).chatCompletion(body);
     await scripted({ dialect: 'router' }).chatCompletion(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2 });
-    expect(received[0].headers).toMatchObject({ authorization: 'Bearer sk-test', 'x-title': 'svc', accept: 'application/json', 'user-agent': 'svc-gateway/0.1' });
+    expect(received[0].headers).toMatchObject({
+      authorization: 'Bearer sk-test',
+      'x-title': 'svc',
+      accept: 'application/json',
+      'user-agent': 'svc-gateway/0.1',
+    });
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2, top_k: 5 });
   });
 
@@ -249,7 +259,10 @@ describe('against a scripted upstream', () => {
     const answers = [json(200, completionJson), json(503, '{"error":{"message":"busy"}}'), json(502, 'Bad Gateway', 'text/plain'), json(200, completionJson)];
     respond = (res) => answers.shift()!(res);
     const before = connections;
-    for (let i = 0; i < 4; i++) await scripted().chatCompletion(chatBody('hi')).catch(() => undefined);
+    for (let i = 0; i < 4; i++)
+      await scripted()
+        .chatCompletion(chatBody('hi'))
+        .catch(() => undefined);
     expect(received).toHaveLength(4);
     expect(connections - before).toBeLessThanOrEqual(1); // 0 when an earlier test left one idle
   });

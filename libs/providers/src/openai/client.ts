@@ -24,7 +24,18 @@ import {
 } from '../provider';
 import { ProviderError } from '../provider-error';
 import { readSse } from '../sse';
-import { binaryOf, Deadline, DEFAULT_TIMEOUT_MS, getBinaryUpstream, invalidResponse, parseJson, postJsonUpstream, postUpstream, sendJsonUpstream, type UpstreamBody } from '../transport';
+import {
+  binaryOf,
+  Deadline,
+  DEFAULT_TIMEOUT_MS,
+  getBinaryUpstream,
+  invalidResponse,
+  parseJson,
+  postJsonUpstream,
+  postUpstream,
+  sendJsonUpstream,
+  type UpstreamBody,
+} from '../transport';
 import { givenFields, videoJobFrom } from '../video';
 import type { ChatChunk, ChatCompletion, EmbeddingsResponse } from '../wire';
 import { OPENAI_PARAMETERS } from './parameters';
@@ -106,7 +117,10 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     try {
       const stream = await this.post('/chat/completions', payload, deadline, 'text/event-stream');
       // Leaving this loop early (return, throw) ends the body's iterator, which destroys the body.
-      for await (const event of readSse(deadline.whileReading(stream), deadline.streamEnd((e) => e.data === '[DONE]'))) {
+      for await (const event of readSse(
+        deadline.whileReading(stream),
+        deadline.streamEnd((e) => e.data === '[DONE]'),
+      )) {
         if (event.data === '[DONE]') return;
         const chunk = parseJson(event.data);
         // OpenAI and OpenRouter report a failure after the headers as an error event.
@@ -164,7 +178,10 @@ export class OpenAiCompatibleAdapter implements ChatProvider {
     const started = performance.now();
     const deadline = new Deadline(this.timeoutMs, signal);
     try {
-      return await binaryOf(await this.post('/audio/speech', mapParameters(OPENAI_PARAMETERS.speech, body as Record<string, unknown>), deadline, 'application/octet-stream'), started);
+      return await binaryOf(
+        await this.post('/audio/speech', mapParameters(OPENAI_PARAMETERS.speech, body as Record<string, unknown>), deadline, 'application/octet-stream'),
+        started,
+      );
     } catch (error) {
       throw deadline.failure(error);
     } finally {

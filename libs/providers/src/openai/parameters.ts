@@ -10,15 +10,36 @@ import { ProviderError } from '../provider-error';
 /** OpenAI's own chat API. */
 const OPENAI_CHAT: ParameterConfig<'chat'> = {
   ...sameNames<'chat'>([
-    'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop',
-    'seed', 'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'n',
-    'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'reasoning_effort',
-    'modalities', 'prediction', 'user', 'safety_identifier', 'prompt_cache_key',
+    'model',
+    'messages',
+    'max_tokens',
+    'max_completion_tokens',
+    'temperature',
+    'top_p',
+    'stop',
+    'seed',
+    'presence_penalty',
+    'frequency_penalty',
+    'logit_bias',
+    'logprobs',
+    'top_logprobs',
+    'n',
+    'tools',
+    'tool_choice',
+    'parallel_tool_calls',
+    'response_format',
+    'reasoning_effort',
+    'modalities',
+    'prediction',
+    'user',
+    'safety_identifier',
+    'prompt_cache_key',
   ]),
   // OpenAI takes reasoning only as `reasoning_effort`; the gateway's `reasoning.effort` (which
   // the `:thinking` suffix sets) becomes it unless the caller gave it. `reasoning.max_tokens`
   // has no OpenAI equivalent and stays behind.
-  reasoning: (value, body) => (isRecord(value) && typeof value.effort === 'string' && body.reasoning_effort == null ? { reasoning_effort: value.effort } : undefined),
+  reasoning: (value, body) =>
+    isRecord(value) && typeof value.effort === 'string' && body.reasoning_effort == null ? { reasoning_effort: value.effort } : undefined,
 };
 
 /**

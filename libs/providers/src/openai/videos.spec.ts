@@ -30,7 +30,11 @@ const request = (fields: Partial<VideoJobRequest> = {}): VideoJobRequest => ({
   image_url: null,
   ...fields,
 });
-const failure = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
 /** Creates a job and moves the clock `ms` past its creation. */
 async function createdAndAged(fields: Partial<VideoJobRequest>, ms: number): Promise<VideoJob> {
   const start = clock.now();
@@ -41,8 +45,22 @@ async function createdAndAged(fields: Partial<VideoJobRequest>, ms: number): Pro
 
 it('sends seconds as a string, the size, and the image as input_reference; answers a queued VideoJob with the poll-after header', async () => {
   const job = await adapter.createVideo(request({ seconds: 8, size: '1280x720', image_url: 'https://img.example/f.png' }));
-  expect(sim.received.at(-1)).toEqual({ model: 'sora-2', prompt: 'a paper boat on a river', seconds: '8', size: '1280x720', input_reference: { image_url: 'https://img.example/f.png' } });
-  expect(job).toEqual({ id: expect.stringMatching(/^video_sim_\d+$/), status: 'queued', progress: 0, error: null, costNano: null, pollAfterMs: 250, url: null });
+  expect(sim.received.at(-1)).toEqual({
+    model: 'sora-2',
+    prompt: 'a paper boat on a river',
+    seconds: '8',
+    size: '1280x720',
+    input_reference: { image_url: 'https://img.example/f.png' },
+  });
+  expect(job).toEqual({
+    id: expect.stringMatching(/^video_sim_\d+$/),
+    status: 'queued',
+    progress: 0,
+    error: null,
+    costNano: null,
+    pollAfterMs: 250,
+    url: null,
+  });
 });
 
 it('turns an aspect ratio (and resolution) into the size it names, and refuses one OpenAI has not before calling', async () => {
@@ -53,14 +71,23 @@ it('turns an aspect ratio (and resolution) into the size it names, and refuses o
   expect(sim.received.at(-1)).not.toHaveProperty('resolution');
   expect(sim.received.at(-1)).not.toHaveProperty('aspect_ratio');
   const before = sim.requests;
-  expect(await failure(adapter.createVideo(request({ aspect_ratio: '1:1' })))).toMatchObject({ kind: 'http', status: 400, message: expect.stringContaining('not 1:1 720p') });
+  expect(await failure(adapter.createVideo(request({ aspect_ratio: '1:1' })))).toMatchObject({
+    kind: 'http',
+    status: 400,
+    message: expect.stringContaining('not 1:1 720p'),
+  });
   expect(sim.requests).toBe(before);
 });
 
 it('polls to completed, then downloads the MP4 and the JPEG poster', async () => {
   const job = await createdAndAged({ seconds: 8, size: '720x1280' }, 600);
   expect(await adapter.getVideo(job.id)).toEqual({ ...job, status: 'in_progress', progress: 60 });
-  expect(await failure(adapter.videoContent(job.id, 'video'))).toMatchObject({ kind: 'http', status: 404, retryable: false, message: expect.stringContaining('in_progress') });
+  expect(await failure(adapter.videoContent(job.id, 'video'))).toMatchObject({
+    kind: 'http',
+    status: 404,
+    retryable: false,
+    message: expect.stringContaining('in_progress'),
+  });
 
   clock.advance(JOB_MS);
   expect(await adapter.getVideo(job.id)).toEqual({ ...job, status: 'completed', progress: 100 });
@@ -76,7 +103,12 @@ it('polls to completed, then downloads the MP4 and the JPEG poster', async () =>
 
 it("reports #sim fail as a failed job with the provider's error", async () => {
   const job = await createdAndAged({ prompt: 'storm\n#sim {"fail": true}' }, JOB_MS);
-  expect(await adapter.getVideo(job.id)).toEqual({ ...job, status: 'failed', progress: 50, error: { code: 'video_generation_failed', message: expect.stringContaining('#sim fail') } });
+  expect(await adapter.getVideo(job.id)).toEqual({
+    ...job,
+    status: 'failed',
+    progress: 50,
+    error: { code: 'video_generation_failed', message: expect.stringContaining('#sim fail') },
+  });
 });
 
 it('cancels a stalled job by DELETE; cancelling again, or a finished job, is not an error', async () => {
@@ -94,7 +126,13 @@ it('cancels a stalled job by DELETE; cancelling again, or a finished job, is not
 it("turns OpenAI's refusals and failures into ProviderErrors with its message", async () => {
   const bad = await failure(adapter.createVideo(request({ seconds: 5 })));
   expect(bad).toBeInstanceOf(ProviderError);
-  expect(bad).toMatchObject({ kind: 'http', status: 400, retryable: false, message: "Invalid value: '5'. Supported values are: '4', '8', and '12'.", upstreamBody: { error: { param: 'seconds', code: 'invalid_value' } } });
+  expect(bad).toMatchObject({
+    kind: 'http',
+    status: 400,
+    retryable: false,
+    message: "Invalid value: '5'. Supported values are: '4', '8', and '12'.",
+    upstreamBody: { error: { param: 'seconds', code: 'invalid_value' } },
+  });
   expect(await failure(adapter.createVideo(request({ size: '1920x1080' })))).toMatchObject({ status: 400, upstreamBody: { error: { param: 'size' } } });
   expect(await failure(adapter.createVideo(request({ prompt: 'p\n#sim {"fail": 503}' })))).toMatchObject({ kind: 'http', status: 503, retryable: true });
   expect(await failure(adapter.getVideo('video_nope'))).toMatchObject({ kind: 'http', status: 404, upstreamBody: { error: { code: 'video_not_found' } } });

@@ -31,11 +31,7 @@ describe('response healing (spec 4.2 rule 8)', () => {
     };
     const { completion: healed, healed: count } = healChoices(completion);
     expect(count).toBe(1);
-    expect(healed.choices).toEqual([
-      { index: 0, message: { role: 'assistant', content: '[1, 2]' } },
-      completion.choices[1],
-      completion.choices[2],
-    ]);
+    expect(healed.choices).toEqual([{ index: 0, message: { role: 'assistant', content: '[1, 2]' } }, completion.choices[1], completion.choices[2]]);
     expect(completion.choices[0].message.content).toBe('[1, 2');
   });
 

@@ -17,7 +17,11 @@ afterAll(() => sim.close());
 const search = (body: Partial<SearchBody>) => engine.search({ query: 'capital of France', max_results: 10, ...body });
 const urls = async (body: Partial<SearchBody>) => (await search(body)).results.map((r) => r.url);
 const hosts = async (body: Partial<SearchBody>) => (await urls(body)).map((u) => new URL(u).hostname);
-const failure = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
 
 it("asks the instance's root for the first JSON page of the query, and nothing else the gateway knows", async () => {
   await search({ country: 'DE', search_domain_filter: ['github.com'], max_results: 3 });
@@ -58,10 +62,20 @@ it('applies search_domain_filter itself: a domain takes its subdomains; a - leav
 });
 
 it('turns fail and fail_search into ProviderErrors with the status and the plain-text message', async () => {
-  expect(await failure(search({ query: 'q\n#sim {"fail": 503}' }))).toMatchObject({ kind: 'http', status: 503, retryable: true, message: 'simulated failure (#sim fail 503)' });
+  expect(await failure(search({ query: 'q\n#sim {"fail": 503}' }))).toMatchObject({
+    kind: 'http',
+    status: 503,
+    retryable: true,
+    message: 'simulated failure (#sim fail 503)',
+  });
   const error = await failure(search({ query: 'q\n#sim {"fail_search": 429}' }));
   expect(error).toBeInstanceOf(ProviderError);
-  expect(error).toMatchObject({ kind: 'http', status: 429, message: 'simulated failure (#sim fail_search 429)', upstreamBody: 'simulated failure (#sim fail_search 429)' });
+  expect(error).toMatchObject({
+    kind: 'http',
+    status: 429,
+    message: 'simulated failure (#sim fail_search 429)',
+    upstreamBody: 'simulated failure (#sim fail_search 429)',
+  });
 });
 
 it('answers no results for empty', async () => {

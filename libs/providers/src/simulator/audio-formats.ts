@@ -188,7 +188,14 @@ export function silentOpus(seconds: number, inputSampleRate = SPEECH_SAMPLE_RATE
     const count = Math.min(OGG_PACKETS_PER_PAGE, packets - first);
     const last = first + count === packets;
     const granule = last ? decoded : (first + count) * OPUS_FRAME_48K;
-    pages.push(oggPage(Array.from({ length: count }, () => OPUS_SILENCE), BigInt(granule), pages.length, last ? 0x04 : 0));
+    pages.push(
+      oggPage(
+        Array.from({ length: count }, () => OPUS_SILENCE),
+        BigInt(granule),
+        pages.length,
+        last ? 0x04 : 0,
+      ),
+    );
   }
   return Buffer.concat(pages);
 }

@@ -49,7 +49,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
   if (cap !== undefined && cap !== null && !(Number.isInteger(cap) && (cap as number) >= 1)) {
     throw new SimError(400, 'max_tokens must be a positive integer', body.max_completion_tokens === undefined ? 'max_tokens' : 'max_completion_tokens');
   }
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
+  const stop =
+    typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop.filter((s): s is string => typeof s === 'string' && s !== '') : [];
   const format = isRecord(body.response_format) ? body.response_format : null;
   const responseFormat =
     format?.type === 'json_object'
@@ -83,7 +84,7 @@ export function instanceOf(schema: unknown, text: string, defs: Record<string, u
   for (const union of ['anyOf', 'oneOf', 'allOf'] as const) {
     if (Array.isArray(schema[union]) && schema[union].length > 0) return instanceOf(schema[union][0], text, local, depth + 1);
   }
-  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') ?? 'null' : schema.type;
+  const type = Array.isArray(schema.type) ? (schema.type.find((t) => t !== 'null') ?? 'null') : schema.type;
   switch (type) {
     case 'object': {
       const properties = isRecord(schema.properties) ? schema.properties : {};

@@ -66,11 +66,7 @@ class EntropyWriter {
 /** JFIF's full-range YCbCr. */
 function toYCbCr([r, g, b]: Rgb): [number, number, number] {
   const clamp = (v: number) => Math.min(255, Math.max(0, Math.round(v)));
-  return [
-    clamp(0.299 * r + 0.587 * g + 0.114 * b),
-    clamp(128 - 0.168736 * r - 0.331264 * g + 0.5 * b),
-    clamp(128 + 0.5 * r - 0.418688 * g - 0.081312 * b),
-  ];
+  return [clamp(0.299 * r + 0.587 * g + 0.114 * b), clamp(128 - 0.168736 * r - 0.331264 * g + 0.5 * b), clamp(128 + 0.5 * r - 0.418688 * g - 0.081312 * b)];
 }
 
 function segment(marker: number, ...payload: Uint8Array[]): Buffer {

@@ -79,7 +79,7 @@ function readPng(bytes: Buffer): Png {
   const chunkTypes: string[] = [];
   const idat: Buffer[] = [];
   let ihdr: Buffer = Buffer.alloc(0);
-  for (let at = 8; at < bytes.length; ) {
+  for (let at = 8; at < bytes.length;) {
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);
     const data = bytes.subarray(at + 8, at + 8 + length);
@@ -286,7 +286,7 @@ function readWav(bytes: Buffer): WavHeader {
 /** Every frame of an MPEG audio stream: its header fields, checked to tile the body exactly. */
 function readMp3Frames(bytes: Buffer) {
   const frames: Array<{ version: number; layer: number; kbps: number; sampleRate: number; mono: boolean; length: number }> = [];
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     const h = bytes.readUInt32BE(at);
     expect(h >>> 21).toBe(0x7ff); // frame sync
     const version = (h >>> 19) & 3; // 3 = MPEG-1
@@ -328,7 +328,7 @@ function readFlac(bytes: Buffer) {
     md5: info.subarray(18, 34).toString('hex'),
   };
   const samples: number[] = [];
-  for (let at = 42; at < bytes.length; ) {
+  for (let at = 42; at < bytes.length;) {
     expect(bytes.readUInt16BE(at)).toBe(0xfff8); // sync, fixed block size
     const blockCode = bytes[at + 2] >> 4;
     const lead = bytes[at + 4]; // UTF-8 coded frame number: as many bytes as the lead has leading ones
@@ -351,7 +351,7 @@ function readFlac(bytes: Buffer) {
 /** Ogg pages, each CRC checked with the polynomial bit by bit. */
 function readOgg(bytes: Buffer) {
   const pages: Array<{ flags: number; granule: bigint; sequence: number; packets: Buffer[] }> = [];
-  for (let at = 0; at < bytes.length; ) {
+  for (let at = 0; at < bytes.length;) {
     expect(bytes.toString('latin1', at, at + 4)).toBe('OggS');
     const segments = bytes[at + 26];
     const lacing = [...bytes.subarray(at + 27, at + 27 + segments)];
@@ -533,13 +533,22 @@ describe('POST /v1/audio/transcriptions and /translations', () => {
       expect(s.end).toBeGreaterThan(s.start);
       if (i > 0) expect(s.start).toBeGreaterThanOrEqual(segments[i - 1].end);
       expect(s.tokens.length).toBe(countTextTokens(s.text));
-      expect(s).toMatchObject({ seek: 0, temperature: 0.2, avg_logprob: expect.any(Number), compression_ratio: expect.any(Number), no_speech_prob: expect.any(Number) });
+      expect(s).toMatchObject({
+        seek: 0,
+        temperature: 0.2,
+        avg_logprob: expect.any(Number),
+        compression_ratio: expect.any(Number),
+        no_speech_prob: expect.any(Number),
+      });
     }
     expect(json).not.toHaveProperty('words');
   });
 
   it('verbose_json with timestamp_granularities[]=word lists timed words', async () => {
-    const { json } = await transcribe(wavWithLines(2, '#sim-text Hello brave world.'), { response_format: 'verbose_json', 'timestamp_granularities[]': ['word', 'segment'] });
+    const { json } = await transcribe(wavWithLines(2, '#sim-text Hello brave world.'), {
+      response_format: 'verbose_json',
+      'timestamp_granularities[]': ['word', 'segment'],
+    });
     const words = json.words as Array<{ word: string; start: number; end: number }>;
     expect(words.map((w) => w.word)).toEqual(['Hello', 'brave', 'world']);
     expect(words[0].start).toBe(0);
@@ -574,7 +583,10 @@ describe('POST /v1/audio/transcriptions and /translations', () => {
   });
 
   it('translations: task translate, language english', async () => {
-    const { json } = await upload('/v1/audio/translations', wavWithLines(1, '#sim-text Good morning.'), { model: 'whisper-1', response_format: 'verbose_json' });
+    const { json } = await upload('/v1/audio/translations', wavWithLines(1, '#sim-text Good morning.'), {
+      model: 'whisper-1',
+      response_format: 'verbose_json',
+    });
     expect(json).toMatchObject({ task: 'translate', language: 'english', text: 'Good morning.' });
   });
 
@@ -634,12 +646,7 @@ describe('POST /v1/audio/transcriptions and /translations', () => {
 
 /* ------------------------------------------------------------------ rerank */
 
-const DOCUMENTS = [
-  'Berlin is the capital of Germany.',
-  'Paris is the capital of France.',
-  'The Seine flows through Paris, France.',
-  'Bananas are yellow.',
-];
+const DOCUMENTS = ['Berlin is the capital of Germany.', 'Paris is the capital of France.', 'The Seine flows through Paris, France.', 'Bananas are yellow.'];
 
 describe('POST /v2/rerank (Cohere v2)', () => {
   const rerank = (body: Wire, headers?: Record<string, string>) =>
@@ -709,8 +716,7 @@ describe('POST /v2/rerank (Cohere v2)', () => {
 });
 
 describe('POST /v1/rerank (Jina)', () => {
-  const rerank = (body: Wire) =>
-    post('/v1/rerank', { model: 'jina-reranker-v2-base-multilingual', query: 'capital of France', documents: DOCUMENTS, ...body });
+  const rerank = (body: Wire) => post('/v1/rerank', { model: 'jina-reranker-v2-base-multilingual', query: 'capital of France', documents: DOCUMENTS, ...body });
 
   it('answers results with their documents by default, and token usage', async () => {
     const { status, json } = await rerank({ top_n: 2 });
@@ -750,8 +756,19 @@ describe('POST /v1/rerank (Jina)', () => {
 describe('POST /v1/moderations', () => {
   const moderate = (body: Wire) => post('/v1/moderations', { model: 'omni-moderation-latest', ...body });
   const KEYS = [
-    'harassment', 'harassment/threatening', 'hate', 'hate/threatening', 'illicit', 'illicit/violent',
-    'self-harm', 'self-harm/intent', 'self-harm/instructions', 'sexual', 'sexual/minors', 'violence', 'violence/graphic',
+    'harassment',
+    'harassment/threatening',
+    'hate',
+    'hate/threatening',
+    'illicit',
+    'illicit/violent',
+    'self-harm',
+    'self-harm/intent',
+    'self-harm/instructions',
+    'sexual',
+    'sexual/minors',
+    'violence',
+    'violence/graphic',
   ];
   interface Result {
     flagged: boolean;
@@ -771,7 +788,11 @@ describe('POST /v1/moderations', () => {
     expect(Object.keys(result.category_scores)).toEqual(KEYS);
     expect(Object.keys(result.category_applied_input_types)).toEqual(KEYS);
     expect(result.flagged).toBe(true);
-    expect(Object.entries(result.categories).filter(([, v]) => v).map(([k]) => k)).toEqual(['violence']);
+    expect(
+      Object.entries(result.categories)
+        .filter(([, v]) => v)
+        .map(([k]) => k),
+    ).toEqual(['violence']);
     expect(result.category_scores.violence).toBeGreaterThanOrEqual(0.5);
     for (const key of KEYS.filter((k) => k !== 'violence')) expect(result.category_scores[key]).toBeLessThan(0.01);
     expect(Object.values(result.category_applied_input_types).every((t) => t.length === 1 && t[0] === 'text')).toBe(true);
@@ -782,7 +803,11 @@ describe('POST /v1/moderations', () => {
     const [clean, graphic, illicit] = resultsOf(json);
     expect(clean.flagged).toBe(false);
     expect(Object.values(clean.categories).some(Boolean)).toBe(false);
-    expect(Object.entries(graphic.categories).filter(([, v]) => v).map(([k]) => k)).toEqual(['violence', 'violence/graphic']);
+    expect(
+      Object.entries(graphic.categories)
+        .filter(([, v]) => v)
+        .map(([k]) => k),
+    ).toEqual(['violence', 'violence/graphic']);
     expect(illicit.categories.illicit).toBe(true);
   });
 
@@ -849,14 +874,22 @@ describe('through the official openai SDK', () => {
     const json = await client.audio.transcriptions.create({ model: 'gpt-4o-mini-transcribe', file: await file() });
     expect(json.text).toBe(SENTENCES);
     expect(json.usage).toMatchObject({ type: 'tokens', input_token_details: { audio_tokens: 20 } });
-    const verbose = await client.audio.transcriptions.create({ model: 'whisper-1', file: await file(), response_format: 'verbose_json', timestamp_granularities: ['word'] });
+    const verbose = await client.audio.transcriptions.create({
+      model: 'whisper-1',
+      file: await file(),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word'],
+    });
     expect([verbose.duration, verbose.words?.length, verbose.segments]).toEqual([2, SENTENCES.split(' ').length, undefined]);
     const srt = await client.audio.transcriptions.create({ model: 'whisper-1', file: await file(), response_format: 'srt' });
     expect(srt).toMatch(/^1\n00:00:00,000 --> /);
   });
 
   it('audio.translations.create', async () => {
-    const translation = await client.audio.translations.create({ model: 'whisper-1', file: await toFile(wavWithLines(1, '#sim-text Good evening.'), 'clip.wav') });
+    const translation = await client.audio.translations.create({
+      model: 'whisper-1',
+      file: await toFile(wavWithLines(1, '#sim-text Good evening.'), 'clip.wav'),
+    });
     expect(translation.text).toBe('Good evening.');
   });
 

@@ -41,7 +41,10 @@ async function stream(text: string, extra: object = {}) {
 }
 
 const deltas = (data: any[], type: string, field: string) =>
-  data.filter((d) => d.type === 'content_block_delta' && d.delta.type === type).map((d) => d.delta[field]).join('');
+  data
+    .filter((d) => d.type === 'content_block_delta' && d.delta.type === type)
+    .map((d) => d.delta[field])
+    .join('');
 
 describe('POST /v1/messages', () => {
   it('answers a message with the chat echo, and usage as chat completions count it', async () => {
@@ -65,13 +68,31 @@ describe('POST /v1/messages', () => {
 
   it('counts a tool round trip as the same conversation in the OpenAI format', async () => {
     const messages = [
-      { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image', source: { type: 'url', url: 'https://x/y.png' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather?' },
+          { type: 'image', source: { type: 'url', url: 'https://x/y.png' } },
+        ],
+      },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Paris' } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'sunny' }] }, { type: 'text', text: 'Thanks' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'sunny' }] },
+          { type: 'text', text: 'Thanks' },
+        ],
+      },
     ];
     const { body: message } = await post({ model: 'm', max_tokens: 100, messages });
     const openai = [
-      { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Weather?' },
+          { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+        ],
+      },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
       { role: 'user', content: 'Thanks' },
@@ -89,7 +110,9 @@ describe('POST /v1/messages', () => {
       { type: 'tool_use', id: expect.stringMatching(/^toolu_sim_\d+$/), name: 'lookup', input: { q: 'x' } },
     ]);
     expect(message.stop_reason).toBe('tool_use');
-    const prompt = countChatPromptTokens([{ role: 'user', content: 'Plan\n#sim {"reasoning_tokens": 5, "cached_tokens": 4, "tool_call": {"name": "lookup", "arguments": {"q": "x"}}}' }]);
+    const prompt = countChatPromptTokens([
+      { role: 'user', content: 'Plan\n#sim {"reasoning_tokens": 5, "cached_tokens": 4, "tool_call": {"name": "lookup", "arguments": {"q": "x"}}}' },
+    ]);
     expect(message.usage).toEqual({
       input_tokens: prompt - 4,
       cache_creation_input_tokens: 0,
@@ -138,13 +161,29 @@ describe('POST /v1/messages, streamed', () => {
     const { names, data, error } = await stream('Hi you\n#sim {"reasoning_tokens": 2, "cached_tokens": 3}');
     expect(error).toBeUndefined();
     expect(names).toEqual([
-      'message_start', 'ping',
-      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'content_block_stop',
-      'message_delta', 'message_stop',
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
     ]);
     expect(data.map((d) => d.type)).toEqual(names);
-    expect(data[0].message).toMatchObject({ type: 'message', role: 'assistant', content: [], stop_reason: null, usage: { cache_read_input_tokens: 3, output_tokens: 0 } });
+    expect(data[0].message).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      usage: { cache_read_input_tokens: 3, output_tokens: 0 },
+    });
     expect(data[2].content_block).toEqual({ type: 'thinking', thinking: '', signature: '' });
     expect(deltas(data, 'thinking_delta', 'thinking')).toBe('think think');
     expect(deltas(data, 'signature_delta', 'signature')).toBe('sim-signature');
@@ -177,7 +216,11 @@ describe('POST /v1/messages, streamed', () => {
   });
 
   it('fails a streamed request before any event', async () => {
-    const response = await fetch(`${sim.url}/messages`, { method: 'POST', headers: HEADERS, body: JSON.stringify(body('#sim {"fail": 529}', { stream: true })) });
+    const response = await fetch(`${sim.url}/messages`, {
+      method: 'POST',
+      headers: HEADERS,
+      body: JSON.stringify(body('#sim {"fail": 529}', { stream: true })),
+    });
     expect(response.status).toBe(529);
     expect(response.headers.get('content-type')).toContain('application/json');
   });

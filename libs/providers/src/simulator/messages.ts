@@ -188,10 +188,7 @@ export function messageEvents(reply: Reply, meta: MessageMeta): { start: Message
     }
     return [open({ type: 'text', text: '' }), ...pieces(String(block.text)).map((text) => delta({ type: 'text_delta', text })), close];
   });
-  const end = [
-    ev('message_delta', { delta: stopOf(reply), usage: { output_tokens: reply.usage.completion_tokens } }),
-    ev('message_stop', {}),
-  ];
+  const end = [ev('message_delta', { delta: stopOf(reply), usage: { output_tokens: reply.usage.completion_tokens } }), ev('message_stop', {})];
   return { start, body, end };
 }
 

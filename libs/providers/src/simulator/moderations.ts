@@ -47,9 +47,7 @@ export const MODERATION_TRIGGERS = {
 
 export type ModerationCategory = keyof typeof MODERATION_TRIGGERS;
 export const MODERATION_CATEGORIES = Object.keys(MODERATION_TRIGGERS) as ModerationCategory[];
-const IMAGE_CATEGORIES = new Set<ModerationCategory>([
-  'self-harm', 'self-harm/intent', 'self-harm/instructions', 'sexual', 'violence', 'violence/graphic',
-]);
+const IMAGE_CATEGORIES = new Set<ModerationCategory>(['self-harm', 'self-harm/intent', 'self-harm/instructions', 'sexual', 'violence', 'violence/graphic']);
 
 type InputType = 'text' | 'image';
 

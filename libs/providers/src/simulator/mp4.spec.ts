@@ -136,7 +136,17 @@ function readSps(nal: Buffer): Sps {
   if (r.bit()) [left, right, top, bottom] = [r.ue(), r.ue(), r.ue(), r.ue()];
   expect(r.bit()).toBe(0); // no VUI
   r.expectTrailing();
-  return { profile, constraints, level, log2MaxFrameNum, pocType, mbWidth, mbHeight, width: mbWidth * 16 - 2 * (left + right), height: mbHeight * 16 - 2 * (top + bottom) };
+  return {
+    profile,
+    constraints,
+    level,
+    log2MaxFrameNum,
+    pocType,
+    mbWidth,
+    mbHeight,
+    width: mbWidth * 16 - 2 * (left + right),
+    height: mbHeight * 16 - 2 * (top + bottom),
+  };
 }
 
 interface DecodedPicture {
@@ -324,7 +334,10 @@ describe('MP4 clips', () => {
       }
       for (let y = 0; y < 8; y++) {
         const [, cb, cr] = gradient(Math.min(mbY * 16 + 2 * y, height - 1));
-        expect([...samples.subarray(256 + y * 8, 264 + y * 8), ...samples.subarray(320 + y * 8, 328 + y * 8)]).toEqual([...Array(8).fill(cb), ...Array(8).fill(cr)]);
+        expect([...samples.subarray(256 + y * 8, 264 + y * 8), ...samples.subarray(320 + y * 8, 328 + y * 8)]).toEqual([
+          ...Array(8).fill(cb),
+          ...Array(8).fill(cr),
+        ]);
       }
     }
 
@@ -342,7 +355,11 @@ describe('MP4 clips', () => {
         }
         for (let y = 0; y < 8; y++) {
           const want = y < 4 ? gradient(barRow * 16 + 2 * y) : BAR;
-          expect({ y, cb: [...samples.subarray(256 + y * 8, 264 + y * 8)], cr: [...samples.subarray(320 + y * 8, 328 + y * 8)] }).toEqual({ y, cb: Array(8).fill(want[1]), cr: Array(8).fill(want[2]) });
+          expect({ y, cb: [...samples.subarray(256 + y * 8, 264 + y * 8)], cr: [...samples.subarray(320 + y * 8, 328 + y * 8)] }).toEqual({
+            y,
+            cb: Array(8).fill(want[1]),
+            cr: Array(8).fill(want[2]),
+          });
         }
       }
     }
@@ -458,7 +475,11 @@ describe('JPEG posters', () => {
     ];
     const jpeg = readJpeg(encodeJpeg(100, 36, (bx, by) => colours[(bx + by) % colours.length]));
     expect({ width: jpeg.width, height: jpeg.height }).toEqual({ width: 100, height: 36 });
-    expect(jpeg.components.map(([id, sampling]) => [id, sampling])).toEqual([[1, 0x11], [2, 0x11], [3, 0x11]]);
+    expect(jpeg.components.map(([id, sampling]) => [id, sampling])).toEqual([
+      [1, 0x11],
+      [2, 0x11],
+      [3, 0x11],
+    ]);
     expect(jpeg.blocks).toHaveLength(5);
     expect(jpeg.blocks[0]).toHaveLength(13);
     for (const [by, row] of jpeg.blocks.entries()) {

@@ -302,10 +302,12 @@ export function encodeClip(spec: ClipSpec): Buffer {
   // only row of a picture lower than one macroblock.
   const barRow = Math.max(0, Math.floor(height / 16) - 1);
   const filledAt = (frame: number) => Math.floor((layout.mbWidth * (frame + 1)) / frames);
-  const pixelAt = (filled: number) => (x: number, y: number): Yuv => {
-    const inBar = Math.floor(y / 16) === barRow && y % 16 >= 8 && Math.floor(x / 16) < filled;
-    return inBar ? spec.bar : spec.background(Math.min(y, height - 1));
-  };
+  const pixelAt =
+    (filled: number) =>
+    (x: number, y: number): Yuv => {
+      const inBar = Math.floor(y / 16) === barRow && y % 16 >= 8 && Math.floor(x / 16) < filled;
+      return inBar ? spec.bar : spec.background(Math.min(y, height - 1));
+    };
 
   const samples: Buffer[] = [];
   for (let frame = 0; frame < frames; frame++) {
@@ -340,12 +342,7 @@ export function encodeClip(spec: ClipSpec): Buffer {
           'mdia',
           fullBox('mdhd', 0, 0, u32(0, 0, TIMESCALE, mediaDuration), u16(0x55c4 /* "und" */, 0)),
           fullBox('hdlr', 0, 0, u32(0), Buffer.from('vide', 'latin1'), Buffer.alloc(12), Buffer.from('VideoHandler\0', 'latin1')),
-          box(
-            'minf',
-            fullBox('vmhd', 0, 1, u16(0, 0, 0, 0)),
-            box('dinf', fullBox('dref', 0, 0, u32(1), fullBox('url ', 0, 1))),
-            stbl(chunkOffset),
-          ),
+          box('minf', fullBox('vmhd', 0, 1, u16(0, 0, 0, 0)), box('dinf', fullBox('dref', 0, 0, u32(1), fullBox('url ', 0, 1))), stbl(chunkOffset)),
         ),
       ),
     );

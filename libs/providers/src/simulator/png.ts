@@ -54,10 +54,5 @@ export function encodePng(width: number, height: number, rowColour: (y: number) 
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type: truecolour
   // compression 0, filter method 0, interlace 0: bytes 10-12 stay zero
-  return Buffer.concat([
-    PNG_SIGNATURE,
-    pngChunk('IHDR', ihdr),
-    pngChunk('IDAT', deflateSync(raw, { level: 9 })),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
+  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(raw, { level: 9 })), pngChunk('IEND', Buffer.alloc(0))]);
 }

@@ -38,7 +38,11 @@ class Client {
     this.closed = new Promise((resolve) => ws.on('close', (code) => resolve(code)));
   }
 
-  static async open(path = '/realtime?model=gpt-realtime', protocols: string[] = ['realtime'], headers: Record<string, string> = { authorization: `Bearer ${KEY}` }) {
+  static async open(
+    path = '/realtime?model=gpt-realtime',
+    protocols: string[] = ['realtime'],
+    headers: Record<string, string> = { authorization: `Bearer ${KEY}` },
+  ) {
     const ws = new WebSocket(wsUrl(path), protocols, { headers });
     const client = new Client(ws);
     await new Promise<void>((resolve, reject) => {
@@ -116,7 +120,11 @@ const types = (events: Wire[]) => events.map((e) => e.type);
 const done = (events: Wire[]) => events.at(-1)!.response;
 /** The PCM16 samples of the audio deltas, decoded. */
 const audioOf = (events: Wire[]) => Buffer.concat(events.filter((e) => e.type === 'response.output_audio.delta').map((e) => Buffer.from(e.delta, 'base64')));
-const transcriptOf = (events: Wire[], type = 'response.output_audio_transcript.delta') => events.filter((e) => e.type === type).map((e) => e.delta).join('');
+const transcriptOf = (events: Wire[], type = 'response.output_audio_transcript.delta') =>
+  events
+    .filter((e) => e.type === type)
+    .map((e) => e.delta)
+    .join('');
 const instructionTokens = countTextTokens(DEFAULT_INSTRUCTIONS);
 
 describe('handshake', () => {
@@ -177,7 +185,11 @@ describe('session and conversation', () => {
     client.send({ type: 'session.update', session: { type: 'realtime', instructions: 'Be brief.', audio: { output: { voice: 'marin' } } } });
     const updated = await client.next();
     expect(updated.type).toBe('session.updated');
-    expect(updated.session).toMatchObject({ instructions: 'Be brief.', output_modalities: ['audio'], audio: { output: { voice: 'marin', format: { type: 'audio/pcm', rate: 24000 } } } });
+    expect(updated.session).toMatchObject({
+      instructions: 'Be brief.',
+      output_modalities: ['audio'],
+      audio: { output: { voice: 'marin', format: { type: 'audio/pcm', rate: 24000 } } },
+    });
 
     client.send({ type: 'session.update', event_id: 'evt_client_1', session: { type: 'transcription', instructions: 'ignored' } });
     expect(await client.next()).toEqual({
@@ -194,9 +206,16 @@ describe('session and conversation', () => {
     const client = await session();
     client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'first' }] } });
     const [added, done1] = await client.until('conversation.item.done');
-    expect(added).toMatchObject({ type: 'conversation.item.added', previous_item_id: null, item: { id: expect.stringMatching(/^item_/), status: 'completed', role: 'user' } });
+    expect(added).toMatchObject({
+      type: 'conversation.item.added',
+      previous_item_id: null,
+      item: { id: expect.stringMatching(/^item_/), status: 'completed', role: 'user' },
+    });
     expect(done1.item).toEqual(added.item);
-    client.send({ type: 'conversation.item.create', item: { id: 'item_mine', type: 'message', role: 'system', content: [{ type: 'input_text', text: 'second' }] } });
+    client.send({
+      type: 'conversation.item.create',
+      item: { id: 'item_mine', type: 'message', role: 'system', content: [{ type: 'input_text', text: 'second' }] },
+    });
     const [second] = await client.until('conversation.item.done');
     expect(second).toMatchObject({ previous_item_id: added.item.id, item: { id: 'item_mine', status: 'completed', object: 'realtime.item' } });
     client.close();
@@ -253,7 +272,13 @@ describe('responses', () => {
       total_tokens: inputText + outputText + 17,
       input_tokens: inputText,
       output_tokens: outputText + 17,
-      input_token_details: { text_tokens: inputText, audio_tokens: 0, image_tokens: 0, cached_tokens: 0, cached_tokens_details: { text_tokens: 0, audio_tokens: 0, image_tokens: 0 } },
+      input_token_details: {
+        text_tokens: inputText,
+        audio_tokens: 0,
+        image_tokens: 0,
+        cached_tokens: 0,
+        cached_tokens_details: { text_tokens: 0, audio_tokens: 0, image_tokens: 0 },
+      },
       output_token_details: { text_tokens: outputText, audio_tokens: 17 },
     });
 
@@ -324,7 +349,12 @@ describe('input audio', () => {
     client.send({ type: 'input_audio_buffer.append', audio: speech.subarray(20_000).toString('base64') });
     client.send({ type: 'input_audio_buffer.commit' });
     const events = await client.until('conversation.item.input_audio_transcription.completed');
-    expect(types(events)).toEqual(['input_audio_buffer.committed', 'conversation.item.added', 'conversation.item.done', 'conversation.item.input_audio_transcription.completed']);
+    expect(types(events)).toEqual([
+      'input_audio_buffer.committed',
+      'conversation.item.added',
+      'conversation.item.done',
+      'conversation.item.input_audio_transcription.completed',
+    ]);
     const [committed, added, , transcribed] = events;
     expect(committed).toMatchObject({ item_id: added.item.id, previous_item_id: null });
     expect(added.item).toMatchObject({ role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] });
@@ -376,7 +406,11 @@ describe('directives and cancel', () => {
     const response = done(events);
     expect(response).toMatchObject({ status: 'failed', status_details: { type: 'failed', error: { type: 'server_error', code: 'sim_failure' } }, output: [] });
     // The item's text is billed as sent, #sim line included: it reached the model.
-    expect(response.usage).toMatchObject({ input_tokens: instructionTokens + countTextTokens('#sim {"fail": true}\nHello'), output_tokens: 0, output_token_details: { text_tokens: 0, audio_tokens: 0 } });
+    expect(response.usage).toMatchObject({
+      input_tokens: instructionTokens + countTextTokens('#sim {"fail": true}\nHello'),
+      output_tokens: 0,
+      output_token_details: { text_tokens: 0, audio_tokens: 0 },
+    });
     client.close();
   });
 
@@ -387,7 +421,12 @@ describe('directives and cancel', () => {
     const head = await client.until('response.content_part.added');
     const deltas = [];
     for (let i = 0; i < STALL_PIECES * 2; i++) deltas.push(await client.next());
-    expect(types(deltas)).toEqual(['response.output_audio_transcript.delta', 'response.output_audio.delta', 'response.output_audio_transcript.delta', 'response.output_audio.delta']);
+    expect(types(deltas)).toEqual([
+      'response.output_audio_transcript.delta',
+      'response.output_audio.delta',
+      'response.output_audio_transcript.delta',
+      'response.output_audio.delta',
+    ]);
     const heard = client.events.length;
     await new Promise((r) => setTimeout(r, 100));
     expect(client.events.length).toBe(heard);
@@ -411,7 +450,10 @@ describe('directives and cancel', () => {
     expect(response.usage.output_token_details).toEqual({ text_tokens: countTextTokens(sent), audio_tokens: sent.length });
 
     client.send({ type: 'response.cancel', event_id: 'evt_late' });
-    expect(await client.next()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', event_id: 'evt_late' } });
+    expect(await client.next()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'response_cancel_not_active', event_id: 'evt_late' },
+    });
     client.close();
   });
 
@@ -457,7 +499,10 @@ describe('errors and records', () => {
       error: { type: 'invalid_request_error', code: 'invalid_json', message: expect.any(String), param: null, event_id: null },
     });
     client.send({ type: 'response.text.delta', event_id: 'evt_beta' }); // a beta name, not a GA client event
-    expect(await client.next()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', param: 'type', event_id: 'evt_beta' } });
+    expect(await client.next()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'invalid_value', param: 'type', event_id: 'evt_beta' },
+    });
     await client.say('still there?');
     expect(done(await client.respond()).status).toBe('completed');
     client.close();

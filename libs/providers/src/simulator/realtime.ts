@@ -494,7 +494,13 @@ class Connection {
     const output = countTextTokens(transcript);
     const usage = isWhisper(transcription.model)
       ? { type: 'duration', seconds: Math.ceil(bytes.length / 2 / SAMPLE_RATE) }
-      : { type: 'tokens', input_tokens: audio + text, output_tokens: output, total_tokens: audio + text + output, input_token_details: { text_tokens: text, audio_tokens: audio } };
+      : {
+          type: 'tokens',
+          input_tokens: audio + text,
+          output_tokens: output,
+          total_tokens: audio + text + output,
+          input_token_details: { text_tokens: text, audio_tokens: audio },
+        };
     this.send({ type: 'conversation.item.input_audio_transcription.completed', item_id, content_index: 0, transcript, usage });
   }
 
@@ -505,7 +511,8 @@ class Connection {
   private entryOf(value: unknown, param: string, clientId: boolean): Entry {
     if (!isRecord(value)) throw new ClientEventError('missing_required_parameter', `Missing required parameter: '${param}'.`, param);
     const id = clientId && typeof value.id === 'string' && value.id !== '' ? value.id : `item_sim_${this.options.nextId()}`;
-    if (this.items.some((e) => e.item.id === id)) throw new ClientEventError('invalid_value', `an item with id ${JSON.stringify(id)} already exists`, `${param}.id`);
+    if (this.items.some((e) => e.item.id === id))
+      throw new ClientEventError('invalid_value', `an item with id ${JSON.stringify(id)} already exists`, `${param}.id`);
     const item: Wire = { ...value, id, object: 'realtime.item', status: 'completed' };
     let textTokens = 0;
     let audioSamples = 0;
@@ -515,7 +522,8 @@ class Connection {
       case 'message': {
         const partTypes = MESSAGE_PARTS[value.role as string];
         if (!partTypes) throw new ClientEventError('invalid_value', 'a message role must be user, assistant or system', `${param}.role`);
-        if (!Array.isArray(value.content)) throw new ClientEventError('missing_required_parameter', `Missing required parameter: '${param}.content'.`, `${param}.content`);
+        if (!Array.isArray(value.content))
+          throw new ClientEventError('missing_required_parameter', `Missing required parameter: '${param}.content'.`, `${param}.content`);
         item.content = value.content.map((part, i) => {
           const where = `${param}.content[${i}]`;
           if (!isRecord(part) || !partTypes.includes(part.type as string)) {
@@ -571,7 +579,11 @@ class Connection {
   private cancelResponse(event: Wire): void {
     const running = this.running;
     if (!running || (typeof event.response_id === 'string' && event.response_id !== running.id)) {
-      throw new ClientEventError('response_cancel_not_active', 'Cancellation failed: no active response found.', typeof event.response_id === 'string' ? 'response_id' : null);
+      throw new ClientEventError(
+        'response_cancel_not_active',
+        'Cancellation failed: no active response found.',
+        typeof event.response_id === 'string' ? 'response_id' : null,
+      );
     }
     running.cancel.abort();
   }
@@ -582,14 +594,16 @@ class Connection {
     if (overrides.conversation !== undefined && overrides.conversation !== 'auto' && overrides.conversation !== 'none') {
       throw new ClientEventError('invalid_value', "response.conversation must be 'auto' or 'none'", 'response.conversation');
     }
-    if (overrides.input !== undefined && !Array.isArray(overrides.input)) throw new ClientEventError('invalid_value', 'response.input must be an array of items', 'response.input');
+    if (overrides.input !== undefined && !Array.isArray(overrides.input))
+      throw new ClientEventError('invalid_value', 'response.input must be an array of items', 'response.input');
     // Out of band (`input` given): a new context of those items alone, which never joins the conversation.
     const context = Array.isArray(overrides.input) ? overrides.input.map((item, i) => this.entryOf(item, `response.input[${i}]`, false)) : this.items;
     const session = this.session as { output_modalities: string[]; instructions: string; max_output_tokens: number | 'inf'; audio: { output: Wire } };
     const modalities = (overrides.output_modalities as string[] | undefined) ?? session.output_modalities;
     const instructions = typeof overrides.instructions === 'string' ? overrides.instructions : session.instructions;
     const maxOutputTokens = (overrides.max_output_tokens as number | 'inf' | undefined) ?? session.max_output_tokens;
-    const audioOutput = isRecord(overrides.audio) && isRecord(overrides.audio.output) ? { ...session.audio.output, ...overrides.audio.output } : session.audio.output;
+    const audioOutput =
+      isRecord(overrides.audio) && isRecord(overrides.audio.output) ? { ...session.audio.output, ...overrides.audio.output } : session.audio.output;
 
     const lastUser = context.findLast((e) => e.item.type === 'message' && e.item.role === 'user');
     const { directives, text: echo } = parseDirectives(lastUser?.heard ?? '');
@@ -657,12 +671,22 @@ class Connection {
     // Every response that starts fills the imitated prompt cache with its input.
     this.cache = { text: usage.inputText, audio: usage.inputAudio };
     if (plan.failStatus !== undefined) {
-      const error = { type: plan.failStatus >= 500 ? 'server_error' : plan.failStatus === 429 ? 'rate_limit_error' : 'invalid_request_error', code: 'sim_failure' };
+      const error = {
+        type: plan.failStatus >= 500 ? 'server_error' : plan.failStatus === 429 ? 'rate_limit_error' : 'invalid_request_error',
+        code: 'sim_failure',
+      };
       this.send({ type: 'response.done', response: this.response(plan, 'failed', { type: 'failed', error }, [], usage) });
       return;
     }
 
-    const item: Wire = { id: `item_sim_${this.options.nextId()}`, object: 'realtime.item', type: 'message', role: 'assistant', status: 'in_progress', content: [] };
+    const item: Wire = {
+      id: `item_sim_${this.options.nextId()}`,
+      object: 'realtime.item',
+      type: 'message',
+      role: 'assistant',
+      status: 'in_progress',
+      content: [],
+    };
     const where = { response_id: plan.id, item_id: item.id, output_index: 0, content_index: 0 };
     this.send({ type: 'response.output_item.added', response_id: plan.id, output_index: 0, item });
     let entry: Entry | undefined;
@@ -687,7 +711,7 @@ class Connection {
         return;
       }
       if (i === parts.length || signal.aborted) break;
-      const pause = i === 0 ? directives.delay_ms ?? 0 : gap;
+      const pause = i === 0 ? (directives.delay_ms ?? 0) : gap;
       if (pause > 0 && !(await pauseFor(pause, signal))) break;
       const piece = parts[i];
       if (plan.audio) {
@@ -745,7 +769,11 @@ function checkConfig(config: Wire, param: string): void {
   }
   const max = config.max_output_tokens;
   if (max !== undefined && max !== 'inf' && !(Number.isInteger(max) && (max as number) >= 1 && (max as number) <= MAX_OUTPUT_TOKENS)) {
-    throw new ClientEventError('invalid_value', `${param}.max_output_tokens must be an integer from 1 to ${MAX_OUTPUT_TOKENS}, or "inf"`, `${param}.max_output_tokens`);
+    throw new ClientEventError(
+      'invalid_value',
+      `${param}.max_output_tokens must be an integer from 1 to ${MAX_OUTPUT_TOKENS}, or "inf"`,
+      `${param}.max_output_tokens`,
+    );
   }
   if (config.instructions !== undefined && typeof config.instructions !== 'string') {
     throw new ClientEventError('invalid_type', `${param}.instructions must be a string`, `${param}.instructions`);
@@ -759,12 +787,24 @@ function checkConfig(config: Wire, param: string): void {
     if (!isRecord(side)) throw new ClientEventError('invalid_type', `${param}.audio.${direction} must be an object`, `${param}.audio.${direction}`);
     const format = side.format;
     if (format !== undefined && !(isRecord(format) && format.type === 'audio/pcm' && (format.rate === undefined || format.rate === SAMPLE_RATE))) {
-      throw new ClientEventError('unsupported_value', `the simulator speaks only {type: "audio/pcm", rate: ${SAMPLE_RATE}}`, `${param}.audio.${direction}.format`);
+      throw new ClientEventError(
+        'unsupported_value',
+        `the simulator speaks only {type: "audio/pcm", rate: ${SAMPLE_RATE}}`,
+        `${param}.audio.${direction}.format`,
+      );
     }
   }
   const transcription = isRecord(audio.input) ? audio.input.transcription : undefined;
-  if (transcription !== undefined && transcription !== null && !(isRecord(transcription) && (transcription.model === undefined || typeof transcription.model === 'string'))) {
-    throw new ClientEventError('invalid_type', `${param}.audio.input.transcription must be an object with a model, or null`, `${param}.audio.input.transcription`);
+  if (
+    transcription !== undefined &&
+    transcription !== null &&
+    !(isRecord(transcription) && (transcription.model === undefined || typeof transcription.model === 'string'))
+  ) {
+    throw new ClientEventError(
+      'invalid_type',
+      `${param}.audio.input.transcription must be an object with a model, or null`,
+      `${param}.audio.input.transcription`,
+    );
   }
 }
 

@@ -29,10 +29,18 @@ const tavily = (body: Wire, headers: Record<string, string> = { authorization: '
 const hitsOf = (json: Wire | null) => (json?.results ?? []) as Hit[];
 
 describe('GET /search (SearXNG)', () => {
-  it('answers a page of 10 results in SearXNG\'s JSON shape, with no key', async () => {
+  it("answers a page of 10 results in SearXNG's JSON shape, with no key", async () => {
     const { status, json } = await searxng({ q: 'capital of France', format: 'json', pageno: '1' });
     expect(status).toBe(200);
-    expect(json).toMatchObject({ query: 'capital of France', number_of_results: 0, answers: [], corrections: [], infoboxes: [], suggestions: [], unresponsive_engines: [] });
+    expect(json).toMatchObject({
+      query: 'capital of France',
+      number_of_results: 0,
+      answers: [],
+      corrections: [],
+      infoboxes: [],
+      suggestions: [],
+      unresponsive_engines: [],
+    });
     const hits = hitsOf(json);
     expect(hits).toHaveLength(10);
     const { publishedDate, ...first } = hits[0];
@@ -89,7 +97,10 @@ describe('GET /search (SearXNG)', () => {
 
   it('honours fail and fail_search in plain text, empty, and rejects an unknown directive', async () => {
     expect(await searxng({ q: 'x\n#sim {"fail": 429}', format: 'json' })).toMatchObject({ status: 429, text: 'simulated failure (#sim fail 429)' });
-    expect(await searxng({ q: 'x\n#sim {"fail_search": 503}', format: 'json' })).toMatchObject({ status: 503, text: 'simulated failure (#sim fail_search 503)' });
+    expect(await searxng({ q: 'x\n#sim {"fail_search": 503}', format: 'json' })).toMatchObject({
+      status: 503,
+      text: 'simulated failure (#sim fail_search 503)',
+    });
     expect(hitsOf((await searxng({ q: 'x\n#sim {"empty": true}', format: 'json' })).json)).toEqual([]);
     expect(await searxng({ q: 'x\n#sim {"nope": 1}', format: 'json' })).toMatchObject({ status: 400, json: { error: '#sim: unknown directive "nope"' } });
   });
@@ -109,7 +120,13 @@ describe('POST /search (Tavily)', () => {
     });
     const hits = hitsOf(json);
     expect(hits).toHaveLength(5);
-    expect(hits[0]).toEqual({ title: expect.stringMatching(/^Capital Of France - /), url: expect.any(String), content: expect.any(String), score: 0.95, raw_content: null });
+    expect(hits[0]).toEqual({
+      title: expect.stringMatching(/^Capital Of France - /),
+      url: expect.any(String),
+      content: expect.any(String),
+      score: 0.95,
+      raw_content: null,
+    });
 
     const full = hitsOf((await tavily({ query: 'capital of France', max_results: 12, include_raw_content: true, include_answer: true })).json);
     expect(full).toHaveLength(12);
@@ -142,7 +159,15 @@ describe('POST /search (Tavily)', () => {
       status: 401,
       json: { detail: { error: 'Unauthorized: missing or invalid API key.' } },
     });
-    for (const body of [{}, { query: '  ' }, { query: 'q', max_results: 21 }, { query: 'q', max_results: -1 }, { query: 'q', country: 'DE' }, { query: 'q', search_depth: 'deep' }, { query: 'q', include_domains: 'a.com' }]) {
+    for (const body of [
+      {},
+      { query: '  ' },
+      { query: 'q', max_results: 21 },
+      { query: 'q', max_results: -1 },
+      { query: 'q', country: 'DE' },
+      { query: 'q', search_depth: 'deep' },
+      { query: 'q', include_domains: 'a.com' },
+    ]) {
       const { status, json } = await tavily(body);
       expect({ body, status }).toEqual({ body, status: 400 });
       expect(json).toEqual({ detail: { error: expect.any(String) } });
@@ -152,7 +177,10 @@ describe('POST /search (Tavily)', () => {
 
   it('honours fail, fail_search, empty and delay_ms', async () => {
     expect(await tavily({ query: 'x\n#sim {"fail": 500}' })).toMatchObject({ status: 500, json: { detail: { error: 'simulated failure (#sim fail 500)' } } });
-    expect(await tavily({ query: 'x\n#sim {"fail_search": 432}' })).toMatchObject({ status: 432, json: { detail: { error: 'simulated failure (#sim fail_search 432)' } } });
+    expect(await tavily({ query: 'x\n#sim {"fail_search": 432}' })).toMatchObject({
+      status: 432,
+      json: { detail: { error: 'simulated failure (#sim fail_search 432)' } },
+    });
     expect(hitsOf((await tavily({ query: 'x\n#sim {"empty": true}' })).json)).toEqual([]);
     const delayed = await tavily({ query: 'x\n#sim {"delay_ms": 120}' });
     expect(delayed.json?.response_time).toBeGreaterThanOrEqual(0.1);

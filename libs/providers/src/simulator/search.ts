@@ -93,7 +93,9 @@ const SENTENCES_PER_PARAGRAPH = 5;
 /** The page a site has for a query (the query as written, `#sim` lines removed). */
 function page(query: string, domain: string, site: string): Page {
   const words = wordsOf(query);
-  const hash = createHash('sha256').update(`${words.join(' ')}\n${domain}`).digest('hex');
+  const hash = createHash('sha256')
+    .update(`${words.join(' ')}\n${domain}`)
+    .digest('hex');
   const slug = words.join('-').slice(0, SLUG_CHARS).replace(/-+$/, '') || 'search';
   const q = oneLine(query);
   const title = `${titleCase(cut(q, TITLE_QUERY_CHARS))} - ${site}`;
@@ -102,7 +104,10 @@ function page(query: string, domain: string, site: string): Page {
     domain,
     url: `https://${domain}/${encodeURIComponent(slug)}-${hash.slice(0, 8)}`,
     title,
-    snippet: cut(`An overview of ${cut(q, SNIPPET_QUERY_CHARS)} on ${site}: the background, the key facts and the references, with links to related topics.`, SNIPPET_CHARS),
+    snippet: cut(
+      `An overview of ${cut(q, SNIPPET_QUERY_CHARS)} on ${site}: the background, the key facts and the references, with links to related topics.`,
+      SNIPPET_CHARS,
+    ),
     date: DATED.has(domain) ? new Date(Date.UTC(2020, 0, 1) + days * 86_400_000).toISOString().slice(0, 19) : null,
     text: () => {
       const first = parseInt(hash.slice(0, 2), 16);
@@ -243,11 +248,12 @@ function optionOf(value: unknown, field: string, words: string[]): boolean {
 /** The sites a request searches: those on its included domains (one synthesised where none is), less the excluded ones. */
 function sitesFor({ includeDomains, excludeDomains }: TavilyRequest): (readonly [string, string])[] {
   const included =
-    includeDomains.length === 0 ? [...SITES]
-    : includeDomains.flatMap((d) => {
-        const known = SITES.filter(([domain]) => isOnDomain(domain, d));
-        return known.length > 0 ? known : [[d, d] as const];
-      });
+    includeDomains.length === 0
+      ? [...SITES]
+      : includeDomains.flatMap((d) => {
+          const known = SITES.filter(([domain]) => isOnDomain(domain, d));
+          return known.length > 0 ? known : [[d, d] as const];
+        });
   const unique = [...new Map(included.map((s) => [s[0], s])).values()];
   return unique.filter(([domain]) => !excludeDomains.some((d) => isOnDomain(domain, d)));
 }

@@ -61,7 +61,16 @@ import { moderationResponse, parseModerationRequest } from './moderations';
 import { readMultipart, type MultipartForm } from './multipart';
 import { DEFAULT_REALTIME_DELTA_MS, RealtimeServer, type RealtimeSessionRecord } from './realtime';
 import { cohereErrorBody, cohereRerankResponse, jinaRerankResponse, parseCohereRerankRequest, parseJinaRerankRequest } from './rerank';
-import { parseSearxngRequest, parseTavilyRequest, SEARCH_PATH, searxngErrorBody, searxngResponse, tavilyErrorBody, tavilyRequestId, tavilyResponse } from './search';
+import {
+  parseSearxngRequest,
+  parseTavilyRequest,
+  SEARCH_PATH,
+  searxngErrorBody,
+  searxngResponse,
+  tavilyErrorBody,
+  tavilyRequestId,
+  tavilyResponse,
+} from './search';
 import { parseSpeechRequest, renderSpeech, SPEECH_CONTENT_TYPES } from './speech';
 import { parseTranscriptionRequest, renderTranscription, transcribe, type TranscriptionTask } from './transcriptions';
 import {
@@ -314,9 +323,11 @@ async function handle(x: Exchange): Promise<void> {
 /** The error answer in the wire format of the route's vendor: JSON, or plain text where the body is a string. */
 function answer(res: ServerResponse, error: unknown, req: IncomingMessage): void {
   const sim =
-    error instanceof SimError ? error
-    : error instanceof DirectiveError ? new SimError(400, error.message, null, 'invalid_sim_directive')
-    : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
+    error instanceof SimError
+      ? error
+      : error instanceof DirectiveError
+        ? new SimError(400, error.message, null, 'invalid_sim_directive')
+        : new SimError(500, `simulator error: ${error instanceof Error ? error.message : String(error)}`);
   const body = errorBodyFor(req.method, pathOf(req))(sim);
   if (typeof body === 'string') sendBytes(res, sim.status, 'text/plain; charset=utf-8', body);
   else sendJson(res, sim.status, body);

@@ -196,11 +196,13 @@ describe('#sim directives', () => {
   });
 
   it('cut_after_chunks: a non-streamed request loses its connection without an answer', async () => {
-    await expect(fetch(`${sim.url}/chat/completions`, {
-      method: 'POST',
-      headers: HEADERS,
-      body: JSON.stringify(chatBody('#sim {"cut_after_chunks": 0}')),
-    })).rejects.toThrow('fetch failed');
+    await expect(
+      fetch(`${sim.url}/chat/completions`, {
+        method: 'POST',
+        headers: HEADERS,
+        body: JSON.stringify(chatBody('#sim {"cut_after_chunks": 0}')),
+      }),
+    ).rejects.toThrow('fetch failed');
   });
 
   it('reasoning_tokens: reasoning text counted inside completion_tokens', async () => {
@@ -324,7 +326,11 @@ describe('embeddings', () => {
     expect(status).toBe(200);
     const data = (body as EmbeddingsResponse).data;
     const [a, b, a2] = data.map((d) => d.embedding as number[]);
-    expect(data.map((d) => [d.object, d.index])).toEqual([['embedding', 0], ['embedding', 1], ['embedding', 2]]);
+    expect(data.map((d) => [d.object, d.index])).toEqual([
+      ['embedding', 0],
+      ['embedding', 1],
+      ['embedding', 2],
+    ]);
     expect(a).toHaveLength(8);
     expect(norm(a)).toBeCloseTo(1, 5);
     expect(a2).toEqual(a);
@@ -367,11 +373,14 @@ describe('protocol', () => {
     expect(body.data.map((m: { id: string }) => m.id)).toEqual(['sim/echo', 'sim/small-8k', 'sim/embed']);
   });
 
-  it.each<Record<string, string>>([{}, { authorization: 'Bearer ' }, { authorization: 'Basic abc' }])('answers 401 without a bearer token (%p)', async (auth) => {
-    const { status, body } = await post('/chat/completions', chatBody('hi'), { 'content-type': 'application/json', ...auth });
-    expect(status).toBe(401);
-    expect(body).toEqual({ error: { message: expect.any(String), type: 'authentication_error', code: 'invalid_api_key', param: null } });
-  });
+  it.each<Record<string, string>>([{}, { authorization: 'Bearer ' }, { authorization: 'Basic abc' }])(
+    'answers 401 without a bearer token (%p)',
+    async (auth) => {
+      const { status, body } = await post('/chat/completions', chatBody('hi'), { 'content-type': 'application/json', ...auth });
+      expect(status).toBe(401);
+      expect(body).toEqual({ error: { message: expect.any(String), type: 'authentication_error', code: 'invalid_api_key', param: null } });
+    },
+  );
 
   it('answers 404 with an OpenAI error body for an unknown route', async () => {
     const response = await fetch(`${sim.url}/chat/completion`, { method: 'POST', headers: HEADERS, body: '{}' });

@@ -81,9 +81,27 @@ const VOCABULARY = (
 ).split(' ');
 
 const LANGUAGES: Record<string, string> = {
-  en: 'english', de: 'german', fr: 'french', es: 'spanish', it: 'italian', pt: 'portuguese', nl: 'dutch',
-  sv: 'swedish', no: 'norwegian', da: 'danish', fi: 'finnish', pl: 'polish', cs: 'czech', uk: 'ukrainian',
-  ru: 'russian', tr: 'turkish', ar: 'arabic', hi: 'hindi', ja: 'japanese', ko: 'korean', zh: 'chinese',
+  en: 'english',
+  de: 'german',
+  fr: 'french',
+  es: 'spanish',
+  it: 'italian',
+  pt: 'portuguese',
+  nl: 'dutch',
+  sv: 'swedish',
+  no: 'norwegian',
+  da: 'danish',
+  fi: 'finnish',
+  pl: 'polish',
+  cs: 'czech',
+  uk: 'ukrainian',
+  ru: 'russian',
+  tr: 'turkish',
+  ar: 'arabic',
+  hi: 'hindi',
+  ja: 'japanese',
+  ko: 'korean',
+  zh: 'chinese',
 };
 
 const single = (form: MultipartForm, name: string): string | undefined => form.fields[name]?.at(-1);
@@ -154,8 +172,8 @@ export function audioSeconds(bytes: Buffer): number {
 export function transcribe(request: TranscriptionRequest): Transcript {
   const duration = audioSeconds(request.file.bytes);
   const code = (request.language ?? 'en').toLowerCase();
-  const language = request.task === 'translate' ? 'english' : LANGUAGES[code] ?? code;
-  const text = request.directives.empty ? '' : request.simText ?? hashedWords(request.file.bytes, duration);
+  const language = request.task === 'translate' ? 'english' : (LANGUAGES[code] ?? code);
+  const text = request.directives.empty ? '' : (request.simText ?? hashedWords(request.file.bytes, duration));
   // Times are proportional to the character offset in the sentences joined by single spaces.
   const sentences = sentencesOf(text);
   const length = sentences.join(' ').length;

@@ -29,7 +29,10 @@ interface Answer {
 }
 
 async function send(path: string, init: RequestInit = {}): Promise<Answer> {
-  const response = await fetch(path.startsWith('http') ? path : `${sim.url}${path}`, { ...init, headers: { ...AUTH, ...(init.headers as Record<string, string>) } });
+  const response = await fetch(path.startsWith('http') ? path : `${sim.url}${path}`, {
+    ...init,
+    headers: { ...AUTH, ...(init.headers as Record<string, string>) },
+  });
   const bytes = Buffer.from(await response.arrayBuffer());
   const json = response.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(bytes.toString('utf8')) as Wire) : {};
   return { status: response.status, headers: response.headers, bytes, json };
@@ -54,7 +57,7 @@ function mp4Seconds(bytes: Buffer): number {
 }
 
 describe('OpenAI Videos API', () => {
-  it("answers the Video object, queued, with openai-poll-after-ms, and keeps the body in received", async () => {
+  it('answers the Video object, queued, with openai-poll-after-ms, and keeps the body in received', async () => {
     const created = clock.now();
     const { status, json, headers } = await post('/videos', { model: 'sora-2-pro', prompt: 'a red fox in the snow', seconds: '8', size: '1280x720' });
     expect(status).toBe(200);
@@ -96,7 +99,9 @@ describe('OpenAI Videos API', () => {
     expect(await poll()).toMatchObject({ status: 'in_progress', progress: 20 });
     at(555, created);
     expect(await poll()).toMatchObject({ status: 'in_progress', progress: 55, completed_at: null });
-    expect(await get(`/videos/${id}/content`)).toMatchObject(openAiError(404, null, 'video_not_ready', `video ${id} has no content: its status is in_progress`));
+    expect(await get(`/videos/${id}/content`)).toMatchObject(
+      openAiError(404, null, 'video_not_ready', `video ${id} has no content: its status is in_progress`),
+    );
 
     at(JOB_MS, created);
     const done = await poll();
@@ -122,12 +127,18 @@ describe('OpenAI Videos API', () => {
     expect(await post('/videos', { prompt: 'p', seconds: 4 })).toMatchObject(
       openAiError(400, 'seconds', 'invalid_type', "Invalid type for 'seconds': expected one of '4', '8', or '12', but got an integer instead."),
     );
-    expect(await post('/videos', { prompt: 'p', seconds: '5' })).toMatchObject(openAiError(400, 'seconds', 'invalid_value', "Invalid value: '5'. Supported values are: '4', '8', and '12'."));
+    expect(await post('/videos', { prompt: 'p', seconds: '5' })).toMatchObject(
+      openAiError(400, 'seconds', 'invalid_value', "Invalid value: '5'. Supported values are: '4', '8', and '12'."),
+    );
     expect(await post('/videos', { prompt: 'p', size: '1920x1080' })).toMatchObject(
       openAiError(400, 'size', 'invalid_value', "Invalid value: '1920x1080'. Supported values are: '720x1280', '1280x720', '1024x1792', and '1792x1024'."),
     );
-    expect(await post('/videos', { prompt: 'p', duration: 4 })).toMatchObject(openAiError(400, 'duration', 'unknown_parameter', "Unknown parameter: 'duration'."));
-    expect(await post('/videos', { model: 'sora-2' })).toMatchObject(openAiError(400, 'prompt', 'missing_required_parameter', "Missing required parameter: 'prompt'."));
+    expect(await post('/videos', { prompt: 'p', duration: 4 })).toMatchObject(
+      openAiError(400, 'duration', 'unknown_parameter', "Unknown parameter: 'duration'."),
+    );
+    expect(await post('/videos', { model: 'sora-2' })).toMatchObject(
+      openAiError(400, 'prompt', 'missing_required_parameter', "Missing required parameter: 'prompt'."),
+    );
     expect(await post('/videos', { prompt: '' })).toMatchObject(openAiError(400, 'prompt', 'invalid_value'));
     expect(await post('/videos', { prompt: 'x'.repeat(32_001) })).toMatchObject(openAiError(400, 'prompt', 'invalid_value'));
     expect(await post('/videos', { prompt: 'p', model: 7 })).toMatchObject(openAiError(400, 'model', 'invalid_type'));
@@ -136,7 +147,9 @@ describe('OpenAI Videos API', () => {
     }
     expect((await post('/videos', { prompt: 'p', input_reference: { image_url: 'https://x/a.png' } })).status).toBe(200);
     expect((await post('/videos', { prompt: 'p', input_reference: { file_id: 'file_1' } })).status).toBe(200);
-    expect(await send('/videos', { method: 'POST', headers: JSON_HEADERS, body: '{"prompt":' })).toMatchObject(openAiError(400, null, null, 'request body is not valid JSON'));
+    expect(await send('/videos', { method: 'POST', headers: JSON_HEADERS, body: '{"prompt":' })).toMatchObject(
+      openAiError(400, null, null, 'request body is not valid JSON'),
+    );
     const keyless = await fetch(`${sim.url}/videos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt": "p"}' });
     expect(keyless.status).toBe(401);
   });
@@ -150,7 +163,13 @@ describe('OpenAI Videos API', () => {
     const { status, json } = await send('/videos', { method: 'POST', body: form });
     expect(status).toBe(200);
     expect(json).toMatchObject({ status: 'queued', prompt: 'from this frame', seconds: '4', size: '720x1280', model: 'sora-2' });
-    expect(sim.received.at(-1)).toEqual({ model: undefined, prompt: 'from this frame', seconds: '4', size: '720x1280', file: { bytes: 16, filename: 'frame.png' } });
+    expect(sim.received.at(-1)).toEqual({
+      model: undefined,
+      prompt: 'from this frame',
+      seconds: '4',
+      size: '720x1280',
+      file: { bytes: 16, filename: 'frame.png' },
+    });
 
     const wrong = new FormData();
     wrong.append('prompt', 'p');
@@ -169,14 +188,24 @@ describe('OpenAI Videos API', () => {
     expect((await get(`/videos/${id}`)).json).toMatchObject({ status: 'in_progress', progress: 49, error: null });
     at(JOB_MS / 2, created);
     const failed = (await get(`/videos/${id}`)).json;
-    expect(failed).toMatchObject({ status: 'failed', progress: 50, error: { code: 'video_generation_failed', message: expect.stringContaining('#sim fail') }, expires_at: null });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      progress: 50,
+      error: { code: 'video_generation_failed', message: expect.stringContaining('#sim fail') },
+      expires_at: null,
+    });
     at(10 * JOB_MS, created);
     expect((await get(`/videos/${id}`)).json).toEqual(failed);
     expect(await get(`/videos/${id}/content`)).toMatchObject(openAiError(404, null, 'video_not_ready'));
 
-    expect(await post('/videos', { prompt: 'p\n#sim {"fail": 503}' })).toMatchObject({ status: 503, json: { error: { message: 'simulated failure (#sim fail 503)', type: 'api_error', code: 'sim_failure', param: null } } });
+    expect(await post('/videos', { prompt: 'p\n#sim {"fail": 503}' })).toMatchObject({
+      status: 503,
+      json: { error: { message: 'simulated failure (#sim fail 503)', type: 'api_error', code: 'sim_failure', param: null } },
+    });
     expect(await post('/videos', { model: 'sora-2-pro', prompt: 'p\n#sim {"fail_models": {"sora-2-pro": 429}}' })).toMatchObject({ status: 429 });
-    expect(await post('/videos', { prompt: 'p\n#sim {"fail": "yes"}' })).toMatchObject(openAiError(400, null, 'invalid_sim_directive', '#sim: invalid value for "fail"'));
+    expect(await post('/videos', { prompt: 'p\n#sim {"fail": "yes"}' })).toMatchObject(
+      openAiError(400, null, 'invalid_sim_directive', '#sim: invalid value for "fail"'),
+    );
   });
 
   it('#sim stall keeps the job in progress; DELETE stops and removes it, and deletes finished ones', async () => {
@@ -197,7 +226,8 @@ describe('OpenAI Videos API', () => {
   it('renders the same clip for the same request (directives aside), another for another prompt', async () => {
     const created = clock.now();
     const ids = [];
-    for (const prompt of ['a lighthouse', 'a lighthouse\n#sim {"delay_ms": 1}', 'a lighthouse at night']) ids.push((await post('/videos', { prompt })).json.id as string);
+    for (const prompt of ['a lighthouse', 'a lighthouse\n#sim {"delay_ms": 1}', 'a lighthouse at night'])
+      ids.push((await post('/videos', { prompt })).json.id as string);
     at(JOB_MS, created);
     const [a, b, c] = await Promise.all(ids.map(async (id) => (await get(`/videos/${id}/content`)).bytes));
     expect(a.equals(b)).toBe(true);
@@ -235,7 +265,14 @@ describe("the router's video API", () => {
 
   it('answers the generation object, queued, with no cost and no files yet', async () => {
     const created = clock.now();
-    const { status, json, headers } = await post('/videos/generations', { model: 'kling/v2', prompt: 'a cat', duration: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' });
+    const { status, json, headers } = await post('/videos/generations', {
+      model: 'kling/v2',
+      prompt: 'a cat',
+      duration: 8,
+      aspect_ratio: '9:16',
+      resolution: '1080p',
+      image_url: 'https://img.example/first.png',
+    });
     expect(status).toBe(200);
     expect(headers.get('openai-poll-after-ms')).toBeNull();
     expect(json).toEqual({
@@ -254,7 +291,14 @@ describe("the router's video API", () => {
       video_url: null,
       thumbnail_url: null,
     });
-    expect(sim.received.at(-1)).toEqual({ model: 'kling/v2', prompt: 'a cat', duration: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' });
+    expect(sim.received.at(-1)).toEqual({
+      model: 'kling/v2',
+      prompt: 'a cat',
+      duration: 8,
+      aspect_ratio: '9:16',
+      resolution: '1080p',
+      image_url: 'https://img.example/first.png',
+    });
   });
 
   it('takes null as absent: 5 seconds, 16:9, 720p', async () => {
@@ -305,7 +349,12 @@ describe("the router's video API", () => {
       ['size', '1280x720'],
       ['seconds', 8],
     ] as const) {
-      expect({ field, value, ...(await post('/videos/generations', { ...base, [field]: value })) }).toMatchObject({ field, value, status: 400, json: { error: { param: field } } });
+      expect({ field, value, ...(await post('/videos/generations', { ...base, [field]: value })) }).toMatchObject({
+        field,
+        value,
+        status: 400,
+        json: { error: { param: field } },
+      });
     }
     expect(await post('/videos/generations', { prompt: 'p' })).toMatchObject({ status: 400, json: { error: { param: 'model' } } });
     expect(await post('/videos/generations', { model: 'm', prompt: ' ' })).toMatchObject({ status: 400, json: { error: { param: 'prompt' } } });
@@ -318,7 +367,10 @@ describe("the router's video API", () => {
     at(3 * JOB_MS, created);
     expect((await generation(stalled)).json).toMatchObject({ status: 'in_progress', progress: 99 });
     const cancelled = await post(`/videos/generations/${stalled}/cancel`, undefined);
-    expect(cancelled).toMatchObject({ status: 200, json: { id: stalled, status: 'cancelled', progress: 99, usage: { cost: 0 }, video_url: null, completed_at: Math.floor(created.getTime() / 1000) + 3 } });
+    expect(cancelled).toMatchObject({
+      status: 200,
+      json: { id: stalled, status: 'cancelled', progress: 99, usage: { cost: 0 }, video_url: null, completed_at: Math.floor(created.getTime() / 1000) + 3 },
+    });
     at(5 * JOB_MS, created);
     expect((await post(`/videos/generations/${stalled}/cancel`, undefined)).json).toEqual(cancelled.json);
     expect((await generation(stalled)).json).toEqual(cancelled.json);
@@ -332,7 +384,14 @@ describe("the router's video API", () => {
     const created = clock.now();
     const id = (await post('/videos/generations', { model: 'm', prompt: 'z\n#sim {"fail": true}' })).json.id as string;
     at(JOB_MS, created);
-    expect((await generation(id)).json).toMatchObject({ status: 'failed', progress: 50, error: { code: 'video_generation_failed' }, usage: { cost: 0 }, video_url: null, thumbnail_url: null });
+    expect((await generation(id)).json).toMatchObject({
+      status: 'failed',
+      progress: 50,
+      error: { code: 'video_generation_failed' },
+      usage: { cost: 0 },
+      video_url: null,
+      thumbnail_url: null,
+    });
   });
 
   it("keeps each API's jobs to itself", async () => {

@@ -110,7 +110,12 @@ export function videoState(job: VideoJob, jobMs: number, now: number): VideoStat
   const at = (ms: number): VideoState => {
     const elapsed = ms - job.createdMs;
     if (job.directives.fail === true && elapsed >= jobMs * FAIL_AT_SHARE) {
-      return { status: 'failed', progress: progressAt(jobMs * FAIL_AT_SHARE, jobMs), endedMs: job.createdMs + Math.round(jobMs * FAIL_AT_SHARE), error: FAILED_ERROR };
+      return {
+        status: 'failed',
+        progress: progressAt(jobMs * FAIL_AT_SHARE, jobMs),
+        endedMs: job.createdMs + Math.round(jobMs * FAIL_AT_SHARE),
+        error: FAILED_ERROR,
+      };
     }
     if (!job.directives.stall && elapsed >= jobMs) return { status: 'completed', progress: 100, endedMs: job.createdMs + jobMs, error: null };
     if (elapsed < jobMs * QUEUED_SHARE) return { status: 'queued', progress: 0, endedMs: null, error: null };
@@ -179,7 +184,11 @@ export function videoMedia(job: VideoJob): { mp4: Buffer; jpeg: Buffer } {
 /* ------------------------------------------------------------------ OpenAI */
 
 const OPENAI_FIELDS = new Set(['model', 'prompt', 'seconds', 'size', 'input_reference']);
-const quoted = (values: readonly string[]) => `${values.slice(0, -1).map((v) => `'${v}'`).join(', ')}, and '${values.at(-1)}'`;
+const quoted = (values: readonly string[]) =>
+  `${values
+    .slice(0, -1)
+    .map((v) => `'${v}'`)
+    .join(', ')}, and '${values.at(-1)}'`;
 
 /** What an OpenAI-style 400 names a value's JSON type. */
 function typeName(value: unknown): string {
@@ -193,7 +202,12 @@ function typeName(value: unknown): string {
 function oneOf<T extends string>(value: unknown, allowed: readonly T[], param: string, fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value !== 'string') {
-    throw new SimError(400, `Invalid type for '${param}': expected one of ${quoted(allowed).replace(', and', ', or')}, but got ${typeName(value)} instead.`, param, 'invalid_type');
+    throw new SimError(
+      400,
+      `Invalid type for '${param}': expected one of ${quoted(allowed).replace(', and', ', or')}, but got ${typeName(value)} instead.`,
+      param,
+      'invalid_type',
+    );
   }
   if (!allowed.includes(value as T)) throw new SimError(400, `Invalid value: '${value}'. Supported values are: ${quoted(allowed)}.`, param, 'invalid_value');
   return value as T;
@@ -221,7 +235,8 @@ export function parseOpenAiVideoJson(body: unknown): OpenAiVideoRequest {
 export function parseOpenAiVideoForm({ fields, file }: MultipartForm): OpenAiVideoRequest {
   const flat: Record<string, unknown> = Object.fromEntries(Object.entries(fields).map(([name, values]) => [name, values.at(-1)]));
   checkFields(flat);
-  if (flat.input_reference !== undefined) throw new SimError(400, "Invalid 'input_reference': in a multipart body it must be a file.", 'input_reference', 'invalid_type');
+  if (flat.input_reference !== undefined)
+    throw new SimError(400, "Invalid 'input_reference': in a multipart body it must be a file.", 'input_reference', 'invalid_type');
   if (file && file.field !== 'input_reference') throw new SimError(400, `Unknown parameter: '${file.field}'.`, file.field, 'unknown_parameter');
   return openAiRequest(flat, file && createHash('sha256').update(file.bytes).digest('hex'));
 }
@@ -238,12 +253,14 @@ function checkFields(body: Record<string, unknown>): void {
 
 function openAiRequest(body: Record<string, unknown>, reference: string | null): OpenAiVideoRequest {
   if (body.prompt === undefined) throw new SimError(400, "Missing required parameter: 'prompt'.", 'prompt', 'missing_required_parameter');
-  if (typeof body.prompt !== 'string') throw new SimError(400, `Invalid type for 'prompt': expected a string, but got ${typeName(body.prompt)} instead.`, 'prompt', 'invalid_type');
+  if (typeof body.prompt !== 'string')
+    throw new SimError(400, `Invalid type for 'prompt': expected a string, but got ${typeName(body.prompt)} instead.`, 'prompt', 'invalid_type');
   if (body.prompt.length < 1 || body.prompt.length > MAX_PROMPT_CHARS) {
     throw new SimError(400, `Invalid 'prompt': string length must be between 1 and ${MAX_PROMPT_CHARS}.`, 'prompt', 'invalid_value');
   }
   const model = body.model ?? 'sora-2';
-  if (typeof model !== 'string') throw new SimError(400, `Invalid type for 'model': expected a string, but got ${typeName(model)} instead.`, 'model', 'invalid_type');
+  if (typeof model !== 'string')
+    throw new SimError(400, `Invalid type for 'model': expected a string, but got ${typeName(model)} instead.`, 'model', 'invalid_type');
   if (model === '') throw new SimError(400, "Invalid 'model': empty string.", 'model', 'invalid_value');
   const seconds = oneOf(body.seconds, OPENAI_SECONDS, 'seconds', '4');
   const size = oneOf(body.size, OPENAI_SIZES, 'size', '720x1280');

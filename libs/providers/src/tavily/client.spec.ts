@@ -16,7 +16,11 @@ const search = (body: Partial<SearchBody>, adapter = engine) => adapter.search({
 const urls = async (body: Partial<SearchBody>) => (await search(body)).results.map((r) => r.url);
 const hosts = async (body: Partial<SearchBody>) => (await urls(body)).map((u) => new URL(u).hostname);
 const sent = () => sim.received.at(-1);
-const failure = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
 
 it('sends a basic search with the page text and no answer, at the root of the base URL', async () => {
   await search({ max_results: 3 });
@@ -28,7 +32,13 @@ it("maps Tavily's results: snippet its content, content the page's raw_content, 
   expect(latencyMs).toBeGreaterThanOrEqual(0);
   expect(results).toHaveLength(5);
   for (const hit of results) {
-    expect(hit).toEqual({ title: expect.stringMatching(/^Capital Of France - /), url: expect.stringMatching(/^https:\/\//), snippet: expect.stringContaining('capital of France'), content: expect.any(String), date: null });
+    expect(hit).toEqual({
+      title: expect.stringMatching(/^Capital Of France - /),
+      url: expect.stringMatching(/^https:\/\//),
+      snippet: expect.stringContaining('capital of France'),
+      content: expect.any(String),
+      date: null,
+    });
     expect(hit.content.length).toBeGreaterThan(hit.snippet.length);
     expect(hit.content).toContain('capital of France');
   }
@@ -69,10 +79,21 @@ it("sends country as Tavily's lowercase English name; refuses what is not an alp
 });
 
 it("turns fail and fail_search into ProviderErrors carrying Tavily's {detail: {error}} text", async () => {
-  expect(await failure(search({ query: 'q\n#sim {"fail": 500}' }))).toMatchObject({ kind: 'http', status: 500, retryable: true, message: 'simulated failure (#sim fail 500)' });
+  expect(await failure(search({ query: 'q\n#sim {"fail": 500}' }))).toMatchObject({
+    kind: 'http',
+    status: 500,
+    retryable: true,
+    message: 'simulated failure (#sim fail 500)',
+  });
   const error = await failure(search({ query: 'q\n#sim {"fail_search": 432}' }));
   expect(error).toBeInstanceOf(ProviderError);
-  expect(error).toMatchObject({ kind: 'http', status: 432, retryable: false, message: 'simulated failure (#sim fail_search 432)', upstreamBody: { detail: { error: 'simulated failure (#sim fail_search 432)' } } });
+  expect(error).toMatchObject({
+    kind: 'http',
+    status: 432,
+    retryable: false,
+    message: 'simulated failure (#sim fail_search 432)',
+    upstreamBody: { detail: { error: 'simulated failure (#sim fail_search 432)' } },
+  });
 });
 
 it('answers no results for empty', async () => {
@@ -82,7 +103,11 @@ it('answers no results for empty', async () => {
 it("reports a missing key as Tavily's 401", async () => {
   const keyless = new TavilySearchAdapter({ baseUrl: sim.url, apiKey: '' });
   expect(await failure(search({}, keyless))).toMatchObject({ kind: 'http', status: 401, message: 'Unauthorized: missing or invalid API key.' });
-  const direct = await fetch(`${sim.url.replace(/\/v1$/, '')}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query": "q"}' });
+  const direct = await fetch(`${sim.url.replace(/\/v1$/, '')}/search`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"query": "q"}',
+  });
   expect(direct.status).toBe(401);
   expect(await direct.json()).toEqual({ detail: { error: 'Unauthorized: missing or invalid API key.' } });
 });

@@ -29,7 +29,11 @@ const request = (fields: Partial<VideoJobRequest> = {}): VideoJobRequest => ({
   image_url: null,
   ...fields,
 });
-const failure = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
 async function createdAndAged(fields: Partial<VideoJobRequest>, ms: number): Promise<VideoJob> {
   const start = clock.now();
   const job = await adapter.createVideo(request(fields));
@@ -39,8 +43,23 @@ async function createdAndAged(fields: Partial<VideoJobRequest>, ms: number): Pro
 
 it('sends duration as a number with aspect_ratio, resolution and image_url; leaves out what was not given', async () => {
   const job = await adapter.createVideo(request({ seconds: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' }));
-  expect(sim.received.at(-1)).toEqual({ model: 'kling/v2-master', prompt: 'a hummingbird', duration: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' });
-  expect(job).toEqual({ id: expect.stringMatching(/^vgen_sim_\d+$/), status: 'queued', progress: 0, error: null, costNano: null, pollAfterMs: null, url: null });
+  expect(sim.received.at(-1)).toEqual({
+    model: 'kling/v2-master',
+    prompt: 'a hummingbird',
+    duration: 8,
+    aspect_ratio: '9:16',
+    resolution: '1080p',
+    image_url: 'https://img.example/first.png',
+  });
+  expect(job).toEqual({
+    id: expect.stringMatching(/^vgen_sim_\d+$/),
+    status: 'queued',
+    progress: 0,
+    error: null,
+    costNano: null,
+    pollAfterMs: null,
+    url: null,
+  });
   await adapter.createVideo(request());
   expect(sim.received.at(-1)).toEqual({ model: 'kling/v2-master', prompt: 'a hummingbird', duration: 5 });
 });
@@ -83,7 +102,13 @@ it("downloads the clip and the poster from the job's URLs; before completion a 4
 
 it('reports #sim fail as failed, with the error and no cost', async () => {
   const job = await createdAndAged({ prompt: 'x\n#sim {"fail": true}' }, JOB_MS);
-  expect(await adapter.getVideo(job.id)).toEqual({ ...job, status: 'failed', progress: 50, error: { code: 'video_generation_failed', message: expect.any(String) }, costNano: null });
+  expect(await adapter.getVideo(job.id)).toEqual({
+    ...job,
+    status: 'failed',
+    progress: 50,
+    error: { code: 'video_generation_failed', message: expect.any(String) },
+    costNano: null,
+  });
 });
 
 it('cancels a stalled job; cancelling again, or a completed job, changes nothing and is not an error', async () => {
@@ -100,7 +125,12 @@ it('cancels a stalled job; cancelling again, or a completed job, changes nothing
 });
 
 it("turns the router's refusals into ProviderErrors", async () => {
-  expect(await failure(adapter.createVideo(request({ seconds: 21 })))).toMatchObject({ kind: 'http', status: 400, retryable: false, upstreamBody: { error: { param: 'duration' } } });
+  expect(await failure(adapter.createVideo(request({ seconds: 21 })))).toMatchObject({
+    kind: 'http',
+    status: 400,
+    retryable: false,
+    upstreamBody: { error: { param: 'duration' } },
+  });
   expect(await failure(adapter.createVideo(request({ aspect_ratio: '2:1' })))).toMatchObject({ status: 400, message: expect.stringContaining('aspect_ratio') });
   expect(await failure(adapter.createVideo(request({ prompt: 'p\n#sim {"fail": 502}' })))).toMatchObject({ status: 502, retryable: true });
   expect(await failure(adapter.getVideo('vgen_nope'))).toMatchObject({ status: 404 });

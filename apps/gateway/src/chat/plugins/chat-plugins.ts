@@ -77,7 +77,8 @@ export function readPlugins(request: { plugins?: unknown; transforms?: unknown }
 /** A web plugin entry's options; `at` prefixes the params its errors name (`plugins[0].`). */
 function webPluginOf(entry: Record<string, unknown>, at: string): WebPlugin {
   for (const field of Object.keys(entry)) {
-    if (!WEB_FIELDS.includes(field)) throw ApiError.invalidRequest(`${at}${field} is not an option of the web plugin (options: ${WEB_FIELDS.slice(1).join(', ')}).`, `${at}${field}`);
+    if (!WEB_FIELDS.includes(field))
+      throw ApiError.invalidRequest(`${at}${field} is not an option of the web plugin (options: ${WEB_FIELDS.slice(1).join(', ')}).`, `${at}${field}`);
   }
   const text = (field: string): string | undefined => {
     const value = entry[field];
@@ -87,7 +88,13 @@ function webPluginOf(entry: Record<string, unknown>, at: string): WebPlugin {
   };
   const onFailure = text('on_failure') ?? 'fail';
   if (onFailure !== 'fail' && onFailure !== 'continue') throw ApiError.invalidRequest(`${at}on_failure must be "fail" or "continue".`, `${at}on_failure`);
-  return { ...searchOptionsOf(entry, DEFAULT_WEB_RESULTS, at), engine: text('engine') ?? null, engineParam: `${at}engine`, searchPrompt: text('search_prompt'), onFailure };
+  return {
+    ...searchOptionsOf(entry, DEFAULT_WEB_RESULTS, at),
+    engine: text('engine') ?? null,
+    engineParam: `${at}engine`,
+    searchPrompt: text('search_prompt'),
+    onFailure,
+  };
 }
 
 /**
@@ -98,7 +105,12 @@ function webPluginOf(entry: Record<string, unknown>, at: string): WebPlugin {
  * left is the upstream's to judge, as without the gateway. What cannot fit is a 400 here rather
  * than a provider error after a hold.
  */
-export function fitContext<M>(messages: readonly M[], model: CatalogModel, maxOutput: number | null, compression: boolean | null): { messages: M[]; dropped: number } {
+export function fitContext<M>(
+  messages: readonly M[],
+  model: CatalogModel,
+  maxOutput: number | null,
+  compression: boolean | null,
+): { messages: M[]; dropped: number } {
   const on = compression ?? model.contextLength <= COMPRESSION_DEFAULT_MAX_CONTEXT;
   const budget = on ? model.contextLength - (maxOutput ?? 0) : model.contextLength;
   const fitted = compressMessages(messages, on ? budget : Number.POSITIVE_INFINITY);

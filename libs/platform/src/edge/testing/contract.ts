@@ -296,7 +296,11 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
       it('refuses when every slot is held, without counting the request', async () => {
         const held = await stores.concurrency.acquire('conc:d', 1, HOLD_MS);
         const refused = await stores.admission.admit(request('d', { slots: 1 }));
-        expect(refused).toMatchObject({ refused: 'concurrency', requests: { allowed: true, remaining: 10 }, slot: { allowed: false, remaining: 0, slot: null } });
+        expect(refused).toMatchObject({
+          refused: 'concurrency',
+          requests: { allowed: true, remaining: 10 },
+          slot: { allowed: false, remaining: 0, slot: null },
+        });
         expect(await stores.rateLimiter.peek('rpm:d', 10)).toMatchObject({ remaining: 10 });
         await held.slot!.release();
         expect((await stores.admission.admit(request('d', { slots: 1 }))).refused).toBeNull();
