@@ -144,7 +144,7 @@ export function buildCli(): Command {
       }),
     );
 
-  // The operator API's operations (README: Operator API), recorded with actor "cli".
+  // The operator API's operations (docs/api/operator.md), recorded with actor "cli".
   const cli = { actor: 'cli' };
   // A credit's reason is what its statement shows: the operator's words, else where it came from.
   const reasonOption = ['--reason <text>', 'why the credits were given, shown on the account statement (at most 200 characters)', creditReason, 'cli'] as const;

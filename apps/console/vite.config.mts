@@ -4,7 +4,7 @@ import { defineConfig } from 'vite';
 const here = fileURLToPath(new URL('.', import.meta.url));
 
 /**
- * The console is a static build served by the gateway under /console/ (README: Console). Every
+ * The console is a static build served by the gateway under /console/ (docs/api/console.md). Every
  * asset is bundled: the page loads nothing from another origin, so it works offline.
  */
 export default defineConfig({

@@ -319,7 +319,7 @@ describe.each([
   });
 });
 
-describe('Redis stopped mid-test: the gateway keeps serving (README "Edge controls")', () => {
+describe('Redis stopped mid-test: the gateway keeps serving (docs/api/endpoints.md, "When Redis is unreachable")', () => {
   let redis: ChildProcess | null = null;
   let port: number;
   let gw: StartedGateway;

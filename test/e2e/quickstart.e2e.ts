@@ -11,7 +11,8 @@ const run = promisify(execFile);
 /**
  * The README's quick start, exactly as printed (only the port and data directory moved to a
  * temporary place): the built `npm start` process on embedded defaults, with no database
- * server configured, then the curl and openai SDK examples.
+ * server configured, then the curl example and the SDK examples (OpenAI chat, Anthropic
+ * messages, embeddings).
  */
 function readmeBlock(marker: RegExp): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -90,7 +91,7 @@ describe('README quick start on a fresh data directory', () => {
 
     const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');
     mkdirSync(scratch, { recursive: true });
-    writeFileSync(join(scratch, 'example.mjs'), local(readmeBlock(/new OpenAI\(/)));
+    writeFileSync(join(scratch, 'example.mjs'), local(readmeBlock(/new OpenAI\([\s\S]*chat\.completions\.create/)));
     const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(sdk.stdout).toContain('Echo: Hello!');
     expect(sdk.stdout).toMatch(/cost/);
@@ -99,6 +100,11 @@ describe('README quick start on a fresh data directory', () => {
     const messages = await run(process.execPath, [join(scratch, 'messages.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(messages.stdout).toContain('Echo: Hello!');
     expect(messages.stdout).toMatch(/output_tokens/);
+    // The README's embeddings example, the third family it shows.
+    writeFileSync(join(scratch, 'embeddings.mjs'), local(readmeBlock(/embeddings\.create\(/)));
+    const embeddings = await run(process.execPath, [join(scratch, 'embeddings.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
+    expect(embeddings.stdout).toMatch(/^2 \d+ /);
+    expect(embeddings.stdout).toMatch(/prompt_tokens[\s\S]*cost/);
 
     await stopGroup(first.child, dataDir);
     // The server stopped cleanly: it gave the data directory back.

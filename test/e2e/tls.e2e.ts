@@ -191,7 +191,7 @@ describe('HTTPS on the gateway port (issue 20)', () => {
 /**
  * Issue 41 (25): `npm run dev-cert` makes a certificate the gateway serves on localhost, and a
  * Node client trusts it through NODE_EXTRA_CA_CERTS alone (no rejectUnauthorized: false), as
- * the README's steps for wss:// say.
+ * the TLS steps of docs/operations.md say.
  */
 describe('npm run dev-cert', () => {
   const devDir = join(dir, 'dev-tls');

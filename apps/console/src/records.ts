@@ -8,7 +8,7 @@ export type Environment = 'live' | 'test';
 export type Scope = 'full' | 'read_only' | 'management';
 export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
 
-/** The key record of GET /v1/keys and GET /v1/key (README "Keys"; `presentKey` in libs/management). */
+/** The key record of GET /v1/keys and GET /v1/key (docs/api/keys.md; `presentKey` in libs/management). */
 export interface KeyRecord {
   id: string;
   name: string | null;
@@ -49,7 +49,7 @@ export interface Credits {
   available: number;
 }
 
-/** One entry of GET /v1/activity (README "Generations and activity"): `usage` is USD. */
+/** One entry of GET /v1/activity (docs/api/account.md "Generations and activity"): `usage` is USD. */
 export interface ActivityRow {
   date: string;
   model: string;
@@ -75,7 +75,7 @@ export interface ActivityRow {
   audio_output?: number;
 }
 
-/** A generation as GET /v1/generation answers it (README "Generations and activity"). */
+/** A generation as GET /v1/generation answers it (docs/api/account.md "Generations and activity"). */
 export interface Generation {
   id: string;
   model: string;

@@ -2,7 +2,7 @@ import { createContext, useCallback, useContext, useRef, useState, type ReactNod
 import { api, ApiFailure } from './api';
 import { Dialog, ErrorText } from './ui';
 
-/** The sensitive actions of README "Email step-up", each needing its own code. */
+/** The sensitive actions of docs/api/settings-webhooks.md "Email step-up", each needing its own code. */
 export type StepUpAction = 'create_key' | 'rotate_key' | 'grant_management' | 'save_webhook' | 'change_step_up' | 'save_provider_key' | 'delete_organization';
 
 const WHAT: Record<StepUpAction, string> = {

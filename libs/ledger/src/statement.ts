@@ -347,7 +347,7 @@ export function parseStatementPeriod(input: { from: unknown; to: unknown }, now:
 
 // ---- Presenting -------------------------------------------------------------------------------
 
-/** The statement as the API and `cli ledger statement --format json` give it (README "Statements and corrections"). */
+/** The statement as the API and `cli ledger statement --format json` give it (docs/api/account.md "Statements and corrections"). */
 export function statementJson(s: Statement) {
   return {
     account_id: s.accountId,

@@ -1,6 +1,6 @@
 /**
  * The named schemas of the document (`components.schemas`), one per resource of the spec or of
- * the README where the spec leaves it open (spec 2.8). Names follow the spec; each says where
+ * the manual (docs/api/) where the spec leaves it open (spec 2.8). Names follow the spec; each says where
  * its rules come from.
  */
 import { PARAMETERS } from '@svc/providers';
@@ -138,7 +138,7 @@ const keyLimits = {
   usage_monthly: nullable(usd()),
 };
 
-/** Spec 2.3 plus the fields README "Keys" lists. */
+/** Spec 2.3 plus the fields docs/api/keys.md lists. */
 const KeyRecord = obj(
   {
     id: str(),
@@ -181,7 +181,7 @@ const keyRequestProperties = {
   expires_in_days: nullable(int(undefined, { minimum: 1, maximum: 3650 })),
 };
 const KeyRequest = obj(keyRequestProperties, { required: [], description: 'Spec 4.19: POST /keys body; all optional.' });
-/** README "Operator API": as POST /v1/keys, plus the organization the key belongs to. */
+/** docs/api/operator.md: as POST /v1/keys, plus the organization the key belongs to. */
 const AdminKeyRequest = obj({ ...keyRequestProperties, org_id: str() }, { required: [] });
 
 const CreatedKey = obj({
@@ -456,7 +456,7 @@ const ModelWithProviders = obj(
   { required: [...modelRequired, 'providers'] },
 );
 
-/** README "Generations and activity". */
+/** docs/api/account.md "Generations and activity". */
 const generationProperties = {
   id: str(),
   model: str(),
@@ -632,7 +632,7 @@ const File = obj(
   { required: ['id', 'object', 'bytes', 'created_at', 'filename', 'purpose'], open: true },
 );
 
-/** OpenAI's batch object (spec 2.8 leaves it open; README "Batches"). */
+/** OpenAI's batch object (spec 2.8 leaves it open; docs/api/files-batches.md "Batches"). */
 const ts = nullable(unixSeconds());
 const Batch = obj(
   {
@@ -1032,7 +1032,7 @@ const AccountCredits = obj({
   daily_limit_usd: nullable(usd()),
 });
 
-/** Issue 23, corrections (README "Statements and corrections"). */
+/** Issue 23, corrections (docs/api/account.md "Statements and corrections"). */
 const adjustmentKind = oneOfValues(['credit_note', 'adjustment'], 'credit_note: money given back (positive); adjustment: either sign');
 const AdjustmentRequest = obj(
   {
@@ -1095,7 +1095,7 @@ const Statement = obj({
 
 const Notice = obj({ id: str(), type: str(), title: str(), message: str(), data: anyObject(), created: unixSeconds() });
 
-/** README "Health". */
+/** docs/operations.md "Health". */
 const Check = obj(
   {
     status: oneOfValues(['ok', 'fail']),

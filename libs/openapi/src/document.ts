@@ -90,7 +90,7 @@ function documentOf(paths: OpenApiDocument['paths']): OpenApiDocument {
       securitySchemes: {
         bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key, `svc_live_...` or `svc_test_...` (spec 5).' },
         xApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: "The same key, as Anthropic's SDKs send it." },
-        adminToken: { type: 'http', scheme: 'bearer', description: "The operator's SVC_ADMIN_TOKEN (README: Operator API)." },
+        adminToken: { type: 'http', scheme: 'bearer', description: "The operator's SVC_ADMIN_TOKEN (docs/api/operator.md)." },
       },
     },
   };

@@ -10,7 +10,7 @@ import { anyObject, arr, bool, constant, cursorList, dataOf, dateTime, int, type
 /**
  * Who may call it (spec 5.3): `none` no key; `any` any key scope (read-only too); `full` a
  * full key (model calls); `management` a management key; `admin` the operator's
- * SVC_ADMIN_TOKEN (README "Operator API" and "Metrics").
+ * SVC_ADMIN_TOKEN (docs/api/operator.md, and "Metrics" in docs/operations.md).
  */
 export type Access = 'none' | 'any' | 'full' | 'management' | 'admin';
 
@@ -530,7 +530,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   'GET /v1/credits/statement': {
     summary: "The account's statement for a period that has ended",
     description:
-      'Issue 23 (README "Statements and corrections"): opening balance, credits, charges per day, model and key with meters, releases, expiries, adjustments, closing balance; replayed from the event log, so it never changes once built. An organization key states its owner\'s account, as GET /v1/credits does.',
+      'Issue 23 (docs/api/account.md, "Statements and corrections"): opening balance, credits, charges per day, model and key with meters, releases, expiries, adjustments, closing balance; replayed from the event log, so it never changes once built. An organization key states its owner\'s account, as GET /v1/credits does.',
     tag: 'Account',
     access: 'management',
     query: [
@@ -770,7 +770,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     errors: [404],
   },
 
-  // Operator API (README "Operator API").
+  // Operator API (docs/api/operator.md).
   'POST /admin/accounts': {
     summary: 'Create an account',
     tag: 'Operator',
@@ -885,7 +885,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
     ok: { schema: dataOf(arr(ref('AuditEntry'))) },
   },
 
-  // Operating it (README "Health", "Metrics") and this document.
+  // Operating it (docs/operations.md "Health", "Metrics") and this document.
   'GET /health/live': { summary: 'Liveness', tag: 'Operations', access: 'none', ok: { schema: obj({ status: constant('ok') }) } },
   'GET /health/ready': {
     summary: 'Readiness of the database, Redis, the event store and the projections',

@@ -1,5 +1,5 @@
 /**
- * Spec 6.1 (and README "Settings and webhooks" for each `data`, which the spec leaves open): the
+ * Spec 6.1 (and docs/api/settings-webhooks.md for each `data`, which the spec leaves open): the
  * events the worker POSTs to the account's endpoint, as the 3.1 document's `webhooks`. One
  * entry per event type of `@svc/webhooks`, so a new type without a payload fails the specs.
  */

@@ -13,7 +13,7 @@ export function signWebhook(secret: string, timestampSeconds: number, rawBody: s
 }
 
 /**
- * What a receiver does (and what the README shows): the header parsed, the HMAC compared in
+ * What a receiver does (and what docs/api/settings-webhooks.md shows): the header parsed, the HMAC compared in
  * constant time against every `v1`, the timestamp within the tolerance of its own clock.
  */
 export function verifyWebhookSignature(

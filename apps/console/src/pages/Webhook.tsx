@@ -158,7 +158,7 @@ export function verify(header, rawBody, secret, now = Math.floor(Date.now() / 10
   return given.length === expected.length && timingSafeEqual(given, expected);
 }`;
 
-/** README "Delivery": how a receiver checks a delivery, as Stripe's signatures are checked. */
+/** docs/api/settings-webhooks.md "Delivery": how a receiver checks a delivery, as Stripe's signatures are checked. */
 function VerifyHelp() {
   return (
     <div className="webhook-verify">

@@ -40,7 +40,7 @@ export function activityTotals(rows: ActivityRow[]): ActivityTotals {
 
 type UnitMeter = 'characters' | 'search_units' | 'queries' | 'seconds' | 'images' | 'audio_input' | 'cached_audio_input' | 'audio_output';
 
-/** The meters other than tokens, in the words of README "Generations and activity". */
+/** The meters other than tokens, in the words of docs/api/account.md "Generations and activity". */
 const UNIT_NAMES: Record<UnitMeter, string> = {
   characters: 'characters',
   search_units: 'search units',

@@ -39,7 +39,7 @@ describe('audit log filters', () => {
     expect(auditQuery({ ...noFilters(), limit: '5000' })).toEqual({ query: { limit: '5000' } });
   });
 
-  it('suggests every action of the README once', () => {
+  it('suggests every audit action of docs/api/operator.md once', () => {
     expect(new Set(AUDIT_ACTIONS).size).toBe(AUDIT_ACTIONS.length);
     expect(AUDIT_ACTIONS).toEqual(expect.arrayContaining(['provider_key.saved', 'org.member_added', 'webhook.paused']));
   });

@@ -4,7 +4,7 @@ import { usd } from '../format';
 import { keyRef, type KeyNames } from '../keyNames';
 import type { AuditEntry } from '../records';
 
-/** The audit actions of README "Operator API", in its order: the action filter's suggestions. */
+/** The audit actions of docs/api/operator.md, in its order: the action filter's suggestions. */
 export const AUDIT_ACTIONS = [
   'credits.added',
   'account.daily_limit_set',

@@ -196,7 +196,7 @@ export function keyStatus(key: Pick<KeyRecord, 'revoked' | 'expires_at'>, now: D
   return 'active';
 }
 
-/** The grace periods a rotation offers (README: 0 to 604800 seconds). */
+/** The grace periods a rotation offers (docs/api/endpoints.md: 0 to 604800 seconds). */
 export const GRACE_PERIODS: { seconds: number; label: string }[] = [
   { seconds: 0, label: 'None: the old secret stops working now' },
   { seconds: 3600, label: '1 hour' },

@@ -4,7 +4,7 @@ import type { OrgMember, OrgRole } from '../records';
 
 export type MemberRole = Exclude<OrgRole, 'owner'>;
 
-/** README "Organizations": owners and admins manage the people; only the owner deletes it. */
+/** docs/api/account.md "Organizations": owners and admins manage the people; only the owner deletes it. */
 export const managesMembers = (role: OrgRole): boolean => role === 'owner' || role === 'admin';
 export const deletesOrg = (role: OrgRole): boolean => role === 'owner';
 

@@ -106,7 +106,7 @@ export interface KeyLimit {
   resetsAt: string | null;
 }
 
-/** The share of a limit at which the gateway sends its spend-cap warning (README: 80%). */
+/** The share of a limit at which the gateway sends its spend-cap warning (docs/api/account.md: 80%). */
 export const WARN_SHARE = 0.8;
 
 const WINDOW_USAGE: Record<LimitReset, keyof Pick<KeyRecord, 'usage' | 'usage_daily' | 'usage_weekly' | 'usage_monthly'>> = {

@@ -1,5 +1,5 @@
 /**
- * The preset editor's logic (README "Presets", spec 2.5 and 4.18): the JSON config checked before
+ * The preset editor's logic (docs/api/presets.md, spec 2.5 and 4.18): the JSON config checked before
  * sending (a syntax error by line and column), the POST/PATCH body, and the line diff between two
  * versions' configs. Pure, so tests can pin it.
  */

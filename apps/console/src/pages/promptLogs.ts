@@ -1,5 +1,5 @@
 /**
- * The prompt-logs page's data (README "Prompt logging"): the setting's form to the body of
+ * The prompt-logs page's data (docs/api/settings-webhooks.md, "Prompt logging"): the setting's form to the body of
  * PATCH /v1/settings, and a log's request and answer printed as JSON with the server's media
  * placeholders picked out. Pure, so the rules are pinned by tests.
  */

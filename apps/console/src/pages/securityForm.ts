@@ -1,5 +1,5 @@
 /**
- * The security page's data (README "Email step-up"): the step-up form to the body of
+ * The security page's data (docs/api/settings-webhooks.md, "Email step-up"): the step-up form to the body of
  * PATCH /v1/settings, and what step-up protects, in words. Pure, so the rules are pinned by tests.
  */
 import { ApiFailure } from '../api';
@@ -32,7 +32,7 @@ export function stepUpChanged(setting: StepUpSetting, form: StepUpForm): boolean
 }
 
 /**
- * The actions a code guards (spec 1, README "Email step-up"), each with the page of this console
+ * The actions a code guards (spec 1, docs/api/settings-webhooks.md "Email step-up"), each with the page of this console
  * where it is done: every one is a /v1 call the signed-in key makes, so each asks for its code.
  */
 export const PROTECTED_ACTIONS: { action: string; words: string; page: string }[] = [

@@ -1,12 +1,12 @@
 /**
- * The webhook page's data (README "Settings and webhooks", spec 6.1): the endpoint form's
+ * The webhook page's data (docs/api/settings-webhooks.md, spec 6.1): the endpoint form's
  * values to the body of PUT /v1/settings/webhook, and how an event's delivery reads. Pure, so
  * the rules are pinned by tests.
  */
 import { ApiFailure } from '../api';
 import type { WebhookAttempt, WebhookEndpoint, WebhookEvent } from '../records';
 
-/** Spec 6.1's event types, in its order, each with what causes it (README's table). */
+/** Spec 6.1's event types, in its order, each with what causes it (the table of docs/api/settings-webhooks.md). */
 export const EVENT_TYPES: { type: string; cause: string }[] = [
   { type: 'balance.low', cause: 'the balance falls below the threshold' },
   { type: 'credits.added', cause: 'credits are added' },
@@ -95,7 +95,7 @@ export function lastStatus(delivery: WebhookEvent['delivery']): string {
   return '—';
 }
 
-/** The pause notice of README "Delivery": 20 failures in a row pause the endpoint. */
+/** The pause notice of docs/api/settings-webhooks.md "Delivery": 20 failures in a row pause the endpoint. */
 export function pausedNotice(endpoint: Pick<WebhookEndpoint, 'paused' | 'consecutive_failures'>): string | null {
   if (!endpoint.paused) return null;
   const n = endpoint.consecutive_failures;

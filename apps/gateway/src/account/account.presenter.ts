@@ -10,7 +10,7 @@ export interface ChargeContext {
   byokFeePercent: number;
 }
 
-/** One generation as GET /v1/generation and POST /v1/generations/lookup show it (README). */
+/** One generation as GET /v1/generation and POST /v1/generations/lookup show it (docs/api/account.md). */
 export function presentGeneration(g: GenerationRow, context: ChargeContext) {
   const charge = chargeLinesOf(g, context);
   return {

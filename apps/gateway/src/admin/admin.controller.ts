@@ -30,7 +30,7 @@ function presentCredits(accountId: string, row: CreditsRow) {
   };
 }
 
-/** The operator and companion-app API (README: Operator API). */
+/** The operator and companion-app API (docs/api/operator.md). */
 @Controller('admin')
 @UseGuards(AdminGuard)
 export class AdminController {

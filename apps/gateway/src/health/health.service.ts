@@ -20,7 +20,7 @@ export interface CheckResult {
 export interface Readiness {
   /**
    * `degraded`: only a dependency the gateway serves without is down (Redis: limits fall back
-   * to each process's memory, README "When Redis is unreachable"). Still 200, so an outage of
+   * to each process's memory, docs/api/endpoints.md "When Redis is unreachable"). Still 200, so an outage of
    * Redis does not take every gateway out of service at once.
    */
   status: 'ready' | 'degraded' | 'not_ready';

@@ -19,7 +19,7 @@ export const CONSOLE_CSP = [
 ].join('; ');
 
 /**
- * Serves the built console (README: Console) at /console/ with `@fastify/send`, the file sender
+ * Serves the built console (docs/api/console.md) at /console/ with `@fastify/send`, the file sender
  * under `@fastify/static` (whose Node 20 line cannot be installed beside Nest's Fastify
  * adapter). The assets' names carry content hashes, so they may be cached for good; index.html
  * names the current ones, so it may not. A path outside the build, a dotfile or a missing file

@@ -80,7 +80,7 @@ describe('error mapping of dependency outages (spec 7)', () => {
     expect(refusal.toBody().error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_key_settings', param: 'name' });
   });
 
-  // Issue 15.5: one documented mapping of upstream failures (README, "Upstream failures").
+  // Issue 15.5: one documented mapping of upstream failures (docs/api/endpoints.md, "Upstream failures").
   it.each([
     [new ProviderError({ kind: 'timeout', status: 504, message: 'slow' }), 504, 'api_error', 'upstream_timeout'],
     [new ProviderError({ kind: 'http', status: 503, message: 'down' }), 503, 'service_unavailable', 'model_unavailable'],

@@ -15,7 +15,7 @@ export interface SlotLeaseTimings {
   renewMs: number;
 }
 
-/** Spec 8 concurrency: the values the README documents (rate limits). */
+/** Spec 8 concurrency: the values docs/api/endpoints.md documents (rate limits). */
 export const SLOT_LEASE: SlotLeaseTimings = { leaseMs: 30_000, renewMs: 10_000 };
 
 /** A failed release is tried again after 250 ms, doubling up to 4 s, until it lands or its lease is over. */
