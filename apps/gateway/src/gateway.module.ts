@@ -20,10 +20,8 @@ import { CompletionsController } from './completions/completions.controller';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
-import { ThroughChat } from './interfaces/through-chat';
 import { MessagesController } from './messages/messages.controller';
 import { ResponsesController } from './responses/responses.controller';
-import { ResponsesService } from './responses/responses.service';
 import { AdminController } from './admin/admin.controller';
 import { AdminGuard } from './admin/admin.guard';
 import { CurrentKeyController, KeysController } from './keys/keys.controller';
@@ -81,16 +79,7 @@ export class GatewayModule {
         // Issue 22: on the main port only when SVC_METRICS_PORT does not serve it on its own.
         ...(runtime.config.metricsPort === null ? [MetricsController] : []),
       ],
-      providers: [
-        ThroughChat,
-        ResponsesService,
-        ApiKeyGuard,
-        EdgeResponses,
-        AdminGuard,
-        RealtimeUpgrade,
-        HealthService,
-        { provide: APP_FILTER, useClass: ApiErrorFilter },
-      ],
+      providers: [ApiKeyGuard, EdgeResponses, AdminGuard, RealtimeUpgrade, HealthService, { provide: APP_FILTER, useClass: ApiErrorFilter }],
     };
   }
 }

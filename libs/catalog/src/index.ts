@@ -4,3 +4,4 @@ export * from './notices';
 export * from './provider-stats';
 export * from './routing';
 export * from './tokens';
+export * from './plan';

@@ -6,7 +6,8 @@ export { byokKeyRejected, byokUnavailable } from './byok';
 export { decimalOf, derivedCostLines, explainCharge, meterLines, providerCostOf, sumOfLines, type CostLine, type ExplainedCharge } from './cost-lines';
 export { failedGenerationOf, markFailedGeneration } from './failed-generation';
 export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenMeters, tokenWorstCase, type Meter, type MeterUsage } from './meters';
-export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type RunResult } from './operation';
+export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type Routing, type RunResult } from './operation';
+export { deliveredUsage, MeteredStream, tokenSettlement, type StreamBill, type StreamProgress, type StreamProgressStore } from './metered-stream';
 export {
   MeteredCalls,
   isHoldNotOpen,
@@ -26,6 +27,18 @@ export {
   type UnsettledCharge,
   type UnsettledCharges,
 } from './pipeline';
+export {
+  openStream,
+  STREAM_STALL_MS,
+  StreamRelay,
+  StreamStalled,
+  type Delivered,
+  type OpenedStream,
+  type RelayOptions,
+  type StreamEncoder,
+  type StreamOutcome,
+  type StreamSink,
+} from './stream';
 export {
   allFailed,
   costOf,

@@ -2,7 +2,7 @@
  * Spec 4.2 rule 6 and section 7: the order in which a billed call is tried, what each target
  * charges, and what the caller is told when every try failed.
  */
-import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices } from '@svc/catalog';
+import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices, PlannedModel } from '@svc/catalog';
 import { providerKeyContext } from '@svc/identity';
 import { ApiError, ceilDiv, type Nano, openSecret, SecretDecryptionError } from '@svc/platform';
 import { createChatProvider, ProviderError } from '@svc/providers';
@@ -48,11 +48,8 @@ export function operationOf<K extends OptionalOperation>(target: Target, name: K
   return (operation as (...args: never[]) => unknown).bind(target.provider) as NonNullable<OpenAiCompatibleProvider[K]>;
 }
 
-/** A model of the request with the providers routing chose for it, in the order to try them. */
-export interface RoutedModel {
-  model: CatalogModel;
-  routes: readonly CatalogRoute[];
-  fields: Record<string, unknown>;
+/** A model of the request's plan (the catalog's), with the prices of the tools the gateway runs inside the call. */
+export interface RoutedModel extends PlannedModel {
   toolPrices?: ToolPrices;
 }
 

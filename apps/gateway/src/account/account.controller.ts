@@ -7,7 +7,7 @@ import { parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';
-import { generationIdOf } from '../responses/responses.service';
+import { generationIdOf } from '@svc/billing';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { type ChargeContext, presentActivity, presentGeneration } from './account.presenter';

@@ -11,7 +11,7 @@ import {
   transcriptionRequest,
 } from '@svc/interfaces';
 import { ApiError, nanoToUsd, nanoToUsdString } from '@svc/platform';
-import { ignoredParamsHeader } from '../chat/request-rules';
+import { ignoredParamsHeader } from '@svc/billing';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { FILE_FIELD, formParts } from '../http/multipart';

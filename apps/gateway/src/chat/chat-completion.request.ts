@@ -150,7 +150,7 @@ export class ChatMessage {
 
 /**
  * The fields of spec 4.2 whose shape is checked here. The controller then applies the request
- * rules (request-rules.ts, plugins/): fields spec 4.2 does not list are dropped and reported in
+ * rules (libs/billing: chat-rules.ts, chat-plugins.ts): fields spec 4.2 does not list are dropped and reported in
  * `x-svc-ignored-params`; the other listed fields pass through to the provider.
  */
 export class ChatCompletionRequest {

@@ -1,14 +1,12 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
-import type { RequestTags } from '@svc/metering';
+import { ChatCompletions } from '@svc/billing';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { healChoices, wantsJson } from '@svc/providers';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { fastBodyValidation } from '@svc/platform';
 import { ChatCompletionRequest, isSurelyValidChatRequest } from './chat-completion.request';
-import { ChatCompletionsService } from './chat-completions.service';
-import { EdgeResponses, type Answer } from '../edge/replay';
-import { SSE_HEADERS } from '../http/reply-headers';
+import { EdgeResponses } from '../edge/replay';
+import { openEventStream, presentBilled } from '../edge/billed-answer';
 
 const ROUTE = '/v1/chat/completions';
 
@@ -17,7 +15,7 @@ const ROUTE = '/v1/chat/completions';
 @Requires('model_call')
 export class ChatCompletionsController {
   constructor(
-    private readonly chat: ChatCompletionsService,
+    private readonly chat: ChatCompletions,
     private readonly edge: EdgeResponses,
   ) {}
 
@@ -34,22 +32,8 @@ export class ChatCompletionsController {
     @Headers() headers: Record<string, string | string[] | undefined>,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, (tags) => this.answer(caller, body, tags));
-  }
-
-  private async answer(caller: Caller, body: ChatCompletionRequest, tags: RequestTags): Promise<Answer> {
-    const { request, plugins, headers: ruleHeaders, preset, web } = this.chat.applyRules(caller, body);
-    if (request.stream === true) {
-      const { generationId, headers, body: events, finished } = await this.chat.stream(caller, request, { ...tags, preset, web });
-      return {
-        generationId,
-        headers: { ...ruleHeaders, ...headers, ...SSE_HEADERS, 'x-svc-generation-id': generationId },
-        stream: { body: events, finished },
-      };
-    }
-    const { generationId, headers, body: response } = await this.chat.create(caller, request, { ...tags, preset, web });
-    // Spec 4.2 rule 8: streamed output has gone out piece by piece and cannot be healed.
-    const answer = plugins.healing && wantsJson(request.response_format) ? healChoices(response).completion : response;
-    return { generationId, headers: { ...ruleHeaders, ...headers, 'x-svc-generation-id': generationId }, json: answer };
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, async (tags) =>
+      presentBilled(await this.chat.complete(caller, body, tags, openEventStream)),
+    );
   }
 }

@@ -1,8 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
+import { Embeddings } from '@svc/billing';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { embeddingsRequest } from '@svc/interfaces';
-import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
@@ -14,7 +14,7 @@ const ROUTE = '/v1/embeddings';
 @Requires('model_call')
 export class EmbeddingsController {
   constructor(
-    private readonly chat: ChatCompletionsService,
+    private readonly embeddings: Embeddings,
     private readonly edge: EdgeResponses,
   ) {}
 
@@ -27,8 +27,8 @@ export class EmbeddingsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const call = embeddingsRequest(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
-      const { generationId, headers: notices, body: answer } = await this.chat.embed(caller, call, { clientRequestId, idempotency });
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async (tags) => {
+      const { generationId, headers: notices, body: answer } = await this.embeddings.create(caller, call, tags);
       return { generationId, headers: { ...notices, 'x-svc-generation-id': generationId }, json: answer };
     });
   }

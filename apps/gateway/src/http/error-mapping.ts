@@ -185,3 +185,15 @@ function fromFastify(err: unknown): ApiError | null {
       return null;
   }
 }
+
+/** The error event of a stream that broke off after its first byte. */
+export function midStreamError(failure: unknown, now: Date): ApiError {
+  const mapped = toApiError(failure, now);
+  if (!(failure instanceof ProviderError)) return mapped;
+  return new ApiError(
+    mapped.status,
+    mapped.type,
+    'The model provider broke off the stream: the answer above is incomplete, and only what was delivered is billed. Safe to retry.',
+    mapped.code,
+  );
+}

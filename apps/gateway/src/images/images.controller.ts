@@ -4,7 +4,7 @@ import { imageStorageUnavailable, StoredImages } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
 import { checkImageInput, IMAGES_ENDPOINT, imagesAnswer, imagesOperation, imagesRequest, type KeepImages } from '@svc/interfaces';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { ignoredParamsHeader } from '../chat/request-rules';
+import { ignoredParamsHeader } from '@svc/billing';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '../metering/metering.service';

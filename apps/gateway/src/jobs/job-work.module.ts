@@ -3,6 +3,7 @@ import { ManagementModule } from '@svc/management';
 import { BatchLineCalls } from '../batches/batch-line-calls';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { RateLimitService } from '../edge/rate-limits';
+import { BILLING_PROVIDERS } from '../metering/billing.providers';
 import { Metering } from '../metering/metering.service';
 import { VideoCalls } from '../videos/video-calls';
 
@@ -13,7 +14,7 @@ import { VideoCalls } from '../videos/video-calls';
 @Module({
   // ReadYourWrites comes from here: one instance per process, shared with the reads that wait on it.
   imports: [ManagementModule],
-  providers: [Metering, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
-  exports: [Metering, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  providers: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  exports: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
 })
 export class JobWorkModule {}

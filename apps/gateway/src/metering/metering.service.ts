@@ -1,10 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { ProviderStats } from '@svc/catalog';
+import { defaultModelOf, ProviderStats, type ModelType } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
 import { LedgerCommand } from '@svc/ledger';
-import type { ModelType } from '@svc/catalog';
-import { ApiError } from '@svc/platform';
 import {
   answerOperation,
   MeteredCalls,
@@ -17,6 +15,7 @@ import {
   type ReserveOptions,
   type Operation,
   type RoutedModel,
+  type Routing,
   type RunResult,
   type Target,
 } from '@svc/metering';
@@ -35,6 +34,8 @@ export class Metering {
   /** Per process, like the rest of the routing state: a hint for `provider.sort` and `:nitro`. */
   readonly providerStats = new ProviderStats();
   readonly calls: MeteredCalls;
+  /** What routing reads: the catalog, the time (retirements), this process's provider figures. */
+  readonly routing: Routing;
   /** Decides a command on an account's stream; the caller's next reads then see it. */
   readonly ledger: MeteringDeps['ledger'];
   private readonly logger = new Logger('metering');
@@ -46,6 +47,7 @@ export class Metering {
     rateLimits: RateLimitService,
   ) {
     const { config } = runtime;
+    this.routing = { catalog: runtime.catalog, clock: runtime.clock, providerStats: this.providerStats };
     this.ledger = async (accountId, command, metadata) => {
       const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
       reads.wrote(accountId, handled.appended?.position);
@@ -77,7 +79,7 @@ export class Metering {
 
   /** One call of `operation` through the whole pipeline. */
   run<Request, Answer>(caller: Caller, operation: Operation<Request, Answer>, request: Request, context: CallContext): Promise<RunResult<Answer>> {
-    return runOperation(this.calls, this.routing(), caller, operation, request, context);
+    return runOperation(this.calls, this.routing, caller, operation, request, context);
   }
 
   /** One call of `operation` held and answered, its settlement left to the caller (a batch line's). */
@@ -88,12 +90,12 @@ export class Metering {
     context: CallContext,
     options?: ReserveOptions,
   ): Promise<Answered<Answer>> {
-    return answerOperation(this.calls, this.routing(), caller, operation, request, context, options);
+    return answerOperation(this.calls, this.routing, caller, operation, request, context, options);
   }
 
   /** The model of a one-model call and the providers routing leaves for it. */
   route(caller: Caller, type: ModelType, context: CallContext): { models: RoutedModel[]; headers: Record<string, string> } {
-    return routeOperation(this.routing(), caller, type, context);
+    return routeOperation(this.routing, caller, type, context);
   }
 
   /**
@@ -117,12 +119,6 @@ export class Metering {
    * may use (moderation; search without an engine, spec 4.14).
    */
   defaultModel(caller: Caller, type: ModelType): string {
-    const model = this.runtime.catalog.models.find((m) => m.type === type && (!caller.allowed_models || caller.allowed_models.includes(m.id)));
-    if (!model) throw ApiError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
-    return model.id;
-  }
-
-  private routing() {
-    return { catalog: this.runtime.catalog, clock: this.runtime.clock, providerStats: this.providerStats };
+    return defaultModelOf(this.runtime.catalog, type, caller.allowed_models);
   }
 }

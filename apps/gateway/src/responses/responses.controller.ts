@@ -1,16 +1,19 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Responses } from '@svc/billing';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
+import { openEventStream, presentBilled } from '../edge/billed-answer';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { RESPONSES_ROUTE, ResponsesService } from './responses.service';
+
+const ROUTE = '/v1/responses';
 
 /** Spec 4.5: POST /responses, and the stored responses of the caller's workspace. */
 @Controller('v1/responses')
 @UseGuards(ApiKeyGuard)
 export class ResponsesController {
   constructor(
-    private readonly responses: ResponsesService,
+    private readonly responses: Responses,
     private readonly edge: EdgeResponses,
   ) {}
 
@@ -24,7 +27,9 @@ export class ResponsesController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const request = this.responses.readRequest(body);
-    await this.edge.serve({ caller, route: RESPONSES_ROUTE, body, headers, cacheable: true }, reply, (tags) => this.responses.answer(caller, request, tags));
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, async (tags) =>
+      presentBilled(await this.responses.answer(caller, request, tags, openEventStream)),
+    );
   }
 
   @Get(':id')

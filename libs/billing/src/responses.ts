@@ -1,5 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { RequestTags } from '@svc/metering';
+/**
+ * Spec 4.5 as use cases: POST /responses on the chat use case, and the stored responses of the
+ * caller's workspace.
+ */
 import { randomBytes } from 'node:crypto';
 import { type ItemList, listInputItems, storageUnavailable, StoredResponses } from '@svc/conversations';
 import type { Caller } from '@svc/identity';
@@ -17,11 +19,13 @@ import {
   responsesToChat,
   type WebSearchRun,
 } from '@svc/interfaces';
-import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
-import type { Answer } from '../edge/replay';
-import { ThroughChat } from '../interfaces/through-chat';
+import type { StreamSink } from '@svc/metering';
+import { ApiError, type Clock, type SqlRunner } from '@svc/platform';
+import type { BilledAnswer, CallTags } from './answered';
+import type { ChatCompletions } from './chat';
+import { throughChat } from './through-chat';
 
-export const RESPONSES_ROUTE = '/v1/responses';
+const ENDPOINT = '/v1/responses';
 
 /** What POST /responses needs to know before anything else happens. */
 export interface ResponsesRequest {
@@ -54,19 +58,17 @@ function newItemId(prefix: string): string {
  * (libs/conversations): kept 30 days unless `store: false`, continued with
  * `previous_response_id`, visible to every key of the workspace that created them.
  */
-@Injectable()
-export class ResponsesService {
-  private readonly logger = new Logger('responses');
+export class Responses {
   private readonly stored: StoredResponses;
+  private readonly clock: Clock;
 
   constructor(
-    @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(CONFIG) private readonly config: Config,
-    @Inject(READ_DB) private readonly sql: SqlRunner,
-    private readonly through: ThroughChat,
+    private readonly chat: ChatCompletions,
+    private readonly deps: { clock: Clock; sql: SqlRunner; encryptionKey(): Buffer | null; log: { error(message: string): void } },
   ) {
+    this.clock = deps.clock;
     // Read at each use: the key is configuration, and without it storage is refused, not the gateway.
-    this.stored = new StoredResponses(this.sql, () => this.config.encryptionKey);
+    this.stored = new StoredResponses(deps.sql, deps.encryptionKey);
   }
 
   /**
@@ -86,7 +88,7 @@ export class ResponsesService {
     return { body: b, store, previousResponseId };
   }
 
-  async answer(caller: Caller, request: ResponsesRequest, tags: RequestTags): Promise<Answer> {
+  async answer<S extends StreamSink>(caller: Caller, request: ResponsesRequest, tags: CallTags, openSink: () => S): Promise<BilledAnswer<S>> {
     const now = this.clock.now();
     const earlier = request.previousResponseId === null ? null : await this.conversation(caller, request.previousResponseId, now);
     const { chat, inputItems } = responsesToChat(request.body, earlier === null ? null : { items: earlier }, newItemId);
@@ -108,10 +110,11 @@ export class ResponsesService {
     };
 
     let encoder: ResponsesStreamEncoder | null = null;
-    return this.through.answer(
+    return throughChat(
+      this.chat,
       caller,
       chat,
-      { ...tags, endpoint: RESPONSES_ROUTE },
+      { ...tags, endpoint: ENDPOINT },
       {
         json: async (completion, webSearch) => {
           const response = chatToResponse(
@@ -125,18 +128,20 @@ export class ResponsesService {
           } catch (err) {
             // The call is done and billed: failing it now would bill an error (spec 1 rule 3).
             // The answer says instead that it was not kept.
-            this.logger.error(`${response.id} not stored: ${err instanceof Error ? err.message : String(err)}`);
+            this.deps.log.error(`${response.id} not stored: ${err instanceof Error ? err.message : String(err)}`);
             return { ...response, store: false };
           }
         },
         encoder: ({ id, model, provider, webSearch }) => (encoder = new ResponsesStreamEncoder(context(id, model, provider, webSearch))),
         // A stream that broke off ended in response.failed: nothing to continue from. The
-        // completed event is out already: a failure to store can only be logged (by ThroughChat).
+        // completed event is out already: a failure to store can only be logged (by throughChat).
         beforeStreamEnd: async (clean) => {
           if (clean && encoder !== null) await keep(encoder.response());
         },
         ignored: Object.keys(request.body).filter((field) => !RESPONSES_FIELDS.has(field)),
       },
+      openSink,
+      this.deps.log,
     );
   }
 

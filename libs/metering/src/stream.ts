@@ -1,14 +1,30 @@
 /**
- * A streamed chat completion between the upstream and the client (spec 4.2 and 6.2): the
- * upstream's chunks under the service's id and model, then the usage chunk with `cost` when the
- * client asked for it, then `[DONE]`. A stream that breaks off ends with an error event and no
- * `[DONE]`, so a client can never take a cut answer for a whole one.
+ * A streamed call between its upstream and its client (spec 1 rules 3 and 4, spec 6.2): the
+ * upstream's chunks under the generation's id and model, in the interface's wire format, then
+ * the settlement's usage and cost, or an error event when the stream broke off, so a client can
+ * never take a cut answer for a whole one. The client is a sink: what the process writes to (a
+ * response body) is the app's.
  */
-import { chatAnnotations, type WebSearchRun } from '@svc/interfaces';
 import { ApiError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatUsage } from '@svc/providers';
-import { EventStream } from '../http/streams';
+
+/**
+ * Where a stream's frames go: the client's response body. It holds a bounded amount (issue 41
+ * F): `write` says when it is full, and the relay then waits for `drained` before it reads its
+ * upstream again, so a client that stops reading stops the upstream instead of piling the
+ * whole generation up in the process. A client that left drops what is written.
+ */
+export interface StreamSink {
+  /** Sends frames; false when the sink is full. */
+  write(frames: string): boolean;
+  /** Resolves true once there is room again (or the client is gone); false after `ms` without the client taking anything. */
+  drained(ms: number): Promise<boolean>;
+  /** Writes the last frames and ends the stream. */
+  finish(frames: string): void;
+  /** Once finished, drops the client unless it takes the rest within `ms`. */
+  abandonAfter(ms: number, reason: Error): void;
+}
 
 /** An upstream stream whose first output has arrived, and nothing of it sent yet. */
 export interface OpenedStream {
@@ -69,59 +85,6 @@ export interface StreamEncoder {
   error(body: object): string[];
 }
 
-/** Spec 4.2 and 6.2: `chat.completion.chunk` events, the usage chunk when asked for, `[DONE]`. */
-export class ChatChunkEncoder implements StreamEncoder {
-  /** The usage chunk copies the stream's id, object, created and model from the chunks before it. */
-  private base: Pick<ChatChunk, 'id' | 'object' | 'created' | 'model'>;
-
-  /** The text of choice 0 so far: where the web search's citations are looked for. */
-  private text = '';
-  private readonly webSearch: WebSearchRun | null;
-
-  constructor(
-    options: { id: string; model: string; webSearch?: WebSearchRun | null },
-    private readonly includeUsage: boolean,
-  ) {
-    this.base = { id: options.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: options.model };
-    this.webSearch = options.webSearch ?? null;
-  }
-
-  chunk(chunk: ChatChunk): string[] {
-    if (typeof chunk.created === 'number' && chunk.created !== this.base.created) this.base = { ...this.base, created: chunk.created };
-    const out = this.annotated(chunk);
-    // As OpenAI streams with usage asked for: every chunk but the usage chunk carries `usage: null`.
-    if (this.includeUsage) out.usage = null;
-    return [frame(out)];
-  }
-
-  /**
-   * Spec 4.2 rule 7 streamed: the citations go on choice 0's last delta (the one with its
-   * finish reason), once the text they point into is complete.
-   */
-  private annotated(chunk: ChatChunk): ChatChunk {
-    const { webSearch } = this;
-    if (!webSearch) return chunk;
-    const choices = chunk.choices.map((choice) => {
-      if (choice.index !== 0) return choice;
-      if (typeof choice.delta?.content === 'string') this.text += choice.delta.content;
-      return choice.finish_reason ? { ...choice, delta: { ...choice.delta, annotations: chatAnnotations(this.text, webSearch) } } : choice;
-    });
-    return { ...chunk, choices };
-  }
-
-  finish(usage: ChatUsage & { cost: number }): string[] {
-    return [...(this.includeUsage ? [frame({ ...this.base, choices: [], usage })] : []), frame('[DONE]')];
-  }
-
-  error(body: object): string[] {
-    return [frame(body)];
-  }
-}
-
-function frame(event: object | '[DONE]'): string {
-  return `data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`;
-}
-
 /**
  * The stream of a client that read nothing of it for `ms` while the gateway held a full buffer
  * for it (issue 41 F). Spec 1 (billing rules): a stream cut short is billed for what was
@@ -163,19 +126,18 @@ export interface RelayOptions {
    */
   progress?(sofar: StreamOutcome): Promise<void>;
   progressIntervalMs?: number;
-  /** How long the client may leave the body full before the stream is cut; STREAM_STALL_MS by default. */
+  /** How long the client may leave the sink full before the stream is cut; STREAM_STALL_MS by default. */
   stallMs?: number;
 }
 
-export class ChatStreamRelay {
-  /**
-   * The response body, in SSE text. Fastify destroys it when the client goes away; the relay
-   * then keeps reading the upstream without writing, because a generation whose client left
-   * still completes and is billed (spec 1 rule 4). While the client is there, the upstream is
-   * read only as fast as the client takes the body (issue 41 F): a full body holds the next read
-   * back, and one left full for `stallMs` cuts the stream (StreamStalled).
-   */
-  readonly body = new EventStream();
+/**
+ * Relays one stream to its sink and settles it. A client that goes away leaves the relay reading
+ * the upstream without writing, because a generation whose client left still completes and is
+ * billed (spec 1 rule 4). While the client is there, the upstream is read only as fast as the
+ * client takes the sink (issue 41 F): a full sink holds the next read back, and one left full
+ * for `stallMs` cuts the stream (StreamStalled).
+ */
+export class StreamRelay {
   private readonly delivered: Delivered = { content: '', reasoning: '', toolNames: '', toolArguments: '' };
   private usage: ChatUsage | null = null;
   private firstOutputAt: number | null = null;
@@ -185,7 +147,10 @@ export class ChatStreamRelay {
   /** Resolves once the relay is over: true for a clean, billed finish; false for a stream cut short. */
   readonly finished = new Promise<boolean>((resolve) => (this.done = resolve));
 
-  constructor(private readonly options: RelayOptions) {
+  constructor(
+    private readonly sink: StreamSink,
+    private readonly options: RelayOptions,
+  ) {
     this.encoder = options.encoder;
   }
 
@@ -233,9 +198,9 @@ export class ChatStreamRelay {
       failure ??= error;
     } finally {
       if (failure !== null) last = this.encoder.error(this.options.errorEvent(failure));
-      this.body.finish(last.join(''));
+      this.sink.finish(last.join(''));
       // The client that stalled gets the rest and the error if it reads again soon; else its connection is closed.
-      if (failure instanceof StreamStalled) this.body.abandonAfter(this.stallMs, failure);
+      if (failure instanceof StreamStalled) this.sink.abandonAfter(this.stallMs, failure);
       this.done(failure === null);
     }
   }
@@ -244,12 +209,12 @@ export class ChatStreamRelay {
     return this.options.stallMs ?? STREAM_STALL_MS;
   }
 
-  /** Waits for the client to take some of a full body; throws StreamStalled when it takes nothing for `stallMs`. */
+  /** Waits for the client to take some of a full sink; throws StreamStalled when it takes nothing for `stallMs`. */
   private async caughtUp(): Promise<void> {
-    if (!(await this.body.drained(this.stallMs))) throw new StreamStalled(this.stallMs);
+    if (!(await this.sink.drained(this.stallMs))) throw new StreamStalled(this.stallMs);
   }
 
-  /** Relays one upstream chunk; false when the body is full and the client must catch up first. */
+  /** Relays one upstream chunk; false when the sink is full and the client must catch up first. */
   private relay(chunk: ChatChunk): boolean {
     if (isRecord(chunk.usage)) this.usage = chunk.usage as ChatUsage;
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
@@ -278,8 +243,8 @@ export class ChatStreamRelay {
   }
 
   private write(frames: string[]): boolean {
-    // A client that left has its body destroyed: the body drops what comes after.
-    return this.body.write(frames.length === 1 ? frames[0] : frames.join(''));
+    // A client that left has its sink gone: the sink drops what comes after.
+    return this.sink.write(frames.length === 1 ? frames[0] : frames.join(''));
   }
 }
 
