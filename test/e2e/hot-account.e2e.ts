@@ -6,7 +6,7 @@ import { twoGateways } from '../support/second-gateway';
 const ADMIN_TOKEN = 'admin-token-for-hot-account-tests';
 // Every request stays in flight for a while, so all 200 holds are decided while none has settled
 // (checked below from the log: on a loaded machine an earlier charge would free room for more).
-const messages = [{ role: 'user', content: 'hold on\n#sim {"delay_ms": 4000}' }];
+const messages = [{ role: 'user', content: 'hold on\n#sim {"delay_ms": 8000}' }];
 const body = { model: 'sim/echo', messages, max_tokens: 100 };
 
 /**
