@@ -19,6 +19,7 @@ import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
 import { VideoJobs } from '@svc/videos';
+import { JobQueue } from '@svc/jobs';
 import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
@@ -124,6 +125,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       closers.push(() => opened.close());
     }
     // Content, not a projection: a rebuild of the read models never touches it.
+    // The job table first: each kind's own tables move what they still hold into it.
+    await JobQueue.init(sql);
     await StoredResponses.init(sql);
     await SqlFileStore.init(sql);
     await BatchLines.init(sql);
