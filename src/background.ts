@@ -13,15 +13,23 @@ import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptio
 import {
   activeBatches,
   accountsWithExpiredHolds,
-  dueWebhookEvents,
   forgetProgress,
   getAccountSettings,
   keysExpiringBy,
   noticesToMail,
   orphanedHolds,
+  outboxEvent,
   pruneInFlight,
 } from '@svc/projections';
-import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
+import {
+  deliveryDecider,
+  NoticeMailer,
+  webhookDispatcher as createWebhookDispatcher,
+  webhookEventStream,
+  type DeliveryEvent,
+  type WebhookDispatcher,
+} from '@svc/webhooks';
 import type { Runtime } from './runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
@@ -123,17 +131,19 @@ const PURGE_INTERVAL_MS = 60 * 60_000;
  */
 export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient, 'post'>): WebhookDispatcher {
   const metadata = { actor: 'webhooks' };
-  return new WebhookDispatcher({
+  return createWebhookDispatcher({
     clock: runtime.clock,
-    sql: runtime.sql,
-    due: (now, limit) => dueWebhookEvents(runtime.sql, now, limit),
+    queue: new JobQueue(runtime.sql),
+    delivery: (eventId) => runtime.aggregates.load(deliveryDecider, webhookEventStream(eventId)),
+    event: (eventId) => outboxEvent(runtime.sql, eventId),
     endpoint: async (accountId) => {
       const { webhook } = await getAccountSettings(runtime.sql, accountId);
       if (!webhook) return null;
       return { id: webhook.id, url: webhook.url, paused: webhook.paused, secret: openWebhookSecret(runtime, accountId, webhook.id, webhook.sealedSecret) };
     },
     post: (url, init) => client.post(url, init),
-    record: async (command) => void (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)),
+    record: async (command) =>
+      (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)).events as DeliveryEvent[],
     report: async (accountId, webhookId, eventId, delivered) =>
       void (await runtime.aggregates.handle(
         settingsDecider,
@@ -142,6 +152,7 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
         metadata,
       )),
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
+    warn: (message) => console.warn(message),
   });
 }
 

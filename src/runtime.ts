@@ -20,7 +20,7 @@ import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
 import { VideoJobs } from '@svc/videos';
 import { JobQueue } from '@svc/jobs';
-import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
+import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
 import type { ChatProvider } from '@svc/providers';
@@ -133,7 +133,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await VideoJobs.init(sql);
     await StoredImages.init(sql);
     await PromptLogs.init(sql);
-    await WebhookDispatcher.init(sql);
+    await upgradeWebhookClaims(sql);
     await NoticeMailer.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;

@@ -52,28 +52,32 @@ export async function scheduleJobs(sql: SqlExecutor, kind: string, due: readonly
   );
 }
 
+/**
+ * The table's DDL, also in the schema of the read models that schedule jobs from the log (the
+ * webhook outbox): their rebuild, replayed into a schema of its own, then schedules into a
+ * table of its own and leaves the live jobs alone.
+ */
+export const JOBS_SCHEMA: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS ${JOBS_TABLE} (
+    kind text NOT NULL,
+    key text NOT NULL,
+    due_at timestamptz NOT NULL,
+    owner text,
+    epoch integer NOT NULL DEFAULT 0,
+    lease_until timestamptz,
+    attempts integer NOT NULL DEFAULT 0,
+    wake_at timestamptz,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (kind, key)
+  )`,
+  `CREATE INDEX IF NOT EXISTS ${JOBS_TABLE}_due ON ${JOBS_TABLE} (kind, due_at)`,
+];
+
 export class JobQueue {
   constructor(private readonly sql: SqlRunner) {}
 
   static async init(sql: SqlRunner): Promise<void> {
-    await createSchema(
-      sql,
-      `
-      CREATE TABLE IF NOT EXISTS ${JOBS_TABLE} (
-        kind text NOT NULL,
-        key text NOT NULL,
-        due_at timestamptz NOT NULL,
-        owner text,
-        epoch integer NOT NULL DEFAULT 0,
-        lease_until timestamptz,
-        attempts integer NOT NULL DEFAULT 0,
-        wake_at timestamptz,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        PRIMARY KEY (kind, key)
-      );
-      CREATE INDEX IF NOT EXISTS ${JOBS_TABLE}_due ON ${JOBS_TABLE} (kind, due_at);
-    `,
-    );
+    await createSchema(sql, JOBS_SCHEMA.join(';\n'));
   }
 
   schedule(kind: string, key: string, at: Date): Promise<void> {
