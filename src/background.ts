@@ -4,7 +4,16 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } 
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
 import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
-import { type ClaimedVideo, videoDecider, VideoJobs, VideoRunner, videoStream, type VideoTarget } from '@svc/videos';
+import {
+  type ClaimedVideo,
+  videoDecider,
+  VideoJobs,
+  videoRunner as createVideoRunner,
+  type VideoRunner,
+  videoStream,
+  type VideoEvent,
+  type VideoTarget,
+} from '@svc/videos';
 import { ATTR, type Tracing } from '@svc/telemetry';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
@@ -204,11 +213,13 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
   const { tracing } = runtime;
   const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock, ['video']);
   const metadata = (videoId: string) => ({ actor: 'videos', correlationId: videoId });
-  return new VideoRunner({
+  return createVideoRunner({
     clock: runtime.clock,
+    queue: new JobQueue(runtime.sql),
     jobs: new VideoJobs(runtime.sql, () => runtime.config.encryptionKey),
     load: (videoId) => runtime.aggregates.load(videoDecider, videoStream(videoId)),
-    decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
+    decide: async (command) =>
+      (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).events as VideoEvent[],
     targets: async (job) => (tracing ? (await calls.targets(job)).map((target) => tracedVideoTarget(tracing, job, target)) : calls.targets(job)),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
     charge: (job, state) =>
@@ -245,7 +256,7 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     concurrency: VIDEO_CONCURRENCY,
     warn: (message) => console.warn(message),
     // Each step of a job a trace: its provider calls and its charge or release under one root.
-    ...(tracing ? { trace: rootSpan(tracing) } : {}),
+    ...(tracing ? { trace: (job, fn) => tracing.root('video step', { 'svc.video_id': job.key, 'svc.attempt': job.attempts }, fn) } : {}),
   });
 }
 

@@ -29,8 +29,8 @@ export interface ProcessorOptions {
   /** Jobs one pass takes on at once. */
   concurrency: number;
   warn(message: string): void;
-  /** Runs one step inside a trace of its own; absent without tracing. */
-  trace?<T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T>;
+  /** Runs one step of `job` inside a trace of its own; absent without tracing. */
+  trace?<T>(job: Lease, fn: () => Promise<T>): Promise<T>;
 }
 
 /** Inputs one step may decide on: a workflow that never lets its job go is a bug, not a loop. */
@@ -52,8 +52,7 @@ export class WorkflowProcessor<Input, State, Command, Effect, Event extends Doma
     const { clock, queue, owner, leaseMs, concurrency, trace } = this.options;
     const now = clock.now();
     const claimed = await queue.claim(this.workflow.kind, owner, now, new Date(now.getTime() + leaseMs), concurrency);
-    const attributes = (job: Lease) => ({ 'svc.job_kind': job.kind, 'svc.job_key': job.key, 'svc.attempt': job.attempts });
-    await Promise.all(claimed.map((job) => this.track(trace ? trace(`${job.kind} step`, attributes(job), () => this.run(job)) : this.run(job))));
+    await Promise.all(claimed.map((job) => this.track(trace ? trace(job, () => this.run(job)) : this.run(job))));
     return claimed.length;
   }
 
