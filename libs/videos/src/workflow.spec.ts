@@ -87,7 +87,7 @@ describe('the video workflow (spec 3.1, 4.15)', () => {
   });
 
   it('a poll records progress, a failure, or on completion keeps the clip and records its price, never above what was held', () => {
-    const job = { id: 'job_1', status: 'in_progress' as const, progress: 40, pollAfterMs: null, error: null, costNano: null };
+    const job = { id: 'job_1', status: 'in_progress' as const, progress: 40, pollAfterMs: null, error: null, costNano: null, url: null };
     spec
       .given(state([requested, submitted(-1)]))
       .when({ type: 'Polled', provider: 'sim', job })
