@@ -4,7 +4,16 @@ import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } 
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
 import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
-import { type ClaimedVideo, videoDecider, VideoJobs, VideoRunner, videoStream, type VideoTarget } from '@svc/videos';
+import {
+  type ClaimedVideo,
+  videoDecider,
+  VideoJobs,
+  videoRunner as createVideoRunner,
+  type VideoRunner,
+  videoStream,
+  type VideoEvent,
+  type VideoTarget,
+} from '@svc/videos';
 import { ATTR, type Tracing } from '@svc/telemetry';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
@@ -13,15 +22,23 @@ import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptio
 import {
   activeBatches,
   accountsWithExpiredHolds,
-  dueWebhookEvents,
   forgetProgress,
   getAccountSettings,
   keysExpiringBy,
   noticesToMail,
   orphanedHolds,
+  outboxEvent,
   pruneInFlight,
 } from '@svc/projections';
-import { deliveryDecider, NoticeMailer, WebhookDispatcher, webhookEventStream } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
+import {
+  deliveryDecider,
+  NoticeMailer,
+  webhookDispatcher as createWebhookDispatcher,
+  webhookEventStream,
+  type DeliveryEvent,
+  type WebhookDispatcher,
+} from '@svc/webhooks';
 import type { Runtime } from './runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
@@ -123,17 +140,19 @@ const PURGE_INTERVAL_MS = 60 * 60_000;
  */
 export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient, 'post'>): WebhookDispatcher {
   const metadata = { actor: 'webhooks' };
-  return new WebhookDispatcher({
+  return createWebhookDispatcher({
     clock: runtime.clock,
-    sql: runtime.sql,
-    due: (now, limit) => dueWebhookEvents(runtime.sql, now, limit),
+    queue: new JobQueue(runtime.sql),
+    delivery: (eventId) => runtime.aggregates.load(deliveryDecider, webhookEventStream(eventId)),
+    event: (eventId) => outboxEvent(runtime.sql, eventId),
     endpoint: async (accountId) => {
       const { webhook } = await getAccountSettings(runtime.sql, accountId);
       if (!webhook) return null;
       return { id: webhook.id, url: webhook.url, paused: webhook.paused, secret: openWebhookSecret(runtime, accountId, webhook.id, webhook.sealedSecret) };
     },
     post: (url, init) => client.post(url, init),
-    record: async (command) => void (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)),
+    record: async (command) =>
+      (await runtime.aggregates.handle(deliveryDecider, webhookEventStream(command.eventId), command, metadata)).events as DeliveryEvent[],
     report: async (accountId, webhookId, eventId, delivered) =>
       void (await runtime.aggregates.handle(
         settingsDecider,
@@ -142,6 +161,7 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
         metadata,
       )),
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
+    warn: (message) => console.warn(message),
   });
 }
 
@@ -193,11 +213,13 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
   const { tracing } = runtime;
   const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock, ['video']);
   const metadata = (videoId: string) => ({ actor: 'videos', correlationId: videoId });
-  return new VideoRunner({
+  return createVideoRunner({
     clock: runtime.clock,
+    queue: new JobQueue(runtime.sql),
     jobs: new VideoJobs(runtime.sql, () => runtime.config.encryptionKey),
     load: (videoId) => runtime.aggregates.load(videoDecider, videoStream(videoId)),
-    decide: async (command) => (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).state,
+    decide: async (command) =>
+      (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).events as VideoEvent[],
     targets: async (job) => (tracing ? (await calls.targets(job)).map((target) => tracedVideoTarget(tracing, job, target)) : calls.targets(job)),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
     charge: (job, state) =>
@@ -234,7 +256,7 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
     concurrency: VIDEO_CONCURRENCY,
     warn: (message) => console.warn(message),
     // Each step of a job a trace: its provider calls and its charge or release under one root.
-    ...(tracing ? { trace: rootSpan(tracing) } : {}),
+    ...(tracing ? { trace: (job, fn) => tracing.root('video step', { 'svc.video_id': job.key, 'svc.attempt': job.attempts }, fn) } : {}),
   });
 }
 

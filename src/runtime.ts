@@ -19,7 +19,8 @@ import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
 import { VideoJobs } from '@svc/videos';
-import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
+import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
 import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
 import type { ChatProvider } from '@svc/providers';
@@ -124,13 +125,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       closers.push(() => opened.close());
     }
     // Content, not a projection: a rebuild of the read models never touches it.
+    // The job table first: each kind's own tables move what they still hold into it.
+    await JobQueue.init(sql);
     await StoredResponses.init(sql);
     await SqlFileStore.init(sql);
     await BatchLines.init(sql);
     await VideoJobs.init(sql);
     await StoredImages.init(sql);
     await PromptLogs.init(sql);
-    await WebhookDispatcher.init(sql);
+    await upgradeWebhookClaims(sql);
     await NoticeMailer.init(sql);
     await initInFlight(sql);
     let gatewayLease: GatewayLease | null = null;

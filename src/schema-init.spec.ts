@@ -6,7 +6,8 @@ import { PgSqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ALL_PROJECTIONS, initAuthCacheLeases, initInFlight, ProjectionRunner } from '@svc/projections';
 import { VideoJobs } from '@svc/videos';
-import { NoticeMailer, WebhookDispatcher } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
+import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
 
 /** What a process creates at start on PostgreSQL before it serves or works, in runtime.ts's order. */
 async function startUp(sql: PgSqlRunner): Promise<void> {
@@ -14,13 +15,14 @@ async function startUp(sql: PgSqlRunner): Promise<void> {
   await store.init();
   await new ProjectionRunner(sql, store, ALL_PROJECTIONS).init();
   await initAuthCacheLeases(sql);
+  await JobQueue.init(sql);
   await StoredResponses.init(sql);
   await SqlFileStore.init(sql);
   await BatchLines.init(sql);
   await VideoJobs.init(sql);
   await StoredImages.init(sql);
   await PromptLogs.init(sql);
-  await WebhookDispatcher.init(sql);
+  await upgradeWebhookClaims(sql);
   await NoticeMailer.init(sql);
   await initInFlight(sql);
 }

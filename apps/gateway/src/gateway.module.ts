@@ -14,7 +14,7 @@ import { EmbeddingsController } from './embeddings/embeddings.controller';
 import { FilesController } from './files/files.controller';
 import { BatchesController } from './batches/batches.controller';
 import { VideosController } from './videos/videos.controller';
-import { JobWorkModule } from './jobs/job-work.module';
+import { JobWorkModule } from '../../../src/job-work.module';
 import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
 import { EdgeResponses } from './edge/replay';

@@ -3,7 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { LedgerModule } from '@svc/ledger';
 import type { Runtime } from '../../../src/runtime';
 import { RuntimeModule } from '../../../src/runtime.module';
-import { JobWorkModule } from '../../gateway/src/jobs/job-work.module';
+import { JobWorkModule } from '../../../src/job-work.module';
 
 /**
  * The worker's command bus: background jobs decide through the same handlers as the gateway,

@@ -113,7 +113,7 @@ export class ServiceMetrics {
       registers,
       async collect() {
         const { rows } = await sql.query<{ batch: string | number; video: string | number }>(
-          "SELECT (SELECT count(*) FROM batch_lines WHERE status <> 'done') AS batch, (SELECT count(*) FROM video_jobs WHERE due_at IS NOT NULL) AS video",
+          "SELECT (SELECT count(*) FROM batch_lines WHERE status <> 'done') AS batch, (SELECT count(*) FROM jobs WHERE kind = 'video') AS video",
         );
         this.set({ queue: 'batch_lines' }, Number(rows[0]?.batch ?? 0));
         this.set({ queue: 'videos' }, Number(rows[0]?.video ?? 0));

@@ -2,3 +2,4 @@ export * from './jobs';
 export * from './request';
 export * from './runner';
 export * from './video';
+export * from './workflow';

@@ -1,25 +1,24 @@
 /**
- * What a video keeps beside its stream, and the workers' queue of videos (issue 19: leases in
- * PostgreSQL with `FOR UPDATE SKIP LOCKED`, as the batch lines have; it runs the same on PGlite).
+ * What a video keeps beside its stream. Content stays out of the events (ARCHITECTURE section
+ * 4): the prompt and the first frame's URL are sealed under SVC_ENCRYPTION_KEY here, and the
+ * clip and its poster are files of purpose `video` in the file store. The reservation (ids,
+ * targets and the amount held, no content) is kept so that any worker can settle the hold.
  *
- * Content stays out of the events (ARCHITECTURE section 4): the prompt and the first frame's URL
- * are sealed under SVC_ENCRYPTION_KEY here, and the clip and its poster are files of purpose
- * `video` in the file store. The reservation (ids, targets and the amount held, no content) is
- * kept so that any worker can settle the hold.
- *
- * `due_at` mirrors the stream's timer (VideoState.dueAt) so that due work is found with an index
- * rather than by reading every stream; the stream stays the truth. A worker that dies between a
- * decision and the mirror leaves the old, earlier `due_at`: the video is claimed again once the
- * lease runs out, and the worker acts on the stream's state, never on the row's.
+ * When a worker looks at the video is the job table's (`(video, <id>)`, libs/jobs); this table
+ * kept its own due time and lease until the job table existed, and hands them over on upgrade.
  */
 import { SealedContent } from '@svc/conversations';
 import type { Reservation } from '@svc/metering';
+import { scheduleJob } from '@svc/jobs';
 import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
 import type { VideoRequest } from './request';
 
 export const VIDEO_JOBS_TABLE = 'video_jobs';
 
-/** A video a worker holds, until `leaseUntil`. */
+/** The job kind of videos in the job table (the workflow's, ./workflow). */
+export const VIDEO_JOB_KIND = 'video';
+
+/** A video's ids and hold, as any worker reads them. */
 export interface ClaimedVideo {
   videoId: string;
   accountId: string;
@@ -60,13 +59,30 @@ export class VideoJobs {
         key_id text NOT NULL,
         request text NOT NULL,
         reservation jsonb NOT NULL,
-        due_at timestamptz,
-        owner text,
-        lease_until timestamptz,
         video_file_id text,
         thumbnail_file_id text
       );
-      CREATE INDEX IF NOT EXISTS ${VIDEO_JOBS_TABLE}_due ON ${VIDEO_JOBS_TABLE} (due_at) WHERE due_at IS NOT NULL;
+    `,
+    );
+    // Issue "one job runner": a database of before keeps each video's due time and lease here.
+    // Every video still due becomes a job at that time, once, and the columns go: a video held by
+    // a worker of the old version keeps its lease, so no new worker steps in before it runs out,
+    // and then the workflow carries on from the stream.
+    const { rows } = await sql.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${VIDEO_JOBS_TABLE}' AND column_name = 'due_at'`,
+    );
+    if (rows.length === 0) return;
+    await createSchema(
+      sql,
+      `
+      DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${VIDEO_JOBS_TABLE}' AND column_name = 'due_at') THEN
+          INSERT INTO jobs (kind, key, due_at, owner, lease_until)
+            SELECT '${VIDEO_JOB_KIND}', video_id, due_at, owner, lease_until FROM ${VIDEO_JOBS_TABLE} WHERE due_at IS NOT NULL
+            ON CONFLICT (kind, key) DO NOTHING;
+          ALTER TABLE ${VIDEO_JOBS_TABLE} DROP COLUMN due_at, DROP COLUMN owner, DROP COLUMN lease_until;
+        END IF;
+      END $$;
     `,
     );
   }
@@ -76,58 +92,42 @@ export class VideoJobs {
     return this.sealed.available;
   }
 
-  /** Keeps a new video's request and hold; due at `dueAt`. */
+  /** Keeps a new video's request and hold, and its job, due at `dueAt`. */
   async add(job: Omit<ClaimedVideo, 'reservation'> & { reservation: Reservation; request: VideoRequest; dueAt: Date }): Promise<void> {
-    await this.sql.query(
-      `INSERT INTO ${VIDEO_JOBS_TABLE} (video_id, account_id, workspace_id, key_id, request, reservation, due_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
+    const sealed = this.sealed.seal(JSON.stringify(job.request), requestContext(job.videoId));
+    await this.sql.transaction(async (tx) => {
+      await tx.query(`INSERT INTO ${VIDEO_JOBS_TABLE} (video_id, account_id, workspace_id, key_id, request, reservation) VALUES ($1, $2, $3, $4, $5, $6)`, [
         job.videoId,
         job.accountId,
         job.workspaceId,
         job.keyId,
-        this.sealed.seal(JSON.stringify(job.request), requestContext(job.videoId)),
+        sealed,
         JSON.stringify(job.reservation),
-        job.dueAt.toISOString(),
-      ],
-    );
+      ]);
+      await scheduleJob(tx, VIDEO_JOB_KIND, job.videoId, job.dueAt);
+    });
   }
 
-  /** Claims up to `limit` videos due by `now` whose lease (if any) has run out, for `owner` until `leaseUntil`. */
-  async claim(owner: string, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedVideo[]> {
-    if (limit <= 0) return [];
+  /** The video's ids and hold; null once it is forgotten. */
+  async get(videoId: string): Promise<ClaimedVideo | null> {
     const { rows } = await this.sql.query<Record<string, any>>(
-      `UPDATE ${VIDEO_JOBS_TABLE} j SET owner = $1, lease_until = $2
-         FROM (SELECT video_id FROM ${VIDEO_JOBS_TABLE}
-                WHERE due_at IS NOT NULL AND due_at <= $3 AND (lease_until IS NULL OR lease_until < $3)
-                ORDER BY due_at, video_id LIMIT $4 FOR UPDATE SKIP LOCKED) c
-        WHERE j.video_id = c.video_id
-        RETURNING j.video_id, j.account_id, j.workspace_id, j.key_id, j.reservation`,
-      [owner, leaseUntil.toISOString(), now.toISOString(), limit],
+      `SELECT video_id, account_id, workspace_id, key_id, reservation FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1`,
+      [videoId],
     );
-    return rows.map((r) => ({
+    if (rows.length === 0) return null;
+    const r = rows[0];
+    return {
       videoId: r.video_id,
       accountId: r.account_id,
       workspaceId: r.workspace_id,
       keyId: r.key_id,
       reservation: typeof r.reservation === 'string' ? JSON.parse(r.reservation) : r.reservation,
-    }));
+    };
   }
 
-  /**
-   * Gives the video back with its next due time (null: nothing left to do), if `owner` still
-   * holds it; false when its lease ran out and another worker has it.
-   */
-  async reschedule(videoId: string, owner: string, dueAt: Date | null): Promise<boolean> {
-    const { rows } = await this.sql.query(
-      `UPDATE ${VIDEO_JOBS_TABLE} SET due_at = $3, owner = NULL, lease_until = NULL WHERE video_id = $1 AND owner = $2 RETURNING video_id`,
-      [videoId, owner, dueAt?.toISOString() ?? null],
-    );
-    return rows.length === 1;
-  }
-
-  /** Makes a running video due at `at` at the latest (a cancel asked from the API: act on it now). */
+  /** Makes the video due at `at` at the latest (a cancel asked from the API: act on it now). */
   async wake(videoId: string, at: Date): Promise<void> {
-    await this.sql.query(`UPDATE ${VIDEO_JOBS_TABLE} SET due_at = LEAST(due_at, $2) WHERE video_id = $1 AND due_at IS NOT NULL`, [videoId, at.toISOString()]);
+    await scheduleJob(this.sql, VIDEO_JOB_KIND, videoId, at);
   }
 
   /** The request as validated (its prompt and first frame are the caller's content); null when the video is unknown or they no longer open (the key changed). */
@@ -153,11 +153,11 @@ export class VideoJobs {
     );
   }
 
-  /** Records where the clip and its poster are kept, if `owner` still holds the video. */
-  async keepFiles(videoId: string, owner: string, files: VideoFiles): Promise<boolean> {
+  /** Records where the clip and its poster are kept, unless another worker kept them first (false). */
+  async keepFiles(videoId: string, files: VideoFiles): Promise<boolean> {
     const { rows } = await this.sql.query(
-      `UPDATE ${VIDEO_JOBS_TABLE} SET video_file_id = $3, thumbnail_file_id = $4 WHERE video_id = $1 AND owner = $2 RETURNING video_id`,
-      [videoId, owner, files.video, files.thumbnail],
+      `UPDATE ${VIDEO_JOBS_TABLE} SET video_file_id = $2, thumbnail_file_id = $3 WHERE video_id = $1 AND video_file_id IS NULL RETURNING video_id`,
+      [videoId, files.video, files.thumbnail],
     );
     return rows.length === 1;
   }
@@ -177,17 +177,16 @@ export class VideoJobs {
 
   /**
    * A deleted video's content goes at once (the prompt, the files' ids); its row goes with it
-   * once nothing is left to do, else it stays, due now, with the ids and the hold, so that a
-   * worker still bills (or releases) what its end says before forgetting it (VideoRunner).
+   * when no job is left for it, else it stays, due now, with the ids and the hold, so that a
+   * worker still bills (or releases) what its end says before forgetting it (./workflow).
    */
   async forget(videoId: string, now: Date): Promise<void> {
-    const { rows } = await this.sql.query(`DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1 AND due_at IS NULL AND owner IS NULL RETURNING video_id`, [
-      videoId,
-    ]);
-    if (rows.length > 0) return;
-    await this.sql.query(
-      `UPDATE ${VIDEO_JOBS_TABLE} SET request = '', video_file_id = NULL, thumbnail_file_id = NULL, due_at = LEAST(COALESCE(due_at, $2), $2) WHERE video_id = $1`,
-      [videoId, now.toISOString()],
+    const { rows } = await this.sql.query(
+      `DELETE FROM ${VIDEO_JOBS_TABLE} WHERE video_id = $1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE kind = $2 AND key = $1) RETURNING video_id`,
+      [videoId, VIDEO_JOB_KIND],
     );
+    if (rows.length > 0) return;
+    await this.sql.query(`UPDATE ${VIDEO_JOBS_TABLE} SET request = '', video_file_id = NULL, thumbnail_file_id = NULL WHERE video_id = $1`, [videoId]);
+    await scheduleJob(this.sql, VIDEO_JOB_KIND, videoId, now);
   }
 }

@@ -48,6 +48,8 @@ export interface DeliveryState {
   seriesFailures: number;
   /** A redelivery is one attempt, as a resend from Stripe's dashboard is: it is not retried. */
   redelivery: boolean;
+  /** The timer once an attempt or a redelivery is recorded (ISO time; null: none due); before that, the event's own time. */
+  nextAttemptAt: string | null;
 }
 
 /** Spec 6.1: a delivery fails on a non-2xx answer or none. */
@@ -82,7 +84,7 @@ function recordAttempt(command: Extract<DeliveryCommand, { type: 'RecordAttempt'
 }
 
 export const deliveryDecider: Decider<DeliveryCommand, DeliveryState, DeliveryEvent> = {
-  initialState: () => ({ attempts: 0, seriesFailures: 0, redelivery: false }),
+  initialState: () => ({ attempts: 0, seriesFailures: 0, redelivery: false, nextAttemptAt: null }),
   decide(command, state, now) {
     switch (command.type) {
       case 'RecordAttempt':
@@ -94,9 +96,14 @@ export const deliveryDecider: Decider<DeliveryCommand, DeliveryState, DeliveryEv
   evolve(state, event) {
     switch (event.type) {
       case 'WebhookAttemptRecorded':
-        return { ...state, attempts: event.data.attempt, seriesFailures: event.data.delivered ? 0 : state.seriesFailures + 1 };
+        return {
+          ...state,
+          attempts: event.data.attempt,
+          seriesFailures: event.data.delivered ? 0 : state.seriesFailures + 1,
+          nextAttemptAt: event.data.next_attempt_at,
+        };
       case 'WebhookRedeliveryRequested':
-        return { ...state, seriesFailures: 0, redelivery: true };
+        return { ...state, seriesFailures: 0, redelivery: true, nextAttemptAt: event.data.requested_at };
     }
   },
 };

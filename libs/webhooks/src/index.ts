@@ -1,4 +1,5 @@
 export * from './delivery';
+export * from './delivery-workflow';
 export * from './dispatcher';
 export * from './event-types';
 export * from './outbox';

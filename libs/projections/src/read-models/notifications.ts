@@ -1,7 +1,8 @@
 import type { RecordedEvent } from '@svc/eventstore';
 import type { SettingsEvent } from '@svc/identity';
 import type { SqlExecutor } from '@svc/platform';
-import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES, type DeliveryEvent } from '@svc/webhooks';
+import { JOBS_SCHEMA, scheduleJob, scheduleJobs } from '@svc/jobs';
+import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_DELIVERY_JOB, WEBHOOK_SOURCE_TYPES, type DeliveryEvent, type OutboxEvent } from '@svc/webhooks';
 import { createHash } from 'node:crypto';
 import type { ModelDeprecated } from '@svc/catalog';
 import { asColumns, eventTime, type Projection } from '../projection';
@@ -31,11 +32,14 @@ async function insertEvent(tx: SqlExecutor, cause: RecordedEvent, accountId: str
   if (rows.length === 0 || !subscribes(rows[0].events, type)) return;
   const at = eventTime(cause);
   // Issue 41 item 19: the event belongs to the endpoint it was made for, never to a later one.
-  await tx.query(
+  const eventId = webhookEventId(cause.id, accountId);
+  const inserted = await tx.query(
     `INSERT INTO webhook_events (event_id, account_id, type, created_at, data, state, attempts, next_attempt_at, webhook_id)
-     VALUES ($1, $2, $3, $4, $5, 'pending', 0, $4, $6) ON CONFLICT (event_id) DO NOTHING`,
-    [webhookEventId(cause.id, accountId), accountId, type, at, JSON.stringify(data), rows[0].webhook_id],
+     VALUES ($1, $2, $3, $4, $5, 'pending', 0, $4, $6) ON CONFLICT (event_id) DO NOTHING RETURNING event_id`,
+    [eventId, accountId, type, at, JSON.stringify(data), rows[0].webhook_id],
   );
+  // ARCHITECTURE section 11: the job table is scheduled from the log, in the same transaction as the outbox row.
+  if (inserted.rows.length > 0) await scheduleJob(tx, WEBHOOK_DELIVERY_JOB, eventId, at);
 }
 
 /**
@@ -120,14 +124,28 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
         WHERE event_id = $1`,
       [d.event_id, d.attempt, d.next_attempt_at, d.status_code, d.error, d.delivered],
     );
+    if (d.next_attempt_at !== null) await scheduleJob(tx, WEBHOOK_DELIVERY_JOB, d.event_id, d.next_attempt_at);
   },
   // A delivered event keeps its state while its redelivery is due; a cancelled one (its endpoint
   // deleted) is not redelivered to another endpoint.
   WebhookRedeliveryRequested: async (e: Delivery<'WebhookRedeliveryRequested'>, tx) => {
-    await tx.query(
+    const { rows } = await tx.query(
       `UPDATE webhook_events SET state = CASE WHEN state = 'delivered' THEN 'delivered' ELSE 'pending' END, next_attempt_at = $2
-        WHERE event_id = $1 AND state <> 'cancelled'`,
+        WHERE event_id = $1 AND state <> 'cancelled' RETURNING event_id`,
       [e.data.event_id, e.data.requested_at],
+    );
+    if (rows.length > 0) await scheduleJob(tx, WEBHOOK_DELIVERY_JOB, e.data.event_id, e.data.requested_at);
+  },
+  // A paused endpoint's deliveries wait without a job (the workflow lets them go): resumed, each is looked at again.
+  WebhookResumed: async (e: Settings<'WebhookResumed'>, tx) => {
+    const { rows } = await tx.query<{ event_id: string; next_attempt_at: string | Date }>(
+      `SELECT event_id, next_attempt_at FROM webhook_events WHERE account_id = $1 AND next_attempt_at IS NOT NULL AND state <> 'cancelled'`,
+      [e.data.account_id],
+    );
+    await scheduleJobs(
+      tx,
+      WEBHOOK_DELIVERY_JOB,
+      rows.map((r) => ({ key: r.event_id, at: new Date(r.next_attempt_at).toISOString() })),
     );
   },
 };
@@ -163,6 +181,7 @@ export const notificationsProjection: Projection = {
     await recordModelUse(used, tx);
   },
   schema: [
+    ...JOBS_SCHEMA,
     `CREATE TABLE IF NOT EXISTS webhook_subscriptions (account_id text PRIMARY KEY, webhook_id text NOT NULL, events jsonb)`,
     `CREATE TABLE IF NOT EXISTS webhook_events (
       event_id text PRIMARY KEY,
@@ -281,16 +300,21 @@ export async function getWebhookEvent(
   };
 }
 
-/** Events due for an attempt at `now`, of endpoints that are not paused, oldest due first. */
-export async function dueWebhookEvents(sql: SqlExecutor, now: Date, limit: number): Promise<WebhookEventRow[]> {
-  const { rows } = await sql.query<Record<string, any>>(
-    `SELECT e.* FROM webhook_events e JOIN account_settings s ON s.account_id = e.account_id
-      WHERE e.state IN ('pending', 'delivered') AND e.next_attempt_at <= $1 AND s.webhook_id IS NOT NULL AND NOT s.webhook_paused
-        AND (e.webhook_id IS NULL OR e.webhook_id = s.webhook_id)
-      ORDER BY e.next_attempt_at, e.event_id LIMIT $2`,
-    [now.toISOString(), limit],
-  );
-  return rows.map(eventRow);
+/** One event of the outbox as the delivery workflow reads it; null when the read model does not have it. */
+export async function outboxEvent(sql: SqlExecutor, eventId: string): Promise<OutboxEvent | null> {
+  const { rows } = await sql.query<Record<string, any>>('SELECT * FROM webhook_events WHERE event_id = $1', [eventId]);
+  if (rows.length === 0) return null;
+  const row = eventRow(rows[0]);
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    type: row.type,
+    created: row.created,
+    data: row.data,
+    cancelled: row.state === 'cancelled',
+    nextAttemptAt: row.nextAttemptAt,
+    webhookId: rows[0].webhook_id ?? null,
+  };
 }
 
 export interface NoticeRow {

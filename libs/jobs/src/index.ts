@@ -1,0 +1,3 @@
+export * from './processor';
+export * from './queue';
+export * from './workflow';
