@@ -91,13 +91,6 @@ const MODE_LABEL = { json: 'non-streamed', stream: 'streamed' };
 const TARGETS = ['direct', 'bare', 'portkey', 'gateway'];
 // The sequential phase adds the durable floor: what the guarantees alone cost one request.
 const SEQ_TARGETS = ['direct', 'bare', 'durable', 'portkey', 'gateway'];
-const TARGET_LABEL = {
-  direct: 'upstream direct',
-  bare: 'bare undici proxy (floor)',
-  durable: 'bare proxy with the durable steps (durable floor)',
-  portkey: 'Portkey gateway 1.15.2',
-  gateway: 'this gateway',
-};
 
 const { Client, request } = require('undici');
 const pg = require('pg');
@@ -239,7 +232,7 @@ function rssMb(pid) {
 /** Busy CPU seconds of the whole machine since boot (all cores), from /proc/stat. */
 function machineBusySeconds() {
   const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = f;
   return (user + nice + system + irq + softirq + (steal ?? 0)) / CLK_TCK;
 }
 

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUILTIN_CATALOG_PATH, type Catalog, loadCatalog } from '@svc/catalog';
-import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { AggregateStore, openEventStoreDb, SqlEventStore } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
@@ -104,7 +104,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 
     // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
     const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
-    const store: EventStore = metrics.observed(config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
+    const store: EventStore = metrics.observed(config.eventstoreUrl ? openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
     closers.push(() => store.close());
     await store.init();
 
@@ -225,13 +225,6 @@ async function projectionLag(sql: SqlRunner, store: EventStore, clock: Clock): P
     return m;
   };
   return Promise.all(rows.map(async (r) => ({ name: r.name, ...(await at(r.position)) })));
-}
-
-/** Loaded only when configured: the gRPC client is heavy and most processes never need it. */
-async function openEventStoreDb(url: string): Promise<EventStore> {
-  type Adapter = typeof import('@svc/eventstore/eventstoredb-event-store');
-  const { EventStoreDbEventStore } = require('@svc/eventstore/eventstoredb-event-store') as Adapter;
-  return new EventStoreDbEventStore(url);
 }
 
 async function openReadDb(config: Config, inMemory: boolean, closers: (() => Promise<void>)[]): Promise<SqlRunner> {

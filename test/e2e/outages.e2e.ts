@@ -102,7 +102,7 @@ describe('outages under load: PostgreSQL restarts, a killed worker, Redis down',
   let redis: ChildProcess | null = null;
   let redisPort: number;
   let gateway: { child: ChildProcess; url: string };
-  let workers: ChildProcess[] = [];
+  const workers: ChildProcess[] = [];
 
   beforeAll(async () => {
     pg = await startPostgresServer();

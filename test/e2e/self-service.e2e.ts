@@ -16,7 +16,6 @@ describe('account-facing provider keys and organizations (spec 1)', () => {
   let root: Call;
   let owner: string;
   let ownerAccount: string;
-  const admin = () => ({ authorization: `Bearer ${gw.keys.admin_token}` });
 
   /** A second account and a management key of it. */
   const person = async () => {

@@ -152,6 +152,7 @@ export function useHash<T>(read: (hash: string) => T): T {
     const follow = () => setValue(read(location.hash));
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
   return value;
 }

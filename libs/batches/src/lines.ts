@@ -222,9 +222,7 @@ export class BatchLines {
    * The lines in order, a page at a time, each with its result (null when it never ran) and,
    * for one left `running` by a worker that is gone, the attempt whose hold may still be open.
    */
-  async *results(
-    batchId: string,
-  ): AsyncIterable<{
+  async *results(batchId: string): AsyncIterable<{
     line: number;
     status: LineStatus;
     outcome: LineOutcome | null;

@@ -9,7 +9,7 @@
  */
 import { DomainError } from '@svc/eventstore';
 import type { Clock } from '@svc/platform';
-import type { BatchCommand, BatchEndpoint, BatchError, BatchStatus } from './batch';
+import type { BatchCommand, BatchEndpoint, BatchStatus } from './batch';
 import { BatchInput } from './input';
 import { type BatchLines, type BatchResultLine, type ClaimedLine, lineHoldId, resultLineId } from './lines';
 

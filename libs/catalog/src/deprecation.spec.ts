@@ -1,7 +1,6 @@
 import { errorOf } from '@svc/platform/testing/errors';
-import { modelNotFound } from '@svc/identity';
 import { Catalog, parseCatalog } from './catalog';
-import { deprecationAt, deprecationNoticesDue, resolveModel } from './deprecation';
+import { deprecationAt, deprecationNoticesDue, modelNotFound, resolveModel } from './deprecation';
 
 type Deprecation = { sunset: string; replacement: string | null; announced?: string };
 const model = (id: string, deprecation?: Deprecation, type = 'chat') => ({

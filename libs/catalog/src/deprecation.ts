@@ -5,7 +5,6 @@
  * it) until its `sunset`: the model still answers, marked deprecated, with notice headers.
  * From the sunset on the model is retired: its replacement answers instead, or 410.
  */
-import { modelNotFound } from '@svc/identity';
 import { ApiError } from '@svc/platform';
 import type { Catalog, CatalogModel, Deprecation, ModelType } from './catalog';
 
@@ -57,6 +56,15 @@ export interface ResolveOptions {
   allowedModels?: readonly string[] | null;
   /** The endpoint's model type ('chat' for chat completions): a model of another type is unknown (404). */
   type?: ModelType;
+}
+
+/** Spec 7 (404 row): a model the key may not use answers like a model that does not exist. */
+export function modelNotFound(id: string): ApiError {
+  return ApiError.notFound(
+    `The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`,
+    'model_not_found',
+    'model',
+  );
 }
 
 /**

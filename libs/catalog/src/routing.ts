@@ -7,10 +7,10 @@
  * none), then `order` moves the providers it names to the front, then `allow_fallbacks: false`
  * keeps the first. An explicit `order` wins over any sort: it is the caller naming providers.
  */
-import { modelNotFound } from '@svc/identity';
 import { ApiError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import { QUANTIZATIONS, type CatalogModel, type CatalogRoute, type Quantization } from './catalog';
+import { modelNotFound } from './deprecation';
 import type { ProviderStatsView } from './provider-stats';
 
 export const SORTS = ['price', 'throughput', 'latency'] as const;

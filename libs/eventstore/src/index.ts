@@ -5,5 +5,13 @@ export { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 export * from './decider';
 export * from './aggregate-store';
 export * from './tokens';
-// The EventStoreDB adapter is not re-exported: its gRPC client is heavy, so only processes
-// configured with EVENTSTORE_URL load it, from './eventstoredb-event-store'.
+import type { EventStore } from './port';
+
+/**
+ * The EventStoreDB adapter is not re-exported: its gRPC client is heavy, so it is loaded on the
+ * first call, which only processes configured with EVENTSTORE_URL make.
+ */
+export function openEventStoreDb(url: string): EventStore {
+  const { EventStoreDbEventStore } = require('./eventstoredb-event-store') as typeof import('./eventstoredb-event-store');
+  return new EventStoreDbEventStore(url);
+}

@@ -1,3 +1,4 @@
+import { modelNotFound } from '@svc/catalog';
 import { ApiError } from '@svc/platform';
 import type { StoredPreset } from '@svc/presets';
 import type { KeySettings } from './key';
@@ -143,15 +144,6 @@ export function authorize(caller: Caller, operation: Operation, from: RequestOri
     case 'lookup':
       return;
   }
-}
-
-/** Spec 7 (404 row): a model the key may not use answers like a model that does not exist. */
-export function modelNotFound(id: string): ApiError {
-  return ApiError.notFound(
-    `The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`,
-    'model_not_found',
-    'model',
-  );
 }
 
 export function assertModelAllowed(caller: Caller, modelId: string): void {

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AggregateStore, DomainError, type Handled, SqlEventStore, START } from '@svc/eventstore';
-import type { Position, RecordedEvent } from '@svc/eventstore';
+import type { Position } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, type AccountEvent, type AccountState, accountStream, availableNano, type PlaceHold } from '@svc/ledger';
 import type { LimitReset } from '@svc/ledger';
 import { stats } from '@svc/ledger/testing/account-fixtures';
@@ -148,7 +148,6 @@ class FaultySql implements SqlRunner {
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    const f = this.faults;
     let counting: CountingTx | undefined;
     const result = await this.inner.transaction((tx) => {
       const wrapped: CountingTx = {

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
 import type { CatalogModel } from '@svc/catalog';
-import { CATALOG, type Catalog, isRetired } from '@svc/catalog';
-import { assertModelAllowed, modelNotFound, type Caller } from '@svc/identity';
+import { CATALOG, type Catalog, isRetired, modelNotFound } from '@svc/catalog';
+import { assertModelAllowed, type Caller } from '@svc/identity';
 import { CLOCK, type Clock } from '@svc/platform';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { matchesFilters, parseModelFilters } from './model-filters';

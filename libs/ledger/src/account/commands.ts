@@ -1,6 +1,6 @@
 import type { Nano } from '@svc/platform';
 import type { CostLine, MeterUsage } from '../pricing';
-import type { AdjustmentKind, GenerationStats, KeyLimit } from './events';
+import type { AdjustmentKind, FreeGenerationFacts, GenerationStats, KeyLimit } from './events';
 
 /** Most holds one ExpireHolds decision expires, so one append stays far below the store's size limit. */
 export const EXPIRE_BATCH = 1000;
@@ -63,13 +63,4 @@ export type AccountCommand =
    * id with the same content decides nothing, with other content it is refused.
    */
   | { type: 'AdjustBalance'; adjustmentId: string; amountNano: Nano; kind: AdjustmentKind; reason: string; operator: string }
-  | {
-      type: 'RecordFreeGeneration';
-      generationId: string;
-      keyId: string;
-      endpoint: string;
-      model?: string;
-      provider?: string;
-      sourceId?: string;
-      latencyMs?: number;
-    };
+  | ({ type: 'RecordFreeGeneration' } & FreeGenerationFacts);

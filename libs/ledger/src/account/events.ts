@@ -1,7 +1,6 @@
 import type { DomainEvent } from '@svc/eventstore';
 import type { CostLine, MeterUsage } from '../pricing';
 import type { LimitReset } from '../spend-window';
-import type { AccountCommand } from './commands';
 import type { Nano } from '@svc/platform';
 
 /**
@@ -195,8 +194,19 @@ export type AccountEvent =
       }
     >;
 
+/** What the RecordFreeGeneration command says (./commands), declared here so that events need no commands. */
+export interface FreeGenerationFacts {
+  generationId: string;
+  keyId: string;
+  endpoint: string;
+  model?: string;
+  provider?: string;
+  sourceId?: string;
+  latencyMs?: number;
+}
+
 /** The event's data: only the optional facts the command has (events stay small, and replays compare equal). */
-export function freeGenerationData(account_id: string, command: Extract<AccountCommand, { type: 'RecordFreeGeneration' }>) {
+export function freeGenerationData(account_id: string, command: FreeGenerationFacts) {
   const { generationId: generation_id, keyId: key_id, endpoint, model, provider, sourceId: source_id, latencyMs: latency_ms } = command;
   return {
     account_id,

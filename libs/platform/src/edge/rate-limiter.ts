@@ -3,7 +3,9 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../clock';
 import { guarded, luaScript, runScript, storageBoundMs } from './redis';
-import { type LeaseBackend, type LeaseRef, type RenewedLease, SLOT_LEASE, SlotLeases, type SlotLeaseTimings } from './slot-leases';
+import { type LeaseBackend, type LeaseRef, type RenewedLease, type Slot, SLOT_LEASE, SlotLeases, type SlotLeaseTimings } from './slot-leases';
+
+export type { Slot };
 
 export interface WindowResult {
   allowed: boolean;
@@ -23,10 +25,6 @@ export interface RateLimiter {
   record(bucket: string, limit: number, points: number): Promise<WindowResult>;
   /** The window as it stands; allowed = used < limit. */
   peek(bucket: string, limit: number): Promise<WindowResult>;
-}
-
-export interface Slot {
-  release(): Promise<void>;
 }
 
 export interface SlotResult {

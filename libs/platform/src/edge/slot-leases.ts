@@ -1,5 +1,4 @@
 import type { Clock } from '../clock';
-import type { Slot } from './rate-limiter';
 
 /*
  * Issue 41 E: a concurrency slot is a short lease its process renews while the request lives,
@@ -7,6 +6,11 @@ import type { Slot } from './rate-limiter';
  * process, a release lost in a Redis freeze, an admission whose reply never came) then frees
  * itself within one short lease instead of the request's longest life (minutes).
  */
+
+/** A held concurrency slot; the lease behind it is renewed until it is released. */
+export interface Slot {
+  release(): Promise<void>;
+}
 
 export interface SlotLeaseTimings {
   /** How long a slot outlives its holder's last renewal. */

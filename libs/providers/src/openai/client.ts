@@ -4,7 +4,6 @@
  * to the upstream's model id, and turns every failure into a ProviderError that says whether a
  * retry or a fallback model makes sense.
  */
-import type { Dispatcher } from 'undici';
 import { FormData } from 'undici';
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
