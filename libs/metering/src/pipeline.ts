@@ -76,8 +76,8 @@ export interface MeteringDeps {
   catalog: Catalog;
   /** The operator's provider clients, by catalog provider name. */
   providers: ReadonlyMap<string, ChatProvider>;
-  /** The accounts' own provider clients (BYOK). */
-  own: OwnProviders;
+  /** The accounts' own provider clients (BYOK): OwnProviders, which opens their sealed keys. */
+  own: Pick<OwnProviders, 'resolver'>;
   byokFeePercent: number;
   upstreamTimeoutMs: number;
   /** Decides `command` on the account's stream (the command bus, in a gateway). */

@@ -1,0 +1,409 @@
+import { parseCatalog } from '@svc/catalog';
+import { DomainError, fold, type EventMetadata, type Handled } from '@svc/eventstore';
+import type { Caller } from '@svc/identity';
+import { accountDecider, heldNano, type AccountCommand, type AccountEvent, type AccountState } from '@svc/ledger';
+import { ApiError, ManualClock, nanoToUsd } from '@svc/platform';
+import { countTextTokens, ProviderError, type ChatChunk, type ChatCompletionResult, type ChatProvider, type NormalizedUsage } from '@svc/providers';
+import { sumOfLines } from './cost-lines';
+import { failedGenerationOf } from './failed-generation';
+import { tokenMeters, tokenWorstCase } from './meters';
+import { MeteredCalls, type Plan, type Settlement, type UnsettledCharge } from './pipeline';
+import type { Target } from './targets';
+
+/**
+ * The pipeline (ARCHITECTURE section 10) against the real account decider: every decision it
+ * asks for is decided and folded as the ledger would, so what is asserted is the events an
+ * auditor would read. The providers are scripted; the clock is a hand-moved one.
+ */
+
+const ACCOUNT = 'acc1';
+const CREDITS = 10_000_000_000n; // $10
+const BYOK_FEE_PERCENT = 5;
+
+// x/chat: up-a at $2 / $8 per million (cached input $0.50), then up-b at $4 / $16; x/spare, a fallback model, on up-b at $1 / $4.
+const catalog = parseCatalog(
+  {
+    providers: {
+      'up-a': { adapter: 'openai', base_url: 'https://a.example/v1', api_key: 'ka' },
+      'up-b': { adapter: 'openai', base_url: 'https://b.example/v1', api_key: 'kb' },
+    },
+    models: [
+      {
+        id: 'x/chat',
+        type: 'chat',
+        context_length: 8000,
+        pricing: { input: '2', output: '8', cached_input: '0.5' },
+        providers: [
+          { provider: 'up-a', upstream_model: 'a-chat' },
+          { provider: 'up-b', upstream_model: 'b-chat', pricing: { input: '4', output: '16' } },
+        ],
+      },
+      { id: 'x/spare', type: 'chat', context_length: 8000, pricing: { input: '1', output: '4' }, providers: [{ provider: 'up-b', upstream_model: 'b-spare' }] },
+    ],
+  },
+  'pipeline.spec',
+);
+
+/** What one upstream call does: answer with this usage, stream these pieces of text then break, or fail. */
+type Reply = { usage: NormalizedUsage } | { streams: string[]; thenFails: ProviderError } | { fails: ProviderError };
+
+const usage = (promptTokens: number, completionTokens: number, cachedTokens = 0): NormalizedUsage => ({
+  promptTokens,
+  completionTokens,
+  cachedTokens,
+  reasoningTokens: 0,
+});
+const httpError = (status: number) => new ProviderError({ kind: 'http', status, message: `HTTP ${status}` });
+const timeout = () => new ProviderError({ kind: 'timeout', status: 504, message: 'timed out' });
+const cut = () => new ProviderError({ kind: 'network', status: 502, message: 'the stream was cut short' });
+
+/** A provider account whose answers are scripted, one reply per call, recording the upstream models it was asked for. */
+class ScriptedUpstream implements ChatProvider {
+  readonly asked: string[] = [];
+  constructor(private readonly replies: Reply[]) {}
+
+  private next(body: object): Reply {
+    this.asked.push((body as { model: string }).model);
+    const reply = this.replies.shift();
+    if (!reply) throw new Error('no reply scripted for this call');
+    return reply;
+  }
+
+  async chatCompletion(body: object): Promise<ChatCompletionResult> {
+    const reply = this.next(body);
+    if ('fails' in reply) throw reply.fails;
+    if (!('usage' in reply)) throw new Error('a stream was scripted for a call that does not stream');
+    const model = (body as { model: string }).model;
+    const message = { role: 'assistant' as const, content: 'x'.repeat(reply.usage.completionTokens) };
+    const response = { id: 'up-1', object: 'chat.completion', created: 0, model, choices: [{ index: 0, message, finish_reason: 'stop' }] };
+    return { response: response as unknown as ChatCompletionResult['response'], usage: reply.usage, latencyMs: 5 };
+  }
+
+  async *streamChatCompletion(body: object): AsyncGenerator<ChatChunk> {
+    const reply = this.next(body);
+    if ('fails' in reply) throw reply.fails;
+    if (!('streams' in reply)) throw new Error('an answer was scripted for a call that streams');
+    for (const content of reply.streams) {
+      yield { id: 'up-1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] };
+    }
+    throw reply.thenFails;
+  }
+
+  embeddings(): never {
+    throw new Error('not used here');
+  }
+}
+
+type DataOf<T extends AccountEvent['type']> = Extract<AccountEvent, { type: T }> extends { data: infer D } ? D : never;
+
+/** A connection lost after the store committed: the decision is in the log, its answer never came. */
+const lostConnection = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+
+/**
+ * The account's stream in memory, decided by the real account decider. `fault` makes the next
+ * decision of a type fail: `before` writing (unreachable store) or `after` (answer lost).
+ */
+class AccountLog {
+  readonly events: AccountEvent[] = [];
+  readonly metadata: EventMetadata[] = [];
+  faults: Array<{ command: AccountCommand['type']; when: 'before' | 'after'; times: number }> = [];
+
+  constructor(private readonly clock: ManualClock) {
+    this.decide({ type: 'OpenAccount', accountId: ACCOUNT }, {});
+    this.decide({ type: 'AddCredits', amountNano: CREDITS, reason: 'signup' }, {});
+  }
+
+  readonly ledger = async (accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<Handled<AccountState, AccountEvent>> => {
+    expect(accountId).toBe(ACCOUNT);
+    const fault = this.faults.find((f) => f.command === command.type && f.times > 0);
+    if (fault) fault.times--;
+    if (fault?.when === 'before') throw lostConnection();
+    const handled = this.decide(command, metadata);
+    if (fault?.when === 'after') throw lostConnection();
+    return handled;
+  };
+
+  private decide(command: AccountCommand, metadata: EventMetadata): Handled<AccountState, AccountEvent> {
+    const events = accountDecider.decide(command, this.state(), this.clock.now());
+    this.events.push(...events);
+    for (const _ of events) this.metadata.push(metadata);
+    return { events, state: this.state(), appended: null };
+  }
+
+  state(): AccountState {
+    return fold(accountDecider, this.events);
+  }
+
+  /** The events after the account was opened and credited, by type. */
+  decided(): string[] {
+    return this.events.slice(2).map((e) => e.type);
+  }
+
+  only<T extends AccountEvent['type']>(type: T): DataOf<T> {
+    const found = this.events.filter((e) => e.type === type);
+    expect(found).toHaveLength(1);
+    return found[0].data as DataOf<T>;
+  }
+
+  /** Credits not charged and not held. */
+  available(): bigint {
+    const state = this.state();
+    return state.creditsNano - state.chargedNano - heldNano(state);
+  }
+}
+
+interface World {
+  clock: ManualClock;
+  log: AccountLog;
+  calls: MeteredCalls;
+  unsettled: UnsettledCharge[];
+}
+
+/** The pipeline over `upstreams` (the operator's accounts) and `own` (the account's BYOK clients, by provider). */
+function world(upstreams: Record<string, ChatProvider>, own: Record<string, ChatProvider> = {}): World {
+  const clock = new ManualClock(new Date('2026-11-02T10:00:00Z'));
+  const log = new AccountLog(clock);
+  const unsettled: UnsettledCharge[] = [];
+  const calls = new MeteredCalls({
+    clock,
+    catalog,
+    providers: new Map(Object.entries(upstreams)),
+    own: { resolver: (_accountId, sealed) => (provider) => (sealed.has(provider.name) ? (own[provider.name] ?? null) : null) },
+    byokFeePercent: BYOK_FEE_PERCENT,
+    upstreamTimeoutMs: 60_000,
+    ledger: log.ledger,
+    tokenLimits: { consumePrompt: async () => ({}), recordOutput: async () => undefined },
+    leaseId: () => 'gateway-1',
+    warn: () => undefined,
+    unsettled: { record: async (charge) => void unsettled.push(charge) },
+  });
+  return { clock, log, calls, unsettled };
+}
+
+const caller = (ownKeys: string[] = []): Caller =>
+  ({
+    keyId: 'k1',
+    accountId: ACCOUNT,
+    limit_nano: null,
+    limit_reset: null,
+    allowed_models: null,
+    sealedProviderKeys: new Map(ownKeys.map((provider) => [provider, 'sealed'])),
+  }) as unknown as Caller;
+
+/** A chat call of `models` (the first, then its fallbacks): 1,000 prompt tokens, at most 200 out. */
+const plan = (models: string[] = ['x/chat'], promptTokens = 1000): Plan => ({
+  models: models.map((id) => {
+    const model = catalog.get(id)!;
+    return { model, routes: model.providers, fields: {} };
+  }),
+  headers: {},
+  promptTokens,
+  worstCase: tokenWorstCase(promptTokens, 200),
+  endpoint: '/v1/chat/completions',
+});
+
+/** The chat use case without its edge: held, tried, settled from the answer's usage. */
+async function chat(w: World, who: Caller = caller(), models?: string[]) {
+  const metered = await w.calls.reserve(who, plan(models));
+  const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chatCompletion({ model: t.route.upstreamModel }));
+  const settlement: Settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
+  const predicted = w.calls.chargeOf(target, settlement);
+  const charged = await w.calls.settle(metered, target, settlement);
+  return { metered, target, charged, predicted };
+}
+
+/** The rejection of `promise`. */
+async function failureOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('it did not fail');
+}
+
+// Per million tokens, in nano-USD per token: $1 / M is 1,000 nano a token.
+const perM = (usd: number) => BigInt(usd * 1000);
+
+describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)', () => {
+  it('given the first provider failing with a retryable error, when the second answers, then it is charged once, at the second one’s prices (spec 4.2 rule 6)', async () => {
+    const a = new ScriptedUpstream([{ fails: httpError(503) }]);
+    const b = new ScriptedUpstream([{ usage: usage(1000, 100) }]);
+    const w = world({ 'up-a': a, 'up-b': b });
+
+    const { target, charged, metered } = await chat(w);
+
+    expect([a.asked, b.asked]).toEqual([['a-chat'], ['b-chat']]);
+    expect(target.route.provider.name).toBe('up-b');
+    // The hold covered the dearest target's worst case: up-b, 1,000 in and 200 out.
+    expect(w.log.only('HoldPlaced').amount_nano).toBe((1000n * perM(4) + 200n * perM(16)).toString());
+    expect(charged).toBe(1000n * perM(4) + 100n * perM(16));
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+    expect(w.log.only('UsageCharged')).toMatchObject({ hold_id: metered.reservation.id, amount_nano: charged.toString(), provider: 'up-b', model: 'x/chat' });
+    expect(w.log.available()).toBe(CREDITS - charged);
+  });
+
+  it('given the upstream refusing the request (400), when attempted, then no other target is tried, the hold is released and the 400 is the answer', async () => {
+    const refusal = httpError(400);
+    const a = new ScriptedUpstream([{ fails: refusal }]);
+    const b = new ScriptedUpstream([{ usage: usage(1000, 100) }]);
+    const w = world({ 'up-a': a, 'up-b': b });
+
+    const err = await failureOf(chat(w));
+
+    expect(err).toBe(refusal);
+    expect(b.asked).toEqual([]);
+    const held = w.log.only('HoldPlaced');
+    // Issue 15.2: the failure names its generation, whose record says why.
+    expect(failedGenerationOf(err)).toBe(held.hold_id);
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
+    expect(w.log.only('HoldReleased')).toMatchObject({ hold_id: held.hold_id, reason: 'error', error_code: 'upstream_400', provider: 'up-a' });
+    expect(w.log.available()).toBe(CREDITS);
+  });
+
+  it("given the account's own key for the first provider (BYOK), when that provider rejects it (401), then the operator's key is not tried, the hold is released and the caller is told the saved key was refused (spec 7)", async () => {
+    const own = new ScriptedUpstream([{ fails: httpError(401) }]);
+    const a = new ScriptedUpstream([{ usage: usage(1000, 100) }]);
+    const b = new ScriptedUpstream([{ usage: usage(1000, 100) }]);
+    const w = world({ 'up-a': a, 'up-b': b }, { 'up-a': own });
+
+    const err = await failureOf(chat(w, caller(['up-a'])));
+
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ status: 401, type: 'authentication_error', code: 'byok_key_rejected' });
+    expect([own.asked, a.asked, b.asked]).toEqual([['a-chat'], [], []]);
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
+    expect(w.log.only('HoldReleased')).toMatchObject({ reason: 'error', error_code: 'byok_key_rejected', provider: 'up-a:byok' });
+    expect(w.log.available()).toBe(CREDITS);
+  });
+
+  it('given every target failing provider-side, when attempted, then the hold is released, nothing is charged, and the caller gets 504 once the last model timed out (spec 1 rule 3, spec 7)', async () => {
+    const a = new ScriptedUpstream([{ fails: httpError(503) }]);
+    const b = new ScriptedUpstream([{ fails: httpError(502) }, { fails: timeout() }]);
+    const w = world({ 'up-a': a, 'up-b': b });
+
+    const err = await failureOf(chat(w, caller(), ['x/chat', 'x/spare']));
+
+    expect([a.asked, b.asked]).toEqual([['a-chat'], ['b-chat', 'b-spare']]);
+    expect(err).toMatchObject({ status: 504, type: 'api_error', code: 'upstream_timeout' });
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
+    expect(w.log.only('HoldReleased')).toMatchObject({ reason: 'error', error_code: 'upstream_504', model: 'x/spare', provider: 'up-b' });
+    expect(w.log.available()).toBe(CREDITS);
+  });
+
+  it('given an answer that returned nothing, when settled, then it is not billed: the hold is released as zero_completion (spec 1 rule 3)', async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 0) }]), 'up-b': new ScriptedUpstream([]) });
+
+    const { charged, predicted } = await chat(w);
+
+    expect([charged, predicted]).toEqual([0n, 0n]);
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
+    expect(w.log.only('HoldReleased')).toMatchObject({ reason: 'zero_completion', prompt_tokens: 1000, completion_tokens: 0 });
+    expect(w.log.available()).toBe(CREDITS);
+  });
+
+  it('given an answer, when settled, then the amount charged is the one recorded, the one its cost lines add up to, and the usage.cost the caller is shown (spec 1 rule 2)', async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 150, 400) }]), 'up-b': new ScriptedUpstream([]) });
+
+    const { charged, predicted } = await chat(w);
+
+    // 600 input at $2, 400 cached at $0.50, 150 output at $8 per million.
+    const expected = 600n * perM(2) + 400n * perM(0.5) + 150n * perM(8);
+    expect(charged).toBe(expected);
+    // What a batch line shows before it settles (chargeOf) is what settling charges.
+    expect(predicted).toBe(expected);
+    const recorded = w.log.only('UsageCharged');
+    expect(BigInt(recorded.amount_nano)).toBe(expected);
+    expect(sumOfLines(recorded.lines!)).toBe(expected);
+    expect(nanoToUsd(charged)).toBe(0.0026);
+  });
+
+  it('given a provider counting more input than was held for, when settled, then the work is charged in full and the excess recorded for the auditor', async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(5000, 200) }]), 'up-b': new ScriptedUpstream([]) });
+
+    const { charged } = await chat(w);
+
+    expect(charged).toBe(5000n * perM(2) + 200n * perM(8));
+    const held = BigInt(w.log.only('HoldPlaced').amount_nano);
+    expect(w.log.only('UsageCharged')).toMatchObject({ amount_nano: charged.toString(), exceeded_hold_nano: (charged - held).toString() });
+  });
+
+  describe('a stream cut short (spec 1 rule 4; issue 41 A)', () => {
+    /** The streamed chat use case without its edge: the text that arrived before the cut, and the charge for it. */
+    async function streamUntilCut(w: World) {
+      const metered = await w.calls.reserve(caller(), plan());
+      const started = w.clock.now().getTime();
+      // A stream that fails before its first chunk is a failed attempt: the next target is tried.
+      const { target, value: opened } = await w.calls.attempt(metered, async (t) => {
+        const chunks = t.provider.streamChatCompletion({ model: t.route.upstreamModel, stream: true });
+        const first = await chunks.next();
+        return { chunks, first };
+      });
+      let delivered = opened.first.done ? '' : (opened.first.value.choices[0]?.delta.content ?? '');
+      let failure: unknown = null;
+      try {
+        for await (const chunk of { [Symbol.asyncIterator]: () => opened.chunks }) delivered += chunk.choices[0]?.delta.content ?? '';
+      } catch (err) {
+        failure = err;
+      }
+      const output = countTextTokens(delivered);
+      const settlement: Settlement = { usage: { input: 1000, output }, latencyMs: w.clock.now().getTime() - started, ttftMs: 0 };
+      return { metered, target, failure, output, settle: () => w.calls.settleDelivered(metered, target, settlement) };
+    }
+
+    it('given a stream that breaks after delivering part of its output, when the charge commits but its answer is lost, then what was delivered is charged once and reported', async () => {
+      const pieces = ['The quick', ' brown fox', ' jumps'];
+      const w = world({ 'up-a': new ScriptedUpstream([{ streams: pieces, thenFails: cut() }]), 'up-b': new ScriptedUpstream([]) });
+      w.log.faults.push({ command: 'ChargeUsage', when: 'after', times: 1 });
+
+      const { failure, output, settle } = await streamUntilCut(w);
+      const charged = await settle();
+
+      expect(failure).toBeInstanceOf(ProviderError);
+      expect(output).toBe(countTextTokens(pieces.join('')));
+      expect(output).toBeGreaterThan(0);
+      expect(charged).toBe(1000n * perM(2) + BigInt(output) * perM(8));
+      expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+      expect(w.log.only('UsageCharged')).toMatchObject({ amount_nano: charged.toString(), completion_tokens: output, provider: 'up-a' });
+    });
+
+    it('given a stream that breaks after delivering part of its output, when the store stays unreachable past the retries, then the charge is kept for the hold reaper, never released', async () => {
+      jest.useFakeTimers({ doNotFake: ['performance', 'queueMicrotask', 'nextTick'] });
+      try {
+        const w = world({ 'up-a': new ScriptedUpstream([{ streams: ['Hello', ' there'], thenFails: cut() }]), 'up-b': new ScriptedUpstream([]) });
+        w.log.faults.push({ command: 'ChargeUsage', when: 'before', times: 100 });
+
+        const { metered, output, settle } = await streamUntilCut(w);
+        const outcome = settle().then(
+          (amount) => ({ amount }),
+          (error: unknown) => ({ error }),
+        );
+        // The retries back off to about 30 s in all.
+        await jest.advanceTimersByTimeAsync(60_000);
+
+        const expected = 1000n * perM(2) + BigInt(output) * perM(8);
+        expect(await outcome).toEqual({ amount: expected });
+        expect(w.unsettled).toHaveLength(1);
+        expect(w.unsettled[0]).toMatchObject({ holdId: metered.reservation.id, accountId: ACCOUNT, command: { type: 'ChargeUsage', amountNano: expected } });
+        // Nothing reached the log: the hold stays open for the reaper to charge.
+        expect(w.log.decided()).toEqual(['HoldPlaced']);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    it('given a charge the account refuses outright, when settling delivered output, then it is not kept: the refusal is the answer', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ streams: ['Hello'], thenFails: cut() }]), 'up-b': new ScriptedUpstream([]) });
+      const { metered, target, settle } = await streamUntilCut(w);
+      // Released meanwhile, as a session that closed first would.
+      await w.calls.release(metered.reservation, target, new Error('closed'), 0, 'session_closed');
+
+      const err = await failureOf(settle());
+
+      expect(err).toBeInstanceOf(DomainError);
+      expect(err).toMatchObject({ code: 'hold_not_open' });
+      expect(w.unsettled).toEqual([]);
+      expect(w.log.only('HoldReleased').hold_id).toBe(metered.reservation.id);
+    });
+  });
+});
