@@ -9,7 +9,7 @@ import type { Catalog, ModelPrices } from '@svc/catalog';
 import { BYOK_SUFFIX, type CostLine } from '@svc/ledger';
 import type { Nano } from '@svc/platform';
 import { costOfMeters, METERS, pricedUsage, type MeterUsage } from './meters';
-import { pricesOf, type Target } from './targets';
+import { pricesOf, type PricedTarget } from './targets';
 
 export type { CostLine };
 
@@ -79,7 +79,7 @@ export interface ExplainedCharge {
  * paid the provider) and the `byok_fee` (quantity: the percent) with its rounding; last, the
  * web searches the gateway ran (`queries` at the engine's price, never discounted or credited).
  */
-export function explainCharge(target: Target, usage: MeterUsage, byokFeePercent: number): ExplainedCharge {
+export function explainCharge(target: PricedTarget, usage: MeterUsage, byokFeePercent: number): ExplainedCharge {
   const { queries = 0, ...modelOnly } = usage;
   const model = target.toolPrices ? modelOnly : usage;
   const listed = meterLines(model, pricesOf(target));
@@ -114,7 +114,7 @@ export function explainCharge(target: Target, usage: MeterUsage, byokFeePercent:
  * model on a BYOK call: the account's own provider account paid it. null when any part is unknown,
  * so a partial figure never passes for the whole.
  */
-export function providerCostOf(target: Target, usage: MeterUsage): Nano | null {
+export function providerCostOf(target: PricedTarget, usage: MeterUsage): Nano | null {
   const { queries = 0, ...modelOnly } = usage;
   const model: MeterUsage = target.toolPrices ? modelOnly : usage;
   let cost: Nano | null;
@@ -149,9 +149,9 @@ export function derivedCostLines(
   const name = byok ? charge.provider.slice(0, -BYOK_SUFFIX.length) : charge.provider;
   const route = model.providers.find((r) => r.provider.name === name);
   if (!route) return null;
-  const base = { model, route, provider: {} as Target['provider'], byok, fields: {} };
+  const base = { model, route, byok, fields: {} };
   for (const batch of [false, true]) {
-    const target: Target = batch ? { ...base, discountPercent: model.batchDiscountPercent } : base;
+    const target: PricedTarget = batch ? { ...base, discountPercent: model.batchDiscountPercent } : base;
     const explained = explainCharge(target, charge.meters, byokFeePercent);
     if (explained.amountNano === charge.amountNano) return { lines: explained.lines, batch };
   }

@@ -11,6 +11,9 @@ export { deliveredUsage, MeteredStream, tokenSettlement, type StreamBill, type S
 export {
   MeteredCalls,
   isHoldNotOpen,
+  type AnsweredBy,
+  type DecidedCharge,
+  type HeldReservation,
   newGenerationId,
   settleDurably,
   type Metered,
@@ -49,6 +52,7 @@ export {
   worthAnotherTry,
   type Failure,
   type OptionalOperation,
+  type PricedTarget,
   type RoutedModel,
   type Target,
   type ToolPrices,

@@ -7,7 +7,7 @@ import { countTextTokens, ProviderError, type ChatChunk, type ChatCompletionResu
 import { sumOfLines } from './cost-lines';
 import { failedGenerationOf } from './failed-generation';
 import { tokenMeters, tokenWorstCase } from './meters';
-import { MeteredCalls, type Plan, type Settlement, type UnsettledCharge } from './pipeline';
+import { MeteredCalls, type Plan, type Reservation, type Settlement, type UnsettledCharge } from './pipeline';
 import type { Target } from './targets';
 
 /**
@@ -326,6 +326,111 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     expect(charged).toBe(5000n * perM(2) + 200n * perM(8));
     const held = BigInt(w.log.only('HoldPlaced').amount_nano);
     expect(w.log.only('UsageCharged')).toMatchObject({ amount_nano: charged.toString(), exceeded_hold_nano: (charged - held).toString() });
+  });
+
+  describe('a reservation settled where its call is gone (a job, a realtime response)', () => {
+    /** Another process's pipeline over the same account: no provider client at all, so none can be used. */
+    const elsewhere = (w: World) =>
+      new MeteredCalls({
+        clock: w.clock,
+        catalog,
+        providers: new Map(),
+        own: { resolver: () => () => null },
+        byokFeePercent: BYOK_FEE_PERCENT,
+        upstreamTimeoutMs: 60_000,
+        ledger: w.log.ledger,
+        tokenLimits: { consumePrompt: async () => ({}), recordOutput: async () => undefined },
+        leaseId: () => undefined,
+        warn: () => undefined,
+      });
+
+    /** A batch line's call (spec 1 rule 6): held at the batch discount under the line's hold id, answered, and kept as JSON. */
+    async function answeredLine(w: World) {
+      const metered = await w.calls.reserve(caller(), plan(), { job: { holdId: 'batch_1-line-1', ttlMs: 3_600_000, batchDiscount: true } });
+      const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chatCompletion({ model: t.route.upstreamModel }));
+      const settlement: Settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
+      const kept = JSON.parse(JSON.stringify({ reservation: metered.reservation, settlement })) as { reservation: Reservation; settlement: Settlement };
+      return {
+        ...kept,
+        answered: { model: target.model.id, provider: target.route.provider.name, byok: target.byok },
+        shown: w.calls.chargeOf(target, settlement),
+      };
+    }
+
+    it('given a batch line answered and kept, when another process settles it from the reservation alone, then it is charged at the answering target’s batch price, as the line showed', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ fails: httpError(500) }]), 'up-b': new ScriptedUpstream([{ usage: usage(1000, 100) }]) });
+      const { reservation, settlement, answered, shown } = await answeredLine(w);
+
+      const charged = await elsewhere(w).settleReservation(reservation, answered, settlement);
+
+      // up-b's price, at the catalog's default batch discount of 50%.
+      expect(charged).toBe((1000n * perM(4) + 100n * perM(16)) / 2n);
+      expect(charged).toBe(shown);
+      expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+      expect(w.log.only('UsageCharged')).toMatchObject({ hold_id: 'batch_1-line-1', amount_nano: charged!.toString(), provider: 'up-b' });
+    });
+
+    it('given a hold settled already, when a later attempt settles it again, then nothing more is charged and it says so (null)', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+      const { reservation, settlement, answered } = await answeredLine(w);
+      await elsewhere(w).settleReservation(reservation, answered, settlement);
+
+      expect(await elsewhere(w).settleReservation(reservation, answered, settlement)).toBeNull();
+      expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+    });
+
+    it('given a charge decided already (a video’s, capped at its hold), when settled, then that amount is recorded with its lines, whatever its usage would price at', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+      const { reservation, answered } = await answeredLine(w);
+      const amountNano = 1_234n;
+      const lines = [{ meter: 'provider_cost', quantity: 1_234, unit_price_usd: '0.000000001', amount_nano: '1234' }];
+
+      const charged = await elsewhere(w).settleReservation(reservation, answered, {
+        amountNano,
+        usage: { provider_cost: 1_234 },
+        lines,
+        providerCostNano: 1_000n,
+        latencyMs: 9_000,
+        returned: 1,
+      });
+
+      expect(charged).toBe(amountNano);
+      expect(w.log.only('UsageCharged')).toMatchObject({
+        amount_nano: '1234',
+        lines,
+        provider_cost_nano: '1000',
+        latency_ms: 9_000,
+        usage: { provider_cost: 1_234 },
+      });
+    });
+
+    it('given a target no longer among the reservation’s, when settled, then it is refused and the hold left open', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+      const { reservation, settlement } = await answeredLine(w);
+
+      const err = await failureOf(elsewhere(w).settleReservation(reservation, { model: 'x/spare', provider: 'up-b', byok: false }, settlement));
+
+      expect(err).toMatchObject({ status: 500 });
+      expect(w.log.decided()).toEqual(['HoldPlaced']);
+    });
+
+    it('given only a hold’s id (an attempt abandoned by a worker that died), when released, then the hold is given back unbilled, once', async () => {
+      const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+      await answeredLine(w);
+      const held = { id: 'batch_1-line-1', accountId: ACCOUNT, keyId: 'k1', endpoint: '/v1/chat/completions', metadata: { actor: 'batches' } };
+
+      expect(await elsewhere(w).releaseReservation(held, 'batch_line_abandoned')).toBe(true);
+      expect(await elsewhere(w).releaseReservation(held, 'batch_line_abandoned')).toBe(false);
+
+      expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
+      expect(w.log.only('HoldReleased')).toMatchObject({
+        hold_id: 'batch_1-line-1',
+        reason: 'error',
+        error_code: 'batch_line_abandoned',
+        endpoint: '/v1/chat/completions',
+      });
+      expect(w.log.available()).toBe(CREDITS);
+    });
   });
 
   describe('a stream cut short (spec 1 rule 4; issue 41 A)', () => {

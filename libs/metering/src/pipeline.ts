@@ -13,7 +13,18 @@ import { byokKeyRejected } from './byok';
 import { explainCharge, type CostLine, type ExplainedCharge } from './cost-lines';
 import { markFailedGeneration } from './failed-generation';
 import { recordedMeters, type MeterUsage } from './meters';
-import { allFailed, costOf, targetsOf, worthAnotherTry, type Failure, type OwnProviders, type RoutedModel, type Target, type ToolPrices } from './targets';
+import {
+  allFailed,
+  costOf,
+  targetsOf,
+  worthAnotherTry,
+  type Failure,
+  type OwnProviders,
+  type PricedTarget,
+  type RoutedModel,
+  type Target,
+  type ToolPrices,
+} from './targets';
 
 /** A hold nobody settles (crash) outlives the upstream timeout by this much before expiry. */
 const HOLD_GRACE_MS = 15 * 60_000;
@@ -52,6 +63,32 @@ export interface Reservation {
   metadata: EventMetadata;
   /** A batch line's (spec 1 rule 6): priced at each model's batch discount. */
   batchLine?: true;
+}
+
+/** What releasing a hold needs of its reservation: a batch line's abandoned attempt has only these. */
+export type HeldReservation = Pick<Reservation, 'id' | 'accountId' | 'keyId' | 'endpoint' | 'metadata'>;
+
+/**
+ * Which of a reservation's targets answered, by name, and the server tools it ran at their
+ * prices (absent when none ran): what pricing the call needs once its client is gone.
+ */
+export interface AnsweredBy extends Pick<TargetRef, 'model' | 'provider' | 'byok'> {
+  toolPrices?: ToolPrices;
+}
+
+/**
+ * A charge decided already, recorded as it stands: a video's, priced when it completed (at
+ * most its hold, spec 1 rule 1) and kept on its stream. `lines` explain it, adding up to it;
+ * null when they cannot, and it is recorded without them.
+ */
+export interface DecidedCharge {
+  amountNano: Nano;
+  usage: MeterUsage;
+  lines: CostLine[] | null;
+  providerCostNano: Nano | null;
+  latencyMs: number;
+  /** What the call returned; 0 is nothing, and is not billed (spec 1 rule 3). */
+  returned: number;
 }
 
 /** A reservation with what this process needs to run it: live provider clients, and the caller's token window. */
@@ -97,11 +134,13 @@ export interface MeteringDeps {
   unsettled?: UnsettledCharges;
 }
 
+type ChargeCommand = Extract<AccountCommand, { type: 'ChargeUsage' }>;
+
 /** A charge decided but not yet in the log: the command the account is to decide, as data. */
 export interface UnsettledCharge {
   holdId: string;
   accountId: string;
-  command: Extract<AccountCommand, { type: 'ChargeUsage' }>;
+  command: ChargeCommand;
 }
 
 export interface UnsettledCharges {
@@ -380,7 +419,75 @@ export class MeteredCalls {
    */
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
-    const command = this.chargeCommand(reservation, target, settlement);
+    const charged = await this.charge(reservation, target, this.chargeCommand(reservation, target, settlement));
+    this.countOutput(metered, settlement);
+    return charged;
+  }
+
+  /**
+   * Settles a hold in any process, long after its call (ARCHITECTURE section 10: a video job, a
+   * batch line, a realtime response), from the reservation alone: which of its targets answered
+   * and what the call used, priced as `settle` prices it, or the amount decided already (a
+   * video's, priced when it completed). No client is opened, so no provider key need still be
+   * saved. Resolves with the amount charged; null when the hold was no longer open (settled or
+   * released by an earlier attempt of the same job).
+   */
+  async settleReservation(reservation: Reservation, answered: AnsweredBy, charge: Settlement | DecidedCharge): Promise<Nano | null> {
+    const target = this.pricedTargetOf(reservation, answered);
+    const command = 'amountNano' in charge ? this.decidedCommand(reservation, target, charge) : this.chargeCommand(reservation, target, charge);
+    try {
+      return await this.charge(reservation, target, command);
+    } catch (err) {
+      if (isHoldNotOpen(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * Releases a hold unbilled (spec 1 rule 3) from what is known of it once its call is gone: a
+   * video that failed, a batch line's attempt abandoned by a worker that died (whose hold id is
+   * all that is left of it). Resolves false when the hold was no longer open (settled or
+   * released before).
+   */
+  async releaseReservation(reservation: HeldReservation, errorCode: string): Promise<boolean> {
+    const attributes = () => ({
+      ...ids(reservation.id, reservation.accountId, reservation.keyId),
+      [ATTR.endpoint]: reservation.endpoint,
+      [ATTR.amountNano]: 0,
+      [ATTR.errorCode]: errorCode,
+    });
+    const command: AccountCommand = { type: 'ReleaseHold', holdId: reservation.id, errorCode, stats: { endpoint: reservation.endpoint } };
+    try {
+      await this.traced('release', attributes, () => this.deps.ledger(reservation.accountId, command, reservation.metadata));
+      return true;
+    } catch (err) {
+      if (isHoldNotOpen(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * One of a reservation's targets, priced, without its client (see PricedTarget): the same
+   * model and provider from the catalog, at the batch discount for a batch line.
+   */
+  pricedTargetOf(reservation: Reservation, answered: AnsweredBy): PricedTarget {
+    const ref = reservation.targets.find((t) => t.model === answered.model && t.provider === answered.provider && t.byok === answered.byok);
+    if (!ref) throw ApiError.internal(`${answered.model} via ${answered.provider} is not a target of ${reservation.id}`);
+    const model = this.deps.catalog.get(ref.model);
+    const route = model?.providers.find((r) => r.provider.name === ref.provider);
+    if (!model || !route) throw ApiError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
+    return {
+      model,
+      route,
+      byok: ref.byok,
+      fields: ref.fields,
+      ...(answered.toolPrices ? { toolPrices: answered.toolPrices } : {}),
+      ...(reservation.batchLine ? { discountPercent: model.batchDiscountPercent } : {}),
+    };
+  }
+
+  /** Decides `command` on the hold's account, in a span; resolves with the amount the generation was charged in all. */
+  private async charge(reservation: Reservation, target: PricedTarget, command: ChargeCommand): Promise<Nano> {
     const charged = await this.traced(
       'charge',
       () => settleAttributes(reservation, target),
@@ -388,13 +495,25 @@ export class MeteredCalls {
         const settled = await this.deps.ledger(reservation.accountId, command, reservation.metadata);
         const amount = chargedBy(settled.events, command);
         span?.setAttribute(ATTR.amountNano, Number(amount));
-        return { amount, event: settled.events[0]?.type };
+        return amount;
       },
     );
-    this.countOutput(metered, settlement);
-    if (charged.amount === 0n) return 0n;
-    this.deps.observer?.charged(reservation.id, charged.amount);
-    return charged.amount;
+    if (charged > 0n) this.deps.observer?.charged(reservation.id, charged);
+    return charged;
+  }
+
+  /** The ChargeUsage command of a charge decided already: its amount as it stands, its lines when they add up to it. */
+  private decidedCommand(reservation: Reservation, target: PricedTarget, charge: DecidedCharge): ChargeCommand {
+    const { amountNano, usage, lines, providerCostNano, latencyMs, returned } = charge;
+    return {
+      type: 'ChargeUsage',
+      holdId: reservation.id,
+      amountNano,
+      stats: { ...this.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, Math.round(latencyMs)), ttft_ms: null },
+      usage,
+      returned,
+      ...(lines === null ? {} : { lines, providerCostNano }),
+    };
   }
 
   /**
@@ -421,7 +540,7 @@ export class MeteredCalls {
   }
 
   /** The ChargeUsage command of a settlement: what was used, priced at the target that answered, explained line by line. */
-  chargeCommand(reservation: Reservation, target: Target, settlement: Settlement): Extract<AccountCommand, { type: 'ChargeUsage' }> {
+  chargeCommand(reservation: Reservation, target: PricedTarget, settlement: Settlement): ChargeCommand {
     const amountNano = this.costOf(target, settlement.usage);
     const { lines, providerCostNano } = this.explain(reservation.id, target, settlement.usage, amountNano);
     return {
@@ -488,7 +607,7 @@ export class MeteredCalls {
   }
 
   /** What `settle` charges for `settlement`: its cost, or nothing when nothing was returned (spec 1 rule 3). */
-  chargeOf(target: Target, settlement: Pick<Settlement, 'usage' | 'returned'>): Nano {
+  chargeOf(target: PricedTarget, settlement: Pick<Settlement, 'usage' | 'returned'>): Nano {
     // The settlement's `returned`, else its output tokens: what `settle` sends the ledger.
     return billedAmount(this.costOf(target, settlement.usage), settlement.returned ?? settlement.usage.output ?? 0);
   }
@@ -507,7 +626,7 @@ export class MeteredCalls {
    * add up to the charge (a defect of cost-lines.ts, which its spec rules out) are left out
    * rather than recorded wrong: the charge itself stands as `costOf` makes it.
    */
-  private explain(id: string, target: Target, usage: MeterUsage, amountNano: Nano): { lines: CostLine[] | undefined; providerCostNano: Nano | null } {
+  private explain(id: string, target: PricedTarget, usage: MeterUsage, amountNano: Nano): { lines: CostLine[] | undefined; providerCostNano: Nano | null } {
     const explained = this.explainCharge(target, usage);
     if (explained.amountNano === amountNano) return { lines: explained.lines, providerCostNano: explained.providerCostNano };
     this.deps.warn(`${id}: the cost lines add up to ${explained.amountNano} nano-USD, not the ${amountNano} charged; recorded without them`);
@@ -515,19 +634,19 @@ export class MeteredCalls {
   }
 
   /** The lines of the charge for `usage` on `target`, and the provider's cost (issue 23). */
-  explainCharge(target: Target, usage: MeterUsage): ExplainedCharge {
+  explainCharge(target: PricedTarget, usage: MeterUsage): ExplainedCharge {
     return explainCharge(target, usage, this.deps.byokFeePercent);
   }
 
   /** The charge for `usage` on `target`, as settle would make it. */
-  costOf(target: Target, usage: MeterUsage): Nano {
+  costOf(target: PricedTarget, usage: MeterUsage): Nano {
     return costOf(target, usage, this.deps.byokFeePercent);
   }
 
   /** What the generation record shows of a settlement: who answered and the token counts. */
   statsOf(
-    reservation: Reservation,
-    target: Target,
+    reservation: Pick<Reservation, 'endpoint'>,
+    target: PricedTarget,
     settlement: Pick<Settlement, 'usage' | 'reasoningTokens'>,
   ): Omit<GenerationStats, 'latency_ms' | 'ttft_ms'> {
     const { usage } = settlement;
@@ -546,7 +665,7 @@ export class MeteredCalls {
  * returned (spec 1 rule 3: released); after the hold reaper settled the hold (issue 41 D), the
  * whole corrected charge, or the reaper's own when nothing more was delivered (no event).
  */
-function chargedBy(events: readonly AccountEvent[], command: Extract<AccountCommand, { type: 'ChargeUsage' }>): Nano {
+function chargedBy(events: readonly AccountEvent[], command: ChargeCommand): Nano {
   const [event] = events;
   if (event === undefined) return billedAmount(command.amountNano, command.returned ?? command.stats.completion_tokens);
   if (event.type === 'UsageCharged') return BigInt(event.data.amount_nano);
@@ -563,7 +682,7 @@ function discounted(targets: Target[], batchLine: boolean): Target[] {
  * A BYOK generation records its provider as `<name>:byok`: GenerationStats has no field for it
  * yet, and the suffix keeps BYOK usage apart in the activity figures.
  */
-function who(reservation: Reservation, target: Target) {
+function who(reservation: Pick<Reservation, 'endpoint'>, target: PricedTarget) {
   return { model: target.model.id, provider: providerName(target), endpoint: reservation.endpoint };
 }
 
@@ -572,7 +691,7 @@ function ids(generationId: string, accountId: string, keyId: string): Attributes
   return { [ATTR.generationId]: generationId, [ATTR.accountId]: accountId, [ATTR.keyId]: keyId };
 }
 
-function settleAttributes(reservation: Reservation, target: Target): Attributes {
+function settleAttributes(reservation: Reservation, target: PricedTarget): Attributes {
   return {
     ...ids(reservation.id, reservation.accountId, reservation.keyId),
     [ATTR.provider]: providerName(target),
@@ -592,7 +711,7 @@ function upstreamAttributes(generationId: string, target: Target, attempt: numbe
   };
 }
 
-const providerName = (target: Target) => (target.byok ? `${target.route.provider.name}${BYOK_SUFFIX}` : target.route.provider.name);
+const providerName = (target: PricedTarget) => (target.byok ? `${target.route.provider.name}${BYOK_SUFFIX}` : target.route.provider.name);
 
 /** The ledger's answer to a charge or release of a hold already settled (or released): for a job that repeats one, done before. */
 export function isHoldNotOpen(err: unknown): boolean {

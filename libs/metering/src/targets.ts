@@ -26,6 +26,12 @@ export interface Target {
 }
 
 /**
+ * A target as far as its price goes: who answered, on whose key, at which discount, with no
+ * client. Enough to charge a call that is long over, in a process that never called it.
+ */
+export type PricedTarget = Omit<Target, 'provider'>;
+
+/**
  * What the gateway's own tools cost inside a model call: a web search at its engine's price
  * per query (spec 4.2 rule 7), billed on the same generation under the `queries` meter.
  */
@@ -91,7 +97,7 @@ const byokFee = (cost: Nano, feePercent: number): Nano => ceilDiv(cost * BigInt(
  * cost. The hold uses it too, on the worst case (spec 1 rule 1): the price is monotone in every
  * meter and the fee in the cost, so the worst case's charge bounds every actual one.
  */
-export function costOf(target: Target, usage: MeterUsage, byokFeePercent: number): Nano {
+export function costOf(target: PricedTarget, usage: MeterUsage, byokFeePercent: number): Nano {
   if (target.toolPrices) {
     // The tools run on the operator's engines: full price, whoever's key the model used.
     const { queries, ...model } = usage;
@@ -163,7 +169,7 @@ export class OwnProviders {
  * answered (spec 4.2 rule 10; the model's own when the catalog gives the provider none). The
  * hold and the charge both come from here.
  */
-export function pricesOf(target: Target): ModelPrices {
+export function pricesOf(target: PricedTarget): ModelPrices {
   return target.route.prices;
 }
 
