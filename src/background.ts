@@ -3,9 +3,10 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
-import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
+import { batchDecider, BatchLineCalls, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
 import {
   type ClaimedVideo,
+  VideoCalls,
   videoDecider,
   VideoJobs,
   videoRunner as createVideoRunner,
@@ -40,8 +41,6 @@ import {
   type WebhookDispatcher,
 } from '@svc/webhooks';
 import type { Runtime } from './runtime';
-import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
-import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
 export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number, reaper?: HoldReaper): HoldExpirySweeper {
@@ -222,16 +221,9 @@ export function videoRunner(runtime: Runtime, app: INestApplicationContext): Vid
       (await runtime.aggregates.handle(videoDecider, videoStream(command.videoId), command, metadata(command.videoId))).events as VideoEvent[],
     targets: async (job) => (tracing ? (await calls.targets(job)).map((target) => tracedVideoTarget(tracing, job, target)) : calls.targets(job)),
     costOf: (job, provider, request, cost) => calls.costOf(job, provider, request, cost),
-    charge: (job, state) =>
-      tracing
-        ? tracing.span('charge', { ...videoAttributes(job), [ATTR.amountNano]: Number(state.costNano ?? 0), [ATTR.provider]: state.provider ?? '' }, () =>
-            calls.charge(job, state),
-          )
-        : calls.charge(job, state),
-    release: (job, errorCode) =>
-      tracing
-        ? tracing.span('release', { ...videoAttributes(job), [ATTR.amountNano]: 0, [ATTR.errorCode]: errorCode }, () => calls.release(job, errorCode))
-        : calls.release(job, errorCode),
+    // Their spans are the pipeline's, as a request's charge or release is.
+    charge: (job, state) => calls.charge(job, state),
+    release: (job, errorCode) => calls.release(job, errorCode),
     store: async (job, variant, content) => {
       const extension = variant === 'video' ? 'mp4' : (content.contentType.split('/')[1]?.split(';')[0] ?? 'jpeg');
       const meta = {

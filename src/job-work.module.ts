@@ -1,11 +1,14 @@
 import { Module } from '@nestjs/common';
+import { BatchLineCalls } from '@svc/batches';
 import { ManagementModule } from '@svc/management';
-import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
+import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
+import { callerOfKey } from '@svc/projections';
+import { VideoCalls } from '@svc/videos';
+import { BatchLineEndpoints } from '../apps/gateway/src/batches/batch-line-endpoints';
 import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
 import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
 import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.providers';
 import { Metering } from '../apps/gateway/src/metering/metering.service';
-import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 
 /**
  * The metered pipeline and the use cases jobs run (batch lines, videos), without the HTTP edge:
@@ -16,7 +19,29 @@ import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 @Module({
   // ReadYourWrites comes from here: one instance per process, shared with the reads that wait on it.
   imports: [ManagementModule],
-  providers: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  providers: [
+    Metering,
+    ...BILLING_PROVIDERS,
+    ChatCompletionsService,
+    RateLimitService,
+    BatchLineEndpoints,
+    {
+      provide: BatchLineCalls,
+      inject: [Metering, BatchLineEndpoints, READ_DB, CLOCK],
+      useFactory: (metering: Metering, endpoints: BatchLineEndpoints, sql: SqlRunner, clock: Clock) =>
+        new BatchLineCalls({ calls: metering.calls, endpoints, callerOf: (keyId) => callerOfKey(sql, keyId, clock.now()) }),
+    },
+    {
+      provide: VideoCalls,
+      inject: [Metering, READ_DB, CLOCK],
+      useFactory: (metering: Metering, sql: SqlRunner, clock: Clock) =>
+        new VideoCalls({
+          calls: metering.calls,
+          clock,
+          sealedProviderKeys: async (keyId) => (await callerOfKey(sql, keyId, clock.now()))?.sealedProviderKeys ?? new Map(),
+        }),
+    },
+  ],
   exports: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
 })
 export class JobWorkModule {}

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { usdToNano } from '@svc/platform';
 import { startSimulator, type Simulator } from '@svc/providers';
 import { verifyWebhookSignature } from '@svc/webhooks';
-import { VideoCalls } from '../../apps/gateway/src/videos/video-calls';
+import { VideoCalls } from '@svc/videos';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { accountWithKey, creditsOf as baseCreditsOf, generationOf, rejectionOf, type Credits as BaseCredits } from '../support/interfaces';
 import { until } from '../support/until';

@@ -1,3 +1,4 @@
+export * from './calls';
 export * from './jobs';
 export * from './request';
 export * from './runner';

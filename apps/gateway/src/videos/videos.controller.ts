@@ -12,8 +12,10 @@ import {
   isVideoTerminal,
   REQUEST_GRACE_MS,
   validateVideoRequest,
+  VideoCalls,
   videoDecider,
   VideoJobs,
+  VIDEOS_ENDPOINT,
   videoStream,
   type VideoCommand,
   type VideoRequest,
@@ -23,7 +25,6 @@ import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
 import { Metering } from '../metering/metering.service';
-import { VideoCalls, VIDEOS_ENDPOINT } from './video-calls';
 import { type SignedContent, VideoContentUrls, type VideoVariant } from './content-urls';
 
 const VIDEO_ID = /^video_[0-9a-f]{24}$/;

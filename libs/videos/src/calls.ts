@@ -1,11 +1,20 @@
-import { Inject, Injectable } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
-import { type CostLine, decimalOf, isHoldNotOpen, type MeterUsage, type RequestTags, type Reservation, type RoutedModel, type Target } from '@svc/metering';
-import { ApiError, CLOCK, type Clock, type Nano, READ_DB, type SqlRunner } from '@svc/platform';
+import {
+  type AnsweredBy,
+  type CostLine,
+  decimalOf,
+  type MeteredCalls,
+  type MeterUsage,
+  type RequestTags,
+  type Reservation,
+  type RoutedModel,
+} from '@svc/metering';
+import { ApiError, type Clock, type Nano } from '@svc/platform';
 import type { BinaryResult, VideoVariant } from '@svc/providers';
-import { callerOfKey } from '@svc/projections';
-import { type ClaimedVideo, type VideoRequest, type VideoState, type VideoTarget } from '@svc/videos';
-import { Metering } from '../metering/metering.service';
+import type { ClaimedVideo } from './jobs';
+import type { VideoRequest } from './request';
+import type { VideoTarget } from './runner';
+import type { VideoState } from './video';
 
 /**
  * A video's hold outlives the longest a video may run (its 60-minute deadline) by a day: a
@@ -16,21 +25,24 @@ const VIDEO_HOLD_TTL_MS = 25 * 3_600_000;
 /** Spec 4.15: the endpoint videos are recorded under. */
 export const VIDEOS_ENDPOINT = '/v1/videos';
 
+export interface VideoCallsDeps {
+  calls: MeteredCalls;
+  clock: Clock;
+  /** The account's own provider keys (sealed) as the video's key reads them now: none once the key is gone. */
+  sealedProviderKeys(keyId: string): Promise<ReadonlyMap<string, string>>;
+}
+
 /**
  * Videos through the metered pipeline (spec 1 rule 7, ARCHITECTURE section 10): the estimate
  * held when the video is asked for, and the worker's side of it (the reservation's providers,
- * the clip's price, the charge or the release), in any process.
+ * the clip's price, the charge or the release), in any process. The charge and the release
+ * need only the reservation: the clip may end a day after it was asked for.
  */
-@Injectable()
 export class VideoCalls {
-  constructor(
-    private readonly metering: Metering,
-    @Inject(READ_DB) private readonly sql: SqlRunner,
-    @Inject(CLOCK) private readonly clock: Clock,
-  ) {}
+  constructor(private readonly deps: VideoCallsDeps) {}
 
   /** Holds `seconds` at the dearest provider's price (the estimate shown as `usage.estimated_cost`), under `holdId`. */
-  hold(
+  async hold(
     caller: Caller,
     routed: { models: RoutedModel[]; headers: Record<string, string> },
     request: VideoRequest,
@@ -38,11 +50,13 @@ export class VideoCalls {
     tags: RequestTags = {},
   ): Promise<Reservation> {
     const plan = { ...routed, promptTokens: 0, worstCase: { seconds: request.seconds }, endpoint: VIDEOS_ENDPOINT, ...tags };
-    return this.metering.calls.reserve(caller, plan, { job: { holdId, ttlMs: VIDEO_HOLD_TTL_MS } }).then((metered) => metered.reservation);
+    return (await this.deps.calls.reserve(caller, plan, { job: { holdId, ttlMs: VIDEO_HOLD_TTL_MS } })).reservation;
   }
 
+  /** The reservation's providers, live (the account's own keys where it was BYOK), in the order to try them. */
   async targets(job: ClaimedVideo): Promise<VideoTarget[]> {
-    return (await this.liveTargets(job)).map((target) => {
+    const sealed = await this.deps.sealedProviderKeys(job.keyId);
+    return this.deps.calls.targetsOf(job.reservation, sealed).map((target) => {
       const client = target.provider;
       const name = target.route.provider.name;
       const missing = () => ApiError.internal(`provider ${name} makes no videos`);
@@ -59,48 +73,33 @@ export class VideoCalls {
   }
 
   async costOf(job: ClaimedVideo, provider: string, request: VideoRequest, providerCostNano: Nano | null): Promise<Nano> {
-    return this.metering.calls.costOf(await this.target(job, provider), usageOf(request.seconds, providerCostNano));
+    const { calls } = this.deps;
+    return calls.costOf(calls.pricedTargetOf(job.reservation, answeredBy(job, provider)), usageOf(request.seconds, providerCostNano));
   }
 
   /** VideoCompleted's cost, charged once: a hold settled already (by this worker before it died) is not an error. */
   async charge(job: ClaimedVideo, state: VideoState): Promise<void> {
+    const { calls, clock } = this.deps;
     const { reservation } = job;
-    const target = await this.target(job, state.provider!);
+    const answered = answeredBy(job, state.provider!);
+    const target = calls.pricedTargetOf(reservation, answered);
     const amountNano = state.costNano ?? 0n;
-    const { usage, lines, providerCostNano } = videoCharge(state, amountNano, (u) => this.metering.calls.explainCharge(target, u));
-    const latencyMs = state.createdAt ? this.clock.now().getTime() - state.createdAt.getTime() : 0;
-    const stats = { ...this.metering.calls.statsOf(reservation, target, { usage }), latency_ms: Math.max(0, latencyMs), ttft_ms: null };
-    const explained = lines === null ? {} : { lines, providerCostNano };
-    await settled(
-      this.metering.ledger(
-        job.accountId,
-        { type: 'ChargeUsage', holdId: reservation.id, amountNano, stats, usage, returned: 1, ...explained },
-        reservation.metadata,
-      ),
-    );
+    const { usage, lines, providerCostNano } = videoCharge(state, amountNano, (u) => calls.explainCharge(target, u));
+    const latencyMs = state.createdAt ? clock.now().getTime() - state.createdAt.getTime() : 0;
+    await calls.settleReservation(reservation, answered, { amountNano, usage, lines, providerCostNano, latencyMs, returned: 1 });
   }
 
-  async release(job: ClaimedVideo, errorCode: string): Promise<void> {
-    const { reservation } = job;
-    await settled(
-      this.metering.ledger(
-        job.accountId,
-        { type: 'ReleaseHold', holdId: reservation.id, errorCode, stats: { endpoint: reservation.endpoint } },
-        reservation.metadata,
-      ),
-    );
+  /** A failed or cancelled video is free: its hold is released; one released already is not an error. */
+  async release(job: Pick<ClaimedVideo, 'reservation'>, errorCode: string): Promise<void> {
+    await this.deps.calls.releaseReservation(job.reservation, errorCode);
   }
+}
 
-  private async liveTargets(job: ClaimedVideo): Promise<Target[]> {
-    const caller = await callerOfKey(this.sql, job.keyId, this.clock.now());
-    return this.metering.calls.targetsOf(job.reservation, caller?.sealedProviderKeys ?? new Map());
-  }
-
-  private async target(job: ClaimedVideo, provider: string): Promise<Target> {
-    const target = (await this.liveTargets(job)).find((t) => t.route.provider.name === provider);
-    if (!target) throw ApiError.internal(`video ${job.videoId}: ${provider} is no longer a provider of ${job.reservation.targets[0]?.model}`);
-    return target;
-  }
+/** The reservation's target that `provider` made the clip on. */
+function answeredBy(job: ClaimedVideo, provider: string): AnsweredBy {
+  const ref = job.reservation.targets.find((t) => t.provider === provider);
+  if (!ref) throw ApiError.internal(`video ${job.videoId}: ${provider} is no longer a provider of ${job.reservation.targets[0]?.model}`);
+  return { model: ref.model, provider: ref.provider, byok: ref.byok };
 }
 
 /**
@@ -135,13 +134,4 @@ export function videoCharge(
 /** The provider's own figure where it reports one (a router's `usage.cost`), else the seconds at the catalog's price. */
 function usageOf(seconds: number, providerCostNano: Nano | null): MeterUsage {
   return providerCostNano === null ? { seconds } : { provider_cost: Number(providerCostNano) };
-}
-
-async function settled(decision: Promise<unknown>): Promise<void> {
-  try {
-    await decision;
-  } catch (err) {
-    if (isHoldNotOpen(err)) return;
-    throw err;
-  }
 }

@@ -1,6 +1,6 @@
 import type { CatalogModel, CatalogRoute, ModelPrices } from '@svc/catalog';
-import { explainCharge, sumOfLines, type Target } from '@svc/metering';
-import { videoCharge } from './video-calls';
+import { explainCharge, sumOfLines, type PricedTarget } from '@svc/metering';
+import { videoCharge } from './calls';
 
 const none: ModelPrices = {
   inputPerM: null,
@@ -18,10 +18,9 @@ const none: ModelPrices = {
 // sim/video-router's list price: $0.30 a second; the router reports its own figure.
 const prices = { ...none, perSecond: 300_000_000n } as ModelPrices;
 const route = { provider: { name: 'sim-router' }, upstreamModel: 'v', prices, cost: null } as unknown as CatalogRoute;
-const target: Target = {
+const target: PricedTarget = {
   model: { id: 'sim/video-router', prices } as unknown as CatalogModel,
   route,
-  provider: {} as Target['provider'],
   byok: false,
   fields: {},
 };
