@@ -8,7 +8,7 @@ import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';
 import { serveConsole } from './http/console';
 import { installApiReference } from './http/openapi';
-import { REALTIME_ENDPOINT } from './realtime/realtime-session';
+import { REALTIME_ENDPOINT } from '@svc/realtime';
 import { nestLogger, processLog } from '@svc/platform';
 import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
 import { installRequestLog } from './http/request-log';

@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Caller } from '@svc/identity';
-import { transcriptionMeters } from '@svc/interfaces';
-import { isHoldNotOpen, newGenerationId, type Metered, type RoutedModel, type Target } from '@svc/metering';
+import type { RoutedModel } from '@svc/metering';
 import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
 import {
+  type BilledTranscription,
   checkClientFrame,
   EMPTY_TALLY,
-  responseMeters,
-  responseWorstCase,
   SESSION_END_MESSAGES,
+  SessionBilling,
   sessionEnd,
   tallyClientEvent,
   tallyServerEvent,
@@ -17,24 +16,13 @@ import {
   withTranscriptionModel,
   type ClientEventProblem,
   type ConversationTally,
+  type HeldResponse,
   type Wire,
 } from '@svc/realtime';
 import type { RawData, WebSocket } from 'ws';
 import { toApiError } from '../http/error-mapping';
 import type { Metering } from '../metering/metering.service';
 
-/** Spec 4.1: the endpoint realtime generations are recorded under. */
-export const REALTIME_ENDPOINT = '/v1/realtime';
-
-/**
- * A response's hold (a job hold: no serving lease vouches for it) outlives the longest a session
- * may last (spec 8: 60 minutes) plus the wait after a client leaves: the session settles or
- * releases it before then; only a crashed process leaves it open, until the expiry sweeper
- * releases it unbilled once this TTL is over.
- */
-export const RESPONSE_HOLD_TTL_MS = 65 * 60_000;
-/** A transcription is held and settled at once: the TTL only matters if the process dies in between. */
-const TRANSCRIPTION_HOLD_TTL_MS = 15 * 60_000;
 /**
  * Spec 1 rule 4: a client that leaves mid-response is still billed, so the upstream stays open
  * until that response's `response.done`, at most this long (then the hold is released unbilled).
@@ -61,11 +49,8 @@ export const CLOSE_POLICY = 1008;
 export const CLOSE_LIMIT = 1000;
 const CLOSE_UPSTREAM_GONE = 1011;
 
-interface OpenResponse {
-  metered: Metered;
-  target: Target;
-  startedAt: number;
-  firstOutputAt: number | null;
+/** A response held, and the upstream's id of it once response.created names it. */
+interface OpenResponse extends HeldResponse {
   upstreamId: string | null;
 }
 
@@ -100,7 +85,7 @@ const OUTPUT_DELTAS = new Set([
 
 /**
  * One realtime session (spec 4.16): relays the GA protocol between the client and the provider,
- * and bills each response as a call of its own (ARCHITECTURE section 10): held on the client's
+ * each response billed as a call of its own (SessionBilling): held on the client's
  * `response.create` before it is forwarded, settled from the upstream's `response.done`. Events
  * of each direction are handled one at a time, in order, so a hold is in place before the
  * response.create that needs it goes on, and a charge is recorded before its response.done is
@@ -124,9 +109,11 @@ export class RealtimeSession {
   /** A key check under way, and whether another (fresh) one was asked for meanwhile. */
   private checkingKey = false;
   private keyCheckAgain = false;
+  private readonly billing: SessionBilling;
 
   constructor(private readonly parts: SessionParts) {
     this.startedMs = this.lastClientEventMs = parts.clock.now().getTime();
+    this.billing = new SessionBilling({ calls: parts.metering.calls, caller: parts.caller, routed: parts.routed, warn: parts.warn });
   }
 
   get modelId(): string {
@@ -233,26 +220,18 @@ export class RealtimeSession {
         ),
       );
     }
-    const worstCase = responseWorstCase(this.tally, event, this.parts.routed.routes[0].prices);
     // The key may have expired since the last check: no new hold on it.
     if (await this.checkKey(false)) return;
-    const opened = await this.hold(worstCase, eventId);
+    const opened = await this.hold(event, eventId);
     if (!opened) return;
     if (this.over) return this.releaseLate(opened);
     this.open = opened;
     this.forward(event);
   }
 
-  private async hold(worstCase: ReturnType<typeof responseWorstCase>, eventId: string | null): Promise<OpenResponse | null> {
-    const { caller, metering, routed } = this.parts;
+  private async hold(responseCreate: Wire, eventId: string | null): Promise<OpenResponse | null> {
     try {
-      const metered = await metering.calls.reserve(
-        caller,
-        { models: [routed], headers: {}, promptTokens: worstCase.input ?? 0, worstCase, endpoint: REALTIME_ENDPOINT },
-        // A job hold: outside the per-minute limits (the session holds a slot already) and under an id of the session's choosing.
-        { job: { holdId: newGenerationId(), ttlMs: RESPONSE_HOLD_TTL_MS } },
-      );
-      return { metered, target: metered.targets[0], startedAt: performance.now(), firstOutputAt: null, upstreamId: null };
+      return { ...(await this.billing.holdResponse(this.tally, responseCreate)), upstreamId: null };
     } catch (err) {
       this.refused(err, eventId);
       return null;
@@ -304,7 +283,7 @@ export class RealtimeSession {
         const open = this.open;
         if (!open || (open.upstreamId !== null && response?.id !== open.upstreamId)) break;
         this.open = null;
-        const charged = await this.settle(open, response);
+        const charged = await this.billing.settleResponse(open, response?.usage);
         event = withCharge(event, open.metered.reservation.id, charged);
         if (this.client === null || this.client.readyState !== this.client.OPEN) this.drained();
         break;
@@ -316,7 +295,7 @@ export class RealtimeSession {
         break;
       }
       default:
-        if (this.open && this.open.firstOutputAt === null && OUTPUT_DELTAS.has(event.type as string)) this.open.firstOutputAt = performance.now();
+        if (this.open && OUTPUT_DELTAS.has(event.type as string)) this.billing.outputStarted(this.open);
     }
     this.sendClient(event);
   }
@@ -326,7 +305,7 @@ export class RealtimeSession {
    * starts; refused for money, it is cancelled upstream and the session ends as spec 3.3 says.
    */
   private async unaskedResponse(response: Wire | null): Promise<boolean> {
-    const opened = await this.hold(responseWorstCase(this.tally, { response: response ?? {} }, this.parts.routed.routes[0].prices), null);
+    const opened = await this.hold({ response: response ?? {} }, null);
     if (!opened) {
       this.forward({ type: 'response.cancel' });
       return false;
@@ -339,74 +318,28 @@ export class RealtimeSession {
     return true;
   }
 
-  /** The usage the upstream reports, charged by meter; no output tokens (a failed response) is free (spec 1 rule 3). */
-  private async settle(open: OpenResponse, response: Wire | null): Promise<bigint | null> {
-    const { calls } = this.parts.metering;
-    const latencyMs = performance.now() - open.startedAt;
-    const reported = responseMeters(response?.usage);
-    const { reservation } = open.metered;
-    try {
-      if (!reported) {
-        await calls.release(reservation, open.target, new Error('no usage reported'), latencyMs, 'no_usage_reported');
-        return null;
-      }
-      const settlement = {
-        usage: reported.usage,
-        returned: reported.returned,
-        latencyMs,
-        ttftMs: open.firstOutputAt === null ? null : Math.round(open.firstOutputAt - open.startedAt),
-      };
-      // Delivered output: the charge lands, now or through the hold reaper (issue 41 A).
-      return await calls.settleDelivered(open.metered, open.target, settlement);
-    } catch (err) {
-      this.parts.warn(`realtime ${reservation.id}: settling failed (${(err as Error).message}); the hold is left to expire`);
-      return null;
-    }
-  }
-
   /**
-   * Spec 4.16: input transcription is a billed call of its own at the transcription model's
-   * price. The work is done by now, so the exact amount is held and settled at once; null when
-   * the hold is refused (the event is then not relayed and the session ends, spec 3.3).
+   * Spec 4.16: an input transcription, billed at its model's price, relayed with its generation
+   * and cost; null when the hold is refused (the event is then not relayed and the session
+   * ends, spec 3.3).
    */
   private async billTranscription(event: Wire): Promise<Wire | null> {
     const routed = this.transcription;
     if (!routed) return event;
-    const usage = transcriptionMeters(event.usage, routed.routes[0].prices);
-    if (!usage) {
-      this.parts.warn(`realtime ${this.modelId}: a transcription reported no usage; not billed`);
-      return event;
-    }
-    const { caller, metering } = this.parts;
-    const started = performance.now();
-    let metered: Metered;
+    let billed: BilledTranscription | null;
     try {
-      metered = await metering.calls.reserve(
-        caller,
-        { models: [routed], headers: {}, promptTokens: 0, worstCase: usage, endpoint: REALTIME_ENDPOINT },
-        { job: { holdId: newGenerationId(), ttlMs: TRANSCRIPTION_HOLD_TTL_MS } },
-      );
+      billed = await this.billing.billTranscription(routed, event);
     } catch (err) {
       this.refused(err, null);
       return null;
     }
-    const transcript = typeof event.transcript === 'string' ? event.transcript : '';
-    const settlement = { usage, returned: transcript.length > 0 ? 1 : 0, latencyMs: performance.now() - started, ttftMs: null };
-    const target = metered.targets[0];
-    const charged = await metering.calls.settleDelivered(metered, target, settlement).catch((err: unknown) => {
-      this.parts.warn(`realtime ${metered.reservation.id}: settling a transcription failed (${(err as Error).message})`);
-      return null;
-    });
-    return { ...event, generation_id: metered.reservation.id, ...(charged === null ? {} : { cost: nanoToUsd(charged) }) };
+    if (!billed) return event;
+    return { ...event, generation_id: billed.generationId, ...(billed.charged === null ? {} : { cost: nanoToUsd(billed.charged) }) };
   }
 
   /** A hold taken while the session was ending (its key refused meanwhile): released, never billed. */
-  private async releaseLate(opened: OpenResponse): Promise<void> {
-    await this.parts.metering.calls
-      .release(opened.metered.reservation, opened.target, new Error('session closed before the response began'), 0, 'session_closed')
-      .catch((err: unknown) => {
-        if (!isHoldNotOpen(err)) this.parts.warn(`realtime ${opened.metered.reservation.id}: release failed (${(err as Error).message})`);
-      });
+  private releaseLate(opened: OpenResponse): Promise<void> {
+    return this.billing.releaseResponse(opened, false);
   }
 
   // ---- ends -------------------------------------------------------------------------------
@@ -492,13 +425,7 @@ export class RealtimeSession {
     this.open = null;
     const { upstream } = this.parts;
     if (upstream.readyState === upstream.OPEN || upstream.readyState === upstream.CONNECTING) upstream.close(1000, 'session over');
-    if (open) {
-      await this.parts.metering.calls
-        .release(open.metered.reservation, open.target, new Error('session closed before response.done'), performance.now() - open.startedAt, 'session_closed')
-        .catch((err: unknown) => {
-          if (!isHoldNotOpen(err)) this.parts.warn(`realtime ${open.metered.reservation.id}: release failed (${(err as Error).message})`);
-        });
-    }
+    if (open) await this.billing.releaseResponse(open, true);
     this.closeClient(1000, 'session over');
     this.parts.slot.emit('close');
     this.parts.ended(this);

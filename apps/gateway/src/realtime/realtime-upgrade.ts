@@ -14,8 +14,8 @@ import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
 import type { RequestLine } from '../http/request-log';
 import { Metering } from '../metering/metering.service';
-import { MAX_APPEND_BASE64_CHARS, SESSION_MAX_MS } from '@svc/realtime';
-import { RealtimeSession, REALTIME_ENDPOINT } from './realtime-session';
+import { MAX_APPEND_BASE64_CHARS, REALTIME_ENDPOINT, SESSION_MAX_MS } from '@svc/realtime';
+import { RealtimeSession } from './realtime-session';
 
 /** WIRE-FORMATS 3.1: the subprotocol selected when offered. */
 const REALTIME_SUBPROTOCOL = 'realtime';
