@@ -1,24 +1,31 @@
 import { parseCatalog } from '@svc/catalog';
-import { DomainError, fold, type EventMetadata, type Handled } from '@svc/eventstore';
+import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import { accountDecider, heldNano, type AccountCommand, type AccountEvent, type AccountState } from '@svc/ledger';
 import { ApiError, ManualClock, nanoToUsd } from '@svc/platform';
-import { countTextTokens, ProviderError, type ChatChunk, type ChatCompletionResult, type ChatProvider, type NormalizedUsage } from '@svc/providers';
+import { countTextTokens, ProviderError, type ChatProvider } from '@svc/providers';
 import { sumOfLines } from './cost-lines';
 import { failedGenerationOf } from './failed-generation';
 import { tokenMeters, tokenWorstCase } from './meters';
 import { MeteredCalls, type Plan, type Reservation, type Settlement, type UnsettledCharge } from './pipeline';
-import type { Target } from './targets';
+import {
+  ACCOUNT,
+  AccountLog,
+  BYOK_FEE_PERCENT,
+  CREDITS,
+  cut,
+  httpError,
+  meteredCalls,
+  ScriptedUpstream,
+  testCaller,
+  timeout,
+  usage,
+} from './testing/pipeline-fixtures';
 
 /**
  * The pipeline (ARCHITECTURE section 10) against the real account decider: every decision it
  * asks for is decided and folded as the ledger would, so what is asserted is the events an
  * auditor would read. The providers are scripted; the clock is a hand-moved one.
  */
-
-const ACCOUNT = 'acc1';
-const CREDITS = 10_000_000_000n; // $10
-const BYOK_FEE_PERCENT = 5;
 
 // x/chat: up-a at $2 / $8 per million (cached input $0.50), then up-b at $4 / $16; x/spare, a fallback model, on up-b at $1 / $4.
 const catalog = parseCatalog(
@@ -44,114 +51,6 @@ const catalog = parseCatalog(
   'pipeline.spec',
 );
 
-/** What one upstream call does: answer with this usage, stream these pieces of text then break, or fail. */
-type Reply = { usage: NormalizedUsage } | { streams: string[]; thenFails: ProviderError } | { fails: ProviderError };
-
-const usage = (promptTokens: number, completionTokens: number, cachedTokens = 0): NormalizedUsage => ({
-  promptTokens,
-  completionTokens,
-  cachedTokens,
-  reasoningTokens: 0,
-});
-const httpError = (status: number) => new ProviderError({ kind: 'http', status, message: `HTTP ${status}` });
-const timeout = () => new ProviderError({ kind: 'timeout', status: 504, message: 'timed out' });
-const cut = () => new ProviderError({ kind: 'network', status: 502, message: 'the stream was cut short' });
-
-/** A provider account whose answers are scripted, one reply per call, recording the upstream models it was asked for. */
-class ScriptedUpstream implements ChatProvider {
-  readonly asked: string[] = [];
-  constructor(private readonly replies: Reply[]) {}
-
-  private next(body: object): Reply {
-    this.asked.push((body as { model: string }).model);
-    const reply = this.replies.shift();
-    if (!reply) throw new Error('no reply scripted for this call');
-    return reply;
-  }
-
-  async chatCompletion(body: object): Promise<ChatCompletionResult> {
-    const reply = this.next(body);
-    if ('fails' in reply) throw reply.fails;
-    if (!('usage' in reply)) throw new Error('a stream was scripted for a call that does not stream');
-    const model = (body as { model: string }).model;
-    const message = { role: 'assistant' as const, content: 'x'.repeat(reply.usage.completionTokens) };
-    const response = { id: 'up-1', object: 'chat.completion', created: 0, model, choices: [{ index: 0, message, finish_reason: 'stop' }] };
-    return { response: response as unknown as ChatCompletionResult['response'], usage: reply.usage, latencyMs: 5 };
-  }
-
-  async *streamChatCompletion(body: object): AsyncGenerator<ChatChunk> {
-    const reply = this.next(body);
-    if ('fails' in reply) throw reply.fails;
-    if (!('streams' in reply)) throw new Error('an answer was scripted for a call that streams');
-    for (const content of reply.streams) {
-      yield { id: 'up-1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] };
-    }
-    throw reply.thenFails;
-  }
-
-  embeddings(): never {
-    throw new Error('not used here');
-  }
-}
-
-type DataOf<T extends AccountEvent['type']> = Extract<AccountEvent, { type: T }> extends { data: infer D } ? D : never;
-
-/** A connection lost after the store committed: the decision is in the log, its answer never came. */
-const lostConnection = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
-
-/**
- * The account's stream in memory, decided by the real account decider. `fault` makes the next
- * decision of a type fail: `before` writing (unreachable store) or `after` (answer lost).
- */
-class AccountLog {
-  readonly events: AccountEvent[] = [];
-  readonly metadata: EventMetadata[] = [];
-  faults: Array<{ command: AccountCommand['type']; when: 'before' | 'after'; times: number }> = [];
-
-  constructor(private readonly clock: ManualClock) {
-    this.decide({ type: 'OpenAccount', accountId: ACCOUNT }, {});
-    this.decide({ type: 'AddCredits', amountNano: CREDITS, reason: 'signup' }, {});
-  }
-
-  readonly ledger = async (accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<Handled<AccountState, AccountEvent>> => {
-    expect(accountId).toBe(ACCOUNT);
-    const fault = this.faults.find((f) => f.command === command.type && f.times > 0);
-    if (fault) fault.times--;
-    if (fault?.when === 'before') throw lostConnection();
-    const handled = this.decide(command, metadata);
-    if (fault?.when === 'after') throw lostConnection();
-    return handled;
-  };
-
-  private decide(command: AccountCommand, metadata: EventMetadata): Handled<AccountState, AccountEvent> {
-    const events = accountDecider.decide(command, this.state(), this.clock.now());
-    this.events.push(...events);
-    for (const _ of events) this.metadata.push(metadata);
-    return { events, state: this.state(), appended: null };
-  }
-
-  state(): AccountState {
-    return fold(accountDecider, this.events);
-  }
-
-  /** The events after the account was opened and credited, by type. */
-  decided(): string[] {
-    return this.events.slice(2).map((e) => e.type);
-  }
-
-  only<T extends AccountEvent['type']>(type: T): DataOf<T> {
-    const found = this.events.filter((e) => e.type === type);
-    expect(found).toHaveLength(1);
-    return found[0].data as DataOf<T>;
-  }
-
-  /** Credits not charged and not held. */
-  available(): bigint {
-    const state = this.state();
-    return state.creditsNano - state.chargedNano - heldNano(state);
-  }
-}
-
 interface World {
   clock: ManualClock;
   log: AccountLog;
@@ -164,31 +63,10 @@ function world(upstreams: Record<string, ChatProvider>, own: Record<string, Chat
   const clock = new ManualClock(new Date('2026-11-02T10:00:00Z'));
   const log = new AccountLog(clock);
   const unsettled: UnsettledCharge[] = [];
-  const calls = new MeteredCalls({
-    clock,
-    catalog,
-    providers: new Map(Object.entries(upstreams)),
-    own: { resolver: (_accountId, sealed) => (provider) => (sealed.has(provider.name) ? (own[provider.name] ?? null) : null) },
-    byokFeePercent: BYOK_FEE_PERCENT,
-    upstreamTimeoutMs: 60_000,
-    ledger: log.ledger,
-    tokenLimits: { consumePrompt: async () => ({}), recordOutput: async () => undefined },
-    leaseId: () => 'gateway-1',
-    warn: () => undefined,
-    unsettled: { record: async (charge) => void unsettled.push(charge) },
-  });
-  return { clock, log, calls, unsettled };
+  return { clock, log, calls: meteredCalls({ clock, catalog, log, upstreams, own, unsettled }), unsettled };
 }
 
-const caller = (ownKeys: string[] = []): Caller =>
-  ({
-    keyId: 'k1',
-    accountId: ACCOUNT,
-    limit_nano: null,
-    limit_reset: null,
-    allowed_models: null,
-    sealedProviderKeys: new Map(ownKeys.map((provider) => [provider, 'sealed'])),
-  }) as unknown as Caller;
+const caller = testCaller;
 
 /** A chat call of `models` (the first, then its fallbacks): 1,000 prompt tokens, at most 200 out. */
 const plan = (models: string[] = ['x/chat'], promptTokens = 1000): Plan => ({
