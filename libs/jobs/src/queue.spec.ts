@@ -60,6 +60,25 @@ describe.each([
     await queue.remove('b', 'other-kind');
   });
 
+  it('a claim narrowed to some parents takes only their children: each share is claimed on its own', async () => {
+    for (const key of ['b1:1', 'b1:2', 'b2:1', 'b3:1']) await queue.schedule('lines', key, at(-1_000));
+    expect(await queue.claim('lines', 'w1', T0, lease(30_000), 5, [])).toEqual([]);
+    const mine = await queue.claim('lines', 'w1', T0, lease(30_000), 5, ['b1', 'b3']);
+    expect(mine.map((j) => j.key).sort()).toEqual(['b1:1', 'b1:2', 'b3:1']);
+    const rest = await queue.claim('lines', 'w2', T0, lease(30_000), 5);
+    expect(rest.map((j) => j.key)).toEqual(['b2:1']);
+    for (const job of [...mine, ...rest]) await queue.complete(job);
+  });
+
+  it('ensure makes a job of each key without one and leaves the others as they are', async () => {
+    await queue.schedule('e', 'later', at(60_000));
+    await queue.ensure('e', ['later', 'new'], T0);
+    expect(await queue.dueAt('e', 'later')).toEqual(at(60_000));
+    expect(await queue.dueAt('e', 'new')).toEqual(T0);
+    await queue.remove('e', 'later');
+    await queue.remove('e', 'new');
+  });
+
   it('a lease that ran out goes to the next claim under a new epoch; the old holder can no longer write', async () => {
     await queue.schedule('a', 'k', T0);
     const [dead] = await queue.claim('a', 'dead', T0, lease(10_000), 1);

@@ -84,17 +84,36 @@ export class JobQueue {
     return scheduleJob(this.sql, kind, key, at);
   }
 
-  /** Claims up to `limit` jobs of `kind` due by `now` and not held (or whose lease ran out), for `owner` until `leaseUntil`. */
-  async claim(kind: string, owner: string, now: Date, leaseUntil: Date, limit: number): Promise<Lease[]> {
-    if (limit <= 0) return [];
+  /**
+   * Makes a job of each key that has none, due at `at`; a job there already stays as it is. For
+   * a kind whose subjects are listed elsewhere (a read model): one whose first ask was lost is
+   * looked at all the same.
+   */
+  async ensure(kind: string, keys: readonly string[], at: Date): Promise<void> {
+    if (keys.length === 0) return;
+    await this.sql.query(`INSERT INTO ${JOBS_TABLE} (kind, key, due_at) SELECT $1, k, $3 FROM unnest($2::text[]) AS d(k) ON CONFLICT (kind, key) DO NOTHING`, [
+      kind,
+      keys,
+      at.toISOString(),
+    ]);
+  }
+
+  /**
+   * Claims up to `limit` jobs of `kind` due by `now` and not held (or whose lease ran out), for `owner` until `leaseUntil`.
+   * `parents` narrows the claim to keys `<parent>:<...>` of those parents (the lines of some batches): a kind whose work
+   * is shared out per owner of the parents (an account) claims each share on its own.
+   */
+  async claim(kind: string, owner: string, now: Date, leaseUntil: Date, limit: number, parents?: readonly string[]): Promise<Lease[]> {
+    if (limit <= 0 || parents?.length === 0) return [];
     const { rows } = await this.sql.query<Record<string, any>>(
       `UPDATE ${JOBS_TABLE} j SET owner = $2, lease_until = $3, epoch = j.epoch + 1, attempts = j.attempts + 1, wake_at = NULL
          FROM (SELECT kind, key FROM ${JOBS_TABLE}
                 WHERE kind = $1 AND due_at <= $4 AND (lease_until IS NULL OR lease_until < $4)
+                  AND ($6::text[] IS NULL OR split_part(key, ':', 1) = ANY($6::text[]))
                 ORDER BY due_at, key LIMIT $5 FOR UPDATE SKIP LOCKED) c
         WHERE j.kind = c.kind AND j.key = c.key
         RETURNING j.kind, j.key, j.owner, j.epoch, j.attempts, j.due_at, j.lease_until`,
-      [kind, owner, leaseUntil.toISOString(), now.toISOString(), limit],
+      [kind, owner, leaseUntil.toISOString(), now.toISOString(), limit, parents ?? null],
     );
     return rows.map((r) => ({
       kind: r.kind,
