@@ -3,7 +3,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
-import { batchDecider, BatchLineCalls, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
+import { batchDecider, BatchLineCalls, BatchLines, BatchRunner, batchStream, type BatchEndpoint, type BatchEvent } from '@svc/batches';
 import {
   type ClaimedVideo,
   VideoCalls,
@@ -168,13 +168,15 @@ export function webhookDispatcher(runtime: Runtime, client: Pick<OutboundClient,
 const BATCH_INTERVAL_MS = 500;
 
 /**
- * The batch runner (spec 4.11) of this process: lines run through the app's pipeline
- * (BatchLineCalls), under leases longer than an upstream call may take.
+ * The batch runner (spec 4.11) of this process: the batch and line workflows on the job table,
+ * lines run through the app's pipeline (BatchLineCalls), under leases longer than an upstream
+ * call may take.
  */
 export function batchRunner(runtime: Runtime, app: INestApplicationContext): BatchRunner {
   const files = new SqlFileStore(runtime.sql, () => runtime.config.encryptionKey, runtime.clock);
   return new BatchRunner({
     clock: runtime.clock,
+    queue: new JobQueue(runtime.sql),
     lines: new BatchLines(runtime.sql, () => runtime.config.encryptionKey),
     files: {
       input: async (batch) =>
@@ -185,8 +187,10 @@ export function batchRunner(runtime: Runtime, app: INestApplicationContext): Bat
     },
     calls: app.get(BatchLineCalls),
     active: async () => (await activeBatches(runtime.sql)).map((b) => ({ ...b, endpoint: b.endpoint as BatchEndpoint })),
+    load: (batchId) => runtime.aggregates.load(batchDecider, batchStream(batchId)),
     decide: async (command) =>
-      void (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId })),
+      (await runtime.aggregates.handle(batchDecider, batchStream(command.batchId), command, { actor: 'batches', correlationId: command.batchId }))
+        .events as BatchEvent[],
     owner: `worker-${process.pid}-${randomBytes(4).toString('hex')}`,
     // A line ends within the upstream timeout (its settlement takes milliseconds): a lease past it is never cut short.
     leaseMs: runtime.config.upstreamTimeoutMs + 5_000,

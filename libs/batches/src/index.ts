@@ -1,5 +1,7 @@
 export * from './batch';
+export * from './batch-workflow';
 export * from './input';
+export * from './line-workflow';
 export * from './lines';
 export * from './runner';
 export * from './request';

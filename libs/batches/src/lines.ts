@@ -1,53 +1,22 @@
 /**
  * The lines of batches and their results: content (ARCHITECTURE section 4), kept sealed under
- * SVC_ENCRYPTION_KEY beside the batch stream, never in events. The table is also the work queue
- * of the workers (issue 19: leases in PostgreSQL with `FOR UPDATE SKIP LOCKED`):
+ * SVC_ENCRYPTION_KEY beside the batch stream, never in events. Each line is also a job of the
+ * job table (`(batch-line, <batch id>:<line>)`, ./line-workflow), whose lease says who runs it;
+ * the row says how far it got:
  *
- *   pending -> running (claimed: owner, lease, attempt + 1) -> answered (result and settlement kept) -> done
+ *   pending -> running (an attempt begun, numbered by its lease's epoch) -> answered (result and settlement kept) -> done
  *                      \-> done (failed: the endpoint's error is the result)
  *
- * A line's hold is named after its attempt (`lineHoldId`), so a worker that lost its lease (its
- * attempt is no longer the line's) can neither keep an answer nor settle one: every write below
- * is conditional on the attempt it was claimed for. What a killed worker left is taken over once
- * its lease ends: a `running` line is tried again under a new attempt (the old attempt's hold is
- * released), an `answered` one is settled from what was kept, so it is billed exactly once.
+ * Every write is conditional on the attempt it is for, so a worker that lost its lease (its
+ * attempt is no longer the line's) can neither keep an answer nor settle one.
  */
-import { createHash } from 'node:crypto';
 import { SealedContent } from '@svc/conversations';
+import { JOBS_TABLE, scheduleJob, scheduleJobs } from '@svc/jobs';
 import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { BATCH_JOB, type LineProgress } from './batch-workflow';
+import { BATCH_LINE_JOB, lineJobKey, type BatchResultLine, type LineOutcome, type LineRow, type LineStatus } from './line-workflow';
 
 export const BATCH_LINES_TABLE = 'batch_lines';
-
-export type LineStatus = 'pending' | 'running' | 'answered' | 'done';
-export type LineOutcome = 'completed' | 'failed';
-
-/** A line a worker holds: what it may do with it depends on `status` and is valid for `attempt` only. */
-export interface ClaimedLine {
-  batchId: string;
-  line: number;
-  status: 'running' | 'answered';
-  attempt: number;
-  /** The settlement kept with an answer (status `answered`): ids, counts and costs, no content. */
-  kept: unknown;
-}
-
-/** One line of an output or error file, as OpenAI writes it (WIRE-FORMATS 1.2 `BatchRequestOutput`). */
-export interface BatchResultLine {
-  id: string;
-  custom_id: string;
-  response: { status_code: number; request_id: string; body: unknown } | null;
-  error: { code: string; message: string } | null;
-}
-
-/** The hold (and generation) id of one attempt of one line: the same in every process. */
-export function lineHoldId(batchId: string, line: number, attempt: number): string {
-  return `gen-${createHash('sha256').update(`${batchId}:${line}:${attempt}`).digest('hex').slice(0, 24)}`;
-}
-
-/** The `id` of a line in the result files, stable across attempts. */
-export function resultLineId(batchId: string, line: number): string {
-  return `batch_req_${createHash('sha256').update(`${batchId}:${line}`).digest('hex').slice(0, 24)}`;
-}
 
 const requestContext = (batchId: string, line: number) => `batch-line:${batchId}:${line}`;
 const resultContext = (batchId: string, line: number) => `batch-result:${batchId}:${line}`;
@@ -78,8 +47,6 @@ export class BatchLines {
         request text NOT NULL,
         status text NOT NULL DEFAULT 'pending',
         attempt integer NOT NULL DEFAULT 0,
-        owner text,
-        lease_until timestamptz,
         kept jsonb,
         outcome text,
         result text,
@@ -88,123 +55,132 @@ export class BatchLines {
       CREATE INDEX IF NOT EXISTS ${BATCH_LINES_TABLE}_open ON ${BATCH_LINES_TABLE} (batch_id, line) WHERE status <> 'done';
     `,
     );
+    // Issue "one job runner": a database of before keeps each line's lease here. Every line without
+    // an outcome becomes a job, once, due at once, and the columns go: a line held by a worker of
+    // the old version keeps its holder until its lease runs out, and its epoch starts at the
+    // line's attempt, so the next holder's attempt is a new one (and releases that one's hold).
+    const { rows } = await sql.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${BATCH_LINES_TABLE}' AND column_name = 'lease_until'`,
+    );
+    if (rows.length === 0) return;
+    await createSchema(
+      sql,
+      `
+      DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${BATCH_LINES_TABLE}' AND column_name = 'lease_until') THEN
+          INSERT INTO ${JOBS_TABLE} (kind, key, due_at, owner, lease_until, epoch)
+            SELECT '${BATCH_LINE_JOB}', batch_id || ':' || line, to_timestamp(0), owner, lease_until, attempt FROM ${BATCH_LINES_TABLE} WHERE status <> 'done'
+            ON CONFLICT (kind, key) DO NOTHING;
+          ALTER TABLE ${BATCH_LINES_TABLE} DROP COLUMN owner, DROP COLUMN lease_until;
+        END IF;
+      END $$;
+    `,
+    );
   }
 
-  /** Stores a batch's lines (again, after a crash: what is there stays as it is). */
-  async add(batchId: string, lines: readonly { line: number; customId: string; body: Record<string, unknown> }[]): Promise<void> {
+  /** Stores a batch's lines and makes each one's job due at `at` (again, after a crash: what is there stays as it is). */
+  async add(batchId: string, lines: readonly { line: number; customId: string; body: Record<string, unknown> }[], at: Date): Promise<void> {
     for (let i = 0; i < lines.length; i += INSERT_CHUNK) {
       const chunk = lines.slice(i, i + INSERT_CHUNK);
-      await this.sql.query(
-        `INSERT INTO ${BATCH_LINES_TABLE} (batch_id, line, request) SELECT $1, * FROM unnest($2::integer[], $3::text[]) ON CONFLICT (batch_id, line) DO NOTHING`,
-        [
-          batchId,
-          chunk.map((l) => l.line),
-          chunk.map((l) => this.sealed.seal(JSON.stringify({ custom_id: l.customId, body: l.body }), requestContext(batchId, l.line))),
-        ],
-      );
+      await this.sql.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO ${BATCH_LINES_TABLE} (batch_id, line, request) SELECT $1, * FROM unnest($2::integer[], $3::text[]) ON CONFLICT (batch_id, line) DO NOTHING`,
+          [
+            batchId,
+            chunk.map((l) => l.line),
+            chunk.map((l) => this.sealed.seal(JSON.stringify({ custom_id: l.customId, body: l.body }), requestContext(batchId, l.line))),
+          ],
+        );
+        await scheduleJobs(
+          tx,
+          BATCH_LINE_JOB,
+          chunk.map((l) => ({ key: lineJobKey(batchId, l.line), at: at.toISOString() })),
+        );
+      });
     }
   }
 
-  /**
-   * Claims up to `limit` lines of `batchIds` for `owner` until `leaseUntil`: lines never tried,
-   * and lines whose worker's lease ran out. `answeredOnly` takes only answers left unsettled
-   * (a batch being cancelled or expiring runs nothing new, but keeps what finished).
-   */
-  async claim(batchIds: readonly string[], owner: string, now: Date, leaseUntil: Date, limit: number, answeredOnly = false): Promise<ClaimedLine[]> {
-    if (batchIds.length === 0 || limit <= 0) return [];
-    const { rows } = await this.sql.query<Record<string, any>>(
-      `UPDATE ${BATCH_LINES_TABLE} l SET
-          status = CASE WHEN l.status = 'answered' THEN 'answered' ELSE 'running' END,
-          attempt = CASE WHEN l.status = 'answered' THEN l.attempt ELSE l.attempt + 1 END,
-          owner = $1, lease_until = $2
-        FROM (SELECT batch_id, line FROM ${BATCH_LINES_TABLE}
-               WHERE batch_id = ANY($3::text[])
-                 AND ((status = 'pending' AND NOT $6::boolean) OR (status IN ('running', 'answered') AND lease_until < $4 AND (status = 'answered' OR NOT $6::boolean)))
-               ORDER BY line, batch_id LIMIT $5 FOR UPDATE SKIP LOCKED) c
-       WHERE l.batch_id = c.batch_id AND l.line = c.line
-       RETURNING l.batch_id, l.line, l.status, l.attempt, l.kept`,
-      [owner, leaseUntil.toISOString(), batchIds, now.toISOString(), limit, answeredOnly],
+  /** Where the line stands; null once its batch ended and its lines are gone. */
+  async row(batchId: string, line: number): Promise<LineRow | null> {
+    const { rows } = await this.sql.query<{ status: LineStatus; attempt: number; kept: unknown }>(
+      `SELECT status, attempt, kept FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1 AND line = $2`,
+      [batchId, line],
     );
-    return rows.map((r) => ({
-      batchId: r.batch_id,
-      line: r.line,
-      status: r.status,
-      attempt: r.attempt,
-      kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept,
-    }));
+    if (rows.length === 0) return null;
+    const r = rows[0];
+    return { status: r.status, attempt: Number(r.attempt), kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept };
   }
 
-  /** The request of a claimed line; null when it no longer opens (SVC_ENCRYPTION_KEY changed). */
+  /** The request of a line; null when it no longer opens (SVC_ENCRYPTION_KEY changed). */
   async request(batchId: string, line: number): Promise<{ custom_id: string; body: Record<string, unknown> } | null> {
     const { rows } = await this.sql.query<{ request: string }>(`SELECT request FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1 AND line = $2`, [batchId, line]);
     const plain = rows[0] ? this.sealed.open(rows[0].request, requestContext(batchId, line)) : null;
     return plain === null ? null : JSON.parse(plain);
   }
 
+  /** Begins attempt `attempt` of a line not answered yet; false when a later attempt began already. */
+  async begin(batchId: string, line: number, attempt: number): Promise<boolean> {
+    const { rows } = await this.sql.query(
+      `UPDATE ${BATCH_LINES_TABLE} SET status = 'running', attempt = $3
+        WHERE batch_id = $1 AND line = $2 AND attempt < $3 AND status IN ('pending', 'running') RETURNING line`,
+      [batchId, line, attempt],
+    );
+    return rows.length === 1;
+  }
+
   /**
    * Keeps an answer and its settlement before the settlement is made; false when the line is no
-   * longer this attempt's (its lease ran out and another worker took it): the answer is then not
+   * longer at this attempt (its lease ran out and another worker took it): the answer is then not
    * this worker's to bill.
    */
-  async keepAnswer(claimed: ClaimedLine, owner: string, leaseUntil: Date, result: BatchResultLine, kept: unknown): Promise<boolean> {
+  async keepAnswer(batchId: string, line: number, attempt: number, result: BatchResultLine, kept: unknown): Promise<boolean> {
     const { rows } = await this.sql.query(
-      `UPDATE ${BATCH_LINES_TABLE} SET status = 'answered', result = $5, kept = $6, lease_until = $7
-        WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND owner = $4 AND status = 'running' RETURNING line`,
-      [
-        claimed.batchId,
-        claimed.line,
-        claimed.attempt,
-        owner,
-        this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line)),
-        JSON.stringify(kept),
-        leaseUntil.toISOString(),
-      ],
+      `UPDATE ${BATCH_LINES_TABLE} SET status = 'answered', result = $4, kept = $5
+        WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND status = 'running' RETURNING line`,
+      [batchId, line, attempt, this.sealed.seal(JSON.stringify(result), resultContext(batchId, line)), JSON.stringify(kept)],
     );
     return rows.length === 1;
   }
 
   /** The line has its outcome: settled, or failed with `result` (an answer kept already stays). */
-  async finish(claimed: ClaimedLine, owner: string, outcome: LineOutcome, result?: BatchResultLine): Promise<boolean> {
+  async finish(batchId: string, line: number, attempt: number, outcome: LineOutcome, result?: BatchResultLine): Promise<boolean> {
     const { rows } = await this.sql.query(
-      `UPDATE ${BATCH_LINES_TABLE} SET status = 'done', outcome = $5, owner = NULL, lease_until = NULL,
-              result = COALESCE($6, result)
-        WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND owner = $4 AND status IN ('running', 'answered') RETURNING line`,
-      [
-        claimed.batchId,
-        claimed.line,
-        claimed.attempt,
-        owner,
-        outcome,
-        result === undefined ? null : this.sealed.seal(JSON.stringify(result), resultContext(claimed.batchId, claimed.line)),
-      ],
+      `UPDATE ${BATCH_LINES_TABLE} SET status = 'done', outcome = $4, result = COALESCE($5, result)
+        WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND status IN ('running', 'answered') RETURNING line`,
+      [batchId, line, attempt, outcome, result === undefined ? null : this.sealed.seal(JSON.stringify(result), resultContext(batchId, line))],
     );
     return rows.length === 1;
   }
 
-  /** Lets a line go back to the queue at once (this worker is stopping), for its attempt only. */
-  async unclaim(claimed: ClaimedLine, owner: string): Promise<void> {
-    await this.sql.query(`UPDATE ${BATCH_LINES_TABLE} SET lease_until = $5 WHERE batch_id = $1 AND line = $2 AND attempt = $3 AND owner = $4`, [
-      claimed.batchId,
-      claimed.line,
-      claimed.attempt,
-      owner,
-      new Date(0).toISOString(),
-    ]);
-  }
-
-  /** How the batch's lines stand: outcomes so far, lines still to run, and lines some worker holds now. */
-  async progress(batchId: string, now: Date): Promise<{ completed: number; failed: number; waiting: number; held: number; total: number }> {
-    const { rows } = await this.sql.query<{ completed: string; failed: string; waiting: string; held: string; total: string }>(
-      `SELECT count(*) FILTER (WHERE outcome = 'completed') AS completed,
-              count(*) FILTER (WHERE outcome = 'failed') AS failed,
-              count(*) FILTER (WHERE status <> 'done' AND (lease_until IS NULL OR lease_until < $2)) AS waiting,
-              count(*) FILTER (WHERE status <> 'done' AND lease_until >= $2) AS held,
-              count(*) AS total
-         FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1`,
-      [batchId, now.toISOString()],
+  /** How the batch's lines stand, their rows and their jobs together. */
+  async progress(batchId: string, now: Date): Promise<LineProgress> {
+    const { rows } = await this.sql.query<Record<keyof LineProgress, string>>(
+      `SELECT count(*) AS total,
+              count(*) FILTER (WHERE l.status <> 'done') AS open,
+              count(*) FILTER (WHERE l.status = 'answered') AS answered,
+              count(j.key) FILTER (WHERE j.lease_until >= $2) AS held,
+              count(j.key) FILTER (WHERE (j.lease_until IS NULL OR j.lease_until < $2) AND l.status <> 'answered') AS queued
+         FROM ${BATCH_LINES_TABLE} l LEFT JOIN ${JOBS_TABLE} j ON j.kind = $3 AND j.key = l.batch_id || ':' || l.line
+        WHERE l.batch_id = $1`,
+      [batchId, now.toISOString(), BATCH_LINE_JOB],
     );
     const r = rows[0];
-    return { completed: Number(r.completed), failed: Number(r.failed), waiting: Number(r.waiting), held: Number(r.held), total: Number(r.total) };
+    return { total: Number(r.total), open: Number(r.open), answered: Number(r.answered), held: Number(r.held), queued: Number(r.queued) };
+  }
+
+  /** Removes the jobs of the batch's lines that no worker holds and that have no answer to settle: they will not run. */
+  async dropUnrun(batchId: string, now: Date): Promise<void> {
+    await this.sql.query(
+      `DELETE FROM ${JOBS_TABLE} j USING ${BATCH_LINES_TABLE} l
+        WHERE l.batch_id = $1 AND j.kind = $3 AND j.key = l.batch_id || ':' || l.line
+          AND l.status <> 'answered' AND (j.lease_until IS NULL OR j.lease_until < $2)`,
+      [batchId, now.toISOString(), BATCH_LINE_JOB],
+    );
+  }
+
+  /** Makes the batch's job due at `at` at the latest: it was created or cancelled, or one of its lines moved on. */
+  async wake(batchId: string, at: Date): Promise<void> {
+    await scheduleJob(this.sql, BATCH_JOB, batchId, at);
   }
 
   /** The outcomes of many batches at once (a list page of running batches). */
@@ -249,8 +225,11 @@ export class BatchLines {
     }
   }
 
-  /** Removes an ended batch's lines once its files are written (the files are what is kept). */
+  /** Removes an ended batch's lines and their jobs once its files are written (the files are what is kept). */
   async remove(batchId: string): Promise<void> {
-    await this.sql.query(`DELETE FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1`, [batchId]);
+    await this.sql.transaction(async (tx) => {
+      await tx.query(`DELETE FROM ${JOBS_TABLE} WHERE kind = $1 AND split_part(key, ':', 1) = $2`, [BATCH_LINE_JOB, batchId]);
+      await tx.query(`DELETE FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1`, [batchId]);
+    });
   }
 }

@@ -1,29 +1,38 @@
 /**
- * The worker side of batches (spec 4.11, 3.2, 1 rule 6): reads each new batch's input file into
- * its lines, runs the lines through the metering pipeline (each its own hold and charge), and
- * ends the batch with its output and error files. Every worker runs one; they share the work
- * through the lines' leases (./lines), and the batch stream's decider keeps each phase to once.
+ * The worker side of batches (spec 4.11, 3.2, 1 rule 6) on the job table (ARCHITECTURE section
+ * 11): the batch workflow (./batch-workflow) reads each new batch's input file into its lines
+ * and ends the batch with its output and error files; the line workflow (./line-workflow) runs
+ * each line through the metering pipeline (its own hold and charge). The deciders choose; this
+ * file is what their steps do for real. Every worker runs one, and they share the work through
+ * the jobs' leases.
  *
- * Lines run concurrently, at most `perAccount` of one account at a time in this worker, so one
- * account's huge batch does not hold back another account's small one.
+ * Lines are claimed per account, at most `perAccount` of one account at a time in this worker,
+ * so one account's huge batch does not hold back another account's small one.
  */
 import { DomainError } from '@svc/eventstore';
+import { WorkflowProcessor, type JobQueue, type Lease } from '@svc/jobs';
 import type { Clock } from '@svc/platform';
-import type { BatchCommand, BatchEndpoint, BatchStatus } from './batch';
+import type { BatchCommand, BatchEvent, BatchState } from './batch';
+import { BATCH_JOB, batchWorkflow, type ActiveBatch, type BatchEffect, type BatchWorkflowInput, type BatchWorkflowState } from './batch-workflow';
 import { BatchInput } from './input';
-import { type BatchLines, type BatchResultLine, type ClaimedLine, lineHoldId, resultLineId } from './lines';
+import type { BatchLines } from './lines';
+import {
+  BATCH_LINE_JOB,
+  batchRuns,
+  lineHoldId,
+  lineOfJob,
+  lineWorkflow,
+  resultLineId,
+  type BatchResultLine,
+  type LineCommand,
+  type LineEffect,
+  type LineEvent,
+  type LineInput,
+  type LineWorkflowState,
+} from './line-workflow';
 
-/** A batch as a worker sees it: from the batches read model. */
-export interface ActiveBatch {
-  batchId: string;
-  accountId: string;
-  workspaceId: string;
-  keyId: string;
-  endpoint: BatchEndpoint;
-  inputFileId: string;
-  status: BatchStatus;
-  expiresAt: Date;
-}
+/** The batch the line calls (./line-calls) are made for, named where they take it from. */
+export type { ActiveBatch } from './batch-workflow';
 
 /** One line's call through the pipeline, stopped before its settlement. */
 export type LineAnswer =
@@ -56,13 +65,16 @@ export interface BatchFiles {
 
 export interface BatchRunnerDeps {
   clock: Clock;
+  queue: Pick<JobQueue, 'claim' | 'reschedule' | 'complete' | 'ensure'>;
   lines: BatchLines;
   files: BatchFiles;
   calls: LineCalls;
   /** The batches with something to do. */
   active(): Promise<ActiveBatch[]>;
-  /** Decides `command` on the batch's stream. */
-  decide(command: BatchCommand): Promise<void>;
+  /** The batch's stream. */
+  load(batchId: string): Promise<BatchState>;
+  /** Decides `command` on the batch's stream; resolves with the events recorded. */
+  decide(command: BatchCommand): Promise<BatchEvent[]>;
   /** This worker's name in the leases. */
   owner: string;
   /** Longer than a line can take (the upstream timeout), so a live worker's lease never lapses mid-line. */
@@ -70,45 +82,70 @@ export interface BatchRunnerDeps {
   /** Lines of one account this worker runs at once. */
   perAccount: number;
   warn(message: string): void;
-  /** Runs one attempt of a line inside a trace of its own (its hold, upstream and charge spans); absent without tracing. */
+  /** Runs one step of a line inside a trace of its own (its hold, upstream and charge spans); absent without tracing. */
   trace?<T>(name: string, attributes: Record<string, string | number>, fn: () => Promise<T>): Promise<T>;
 }
 
-/** Past this many attempts (each cut short by a crash or an outage) a line fails instead. */
-export const MAX_LINE_ATTEMPTS = 5;
+/** Batches one pass of this worker validates or ends at once. */
+const BATCH_CONCURRENCY = 4;
 
 export class BatchRunner {
+  private readonly batches: WorkflowProcessor<BatchWorkflowInput, BatchWorkflowState, BatchCommand, BatchEffect, BatchEvent>;
+  private readonly lines: WorkflowProcessor<LineInput, LineWorkflowState, LineCommand, LineEffect, LineEvent>;
+  /** The batches the read model showed running at the last pass. */
+  private active = new Map<string, ActiveBatch>();
+  /** The batch each line this worker holds was claimed for. */
+  private readonly claimedFor = new Map<string, ActiveBatch>();
   private readonly inFlight = new Map<string, number>();
-  /** Lines of each batch this worker is running: a batch ends only once none is (whatever their leases say). */
-  private readonly batchInFlight = new Map<string, number>();
-  /** Each batch's status as the last pass saw it: a line that ends refills its slot only while its batch still runs. */
-  private readonly statuses = new Map<string, BatchStatus>();
   private readonly running = new Set<Promise<void>>();
   private stopping = false;
 
-  constructor(private readonly deps: BatchRunnerDeps) {}
+  constructor(private readonly deps: BatchRunnerDeps) {
+    const { clock, queue, owner, leaseMs, warn } = deps;
+    this.batches = new WorkflowProcessor(
+      batchWorkflow,
+      {
+        load: async (job) => {
+          const [batch, lines] = await Promise.all([deps.load(job.key), deps.lines.progress(job.key, clock.now())]);
+          return { batchId: job.key, batch, active: this.active.get(job.key) ?? null, lines };
+        },
+        send: (_job, command) => this.record(command),
+        call: (job, effect, state) => this.batchEffect(job, effect, state),
+      },
+      { clock, queue, owner, leaseMs, concurrency: BATCH_CONCURRENCY, warn },
+    );
+    this.lines = new WorkflowProcessor(
+      lineWorkflow,
+      {
+        load: async (job) => {
+          const { batchId, line } = lineOfJob(job.key);
+          const row = await deps.lines.row(batchId, line);
+          const request = row === null || row.status === 'done' || row.status === 'answered' ? null : await deps.lines.request(batchId, line);
+          const batch = this.active.get(batchId) ?? this.claimedFor.get(job.key) ?? null;
+          return { batchId, line, batch, row, request, epoch: job.epoch };
+        },
+        send: (job, command) => this.recordLine(job, command),
+        call: (job, effect, state) => this.lineEffect(job, effect, state),
+      },
+      { clock, queue, owner, leaseMs, concurrency: deps.perAccount, warn },
+    );
+  }
 
   /**
-   * One pass: new batches validated, ended ones finalized, and free slots filled with lines.
-   * The lines run on after it resolves (see `idle`).
+   * One pass: the batches due validated or ended, and free slots filled with lines. The lines
+   * run on after it resolves (see `idle`).
    */
   async runOnce(): Promise<void> {
     if (this.stopping) return;
-    const now = this.deps.clock.now();
     const batches = await this.deps.active();
-    this.statuses.clear();
-    for (const batch of batches) this.statuses.set(batch.batchId, batch.status);
-    for (const batch of batches.filter((b) => b.status === 'validating')) await this.validate(batch);
-    const running = batches.filter((b) => b.status === 'in_progress' && b.expiresAt > now);
-    // Cancelled, expiring or finalizing: nothing new runs; answers left unsettled are settled, then the files are written.
-    const ending = batches.filter((b) => b.status === 'cancelling' || b.status === 'finalizing' || (b.status === 'in_progress' && b.expiresAt <= now));
-    await this.fill(ending, true);
-    for (const batch of ending) await this.finalize(batch);
-    await this.fill(running, false);
-    for (const batch of running) {
-      const progress = await this.deps.lines.progress(batch.batchId, now);
-      if (progress.waiting === 0 && progress.held === 0) await this.finalize(batch);
-    }
+    this.active = new Map(batches.map((b) => [b.batchId, b]));
+    // Every batch the read model shows running has its job, one whose first ask was lost (its gateway died) too.
+    await this.deps.queue.ensure(
+      BATCH_JOB,
+      batches.map((b) => b.batchId),
+      this.deps.clock.now(),
+    );
+    await Promise.all([this.batches.runOnce(), this.fill(batches.filter((b) => b.status !== 'validating'))]);
   }
 
   /** Resolves once the lines this worker started have ended. */
@@ -116,136 +153,150 @@ export class BatchRunner {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  /** Starts nothing more and waits for the lines running. */
+  /** Starts nothing more and waits for the steps under way. */
   async stop(): Promise<void> {
     this.stopping = true;
+    await this.batches.stop();
     await this.idle();
   }
 
-  /** Reads the input file into the batch's lines, or fails the batch with its problems (with their line numbers). */
-  private async validate(batch: ActiveBatch): Promise<void> {
-    const { batchId } = batch;
-    const content = await this.deps.files.input(batch);
-    if (content === null) {
-      const errors = [{ code: 'file_not_found', message: `The input file ${batch.inputFileId} no longer exists.`, line: null, param: 'input_file_id' }];
-      return this.decideOnce({ type: 'RecordValidation', batchId, total: 0, errors });
-    }
-    const input = new BatchInput(batch.endpoint);
-    for await (const { line, value } of content) input.addParsed(value, line);
-    const { lines, errors } = input.result();
-    // Stored before the batch starts: a crash in between stores them again, unchanged.
-    await this.deps.lines.add(batchId, lines);
-    await this.decideOnce({ type: 'RecordValidation', batchId, total: lines.length, errors });
-  }
-
   /** Claims lines of `batches` up to each account's free slots, and starts them. */
-  private async fill(batches: readonly ActiveBatch[], answeredOnly: boolean): Promise<void> {
+  private async fill(batches: readonly ActiveBatch[]): Promise<void> {
     const byAccount = new Map<string, ActiveBatch[]>();
     for (const batch of batches) byAccount.set(batch.accountId, [...(byAccount.get(batch.accountId) ?? []), batch]);
     for (const [accountId, own] of byAccount) {
       const free = this.deps.perAccount - (this.inFlight.get(accountId) ?? 0);
       if (free <= 0 || this.stopping) continue;
       const now = this.deps.clock.now();
-      const claimed = await this.deps.lines.claim(
-        own.map((b) => b.batchId),
+      const claimed = await this.deps.queue.claim(
+        BATCH_LINE_JOB,
         this.deps.owner,
         now,
-        this.leaseFrom(now),
+        new Date(now.getTime() + this.deps.leaseMs),
         free,
-        answeredOnly,
+        own.map((b) => b.batchId),
       );
       const byId = new Map(own.map((b) => [b.batchId, b]));
-      for (const line of claimed) this.start(byId.get(line.batchId) as ActiveBatch, line);
+      for (const job of claimed) this.start(byId.get(lineOfJob(job.key).batchId) as ActiveBatch, job);
     }
   }
 
-  private start(batch: ActiveBatch, line: ClaimedLine): void {
+  private start(batch: ActiveBatch, job: Lease): void {
     this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 0) + 1);
-    this.batchInFlight.set(batch.batchId, (this.batchInFlight.get(batch.batchId) ?? 0) + 1);
+    this.claimedFor.set(job.key, batch);
     const { trace } = this.deps;
-    const attempt = () => this.runLine(batch, line);
-    const attributes = { 'svc.batch_id': batch.batchId, 'svc.batch_line': line.line, 'svc.attempt': line.attempt, 'svc.account_id': batch.accountId };
-    const run = (trace ? trace('batch line', attributes, attempt) : attempt())
+    const { line } = lineOfJob(job.key);
+    const step = () => this.lines.step(job);
+    const attributes = { 'svc.batch_id': batch.batchId, 'svc.batch_line': line, 'svc.attempt': job.epoch, 'svc.account_id': batch.accountId };
+    const run = (trace ? trace('batch line', attributes, step) : step())
       .catch((err: unknown) =>
-        this.deps.warn(`batch ${batch.batchId} line ${line.line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`),
+        this.deps.warn(`batch ${batch.batchId} line ${line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`),
       )
+      // The batch looks at its lines again: this one may have been the last it waited for.
+      .then(() => this.deps.lines.wake(batch.batchId, this.deps.clock.now()))
+      .catch(() => undefined)
       .finally(() => {
         this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 1) - 1);
-        this.batchInFlight.set(batch.batchId, (this.batchInFlight.get(batch.batchId) ?? 1) - 1);
+        this.claimedFor.delete(job.key);
         this.running.delete(run);
         // A slot is free: the next line need not wait for the next pass, unless the batch was cancelled or ran out of time.
-        if (!this.stopping && this.statuses.get(batch.batchId) === 'in_progress' && batch.expiresAt > this.deps.clock.now()) {
-          void this.fill([batch], false).catch(() => undefined);
-        }
+        const current = this.active.get(batch.batchId) ?? null;
+        if (!this.stopping && batchRuns(current, this.deps.clock.now())) void this.fill([current as ActiveBatch]).catch(() => undefined);
       });
     this.running.add(run);
   }
 
-  private async runLine(batch: ActiveBatch, claimed: ClaimedLine): Promise<void> {
-    const { lines, calls, owner } = this.deps;
-    if (claimed.status === 'answered') {
-      // A worker answered it and stopped before settling: settle what it kept, once.
-      await calls.settle(batch, claimed.kept);
-      await lines.finish(claimed, owner, 'completed');
-      return;
+  /** A conditional write on the line's row, as the event it stands for; refused when the line moved on. */
+  private async recordLine(job: Lease, command: LineCommand): Promise<LineEvent[]> {
+    const { batchId, line } = lineOfJob(job.key);
+    const { lines } = this.deps;
+    let event: LineEvent | null = null;
+    switch (command.type) {
+      case 'BeginAttempt':
+        if (await lines.begin(batchId, line, command.attempt)) event = { type: 'AttemptBegun', data: { attempt: command.attempt } };
+        break;
+      case 'KeepAnswer':
+        if (await lines.keepAnswer(batchId, line, command.attempt, command.result, command.kept)) event = { type: 'AnswerKept', data: { kept: command.kept } };
+        break;
+      case 'FinishLine':
+        if (await lines.finish(batchId, line, command.attempt, command.outcome, command.result))
+          event = { type: 'LineFinished', data: { outcome: command.outcome } };
+        break;
     }
-    // The attempt before this one was a worker's that is gone: its hold, if it placed one, is released.
-    if (claimed.attempt > 1) await calls.release(batch, lineHoldId(batch.batchId, claimed.line, claimed.attempt - 1));
-    const request = await lines.request(batch.batchId, claimed.line);
-    const id = resultLineId(batch.batchId, claimed.line);
-    if (request === null) {
-      await lines.finish(claimed, owner, 'failed', {
-        id,
-        custom_id: '',
-        response: null,
-        error: { code: 'request_unreadable', message: 'The line can no longer be read: the service encryption key changed.' },
-      });
-      return;
+    if (event === null) throw new DomainError('batch_line_moved_on', `Line ${line} of batch ${batchId} is no longer at attempt ${command.attempt}.`);
+    return [event];
+  }
+
+  private async lineEffect(job: Lease, effect: LineEffect, state: LineWorkflowState): Promise<LineInput> {
+    const batch = state.batch ?? this.claimedFor.get(job.key);
+    if (!batch) throw new Error(`batch ${state.batchId} is not running`);
+    const { calls } = this.deps;
+    switch (effect.type) {
+      case 'Answer': {
+        const answer = await calls.answer(batch, state.request?.body ?? {}, effect.holdId);
+        return answer.answered
+          ? { type: 'Answered', body: answer.body, requestId: answer.requestId, kept: answer.kept }
+          : { type: 'Refused', statusCode: answer.statusCode, body: answer.body, requestId: answer.requestId };
+      }
+      case 'Settle':
+        await calls.settle(batch, effect.kept);
+        return { type: 'Settled' };
+      case 'Release':
+        await calls.release(batch, effect.holdId);
+        return { type: 'Released' };
     }
-    if (claimed.attempt > MAX_LINE_ATTEMPTS) {
-      const error = { code: 'request_failed', message: `The request was cut short ${MAX_LINE_ATTEMPTS} times by the service; it was not billed.` };
-      await lines.finish(claimed, owner, 'failed', { id, custom_id: request.custom_id, response: null, error });
-      return;
+  }
+
+  /** Decides on the batch's stream; an end refused (the batch ended otherwise) leaves no files of its own behind. */
+  private async record(command: BatchCommand): Promise<BatchEvent[]> {
+    try {
+      return await this.deps.decide(command);
+    } catch (err) {
+      const batch = this.active.get(command.batchId);
+      if (command.type === 'FinishBatch' && batch) {
+        for (const id of [command.outputFileId, command.errorFileId]) if (id !== null) await this.deps.files.remove(batch, id);
+      }
+      throw err;
     }
-    const holdId = lineHoldId(batch.batchId, claimed.line, claimed.attempt);
-    const answer = await calls.answer(batch, request.body, holdId);
-    if (!answer.answered) {
-      const result: BatchResultLine = {
-        id,
-        custom_id: request.custom_id,
-        response: { status_code: answer.statusCode, request_id: answer.requestId ?? holdId, body: answer.body },
-        error: null,
-      };
-      await lines.finish(claimed, owner, 'failed', result);
-      return;
+  }
+
+  private async batchEffect(job: Lease, effect: BatchEffect, state: BatchWorkflowState): Promise<BatchWorkflowInput> {
+    const batch = state.active as ActiveBatch;
+    switch (effect.type) {
+      case 'Validate':
+        return this.validate(batch);
+      case 'DropUnrun':
+        await this.deps.lines.dropUnrun(job.key, this.deps.clock.now());
+        return { type: 'Dropped' };
+      case 'WriteResults':
+        return this.writeResults(batch, effect.notRun);
+      case 'Forget':
+        await this.deps.lines.remove(job.key);
+        return { type: 'Forgotten' };
     }
-    const result: BatchResultLine = {
-      id,
-      custom_id: request.custom_id,
-      response: { status_code: 200, request_id: answer.requestId, body: answer.body },
-      error: null,
-    };
-    // The answer and its settlement are kept first: a crash after this is settled by whoever takes the line.
-    if (!(await lines.keepAnswer(claimed, owner, this.leaseFrom(this.deps.clock.now()), result, answer.kept))) {
-      await calls.release(batch, holdId);
-      return;
+  }
+
+  /** Reads the input file into the batch's lines, or finds its problems (with their line numbers). */
+  private async validate(batch: ActiveBatch): Promise<BatchWorkflowInput> {
+    const content = await this.deps.files.input(batch);
+    if (content === null) {
+      const errors = [{ code: 'file_not_found', message: `The input file ${batch.inputFileId} no longer exists.`, line: null, param: 'input_file_id' }];
+      return { type: 'Validated', total: 0, errors };
     }
-    await calls.settle(batch, answer.kept);
-    await lines.finish(claimed, owner, 'completed');
+    const input = new BatchInput(batch.endpoint);
+    for await (const { line, value } of content) input.addParsed(value, line);
+    const { lines, errors } = input.result();
+    // Stored before the batch starts: a crash in between stores them again, unchanged.
+    if (errors.length === 0) await this.deps.lines.add(batch.batchId, lines, this.deps.clock.now());
+    return { type: 'Validated', total: lines.length, errors };
   }
 
   /**
-   * Ends a batch whose lines are all done, or which was cancelled or ran out of time, once no
-   * worker holds any of its lines: the result files, then the end on its stream. Lines that
-   * never ran are listed in the error file with OpenAI's `batch_cancelled` / `batch_expired`.
+   * The result files of a batch none of whose lines runs any more. Lines that never ran are
+   * listed in the error file with OpenAI's `batch_cancelled` / `batch_expired`; one left running
+   * by a worker that is gone is not billed (its hold is released).
    */
-  private async finalize(batch: ActiveBatch): Promise<void> {
-    const now = this.deps.clock.now();
-    const progress = await this.deps.lines.progress(batch.batchId, now);
-    if (progress.held > 0 || (this.batchInFlight.get(batch.batchId) ?? 0) > 0) return;
-    if (batch.status === 'in_progress' && progress.waiting > 0 && batch.expiresAt > now) return;
-    if (batch.status === 'in_progress') await this.decideOnce({ type: 'BeginFinalizing', batchId: batch.batchId });
-    const notRun = batch.status === 'cancelling' ? 'batch_cancelled' : 'batch_expired';
+  private async writeResults(batch: ActiveBatch, notRun: 'batch_cancelled' | 'batch_expired'): Promise<BatchWorkflowInput> {
     const output: BatchResultLine[] = [];
     const errors: BatchResultLine[] = [];
     let completed = 0;
@@ -257,43 +308,15 @@ export class BatchRunner {
         else failed++;
         continue;
       }
-      // Never run, or left running by a worker that is gone: not billed (its hold is released).
       if (row.status === 'running') await this.deps.calls.release(batch, lineHoldId(batch.batchId, row.line, row.attempt));
       const message = notRun === 'batch_cancelled' ? 'The batch was cancelled before this request ran.' : 'The batch expired before this request ran.';
       errors.push({ id: resultLineId(batch.batchId, row.line), custom_id: row.customId ?? '', response: null, error: { code: notRun, message } });
     }
-    const written: string[] = [];
-    const write = async (name: string, results: BatchResultLine[]) => {
-      if (results.length === 0) return null;
-      const id = await this.deps.files.write(batch, `${batch.batchId}_${name}.jsonl`, jsonl(results));
-      written.push(id);
-      return id;
-    };
+    const write = async (name: string, results: BatchResultLine[]) =>
+      results.length === 0 ? null : this.deps.files.write(batch, `${batch.batchId}_${name}.jsonl`, jsonl(results));
     const outputFileId = await write('output', output);
     const errorFileId = await write('error', errors);
-    try {
-      await this.deps.decide({ type: 'FinishBatch', batchId: batch.batchId, completed, failed, outputFileId, errorFileId });
-    } catch (err) {
-      // Another worker ended it first: its files are the batch's, these are not.
-      for (const id of written) await this.deps.files.remove(batch, id);
-      if (err instanceof DomainError && (err.code === 'batch_invalid_state' || err.code === 'batch_unfinished')) return;
-      throw err;
-    }
-    await this.deps.lines.remove(batch.batchId);
-  }
-
-  /** A phase another worker may have decided already: its refusal is not a failure. */
-  private async decideOnce(command: BatchCommand): Promise<void> {
-    try {
-      await this.deps.decide(command);
-    } catch (err) {
-      if (err instanceof DomainError && err.code === 'batch_invalid_state') return;
-      throw err;
-    }
-  }
-
-  private leaseFrom(now: Date): Date {
-    return new Date(now.getTime() + this.deps.leaseMs);
+    return { type: 'Written', completed, failed, outputFileId, errorFileId };
   }
 }
 

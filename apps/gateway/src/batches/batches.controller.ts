@@ -24,7 +24,7 @@ export class BatchesController {
   private readonly lines: BatchLines;
 
   constructor(
-    @Inject(CLOCK) clock: Clock,
+    @Inject(CLOCK) private readonly clock: Clock,
     @Inject(CONFIG) config: Config,
     @Inject(READ_DB) private readonly sql: SqlRunner,
     @Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore,
@@ -51,6 +51,8 @@ export class BatchesController {
     await this.checkInput(caller, request.inputFileId, request.endpoint);
     const batchId = `batch_${randomBytes(12).toString('hex')}`;
     await this.decide({ type: 'CreateBatch', batchId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId, ...request }, caller);
+    // The workers read it now rather than at their next look (which finds it all the same).
+    await this.lines.wake(batchId, this.clock.now());
     return this.present(await this.find(caller, batchId));
   }
 
@@ -91,6 +93,7 @@ export class BatchesController {
       );
     }
     await this.decide({ type: 'RequestCancel', batchId: id }, caller);
+    await this.lines.wake(id, this.clock.now());
     return this.present(await this.find(caller, id));
   }
 
