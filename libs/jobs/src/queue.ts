@@ -70,7 +70,10 @@ export const JOBS_SCHEMA: readonly string[] = [
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (kind, key)
   )`,
-  `CREATE INDEX IF NOT EXISTS ${JOBS_TABLE}_due ON ${JOBS_TABLE} (kind, due_at)`,
+  // In the claim's order, so a claim reads the first due jobs of its kind and stops, rather than
+  // sorting them all (a batch's 5,000 lines are due at one time and told apart by key).
+  `CREATE INDEX IF NOT EXISTS ${JOBS_TABLE}_due_key ON ${JOBS_TABLE} (kind, due_at, key)`,
+  `DROP INDEX IF EXISTS ${JOBS_TABLE}_due`,
 ];
 
 export class JobQueue {
