@@ -40,7 +40,7 @@ describe('a database whose batch lines kept their own leases in batch_lines, on 
     );
     expect(columns.rows.map((c) => c.column_name)).toEqual(['attempt', 'batch_id', 'kept', 'line', 'outcome', 'request', 'result', 'status']);
     const lines = new BatchLines(sql, () => null);
-    expect(await lines.row('batch_a', 3)).toEqual({ status: 'answered', attempt: 1, kept: { hold: 'h' } });
+    expect(await lines.line('batch_a', 3)).toEqual({ row: { status: 'answered', attempt: 1, kept: { hold: 'h' } }, request: null });
 
     // The held line goes to no one before its lease ends; then its next holder's attempt is a new one.
     const queue = new JobQueue(sql);

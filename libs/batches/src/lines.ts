@@ -100,22 +100,22 @@ export class BatchLines {
     }
   }
 
-  /** Where the line stands; null once its batch ended and its lines are gone. */
-  async row(batchId: string, line: number): Promise<LineRow | null> {
-    const { rows } = await this.sql.query<{ status: LineStatus; attempt: number; kept: unknown }>(
-      `SELECT status, attempt, kept FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1 AND line = $2`,
+  /**
+   * Where the line stands (null once its batch ended and its lines are gone) and, while it has
+   * still to run, its request (null when it no longer opens: SVC_ENCRYPTION_KEY changed).
+   */
+  async line(batchId: string, line: number): Promise<{ row: LineRow | null; request: { custom_id: string; body: Record<string, unknown> } | null }> {
+    const { rows } = await this.sql.query<{ status: LineStatus; attempt: number; kept: unknown; request: string }>(
+      `SELECT status, attempt, kept, CASE WHEN status IN ('pending', 'running') THEN request END AS request FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1 AND line = $2`,
       [batchId, line],
     );
-    if (rows.length === 0) return null;
+    if (rows.length === 0) return { row: null, request: null };
     const r = rows[0];
-    return { status: r.status, attempt: Number(r.attempt), kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept };
-  }
-
-  /** The request of a line; null when it no longer opens (SVC_ENCRYPTION_KEY changed). */
-  async request(batchId: string, line: number): Promise<{ custom_id: string; body: Record<string, unknown> } | null> {
-    const { rows } = await this.sql.query<{ request: string }>(`SELECT request FROM ${BATCH_LINES_TABLE} WHERE batch_id = $1 AND line = $2`, [batchId, line]);
-    const plain = rows[0] ? this.sealed.open(rows[0].request, requestContext(batchId, line)) : null;
-    return plain === null ? null : JSON.parse(plain);
+    const plain = r.request === null ? null : this.sealed.open(r.request, requestContext(batchId, line));
+    return {
+      row: { status: r.status, attempt: Number(r.attempt), kept: typeof r.kept === 'string' ? JSON.parse(r.kept) : r.kept },
+      request: plain === null ? null : JSON.parse(plain),
+    };
   }
 
   /** Begins attempt `attempt` of a line not answered yet; false when a later attempt began already. */

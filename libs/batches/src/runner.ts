@@ -98,6 +98,8 @@ export class BatchRunner {
   private readonly claimedFor = new Map<string, ActiveBatch>();
   private readonly inFlight = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
+  private readonly waking = new Set<string>();
+  private readonly wakeAgain = new Set<string>();
   private stopping = false;
 
   constructor(private readonly deps: BatchRunnerDeps) {
@@ -119,8 +121,7 @@ export class BatchRunner {
       {
         load: async (job) => {
           const { batchId, line } = lineOfJob(job.key);
-          const row = await deps.lines.row(batchId, line);
-          const request = row === null || row.status === 'done' || row.status === 'answered' ? null : await deps.lines.request(batchId, line);
+          const { row, request } = await deps.lines.line(batchId, line);
           const batch = this.active.get(batchId) ?? this.claimedFor.get(job.key) ?? null;
           return { batchId, line, batch, row, request, epoch: job.epoch };
         },
@@ -192,10 +193,9 @@ export class BatchRunner {
       .catch((err: unknown) =>
         this.deps.warn(`batch ${batch.batchId} line ${line}: ${err instanceof Error ? err.message : String(err)}; it is tried again once its lease ends`),
       )
-      // The batch looks at its lines again: this one may have been the last it waited for.
-      .then(() => this.deps.lines.wake(batch.batchId, this.deps.clock.now()))
-      .catch(() => undefined)
       .finally(() => {
+        // The batch looks at its lines again: this one may have been the last it waited for.
+        this.wake(batch.batchId);
         this.inFlight.set(batch.accountId, (this.inFlight.get(batch.accountId) ?? 1) - 1);
         this.claimedFor.delete(job.key);
         this.running.delete(run);
@@ -204,6 +204,25 @@ export class BatchRunner {
         if (!this.stopping && batchRuns(current, this.deps.clock.now())) void this.fill([current as ActiveBatch]).catch(() => undefined);
       });
     this.running.add(run);
+  }
+
+  /**
+   * Wakes a batch, off the lines' way: one wake of a batch at a time from this worker, and one
+   * more after it when lines ended meanwhile (the wake under way may have read the job before them).
+   */
+  private wake(batchId: string): void {
+    if (this.waking.has(batchId)) {
+      this.wakeAgain.add(batchId);
+      return;
+    }
+    this.waking.add(batchId);
+    void this.deps.lines
+      .wake(batchId, this.deps.clock.now())
+      .catch(() => undefined)
+      .finally(() => {
+        this.waking.delete(batchId);
+        if (this.wakeAgain.delete(batchId)) this.wake(batchId);
+      });
   }
 
   /** A conditional write on the line's row, as the event it stands for; refused when the line moved on. */
