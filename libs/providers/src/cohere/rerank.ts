@@ -10,6 +10,7 @@ export const COHERE_RERANK_PARAMETERS = sameNames<'rerank'>(['model', 'query', '
 /** Cohere v2: `{model, query, documents, top_n}` -> `{id, results: [{index, relevance_score}], meta.billed_units.search_units}`. */
 async function ranked(upstream: SingleOperationConnection, body: RerankBody, signal?: AbortSignal): Promise<RerankResult> {
   const { json, latencyMs } = await postJsonUpstream(
+    // The base is Cohere's root, `https://api.cohere.com`; a version segment at its end (the simulator's `/v1`) is dropped.
     `${upstream.root}/v2/rerank`,
     upstream.headers,
     mapParameters(COHERE_RERANK_PARAMETERS, { ...body }),
