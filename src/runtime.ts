@@ -21,9 +21,9 @@ import { BatchLines } from '@svc/batches';
 import { VideoJobs } from '@svc/videos';
 import { JobQueue } from '@svc/jobs';
 import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
-import { createChatProvider, type Simulator, startSimulator } from '@svc/providers';
+import { createProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
-import type { ChatProvider } from '@svc/providers';
+import type { Provider } from '@svc/providers';
 import { Tracing } from '@svc/telemetry';
 
 /**
@@ -40,7 +40,7 @@ export interface Runtime {
   readonly projections: ProjectionRunner;
   readonly catalog: Catalog;
   /** The upstream client of each catalog provider, by name, in that provider's wire format. */
-  readonly providers: ReadonlyMap<string, ChatProvider>;
+  readonly providers: ReadonlyMap<string, Provider>;
   /** Base URL of the in-process simulated upstream, when this process started one. */
   readonly simulatorUrl: string | null;
   /** That simulated upstream (tests read what it received). */
@@ -151,13 +151,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       closers.push(() => started.close());
       simulatorUrl = started.url;
     }
-    const providers = new Map<string, ChatProvider>();
+    const providers = new Map<string, Provider>();
     for (const model of withProviders ? catalog.models : []) {
       for (const { provider } of model.providers) {
         if (providers.has(provider.name)) continue;
         const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
         const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs, dialect: provider.dialect };
-        providers.set(provider.name, createChatProvider(provider.adapter, options));
+        providers.set(provider.name, createProvider(provider.adapter, options));
       }
     }
 

@@ -142,7 +142,7 @@ describe('provider routing and model suffixes (issue 5; spec 1, 4.2 provider and
 
   it(':thinking turns reasoning on upstream, keeps the caller’s own, and routing stays here', async () => {
     const premium = gw.runtime.providers.get('premium')!;
-    const spy = jest.spyOn(premium, 'chatCompletion');
+    const spy = jest.spyOn(premium as { chat: NonNullable<typeof premium.chat> }, 'chat');
     try {
       await chat({ model: 'test/routed:thinking', messages: user('Think'), provider: { only: ['premium'] } });
       await chat({ model: 'test/routed:thinking', messages: user('Think'), reasoning_effort: 'high', provider: { only: ['premium'] } });

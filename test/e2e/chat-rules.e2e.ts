@@ -48,8 +48,10 @@ describe('chat request rules and plugins (issue 5: request rules, plugins; spec 
   async function upstreamBodies<T>(run: () => Promise<T>): Promise<[T, Record<string, unknown>[]]> {
     const bodies: Record<string, unknown>[] = [];
     for (const provider of gw.runtime.providers.values()) {
-      const original = provider.chatCompletion.bind(provider);
-      jest.spyOn(provider, 'chatCompletion').mockImplementation((body, signal) => {
+      // Only the providers that serve chat have the call; the others are never handed a chat body.
+      const original = provider.chat;
+      if (!original) continue;
+      jest.spyOn(provider as { chat: typeof original }, 'chat').mockImplementation((body, signal) => {
         bodies.push(body as Record<string, unknown>);
         return original(body, signal);
       });

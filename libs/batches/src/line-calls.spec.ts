@@ -42,7 +42,7 @@ const chatEndpoint = (calls: MeteredCalls): LineEndpoints => ({
       endpoint: '/v1/chat/completions',
     };
     const metered = await calls.reserve(caller, plan, options);
-    const { target, value } = await calls.attempt(metered, (t) => t.provider.chatCompletion({ ...body, model: t.route.upstreamModel }));
+    const { target, value } = await calls.attempt(metered, (t) => t.provider.chat!({ ...body, model: t.route.upstreamModel }));
     const settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
     return { metered, target, settlement, present: (charged) => ({ body: { id: metered.reservation.id, usage: { cost: nanoToUsd(charged) } } }) };
   },

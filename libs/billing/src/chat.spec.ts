@@ -6,7 +6,7 @@ import { accountDecider, type AccountEvent } from '@svc/ledger';
 import { A, credited, opened } from '@svc/ledger/testing/account-fixtures';
 import { MeteredCalls, OwnProviders, type StreamProgress, type StreamSink } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
-import { type ChatProvider, createChatProvider, startSimulator, type Simulator } from '@svc/providers';
+import { createProvider, type Provider, startSimulator, type Simulator } from '@svc/providers';
 import { ChatCompletions, type ChatRequest } from './chat';
 import { Embeddings } from './embeddings';
 import { Messages } from './messages';
@@ -31,7 +31,7 @@ class MemorySink implements StreamSink {
 const clock = { now: () => new Date() };
 const catalog = loadCatalog();
 let sim: Simulator;
-let providers: Map<string, ChatProvider>;
+let providers: Map<string, Provider>;
 
 beforeAll(async () => {
   sim = await startSimulator();
@@ -39,7 +39,7 @@ beforeAll(async () => {
   for (const model of catalog.models) {
     for (const { provider } of model.providers) {
       const baseUrl = provider.baseUrl === 'simulator' ? sim.url : provider.baseUrl;
-      providers.set(provider.name, createChatProvider(provider.adapter, { baseUrl, apiKey: provider.apiKey, timeoutMs: 10_000, dialect: provider.dialect }));
+      providers.set(provider.name, createProvider(provider.adapter, { baseUrl, apiKey: provider.apiKey, timeoutMs: 10_000, dialect: provider.dialect }));
     }
   }
 });

@@ -246,7 +246,7 @@ export class ChatCompletions {
   async answer(caller: Caller, prepared: PreparedChat, tags: CallTags = {}, options: ReserveOptions = {}): Promise<AnsweredCall<ChatCompletionResponse>> {
     const generation = await this.begin(caller, prepared, tags, options);
     const { target, value: result } = await this.deps.calls.attempt(generation.metered, (target) =>
-      target.provider.chatCompletion({ ...upstreamBody(generation.request, target), stream: false }),
+      operationOf(target, 'chat')({ ...upstreamBody(generation.request, target), stream: false }),
     );
     this.measure(target, result.latencyMs, null, result.usage.completionTokens);
     // Step 9's figures: the actual usage, nothing for zero completion tokens (spec 1 rule 3).
@@ -296,7 +296,7 @@ export class ChatCompletions {
     const generation = await this.begin(caller, prepared, tags);
     const { reservation } = generation.metered;
     const { target, value: opened } = await calls.attempt(generation.metered, (target) =>
-      openStream(target.provider.streamChatCompletion(upstreamBody(generation.request, target))),
+      openStream(operationOf(target, 'chat_stream')(upstreamBody(generation.request, target))),
     );
     const billing = new MeteredStream(calls, generation.metered, target, { toolUsage: toolUsage(generation), progress: this.deps.progress, warn: log.warn });
     const relay = new StreamRelay(sink, {

@@ -2,7 +2,7 @@
  * `POST /v1/embeddings` (spec 4.7): the request as the gateway accepts it, validated before
  * anything is held, and the input counted the way it is billed (spec 1: on input tokens).
  */
-import type { Operation } from '@svc/metering';
+import { operationOf, type Operation } from '@svc/metering';
 import type { EmbeddingsResult } from '@svc/providers';
 import { countTextTokens, PARAMETERS } from '@svc/providers';
 import { invalid, optionalPositiveInt, requireBody, requireString, type Json } from './types';
@@ -71,7 +71,7 @@ export const embedOperation: Operation<EmbeddingsCall, EmbeddingsResult> = {
   endpoint: '/v1/embeddings',
   promptTokens: (call) => call.promptTokens,
   worstCase: (call) => ({ input: call.promptTokens }),
-  call: (target, call) => target.provider.embeddings({ ...call.body, model: target.route.upstreamModel }),
+  call: (target, call) => operationOf(target, 'embed')({ ...call.body, model: target.route.upstreamModel }),
   usageOf: (result, call) => ({ input: result.usage.promptTokens > 0 ? result.usage.promptTokens : call.promptTokens }),
   returned: (result) => result.response.data.length,
 };

@@ -178,7 +178,7 @@ export function imagesOperation(keep?: KeepImages): Operation<ImagesCall, Images
     call: async (target, call) => {
       const { json } = await operationOf(
         target,
-        'images',
+        'image',
       )({
         model: target.route.upstreamModel,
         prompt: call.prompt,

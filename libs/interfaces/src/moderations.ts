@@ -55,5 +55,5 @@ function checkPart(part: unknown, param: string): Json {
 
 /** One provider call, under its own model id. */
 export function moderate(target: Target, call: ModerationCall): Promise<JsonResult> {
-  return operationOf(target, 'moderations')({ model: target.route.upstreamModel, input: call.input });
+  return operationOf(target, 'moderation')({ model: target.route.upstreamModel, input: call.input });
 }

@@ -122,7 +122,10 @@ export function transcriptionOperation(task: AudioTask): Operation<Transcription
     call: (target: Target, call) => {
       const fields = Object.fromEntries([['model', target.route.upstreamModel], ...call.fields.filter(([name]) => !name.endsWith('[]'))]);
       const lists = call.fields.filter(([name]) => name.endsWith('[]'));
-      return operationOf(target, 'transcribe')(call.task, {
+      return operationOf(
+        target,
+        call.task === 'transcriptions' ? 'transcription' : 'translation',
+      )({
         file: call.file.bytes,
         filename: call.file.filename,
         contentType: call.file.contentType,

@@ -51,7 +51,6 @@ export {
   targetsOf,
   worthAnotherTry,
   type Failure,
-  type OptionalOperation,
   type PricedTarget,
   type RoutedModel,
   type Target,

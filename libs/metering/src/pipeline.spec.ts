@@ -2,7 +2,7 @@ import { parseCatalog } from '@svc/catalog';
 import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { ApiError, ManualClock, nanoToUsd } from '@svc/platform';
-import { countTextTokens, ProviderError, type ChatProvider } from '@svc/providers';
+import { countTextTokens, ProviderError, type Provider } from '@svc/providers';
 import { sumOfLines } from './cost-lines';
 import { failedGenerationOf } from './failed-generation';
 import { tokenMeters, tokenWorstCase } from './meters';
@@ -59,7 +59,7 @@ interface World {
 }
 
 /** The pipeline over `upstreams` (the operator's accounts) and `own` (the account's BYOK clients, by provider). */
-function world(upstreams: Record<string, ChatProvider>, own: Record<string, ChatProvider> = {}): World {
+function world(upstreams: Record<string, Provider>, own: Record<string, Provider> = {}): World {
   const clock = new ManualClock(new Date('2026-11-02T10:00:00Z'));
   const log = new AccountLog(clock);
   const unsettled: UnsettledCharge[] = [];
@@ -83,7 +83,7 @@ const plan = (models: string[] = ['x/chat'], promptTokens = 1000): Plan => ({
 /** The chat use case without its edge: held, tried, settled from the answer's usage. */
 async function chat(w: World, who: Caller = caller(), models?: string[]) {
   const metered = await w.calls.reserve(who, plan(models));
-  const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chatCompletion({ model: t.route.upstreamModel }));
+  const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chat!({ model: t.route.upstreamModel }));
   const settlement: Settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
   const predicted = w.calls.chargeOf(target, settlement);
   const charged = await w.calls.settle(metered, target, settlement);
@@ -225,7 +225,7 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     /** A batch line's call (spec 1 rule 6): held at the batch discount under the line's hold id, answered, and kept as JSON. */
     async function answeredLine(w: World) {
       const metered = await w.calls.reserve(caller(), plan(), { job: { holdId: 'batch_1-line-1', ttlMs: 3_600_000, batchDiscount: true } });
-      const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chatCompletion({ model: t.route.upstreamModel }));
+      const { target, value } = await w.calls.attempt(metered, (t) => t.provider.chat!({ model: t.route.upstreamModel }));
       const settlement: Settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
       const kept = JSON.parse(JSON.stringify({ reservation: metered.reservation, settlement })) as { reservation: Reservation; settlement: Settlement };
       return {
@@ -318,7 +318,7 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
       const started = w.clock.now().getTime();
       // A stream that fails before its first chunk is a failed attempt: the next target is tried.
       const { target, value: opened } = await w.calls.attempt(metered, async (t) => {
-        const chunks = t.provider.streamChatCompletion({ model: t.route.upstreamModel, stream: true });
+        const chunks = t.provider.chat_stream!({ model: t.route.upstreamModel, stream: true });
         const first = await chunks.next();
         return { chunks, first };
       });

@@ -6,7 +6,7 @@ import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from
 import { billedAmount, BYOK_SUFFIX } from '@svc/ledger';
 import type { Clock, Nano } from '@svc/platform';
 import { ApiError, isConnectionFailure, randomHex } from '@svc/platform';
-import type { ChatProvider } from '@svc/providers';
+import type { Provider } from '@svc/providers';
 import { ProviderError } from '@svc/providers';
 import { ATTR, type Attributes, type Span, type Tracing } from '@svc/telemetry';
 import { byokKeyRejected } from './byok';
@@ -112,7 +112,7 @@ export interface MeteringDeps {
   clock: Clock;
   catalog: Catalog;
   /** The operator's provider clients, by catalog provider name. */
-  providers: ReadonlyMap<string, ChatProvider>;
+  providers: ReadonlyMap<string, Provider>;
   /** The accounts' own provider clients (BYOK): OwnProviders, which opens their sealed keys. */
   own: Pick<OwnProviders, 'resolver'>;
   byokFeePercent: number;

@@ -5,8 +5,8 @@
 import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices, PlannedModel } from '@svc/catalog';
 import { providerKeyContext } from '@svc/identity';
 import { ApiError, ceilDiv, type Nano, openSecret, SecretDecryptionError } from '@svc/platform';
-import { createChatProvider, ProviderError } from '@svc/providers';
-import type { OpenAiCompatibleProvider } from '@svc/providers';
+import { createProvider, operationOf as served, ProviderError } from '@svc/providers';
+import type { CallName, Calls, Provider } from '@svc/providers';
 import { byokUnavailable } from './byok';
 import { costOfMeters, type MeterUsage } from './meters';
 
@@ -14,7 +14,7 @@ import { costOfMeters, type MeterUsage } from './meters';
 export interface Target {
   model: CatalogModel;
   route: CatalogRoute;
-  provider: OpenAiCompatibleProvider;
+  provider: Provider;
   /** True when `provider` calls the upstream with the billed account's own key (BYOK). */
   byok: boolean;
   /** Fields this model's suffixes add to the upstream request (`:thinking`); empty otherwise. */
@@ -41,17 +41,15 @@ export interface ToolPrices {
   costPerQuery?: Nano | null;
 }
 
-/** The operations only some adapters have (ARCHITECTURE section 10: a provider declares what it supports). */
-export type OptionalOperation = 'moderations' | 'rerank' | 'images' | 'speech' | 'transcribe' | 'search';
-
 /**
- * The answering provider's `name` operation. The catalog routes a model only to adapters that
- * serve its type, so a missing one here is a wiring error, not a caller's mistake.
+ * The answering provider's `name` call (ARCHITECTURE section 10: a provider declares what it
+ * supports). The catalog routes a model only to adapters that serve its type, so a missing one
+ * here is a wiring error, not a caller's mistake.
  */
-export function operationOf<K extends OptionalOperation>(target: Target, name: K): NonNullable<OpenAiCompatibleProvider[K]> {
-  const operation = target.provider[name];
-  if (!operation) throw ApiError.internal(`${target.route.provider.name} declares no ${name} operation`);
-  return (operation as (...args: never[]) => unknown).bind(target.provider) as NonNullable<OpenAiCompatibleProvider[K]>;
+export function operationOf<C extends CallName>(target: Target, name: C): Calls[C] {
+  const call = served(target.provider, name);
+  if (!call) throw ApiError.internal(`${target.route.provider.name} declares no ${name} operation`);
+  return call;
 }
 
 /** A model of the request's plan (the catalog's), with the prices of the tools the gateway runs inside the call. */
@@ -71,8 +69,8 @@ export interface Failure {
  */
 export function targetsOf(
   models: readonly RoutedModel[],
-  providers: ReadonlyMap<string, OpenAiCompatibleProvider>,
-  own: (provider: CatalogProvider) => OpenAiCompatibleProvider | null = () => null,
+  providers: ReadonlyMap<string, Provider>,
+  own: (provider: CatalogProvider) => Provider | null = () => null,
 ): Target[] {
   return models.flatMap(({ model, routes, fields, toolPrices }) =>
     routes.map((route) => {
@@ -117,19 +115,19 @@ const MAX_OWN_CLIENTS = 1000;
  * once, and a key saved again (a new ciphertext) gets a new client without any invalidation.
  */
 export class OwnProviders {
-  private readonly clients = new Map<string, OpenAiCompatibleProvider>();
+  private readonly clients = new Map<string, Provider>();
 
   constructor(private readonly options: { encryptionKey: Buffer | null; simulatorUrl: string | null; timeoutMs: number }) {}
 
   /** `sealed`: the account's sealed keys by provider name, as the provider_keys read model has them. */
-  resolver(accountId: string, sealed: ReadonlyMap<string, string>): (provider: CatalogProvider) => OpenAiCompatibleProvider | null {
+  resolver(accountId: string, sealed: ReadonlyMap<string, string>): (provider: CatalogProvider) => Provider | null {
     return (provider) => {
       const key = sealed.get(provider.name);
       if (key === undefined) return null;
       const cacheKey = `${accountId}\u0000${provider.name}\u0000${key}`;
       const cached = this.clients.get(cacheKey);
       if (cached) return cached;
-      const client = createChatProvider(provider.adapter, {
+      const client = createProvider(provider.adapter, {
         baseUrl: this.baseUrlOf(provider),
         apiKey: this.open(accountId, provider.name, key),
         timeoutMs: this.options.timeoutMs,

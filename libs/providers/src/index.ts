@@ -1,17 +1,12 @@
 /**
  * Upstream providers: one folder each (`openai/`, `anthropic/`, `cohere/`, `jina/`, `searxng/`,
- * `tavily/`, `videorouter/`) declaring the operations it serves with their request mappings, the registry that
- * names them, the known fields of every operation, the shared transport, token counting and the
- * simulated upstream.
+ * `tavily/`, `videorouter/`) declaring the operations it serves, one file each with its request
+ * mapping and its calls; the registry that names them, the known fields of every operation, the
+ * shared transport, token counting and the simulated upstream.
  */
-export { AnthropicProvider, ANTHROPIC_VERSION, MIN_THINKING_BUDGET, type AnthropicOptions } from './anthropic';
-export { OpenAiCompatibleAdapter, OpenAiCompatibleProvider, OPENAI_PARAMETERS, type OpenAiCompatibleOptions } from './openai';
-export { CohereRerankAdapter } from './cohere';
-export { JinaRerankAdapter } from './jina';
-export { SearxngSearchAdapter } from './searxng';
-export { TavilySearchAdapter } from './tavily';
-export { VideoRouterAdapter } from './videorouter';
-export { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
+export { ANTHROPIC_VERSION, MIN_THINKING_BUDGET, type AnthropicOptions } from './anthropic';
+export { OPENAI_PARAMETERS, type OpenAiCompatibleOptions } from './openai';
+export { ADAPTERS, createProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
 export {
   knownParameters,
   mapParameters,
@@ -25,16 +20,19 @@ export {
 export {
   excludesReasoning,
   normalizeUsage,
-  OPERATION_METHODS,
+  OPERATION_CALLS,
+  operationOf,
   VIDEO_STATUSES,
   type AdapterOptions,
   type AudioForm,
   type BinaryResult,
+  type CallName,
+  type Calls,
   type ChatCompletionResult,
-  type ChatProvider,
   type EmbeddingsResult,
   type JsonResult,
   type NormalizedUsage,
+  type Provider,
   type ProviderDeclaration,
   type RerankBody,
   type RerankResult,

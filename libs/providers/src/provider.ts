@@ -35,39 +35,73 @@ export interface EmbeddingsResult {
 }
 
 /**
- * What the gateway calls on an upstream, whatever its wire format: requests and answers are in
- * the OpenAI shape, and every failure is a ProviderError. Each adapter translates at its edge.
+ * Every call a provider may serve, by name, with its signature: requests and answers in the
+ * gateway's (OpenAI's) terms, every failure a ProviderError. The names are the operations'
+ * (OPERATIONS); chat and video are served by more than one call each (OPERATION_CALLS).
  */
-export interface ChatProvider {
-  chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult>;
+export interface Calls {
+  chat: (body: object, signal?: AbortSignal) => Promise<ChatCompletionResult>;
   /** OpenAI chunks, the usage chunk last; a stream cut short throws a `network` ProviderError. */
-  streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk>;
-  embeddings(body: object, signal?: AbortSignal): Promise<EmbeddingsResult>;
-  /** Spec 4.13; only adapters whose catalog entry serves moderation models have it. */
-  moderations?(body: object, signal?: AbortSignal): Promise<JsonResult>;
-  /** Spec 4.12; only rerank adapters have it. */
-  rerank?(body: RerankBody, signal?: AbortSignal): Promise<RerankResult>;
-  /** Spec 4.14: one query; only search engine adapters have it. */
-  search?(body: SearchBody, signal?: AbortSignal): Promise<SearchResult>;
-  /** Spec 4.8-4.10; OpenAI-compatible adapters have them. */
-  images?(body: object, signal?: AbortSignal): Promise<JsonResult>;
-  speech?(body: object, signal?: AbortSignal): Promise<BinaryResult>;
-  transcribe?(kind: 'transcriptions' | 'translations', form: AudioForm, signal?: AbortSignal): Promise<BinaryResult>;
+  chat_stream: (body: object, signal?: AbortSignal) => AsyncGenerator<ChatChunk>;
+  embed: (body: object, signal?: AbortSignal) => Promise<EmbeddingsResult>;
+  /** Spec 4.8. */
+  image: (body: object, signal?: AbortSignal) => Promise<JsonResult>;
+  /** Spec 4.9. */
+  speech: (body: object, signal?: AbortSignal) => Promise<BinaryResult>;
+  /** Spec 4.10. */
+  transcription: (form: AudioForm, signal?: AbortSignal) => Promise<BinaryResult>;
+  translation: (form: AudioForm, signal?: AbortSignal) => Promise<BinaryResult>;
+  /** Spec 4.12. */
+  rerank: (body: RerankBody, signal?: AbortSignal) => Promise<RerankResult>;
+  /** Spec 4.13. */
+  moderation: (body: object, signal?: AbortSignal) => Promise<JsonResult>;
+  /** Spec 4.14: one query. */
+  search: (body: SearchBody, signal?: AbortSignal) => Promise<SearchResult>;
   /**
-   * Spec 4.15 and 3.1: a video job is started by createVideo and followed by getVideo until it is
-   * `completed` or `failed`; only video adapters (`openai`, `videorouter`) have these.
+   * Spec 4.15 and 3.1: a video job is started by video_create and followed by video_get until it
+   * is `completed` or `failed`.
    */
-  createVideo?(body: VideoJobRequest, signal?: AbortSignal): Promise<VideoJob>;
-  getVideo?(id: string, signal?: AbortSignal): Promise<VideoJob>;
+  video_create: (body: VideoJobRequest, signal?: AbortSignal) => Promise<VideoJob>;
+  video_get: (id: string, signal?: AbortSignal) => Promise<VideoJob>;
   /** Stops the job; idempotent: a job already finished (or already cancelled) is not an error. */
-  cancelVideo?(id: string, signal?: AbortSignal): Promise<void>;
+  video_cancel: (id: string, signal?: AbortSignal) => Promise<void>;
   /** The clip (`video/mp4`) or its poster image, once the job has completed. */
-  videoContent?(id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult>;
+  video_content: (id: string, variant: VideoVariant, signal?: AbortSignal) => Promise<BinaryResult>;
   /**
    * Spec 4.16: where to open a realtime session with `model` (the provider's id) and the
    * headers of the upgrade; the gateway dials it and relays the events both ways.
    */
-  realtimeConnection?(model: string): RealtimeConnection;
+  realtime: (model: string) => RealtimeConnection;
+}
+
+export type CallName = keyof Calls;
+
+/** The calls that serve each operation: a provider that declares an operation serves all of them. */
+export const OPERATION_CALLS = {
+  chat: ['chat', 'chat_stream'],
+  embed: ['embed'],
+  image: ['image'],
+  speech: ['speech'],
+  transcription: ['transcription'],
+  translation: ['translation'],
+  rerank: ['rerank'],
+  moderation: ['moderation'],
+  search: ['search'],
+  video: ['video_create', 'video_get', 'video_cancel', 'video_content'],
+  realtime: ['realtime'],
+} as const satisfies Record<OperationName, readonly CallName[]>;
+
+export type CallsOf<O extends OperationName> = (typeof OPERATION_CALLS)[O][number];
+
+/**
+ * A provider's client: the calls of the operations it declares, nothing else. There is no call
+ * every provider must have: one it does not serve is absent, and operationOf says so.
+ */
+export type Provider = { readonly [C in CallName]?: Calls[C] };
+
+/** The provider's `call`, or undefined where it does not serve it. */
+export function operationOf<C extends CallName>(provider: Provider, call: C): Calls[C] | undefined {
+  return provider[call];
 }
 
 /** A provider's realtime WebSocket endpoint (WIRE-FORMATS 3.1): `ws(s)://.../realtime?model=<id>` and its auth. */
@@ -208,29 +242,53 @@ export interface AdapterOptions {
   dialect?: 'openai' | 'router';
 }
 
+/** One call as a provider folder writes it: the provider's connection first, then the call's own arguments. */
+export type Implementation<C extends CallName, Connection> = (connection: Connection, ...args: Parameters<Calls[C]>) => ReturnType<Calls[C]>;
+
 /**
- * A provider, in the manner of Portkey's provider configs: the operations it serves, each with
- * its request mapping (which known fields it takes, under which names); an operation it does not
- * declare is unsupported, and the catalog refuses to route a model of that type to it. Its client
- * speaks the wire format: it sends the mapped request and turns the answer (and every failure)
- * back into the gateway's shapes.
+ * One operation of a provider, in one file of its folder: its request mapping (which known
+ * fields it takes, under which names) and the calls that serve it.
  */
-export interface ProviderDeclaration {
-  readonly operations: { readonly [O in OperationName]?: ParameterConfig<O> };
-  client(options: AdapterOptions): ChatProvider;
+export interface Operation<O extends OperationName, Connection> {
+  readonly parameters: ParameterConfig<O>;
+  readonly calls: { readonly [C in CallsOf<O>]: Implementation<C, Connection> };
 }
 
-/** The client method that carries each operation. */
-export const OPERATION_METHODS = {
-  chat: 'chatCompletion',
-  embed: 'embeddings',
-  image: 'images',
-  speech: 'speech',
-  transcription: 'transcribe',
-  translation: 'transcribe',
-  rerank: 'rerank',
-  moderation: 'moderations',
-  search: 'search',
-  video: 'createVideo',
-  realtime: 'realtimeConnection',
-} as const satisfies Record<OperationName, keyof ChatProvider>;
+export type Operations<Connection> = { readonly [O in OperationName]?: Operation<O, Connection> };
+
+/**
+ * A provider, in the manner of Portkey's provider configs: the operations it serves, each with
+ * its request mapping; an operation it does not declare is unsupported, and the catalog refuses
+ * to route a model of that type to it. Its client speaks the wire format: it sends the mapped
+ * request and turns the answer (and every failure) back into the gateway's shapes.
+ */
+export interface ProviderDeclaration {
+  readonly operations: { readonly [O in OperationName]?: { readonly parameters: ParameterConfig<O> } };
+  client(options: AdapterOptions): Provider;
+}
+
+/** The client of a provider that declares `Ops`: each of their calls, and only those. */
+export type Served<Ops> = { readonly [C in CallsOf<keyof Ops & OperationName>]: Calls[C] };
+
+/**
+ * A provider folder's declaration: how it connects (its base URL, key and headers, once per
+ * client) and its operations, each a line of its `index.ts`.
+ */
+export function declareProvider<Connection, Options extends AdapterOptions, const Ops extends Operations<Connection>>(
+  connect: (options: Options) => Connection,
+  operations: Ops,
+): { readonly operations: Ops; client(options: Options): Served<Ops> } {
+  return {
+    operations,
+    client: (options) => {
+      const connection = connect(options);
+      const provider: Record<string, (...args: unknown[]) => unknown> = {};
+      for (const operation of Object.values(operations) as Operation<OperationName, Connection>[]) {
+        for (const [name, call] of Object.entries(operation.calls) as [CallName, (connection: Connection, ...args: unknown[]) => unknown][]) {
+          provider[name] = (...args) => call(connection, ...args);
+        }
+      }
+      return provider as Served<Ops>;
+    },
+  };
+}

@@ -3,26 +3,32 @@
  * with a request mapping over that operation's one list of known fields.
  */
 import { PARAMETERS, mapParameters } from './operations';
-import { OPERATION_METHODS } from './provider';
-import { ADAPTERS, createChatProvider, operationsOf, PROVIDERS, servesModelType } from './registry';
+import { type CallName, OPERATION_CALLS, operationOf } from './provider';
+import { ADAPTERS, createProvider, operationsOf, PROVIDERS, servesModelType } from './registry';
 
 const options = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k' };
+const ALL_CALLS = Object.values(OPERATION_CALLS).flat() as CallName[];
 
 describe('provider declarations', () => {
-  it.each(ADAPTERS)('%s: its client has a method for every operation it declares, and none for an optional one it does not', (adapter) => {
-    const client = createChatProvider(adapter, options) as unknown as Record<string, unknown>;
-    const declared = new Set(operationsOf(adapter).map((o) => OPERATION_METHODS[o]));
-    for (const method of declared) expect(typeof client[method]).toBe('function');
-    for (const method of ['images', 'speech', 'transcribe', 'rerank', 'moderations', 'search', 'createVideo']) {
-      if (!declared.has(method as never)) expect(client[method]).toBeUndefined();
-    }
+  it.each(ADAPTERS)('%s: its client has the calls of the operations it declares, and no other', (adapter) => {
+    const client = createProvider(adapter, options);
+    const declared = new Set<CallName>(operationsOf(adapter).flatMap((o) => OPERATION_CALLS[o]));
+    for (const call of ALL_CALLS) expect({ call, served: typeof operationOf(client, call) === 'function' }).toEqual({ call, served: declared.has(call) });
   });
 
   it.each(ADAPTERS)('%s: every field its configs map is a known field of the operation', (adapter) => {
-    for (const [operation, config] of Object.entries(PROVIDERS[adapter].operations)) {
+    for (const [operation, declared] of Object.entries(PROVIDERS[adapter].operations)) {
       const known: readonly string[] = PARAMETERS[operation as keyof typeof PARAMETERS];
-      for (const field of Object.keys(config ?? {})) expect(known).toContain(field);
+      for (const field of Object.keys(declared.parameters)) expect(known).toContain(field);
     }
+  });
+
+  it('an operation a provider does not serve is unsupported, not a method that throws', () => {
+    expect(operationOf(createProvider('anthropic', options), 'embed')).toBeUndefined();
+    expect(operationOf(createProvider('cohere', options), 'chat')).toBeUndefined();
+    expect(operationOf(createProvider('cohere', options), 'chat_stream')).toBeUndefined();
+    expect(operationOf(createProvider('tavily', options), 'rerank')).toBeUndefined();
+    expect(typeof operationOf(createProvider('jina', options), 'rerank')).toBe('function');
   });
 
   it('declares what each wire format serves', () => {
@@ -35,24 +41,14 @@ describe('provider declarations', () => {
     expect(operationsOf('videorouter')).toEqual(['video']);
   });
 
-  it.each(['openai', 'videorouter'] as const)('%s: a video client has every video method, the others none', (adapter) => {
-    const methods = ['createVideo', 'getVideo', 'cancelVideo', 'videoContent'];
-    const client = createChatProvider(adapter, options) as unknown as Record<string, unknown>;
-    for (const method of methods) expect(typeof client[method]).toBe('function');
-    for (const other of ADAPTERS.filter((a) => !operationsOf(a).includes('video'))) {
-      const without = createChatProvider(other, options) as unknown as Record<string, unknown>;
-      for (const method of methods) expect({ other, method, present: without[method] !== undefined }).toEqual({ other, method, present: false });
-    }
-  });
-
   it('realtime (spec 4.16): the OpenAI adapter dials its base URL as a WebSocket, /realtime?model=, with its bearer key', () => {
-    const at = (baseUrl: string) => createChatProvider('openai', { baseUrl, apiKey: 'sk-up' }).realtimeConnection!('gpt-realtime');
+    const at = (baseUrl: string) => PROVIDERS.openai.client({ baseUrl, apiKey: 'sk-up' }).realtime('gpt-realtime');
     expect(at('https://api.openai.com/v1/')).toEqual({
       url: 'wss://api.openai.com/v1/realtime?model=gpt-realtime',
       headers: { authorization: 'Bearer sk-up' },
     });
     expect(at('http://127.0.0.1:4010/v1').url).toBe('ws://127.0.0.1:4010/v1/realtime?model=gpt-realtime');
-    expect(createChatProvider('openai', options).realtimeConnection!('a model/with space').url).toBe('ws://127.0.0.1:9/v1/realtime?model=a+model%2Fwith+space');
+    expect(PROVIDERS.openai.client(options).realtime('a model/with space').url).toBe('ws://127.0.0.1:9/v1/realtime?model=a+model%2Fwith+space');
     expect(servesModelType('openai', 'realtime')).toBe(true);
     expect(servesModelType('anthropic', 'realtime')).toBe(false);
   });
@@ -73,22 +69,6 @@ describe('provider declarations', () => {
     // A type no operation serves is listed only, wherever it is routed.
     expect(servesModelType('anthropic', 'hologram')).toBe(true);
   });
-
-  it.each(['cohere', 'searxng', 'tavily', 'videorouter'] as const)(
-    '%s refuses the ChatProvider methods it does not serve with a 400 naming the operation',
-    async (adapter) => {
-      const client = createChatProvider(adapter, options);
-      const serves = operationsOf(adapter)[0];
-      expect(() => client.chatCompletion({})).toThrow(`a ${serves} provider does not serve chat completions`);
-      expect(() => client.embeddings({})).toThrow(
-        expect.objectContaining({ kind: 'http', status: 400, message: `a ${serves} provider does not serve embeddings` }),
-      );
-      await expect(client.streamChatCompletion({}).next()).rejects.toMatchObject({
-        status: 400,
-        message: `a ${serves} provider does not serve chat completions`,
-      });
-    },
-  );
 });
 
 describe('request mapping', () => {
@@ -105,15 +85,15 @@ describe('request mapping', () => {
   };
 
   it("OpenAI's own API: gateway-only and router fields dropped, reasoning.effort sent as reasoning_effort, null passed on", () => {
-    expect(mapParameters(PROVIDERS.openai.operations.chat!, body)).toEqual({ model: 'up/m', messages: [], reasoning_effort: 'high', stop: null });
+    expect(mapParameters(PROVIDERS.openai.operations.chat.parameters, body)).toEqual({ model: 'up/m', messages: [], reasoning_effort: 'high', stop: null });
   });
 
   it("the caller's own reasoning_effort wins over reasoning.effort", () => {
-    expect(mapParameters(PROVIDERS.openai.operations.chat!, { ...body, reasoning_effort: 'low' })).toMatchObject({ reasoning_effort: 'low' });
+    expect(mapParameters(PROVIDERS.openai.operations.chat.parameters, { ...body, reasoning_effort: 'low' })).toMatchObject({ reasoning_effort: 'low' });
   });
 
   it('Anthropic: renamed fields (stop -> stop_sequences, user -> metadata.user_id)', () => {
-    expect(mapParameters(PROVIDERS.anthropic.operations.chat!, { model: 'm', stop: 'END', user: 'u1', seed: 3 })).toEqual({
+    expect(mapParameters(PROVIDERS.anthropic.operations.chat.parameters, { model: 'm', stop: 'END', user: 'u1', seed: 3 })).toEqual({
       model: 'm',
       stop_sequences: ['END'],
       metadata: { user_id: 'u1' },
@@ -122,8 +102,8 @@ describe('request mapping', () => {
 
   it('search: SearXNG takes only the query (as q); Tavily splits the domain filter and names the country', () => {
     const body = { model: 'm', query: 'q', max_results: 3, search_domain_filter: ['-a.com', '-B.org'], country: 'FR', max_tokens_per_page: 100 };
-    expect(mapParameters(PROVIDERS.searxng.operations.search!, body)).toEqual({ q: 'q' });
-    expect(mapParameters(PROVIDERS.tavily.operations.search!, body)).toEqual({
+    expect(mapParameters(PROVIDERS.searxng.operations.search.parameters, body)).toEqual({ q: 'q' });
+    expect(mapParameters(PROVIDERS.tavily.operations.search.parameters, body)).toEqual({
       query: 'q',
       max_results: 3,
       exclude_domains: ['a.com', 'b.org'],
@@ -133,30 +113,34 @@ describe('request mapping', () => {
 
   it('video: OpenAI takes seconds as a string, an aspect ratio as its size, the image as input_reference; the router takes duration and derives the ratio from a size', () => {
     const body = { model: 'm', prompt: 'p', seconds: 8, aspect_ratio: '9:16', image_url: 'https://x/a.png', provider: { order: ['a'] } };
-    expect(mapParameters(PROVIDERS.openai.operations.video!, body)).toEqual({
+    expect(mapParameters(PROVIDERS.openai.operations.video.parameters, body)).toEqual({
       model: 'm',
       prompt: 'p',
       seconds: '8',
       size: '720x1280',
       input_reference: { image_url: 'https://x/a.png' },
     });
-    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '16:9', resolution: '1024p' })).toMatchObject({ size: '1792x1024' });
-    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '9:16', resolution: '1080p' })).toMatchObject({ size: '1024x1792' });
-    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, resolution: '480p' })).toThrow(
+    expect(mapParameters(PROVIDERS.openai.operations.video.parameters, { ...body, aspect_ratio: '16:9', resolution: '1024p' })).toMatchObject({
+      size: '1792x1024',
+    });
+    expect(mapParameters(PROVIDERS.openai.operations.video.parameters, { ...body, aspect_ratio: '9:16', resolution: '1080p' })).toMatchObject({
+      size: '1024x1792',
+    });
+    expect(() => mapParameters(PROVIDERS.openai.operations.video.parameters, { ...body, resolution: '480p' })).toThrow(
       expect.objectContaining({ status: 400, message: expect.stringContaining('not 9:16 480p') }),
     );
-    expect(mapParameters(PROVIDERS.openai.operations.video!, { ...body, size: '1280x720' })).toMatchObject({ size: '1280x720' });
-    expect(() => mapParameters(PROVIDERS.openai.operations.video!, { ...body, aspect_ratio: '1:1' })).toThrow(
+    expect(mapParameters(PROVIDERS.openai.operations.video.parameters, { ...body, size: '1280x720' })).toMatchObject({ size: '1280x720' });
+    expect(() => mapParameters(PROVIDERS.openai.operations.video.parameters, { ...body, aspect_ratio: '1:1' })).toThrow(
       expect.objectContaining({ kind: 'http', status: 400, message: expect.stringContaining('not 1:1 720p') }),
     );
-    expect(mapParameters(PROVIDERS.videorouter.operations.video!, body)).toEqual({
+    expect(mapParameters(PROVIDERS.videorouter.operations.video.parameters, body)).toEqual({
       model: 'm',
       prompt: 'p',
       duration: 8,
       aspect_ratio: '9:16',
       image_url: 'https://x/a.png',
     });
-    expect(mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080' })).toEqual({
+    expect(mapParameters(PROVIDERS.videorouter.operations.video.parameters, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080' })).toEqual({
       model: 'm',
       prompt: 'p',
       duration: 4,
@@ -164,12 +148,14 @@ describe('request mapping', () => {
       resolution: '1080p',
     });
     expect(
-      mapParameters(PROVIDERS.videorouter.operations.video!, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080', resolution: '720p' }),
+      mapParameters(PROVIDERS.videorouter.operations.video.parameters, { model: 'm', prompt: 'p', seconds: 4, size: '1920x1080', resolution: '720p' }),
     ).toMatchObject({ aspect_ratio: '16:9', resolution: '720p' });
   });
 
   it("rerank: return_documents is the gateway's own and is not sent", () => {
-    expect(mapParameters(PROVIDERS.cohere.operations.rerank!, { model: 'm', query: 'q', documents: ['d'], top_n: 1, return_documents: true })).toEqual({
+    expect(
+      mapParameters(PROVIDERS.cohere.operations.rerank.parameters, { model: 'm', query: 'q', documents: ['d'], top_n: 1, return_documents: true }),
+    ).toEqual({
       model: 'm',
       query: 'q',
       documents: ['d'],

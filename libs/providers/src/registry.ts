@@ -4,23 +4,24 @@ import { cohere } from './cohere';
 import { jina } from './jina';
 import { openai } from './openai';
 import { MODEL_TYPE_OPERATIONS, type OperationName } from './operations';
-import type { AdapterOptions, ChatProvider, ProviderDeclaration } from './provider';
+import type { AdapterOptions, Provider, ProviderDeclaration } from './provider';
 import { searxng } from './searxng';
 import { tavily } from './tavily';
 import { videorouter } from './videorouter';
 
 export const PROVIDERS = { openai, anthropic, cohere, jina, searxng, tavily, videorouter } as const satisfies Record<string, ProviderDeclaration>;
 export type AdapterName = keyof typeof PROVIDERS;
+const DECLARATIONS: Readonly<Record<AdapterName, ProviderDeclaration>> = PROVIDERS;
 export const ADAPTERS = Object.keys(PROVIDERS) as AdapterName[];
 
-/** The client for a catalog provider's adapter. */
-export function createChatProvider(adapter: AdapterName, options: AdapterOptions): ChatProvider {
-  return PROVIDERS[adapter].client(options);
+/** The client for a catalog provider's adapter: the calls of the operations it declares. */
+export function createProvider(adapter: AdapterName, options: AdapterOptions): Provider {
+  return DECLARATIONS[adapter].client(options);
 }
 
 /** The operations an adapter declares. */
 export function operationsOf(adapter: AdapterName): OperationName[] {
-  return Object.keys(PROVIDERS[adapter].operations) as OperationName[];
+  return Object.keys(DECLARATIONS[adapter].operations) as OperationName[];
 }
 
 /**
@@ -29,5 +30,5 @@ export function operationsOf(adapter: AdapterName): OperationName[] {
  */
 export function servesModelType(adapter: AdapterName, type: string): boolean {
   const wanted = MODEL_TYPE_OPERATIONS[type];
-  return wanted === undefined || wanted.some((operation) => PROVIDERS[adapter].operations[operation] !== undefined);
+  return wanted === undefined || wanted.some((operation) => DECLARATIONS[adapter].operations[operation] !== undefined);
 }

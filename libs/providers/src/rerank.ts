@@ -1,25 +1,7 @@
-/**
- * What the rerank upstreams (spec 4.12; `cohere/`, `jina/`) share beyond the single-operation
- * base: reading a ranked list back.
- */
+/** What the rerank upstreams (spec 4.12; `cohere/`, `jina/`) share: reading a ranked list back. */
 import { isRecord } from './json';
-import type { RerankBody, RerankResult } from './provider';
-import { SingleOperationAdapter, type SingleOperationOptions } from './single-operation';
+import type { RerankResult } from './provider';
 import { invalidResponse } from './transport';
-
-/**
- * Cohere: its root, `https://api.cohere.com` (a version segment at the end, as in the
- * simulator's `.../v1`, is dropped: the adapter calls `/v2/rerank`); Jina: `https://api.jina.ai/v1`.
- */
-export type RerankOptions = SingleOperationOptions;
-
-export abstract class RerankAdapter extends SingleOperationAdapter {
-  constructor(options: RerankOptions) {
-    super(options, 'rerank');
-  }
-
-  abstract rerank(body: RerankBody, signal?: AbortSignal): Promise<RerankResult>;
-}
 
 export function resultsOf(json: unknown): RerankResult['results'] {
   if (!isRecord(json) || !Array.isArray(json.results)) throw invalidResponse('rerank response without a results array', json);

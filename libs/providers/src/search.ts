@@ -1,20 +1,11 @@
 /**
- * What the web search upstreams (spec 4.14; `searxng/`, `tavily/`) share beyond the
- * single-operation base: reading `search_domain_filter`, and holding an engine's answer to what
- * was asked of it, whether or not the engine could be told.
+ * What the web search upstreams (spec 4.14; `searxng/`, `tavily/`) share: reading
+ * `search_domain_filter`, and holding an engine's answer to what was asked of it, whether or not
+ * the engine could be told.
  */
 import { isRecord } from './json';
-import type { SearchBody, SearchHit, SearchResult } from './provider';
-import { SingleOperationAdapter, type SingleOperationOptions } from './single-operation';
+import type { SearchBody, SearchHit } from './provider';
 import { invalidResponse } from './transport';
-
-export abstract class SearchAdapter extends SingleOperationAdapter {
-  constructor(options: SingleOperationOptions, headers?: Record<string, string>) {
-    super(options, 'search', headers);
-  }
-
-  abstract search(body: SearchBody, signal?: AbortSignal): Promise<SearchResult>;
-}
 
 export interface DomainFilter {
   include: string[];

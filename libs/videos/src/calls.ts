@@ -10,7 +10,7 @@ import {
   type RoutedModel,
 } from '@svc/metering';
 import { ApiError, type Clock, type Nano } from '@svc/platform';
-import type { BinaryResult, VideoVariant } from '@svc/providers';
+import { type BinaryResult, operationOf, type VideoVariant } from '@svc/providers';
 import type { ClaimedVideo } from './jobs';
 import type { VideoRequest } from './request';
 import type { VideoTarget } from './runner';
@@ -63,11 +63,11 @@ export class VideoCalls {
       return {
         provider: name,
         upstreamModel: target.route.upstreamModel,
-        createVideo: (body) => (client.createVideo ? client.createVideo(body) : Promise.reject(missing())),
-        getVideo: (id) => (client.getVideo ? client.getVideo(id) : Promise.reject(missing())),
-        cancelVideo: (id) => (client.cancelVideo ? client.cancelVideo(id) : Promise.reject(missing())),
+        createVideo: (body) => operationOf(client, 'video_create')?.(body) ?? Promise.reject(missing()),
+        getVideo: (id) => operationOf(client, 'video_get')?.(id) ?? Promise.reject(missing()),
+        cancelVideo: (id) => operationOf(client, 'video_cancel')?.(id) ?? Promise.reject(missing()),
         videoContent: (id: string, variant: VideoVariant): Promise<BinaryResult> =>
-          client.videoContent ? client.videoContent(id, variant) : Promise.reject(missing()),
+          operationOf(client, 'video_content')?.(id, variant) ?? Promise.reject(missing()),
       };
     });
   }

@@ -5,6 +5,7 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { authenticate, authorize, hashKeySecret, ipAllowed, keyFromHeaders, secretRefusal, type Caller, type SecretMatch } from '@svc/identity';
 import type { RoutedModel, Target } from '@svc/metering';
+import { operationOf } from '@svc/providers';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import { findKeyBySecretHash } from '@svc/projections';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -236,7 +237,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     // The session dials one provider for its whole life: the model's first route.
     const routed: RoutedModel = { ...models[0], routes: models[0].routes.slice(0, 1) };
     const target = await this.targetOf(caller, routed);
-    const connection = target.provider.realtimeConnection?.(target.route.upstreamModel);
+    const connection = operationOf(target.provider, 'realtime')?.(target.route.upstreamModel);
     if (!connection) throw ApiError.invalidRequest(`The model '${model}' is not served over realtime by its provider.`, 'model', 'unsupported_model');
     // One concurrency slot for the session's whole life (spec 8: up to 60 minutes), not an upstream call's.
     await this.rateLimits.admit(caller, 'model_call', reply.asReply(), SESSION_MAX_MS);

@@ -9,7 +9,7 @@ import { fold, type EventMetadata, type Handled } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { accountDecider, heldNano, type AccountCommand, type AccountEvent, type AccountState } from '@svc/ledger';
 import type { Clock } from '@svc/platform';
-import { ProviderError, type ChatChunk, type ChatCompletionResult, type ChatProvider, type NormalizedUsage } from '@svc/providers';
+import { ProviderError, type ChatChunk, type ChatCompletionResult, type NormalizedUsage, type Provider } from '@svc/providers';
 import { MeteredCalls, type UnsettledCharge } from '../pipeline';
 
 export const ACCOUNT = 'acc1';
@@ -30,8 +30,8 @@ export const httpError = (status: number) => new ProviderError({ kind: 'http', s
 export const timeout = () => new ProviderError({ kind: 'timeout', status: 504, message: 'timed out' });
 export const cut = () => new ProviderError({ kind: 'network', status: 502, message: 'the stream was cut short' });
 
-/** A provider account whose answers are scripted, one reply per call, recording the upstream models it was asked for. */
-export class ScriptedUpstream implements ChatProvider {
+/** A provider account serving chat, whose answers are scripted, one reply per call, recording the upstream models it was asked for. */
+export class ScriptedUpstream implements Provider {
   readonly asked: string[] = [];
   constructor(private readonly replies: Reply[]) {}
 
@@ -42,7 +42,7 @@ export class ScriptedUpstream implements ChatProvider {
     return reply;
   }
 
-  async chatCompletion(body: object): Promise<ChatCompletionResult> {
+  readonly chat = async (body: object): Promise<ChatCompletionResult> => {
     const reply = this.next(body);
     if ('fails' in reply) throw reply.fails;
     if (!('usage' in reply)) throw new Error('a stream was scripted for a call that does not stream');
@@ -50,9 +50,11 @@ export class ScriptedUpstream implements ChatProvider {
     const message = { role: 'assistant' as const, content: 'x'.repeat(reply.usage.completionTokens) };
     const response = { id: 'up-1', object: 'chat.completion', created: 0, model, choices: [{ index: 0, message, finish_reason: 'stop' }] };
     return { response: response as unknown as ChatCompletionResult['response'], usage: reply.usage, latencyMs: 5 };
-  }
+  };
 
-  async *streamChatCompletion(body: object): AsyncGenerator<ChatChunk> {
+  readonly chat_stream = (body: object): AsyncGenerator<ChatChunk> => this.stream(body);
+
+  private async *stream(body: object): AsyncGenerator<ChatChunk> {
     const reply = this.next(body);
     if ('fails' in reply) throw reply.fails;
     if (!('streams' in reply)) throw new Error('an answer was scripted for a call that streams');
@@ -60,10 +62,6 @@ export class ScriptedUpstream implements ChatProvider {
       yield { id: 'up-1', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] };
     }
     throw reply.thenFails;
-  }
-
-  embeddings(): never {
-    throw new Error('not used here');
   }
 }
 
@@ -149,8 +147,8 @@ export function meteredCalls(options: {
   clock: Clock;
   catalog: Catalog;
   log: AccountLog;
-  upstreams?: Record<string, ChatProvider>;
-  own?: Record<string, ChatProvider>;
+  upstreams?: Record<string, Provider>;
+  own?: Record<string, Provider>;
   unsettled?: UnsettledCharge[];
 }): MeteredCalls {
   const { upstreams = {}, own = {}, unsettled } = options;

@@ -1,4 +1,5 @@
-import { AnthropicProvider, chatChunks, toChatCompletion, toMessagesRequest } from './client';
+import { chatChunks, toChatCompletion, toMessagesRequest } from './client';
+import { anthropic } from './index';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
 import type { SseEvent } from '../sse';
@@ -275,12 +276,12 @@ describe('stream translation (Messages events -> OpenAI chunks)', () => {
   });
 });
 
-describe('AnthropicProvider against the simulated upstream', () => {
+describe('the Anthropic provider against the simulated upstream', () => {
   let sim: Simulator;
-  let provider: AnthropicProvider;
+  let provider: ReturnType<typeof anthropic.client>;
   beforeAll(async () => {
     sim = await startSimulator();
-    provider = new AnthropicProvider({ baseUrl: sim.url, apiKey: 'sk-ant-test' });
+    provider = anthropic.client({ baseUrl: sim.url, apiKey: 'sk-ant-test' });
   });
   afterAll(() => sim.close());
 
@@ -288,7 +289,7 @@ describe('AnthropicProvider against the simulated upstream', () => {
 
   it('answers in the OpenAI shape with the usage the simulator counts for chat', async () => {
     const text = 'Hello Anthropic\n#sim {"cached_tokens": 4, "reasoning_tokens": 3}';
-    const { response, usage, latencyMs } = await provider.chatCompletion(request(text));
+    const { response, usage, latencyMs } = await provider.chat(request(text));
     expect(response.choices[0]).toMatchObject({ message: { content: 'Echo: Hello Anthropic', reasoning: 'think think think' }, finish_reason: 'stop' });
     const prompt = countChatPromptTokens([{ role: 'user', content: text }]);
     expect(usage).toEqual({ promptTokens: prompt, cachedTokens: 4, completionTokens: 3 + countTextTokens('Echo: Hello Anthropic'), reasoningTokens: 3 });
@@ -297,9 +298,9 @@ describe('AnthropicProvider against the simulated upstream', () => {
 
   it('streams the same answer as the non-streamed call, tool calls included', async () => {
     const text = '#sim {"tool_call": {"name": "lookup", "arguments": {"q": "svc gateway", "limit": 3}}, "reasoning_tokens": 2}';
-    const whole = await provider.chatCompletion(request(text));
+    const whole = await provider.chat(request(text));
     const chunks: ChatChunk[] = [];
-    for await (const chunk of provider.streamChatCompletion(request(text))) chunks.push(chunk);
+    for await (const chunk of provider.chat_stream(request(text))) chunks.push(chunk);
     const args = chunks
       .flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
       .map((t) => t.function?.arguments ?? '')
@@ -311,7 +312,7 @@ describe('AnthropicProvider against the simulated upstream', () => {
   });
 
   it.each([529, 503, 429])('an upstream %i is a retryable http ProviderError', async (status) => {
-    await expect(provider.chatCompletion(request(`#sim {"fail": ${status}}`))).rejects.toMatchObject({
+    await expect(provider.chat(request(`#sim {"fail": ${status}}`))).rejects.toMatchObject({
       kind: 'http',
       status,
       retryable: true,
@@ -320,27 +321,27 @@ describe('AnthropicProvider against the simulated upstream', () => {
   });
 
   it('a rejected request is a non-retryable 400, streamed or not', async () => {
-    await expect(provider.chatCompletion(request('#sim {"bogus": 1}'))).rejects.toMatchObject({ status: 400, retryable: false });
-    const stream = provider.streamChatCompletion(request('#sim {"bogus": 1}'));
+    await expect(provider.chat(request('#sim {"bogus": 1}'))).rejects.toMatchObject({ status: 400, retryable: false });
+    const stream = provider.chat_stream(request('#sim {"bogus": 1}'));
     await expect(stream.next()).rejects.toMatchObject({ status: 400, retryable: false });
   });
 
   it('a stream cut short throws a network error after the chunks that arrived', async () => {
     const chunks: ChatChunk[] = [];
     const read = async () => {
-      for await (const chunk of provider.streamChatCompletion(request('one two three\n#sim {"cut_after_chunks": 2}'))) chunks.push(chunk);
+      for await (const chunk of provider.chat_stream(request('one two three\n#sim {"cut_after_chunks": 2}'))) chunks.push(chunk);
     };
     await expect(read()).rejects.toMatchObject({ kind: 'network', status: 502 });
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Echo: one ');
   });
 
   it('a wrong key header is a 401 from the upstream', async () => {
-    const anonymous = new AnthropicProvider({ baseUrl: sim.url, apiKey: '' });
-    await expect(anonymous.chatCompletion(request('hi'))).rejects.toMatchObject({ kind: 'http', status: 401, retryable: false });
+    const anonymous = anthropic.client({ baseUrl: sim.url, apiKey: '' });
+    await expect(anonymous.chat(request('hi'))).rejects.toMatchObject({ kind: 'http', status: 401, retryable: false });
   });
 
   it('times out an upstream that does not answer', async () => {
-    const slow = new AnthropicProvider({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 50 });
-    await expect(slow.chatCompletion(request('#sim {"delay_ms": 500}'))).rejects.toMatchObject({ kind: 'timeout', status: 504 });
+    const slow = anthropic.client({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 50 });
+    await expect(slow.chat(request('#sim {"delay_ms": 500}'))).rejects.toMatchObject({ kind: 'timeout', status: 504 });
   });
 });

@@ -1,6 +1,6 @@
 /**
- * Adapter for Anthropic's native Messages API (`POST {base}/messages`). The gateway speaks OpenAI
- * chat completions throughout, so this adapter translates at its edge: the request into a
+ * Anthropic's native Messages API (`POST {base}/messages`). The gateway speaks OpenAI chat
+ * completions throughout, so this folder translates at its edge: the request into a
  * Messages request, the answer and the stream events back into the OpenAI shapes the chat
  * service already handles. Transport (undici on a shared keep-alive pool, timeouts, error
  * classification, SSE parsing) is the one the OpenAI-compatible adapter uses.
@@ -11,11 +11,11 @@
  */
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
-import { excludesReasoning, normalizeUsage, type ChatCompletionResult, type ChatProvider, type EmbeddingsResult } from '../provider';
+import { excludesReasoning } from '../provider';
 import { ProviderError } from '../provider-error';
-import { readSse, type SseEvent } from '../sse';
+import type { SseEvent } from '../sse';
 import { countTextTokens } from '../tokens';
-import { Deadline, DEFAULT_TIMEOUT_MS, invalidResponse, parseJson, postUpstream, type UpstreamBody } from '../transport';
+import { DEFAULT_TIMEOUT_MS, invalidResponse, parseJson } from '../transport';
 import type { ChatChunk, ChatCompletion, ChatDelta, ChatUsage, ToolCall } from '../wire';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -37,68 +37,24 @@ export interface AnthropicOptions {
 
 type Json = Record<string, unknown>;
 
-export class AnthropicProvider implements ChatProvider {
-  private readonly url: string;
-  private readonly headers: Record<string, string>;
-  private readonly timeoutMs: number;
+/** Where the Messages API is and how it is called, once per client. */
+export interface AnthropicConnection {
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+}
 
-  constructor(options: AnthropicOptions) {
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/messages`;
-    this.headers = {
+export function anthropicConnection(options: AnthropicOptions): AnthropicConnection {
+  return {
+    url: `${options.baseUrl.replace(/\/+$/, '')}/messages`,
+    headers: {
       ...options.headers,
       'x-api-key': options.apiKey,
       'anthropic-version': options.version ?? ANTHROPIC_VERSION,
       'content-type': 'application/json',
-    };
-    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  }
-
-  async chatCompletion(body: object, signal?: AbortSignal): Promise<ChatCompletionResult> {
-    const { request, excludeReasoning } = toMessagesRequest(body as Json);
-    const started = performance.now();
-    const deadline = new Deadline(this.timeoutMs, signal);
-    try {
-      const answer = await this.post({ ...request, stream: false }, deadline, 'application/json');
-      const json = parseJson(await answer.text());
-      if (!isRecord(json) || json.type !== 'message' || !Array.isArray(json.content)) {
-        throw invalidResponse('Messages answer without type "message" and a content array', json);
-      }
-      const completion = toChatCompletion(json, { excludeReasoning });
-      return { response: completion, usage: normalizeUsage(completion.usage), latencyMs: performance.now() - started };
-    } catch (error) {
-      throw deadline.failure(error);
-    } finally {
-      deadline.dispose();
-    }
-  }
-
-  async *streamChatCompletion(body: object, signal?: AbortSignal): AsyncGenerator<ChatChunk> {
-    const { request, excludeReasoning } = toMessagesRequest(body as Json);
-    const deadline = new Deadline(this.timeoutMs, signal);
-    try {
-      const stream = await this.post({ ...request, stream: true }, deadline, 'text/event-stream');
-      yield* chatChunks(
-        readSse(
-          deadline.whileReading(stream),
-          deadline.streamEnd((e) => e.event === 'message_stop'),
-        ),
-        { excludeReasoning },
-      );
-    } catch (error) {
-      throw deadline.failure(error);
-    } finally {
-      deadline.dispose();
-    }
-  }
-
-  /** The Messages API has no embeddings; the catalog refuses such a route, so this is a bug. */
-  async embeddings(): Promise<EmbeddingsResult> {
-    throw new ProviderError({ kind: 'http', status: 400, message: 'the Anthropic adapter has no embeddings endpoint' });
-  }
-
-  private post(payload: object, deadline: Deadline, accept: string): Promise<UpstreamBody> {
-    return postUpstream(this.url, { ...this.headers, accept }, payload, deadline);
-  }
+    },
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
 }
 
 // ---------------------------------------------------------------- request: OpenAI -> Messages

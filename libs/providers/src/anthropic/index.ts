@@ -1,10 +1,10 @@
 /** Anthropic's native Messages API: chat only. */
-import type { ProviderDeclaration } from '../provider';
-import { ANTHROPIC_CHAT_PARAMETERS, AnthropicProvider } from './client';
+import { declareProvider } from '../provider';
+import { chat } from './chat';
+import { anthropicConnection } from './client';
 
-export const anthropic: ProviderDeclaration = {
-  operations: { chat: ANTHROPIC_CHAT_PARAMETERS },
-  client: (options) => new AnthropicProvider(options),
-};
+export const anthropic = declareProvider(anthropicConnection, {
+  chat,
+});
 
 export * from './client';

@@ -1,10 +1,10 @@
 /** Cohere's v2 rerank API (`POST /v2/rerank`, billed in search units): rerank only. */
-import type { ProviderDeclaration } from '../provider';
-import { COHERE_RERANK_PARAMETERS, CohereRerankAdapter } from './client';
+import { declareProvider } from '../provider';
+import { singleOperationConnection } from '../single-operation';
+import { rerank } from './rerank';
 
-export const cohere: ProviderDeclaration = {
-  operations: { rerank: COHERE_RERANK_PARAMETERS },
-  client: (options) => new CohereRerankAdapter(options),
-};
+export const cohere = declareProvider(singleOperationConnection, {
+  rerank,
+});
 
-export { COHERE_RERANK_PARAMETERS, CohereRerankAdapter } from './client';
+export { COHERE_RERANK_PARAMETERS } from './rerank';

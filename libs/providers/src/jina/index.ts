@@ -1,10 +1,10 @@
 /** Jina's rerank API (`POST /v1/rerank`, billed in tokens): rerank only. */
-import type { ProviderDeclaration } from '../provider';
-import { JINA_RERANK_PARAMETERS, JinaRerankAdapter } from './client';
+import { declareProvider } from '../provider';
+import { singleOperationConnection } from '../single-operation';
+import { rerank } from './rerank';
 
-export const jina: ProviderDeclaration = {
-  operations: { rerank: JINA_RERANK_PARAMETERS },
-  client: (options) => new JinaRerankAdapter(options),
-};
+export const jina = declareProvider(singleOperationConnection, {
+  rerank,
+});
 
-export { JINA_RERANK_PARAMETERS, JinaRerankAdapter } from './client';
+export { JINA_RERANK_PARAMETERS } from './rerank';

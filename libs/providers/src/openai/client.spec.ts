@@ -1,14 +1,15 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AnthropicProvider } from '../anthropic';
+import { anthropic } from '../anthropic';
 import { normalizeUsage } from '../provider';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
 import { countTextTokens } from '../tokens';
 import { STREAM_END_GRACE_MS } from '../transport';
 import type { ChatChunk } from '../wire';
-import { OpenAiCompatibleProvider, type OpenAiCompatibleOptions } from './client';
+import type { OpenAiCompatibleOptions } from './connection';
+import { openai } from './index';
 
 let sim: Simulator;
 beforeAll(async () => {
@@ -16,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => sim.close());
 
-const provider = (options: Partial<OpenAiCompatibleOptions> = {}) => new OpenAiCompatibleProvider({ baseUrl: sim.url, apiKey: 'sk-test', ...options });
+const provider = (options: Partial<OpenAiCompatibleOptions> = {}) => openai.client({ baseUrl: sim.url, apiKey: 'sk-test', ...options });
 
 const chatBody = (text: string, extra: object = {}) => ({
   model: 'sim/echo',
@@ -45,9 +46,9 @@ async function failure(promise: Promise<unknown>): Promise<ProviderError> {
   return error as ProviderError;
 }
 
-describe('chatCompletion against the simulator', () => {
+describe('chat against the simulator', () => {
   it('returns the parsed response, normalized usage and the latency', async () => {
-    const result = await provider().chatCompletion(chatBody('hi\n#sim {"cached_tokens": 8, "reasoning_tokens": 5, "delay_ms": 30}'));
+    const result = await provider().chat(chatBody('hi\n#sim {"cached_tokens": 8, "reasoning_tokens": 5, "delay_ms": 30}'));
     expect(result.response.choices[0].message.content).toBe('Echo: hi');
     const usage = result.response.usage!;
     expect(result.usage).toEqual({
@@ -66,42 +67,42 @@ describe('chatCompletion against the simulator', () => {
     [400, false],
     [404, false],
   ])('maps an upstream %i to an http ProviderError (retryable: %s)', async (status, retryable) => {
-    const error = await failure(provider().chatCompletion(chatBody(`#sim {"fail": ${status}}`)));
+    const error = await failure(provider().chat(chatBody(`#sim {"fail": ${status}}`)));
     expect(error).toMatchObject({ kind: 'http', status, retryable, message: `simulated failure (#sim fail ${status})` });
     expect(error.upstreamBody).toMatchObject({ error: { code: 'sim_failure' } });
   });
 
   it('times out with a retryable 504 when the upstream is slower than timeoutMs', async () => {
     const started = Date.now();
-    const error = await failure(provider({ timeoutMs: 100 }).chatCompletion(chatBody('#sim {"delay_ms": 2000}')));
+    const error = await failure(provider({ timeoutMs: 100 }).chat(chatBody('#sim {"delay_ms": 2000}')));
     expect(error).toMatchObject({ kind: 'timeout', status: 504, retryable: true });
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('maps a dropped connection to a retryable network 502', async () => {
-    const error = await failure(provider().chatCompletion(chatBody('#sim {"cut_after_chunks": 0}')));
+    const error = await failure(provider().chat(chatBody('#sim {"cut_after_chunks": 0}')));
     expect(error).toMatchObject({ kind: 'network', status: 502, retryable: true });
   });
 
   it('maps a refused connection to a network 502', async () => {
     const closed = await startSimulator();
     await closed.close();
-    const error = await failure(provider({ baseUrl: closed.url }).chatCompletion(chatBody('hi')));
+    const error = await failure(provider({ baseUrl: closed.url }).chat(chatBody('hi')));
     expect(error).toMatchObject({ kind: 'network', status: 502, message: expect.stringContaining('ECONNREFUSED') });
   });
 
   it("rethrows the caller's own abort reason rather than a ProviderError", async () => {
     const controller = new AbortController();
-    const call = provider().chatCompletion(chatBody('#sim {"delay_ms": 2000}'), controller.signal);
+    const call = provider().chat(chatBody('#sim {"delay_ms": 2000}'), controller.signal);
     const reason = new Error('client gone');
     setTimeout(() => controller.abort(reason), 20);
     await expect(call).rejects.toBe(reason);
   });
 });
 
-describe('streamChatCompletion against the simulator', () => {
+describe('chat_stream against the simulator', () => {
   it('yields every chunk and always the usage chunk, even when the caller did not ask for usage', async () => {
-    const { chunks, error } = await drain(provider().streamChatCompletion(chatBody('stream me\n#sim {"reasoning_tokens": 2}')));
+    const { chunks, error } = await drain(provider().chat_stream(chatBody('stream me\n#sim {"reasoning_tokens": 2}')));
     expect(error).toBeUndefined();
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Echo: stream me');
     const last = chunks.at(-1)!;
@@ -110,27 +111,27 @@ describe('streamChatCompletion against the simulator', () => {
   });
 
   it('throws a network ProviderError after yielding the chunks of a cut stream', async () => {
-    const { chunks, error } = await drain(provider().streamChatCompletion(chatBody('a b c d e\n#sim {"cut_after_chunks": 3}')));
+    const { chunks, error } = await drain(provider().chat_stream(chatBody('a b c d e\n#sim {"cut_after_chunks": 3}')));
     expect(chunks).toHaveLength(4);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'network', status: 502, retryable: true });
   });
 
   it('throws the upstream error on the first read, before any chunk', async () => {
-    const { chunks, error } = await drain(provider().streamChatCompletion(chatBody('#sim {"fail": 503}')));
+    const { chunks, error } = await drain(provider().chat_stream(chatBody('#sim {"fail": 503}')));
     expect(chunks).toEqual([]);
     expect(error).toMatchObject({ kind: 'http', status: 503, retryable: true });
   });
 
   it('times out when the stream goes silent longer than timeoutMs', async () => {
-    const { chunks, error } = await drain(provider({ timeoutMs: 500 }).streamChatCompletion(chatBody('slow\n#sim {"chunk_delay_ms": 1500}')));
+    const { chunks, error } = await drain(provider({ timeoutMs: 500 }).chat_stream(chatBody('slow\n#sim {"chunk_delay_ms": 1500}')));
     expect(chunks).toHaveLength(1);
     expect(error).toMatchObject({ kind: 'timeout', status: 504 });
   });
 
   it('does not count a slow consumer against the timeout', async () => {
     // The timeout leaves a loaded machine room to answer and read; each pause exceeds it.
-    const stream = provider({ timeoutMs: 500 }).streamChatCompletion(chatBody('one two three'));
+    const stream = provider({ timeoutMs: 500 }).chat_stream(chatBody('one two three'));
     const chunks: ChatChunk[] = [];
     for await (const chunk of stream) {
       chunks.push(chunk);
@@ -142,7 +143,7 @@ describe('streamChatCompletion against the simulator', () => {
 
 describe('embeddings against the simulator', () => {
   it('returns the vectors and the prompt tokens', async () => {
-    const result = await provider().embeddings({ model: 'sim/embed', input: ['a', 'b'], dimensions: 4 });
+    const result = await provider().embed({ model: 'sim/embed', input: ['a', 'b'], dimensions: 4 });
     expect(result.response.data.map((d) => (d.embedding as number[]).length)).toEqual([4, 4]);
     expect(result.usage).toEqual({ promptTokens: 2, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0 });
   });
@@ -198,8 +199,8 @@ describe('against a scripted upstream', () => {
   it('forwards only the configured request fields, with the key and extra headers', async () => {
     respond = json(200, completionJson);
     const body = chatBody('hi', { temperature: 0.2, top_k: 5, models: ['fallback'], plugins: [], stream: true, stream_options: {} });
-    await scripted({ headers: { 'x-title': 'svc' } }).chatCompletion(body);
-    await scripted({ dialect: 'router' }).chatCompletion(body);
+    await scripted({ headers: { 'x-title': 'svc' } }).chat(body);
+    await scripted({ dialect: 'router' }).chat(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, temperature: 0.2 });
     expect(received[0].headers).toMatchObject({
       authorization: 'Bearer sk-test',
@@ -214,9 +215,9 @@ describe('against a scripted upstream', () => {
     respond = json(200, completionJson);
     const reasoning = { effort: 'high', max_tokens: 100 };
     const body = chatBody('hi', { reasoning, include_reasoning: true });
-    await scripted().chatCompletion(body);
-    await scripted().chatCompletion({ ...body, reasoning_effort: 'low' });
-    await scripted({ dialect: 'router' }).chatCompletion(body);
+    await scripted().chat(body);
+    await scripted().chat({ ...body, reasoning_effort: 'low' });
+    await scripted({ dialect: 'router' }).chat(body);
     expect(received[0].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'high' });
     expect(received[1].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning_effort: 'low' });
     expect(received[2].body).toEqual({ model: 'sim/echo', messages: body.messages, reasoning, include_reasoning: true });
@@ -224,7 +225,7 @@ describe('against a scripted upstream', () => {
 
   it('asks for a stream with usage, keeping the other stream options', async () => {
     respond = sse(['data: [DONE]\n\n']);
-    await drain(scripted().streamChatCompletion(chatBody('hi', { stream_options: { include_obfuscation: false } })));
+    await drain(scripted().chat_stream(chatBody('hi', { stream_options: { include_obfuscation: false } })));
     expect(received[0].body).toMatchObject({ stream: true, stream_options: { include_obfuscation: false, include_usage: true } });
     expect(received[0].headers.accept).toBe('text/event-stream');
   });
@@ -235,7 +236,7 @@ describe('against a scripted upstream', () => {
     const packets: Buffer[] = [];
     for (let i = 0; i < bytes.length; i += 7) packets.push(bytes.subarray(i, i + 7)); // splits the multi-byte characters too
     respond = sse(packets, 1);
-    const { chunks, error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+    const { chunks, error } = await drain(scripted().chat_stream(chatBody('hi')));
     expect(error).toBeUndefined();
     expect(chunks.map((c) => c.choices[0].delta.content)).toEqual(['héllo ', 'wörld 🙂']);
   });
@@ -248,7 +249,7 @@ describe('against a scripted upstream', () => {
       res.write(`data: ${chunk('first')}\n\n`);
       res.on('close', upstreamClosed); // the upstream never ends this stream by itself
     };
-    for await (const received of scripted().streamChatCompletion(chatBody('hi'))) {
+    for await (const received of scripted().chat_stream(chatBody('hi'))) {
       expect(received.choices[0].delta.content).toBe('first');
       break;
     }
@@ -261,7 +262,7 @@ describe('against a scripted upstream', () => {
     const before = connections;
     for (let i = 0; i < 4; i++)
       await scripted()
-        .chatCompletion(chatBody('hi'))
+        .chat(chatBody('hi'))
         .catch(() => undefined);
     expect(received).toHaveLength(4);
     expect(connections - before).toBeLessThanOrEqual(1); // 0 when an earlier test left one idle
@@ -270,8 +271,8 @@ describe('against a scripted upstream', () => {
   // Issue 14.8: a followed redirect carried the provider key (x-api-key survives undici's
   // cross-origin stripping) and the prompt to whatever origin the Location named.
   it.each([
-    ['the OpenAI-compatible adapter', (url: string) => new OpenAiCompatibleProvider({ baseUrl: url, apiKey: 'sk-test' }), { authorization: 'Bearer sk-test' }],
-    ['the Anthropic adapter', (url: string) => new AnthropicProvider({ baseUrl: url, apiKey: 'sk-ant-test' }), { 'x-api-key': 'sk-ant-test' }],
+    ['the OpenAI-compatible adapter', (url: string) => openai.client({ baseUrl: url, apiKey: 'sk-test' }), { authorization: 'Bearer sk-test' }],
+    ['the Anthropic adapter', (url: string) => anthropic.client({ baseUrl: url, apiKey: 'sk-ant-test' }), { 'x-api-key': 'sk-ant-test' }],
   ])('%s never follows a redirect, streamed or not: the key and the prompt stay with the provider', async (_name, adapter, key) => {
     const elsewhere: { headers: Record<string, unknown>; body: string }[] = [];
     const trap = createServer((req, res) => {
@@ -291,9 +292,9 @@ describe('against a scripted upstream', () => {
           res.end();
         };
         // A provider failure like a 502: retryable, so a fallback may answer; nothing to bill.
-        const error = await failure(adapter(baseUrl).chatCompletion(chatBody('the prompt')));
+        const error = await failure(adapter(baseUrl).chat(chatBody('the prompt')));
         expect(error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
-        const streamed = await drain(adapter(baseUrl).streamChatCompletion(chatBody('the prompt')));
+        const streamed = await drain(adapter(baseUrl).chat_stream(chatBody('the prompt')));
         expect(streamed.chunks).toEqual([]);
         expect(streamed.error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
       }
@@ -312,7 +313,7 @@ describe('against a scripted upstream', () => {
     respond = sse([`data: ${chunk('one')}\n\n`, 'data: [DONE]\n\n', ''], 30);
     const before = connections;
     for (let i = 0; i < 3; i++) {
-      const { chunks, error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+      const { chunks, error } = await drain(scripted().chat_stream(chatBody('hi')));
       expect(error).toBeUndefined();
       expect(chunks.map((c) => c.choices[0]?.delta.content)).toEqual(['one']);
     }
@@ -328,7 +329,7 @@ describe('against a scripted upstream', () => {
       res.on('close', upstreamClosed); // never ended by the upstream
     };
     const started = performance.now();
-    const { chunks, error } = await drain(scripted({ timeoutMs: 60_000 }).streamChatCompletion(chatBody('hi')));
+    const { chunks, error } = await drain(scripted({ timeoutMs: 60_000 }).chat_stream(chatBody('hi')));
     expect(error).toBeUndefined();
     expect(chunks.map((c) => c.choices[0]?.delta.content)).toEqual(['all']);
     expect(performance.now() - started).toBeLessThan(STREAM_END_GRACE_MS + 2000);
@@ -337,21 +338,21 @@ describe('against a scripted upstream', () => {
 
   it('treats a stream that ends cleanly without [DONE] as cut short', async () => {
     respond = sse([`data: ${chunk('partial')}\n\n`]);
-    const { chunks, error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+    const { chunks, error } = await drain(scripted().chat_stream(chatBody('hi')));
     expect(chunks).toHaveLength(1);
     expect(error).toMatchObject({ kind: 'network', status: 502, message: 'upstream stream ended before [DONE]' });
   });
 
   it('turns an error event inside the stream into an http ProviderError after the earlier chunks', async () => {
     respond = sse([`data: ${chunk('a')}\n\n`, 'data: {"error":{"code":429,"message":"Rate limited upstream"}}\n\n']);
-    const { chunks, error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+    const { chunks, error } = await drain(scripted().chat_stream(chatBody('hi')));
     expect(chunks).toHaveLength(1);
     expect(error).toMatchObject({ kind: 'http', status: 429, retryable: true, message: 'Rate limited upstream' });
   });
 
   it('reports a stream event that is not JSON as an invalid response', async () => {
     respond = sse(['data: {not json\n\n']);
-    const { error } = await drain(scripted().streamChatCompletion(chatBody('hi')));
+    const { error } = await drain(scripted().chat_stream(chatBody('hi')));
     expect(error).toMatchObject({ kind: 'invalid_response', status: 502, retryable: true });
   });
 
@@ -360,13 +361,13 @@ describe('against a scripted upstream', () => {
     ['JSON without choices', '{"ok":true}'],
   ])('reports %s with a success status as an invalid response', async (_, body) => {
     respond = json(200, body);
-    const error = await failure(scripted().chatCompletion(chatBody('hi')));
+    const error = await failure(scripted().chat(chatBody('hi')));
     expect(error).toMatchObject({ kind: 'invalid_response', status: 502 });
   });
 
   it('keeps a non-JSON error body as text', async () => {
     respond = json(502, '<html>Bad Gateway</html>', 'text/html');
-    const error = await failure(scripted().chatCompletion(chatBody('hi')));
+    const error = await failure(scripted().chat(chatBody('hi')));
     expect(error).toMatchObject({ kind: 'http', status: 502, upstreamBody: '<html>Bad Gateway</html>', message: 'upstream answered HTTP 502' });
   });
 });

@@ -1,26 +1,31 @@
 /**
  * OpenAI's wire format, spoken by OpenAI, OpenRouter, vLLM, Ollama, llama.cpp and the simulator:
- * every operation but rerank and search (realtime: its WebSocket endpoint).
+ * every operation but rerank and search (realtime: its WebSocket endpoint). Each operation is
+ * one file of this folder and one line here.
  */
-import type { ProviderDeclaration } from '../provider';
-import { OpenAiCompatibleAdapter } from './client';
-import { OPENAI_PARAMETERS } from './parameters';
+import { declareProvider } from '../provider';
+import { chat } from './chat';
+import { openAiConnection } from './connection';
+import { embed } from './embed';
+import { image } from './image';
+import { moderation } from './moderation';
+import { realtime } from './realtime';
+import { speech } from './speech';
+import { transcription, translation } from './transcription';
+import { video } from './video';
 
-export const openai: ProviderDeclaration = {
-  operations: {
-    chat: OPENAI_PARAMETERS.chat.openai,
-    embed: OPENAI_PARAMETERS.embed,
-    image: OPENAI_PARAMETERS.image,
-    speech: OPENAI_PARAMETERS.speech,
-    transcription: OPENAI_PARAMETERS.transcription,
-    translation: OPENAI_PARAMETERS.translation,
-    moderation: OPENAI_PARAMETERS.moderation,
-    video: OPENAI_PARAMETERS.video,
-    realtime: OPENAI_PARAMETERS.realtime,
-  },
-  client: (options) => new OpenAiCompatibleAdapter(options),
-};
+export const openai = declareProvider(openAiConnection, {
+  chat,
+  embed,
+  image,
+  speech,
+  transcription,
+  translation,
+  moderation,
+  video,
+  realtime,
+});
 
 export { excludesReasoning } from '../provider';
-export { OpenAiCompatibleAdapter, OpenAiCompatibleProvider, type OpenAiCompatibleOptions } from './client';
+export { type OpenAiCompatibleOptions } from './connection';
 export { OPENAI_PARAMETERS } from './parameters';

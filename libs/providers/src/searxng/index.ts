@@ -1,10 +1,9 @@
 /** A self-hosted SearXNG metasearch instance's JSON API (`GET /search`): web search only. */
-import type { ProviderDeclaration } from '../provider';
-import { SEARXNG_SEARCH_PARAMETERS, SearxngSearchAdapter } from './client';
+import { declareProvider } from '../provider';
+import { search, searxngConnection } from './search';
 
-export const searxng: ProviderDeclaration = {
-  operations: { search: SEARXNG_SEARCH_PARAMETERS },
-  client: (options) => new SearxngSearchAdapter(options),
-};
+export const searxng = declareProvider(searxngConnection, {
+  search,
+});
 
-export { SEARXNG_SEARCH_PARAMETERS, SearxngSearchAdapter } from './client';
+export { SEARXNG_SEARCH_PARAMETERS } from './search';

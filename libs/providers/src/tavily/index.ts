@@ -1,10 +1,10 @@
 /** Tavily's hosted search API (`POST /search`, billed in credits per query): web search only. */
-import type { ProviderDeclaration } from '../provider';
-import { TAVILY_SEARCH_PARAMETERS, TavilySearchAdapter } from './client';
+import { declareProvider } from '../provider';
+import { singleOperationConnection } from '../single-operation';
+import { search } from './search';
 
-export const tavily: ProviderDeclaration = {
-  operations: { search: TAVILY_SEARCH_PARAMETERS },
-  client: (options) => new TavilySearchAdapter(options),
-};
+export const tavily = declareProvider(singleOperationConnection, {
+  search,
+});
 
-export { TAVILY_SEARCH_PARAMETERS, TavilySearchAdapter } from './client';
+export { TAVILY_SEARCH_PARAMETERS } from './search';

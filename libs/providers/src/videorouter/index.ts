@@ -1,10 +1,10 @@
 /** A video aggregator's API (`POST /videos/generations`, cost reported per clip): video only. */
-import type { ProviderDeclaration } from '../provider';
-import { VIDEOROUTER_VIDEO_PARAMETERS, VideoRouterAdapter } from './client';
+import { declareProvider } from '../provider';
+import { singleOperationConnection } from '../single-operation';
+import { video } from './video';
 
-export const videorouter: ProviderDeclaration = {
-  operations: { video: VIDEOROUTER_VIDEO_PARAMETERS },
-  client: (options) => new VideoRouterAdapter(options),
-};
+export const videorouter = declareProvider(singleOperationConnection, {
+  video,
+});
 
-export { VIDEOROUTER_VIDEO_PARAMETERS, VideoRouterAdapter } from './client';
+export { VIDEOROUTER_VIDEO_PARAMETERS } from './video';

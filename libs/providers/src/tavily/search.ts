@@ -1,7 +1,8 @@
 import { mapParameters, type ParameterConfig } from '../operations';
-import type { SearchBody, SearchResult } from '../provider';
+import type { Operation, SearchBody, SearchResult } from '../provider';
 import { ProviderError } from '../provider-error';
-import { domainFilter, resultsOf, SearchAdapter, textOf, withinRequest } from '../search';
+import { domainFilter, resultsOf, textOf, withinRequest } from '../search';
+import type { SingleOperationConnection } from '../single-operation';
 import { postJsonUpstream } from '../transport';
 
 /** Tavily refuses a larger `max_results`; a caller asking for more gets the most Tavily gives. */
@@ -37,17 +38,17 @@ export const TAVILY_SEARCH_PARAMETERS: ParameterConfig<'search'> = {
  * search is one credit; the page text comes with it, and the gateway cuts it to
  * `max_tokens_per_page`.
  */
-export class TavilySearchAdapter extends SearchAdapter {
-  async search(body: SearchBody, signal?: AbortSignal): Promise<SearchResult> {
-    const request = { ...mapParameters(TAVILY_SEARCH_PARAMETERS, { ...body }), search_depth: 'basic', include_raw_content: true, include_answer: false };
-    // The base is `https://api.tavily.com`; a version segment at the end (the simulator's `/v1`) is dropped.
-    const { json, latencyMs } = await postJsonUpstream(`${this.root}/search`, this.headers, request, this.timeoutMs, signal);
-    const hits = resultsOf(json, 'Tavily').map((r) => {
-      const snippet = textOf(r.content);
-      // `published_date` comes only with topic `news`, which is not asked for; read it where it is.
-      return { title: textOf(r.title), url: r.url as string, snippet, content: textOf(r.raw_content) || snippet, date: textOf(r.published_date) || null };
-    });
-    // Tavily applies the filter and the count itself; holding its answer to them costs nothing.
-    return { results: withinRequest(hits, body), latencyMs };
-  }
+async function query(upstream: SingleOperationConnection, body: SearchBody, signal?: AbortSignal): Promise<SearchResult> {
+  const request = { ...mapParameters(TAVILY_SEARCH_PARAMETERS, { ...body }), search_depth: 'basic', include_raw_content: true, include_answer: false };
+  // The base is `https://api.tavily.com`; a version segment at the end (the simulator's `/v1`) is dropped.
+  const { json, latencyMs } = await postJsonUpstream(`${upstream.root}/search`, upstream.headers, request, upstream.timeoutMs, signal);
+  const hits = resultsOf(json, 'Tavily').map((r) => {
+    const snippet = textOf(r.content);
+    // `published_date` comes only with topic `news`, which is not asked for; read it where it is.
+    return { title: textOf(r.title), url: r.url as string, snippet, content: textOf(r.raw_content) || snippet, date: textOf(r.published_date) || null };
+  });
+  // Tavily applies the filter and the count itself; holding its answer to them costs nothing.
+  return { results: withinRequest(hits, body), latencyMs };
 }
+
+export const search: Operation<'search', SingleOperationConnection> = { parameters: TAVILY_SEARCH_PARAMETERS, calls: { search: query } };

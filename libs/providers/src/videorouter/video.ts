@@ -1,8 +1,8 @@
 import { isRecord } from '../json';
 import { mapParameters, type ParameterConfig } from '../operations';
-import type { BinaryResult, VideoJob, VideoJobRequest, VideoVariant } from '../provider';
+import type { BinaryResult, Operation, VideoJob, VideoJobRequest, VideoVariant } from '../provider';
 import { ProviderError } from '../provider-error';
-import { SingleOperationAdapter, type SingleOperationOptions } from '../single-operation';
+import type { SingleOperationConnection } from '../single-operation';
 import { getBinaryUpstream, sendJsonUpstream } from '../transport';
 import { givenFields, videoJobFrom } from '../video';
 
@@ -52,45 +52,41 @@ export const VIDEOROUTER_VIDEO_PARAMETERS: ParameterConfig<'video'> = {
  * `video_url` / `thumbnail_url` WITHOUT the key: they point at storage, not at the router, and
  * the key must not travel wherever a provider points (as transport.ts refuses redirects).
  */
-export class VideoRouterAdapter extends SingleOperationAdapter {
-  constructor(options: SingleOperationOptions) {
-    super(options, 'video');
-  }
+type Router = SingleOperationConnection;
 
-  async createVideo(body: VideoJobRequest, signal?: AbortSignal): Promise<VideoJob> {
-    const payload = mapParameters(VIDEOROUTER_VIDEO_PARAMETERS, givenFields(body));
-    return this.job('POST', `${this.baseUrl}/videos/generations`, payload, signal);
-  }
+function create(upstream: Router, body: VideoJobRequest, signal?: AbortSignal): Promise<VideoJob> {
+  const payload = mapParameters(VIDEOROUTER_VIDEO_PARAMETERS, givenFields(body));
+  return job(upstream, 'POST', `${upstream.baseUrl}/videos/generations`, payload, signal);
+}
 
-  async getVideo(id: string, signal?: AbortSignal): Promise<VideoJob> {
-    return this.job('GET', this.jobUrl(id), undefined, signal);
-  }
+function get(upstream: Router, id: string, signal?: AbortSignal): Promise<VideoJob> {
+  return job(upstream, 'GET', jobUrl(upstream, id), undefined, signal);
+}
 
-  async cancelVideo(id: string, signal?: AbortSignal): Promise<void> {
-    await this.job('POST', `${this.jobUrl(id)}/cancel`, undefined, signal);
-  }
+async function cancel(upstream: Router, id: string, signal?: AbortSignal): Promise<void> {
+  await job(upstream, 'POST', `${jobUrl(upstream, id)}/cancel`, undefined, signal);
+}
 
-  /** The job's `video_url` or `thumbnail_url`, fetched; a 404 ProviderError until the job has completed. */
-  async videoContent(id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult> {
-    const started = performance.now();
-    const { json } = await sendJsonUpstream('GET', this.jobUrl(id), this.headers, undefined, this.timeoutMs, signal);
-    const job = routerVideoJob(json, undefined);
-    const url = isRecord(json) ? json[variant === 'video' ? 'video_url' : 'thumbnail_url'] : undefined;
-    if (job.status !== 'completed' || typeof url !== 'string' || url === '') {
-      throw new ProviderError({ kind: 'http', status: 404, message: `video ${id} has no ${variant} to download (status ${job.status})`, upstreamBody: json });
-    }
-    const content = await getBinaryUpstream(url, {}, this.timeoutMs, signal);
-    return { ...content, latencyMs: performance.now() - started };
+/** The job's `video_url` or `thumbnail_url`, fetched; a 404 ProviderError until the job has completed. */
+async function content(upstream: Router, id: string, variant: VideoVariant, signal?: AbortSignal): Promise<BinaryResult> {
+  const started = performance.now();
+  const { json } = await sendJsonUpstream('GET', jobUrl(upstream, id), upstream.headers, undefined, upstream.timeoutMs, signal);
+  const current = routerVideoJob(json, undefined);
+  const url = isRecord(json) ? json[variant === 'video' ? 'video_url' : 'thumbnail_url'] : undefined;
+  if (current.status !== 'completed' || typeof url !== 'string' || url === '') {
+    throw new ProviderError({ kind: 'http', status: 404, message: `video ${id} has no ${variant} to download (status ${current.status})`, upstreamBody: json });
   }
+  const clip = await getBinaryUpstream(url, {}, upstream.timeoutMs, signal);
+  return { ...clip, latencyMs: performance.now() - started };
+}
 
-  private async job(method: 'GET' | 'POST', url: string, payload: object | undefined, signal: AbortSignal | undefined): Promise<VideoJob> {
-    const { json, headers } = await sendJsonUpstream(method, url, this.headers, payload, this.timeoutMs, signal);
-    return routerVideoJob(json, headers);
-  }
+async function job(upstream: Router, method: 'GET' | 'POST', url: string, payload: object | undefined, signal: AbortSignal | undefined): Promise<VideoJob> {
+  const { json, headers } = await sendJsonUpstream(method, url, upstream.headers, payload, upstream.timeoutMs, signal);
+  return routerVideoJob(json, headers);
+}
 
-  private jobUrl(id: string): string {
-    return `${this.baseUrl}/videos/generations/${encodeURIComponent(id)}`;
-  }
+function jobUrl(upstream: Router, id: string): string {
+  return `${upstream.baseUrl}/videos/generations/${encodeURIComponent(id)}`;
 }
 
 function routerVideoJob(json: unknown, headers: Parameters<typeof videoJobFrom>[1]): VideoJob {
@@ -99,3 +95,8 @@ function routerVideoJob(json: unknown, headers: Parameters<typeof videoJobFrom>[
     url: job.video_url,
   }));
 }
+
+export const video: Operation<'video', SingleOperationConnection> = {
+  parameters: VIDEOROUTER_VIDEO_PARAMETERS,
+  calls: { video_create: create, video_get: get, video_cancel: cancel, video_content: content },
+};

@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import type { SearchBody } from '../provider';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
-import { SearxngSearchAdapter } from './client';
+import { searxng } from './index';
 
 let sim: Simulator;
-let engine: SearxngSearchAdapter;
+let engine: ReturnType<typeof searxng.client>;
 beforeAll(async () => {
   sim = await startSimulator();
-  engine = new SearxngSearchAdapter({ baseUrl: sim.url, apiKey: '' });
+  engine = searxng.client({ baseUrl: sim.url, apiKey: '' });
 });
 afterAll(() => sim.close());
 
@@ -101,7 +101,7 @@ describe('against a scripted instance', () => {
     seen = [];
     reply = { status: 200, type: 'application/json', body: '{"results": []}' };
   });
-  const at = (baseUrl: string, apiKey = '') => new SearxngSearchAdapter({ baseUrl, apiKey }).search({ query: 'a b', max_results: 5 });
+  const at = (baseUrl: string, apiKey = '') => searxng.client({ baseUrl, apiKey }).search({ query: 'a b', max_results: 5 });
 
   it('drops a trailing version segment and sends a key only when there is one', async () => {
     await at(`${base}/v1/`);

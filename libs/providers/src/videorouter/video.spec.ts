@@ -6,16 +6,16 @@ import { ManualClock } from '@svc/platform';
 import type { VideoJob, VideoJobRequest } from '../provider';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
-import { VideoRouterAdapter } from './client';
+import { videorouter } from './index';
 
 const JOB_MS = 1000;
 let sim: Simulator;
 let clock: ManualClock;
-let adapter: VideoRouterAdapter;
+let adapter: ReturnType<typeof videorouter.client>;
 beforeAll(async () => {
   clock = new ManualClock();
   sim = await startSimulator({ videoJobMs: JOB_MS, clock });
-  adapter = new VideoRouterAdapter({ baseUrl: sim.url, apiKey: 'sk-router' });
+  adapter = videorouter.client({ baseUrl: sim.url, apiKey: 'sk-router' });
 });
 afterAll(() => sim.close());
 
@@ -36,13 +36,13 @@ const failure = (promise: Promise<unknown>) =>
   );
 async function createdAndAged(fields: Partial<VideoJobRequest>, ms: number): Promise<VideoJob> {
   const start = clock.now();
-  const job = await adapter.createVideo(request(fields));
+  const job = await adapter.video_create(request(fields));
   clock.set(new Date(start.getTime() + ms));
   return job;
 }
 
 it('sends duration as a number with aspect_ratio, resolution and image_url; leaves out what was not given', async () => {
-  const job = await adapter.createVideo(request({ seconds: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' }));
+  const job = await adapter.video_create(request({ seconds: 8, aspect_ratio: '9:16', resolution: '1080p', image_url: 'https://img.example/first.png' }));
   expect(sim.received.at(-1)).toEqual({
     model: 'kling/v2-master',
     prompt: 'a hummingbird',
@@ -60,14 +60,14 @@ it('sends duration as a number with aspect_ratio, resolution and image_url; leav
     pollAfterMs: null,
     url: null,
   });
-  await adapter.createVideo(request());
+  await adapter.video_create(request());
   expect(sim.received.at(-1)).toEqual({ model: 'kling/v2-master', prompt: 'a hummingbird', duration: 5 });
 });
 
 it('turns a size into the ratio and resolution it names', async () => {
-  await adapter.createVideo(request({ size: '1280x720' }));
+  await adapter.video_create(request({ size: '1280x720' }));
   expect(sim.received.at(-1)).toEqual({ model: 'kling/v2-master', prompt: 'a hummingbird', duration: 5, aspect_ratio: '16:9', resolution: '720p' });
-  await adapter.createVideo(request({ size: '1080x1920', resolution: '480p' }));
+  await adapter.video_create(request({ size: '1080x1920', resolution: '480p' }));
   expect(sim.received.at(-1)).toMatchObject({ aspect_ratio: '9:16', resolution: '480p' });
 });
 
@@ -79,30 +79,30 @@ it.each([
   [20, '1080p', 6_000_000_000n],
 ])('%is at %s: no cost while running, exactly %p nano-USD once completed, with the MP4 URL', async (seconds, resolution, nano) => {
   const job = await createdAndAged({ seconds, resolution, prompt: `bird ${seconds} ${resolution}` }, JOB_MS / 2);
-  expect(await adapter.getVideo(job.id)).toEqual({ ...job, status: 'in_progress', progress: 50 });
+  expect(await adapter.video_get(job.id)).toEqual({ ...job, status: 'in_progress', progress: 50 });
   clock.advance(JOB_MS);
-  const done = await adapter.getVideo(job.id);
+  const done = await adapter.video_get(job.id);
   expect(done).toEqual({ ...job, status: 'completed', progress: 100, costNano: nano, url: `${sim.url}/files/videos/${job.id}.mp4` });
   expect(typeof done.costNano).toBe('bigint');
 });
 
 it("downloads the clip and the poster from the job's URLs; before completion a 404", async () => {
   const job = await createdAndAged({ seconds: 4 }, JOB_MS / 2);
-  const early = await failure(adapter.videoContent(job.id, 'video'));
+  const early = await failure(adapter.video_content(job.id, 'video'));
   expect(early).toBeInstanceOf(ProviderError);
   expect(early).toMatchObject({ kind: 'http', status: 404, message: expect.stringContaining('status in_progress') });
   clock.advance(JOB_MS);
-  const video = await adapter.videoContent(job.id, 'video');
+  const video = await adapter.video_content(job.id, 'video');
   expect(video.contentType).toBe('video/mp4');
   expect(video.bytes.toString('latin1', 4, 8)).toBe('ftyp');
-  const poster = await adapter.videoContent(job.id, 'thumbnail');
+  const poster = await adapter.video_content(job.id, 'thumbnail');
   expect(poster.contentType).toBe('image/jpeg');
   expect([...poster.bytes.subarray(0, 3)]).toEqual([0xff, 0xd8, 0xff]);
 });
 
 it('reports #sim fail as failed, with the error and no cost', async () => {
   const job = await createdAndAged({ prompt: 'x\n#sim {"fail": true}' }, JOB_MS);
-  expect(await adapter.getVideo(job.id)).toEqual({
+  expect(await adapter.video_get(job.id)).toEqual({
     ...job,
     status: 'failed',
     progress: 50,
@@ -113,26 +113,29 @@ it('reports #sim fail as failed, with the error and no cost', async () => {
 
 it('cancels a stalled job; cancelling again, or a completed job, changes nothing and is not an error', async () => {
   const stalled = await createdAndAged({ prompt: 'x\n#sim {"stall": true}' }, 2 * JOB_MS);
-  await expect(adapter.cancelVideo(stalled.id)).resolves.toBeUndefined();
-  const cancelled = await adapter.getVideo(stalled.id);
+  await expect(adapter.video_cancel(stalled.id)).resolves.toBeUndefined();
+  const cancelled = await adapter.video_get(stalled.id);
   expect(cancelled).toEqual({ ...stalled, status: 'cancelled', progress: 99 });
-  await expect(adapter.cancelVideo(stalled.id)).resolves.toBeUndefined();
-  expect(await adapter.getVideo(stalled.id)).toEqual(cancelled);
+  await expect(adapter.video_cancel(stalled.id)).resolves.toBeUndefined();
+  expect(await adapter.video_get(stalled.id)).toEqual(cancelled);
 
   const finished = await createdAndAged({ seconds: 2 }, JOB_MS);
-  await expect(adapter.cancelVideo(finished.id)).resolves.toBeUndefined();
-  expect(await adapter.getVideo(finished.id)).toMatchObject({ status: 'completed', costNano: 200_000_000n });
+  await expect(adapter.video_cancel(finished.id)).resolves.toBeUndefined();
+  expect(await adapter.video_get(finished.id)).toMatchObject({ status: 'completed', costNano: 200_000_000n });
 });
 
 it("turns the router's refusals into ProviderErrors", async () => {
-  expect(await failure(adapter.createVideo(request({ seconds: 21 })))).toMatchObject({
+  expect(await failure(adapter.video_create(request({ seconds: 21 })))).toMatchObject({
     kind: 'http',
     status: 400,
     retryable: false,
     upstreamBody: { error: { param: 'duration' } },
   });
-  expect(await failure(adapter.createVideo(request({ aspect_ratio: '2:1' })))).toMatchObject({ status: 400, message: expect.stringContaining('aspect_ratio') });
-  expect(await failure(adapter.createVideo(request({ prompt: 'p\n#sim {"fail": 502}' })))).toMatchObject({ status: 502, retryable: true });
-  expect(await failure(adapter.getVideo('vgen_nope'))).toMatchObject({ status: 404 });
-  expect(await failure(adapter.cancelVideo('vgen_nope'))).toMatchObject({ status: 404 });
+  expect(await failure(adapter.video_create(request({ aspect_ratio: '2:1' })))).toMatchObject({
+    status: 400,
+    message: expect.stringContaining('aspect_ratio'),
+  });
+  expect(await failure(adapter.video_create(request({ prompt: 'p\n#sim {"fail": 502}' })))).toMatchObject({ status: 502, retryable: true });
+  expect(await failure(adapter.video_get('vgen_nope'))).toMatchObject({ status: 404 });
+  expect(await failure(adapter.video_cancel('vgen_nope'))).toMatchObject({ status: 404 });
 });

@@ -2,13 +2,13 @@
 import type { SearchBody } from '../provider';
 import { ProviderError } from '../provider-error';
 import { startSimulator, type Simulator } from '../simulator';
-import { TavilySearchAdapter } from './client';
+import { tavily } from './index';
 
 let sim: Simulator;
-let engine: TavilySearchAdapter;
+let engine: ReturnType<typeof tavily.client>;
 beforeAll(async () => {
   sim = await startSimulator();
-  engine = new TavilySearchAdapter({ baseUrl: sim.url, apiKey: 'tvly-test' });
+  engine = tavily.client({ baseUrl: sim.url, apiKey: 'tvly-test' });
 });
 afterAll(() => sim.close());
 
@@ -101,7 +101,7 @@ it('answers no results for empty', async () => {
 });
 
 it("reports a missing key as Tavily's 401", async () => {
-  const keyless = new TavilySearchAdapter({ baseUrl: sim.url, apiKey: '' });
+  const keyless = tavily.client({ baseUrl: sim.url, apiKey: '' });
   expect(await failure(search({}, keyless))).toMatchObject({ kind: 'http', status: 401, message: 'Unauthorized: missing or invalid API key.' });
   const direct = await fetch(`${sim.url.replace(/\/v1$/, '')}/search`, {
     method: 'POST',
