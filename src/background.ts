@@ -39,7 +39,7 @@ import {
   type DeliveryEvent,
   type WebhookDispatcher,
 } from '@svc/webhooks';
-import type { Runtime } from './runtime';
+import type { Runtime } from '@svc/runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 import { VideoCalls } from '../apps/gateway/src/videos/video-calls';
 

@@ -8,8 +8,7 @@ import type { RoutedModel, Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import { findKeyBySecretHash } from '@svc/projections';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { RUNTIME, type Runtime } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
 import type { RequestLine } from '../http/request-log';
@@ -79,7 +78,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
   });
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'authCache' | 'sql' | 'catalog' | 'metrics' | 'config'>,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly metering: Metering,
     private readonly rateLimits: RateLimitService,
