@@ -246,7 +246,7 @@ export class AdminService {
     const result = await this.commands.execute(new OrganizationCommand(orgId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
         const status = err.code === 'member_not_found' ? 404 : err.code === 'invalid_org_name' ? 400 : 409;
-        const param = typeof err.details.param === 'string' ? err.details.param : err.code.startsWith('member_') ? 'account_id' : null;
+        const param = typeof err.details.param === 'string' ? err.details.param : err.code?.startsWith('member_') ? 'account_id' : null;
         throw new ApiError(status, status === 404 ? 'not_found_error' : 'invalid_request_error', err.message, err.code, param);
       }
       throw err;

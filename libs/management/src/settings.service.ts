@@ -232,7 +232,7 @@ export class SettingsService {
     const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
         if (err.code === 'webhook_not_found') throw webhookNotFound();
-        throw ApiError.invalidRequest(err.message, DOMAIN_ERROR_PARAMS[err.code] ?? null, err.code);
+        throw ApiError.invalidRequest(err.message, (err.code !== null ? DOMAIN_ERROR_PARAMS[err.code] : undefined) ?? null, err.code);
       }
       throw err;
     });

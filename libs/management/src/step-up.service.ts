@@ -33,7 +33,7 @@ export function maskEmail(email: string): string {
   return `${local.slice(0, 1)}***@${domain}`;
 }
 
-const forbidden = (code: string, message: string) => ApiError.permission(message, code);
+const forbidden = (code: string | null, message: string) => ApiError.permission(message, code);
 
 /**
  * Email step-up (spec 1, 8): codes mailed on request, and the check each sensitive action makes
