@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type ActiveBatch, type LineAnswer, type LineCalls } from '@svc/batches';
 import { embeddingsRequest } from '@svc/interfaces';
 import { failedGenerationOf, isHoldNotOpen, type Reservation, type Settlement, type TargetRef } from '@svc/metering';
-import { ApiError, bodyValidation, CLOCK, type Clock, isConnectionFailure, READ_DB, type SqlRunner } from '@svc/platform';
+import { ApiError, bodyValidation, CLOCK, type Clock, isConnectionFailure, READ_DB, refusalOf, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/projections';
 import { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { type AnsweredCall, ChatCompletionsService } from '../chat/chat-completions.service';
@@ -80,7 +80,7 @@ export class BatchLineCalls implements LineCalls {
       // The service's own failure (its database) is not the line's: it is tried again.
       if (isConnectionFailure(err)) throw err;
       const error = toApiError(err, this.clock.now());
-      if (error.status >= 500 && !(err instanceof ApiError) && failedGenerationOf(err) === undefined) throw err;
+      if (error.status >= 500 && refusalOf(err) === null && failedGenerationOf(err) === undefined) throw err;
       return { answered: false, statusCode: error.status, body: error.toBody(), requestId: failedGenerationOf(err) ?? null };
     }
   }
