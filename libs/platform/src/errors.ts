@@ -78,6 +78,8 @@ export type ErrorKind =
   | 'conflict'
   /** The model asked for is retired (410, spec 9). */
   | 'retired'
+  /** What was sent is larger than allowed (413). */
+  | 'too_large'
   /** Too many attempts for now; `details.retryAfterSeconds` says when to try again (429). */
   | 'rate_limited'
   /** A capability of the service is missing or down, not the request's fault (503). */
@@ -148,6 +150,7 @@ const STATUS_OF: Record<ErrorKind, readonly [number, ErrorType]> = {
   not_found: [404, 'not_found_error'],
   conflict: [409, 'invalid_request_error'],
   retired: [410, 'model_retired'],
+  too_large: [413, 'invalid_request_error'],
   rate_limited: [429, 'rate_limit_error'],
   unavailable: [503, 'service_unavailable'],
 };
