@@ -8,7 +8,7 @@ const path = require('node:path');
 const root = process.argv[2];
 require(path.join(root, 'node_modules/reflect-metadata'));
 const { loadConfig } = require(path.join(root, 'dist/libs/platform/src/config.js'));
-const { createRuntime } = require(path.join(root, 'dist/src/runtime.js'));
+const { createRuntime } = require(path.join(root, 'dist/libs/runtime/src/runtime.js'));
 
 (async () => {
   const runtime = await createRuntime(loadConfig(process.env), { withProviders: false });

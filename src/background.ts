@@ -40,7 +40,7 @@ import {
   type DeliveryEvent,
   type WebhookDispatcher,
 } from '@svc/webhooks';
-import type { Runtime } from './runtime';
+import type { Runtime } from '@svc/runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */
 export function holdExpirySweeper(runtime: Runtime, app: INestApplicationContext, intervalMs?: number, reaper?: HoldReaper): HoldExpirySweeper {

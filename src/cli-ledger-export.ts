@@ -13,7 +13,7 @@ import {
   reconcileLedger,
   reconciliationJson,
 } from '@svc/ledger';
-import type { Runtime } from './runtime';
+import type { Runtime } from '@svc/runtime';
 
 type WithRuntime = <T>(fn: (runtime: Runtime) => Promise<T>) => Promise<T>;
 

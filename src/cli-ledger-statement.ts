@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { accountStatement, statementCsv, statementJson } from '@svc/ledger';
-import type { Runtime } from './runtime';
+import type { Runtime } from '@svc/runtime';
 
 type WithRuntime = <T>(fn: (runtime: Runtime) => Promise<T>) => Promise<T>;
 

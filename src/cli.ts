@@ -13,8 +13,8 @@ import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
 import { ledgerExportCommands } from './cli-ledger-export';
 import { ledgerStatementCommand } from './cli-ledger-statement';
 import { configOrExit, runMain } from './process';
-import { createRuntime, type Runtime } from './runtime';
-import { RuntimeModule } from './runtime.module';
+import { createRuntime, type Runtime } from '@svc/runtime';
+import { RuntimeModule } from '@svc/runtime';
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 

@@ -4,7 +4,7 @@ import { createGatewayApp } from '../apps/gateway/src/app';
 import { prettyLog, processLog, routeConsoleThrough, type Config } from '@svc/platform';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
-import { createRuntime, type Runtime, type RuntimeOptions } from './runtime';
+import { createRuntime, type Runtime, type RuntimeOptions } from '@svc/runtime';
 import { startBackground, type Background } from './background';
 import type { HoldExpirySweeper } from '@svc/ledger';
 

@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { ApiError, type Config, ConfigError, loadConfig } from '@svc/platform';
+import { type Config, ConfigError, loadConfig, refusalOf } from '@svc/platform';
 
 /** Reads the configuration, or stops the process naming the variable that is wrong. */
 export function configOrExit(): Config {
@@ -66,7 +66,8 @@ export function debugRequested(argv: readonly string[] = process.argv, env: Node
 /** What a failure says on one line: an API refusal as the API names it, else its message. */
 export function failureLine(err: unknown): string {
   // A refusal the API would answer with an error object is a message, not a crash.
-  if (err instanceof ApiError) return `${err.type}${err.code ? ` (${err.code})` : ''}: ${err.message}`;
+  const refusal = refusalOf(err);
+  if (refusal) return `${refusal.type}${refusal.code ? ` (${refusal.code})` : ''}: ${refusal.message}`;
   // A connection refused on every address is an AggregateError with no message of its own.
   const cause = err instanceof AggregateError && !err.message && err.errors[0] instanceof Error ? err.errors[0] : err;
   const message = cause instanceof Error ? cause.message || cause.name : String(cause);

@@ -9,7 +9,7 @@ import { VideoJobs } from '@svc/videos';
 import { JobQueue } from '@svc/jobs';
 import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
 
-/** What a process creates at start on PostgreSQL before it serves or works, in runtime.ts's order. */
+/** What a process creates at start on PostgreSQL before it serves or works, in @svc/runtime's order. */
 async function startUp(sql: PgSqlRunner): Promise<void> {
   const store = new SqlEventStore(sql);
   await store.init();

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createGatewayApp } from '../../apps/gateway/src/app';
 import { settingsStream } from '@svc/identity';
 import { loadConfig, usdToNano } from '@svc/platform';
-import { createRuntime } from '../../src/runtime';
+import { createRuntime } from '@svc/runtime';
 import { CALLER_KEY, catalogWithStub, OPERATOR_KEY, REJECTED_KEY, startUpstream } from '../support/byok-upstream';
 import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 import { api, startGateway } from '../support/gateway';

@@ -1,6 +1,6 @@
 import { accountStream } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
-import type { Runtime } from '../../src/runtime';
+import type { Runtime } from '@svc/runtime';
 
 interface PresentedLine {
   meter: string;

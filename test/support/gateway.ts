@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadConfig } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { startAll, type Started } from '../../src/main';
-import type { Runtime, RuntimeOptions } from '../../src/runtime';
+import type { Runtime, RuntimeOptions } from '@svc/runtime';
 import { costOfMeters, tokenWorstCase } from '@svc/metering';
 import { countChatPromptTokens } from '@svc/providers';
 import { seedPglite } from './pglite-template';

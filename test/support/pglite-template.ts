@@ -1,5 +1,5 @@
 import { cpSync, existsSync } from 'node:fs';
-import { embeddedDbDir } from '../../src/runtime';
+import { embeddedDbDir } from '@svc/runtime';
 
 /**
  * Gives a new data directory the PGlite cluster that global-setup.js initialised once for the

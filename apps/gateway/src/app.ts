@@ -2,7 +2,7 @@ import fastifyMultipart from '@fastify/multipart';
 import { LogController } from 'fastify';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Runtime } from '../../../src/runtime';
+import type { Runtime } from '@svc/runtime';
 import { GatewayModule } from './gateway.module';
 import { RealtimeUpgrade } from './realtime/realtime-upgrade';
 import { corsOptions, fastifyCors } from './http/cors';

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { routeConsoleThrough } from '@svc/platform';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from '../../../src/process';
-import { createRuntime } from '../../../src/runtime';
+import { createRuntime } from '@svc/runtime';
 import { createGatewayApp } from './app';
 
 /**

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { nestLogger, processLog, routeConsoleThrough } from '@svc/platform';
 import { startBackground } from '../../../src/background';
 import { closeOnSignals, configOrExit, runMain } from '../../../src/process';
-import { createRuntime } from '../../../src/runtime';
+import { createRuntime } from '@svc/runtime';
 import { WorkerModule } from './worker.module';
 
 /** Background work: projections from the event log, expiry of holds nobody settled, webhooks, and batch lines (which call the models). */

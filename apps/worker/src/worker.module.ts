@@ -1,8 +1,8 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { LedgerModule } from '@svc/ledger';
-import type { Runtime } from '../../../src/runtime';
-import { RuntimeModule } from '../../../src/runtime.module';
+import type { Runtime } from '@svc/runtime';
+import { RuntimeModule } from '@svc/runtime';
 import { JobWorkModule } from '../../../src/job-work.module';
 
 /**

@@ -9,7 +9,7 @@ import {
   type Target,
   type TargetRef,
 } from '@svc/metering';
-import { ApiError, type Nano, isConnectionFailure } from '@svc/platform';
+import { ApiError, type Nano, isConnectionFailure, refusalOf } from '@svc/platform';
 import type { BatchEndpoint } from './batch';
 import type { ActiveBatch, LineAnswer, LineCalls } from './runner';
 
@@ -96,7 +96,7 @@ export class BatchLineCalls implements LineCalls {
       // The service's own failure (its database) is not the line's: it is tried again.
       if (isConnectionFailure(err)) throw err;
       const error = endpoints.errorOf(err);
-      if (error.status >= 500 && !(err instanceof ApiError) && failedGenerationOf(err) === undefined) throw err;
+      if (error.status >= 500 && refusalOf(err) === null && failedGenerationOf(err) === undefined) throw err;
       return { answered: false, statusCode: error.status, body: error.toBody(), requestId: failedGenerationOf(err) ?? null };
     }
   }

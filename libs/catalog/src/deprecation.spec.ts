@@ -1,3 +1,4 @@
+import { refusalOf } from '@svc/platform';
 import { errorOf } from '@svc/platform/testing/errors';
 import { Catalog, parseCatalog } from './catalog';
 import { deprecationAt, deprecationNoticesDue, modelNotFound, resolveModel } from './deprecation';
@@ -117,8 +118,8 @@ describe('resolveModel', () => {
 
   it('an unknown model and one the key may not use are the same 404; one of another type is a 400 naming model (issue 15.5)', () => {
     const now = at('2026-11-15T00:00:00Z');
-    expect(errorOf(() => resolveModel(catalog, 't/nope', now)).toBody()).toEqual(modelNotFound('t/nope').toBody());
-    expect(errorOf(() => resolveModel(catalog, 't/old', now, { allowedModels: ['t/live'] })).toBody()).toEqual(modelNotFound('t/old').toBody());
+    expect(errorOf(() => resolveModel(catalog, 't/nope', now)).toBody()).toEqual(refusalOf(modelNotFound('t/nope'))!.toBody());
+    expect(errorOf(() => resolveModel(catalog, 't/old', now, { allowedModels: ['t/live'] })).toBody()).toEqual(refusalOf(modelNotFound('t/old'))!.toBody());
     expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat' })).toBody().error).toMatchObject({
       type: 'invalid_request_error',
       code: 'model_type_mismatch',
@@ -126,7 +127,7 @@ describe('resolveModel', () => {
     });
     // Not allowed wins over the wrong type: the key learns nothing of a model it may not use.
     expect(errorOf(() => resolveModel(catalog, 't/embed', now, { type: 'chat', allowedModels: ['t/live'] })).toBody()).toEqual(
-      modelNotFound('t/embed').toBody(),
+      refusalOf(modelNotFound('t/embed'))!.toBody(),
     );
     expect(resolveModel(catalog, 't/old', now, { allowedModels: ['t/old'], type: 'chat' }).model.id).toBe('t/old');
   });

@@ -5,7 +5,7 @@
  * it) until its `sunset`: the model still answers, marked deprecated, with notice headers.
  * From the sunset on the model is retired: its replacement answers instead, or 410.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import type { Catalog, CatalogModel, Deprecation, ModelType } from './catalog';
 
 /** The second notice goes out this long before the sunset (spec 9: "a week before"). */
@@ -59,8 +59,8 @@ export interface ResolveOptions {
 }
 
 /** Spec 7 (404 row): a model the key may not use answers like a model that does not exist. */
-export function modelNotFound(id: string): ApiError {
-  return ApiError.notFound(
+export function modelNotFound(id: string): DomainError {
+  return DomainError.notFound(
     `The model '${id}' does not exist or this key may not use it. GET /v1/models lists the models you can use.`,
     'model_not_found',
     'model',
@@ -68,9 +68,9 @@ export function modelNotFound(id: string): ApiError {
 }
 
 /**
- * Which model answers a request for `id` at `now` (spec 9). Throws ApiError 404
- * `model_not_found` for an unknown (or not allowed, or other-type) model, and 410
- * `model_retired` when the model is past its sunset and no replacement can answer.
+ * Which model answers a request for `id` at `now` (spec 9). Throws `model_not_found` (404) for
+ * an unknown (or not allowed, or other-type) model, and a domain error of kind `retired`
+ * (`model_retired`, 410) when the model is past its sunset and no replacement can answer.
  */
 export function resolveModel(catalog: Catalog, id: string, now: Date, options: ResolveOptions = {}): ResolvedModel {
   const allowed = (m: CatalogModel) => !options.allowedModels || options.allowedModels.includes(m.id);
@@ -100,22 +100,22 @@ export function resolveModel(catalog: Catalog, id: string, now: Date, options: R
 
 const ENDPOINT_OF_TYPE: Partial<Record<string, string>> = { chat: '/v1/chat/completions', embedding: '/v1/embeddings' };
 
-function wrongModelType(model: CatalogModel, wanted: string): ApiError {
+function wrongModelType(model: CatalogModel, wanted: string): DomainError {
   const endpoint = ENDPOINT_OF_TYPE[model.type];
-  return ApiError.invalidRequest(
+  return DomainError.invalid(
     `The model '${model.id}' is a ${model.type} model; this endpoint takes ${wanted} models${endpoint ? ` (use ${endpoint} for '${model.id}')` : ''}. GET /v1/models?type=${wanted} lists them.`,
     'model',
     'model_type_mismatch',
   );
 }
 
-function modelRetired(requested: CatalogModel, last: CatalogModel, why: string): ApiError {
+function modelRetired(requested: CatalogModel, last: CatalogModel, why: string): DomainError {
   const retiredOn = (m: CatalogModel) => m.deprecation!.sunset.toISOString();
   const successor = last === requested ? '' : `; its successor '${last.id}' was retired on ${retiredOn(last)}`;
   const message =
     `The model '${requested.id}' was retired on ${retiredOn(requested)}${successor} and ${why}. ` +
     'Use another model: GET /v1/models lists the models this key can use.';
-  return new ApiError(410, 'model_retired', message, 'model_retired', 'model');
+  return new DomainError('model_retired', message, { param: 'model' }, 'retired');
 }
 
 /** A `model.deprecated` notice (spec 6.1, 9) that is due. */

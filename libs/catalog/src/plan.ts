@@ -3,7 +3,7 @@
  * (spec 1 suffixes, spec 4.2 `models` and `provider`, spec 9 retirements): the rules, the
  * capability checks and the hold all read the same plan.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError, renamingParam } from '@svc/platform';
 import type { Catalog, CatalogModel, CatalogRoute, ModelType } from './catalog';
 import { resolveModel } from './deprecation';
 import type { ProviderStatsView } from './provider-stats';
@@ -59,7 +59,7 @@ export function planModels(catalog: Catalog, request: PlanRequest, context: Plan
     try {
       routes = routeTargets(resolved.model, { preferences, suffixes, parameters }, context.stats);
     } catch (err) {
-      if (primary || !(err instanceof ApiError && err.code === 'no_provider_available')) throw err;
+      if (primary || !(err instanceof DomainError && err.code === 'no_provider_available')) throw err;
       routes = [];
     }
     return { planned: { model: resolved.model, routes, fields }, headers: resolved.headers };
@@ -72,7 +72,7 @@ export function planModels(catalog: Catalog, request: PlanRequest, context: Plan
       planned = route(id, false).planned;
     } catch (err) {
       // The same answer as for `model`, naming the entry of `models` at fault.
-      throw ApiError.renamingParam(err, 'model', `models[${i}]`);
+      throw renamingParam(err, 'model', `models[${i}]`);
     }
     // Naming a model twice would only try the same providers again.
     if (planned.routes.length > 0 && !models.some((m) => m.model === planned.model)) models.push(planned);
@@ -86,6 +86,6 @@ export function planModels(catalog: Catalog, request: PlanRequest, context: Plan
  */
 export function defaultModelOf(catalog: Catalog, type: ModelType, allowedModels?: readonly string[] | null): string {
   const model = catalog.models.find((m) => m.type === type && (!allowedModels || allowedModels.includes(m.id)));
-  if (!model) throw ApiError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
+  if (!model) throw DomainError.notFound(`No ${type} model is available to this key; name one in model.`, 'model_not_found', 'model');
   return model.id;
 }

@@ -7,7 +7,7 @@
  * none), then `order` moves the providers it names to the front, then `allow_fallbacks: false`
  * keeps the first. An explicit `order` wins over any sort: it is the caller naming providers.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import { QUANTIZATIONS, type CatalogModel, type CatalogRoute, type Quantization } from './catalog';
 import { modelNotFound } from './deprecation';
@@ -46,7 +46,7 @@ export function parseModelId(requested: string): { id: string; suffixes: Suffix[
     if (!suffixes.includes(s as Suffix)) suffixes.push(s as Suffix);
   }
   const sorting = suffixes.filter((s) => s === 'nitro' || s === 'floor');
-  if (sorting.length > 1) throw ApiError.invalidRequest(`:nitro and :floor ask for opposite orders; use one of them.`, 'model');
+  if (sorting.length > 1) throw DomainError.invalid(`:nitro and :floor ask for opposite orders; use one of them.`, 'model');
   return { id, suffixes };
 }
 
@@ -60,7 +60,7 @@ const PREFERENCE_FIELDS = ['order', 'only', 'ignore', 'allow_fallbacks', 'sort',
 export function parseProviderPreferences(value: unknown): ProviderPreferences {
   if (value === undefined || value === null) return {};
   const bad = (field: string | null, what: string): never => {
-    throw ApiError.invalidRequest(`${field === null ? 'provider' : `provider.${field}`} ${what}.`, field === null ? 'provider' : `provider.${field}`);
+    throw DomainError.invalid(`${field === null ? 'provider' : `provider.${field}`} ${what}.`, field === null ? 'provider' : `provider.${field}`);
   };
   if (!isRecord(value)) return bad(null, 'must be an object');
   for (const key of Object.keys(value)) {
@@ -140,7 +140,7 @@ export function routeTargets(model: CatalogModel, request: RoutingRequest, stats
 
   if (routes.length === 0) {
     const why = Object.keys(p).length > 0 ? 'the provider preferences' : `the suffix :${request.suffixes.join(':')}`;
-    throw ApiError.notFound(
+    throw DomainError.notFound(
       `No provider of ${model.id} matches ${why}. GET /v1/models/${model.id} lists its providers.`,
       'no_provider_available',
       Object.keys(p).length > 0 ? 'provider' : 'model',
@@ -189,7 +189,7 @@ function sortRoutes(routes: CatalogRoute[], sort: Sort, modelId: string, stats: 
 export function suffixFields(model: CatalogModel, suffixes: readonly Suffix[], request: Record<string, unknown>): Record<string, unknown> {
   if (!suffixes.includes('thinking')) return {};
   if (!model.supportedParameters.includes('reasoning')) {
-    throw ApiError.invalidRequest(`${model.id} does not support reasoning, so :thinking cannot turn it on.`, 'model', 'unsupported_parameter');
+    throw DomainError.invalid(`${model.id} does not support reasoning, so :thinking cannot turn it on.`, 'model', 'unsupported_parameter');
   }
   const given = (v: unknown) => v !== undefined && v !== null;
   return given(request.reasoning) || given(request.reasoning_effort) ? {} : { reasoning: { ...THINKING_REASONING } };

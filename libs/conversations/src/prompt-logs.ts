@@ -6,7 +6,7 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { DomainError, createSchema, type SqlRunner } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 
 export const PROMPT_LOGS_TABLE = 'prompt_logs';
@@ -188,11 +188,11 @@ export class PromptLogs {
 }
 
 /** 503: the service's configuration, not the request, is at fault. */
-export function promptLogsUnavailable(): ApiError {
-  return new ApiError(
-    503,
-    'service_unavailable',
-    'Prompt logging is not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt logs. The operator must set SVC_ENCRYPTION_KEY.',
+export function promptLogsUnavailable(): DomainError {
+  return new DomainError(
     'encryption_unavailable',
+    'Prompt logging is not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt logs. The operator must set SVC_ENCRYPTION_KEY.',
+    {},
+    'unavailable',
   );
 }

@@ -1,4 +1,4 @@
-import { openBytes, openSecret, sealBytes, sealSecret, SecretDecryptionError, type ApiError } from '@svc/platform';
+import { openBytes, openSecret, sealBytes, sealSecret, SecretDecryptionError } from '@svc/platform';
 
 /**
  * Content kept at rest (ARCHITECTURE section 4): sealed with AES-256-GCM under
@@ -9,8 +9,8 @@ export class SealedContent {
   constructor(
     /** SVC_ENCRYPTION_KEY, read at each use: an operator may set it without a code change. */
     private readonly key: () => Buffer | null,
-    /** The error a store answers when it has no key (503: the configuration is at fault, not the request). */
-    private readonly unavailable: () => ApiError,
+    /** The error a store answers when it has no key (unavailable: the configuration is at fault, not the request). */
+    private readonly unavailable: () => Error,
   ) {}
 
   /** Whether content can be kept and read at all. */

@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock, SqlRunner } from '@svc/platform';
-import { ApiError, createSchema } from '@svc/platform';
+import { DomainError, createSchema } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 
 /** How long an image URL works: OpenAI's URLs expire after an hour too. */
@@ -139,11 +139,11 @@ const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0
  * No SVC_ENCRYPTION_KEY (a production gateway started without it): images cannot be kept, so
  * `response_format: "url"` cannot be answered. 503, since the configuration is at fault.
  */
-export function imageStorageUnavailable(): ApiError {
-  return new ApiError(
-    503,
-    'service_unavailable',
-    'Images answered by URL are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. Ask for response_format "b64_json", or have the operator set SVC_ENCRYPTION_KEY.',
+export function imageStorageUnavailable(): DomainError {
+  return new DomainError(
     'image_storage_unavailable',
+    'Images answered by URL are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. Ask for response_format "b64_json", or have the operator set SVC_ENCRYPTION_KEY.',
+    {},
+    'unavailable',
   );
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ResponseItem, ResponseObject } from '@svc/interfaces';
-import { ApiError, openSecret, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
+import { DomainError, openSecret, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { sealContext, STORED_RESPONSE_RETENTION_MS, StoredResponses, type StoredResponseRecord } from './stored-responses';
 
@@ -112,8 +112,8 @@ describe.each([
         () => null,
         (e: unknown) => e,
       );
-      expect(err).toBeInstanceOf(ApiError);
-      expect(err).toMatchObject({ status: 503, type: 'service_unavailable', code: 'storage_unavailable' });
+      expect(err).toBeInstanceOf(DomainError);
+      expect(err).toMatchObject({ kind: 'unavailable', code: 'storage_unavailable' });
     }
     expect(await responses.delete('resp_f', 'ws6', T0)).toBe(true);
     expect(await new StoredResponses(sql).purgeExpired(T0)).toBe(0);

@@ -7,7 +7,7 @@
  *
  * The same SQL runs on PostgreSQL and on PGlite.
  */
-import { ApiError, createSchema } from '@svc/platform';
+import { DomainError, createSchema } from '@svc/platform';
 import { SealedContent } from './sealed-content';
 import type { SqlRunner } from '@svc/platform';
 import type { ResponseItem, ResponseObject } from '@svc/interfaces';
@@ -147,11 +147,11 @@ export class StoredResponses {
  * No SVC_ENCRYPTION_KEY (a production gateway started without it): content cannot be kept or
  * read. 503, since it is the service's configuration, not the request, that is at fault.
  */
-export function storageUnavailable(): ApiError {
-  return new ApiError(
-    503,
-    'service_unavailable',
-    'Stored responses are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. The operator must set SVC_ENCRYPTION_KEY; until then send store: false (and no previous_response_id).',
+export function storageUnavailable(): DomainError {
+  return new DomainError(
     'storage_unavailable',
+    'Stored responses are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. The operator must set SVC_ENCRYPTION_KEY; until then send store: false (and no previous_response_id).',
+    {},
+    'unavailable',
   );
 }

@@ -14,17 +14,8 @@ export interface Decider<Command, State, Event extends DomainEvent> {
   evolve(state: State, event: Event): State;
 }
 
-/** A rule of the domain said no. `code` is stable and mapped to an API error at the edge. */
-export class DomainError extends Error {
-  override readonly name = 'DomainError';
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
+// A decider's refusal is the platform's domain error: one class for every library, mapped once at the edge.
+export { DomainError } from '@svc/platform';
 
 /** Replays events onto the initial state (for tests, auditors and aggregate loading). */
 export function fold<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>, events: E[]): S {

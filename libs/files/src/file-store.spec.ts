@@ -99,8 +99,7 @@ describe.each([
     expect(await files.get('ws1', file.id)).toBeNull();
     expect((await files.list('ws1', { limit: 100 })).map((f) => f.id)).not.toContain(file.id);
     await expect(collect(files.content('ws1', file.id))).rejects.toMatchObject({
-      status: 404,
-      type: 'not_found_error',
+      kind: 'not_found',
       code: 'file_not_found',
       param: 'file_id',
     });
@@ -108,7 +107,7 @@ describe.each([
     // Without any key, nothing is kept or read: 503 as stored responses answer.
     key = null;
     for (const attempt of [files.create(meta(), pieces('{}\n')), files.get('ws1', file.id), files.list('ws1', { limit: 10 })]) {
-      await expect(attempt).rejects.toMatchObject({ status: 503, type: 'service_unavailable', code: 'storage_unavailable' });
+      await expect(attempt).rejects.toMatchObject({ kind: 'unavailable', code: 'storage_unavailable' });
     }
   });
 
@@ -117,7 +116,7 @@ describe.each([
     expect(await files.get('ws-b', file.id)).toBeNull();
     expect(await files.list('ws-b', { limit: 100 })).toEqual([]);
     expect(await files.delete('ws-b', file.id)).toBe(false);
-    await expect(collect(files.content('ws-b', file.id))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(files.content('ws-b', file.id))).rejects.toMatchObject({ kind: 'not_found' });
     expect(await files.get('ws-a', file.id)).not.toBeNull();
 
     expect(await files.delete('ws-a', file.id)).toBe(true);
@@ -135,7 +134,7 @@ describe.each([
     expect(await files.get('ws-video', clip.id)).toBeNull();
     expect((await files.list('ws-video', { limit: 10 })).map((f) => f.id)).toEqual([input.id]);
     expect(await files.delete('ws-video', clip.id)).toBe(false);
-    await expect(collect(files.content('ws-video', clip.id))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(files.content('ws-video', clip.id))).rejects.toMatchObject({ kind: 'not_found' });
     expect(await videos.get('ws-video', input.id)).toBeNull();
     expect(Buffer.concat(await collect(videos.content('ws-video', clip.id))).toString()).toBe('not really an mp4');
     expect(await videos.delete('ws-video', clip.id)).toBe(true);
@@ -201,7 +200,7 @@ describe.each([
     // Written, not published (the form it came in is still being read): invisible.
     expect(await files.get('ws-up', staged.id)).toBeNull();
     expect(await files.list('ws-up', { limit: 10 })).toEqual([]);
-    await expect(collect(files.content('ws-up', staged.id))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(files.content('ws-up', staged.id))).rejects.toMatchObject({ kind: 'not_found' });
 
     const published = await files.publish(staged, { expiresAfterSeconds: 7200 });
     expect(published).toMatchObject({ id: staged.id, bytes: staged.bytes, expiresAt: new Date(clock.now().getTime() + 7200_000) });
@@ -258,8 +257,7 @@ describe.each([
         for (const part of parts) yield Buffer.from(part);
       }
       await expect(files.create(meta('ws-jsonl'), upload())).rejects.toMatchObject({
-        status: 400,
-        type: 'invalid_request_error',
+        kind: 'invalid',
         param: 'file',
         code: 'invalid_json_line',
         message: expect.stringMatching(message),
@@ -269,9 +267,9 @@ describe.each([
     });
 
     it('refuses an empty file and one of more than 50,000 requests', async () => {
-      await expect(files.create(meta('ws-jsonl'), pieces('\n\n'))).rejects.toMatchObject({ status: 400, param: 'file', code: 'empty_file' });
+      await expect(files.create(meta('ws-jsonl'), pieces('\n\n'))).rejects.toMatchObject({ kind: 'invalid', param: 'file', code: 'empty_file' });
       const tooMany = '{}\n'.repeat(MAX_JSONL_LINES + 1);
-      await expect(files.create(meta('ws-jsonl'), pieces(tooMany))).rejects.toMatchObject({ status: 400, param: 'file', code: 'too_many_lines' });
+      await expect(files.create(meta('ws-jsonl'), pieces(tooMany))).rejects.toMatchObject({ kind: 'invalid', param: 'file', code: 'too_many_lines' });
       await expect(files.create(meta('ws-jsonl-max'), pieces('{}\n'.repeat(MAX_JSONL_LINES)))).resolves.toMatchObject({ bytes: 3 * MAX_JSONL_LINES });
       expect(await stagedRows()).toBe(0);
     });
@@ -301,6 +299,6 @@ describe('expires_after', () => {
     ['now', '3600', 'expires_after[anchor]'],
     [undefined, '3600', 'expires_after[anchor]'],
   ])('refuses anchor %p and seconds %p, naming %s', (anchor, seconds, param) => {
-    expect(() => expiresAfterSeconds(anchor, seconds, params)).toThrow(expect.objectContaining({ status: 400, param }));
+    expect(() => expiresAfterSeconds(anchor, seconds, params)).toThrow(expect.objectContaining({ kind: 'invalid', param }));
   });
 });

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { SealedContent } from '@svc/conversations';
-import { ApiError, createSchema, type Clock, type SqlRunner } from '@svc/platform';
+import { DomainError, createSchema, type Clock, type SqlRunner } from '@svc/platform';
 import { JsonlReader } from './jsonl';
 
 export const FILES_TABLE = 'files';
@@ -379,14 +379,10 @@ export function createOutputFile(store: FileStore, meta: Omit<NewFile, 'purpose'
 export function expiresAfterSeconds(anchor: unknown, seconds: unknown, params: { anchor: string; seconds: string }): number | undefined {
   if (anchor === undefined && seconds === undefined) return undefined;
   if (anchor !== 'created_at')
-    throw ApiError.invalidRequest(
-      `${params.anchor} must be "created_at" (the only anchor), given with ${params.seconds}.`,
-      params.anchor,
-      'invalid_expires_after',
-    );
+    throw DomainError.invalid(`${params.anchor} must be "created_at" (the only anchor), given with ${params.seconds}.`, params.anchor, 'invalid_expires_after');
   const n = typeof seconds === 'string' && /^\d+$/.test(seconds.trim()) ? Number(seconds) : seconds;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < MIN_EXPIRES_AFTER_SECONDS || n > MAX_EXPIRES_AFTER_SECONDS) {
-    throw ApiError.invalidRequest(
+    throw DomainError.invalid(
       `${params.seconds} must be an integer from ${MIN_EXPIRES_AFTER_SECONDS} (an hour) to ${MAX_EXPIRES_AFTER_SECONDS} (30 days).`,
       params.seconds,
       'invalid_expires_after',
@@ -399,18 +395,17 @@ export function expiresAfterSeconds(anchor: unknown, seconds: unknown, params: {
  * One answer for a file that never existed, was deleted, has expired or belongs to another
  * workspace: nobody learns which. `param` names where the id came from (`input_file_id` for a batch).
  */
-export function fileNotFound(id: string, param = 'file_id'): ApiError {
-  return ApiError.notFound(`No file with id '${id}' exists for this workspace (deleted and expired files are gone).`, 'file_not_found', param);
+export function fileNotFound(id: string, param = 'file_id'): DomainError {
+  return DomainError.notFound(`No file with id '${id}' exists for this workspace (deleted and expired files are gone).`, 'file_not_found', param);
 }
 
-/** 413 as a too large audio file is answered: the caller must send less. */
-function fileTooLarge(purpose: FilePurpose, maxBytes: number): ApiError {
-  return new ApiError(
-    413,
-    'invalid_request_error',
-    `The file is larger than ${maxBytes / MB} MB, the most a file of purpose ${purpose} may be.`,
+/** Too large, as a too large audio file is answered: the caller must send less. */
+function fileTooLarge(purpose: FilePurpose, maxBytes: number): DomainError {
+  return new DomainError(
     'file_too_large',
-    'file',
+    `The file is larger than ${maxBytes / MB} MB, the most a file of purpose ${purpose} may be.`,
+    { param: 'file' },
+    'too_large',
   );
 }
 
@@ -418,11 +413,11 @@ function fileTooLarge(purpose: FilePurpose, maxBytes: number): ApiError {
  * No SVC_ENCRYPTION_KEY (a production gateway started without it): files cannot be kept or
  * read. 503, since it is the service's configuration, not the request, that is at fault.
  */
-export function filesUnavailable(): ApiError {
-  return new ApiError(
-    503,
-    'service_unavailable',
-    'Files are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. The operator must set SVC_ENCRYPTION_KEY.',
+export function filesUnavailable(): DomainError {
+  return new DomainError(
     'storage_unavailable',
+    'Files are not available on this gateway: it has no SVC_ENCRYPTION_KEY to encrypt them. The operator must set SVC_ENCRYPTION_KEY.',
+    {},
+    'unavailable',
   );
 }

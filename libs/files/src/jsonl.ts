@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 
 /** OpenAI's limit on the requests of a batch input file; the smaller batch limit (spec 8) is the batch's to check. */
 export const MAX_JSONL_LINES = 50_000;
@@ -48,7 +48,7 @@ export class JsonlReader {
   end(): JsonlLine[] {
     const lines: JsonlLine[] = [];
     if (this.partialBytes > 0) this.finishLine(lines);
-    if (this.requests === 0) throw ApiError.invalidRequest('The file has no lines: a batch input file holds one JSON request per line.', 'file', 'empty_file');
+    if (this.requests === 0) throw DomainError.invalid('The file has no lines: a batch input file holds one JSON request per line.', 'file', 'empty_file');
     return lines;
   }
 
@@ -81,7 +81,7 @@ export class JsonlReader {
       }
       if (value === null || typeof value !== 'object' || Array.isArray(value)) throw this.refuse('is not a JSON object');
       if (++this.requests > MAX_JSONL_LINES)
-        throw ApiError.invalidRequest(
+        throw DomainError.invalid(
           `The file has more than ${MAX_JSONL_LINES.toLocaleString('en-US')} lines, the most a batch input file may hold.`,
           'file',
           'too_many_lines',
@@ -91,12 +91,8 @@ export class JsonlReader {
     this.line++;
   }
 
-  private refuse(problem: string, line = this.line): ApiError {
-    return ApiError.invalidRequest(
-      `Line ${line} of the file ${problem}: a batch input file holds one JSON object per line (JSONL).`,
-      'file',
-      'invalid_json_line',
-    );
+  private refuse(problem: string, line = this.line): DomainError {
+    return DomainError.invalid(`Line ${line} of the file ${problem}: a batch input file holds one JSON object per line (JSONL).`, 'file', 'invalid_json_line');
   }
 }
 

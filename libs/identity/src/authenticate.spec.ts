@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/platform';
+import { ApiError, refusalOf } from '@svc/platform';
 import { assertModelAllowed, authenticate, authorize, keyFromHeaders, type Caller, type SecretMatch } from './authenticate';
 import { DEFAULT_KEY_SETTINGS } from './key';
 import { generateKeySecret, hashKeySecret } from './secrets';
@@ -55,7 +55,7 @@ describe('authentication (spec 5)', () => {
       try {
         keyFromHeaders(raw);
       } catch (err) {
-        return (err as ApiError).toBody().error;
+        return refusalOf(err)!.toBody().error;
       }
       return null;
     };
@@ -104,7 +104,7 @@ describe('authorization (spec 5.3-5.6)', () => {
     try {
       fn();
     } catch (err) {
-      return (err as ApiError).toBody().error;
+      return refusalOf(err)!.toBody().error;
     }
     return null;
   };

@@ -1,6 +1,6 @@
 import { loadCatalog } from '@svc/catalog';
 import { costOfMeters } from '@svc/metering';
-import { ApiError } from '@svc/platform';
+import { type ApiError, refusalOf } from '@svc/platform';
 import { countTextTokens } from '@svc/providers';
 import {
   checkImageInput,
@@ -18,7 +18,8 @@ const refusal = (body: unknown): ApiError => {
   try {
     imagesRequest(body);
   } catch (err) {
-    if (err instanceof ApiError) return err;
+    const mapped = refusalOf(err);
+    if (mapped) return mapped;
     throw err;
   }
   throw new Error('accepted');
@@ -118,7 +119,7 @@ describe('checkImageInput (spec 7: unsupported_parameter)', () => {
     const edit = call({ image: ['https://example.com/a.png'] });
     expect(() => checkImageInput(edit, multimodal)).not.toThrow();
     expect(() => checkImageInput(call(), textOnly)).not.toThrow();
-    expect(() => checkImageInput(edit, textOnly)).toThrow(expect.objectContaining({ status: 400, param: 'image', code: 'unsupported_parameter' }));
+    expect(() => checkImageInput(edit, textOnly)).toThrow(expect.objectContaining({ kind: 'invalid', param: 'image', code: 'unsupported_parameter' }));
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import type { CatalogModel } from '@svc/catalog';
 import { type MeterUsage, type Operation, operationOf, pricesOf } from '@svc/metering';
-import { ApiError, type Nano, usdToNano } from '@svc/platform';
+import { DomainError, type Nano, usdToNano } from '@svc/platform';
 import { countTextTokens, isRecord, knownParameters } from '@svc/providers';
 import { invalid, requireBody, requireString, type Json } from './types';
 
@@ -136,7 +136,7 @@ function isImageUrl(url: unknown): url is string {
  */
 export function checkImageInput(call: ImagesCall, model: CatalogModel): void {
   if (call.images.length > 0 && !model.inputModalities.includes('image')) {
-    throw ApiError.invalidRequest(
+    throw DomainError.invalid(
       `Model '${model.id}' does not accept image input; remove image or use a model with image in input_modalities.`,
       'image',
       'unsupported_parameter',

@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/platform';
+import { type ApiError, refusalOf } from '@svc/platform';
 import { countTextTokens } from '@svc/providers';
 import { DEFAULT_SEARCH_RESULTS, DEFAULT_TOKENS_PER_PAGE, pageOf, searchAnswer, searchBody, searchOperation, searchRequest } from './search';
 
@@ -6,7 +6,7 @@ const errorOf = (f: () => unknown): ApiError => {
   try {
     f();
   } catch (err) {
-    return err as ApiError;
+    return refusalOf(err) as ApiError;
   }
   throw new Error('expected a refusal');
 };

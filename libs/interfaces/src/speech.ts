@@ -3,7 +3,7 @@
  * character of input (spec 1).
  */
 import type { CatalogModel } from '@svc/catalog';
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { operationOf, type Operation } from '@svc/metering';
 import type { BinaryResult } from '@svc/providers';
 import { countTextTokens, PARAMETERS } from '@svc/providers';
@@ -61,12 +61,10 @@ export function speechRequest(raw: unknown): SpeechCall {
  */
 export function withVoice(call: SpeechCall, model: CatalogModel): SpeechCall {
   if (!model.outputModalities.includes('audio')) {
-    throw new ApiError(
-      400,
-      'invalid_request_error',
+    throw DomainError.invalid(
       `${model.id} does not produce speech; use a model whose output_modalities include audio (GET /v1/models?type=audio).`,
-      'model_type_mismatch',
       'model',
+      'model_type_mismatch',
     );
   }
   if (model.voices.length === 0) {

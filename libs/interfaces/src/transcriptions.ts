@@ -7,7 +7,7 @@ import type { CatalogModel, ModelPrices } from '@svc/catalog';
 import { type MeterUsage, type Operation, operationOf, pricesOf, type Target } from '@svc/metering';
 import { audioSeconds, isRecord, PARAMETERS } from '@svc/providers';
 import type { BinaryResult } from '@svc/providers';
-import { ApiError, isStorableText } from '@svc/platform';
+import { DomainError, isStorableText } from '@svc/platform';
 import { invalid } from './types';
 
 export type AudioTask = 'transcriptions' | 'translations';
@@ -98,12 +98,10 @@ export function transcriptionRequest(task: AudioTask, form: AudioFormInput): Tra
 /** Spec 4.10 against the requested model: it must take audio in (a speech model is `audio` too). */
 export function checkTranscriptionModel(model: CatalogModel): void {
   if (!model.inputModalities.includes('audio')) {
-    throw new ApiError(
-      400,
-      'invalid_request_error',
+    throw DomainError.invalid(
       `${model.id} does not take audio; use a model whose input_modalities include audio (GET /v1/models?type=audio).`,
-      'model_type_mismatch',
       'model',
+      'model_type_mismatch',
     );
   }
 }

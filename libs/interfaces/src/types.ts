@@ -4,7 +4,7 @@
  * pipeline reports, SSE framing, and the small validators their translators use. Pure: no I/O,
  * no clock.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import type { ChatUsage } from '@svc/providers';
 
@@ -50,13 +50,13 @@ export const SSE_DONE = sseFrame('[DONE]');
 // ------------------------------------------------------------------------------ validation
 
 /** A 400 naming the offending field, as every validator here throws it. */
-export function invalid(message: string, param: string): ApiError {
-  return ApiError.invalidRequest(message, param);
+export function invalid(message: string, param: string): DomainError {
+  return DomainError.invalid(message, param);
 }
 
 /** The body as an object, or a 400. */
 export function requireBody(body: unknown): Json {
-  if (!isRecord(body)) throw ApiError.invalidRequest('The request body must be a JSON object.');
+  if (!isRecord(body)) throw DomainError.invalid('The request body must be a JSON object.');
   return body;
 }
 

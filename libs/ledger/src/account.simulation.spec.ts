@@ -136,7 +136,7 @@ class Episode {
 
     const prediction = this.compare(command, decision);
     if (decision.error) {
-      this.cover(decision.error.code);
+      this.cover(String(decision.error.code));
       // As LedgerCommandHandler does after a 429.
       if (command.type === 'PlaceHold' && isLimitRefusal(decision.error.code)) {
         const record: AccountCommand = { type: 'RecordLimitRefusal', hold: command };

@@ -76,7 +76,7 @@ export class AdminService {
     try {
       amountNano = usdToNano(amountUsd);
     } catch {
-      throw ApiError.invalidRequest('amount_usd must be a positive USD amount with at most 9 decimals.', 'amount_usd');
+      throw DomainError.invalid('amount_usd must be a positive USD amount with at most 9 decimals.', 'amount_usd');
     }
     return (await this.ledger(accountId, { type: 'AddCredits', amountNano, reason }, metadata))!;
   }
@@ -96,7 +96,7 @@ export class AdminService {
     try {
       limitNano = limitUsd === null ? null : usdToNano(limitUsd);
     } catch {
-      throw ApiError.invalidRequest('daily_limit_usd must be a USD amount with at most 9 decimals, or null.', 'daily_limit_usd');
+      throw DomainError.invalid('daily_limit_usd must be a USD amount with at most 9 decimals, or null.', 'daily_limit_usd');
     }
     await this.ledger(accountId, { type: 'SetDailyLimit', limitNano }, metadata);
   }
@@ -111,7 +111,7 @@ export class AdminService {
     try {
       amountNano = usdToNano(input.amountUsd, { allowNegative: true });
     } catch {
-      throw ApiError.invalidRequest('amount_usd must be a USD amount with at most 9 decimals.', 'amount_usd');
+      throw DomainError.invalid('amount_usd must be a USD amount with at most 9 decimals.', 'amount_usd');
     }
     const adjustmentId = input.adjustmentId ?? `adj_${randomBytes(12).toString('hex')}`;
     const command: AccountCommand = { type: 'AdjustBalance', adjustmentId, amountNano, kind: input.kind, reason: input.reason, operator: input.operator };
@@ -120,8 +120,8 @@ export class AdminService {
       if (err.code === 'account_not_found') throw accountNotFound(accountId);
       const param = typeof err.details.param === 'string' ? err.details.param : null;
       // Spec 7 has no row for these: a 409 says the request is fine but the account's state refuses it.
-      if (err.code === 'adjustment_exceeds_balance' || err.code === 'adjustment_id_conflict')
-        throw new ApiError(409, 'invalid_request_error', err.message, err.code, param);
+      if (err.code === 'adjustment_exceeds_balance' || err.code === 'adjustment_id_conflict') throw DomainError.conflict(err.message, err.code, param);
+      // Left an ApiError: as a domain error its ledger code would be mapped as the ledger's refusal of a request.
       throw ApiError.invalidRequest(err.message, param, err.code);
     });
     if (result.appended) await this.settle(result.appended.position, 'credits', 'audit_log');
@@ -155,7 +155,7 @@ export class AdminService {
     if (orgId === undefined) return { accountId, workspaceId: accountId, orgId: null, createdBy: accountId };
     const org = await this.activeOrg(orgId);
     if ((await orgRoleOf(this.sql, orgId, accountId)) === null) {
-      throw ApiError.invalidRequest(`Account ${accountId} is not part of organization ${orgId}.`, 'org_id', 'not_a_member');
+      throw DomainError.invalid(`Account ${accountId} is not part of organization ${orgId}.`, 'org_id', 'not_a_member');
     }
     // Spec 1: keys created inside an organization bill the owner's balance.
     return { accountId: org.ownerAccountId, workspaceId: orgId, orgId, createdBy: accountId };
@@ -220,13 +220,13 @@ export class AdminService {
     const known = this.catalogProviders();
     const found = known.get(provider);
     if (!found)
-      throw ApiError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
+      throw DomainError.notFound(`No provider '${provider}' in the catalog; known: ${[...known.keys()].sort().join(', ')}.`, 'provider_not_found', 'provider');
     return found;
   }
 
   private async settings(accountId: string, command: SettingsCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
-      if (err instanceof DomainError && err.code === 'provider_key_not_found') throw ApiError.notFound(err.message, err.code, 'provider');
+      if (err instanceof DomainError && err.code === 'provider_key_not_found') throw DomainError.notFound(err.message, err.code, 'provider');
       throw err;
     });
     if (result.appended) await this.settle(result.appended.position, 'provider_keys', 'audit_log');
@@ -238,16 +238,16 @@ export class AdminService {
 
   private async activeOrg(orgId: string) {
     const org = await getOrg(this.sql, orgId);
-    if (!org || org.deleted) throw ApiError.notFound(`No organization with id '${orgId}'.`, 'org_not_found');
+    if (!org || org.deleted) throw DomainError.notFound(`No organization with id '${orgId}'.`, 'org_not_found');
     return org;
   }
 
   private async org(orgId: string, command: OrgCommand, metadata: EventMetadata): Promise<void> {
     const result = await this.commands.execute(new OrganizationCommand(orgId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
-        const status = err.code === 'member_not_found' ? 404 : err.code === 'invalid_org_name' ? 400 : 409;
-        const param = typeof err.details.param === 'string' ? err.details.param : err.code.startsWith('member_') ? 'account_id' : null;
-        throw new ApiError(status, status === 404 ? 'not_found_error' : 'invalid_request_error', err.message, err.code, param);
+        const kind = err.code === 'member_not_found' ? 'not_found' : err.code === 'invalid_org_name' ? 'invalid' : 'conflict';
+        const param = typeof err.details.param === 'string' ? err.details.param : err.code?.startsWith('member_') ? 'account_id' : null;
+        throw new DomainError(err.code, err.message, { param }, kind);
       }
       throw err;
     });
@@ -263,6 +263,6 @@ export class AdminService {
   }
 }
 
-function accountNotFound(accountId: string, param: string | null = null): ApiError {
-  return ApiError.notFound(`No account with id '${accountId}'.`, 'account_not_found', param);
+function accountNotFound(accountId: string, param: string | null = null): DomainError {
+  return DomainError.notFound(`No account with id '${accountId}'.`, 'account_not_found', param);
 }

@@ -15,7 +15,7 @@ import {
   type KeySettings,
   secretHint,
 } from '@svc/identity';
-import { ApiError, CLOCK, type Clock, CONFIG, effectiveRateLimits, nanoToUsd, type RateLimitDefaults, READ_DB, usdToNano } from '@svc/platform';
+import { DomainError, CLOCK, type Clock, CONFIG, effectiveRateLimits, nanoToUsd, type RateLimitDefaults, READ_DB, usdToNano } from '@svc/platform';
 import { windowResetsAt } from '@svc/ledger';
 import { getKey, keyUsage, type KeyUsage, listKeys, orgRoleOf, PROJECTIONS, ReadYourWrites } from '@svc/projections';
 import type { Config, SqlRunner } from '@svc/platform';
@@ -89,9 +89,9 @@ export class KeysService {
   async get(manager: KeyManager, keyId: string): Promise<KeyRecord> {
     const key = await getKey(this.sql, keyId);
     // A key of another workspace is as unknown as a missing one.
-    if (!key || key.workspaceId !== manager.workspaceId) throw ApiError.notFound(`No key with id '${keyId}'.`, 'key_not_found', 'id');
+    if (!key || key.workspaceId !== manager.workspaceId) throw DomainError.notFound(`No key with id '${keyId}'.`, 'key_not_found', 'id');
     if (!canManageKey(manager, key)) {
-      throw ApiError.permission('Organization members manage only the keys they created; owners and admins manage all.', 'not_key_owner');
+      throw DomainError.forbidden('Organization members manage only the keys they created; owners and admins manage all.', 'not_key_owner');
     }
     return key;
   }
@@ -147,17 +147,17 @@ export class KeysService {
     const defaults = this.config.rateLimits[environment];
     // Spec 5.4 and 8: a key can only lower its rate limits.
     if (body.rpm_limit != null && body.rpm_limit > defaults.requests_per_minute) {
-      throw ApiError.invalidRequest(`rpm_limit can only lower the default of ${defaults.requests_per_minute} requests per minute.`, 'rpm_limit');
+      throw DomainError.invalid(`rpm_limit can only lower the default of ${defaults.requests_per_minute} requests per minute.`, 'rpm_limit');
     }
     if (body.tpm_limit != null && body.tpm_limit > defaults.tokens_per_minute) {
-      throw ApiError.invalidRequest(`tpm_limit can only lower the default of ${defaults.tokens_per_minute} tokens per minute.`, 'tpm_limit');
+      throw DomainError.invalid(`tpm_limit can only lower the default of ${defaults.tokens_per_minute} tokens per minute.`, 'tpm_limit');
     }
     let limitNano: string | null | undefined;
     if (body.limit !== undefined) {
       try {
         limitNano = body.limit === null ? null : usdToNano(body.limit).toString();
       } catch {
-        throw ApiError.invalidRequest('limit must be a non-negative USD amount with at most 9 decimals.', 'limit');
+        throw DomainError.invalid('limit must be a non-negative USD amount with at most 9 decimals.', 'limit');
       }
     }
     const given: Partial<KeySettings> = {
@@ -207,7 +207,7 @@ export class KeysService {
         .join(', ');
       const more = unknown.length > 10 ? ` and ${unknown.length - 10} more` : '';
       const presets = unknown.some((id) => id.startsWith(PRESET_MARK)) ? ' A preset is not a model: list the models its requests may use.' : '';
-      throw ApiError.invalidRequest(
+      throw DomainError.invalid(
         `allowed_models lists ${unknown.length === 1 ? 'a model' : 'models'} the catalog does not have: ${shown}${more}. GET /v1/models lists the model ids (suffixes such as :nitro may follow them).${presets}`,
         'allowed_models',
         'unknown_model',

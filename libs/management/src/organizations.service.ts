@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EventMetadata } from '@svc/eventstore';
 import { orgAllows, type MemberRole, type OrgAction } from '@svc/identity';
-import { ApiError, READ_DB, type SqlRunner } from '@svc/platform';
+import { DomainError, READ_DB, type SqlRunner } from '@svc/platform';
 import { getOrg, listOrgMembers, listOrgsOf, orgRoleOf, type AccountOrgRow, type OrgMemberRow } from '@svc/projections';
 import { AdminService } from './admin.service';
 
@@ -58,10 +58,10 @@ export class OrganizationsService {
   /** An organization the account is not part of is as unknown as a missing one. */
   private async require(accountId: string, orgId: string, action: OrgAction): Promise<void> {
     const role = await orgRoleOf(this.sql, orgId, accountId);
-    if (role === null) throw ApiError.notFound(`No organization '${orgId}' that this account is part of.`, 'org_not_found', 'id');
+    if (role === null) throw DomainError.notFound(`No organization '${orgId}' that this account is part of.`, 'org_not_found', 'id');
     if (!orgAllows(role, action)) {
       const who = action === 'delete' ? 'Only its owner deletes an organization.' : "Only the organization's owner and admins manage its members.";
-      throw ApiError.permission(`${who} This account is a ${role} of ${orgId}.`, 'org_role_required');
+      throw DomainError.forbidden(`${who} This account is a ${role} of ${orgId}.`, 'org_role_required');
     }
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
-import { ApiError, CONFIG, READ_DB, type Config, type SqlRunner } from '@svc/platform';
+import { CONFIG, READ_DB, type Config, type SqlRunner } from '@svc/platform';
 import { openPresetConfig, presetDecider, presetStream, sealPresetConfig, type PresetCommand, type PresetRequest } from '@svc/presets';
 import { getPreset, listPresets, PROJECTIONS, type PresetRow, type PresetVersionRow, type ProjectionRunner } from '@svc/projections';
 
@@ -73,13 +73,13 @@ export class PresetsService {
     const handled = await this.aggregates.handle(presetDecider, presetStream(workspaceId, slug), command, metadata).catch((err: unknown) => {
       if (!(err instanceof DomainError)) throw err;
       if (err.code === 'preset_not_found') throw presetNotFound(slug);
-      if (err.code === 'preset_exists') throw new ApiError(409, 'invalid_request_error', err.message, err.code, 'slug');
-      throw ApiError.invalidRequest(err.message, err.code === 'preset_version_not_found' ? 'version' : 'slug', err.code);
+      if (err.code === 'preset_exists') throw DomainError.conflict(err.message, err.code, 'slug');
+      throw DomainError.invalid(err.message, err.code === 'preset_version_not_found' ? 'version' : 'slug', err.code);
     });
     if (handled.appended) await this.projections.waitUntilVisible(handled.appended.position, ['presets', 'audit_log']);
   }
 }
 
-export function presetNotFound(slug: string): ApiError {
-  return ApiError.notFound(`No preset '${slug}' in this workspace.`, 'preset_not_found', 'slug');
+export function presetNotFound(slug: string): DomainError {
+  return DomainError.notFound(`No preset '${slug}' in this workspace.`, 'preset_not_found', 'slug');
 }

@@ -4,7 +4,7 @@
  * Unknown fields are refused, as on every management body: a typo is not a setting that took.
  */
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
-import { ApiError, jsonObjectOf } from '@svc/platform';
+import { DomainError, jsonObjectOf } from '@svc/platform';
 import { PROMPT_LOG_RETENTION_DAYS } from '@svc/identity';
 
 export interface SettingsPatch {
@@ -17,7 +17,7 @@ export interface WebhookRequest {
   events: string[] | null;
 }
 
-const bad = (param: string, message: string) => ApiError.invalidRequest(message, param);
+const bad = (param: string, message: string) => DomainError.invalid(message, param);
 
 function boolean(value: unknown, param: string): boolean | undefined {
   if (value === undefined) return undefined;

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
 import { SettingsCommandMessage, webhookSecretContext, type SettingsCommand, type SettingsEvent } from '@svc/identity';
 import {
-  ApiError,
   checkOutboundUrl,
   CLOCK,
   CONFIG,
@@ -132,7 +131,7 @@ export class SettingsService {
       const url = checkOutboundUrl(request.url, policy);
       await resolveOutboundTarget(url, policy);
     } catch (err) {
-      if (err instanceof OutboundRefused) throw ApiError.invalidRequest(err.message, 'url', 'invalid_webhook_url');
+      if (err instanceof OutboundRefused) throw DomainError.invalid(err.message, 'url', 'invalid_webhook_url');
       throw err;
     }
     await authorize();
@@ -179,7 +178,7 @@ export class SettingsService {
 
   async event(accountId: string, eventId: string): Promise<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] }> {
     const found = await getWebhookEvent(this.sql, accountId, eventId);
-    if (!found) throw ApiError.notFound(`No webhook event with id '${eventId}'.`, 'webhook_event_not_found', 'id');
+    if (!found) throw DomainError.notFound(`No webhook event with id '${eventId}'.`, 'webhook_event_not_found', 'id');
     return found;
   }
 
@@ -199,7 +198,7 @@ export class SettingsService {
 
   async promptLog(accountId: string, generationId: string) {
     const found = await this.logs().find(accountId, generationId, this.clock.now());
-    if (!found) throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
+    if (!found) throw DomainError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
     return found;
   }
 
@@ -207,7 +206,7 @@ export class SettingsService {
   async purgePromptLogs(accountId: string, generationId: string | null): Promise<number> {
     const deleted = await this.logs().purge(accountId, generationId);
     if (generationId !== null && deleted === 0)
-      throw ApiError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
+      throw DomainError.notFound(`No prompt log for generation '${generationId}'.`, 'prompt_log_not_found', 'generation_id');
     return deleted;
   }
 
@@ -218,11 +217,11 @@ export class SettingsService {
   private seal(accountId: string, webhookId: string, secret: string): string {
     const key = this.config.encryptionKey;
     if (key === null) {
-      throw new ApiError(
-        503,
-        'service_unavailable',
-        'Webhooks are not available on this gateway: it has no SVC_ENCRYPTION_KEY to keep signing secrets.',
+      throw new DomainError(
         'encryption_unavailable',
+        'Webhooks are not available on this gateway: it has no SVC_ENCRYPTION_KEY to keep signing secrets.',
+        {},
+        'unavailable',
       );
     }
     return sealSecret(key, secret, webhookSecretContext(accountId, webhookId));
@@ -232,7 +231,7 @@ export class SettingsService {
     const result = await this.commands.execute(new SettingsCommandMessage(accountId, command, metadata)).catch((err: unknown) => {
       if (err instanceof DomainError) {
         if (err.code === 'webhook_not_found') throw webhookNotFound();
-        throw ApiError.invalidRequest(err.message, DOMAIN_ERROR_PARAMS[err.code] ?? null, err.code);
+        throw DomainError.invalid(err.message, (err.code !== null ? DOMAIN_ERROR_PARAMS[err.code] : undefined) ?? null, err.code);
       }
       throw err;
     });
@@ -244,6 +243,6 @@ export class SettingsService {
 /** The field a refused command is about, for the 400's `param`. */
 const DOMAIN_ERROR_PARAMS: Record<string, string> = { invalid_retention_days: 'prompt_logging.retention_days', step_up_email_required: 'step_up.email' };
 
-function webhookNotFound(): ApiError {
-  return ApiError.notFound('No webhook endpoint is configured; PUT /v1/settings/webhook first.', 'webhook_not_found');
+function webhookNotFound(): DomainError {
+  return DomainError.notFound('No webhook endpoint is configured; PUT /v1/settings/webhook first.', 'webhook_not_found');
 }

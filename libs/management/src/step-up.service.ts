@@ -11,7 +11,7 @@ import {
   stepUpStream,
   type StepUpAction,
 } from '@svc/identity';
-import { ApiError, CLOCK, CONFIG, createMailer, jsonObjectOf, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
+import { CLOCK, CONFIG, createMailer, jsonObjectOf, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
 import { getAccountSettings } from '@svc/projections';
 
 /** The request header that carries a code (spec 1). */
@@ -33,7 +33,7 @@ export function maskEmail(email: string): string {
   return `${local.slice(0, 1)}***@${domain}`;
 }
 
-const forbidden = (code: string, message: string) => ApiError.permission(message, code);
+const forbidden = (code: string | null, message: string) => DomainError.forbidden(message, code);
 
 /**
  * Email step-up (spec 1, 8): codes mailed on request, and the check each sensitive action makes
@@ -58,14 +58,14 @@ export class StepUpService implements OnApplicationShutdown {
   async sendCode(accountId: string, action: StepUpAction, metadata: EventMetadata): Promise<{ action: StepUpAction; sent_to: string; expires_at: string }> {
     const { stepUp } = await getAccountSettings(this.sql, accountId);
     if (!stepUp.enabled || !stepUp.email)
-      throw ApiError.invalidRequest('Email step-up is off for this account: no action needs a code.', 'action', 'step_up_not_enabled');
+      throw DomainError.invalid('Email step-up is off for this account: no action needs a code.', 'action', 'step_up_not_enabled');
     // A code is stored only under the server's secret: a bare hash of 6 digits is reversed in a second.
     if (!this.codeKey) {
-      throw new ApiError(
-        503,
-        'service_unavailable',
-        'Confirmation codes cannot be issued: the gateway has no SVC_ENCRYPTION_KEY to protect them with. Ask the operator to set it.',
+      throw new DomainError(
         'step_up_unavailable',
+        'Confirmation codes cannot be issued: the gateway has no SVC_ENCRYPTION_KEY to protect them with. Ask the operator to set it.',
+        {},
+        'unavailable',
       );
     }
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
@@ -81,7 +81,7 @@ export class StepUpService implements OnApplicationShutdown {
       .catch((err: unknown) => {
         if (err instanceof DomainError && err.code === 'step_up_rate_limited') {
           const retryAfter = Math.max(1, Math.ceil(Number(err.details.retry_after_ms) / 1000));
-          throw new ApiError(429, 'rate_limit_error', err.message, err.code, null, { 'retry-after': String(retryAfter) });
+          throw new DomainError(err.code, err.message, { retryAfterSeconds: retryAfter }, 'rate_limited');
         }
         throw err;
       });
@@ -105,7 +105,7 @@ export class StepUpService implements OnApplicationShutdown {
   async require(accountId: string, action: StepUpAction, headers: Record<string, string | string[] | undefined>, metadata: EventMetadata): Promise<void> {
     const header = headers[STEP_UP_HEADER];
     if (header !== undefined && (Array.isArray(header) || !STEP_UP_CODE.test(header))) {
-      throw ApiError.invalidRequest('X-Svc-Step-Up-Code must be the 6-digit code from the email, sent once.', 'X-Svc-Step-Up-Code');
+      throw DomainError.invalid('X-Svc-Step-Up-Code must be the 6-digit code from the email, sent once.', 'X-Svc-Step-Up-Code');
     }
     const { stepUp } = await getAccountSettings(this.sql, accountId);
     if (!stepUp.enabled) return;
@@ -136,7 +136,7 @@ export class StepUpService implements OnApplicationShutdown {
 export function parseStepUpCodeRequest(body: unknown): StepUpAction {
   const { action } = jsonObjectOf(body, '', ['action']);
   if (typeof action !== 'string' || !(STEP_UP_ACTIONS as readonly string[]).includes(action)) {
-    throw ApiError.invalidRequest(`action must be one of ${STEP_UP_ACTIONS.join(', ')}.`, 'action');
+    throw DomainError.invalid(`action must be one of ${STEP_UP_ACTIONS.join(', ')}.`, 'action');
   }
   return action as StepUpAction;
 }

@@ -31,12 +31,9 @@ export class ApiError extends Error {
     super(message);
   }
 
-  /**
-   * `err` naming `param` instead of `from`, when it is an ApiError naming `from`; otherwise `err`
-   * as it is. For a rule written for one field (`model`) applied to another (an engine, a fallback).
-   */
+  /** The function `renamingParam`, for the callers that still reach it through ApiError. */
   static renamingParam(err: unknown, from: string, param: string): unknown {
-    return err instanceof ApiError && err.param === from ? new ApiError(err.status, err.type, err.message, err.code, param, err.headers) : err;
+    return renamingParam(err, from, param);
   }
 
   toBody(): ErrorBody {
@@ -62,6 +59,122 @@ export class ApiError extends Error {
   static internal(message = 'The server had an error while processing the request.'): ApiError {
     return new ApiError(500, 'api_error', message, 'internal_error');
   }
+}
+
+/**
+ * What kind of refusal a DomainError is. A library says what went wrong and about which field;
+ * the edge alone turns the kind into the spec's status and error type (`apiErrorOf`).
+ */
+export type ErrorKind =
+  /** The request breaks a rule (spec 7: 400). */
+  | 'invalid'
+  /** No valid credential (401). */
+  | 'unauthenticated'
+  /** A valid credential that may not do this (403). */
+  | 'forbidden'
+  /** What the request names does not exist for the caller (404). */
+  | 'not_found'
+  /** It exists already, or its state does not allow this (409). */
+  | 'conflict'
+  /** The model asked for is retired (410, spec 9). */
+  | 'retired'
+  /** What was sent is larger than allowed (413). */
+  | 'too_large'
+  /** Too many attempts for now; `details.retryAfterSeconds` says when to try again (429). */
+  | 'rate_limited'
+  /** A capability of the service is missing or down, not the request's fault (503). */
+  | 'unavailable';
+
+/**
+ * A rule of the domain said no: a stable `code` (null where the spec's body carries none), a
+ * message for the caller, the field it concerns (`details.param`) and its kind. No status: that
+ * is the edge's to choose, one mapping for every library.
+ */
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+  constructor(
+    readonly code: string | null,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    readonly kind: ErrorKind = 'invalid',
+  ) {
+    super(message);
+  }
+
+  /** The request field the refusal concerns, or null. */
+  get param(): string | null {
+    return typeof this.details.param === 'string' ? this.details.param : null;
+  }
+
+  // The factories take their arguments in the order of the ApiError factory each replaced.
+  static invalid(message: string, param: string | null = null, code: string | null = null): DomainError {
+    return new DomainError(code, message, { param }, 'invalid');
+  }
+
+  static unauthenticated(message: string, code: string | null): DomainError {
+    return new DomainError(code, message, {}, 'unauthenticated');
+  }
+
+  static forbidden(message: string, code: string | null = null): DomainError {
+    return new DomainError(code, message, {}, 'forbidden');
+  }
+
+  static notFound(message: string, code: string | null = null, param: string | null = null): DomainError {
+    return new DomainError(code, message, { param }, 'not_found');
+  }
+
+  static conflict(message: string, code: string | null, param: string | null = null): DomainError {
+    return new DomainError(code, message, { param }, 'conflict');
+  }
+
+  static unavailable(message: string, code: string | null): DomainError {
+    return new DomainError(code, message, {}, 'unavailable');
+  }
+}
+
+/**
+ * `err` naming `param` instead of `from`, when it is an ApiError or a DomainError naming `from`;
+ * otherwise `err` as it is. For a rule written for one field (`model`) applied to another (an
+ * engine, a fallback).
+ */
+export function renamingParam(err: unknown, from: string, param: string): unknown {
+  if (err instanceof ApiError && err.param === from) return new ApiError(err.status, err.type, err.message, err.code, param, err.headers);
+  if (err instanceof DomainError && err.param === from) return new DomainError(err.code, err.message, { ...err.details, param }, err.kind);
+  return err;
+}
+
+const STATUS_OF: Record<ErrorKind, readonly [number, ErrorType]> = {
+  invalid: [400, 'invalid_request_error'],
+  unauthenticated: [401, 'authentication_error'],
+  forbidden: [403, 'permission_error'],
+  not_found: [404, 'not_found_error'],
+  conflict: [409, 'invalid_request_error'],
+  retired: [410, 'model_retired'],
+  too_large: [413, 'invalid_request_error'],
+  rate_limited: [429, 'rate_limit_error'],
+  unavailable: [503, 'service_unavailable'],
+};
+
+/**
+ * The spec's error object (section 2.1) and status (section 7) of a domain error, by its kind:
+ * the HTTP edge's mapping, with the ledger's own refusals decided before it (the gateway's
+ * error mapping). Code, param and message pass through unchanged.
+ */
+export function apiErrorOf(err: DomainError): ApiError {
+  const [status, type] = STATUS_OF[err.kind];
+  const retryAfter = err.details.retryAfterSeconds;
+  const headers: Record<string, string> = typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {};
+  return new ApiError(status, type, err.message, err.code, err.param, headers);
+}
+
+/**
+ * The error object a caller is shown for `err` when it is one of the service's own refusals (an
+ * ApiError, or a DomainError mapped by its kind); null for anything else.
+ */
+export function refusalOf(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (err instanceof DomainError) return apiErrorOf(err);
+  return null;
 }
 
 /** Node's and PostgreSQL's ways of saying a connection could not be made or was lost. */

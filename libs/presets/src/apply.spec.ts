@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { applyPreset, findPreset, presetReference, type StoredPreset } from './apply';
 
 const preset: StoredPreset = {
@@ -31,10 +31,11 @@ describe('presets in requests (spec 2.5, 4.2)', () => {
       try {
         findPreset({ slug: 'nope', model: null, param: 'preset' }, new Map());
       } catch (e) {
-        return e as ApiError;
+        return e as DomainError;
       }
     })();
-    expect(err).toMatchObject({ status: 404, code: 'preset_not_found', param: 'preset' });
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err).toMatchObject({ kind: 'not_found', code: 'preset_not_found', param: 'preset' });
   });
 
   it("applies the preset's model, fallbacks, system prompt, params, provider, tools and plugins", () => {

@@ -6,7 +6,7 @@
  * fill what the request leaves out. Applied to the chat-completions body every interface is
  * translated into, so messages, responses and completions get the same rules.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import type { PresetConfig } from './preset';
 
 /** The latest version of a preset, as a request sees it. */
@@ -36,7 +36,7 @@ export function presetReference(body: unknown): PresetReference | null {
   if (body === null || typeof body !== 'object') return null;
   const { model, preset } = body as { model?: unknown; preset?: unknown };
   if (preset !== undefined && preset !== null && (typeof preset !== 'string' || preset === ''))
-    throw ApiError.invalidRequest('preset must be a preset slug.', 'preset');
+    throw DomainError.invalid('preset must be a preset slug.', 'preset');
   if (typeof preset === 'string') {
     const slug = preset.startsWith(MARK) ? preset.slice(MARK.length) : preset;
     return { slug, model: typeof model === 'string' && model !== '' ? model : null, param: 'preset' };
@@ -51,7 +51,7 @@ export function presetReference(body: unknown): PresetReference | null {
 /** The preset a request names, from the workspace's; 404 preset_not_found (spec 7) otherwise. */
 export function findPreset(reference: PresetReference, presets: ReadonlyMap<string, StoredPreset>): StoredPreset {
   const found = presets.get(reference.slug);
-  if (!found) throw ApiError.notFound(`No preset '${reference.slug}' in this workspace (GET /v1/presets lists them).`, 'preset_not_found', reference.param);
+  if (!found) throw DomainError.notFound(`No preset '${reference.slug}' in this workspace (GET /v1/presets lists them).`, 'preset_not_found', reference.param);
   return found;
 }
 
@@ -79,7 +79,7 @@ export function applyPreset<B extends Record<string, unknown>>(body: B, referenc
   const { config } = preset;
   const { preset: _field, ...rest } = body as Record<string, unknown>;
   const model = reference.model ?? config.model;
-  if (!model) throw ApiError.invalidRequest(`Preset '${reference.slug}' names no model: send one as "<model>@preset/${reference.slug}".`, 'model');
+  if (!model) throw DomainError.invalid(`Preset '${reference.slug}' names no model: send one as "<model>@preset/${reference.slug}".`, 'model');
   const out: Record<string, unknown> = { ...rest, model };
   for (const [field, value] of Object.entries(config.params ?? {})) if (out[field] === undefined) out[field] = value;
   if (out.models === undefined && config.models?.length) out.models = config.models;

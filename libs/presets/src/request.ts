@@ -5,7 +5,7 @@
  */
 import type { Catalog } from '@svc/catalog';
 import { SUFFIXES } from '@svc/catalog';
-import { ApiError, jsonObjectOf } from '@svc/platform';
+import { DomainError, jsonObjectOf } from '@svc/platform';
 import { PRESET_SLUG, type PresetConfig } from './preset';
 
 export interface PresetRequest {
@@ -21,7 +21,7 @@ const MAX_FALLBACKS = 2;
 /** Spec 8: response cache TTL 1 to 86400 s. */
 const MAX_TTL_SECONDS = 86_400;
 
-const bad = (param: string, message: string) => ApiError.invalidRequest(message, param);
+const bad = (param: string, message: string) => DomainError.invalid(message, param);
 
 function text(value: unknown, param: string, max: number): string | null | undefined {
   if (value === undefined || value === null) return value as null | undefined;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError, SecretDecryptionError } from '@svc/platform';
+import { DomainError, SecretDecryptionError } from '@svc/platform';
 import { openPresetConfig, sealPresetConfig } from './sealing';
 
 /** Issue 41 S4: a preset's system prompt at rest. */
@@ -24,7 +24,7 @@ describe('preset system prompt sealing', () => {
     const sealed = sealPresetConfig(config, key, 'ws1', 'brief');
     expect(() => openPresetConfig(sealed, key, 'ws2', 'brief')).toThrow(SecretDecryptionError);
     expect(() => openPresetConfig(sealed, randomBytes(32), 'ws1', 'brief')).toThrow(SecretDecryptionError);
-    expect(() => openPresetConfig(sealed, null, 'ws1', 'brief')).toThrow(ApiError);
+    expect(() => openPresetConfig(sealed, null, 'ws1', 'brief')).toThrow(DomainError);
   });
 
   it('without a key refuses a system prompt (503) but not a preset without one; a plaintext preset from before still reads', () => {
@@ -34,7 +34,7 @@ describe('preset system prompt sealing', () => {
     } catch (err) {
       thrown = err;
     }
-    expect(thrown).toMatchObject({ status: 503, code: 'preset_prompt_unavailable' });
+    expect(thrown).toMatchObject({ kind: 'unavailable', code: 'preset_prompt_unavailable' });
     expect(sealPresetConfig({ model: 'sim/echo' }, null, 'ws1', 'brief')).toEqual({ model: 'sim/echo' });
     expect(openPresetConfig(config, null, 'ws1', 'brief')).toEqual(config);
     expect(openPresetConfig(config, key, 'ws1', 'brief')).toEqual(config);

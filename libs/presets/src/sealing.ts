@@ -6,18 +6,17 @@
  * `system_prompt` and still reads; without the key a system prompt cannot be saved (prompt logs
  * are refused the same way), while presets without one work as before.
  */
-import { ApiError, isSealedSecret, openSecret, sealSecret } from '@svc/platform';
+import { DomainError, isSealedSecret, openSecret, sealSecret } from '@svc/platform';
 import type { PresetConfig } from './preset';
 
 const context = (workspaceId: string, slug: string) => `preset-system-prompt:${JSON.stringify([workspaceId, slug])}`;
 
-export function presetPromptsUnavailable(): ApiError {
-  return new ApiError(
-    503,
-    'service_unavailable',
-    'A preset with a system prompt cannot be saved: the gateway has no SVC_ENCRYPTION_KEY to protect it with. Ask the operator to set it, or leave system_prompt out.',
+export function presetPromptsUnavailable(): DomainError {
+  return new DomainError(
     'preset_prompt_unavailable',
-    'config.system_prompt',
+    'A preset with a system prompt cannot be saved: the gateway has no SVC_ENCRYPTION_KEY to protect it with. Ask the operator to set it, or leave system_prompt out.',
+    { param: 'config.system_prompt' },
+    'unavailable',
   );
 }
 
@@ -45,11 +44,11 @@ export function openPresetConfig(config: PresetConfig, key: Buffer | null, works
   const sealed = config.system_prompt_sealed;
   if (sealed === undefined) return config;
   if (!key || !isSealedSecret(sealed))
-    throw new ApiError(
-      503,
-      'service_unavailable',
-      `The system prompt of preset '${slug}' cannot be opened: SVC_ENCRYPTION_KEY is missing or changed.`,
+    throw new DomainError(
       'preset_prompt_unavailable',
+      `The system prompt of preset '${slug}' cannot be opened: SVC_ENCRYPTION_KEY is missing or changed.`,
+      {},
+      'unavailable',
     );
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(config)) {

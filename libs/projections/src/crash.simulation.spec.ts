@@ -493,7 +493,7 @@ class Simulation {
       const at = result.value.appended?.position;
       if (at !== undefined && at > this.lastPosition) this.lastPosition = at;
     } else if (result.reason instanceof DomainError) {
-      actual = { error: { code: result.reason.code, details: result.reason.details } };
+      actual = { error: { code: String(result.reason.code), details: result.reason.details } };
     } else {
       throw result.reason;
     }

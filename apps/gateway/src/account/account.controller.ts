@@ -1,15 +1,14 @@
 import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, UseGuards } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
-import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
+import { ApiError, bodyValidation, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { balanceOf, GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
 import { parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';
 import { generationIdOf } from '@svc/billing';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { CATALOG, type Catalog } from '@svc/catalog';
 import { type ChargeContext, presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
 
@@ -23,9 +22,10 @@ export class AccountController {
     private readonly reads: ReadYourWrites,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(READ_DB) private readonly sql: SqlRunner,
-    @Inject(RUNTIME) runtime: Runtime,
+    @Inject(CATALOG) catalog: Catalog,
+    @Inject(CONFIG) config: Pick<Config, 'byokFeePercent'>,
   ) {
-    this.charges = { catalog: runtime.catalog, byokFeePercent: runtime.config.byokFeePercent };
+    this.charges = { catalog, byokFeePercent: config.byokFeePercent };
   }
 
   private readonly charges: ChargeContext;

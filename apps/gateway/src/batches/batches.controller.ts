@@ -4,7 +4,7 @@ import { BatchInput, BatchLines, batchDecider, type BatchCommand, type BatchEndp
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { fileNotFound, filesUnavailable, readJsonl, SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
-import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
+import { ApiError, CLOCK, DomainError, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { type BatchRow, getBatch, listBatches, PROJECTIONS, type ProjectionRunner } from '@svc/projections';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { listPage, pageQuery } from '../http/pagination';
@@ -130,8 +130,8 @@ export class BatchesController {
 }
 
 /** An unknown input file is the request's mistake (400), as OpenAI answers it, not a missing route. */
-function asInvalid(err: ApiError): ApiError {
-  return new ApiError(400, 'invalid_request_error', err.message, err.code, err.param);
+function asInvalid(err: DomainError): DomainError {
+  return DomainError.invalid(err.message, err.param, err.code);
 }
 
 const unix = (at: Date | null) => (at === null ? null : Math.floor(at.getTime() / 1000));

@@ -2,9 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
 import type { WindowResult } from '@svc/platform';
-import { ApiError, effectiveRateLimits, type RateLimits } from '@svc/platform';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, type EdgeStores, effectiveRateLimits, type RateLimits } from '@svc/platform';
+import type { ServiceMetrics } from '@svc/metrics';
+import { EDGE_STORES, SERVICE_METRICS } from '@svc/runtime';
 
 /**
  * A slot is renewed while its request lives (SlotLeases, issue 41 E); one still held this long
@@ -30,7 +30,12 @@ export class RateLimitService {
   /** Client address -> until when (epoch ms on the injected clock) its requests are refused. */
   private readonly refusedAddresses = new Map<string, number>();
 
-  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+  constructor(
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(EDGE_STORES) private readonly edge: EdgeStores,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'authFailureLimit' | 'rateLimits' | 'upstreamTimeoutMs'>,
+    @Inject(SERVICE_METRICS) private readonly metrics: ServiceMetrics,
+  ) {}
 
   /**
    * Issue 14.13: guessing keys must not be free. An address over its failed authentications
@@ -41,17 +46,17 @@ export class RateLimitService {
   refuseIfGuessing(address: string): void {
     const until = this.refusedAddresses.get(address);
     if (until === undefined) return;
-    const left = until - this.runtime.clock.now().getTime();
+    const left = until - this.clock.now().getTime();
     if (left > 0) throw this.refused(tooManyFailures(left));
     this.refusedAddresses.delete(address);
   }
 
   /** Counts a failed authentication of `address`; throws the 429 once it is over the limit. */
   async failedAuthentication(address: string): Promise<void> {
-    const window = await this.runtime.edge.rateLimiter.record(`authfail:${address}`, this.runtime.config.authFailureLimit, 1);
+    const window = await this.edge.rateLimiter.record(`authfail:${address}`, this.config.authFailureLimit, 1);
     if (window.allowed) return;
     this.refusedAddresses.delete(address);
-    this.refusedAddresses.set(address, this.runtime.clock.now().getTime() + window.resetMs);
+    this.refusedAddresses.set(address, this.clock.now().getTime() + window.resetMs);
     if (this.refusedAddresses.size > MAX_REFUSED_ADDRESSES) this.refusedAddresses.delete(this.refusedAddresses.keys().next().value!);
     throw this.refused(tooManyFailures(window.resetMs));
   }
@@ -62,7 +67,7 @@ export class RateLimitService {
    * step-up stream's), counted in the shared window like the failed authentications.
    */
   async stepUpCodeRequest(address: string): Promise<void> {
-    const window = await this.runtime.edge.rateLimiter.consume(`stepup:${address}`, STEP_UP_CODES_PER_ADDRESS);
+    const window = await this.edge.rateLimiter.consume(`stepup:${address}`, STEP_UP_CODES_PER_ADDRESS);
     if (window.allowed) return;
     throw this.refused(
       tooMany(
@@ -75,12 +80,12 @@ export class RateLimitService {
 
   /** Counts a refusal in the process's metrics by its code (issue 22); the error is thrown by the caller. */
   private refused(error: ApiError): ApiError {
-    this.runtime.metrics.refused(error.code ?? 'rate_limit_exceeded');
+    this.metrics.refused(error.code ?? 'rate_limit_exceeded');
     return error;
   }
 
   limitsOf(caller: Caller): RateLimits {
-    return effectiveRateLimits(caller.environment, caller.rpm_limit, caller.tpm_limit, this.runtime.config.rateLimits);
+    return effectiveRateLimits(caller.environment, caller.rpm_limit, caller.tpm_limit, this.config.rateLimits);
   }
 
   /**
@@ -93,14 +98,14 @@ export class RateLimitService {
    */
   async admit(caller: Caller, operation: Operation, reply: FastifyReply, slotMs?: number): Promise<void> {
     const limits = this.limitsOf(caller);
-    const admitted = await this.runtime.edge.admission.admit({
+    const admitted = await this.edge.admission.admit({
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
       tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
       slots: {
         bucket: bucket('concurrent', caller),
         limit: limits.concurrent_requests,
-        maxHoldMs: (slotMs ?? this.runtime.config.upstreamTimeoutMs) + SLOT_GRACE_MS,
+        maxHoldMs: (slotMs ?? this.config.upstreamTimeoutMs) + SLOT_GRACE_MS,
       },
     });
     setWindowHeaders(reply, 'requests', admitted.requests);
@@ -133,7 +138,7 @@ export class RateLimitService {
   /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */
   async consumePromptTokens(caller: Caller, promptTokens: number): Promise<WindowResult> {
     const limits = this.limitsOf(caller);
-    const window = await this.runtime.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
+    const window = await this.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
     if (!window.allowed) throw this.refused(tokensExceeded(limits, window.resetMs, promptTokens));
     return window;
   }
@@ -146,8 +151,8 @@ export class RateLimitService {
   async reportWindows(caller: Caller, reply: FastifyReply): Promise<void> {
     const limits = this.limitsOf(caller);
     const [requests, tokens] = await Promise.all([
-      this.runtime.edge.rateLimiter.peek(bucket('rpm', caller), limits.requests_per_minute),
-      this.runtime.edge.rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
+      this.edge.rateLimiter.peek(bucket('rpm', caller), limits.requests_per_minute),
+      this.edge.rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
     ]);
     setWindowHeaders(reply, 'requests', requests);
     setWindowHeaders(reply, 'tokens', tokens);
@@ -156,7 +161,7 @@ export class RateLimitService {
   /** Counts what the model produced, once known. Never refuses: the answer is already out. */
   async recordCompletionTokens(caller: Caller, completionTokens: number): Promise<void> {
     if (completionTokens <= 0) return;
-    await this.runtime.edge.rateLimiter.record(bucket('tpm', caller), this.limitsOf(caller).tokens_per_minute, completionTokens);
+    await this.edge.rateLimiter.record(bucket('tpm', caller), this.limitsOf(caller).tokens_per_minute, completionTokens);
   }
 }
 

@@ -7,9 +7,21 @@ import { PromptLogs } from '@svc/conversations';
 import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
 import { newGenerationId, type RequestTags } from '@svc/metering';
-import { ApiError, type CachedResponse, EdgeStoreUnavailable, SealedIdempotencyStore, type StoredResponse } from '@svc/platform';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import {
+  ApiError,
+  type CachedResponse,
+  CLOCK,
+  type Clock,
+  CONFIG,
+  type Config,
+  type EdgeStores,
+  EdgeStoreUnavailable,
+  READ_DB,
+  SealedIdempotencyStore,
+  type SqlRunner,
+  type StoredResponse,
+} from '@svc/platform';
+import { EDGE_STORES } from '@svc/runtime';
 import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
 import { Metering } from '../metering/metering.service';
@@ -65,10 +77,13 @@ export class EdgeResponses {
   private readonly promptLogs: PromptLogs;
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(READ_DB) sql: SqlRunner,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'encryptionKey' | 'upstreamTimeoutMs'>,
+    @Inject(EDGE_STORES) private readonly edge: EdgeStores,
+    @Inject(CLOCK) private readonly clock: Clock,
     private readonly metering: Metering,
   ) {
-    this.promptLogs = new PromptLogs(runtime.sql, () => runtime.config.encryptionKey);
+    this.promptLogs = new PromptLogs(sql, () => config.encryptionKey);
   }
 
   /**
@@ -92,11 +107,11 @@ export class EdgeResponses {
       idempotencyKey === null && cache === null
         ? ''
         : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
-    const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.runtime.edge.idempotency;
+    const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.edge.idempotency;
     const scope = request.caller.keyId;
 
     if (idempotencyKey !== null) {
-      const begun = await idempotency.begin(scope, idempotencyKey, fingerprint, this.runtime.config.upstreamTimeoutMs + CLAIM_GRACE_MS).catch(idempotencyDown);
+      const begun = await idempotency.begin(scope, idempotencyKey, fingerprint, this.config.upstreamTimeoutMs + CLAIM_GRACE_MS).catch(idempotencyDown);
       if (begun.state === 'in_progress') throw inProgress();
       if (begun.state === 'mismatch') throw keyReused();
       if (begun.state === 'replay') return send(reply, begun.response, { 'idempotent-replayed': 'true' });
@@ -113,10 +128,10 @@ export class EdgeResponses {
       const cacheKey = cache === null ? null : sha256(`${scope}\n${fingerprint}`);
       let cacheHeaders: Record<string, string> = {};
       if (cache !== null && cacheKey !== null) {
-        if (cache.clear) await this.runtime.edge.cache.delete(cacheKey);
-        const found = cache.clear ? ({ state: 'miss' } as const) : await this.runtime.edge.cache.lookup(cacheKey);
+        if (cache.clear) await this.edge.cache.delete(cacheKey);
+        const found = cache.clear ? ({ state: 'miss' } as const) : await this.edge.cache.lookup(cacheKey);
         if (found.state === 'hit') {
-          const hit = asHit(found.entry, this.runtime.clock.now().getTime());
+          const hit = asHit(found.entry, this.clock.now().getTime());
           // Issue 15.2: the id the hit is answered under is a generation of its own (cost 0, naming its source).
           await this.metering.calls.recordFree(request.caller, {
             id: hit.sourceId,
@@ -139,7 +154,7 @@ export class EdgeResponses {
       const headers = { ...answer.headers, ...cacheHeaders };
       const answerId = answer.generationId ?? request.route;
       const store = async (stored: StoredResponse) => {
-        if (cache !== null && cacheKey !== null) await this.runtime.edge.cache.put(cacheKey, stored, cache.ttlSeconds);
+        if (cache !== null && cacheKey !== null) await this.edge.cache.put(cacheKey, stored, cache.ttlSeconds);
         await keep(stored);
       };
 
@@ -188,9 +203,9 @@ export class EdgeResponses {
   }
 
   private sealedIdempotency(): SealedIdempotencyStore {
-    const { encryptionKey } = this.runtime.config;
+    const { encryptionKey } = this.config;
     if (encryptionKey === null) throw sealingUnavailable();
-    this.sealedStore ??= new SealedIdempotencyStore(this.runtime.edge.idempotency, encryptionKey);
+    this.sealedStore ??= new SealedIdempotencyStore(this.edge.idempotency, encryptionKey);
     return this.sealedStore;
   }
 
@@ -204,7 +219,7 @@ export class EdgeResponses {
     const generationId = answer.generationId;
     if (days === null || days === undefined || !generationId) return null;
     const { caller, route, body } = request;
-    const createdAt = this.runtime.clock.now();
+    const createdAt = this.clock.now();
     return (response) =>
       void this.promptLogs
         .save({ generationId, accountId: caller.accountId, keyId: caller.keyId, endpoint: route, createdAt, request: body, response }, days)

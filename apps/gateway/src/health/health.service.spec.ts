@@ -44,7 +44,7 @@ function service(
     projections,
     new ManualClock(NOW),
     { eventstoreUrl: options.eventstoreUrl ?? null, readyMaxLagSeconds: 30 },
-    { edge: options.edge ?? memoryEdge.edge },
+    options.edge ?? memoryEdge.edge,
   );
 }
 

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, START, type EventStore, type Position } from '@svc/eventstore';
 import { CLOCK, CONFIG, READ_DB, type Clock, type Config, type EdgeStores, type SqlRunner } from '@svc/platform';
 import { PROJECTIONS, projectionLag, type ProjectionRunner } from '@svc/projections';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { EDGE_STORES } from '@svc/runtime';
 
 /** Dependencies whose outage the gateway rides out: their failure degrades readiness, never fails it. */
 const SERVES_WITHOUT = new Set(['redis']);
@@ -40,7 +40,7 @@ export class HealthService {
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'projections'>,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(CONFIG) private readonly config: Pick<Config, 'eventstoreUrl' | 'readyMaxLagSeconds'>,
-    @Inject(RUNTIME) private readonly runtime: { readonly edge: Pick<EdgeStores, 'backend' | 'ping'> },
+    @Inject(EDGE_STORES) private readonly edge: Pick<EdgeStores, 'backend' | 'ping'>,
   ) {}
 
   async readiness(): Promise<Readiness> {
@@ -54,7 +54,7 @@ export class HealthService {
       ],
     ];
     // Only where this process uses Redis (REDIS_URL set, in a process that serves requests).
-    if (this.runtime.edge.backend === 'redis') checks.push(['redis', () => this.runtime.edge.ping(CHECK_TIMEOUT_MS)]);
+    if (this.edge.backend === 'redis') checks.push(['redis', () => this.edge.ping(CHECK_TIMEOUT_MS)]);
     // Without EVENTSTORE_URL the events are in the postgres check's database.
     if (this.config.eventstoreUrl !== null) {
       // A stream nobody writes: reading it is one round trip that finds nothing.

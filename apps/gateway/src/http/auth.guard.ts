@@ -2,10 +2,9 @@ import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, authorize, type Caller, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
-import { ApiError, CLOCK, type Clock } from '@svc/platform';
-import { findKeyBySecretHash } from '@svc/projections';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { ApiError, CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
+import { type AuthCache, findKeyBySecretHash } from '@svc/projections';
+import { AUTH_CACHE } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 
 type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
@@ -27,13 +26,13 @@ export class ApiKeyGuard implements CanActivate {
   private readonly lookup: (hash: string) => Promise<SecretMatch | null>;
 
   constructor(
-    @Inject(RUNTIME) runtime: Runtime,
+    @Inject(AUTH_CACHE) cache: AuthCache | null,
+    @Inject(READ_DB) sql: SqlRunner,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly reflector: Reflector,
     private readonly rateLimits: RateLimitService,
   ) {
-    const cache = runtime.authCache;
-    this.lookup = cache ? (hash) => cache.find(hash) : (hash) => findKeyBySecretHash(runtime.sql, hash);
+    this.lookup = cache ? (hash) => cache.find(hash) : (hash) => findKeyBySecretHash(sql, hash);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {

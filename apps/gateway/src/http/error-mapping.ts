@@ -1,7 +1,7 @@
 import { HttpException } from '@nestjs/common';
-import { DomainError, StreamContentionError } from '@svc/eventstore';
+import { StreamContentionError } from '@svc/eventstore';
 import { isLimitRefusal } from '@svc/ledger';
-import { ApiError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
+import { ApiError, apiErrorOf, DomainError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
 import { multipartParseError } from './multipart';
@@ -77,22 +77,31 @@ const LIMIT_MESSAGES: Record<string, string> = {
  * it is not reached but this request's worst case does not fit in what is left, says that, as the
  * 402 does: a smaller max_tokens may pass now.
  */
-function limitReached(err: DomainError, now: Date): ApiError {
+function limitReached(err: DomainError, code: string, now: Date): ApiError {
   const resetsAt = typeof err.details.resets_at === 'string' ? Date.parse(err.details.resets_at) : NaN;
   const headers: Record<string, string> = {};
   if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
   const { limit_nano: limit, spent_nano: spent, required_nano: required } = err.details;
-  let message = LIMIT_MESSAGES[err.code];
+  let message = LIMIT_MESSAGES[code];
   if (typeof limit === 'bigint' && typeof spent === 'bigint' && typeof required === 'bigint' && spent < limit) {
     message =
       `This request's worst case ($${nanoToUsdString(required)}: its input plus max_tokens, or 4,096 output tokens when unset) does not fit in what is left ` +
-      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${LIMIT_MESSAGES[err.code]}`;
+      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${LIMIT_MESSAGES[code]}`;
   }
-  return new ApiError(429, 'insufficient_quota', message, err.code, null, headers);
+  return new ApiError(429, 'insufficient_quota', message, code, null, headers);
 }
 
+/**
+ * A domain error by its kind (platform's apiErrorOf), after the ledger's refusals: those carry
+ * the default kind and are told apart by code, since their statuses (402, 422, a 429 that says
+ * when the limit resets) are no kind's.
+ */
 function fromDomain(err: DomainError, now: Date): ApiError {
-  if (isLimitRefusal(err.code)) return limitReached(err, now);
+  return (err.kind === 'invalid' ? fromLedger(err, now) : null) ?? apiErrorOf(err);
+}
+
+function fromLedger(err: DomainError, now: Date): ApiError | null {
+  if (err.code !== null && isLimitRefusal(err.code)) return limitReached(err, err.code, now);
   switch (err.code) {
     case 'insufficient_quota':
       return new ApiError(
@@ -110,7 +119,7 @@ function fromDomain(err: DomainError, now: Date): ApiError {
     case 'idempotency_key_reused':
       return new ApiError(422, 'invalid_request_error', err.message, err.code, 'Idempotency-Key');
     default:
-      return ApiError.invalidRequest(err.message, typeof err.details.param === 'string' ? err.details.param : null, err.code);
+      return null;
   }
 }
 

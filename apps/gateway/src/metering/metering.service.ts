@@ -19,8 +19,7 @@ import {
   type RunResult,
   type Target,
 } from '@svc/metering';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { RUNTIME, type Runtime } from '@svc/runtime';
 import { ReadYourWrites, recordUnsettled } from '@svc/projections';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
@@ -41,7 +40,8 @@ export class Metering {
   private readonly logger = new Logger('metering');
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(RUNTIME)
+    private readonly runtime: Pick<Runtime, 'config' | 'catalog' | 'clock' | 'providers' | 'simulatorUrl' | 'gatewayLease' | 'sql' | 'metrics' | 'tracing'>,
     commands: CommandBus,
     reads: ReadYourWrites,
     rateLimits: RateLimitService,

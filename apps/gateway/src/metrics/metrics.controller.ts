@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import type { ServiceMetrics } from '@svc/metrics';
+import { SERVICE_METRICS } from '@svc/runtime';
 import { AdminGuard } from '../admin/admin.guard';
 
 /**
@@ -11,11 +11,11 @@ import { AdminGuard } from '../admin/admin.guard';
 @Controller('metrics')
 @UseGuards(AdminGuard)
 export class MetricsController {
-  constructor(@Inject(RUNTIME) private readonly runtime: Runtime) {}
+  constructor(@Inject(SERVICE_METRICS) private readonly serviceMetrics: ServiceMetrics) {}
 
   @Get()
   async metrics(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    const { contentType, body } = await this.runtime.metrics.exposition();
+    const { contentType, body } = await this.serviceMetrics.exposition();
     void reply.header('content-type', contentType).header('cache-control', 'no-store');
     return body;
   }

@@ -9,8 +9,7 @@ import { operationOf } from '@svc/providers';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import { findKeyBySecretHash } from '@svc/projections';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Runtime } from '../../../../src/runtime';
-import { RUNTIME } from '../../../../src/runtime.module';
+import { RUNTIME, type Runtime } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
 import type { RequestLine } from '../http/request-log';
@@ -80,7 +79,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
   });
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Runtime,
+    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'authCache' | 'sql' | 'catalog' | 'metrics' | 'config'>,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly metering: Metering,
     private readonly rateLimits: RateLimitService,

@@ -21,8 +21,8 @@ export const KEY_CAP_CODES: Readonly<Record<LimitReset, string>> = {
 export const DAILY_LIMIT_CODE = 'daily_spend_limit_reached';
 
 /** Refusals that are 429 `insufficient_quota` (a spend limit), as opposed to 402 (the balance). */
-export function isLimitRefusal(code: string): boolean {
-  return code === DAILY_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code);
+export function isLimitRefusal(code: string | null): boolean {
+  return code !== null && (code === DAILY_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code));
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString();

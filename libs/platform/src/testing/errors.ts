@@ -1,12 +1,16 @@
-import { ApiError } from '../errors';
+import { ApiError, refusalOf } from '../errors';
 
-/** What an ApiError thrown by `fn` says; fails the test when nothing, or something else, is thrown. */
+/**
+ * The error object the edge answers for what `fn` throws (an ApiError, or a DomainError mapped
+ * by its kind); fails the test when nothing, or something else, is thrown.
+ */
 export function errorOf(fn: () => unknown): ApiError {
   try {
     fn();
   } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
+    const refusal = refusalOf(err);
+    expect(refusal).toBeInstanceOf(ApiError);
+    return refusal as ApiError;
   }
-  throw new Error('expected an ApiError');
+  throw new Error('expected an ApiError or a DomainError');
 }

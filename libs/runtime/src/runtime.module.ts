@@ -4,10 +4,16 @@ import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
 import { PROJECTIONS } from '@svc/projections';
 import { CLOCK, CONFIG, READ_DB } from '@svc/platform';
 import type { Runtime } from './runtime';
+import { ADMIN_TOKEN, AUTH_CACHE, EDGE_STORES, SERVICE_METRICS } from './tokens';
 
+/**
+ * The whole runtime, for the classes that still take a slice of it in one parameter (the
+ * metered pipeline's service and the realtime upgrade); every other class takes the tokens of
+ * the parts it uses.
+ */
 export const RUNTIME = Symbol('RUNTIME');
 
-/** Exposes the process's runtime (built outside Nest) to every module. */
+/** Exposes the process's runtime (built outside Nest) to every module, one token per part. */
 @Global()
 @Module({})
 export class RuntimeModule {
@@ -21,6 +27,10 @@ export class RuntimeModule {
       { provide: AGGREGATE_STORE, useValue: runtime.aggregates },
       { provide: CATALOG, useValue: runtime.catalog },
       { provide: PROJECTIONS, useValue: runtime.projections },
+      { provide: ADMIN_TOKEN, useValue: runtime.adminToken },
+      { provide: EDGE_STORES, useValue: runtime.edge },
+      { provide: SERVICE_METRICS, useValue: runtime.metrics },
+      { provide: AUTH_CACHE, useValue: runtime.authCache },
     ];
     return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };
   }
