@@ -15,21 +15,11 @@ import {
   type VideoTarget,
 } from '@svc/videos';
 import { ATTR, type Tracing } from '@svc/telemetry';
-import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
+import { HoldExpirySweeper, HoldReaper, LedgerCommand, accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
 import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import {
-  activeBatches,
-  accountsWithExpiredHolds,
-  forgetProgress,
-  getAccountSettings,
-  keysExpiringBy,
-  noticesToMail,
-  orphanedHolds,
-  outboxEvent,
-  pruneInFlight,
-} from '@svc/projections';
+import { activeBatches, getAccountSettings, keysExpiringBy, noticesToMail, outboxEvent } from '@svc/projections';
 import { JobQueue } from '@svc/jobs';
 import {
   deliveryDecider,

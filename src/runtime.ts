@@ -5,16 +5,9 @@ import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
-import {
-  ALL_PROJECTIONS,
-  AuthCache,
-  authCacheCoordination,
-  GatewayLease,
-  initAuthCacheLeases,
-  initInFlight,
-  projectionLag as lagOf,
-  ProjectionRunner,
-} from '@svc/projections';
+import { AuthCache, authCacheCoordination, initAuthCacheLeases, projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
+import { ALL_PROJECTIONS } from './projections';
+import { GatewayLease, initInFlight } from '@svc/ledger';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';

@@ -2,8 +2,8 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, Use
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { balanceOf, GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
-import { parseStatementInstant } from '@svc/ledger';
+import { getKey, listAuditLog, listNotices, ReadYourWrites } from '@svc/projections';
+import { balanceOf, GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';

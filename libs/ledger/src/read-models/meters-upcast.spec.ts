@@ -3,7 +3,8 @@ import { fold, SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
 import { accountDecider, type AccountEvent, accountStream, meteredUsage } from '@svc/ledger';
 import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
-import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from './index';
+import { ProjectionRunner } from '@svc/projections';
+import { getCredits, LEDGER_PROJECTIONS } from './index';
 
 /**
  * ARCHITECTURE section 10: UsageCharged records its usage by meter. A log recorded before
@@ -103,7 +104,7 @@ describe('meters: a log recorded before them', () => {
     sql = await PgliteSqlRunner.open();
     store = new SqlEventStore(sql);
     await store.init();
-    runner = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { idleMs: 50 });
+    runner = new ProjectionRunner(sql, store, LEDGER_PROJECTIONS, { idleMs: 50 });
     await runner.init();
     await store.append(accountStream('old'), RECORDED_BEFORE, 'no_stream');
     const { position } = await store.append(accountStream('old'), RECORDED_AFTER, 'any');
@@ -149,7 +150,7 @@ describe('meters: a log recorded before them', () => {
   it('rebuilds every projection from 0 to exactly the live rows', async () => {
     const snapshot = async () => {
       const out: Record<string, string[]> = {};
-      for (const p of ALL_PROJECTIONS) for (const t of p.tables) out[t] = (await sql.query(`SELECT * FROM ${t}`)).rows.map((r) => JSON.stringify(r)).sort();
+      for (const p of LEDGER_PROJECTIONS) for (const t of p.tables) out[t] = (await sql.query(`SELECT * FROM ${t}`)).rows.map((r) => JSON.stringify(r)).sort();
       return out;
     };
     const live = await snapshot();

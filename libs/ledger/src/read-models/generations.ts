@@ -1,7 +1,7 @@
-import { meteredUsage, type AccountEvent, type GenerationStats } from '@svc/ledger';
-import type { CostLine, MeterUsage } from '@svc/ledger';
+import { meteredUsage, type AccountEvent, type GenerationStats } from '../account';
+import type { CostLine, MeterUsage } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './credits';
 
 /** What a settlement or an expiry writes over a generation's row. */

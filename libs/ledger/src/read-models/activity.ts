@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type AccountEvent, meteredUsage, type MeterUsage, UNIT_METERS, type UnitMeter } from '@svc/ledger';
+import { type AccountEvent, meteredUsage } from '../account';
+import { type MeterUsage, UNIT_METERS, type UnitMeter } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, utcDay, type Projection } from '../projection';
+import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './credits';
 
 /** What a resolved request adds to its day's row. */

@@ -4,9 +4,8 @@ import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream } from '@svc/identity';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { ProjectionRunner } from '../runner';
+import { identityProjection, ProjectionRunner } from '@svc/projections';
 import { activityProjection, getActivity } from './activity';
-import { identityProjection } from './identity';
 
 const stats: GenerationStats = {
   model: 'sim/echo',

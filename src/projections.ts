@@ -1,0 +1,31 @@
+import { activityProjection, creditsProjection, generationsProjection } from '@svc/ledger';
+import {
+  auditLogProjection,
+  batchesProjection,
+  identityProjection,
+  keyUsageProjection,
+  notificationsProjection,
+  presetsProjection,
+  providerKeysProjection,
+  settingsProjection,
+  videosProjection,
+} from '@svc/projections';
+
+/**
+ * Every read model of the service, in the order `projections status` lists them. Each context
+ * owns its own; the runner is handed this list here, so the projections library depends on none.
+ */
+export const ALL_PROJECTIONS = [
+  identityProjection,
+  creditsProjection,
+  generationsProjection,
+  keyUsageProjection,
+  activityProjection,
+  auditLogProjection,
+  providerKeysProjection,
+  settingsProjection,
+  notificationsProjection,
+  presetsProjection,
+  batchesProjection,
+  videosProjection,
+];
