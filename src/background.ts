@@ -17,9 +17,18 @@ import {
 import { ATTR, type Tracing } from '@svc/telemetry';
 import { HoldExpirySweeper, HoldReaper, LedgerCommand, accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
-import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
+import {
+  KEY_EXPIRY_NOTICE_DAYS,
+  keyDecider,
+  keyStream,
+  settingsDecider,
+  settingsStream,
+  webhookSecretContext,
+  getAccountSettings,
+  keysExpiringBy,
+} from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import { activeBatches, getAccountSettings, keysExpiringBy, noticesToMail, outboxEvent } from '@svc/projections';
+import { activeBatches, noticesToMail, outboxEvent } from '@svc/projections';
 import { JobQueue } from '@svc/jobs';
 import {
   deliveryDecider,

@@ -1,15 +1,6 @@
 import { activityProjection, creditsProjection, generationsProjection } from '@svc/ledger';
-import {
-  auditLogProjection,
-  batchesProjection,
-  identityProjection,
-  keyUsageProjection,
-  notificationsProjection,
-  presetsProjection,
-  providerKeysProjection,
-  settingsProjection,
-  videosProjection,
-} from '@svc/projections';
+import { batchesProjection, notificationsProjection, presetsProjection, videosProjection } from '@svc/projections';
+import { auditLogProjection, identityProjection, keyUsageProjection, providerKeysProjection, settingsProjection } from '@svc/identity';
 
 /**
  * Every read model of the service, in the order `projections status` lists them. Each context

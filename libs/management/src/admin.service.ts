@@ -3,12 +3,24 @@ import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { Catalog, CatalogProvider } from '@svc/catalog';
 import { DomainError, EVENT_STORE, type EventMetadata, type EventStore, type Position } from '@svc/eventstore';
-import { OrganizationCommand, providerKeyContext, providerKeyHint, type SettingsCommand, SettingsCommandMessage } from '@svc/identity';
+import {
+  OrganizationCommand,
+  providerKeyContext,
+  providerKeyHint,
+  type SettingsCommand,
+  SettingsCommandMessage,
+  type AuditEntry,
+  getOrg,
+  listAuditLog,
+  listProviderKeys,
+  orgRoleOf,
+  type ProviderKeyRow,
+} from '@svc/identity';
 import { ApiError, CONFIG, nanoToUsd, READ_DB, sealSecret, usdToNano } from '@svc/platform';
 import type { OrgCommand } from '@svc/identity';
 import type { AccountCommand } from '@svc/ledger';
 import { type AdjustmentKind, findAdjustment, LedgerCommand, type CreditsRow, getCredits } from '@svc/ledger';
-import { type AuditEntry, getOrg, listAuditLog, listProviderKeys, orgRoleOf, PROJECTIONS, type ProviderKeyRow, ReadYourWrites } from '@svc/projections';
+import { PROJECTIONS, ReadYourWrites } from '@svc/projections';
 import { CATALOG } from '@svc/catalog';
 import type { Config, SqlRunner } from '@svc/platform';
 import type { ProjectionRunner } from '@svc/projections';

@@ -3,7 +3,7 @@ import { type ActiveBatch, type LineAnswer, type LineCalls } from '@svc/batches'
 import { embeddingsRequest } from '@svc/interfaces';
 import { failedGenerationOf, isHoldNotOpen, type Reservation, type Settlement, type TargetRef } from '@svc/metering';
 import { ApiError, bodyValidation, CLOCK, type Clock, isConnectionFailure, READ_DB, type SqlRunner } from '@svc/platform';
-import { callerOfKey } from '@svc/projections';
+import { callerOfKey } from '@svc/identity';
 import { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { type AnsweredCall, ChatCompletionsService } from '../chat/chat-completions.service';
 import { toApiError } from '../http/error-mapping';

@@ -1,9 +1,8 @@
 import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, authorize, type Caller, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
+import { authenticate, authorize, type Caller, keyFromHeaders, type Operation, type SecretMatch, findKeyBySecretHash } from '@svc/identity';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
-import { findKeyBySecretHash } from '@svc/projections';
 import type { Runtime } from '../../../../src/runtime';
 import { RUNTIME } from '../../../../src/runtime.module';
 import { RateLimitService } from '../edge/rate-limits';

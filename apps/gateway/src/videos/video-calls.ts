@@ -3,7 +3,7 @@ import type { Caller } from '@svc/identity';
 import { type CostLine, decimalOf, isHoldNotOpen, type MeterUsage, type RequestTags, type Reservation, type RoutedModel, type Target } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, type Nano, READ_DB, type SqlRunner } from '@svc/platform';
 import type { BinaryResult, VideoVariant } from '@svc/providers';
-import { callerOfKey } from '@svc/projections';
+import { callerOfKey } from '@svc/identity';
 import { type ClaimedVideo, type VideoRequest, type VideoState, type VideoTarget } from '@svc/videos';
 import { Metering } from '../metering/metering.service';
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
-import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream } from '@svc/identity';
+import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, identityProjection } from '@svc/identity';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { identityProjection, ProjectionRunner } from '@svc/projections';
+import { ProjectionRunner } from '@svc/projections';
 import { activityProjection, getActivity } from './activity';
 
 const stats: GenerationStats = {

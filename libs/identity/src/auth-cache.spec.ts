@@ -6,14 +6,13 @@ import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, providerKeyContext, settin
 import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
 import { freshPgRunner } from '@svc/platform/testing/pg';
+import { presetsProjection, ProjectionRunner } from '@svc/projections';
 import {
   ACK_WAIT_MS,
   AUTH_CACHE_CHANNEL,
   AuthCache,
   authCacheCoordination,
   initAuthCacheLeases,
-  presetsProjection,
-  ProjectionRunner,
   providerKeysProjection,
   settingsProjection,
   identityProjection,
