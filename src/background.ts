@@ -28,9 +28,10 @@ import {
   keysExpiringBy,
 } from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import { activeBatches, noticesToMail, outboxEvent } from '@svc/projections';
-import { JobQueue } from '@svc/jobs';
+import { activeBatches } from '@svc/projections';
 import {
+  noticesToMail,
+  outboxEvent,
   deliveryDecider,
   NoticeMailer,
   webhookDispatcher as createWebhookDispatcher,
@@ -38,6 +39,7 @@ import {
   type DeliveryEvent,
   type WebhookDispatcher,
 } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
 import type { Runtime } from './runtime';
 import { BatchLineCalls } from '../apps/gateway/src/batches/batch-line-calls';
 import { VideoCalls } from '../apps/gateway/src/videos/video-calls';

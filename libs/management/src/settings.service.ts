@@ -23,8 +23,8 @@ import {
   type Config,
   type SqlRunner,
 } from '@svc/platform';
-import { getWebhookEvent, listWebhookEvents, PROJECTIONS, type ProjectionRunner, type WebhookAttemptRow, type WebhookEventRow } from '@svc/projections';
-import { deliveryDecider, webhookEventStream } from '@svc/webhooks';
+import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
+import { getWebhookEvent, listWebhookEvents, type WebhookAttemptRow, type WebhookEventRow, deliveryDecider, webhookEventStream } from '@svc/webhooks';
 import { PromptLogs, promptLogsUnavailable, type PromptLogSummary } from '@svc/conversations';
 import type { SettingsPatch, WebhookRequest } from './settings.request';
 

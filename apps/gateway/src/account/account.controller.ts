@@ -2,7 +2,8 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, Use
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { listNotices, ReadYourWrites } from '@svc/projections';
+import { ReadYourWrites } from '@svc/projections';
+import { listNotices } from '@svc/webhooks';
 import { getKey, listAuditLog } from '@svc/identity';
 import { balanceOf, GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
