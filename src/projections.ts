@@ -1,5 +1,6 @@
 import { activityProjection, creditsProjection, generationsProjection } from '@svc/ledger';
-import { batchesProjection, presetsProjection, videosProjection } from '@svc/projections';
+import { batchesProjection, videosProjection } from '@svc/projections';
+import { presetsProjection } from '@svc/presets';
 import { notificationsProjection } from '@svc/webhooks';
 import { auditLogProjection, identityProjection, keyUsageProjection, providerKeysProjection, settingsProjection } from '@svc/identity';
 

@@ -6,7 +6,8 @@ import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, providerKeyContext, settin
 import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { presetsProjection, ProjectionRunner } from '@svc/projections';
+import { ProjectionRunner } from '@svc/projections';
+import { presetsProjection } from '@svc/presets';
 import {
   ACK_WAIT_MS,
   AUTH_CACHE_CHANNEL,
