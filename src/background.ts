@@ -3,7 +3,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
-import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint } from '@svc/batches';
+import { batchDecider, BatchLines, BatchRunner, batchStream, type BatchEndpoint, activeBatches } from '@svc/batches';
 import {
   type ClaimedVideo,
   videoDecider,
@@ -28,7 +28,6 @@ import {
   keysExpiringBy,
 } from '@svc/identity';
 import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
-import { activeBatches } from '@svc/projections';
 import {
   noticesToMail,
   outboxEvent,

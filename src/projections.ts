@@ -1,5 +1,6 @@
 import { activityProjection, creditsProjection, generationsProjection } from '@svc/ledger';
-import { batchesProjection, videosProjection } from '@svc/projections';
+import { videosProjection } from '@svc/projections';
+import { batchesProjection } from '@svc/batches';
 import { presetsProjection } from '@svc/presets';
 import { notificationsProjection } from '@svc/webhooks';
 import { auditLogProjection, identityProjection, keyUsageProjection, providerKeysProjection, settingsProjection } from '@svc/identity';

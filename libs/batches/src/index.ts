@@ -3,3 +3,4 @@ export * from './input';
 export * from './lines';
 export * from './runner';
 export * from './request';
+export * from './read-models/batches';

@@ -1,7 +1,6 @@
 export * from './lag';
 export * from './projection';
 export * from './runner';
-export * from './read-models/batches';
 export * from './read-models/videos';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';
