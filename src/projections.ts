@@ -1,5 +1,5 @@
 import { activityProjection, creditsProjection, generationsProjection } from '@svc/ledger';
-import { videosProjection } from '@svc/projections';
+import { videosProjection } from '@svc/videos';
 import { batchesProjection } from '@svc/batches';
 import { presetsProjection } from '@svc/presets';
 import { notificationsProjection } from '@svc/webhooks';
