@@ -1,14 +1,14 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUILTIN_CATALOG_PATH, type Catalog, loadCatalog } from '@svc/catalog';
-import { AggregateStore, SqlEventStore } from '@svc/eventstore';
+import { AggregateStore, SqlEventStore, upcastWith } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
 import { projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
 import { AuthCache, authCacheCoordination, initAuthCacheLeases } from '@svc/identity';
 import { ALL_PROJECTIONS } from './projections';
-import { GatewayLease, initInFlight } from '@svc/ledger';
+import { GatewayLease, initInFlight, upcastAccountEvent } from '@svc/ledger';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
@@ -69,6 +69,9 @@ const PROJECTION_COALESCE_MS = 20;
  */
 const PROJECTION_BUSY_COALESCE_MS = 250;
 
+/** Every event this process reads is read through the upcasters of the contexts, once, by the store. */
+const EVENT_UPCASTER = upcastWith(upcastAccountEvent);
+
 export interface RuntimeOptions {
   clock?: Clock;
   /** PGlite in memory instead of in the data directory (tests). */
@@ -98,7 +101,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 
     // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
     const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
-    const store: EventStore = metrics.observed(config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
+    const store: EventStore = metrics.observed(
+      config.eventstoreUrl ? await openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql, { upcast: EVENT_UPCASTER }),
+    );
     closers.push(() => store.close());
     await store.init();
 
@@ -225,7 +230,7 @@ async function projectionLag(sql: SqlRunner, store: EventStore, clock: Clock): P
 async function openEventStoreDb(url: string): Promise<EventStore> {
   type Adapter = typeof import('@svc/eventstore/eventstoredb-event-store');
   const { EventStoreDbEventStore } = require('@svc/eventstore/eventstoredb-event-store') as Adapter;
-  return new EventStoreDbEventStore(url);
+  return new EventStoreDbEventStore(url, { upcast: EVENT_UPCASTER });
 }
 
 async function openReadDb(config: Config, inMemory: boolean, closers: (() => Promise<void>)[]): Promise<SqlRunner> {

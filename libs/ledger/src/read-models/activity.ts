@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type AccountEvent, meteredUsage } from '../account';
+import type { AccountEvent } from '../account';
 import { type MeterUsage, UNIT_METERS, type UnitMeter } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
@@ -180,7 +180,7 @@ export const activityProjection: Projection = {
             cachedTokens: d.cached_tokens,
             reasoningTokens: d.reasoning_tokens,
             costNano: d.amount_nano,
-            units: meteredUsage(d),
+            units: d.usage ?? {},
           });
           break;
         }
