@@ -3,7 +3,7 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider, deprecationNoticesDue } from '@svc/catalog';
 import { PromptLogs, StoredResponses } from '@svc/conversations';
 import { createOutputFile, readJsonl, SqlFileStore } from '@svc/files';
-import { batchDecider, BatchLineCalls, BatchLines, BatchRunner, batchStream, type BatchEndpoint, type BatchEvent } from '@svc/batches';
+import { activeBatches, batchDecider, BatchLineCalls, BatchLines, BatchRunner, batchStream, type BatchEndpoint, type BatchEvent } from '@svc/batches';
 import {
   type ClaimedVideo,
   VideoCalls,
@@ -16,23 +16,22 @@ import {
   type VideoTarget,
 } from '@svc/videos';
 import { ATTR, type Tracing } from '@svc/telemetry';
-import { HoldExpirySweeper, HoldReaper, LedgerCommand } from '@svc/ledger';
+import { HoldExpirySweeper, HoldReaper, LedgerCommand, accountsWithExpiredHolds, forgetProgress, orphanedHolds, pruneInFlight } from '@svc/ledger';
 import { randomBytes } from 'node:crypto';
-import { KEY_EXPIRY_NOTICE_DAYS, keyDecider, keyStream, settingsDecider, settingsStream, webhookSecretContext } from '@svc/identity';
-import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
 import {
-  activeBatches,
-  accountsWithExpiredHolds,
-  forgetProgress,
+  KEY_EXPIRY_NOTICE_DAYS,
+  keyDecider,
+  keyStream,
+  settingsDecider,
+  settingsStream,
+  webhookSecretContext,
   getAccountSettings,
   keysExpiringBy,
-  noticesToMail,
-  orphanedHolds,
-  outboxEvent,
-  pruneInFlight,
-} from '@svc/projections';
-import { JobQueue } from '@svc/jobs';
+} from '@svc/identity';
+import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
 import {
+  noticesToMail,
+  outboxEvent,
   deliveryDecider,
   NoticeMailer,
   webhookDispatcher as createWebhookDispatcher,
@@ -40,6 +39,7 @@ import {
   type DeliveryEvent,
   type WebhookDispatcher,
 } from '@svc/webhooks';
+import { JobQueue } from '@svc/jobs';
 import type { Runtime } from '@svc/runtime';
 
 /** The hold expiry sweeper, wired to the command bus and the credits read model. */

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { BatchLineCalls } from '@svc/batches';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
-import { callerOfKey } from '@svc/projections';
+import { callerOfKey } from '@svc/identity';
 import { VideoCalls } from '@svc/videos';
 import { BatchLineEndpoints } from '../apps/gateway/src/batches/batch-line-endpoints';
 import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';

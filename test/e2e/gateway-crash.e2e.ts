@@ -1,5 +1,5 @@
 import { PgSqlRunner } from '@svc/platform';
-import { GATEWAY_LEASE_MS, GATEWAY_RENEW_MS, PROGRESS_INTERVAL_MS } from '@svc/projections';
+import { GATEWAY_LEASE_MS, GATEWAY_RENEW_MS, PROGRESS_INTERVAL_MS } from '@svc/ledger';
 import { countTextTokens } from '@svc/providers';
 import { twoGateways } from '../support/second-gateway';
 

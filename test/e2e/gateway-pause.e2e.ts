@@ -1,5 +1,5 @@
 import { PgSqlRunner, usdToNano } from '@svc/platform';
-import { GATEWAY_LEASE_MS } from '@svc/projections';
+import { GATEWAY_LEASE_MS } from '@svc/ledger';
 import { twoGateways } from '../support/second-gateway';
 import { until } from '../support/until';
 

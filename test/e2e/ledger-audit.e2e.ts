@@ -1,8 +1,9 @@
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
-import { type AccountCommand, accountDecider, accountStream, LedgerAuditFailedError } from '@svc/ledger';
+import { type AccountCommand, accountDecider, accountStream, LedgerAuditFailedError, getCredits } from '@svc/ledger';
 import { stats } from '@svc/ledger/testing/account-fixtures';
 import { ManualClock, PgSqlRunner } from '@svc/platform';
-import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from '@svc/projections';
+import { ProjectionRunner } from '@svc/projections';
+import { ALL_PROJECTIONS } from '@svc/runtime';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { cliHarness } from '../support/cli';

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock, OutboundClient } from '@svc/platform';
 import { webhookDispatcher } from '../../src/background';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '@svc/catalog';
-import { ALL_PROJECTIONS } from '@svc/projections';
+import { ALL_PROJECTIONS } from '@svc/runtime';
 import { RETRY_DELAYS_MS, SIGNATURE_TOLERANCE_SECONDS, verifyWebhookSignature, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { until } from '../support/until';

@@ -6,7 +6,8 @@ import { Client } from 'pg';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { accountDecider, accountStream } from '@svc/ledger';
 import { PgSqlRunner, systemClock } from '@svc/platform';
-import { ALL_PROJECTIONS, ProjectionRunner } from '@svc/projections';
+import { ProjectionRunner } from '@svc/projections';
+import { ALL_PROJECTIONS } from '@svc/runtime';
 import { freshPgSchemaUrl } from '../support/gateway';
 
 const WORKER = join(__dirname, '..', '..', 'dist', 'apps', 'worker', 'src', 'main.js');

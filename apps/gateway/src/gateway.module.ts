@@ -2,8 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { CqrsModule } from '@nestjs/cqrs';
 import { IdentityModule } from '@svc/identity';
-import { LedgerModule } from '@svc/ledger';
-import { ProjectionQueriesModule } from '@svc/projections';
+import { LedgerModule, LedgerQueriesModule } from '@svc/ledger';
 import type { Runtime } from '@svc/runtime';
 import { AccountController } from './account/account.controller';
 import { StatementController } from './account/statement.controller';
@@ -46,7 +45,7 @@ export class GatewayModule {
   static forRoot(runtime: Runtime): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, ProjectionQueriesModule, ManagementModule, JobWorkModule],
+      imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), LedgerModule, IdentityModule, LedgerQueriesModule, ManagementModule, JobWorkModule],
       controllers: [
         SettingsController,
         PresetsController,

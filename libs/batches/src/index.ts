@@ -6,3 +6,4 @@ export * from './lines';
 export * from './runner';
 export * from './request';
 export * from './line-calls';
+export * from './read-models/batches';

@@ -22,6 +22,7 @@ import {
 import { appendBytes, assertAppendSize, checkExpected, eventFilter } from './common';
 import {
   AppendTooLargeError,
+  asRecorded,
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
   type AppendHint,
@@ -35,6 +36,7 @@ import {
   type ReadStreamOptions,
   type RecordedEvent,
   type SubscribeOptions,
+  type Upcaster,
   type Subscription,
 } from './port';
 import { START, decodePosition, encodePosition } from './position';
@@ -42,6 +44,8 @@ import { START, decodePosition, encodePosition } from './position';
 export interface EventStoreDbEventStoreOptions {
   /** Refused client-side, counted as every adapter counts (see common.ts appendBytes). */
   maxAppendBytes?: number;
+  /** What every read hands out for an event as recorded (see Upcaster). Default: the event as recorded. */
+  upcast?: Upcaster;
 }
 
 /** Events per `$all` read request. */
@@ -68,11 +72,13 @@ export class EventStoreDbEventStore implements EventStore {
   private live?: AllStreamSubscription;
   private liveRetry?: NodeJS.Timeout;
   private closed = false;
+  private readonly upcast: Upcaster;
 
   /** `connectionString`: `esdb://host:2113?tls=false` and the like (EVENTSTORE_URL). */
   constructor(connectionString: string, options: EventStoreDbEventStoreOptions = {}) {
     this.client = EventStoreDBClient.connectionString(connectionString);
     this.maxAppendBytes = options.maxAppendBytes ?? DEFAULT_MAX_APPEND_BYTES;
+    this.upcast = options.upcast ?? asRecorded;
   }
 
   /** Nothing to create: streams exist once written to. */
@@ -135,7 +141,7 @@ export class EventStoreDbEventStore implements EventStore {
     });
     const out: RecordedEvent[] = [];
     try {
-      for await (const resolved of reading) if (resolved.event) out.push(toRecorded(resolved.event));
+      for await (const resolved of reading) if (resolved.event) out.push(this.upcast(toRecorded(resolved.event)));
     } catch (err) {
       if (err instanceof StreamNotFoundError) return [];
       throw err;
@@ -173,7 +179,7 @@ export class EventStoreDbEventStore implements EventStore {
       const reading = this.client.readAll({ fromPosition: from ? toEsdbPosition(from) : FROM_START, maxCount: READ_PAGE });
       for await (const resolved of reading) if (resolved.event) page.push(resolved.event);
       for (const raw of page) {
-        const event = toRecorded(raw);
+        const event = this.upcast(toRecorded(raw));
         if (event.position <= from) continue;
         from = event.position;
         if (!isSystemEvent(raw)) yield event;
@@ -215,7 +221,7 @@ export class EventStoreDbEventStore implements EventStore {
       for await (const resolved of source) {
         if (stopped) return;
         if (!resolved.event || isSystemEvent(resolved.event)) continue;
-        const event = toRecorded(resolved.event);
+        const event = this.upcast(toRecorded(resolved.event));
         if (event.position <= after || !matches(event)) continue;
         inHandler = true;
         await handler(event);

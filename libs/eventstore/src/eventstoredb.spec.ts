@@ -11,11 +11,14 @@ const url = process.env.EVENTSTORE_URL;
     const store = new EventStoreDbEventStore(url!);
     await store.init();
     let second: EventStoreDbEventStore | undefined;
+    let upcasting: EventStoreDbEventStore | undefined;
     return {
       store,
       // A second client: its own gRPC connection, as another process would have.
       makeSecondStore: async () => (second = new EventStoreDbEventStore(url!)),
+      makeUpcastingStore: async (upcast) => (upcasting = new EventStoreDbEventStore(url!, { upcast })),
       cleanup: async () => {
+        await upcasting?.close();
         await second?.close();
         await store.close();
       },

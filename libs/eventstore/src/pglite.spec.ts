@@ -1,4 +1,5 @@
 import { PgliteSqlRunner } from '@svc/platform';
+import type { Upcaster } from './port';
 import { SqlEventStore } from './sql-event-store';
 import { eventStoreContract } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
@@ -16,15 +17,27 @@ afterAll(async () => {
   await runner?.close();
 });
 
-async function openStore(): Promise<SqlEventStore> {
-  const store = new SqlEventStore(runner, { pollIntervalMs: 50 });
+async function openStore(upcast?: Upcaster): Promise<SqlEventStore> {
+  const store = new SqlEventStore(runner, { pollIntervalMs: 50, upcast });
   await store.init();
   return store;
 }
 
 eventStoreContract('pglite', async () => {
   const store = await openStore();
-  return { store, cleanup: () => store.close() };
+  const upcasting: SqlEventStore[] = [];
+  return {
+    store,
+    makeUpcastingStore: async (upcast) => {
+      const opened = await openStore(upcast);
+      upcasting.push(opened);
+      return opened;
+    },
+    cleanup: async () => {
+      for (const s of upcasting) await s.close();
+      await store.close();
+    },
+  };
 });
 
 sqlEventStoreContract('pglite', async () => {

@@ -41,6 +41,23 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> {
   position: Position;
 }
 
+/**
+ * Turns an event as it was recorded into the shape its readers expect today. The log is never
+ * rewritten, so an event type whose data grew stays old in the log; the store reads every event
+ * through the upcaster it was given (read stream, read all, subscriptions, the read of an
+ * exclusive append), so no reader has to remember to. It must be pure and leave events it does
+ * not know as they are.
+ */
+export type Upcaster = (event: RecordedEvent) => RecordedEvent;
+
+/** Reads events as recorded. */
+export const asRecorded: Upcaster = (event) => event;
+
+/** One upcaster applying each of `upcasters` in turn (each context contributes its own). */
+export function upcastWith(...upcasters: Upcaster[]): Upcaster {
+  return (event) => upcasters.reduce((e, upcast) => upcast(e), event);
+}
+
 export interface AppendResult {
   /** Revision of the last event now in the stream (so the next expected revision). */
   nextRevision: bigint;

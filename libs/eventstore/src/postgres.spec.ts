@@ -1,7 +1,7 @@
 import { Client, type PoolClient } from 'pg';
 import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import type { NewEvent, RecordedEvent } from './port';
+import type { NewEvent, RecordedEvent, Upcaster } from './port';
 import { START, decodePosition } from './position';
 import { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 import { eventStoreContract, sleep, waitFor } from './testing/contract';
@@ -10,8 +10,8 @@ import { randomUUID } from 'node:crypto';
 
 const POLL_MS = 50;
 
-async function openStore(runner: PgSqlRunner): Promise<SqlEventStore> {
-  const store = new SqlEventStore(runner, { pollIntervalMs: POLL_MS });
+async function openStore(runner: PgSqlRunner, upcast?: Upcaster): Promise<SqlEventStore> {
+  const store = new SqlEventStore(runner, { pollIntervalMs: POLL_MS, upcast });
   await store.init();
   return store;
 }
@@ -35,6 +35,11 @@ eventStoreContract('postgres', async () => {
         () => second.close(),
       );
       return secondStore;
+    },
+    makeUpcastingStore: async (upcast) => {
+      const upcasting = await openStore(runner, upcast);
+      closing.unshift(() => upcasting.close());
+      return upcasting;
     },
     cleanup: async () => {
       for (const close of closing) await close();

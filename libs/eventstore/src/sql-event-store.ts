@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { PgSqlRunner, checkOut, SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import { checkExpected, checkedForAppend, eventFilter, storeUnavailable } from './common';
 import {
+  asRecorded,
   DEFAULT_MAX_APPEND_BYTES,
   WrongExpectedVersionError,
   type AppendHint,
@@ -16,11 +17,14 @@ import {
   type ReadStreamOptions,
   type RecordedEvent,
   type SubscribeOptions,
+  type Upcaster,
   type Subscription,
 } from './port';
 import { START, decodePosition, encodePosition } from './position';
 
 export interface SqlEventStoreOptions {
+  /** What every read hands out for an event as recorded (see Upcaster). Default: the event as recorded. */
+  upcast?: Upcaster;
   /** Appends whose events weigh more (see common.ts appendBytes) are refused. */
   maxAppendBytes?: number;
   /** How often a live subscription polls when nothing wakes it. */
@@ -234,6 +238,7 @@ export class SqlEventStore implements EventStore {
   private catchingUp: Promise<void> | null = null;
   private readonly catchUpSpacing = new Spaced(CATCH_UP_GAP_MS, () => this.sendCatchUp());
   private closed = false;
+  private readonly upcast: Upcaster;
 
   constructor(
     private readonly runner: SqlRunner,
@@ -243,6 +248,7 @@ export class SqlEventStore implements EventStore {
     this.maxAppendBytes = options.maxAppendBytes ?? DEFAULT_MAX_APPEND_BYTES;
     this.pollIntervalMs = options.pollIntervalMs ?? 200;
     this.maxGroupsInFlight = options.maxGroupsInFlight ?? DEFAULT_GROUPS_IN_FLIGHT;
+    this.upcast = options.upcast ?? asRecorded;
   }
 
   async init(): Promise<void> {
@@ -295,7 +301,7 @@ export class SqlEventStore implements EventStore {
             `SELECT ${COLUMNS} FROM events WHERE stream = $1 AND revision >= $2::text::bigint ORDER BY events.revision LIMIT 1000`,
             [stream, from.toString()],
           );
-          for (const row of rows) newer.push(toRecorded(row));
+          for (const row of rows) newer.push(this.upcast(toRecorded(row)));
           if (rows.length < 1000) break;
           from = newer[newer.length - 1].revision + 1n;
         }
@@ -449,7 +455,7 @@ export class SqlEventStore implements EventStore {
         ORDER BY events.revision ${backwards ? 'DESC' : 'ASC'} LIMIT $2`,
       options.fromRevision === undefined ? [stream, options.maxCount ?? null] : [stream, options.maxCount ?? null, options.fromRevision.toString()],
     );
-    return rows.map(toRecorded);
+    return rows.map((row) => this.upcast(toRecorded(row)));
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -458,7 +464,7 @@ export class SqlEventStore implements EventStore {
       [...afterParams(options.after), options.maxCount ?? null],
       { prepare: 'eventstore_read_all' },
     );
-    return rows.map(toRecorded);
+    return rows.map((row) => this.upcast(toRecorded(row)));
   }
 
   async countEventsAfter(after?: Position): Promise<number> {

@@ -7,3 +7,5 @@ export * from './restrictions';
 export * from './secrets';
 export * from './settings/index';
 export * from './step-up';
+export * from './auth-cache';
+export * from './read-models/index';

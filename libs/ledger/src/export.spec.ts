@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '@svc/eventstore';
+import { upcastAccountEvent } from './account';
 import {
   csvHeader,
   csvLine,
@@ -70,7 +71,8 @@ describe('ledger export: the row of a money event', () => {
   });
 
   it('given a charge written before meters and cost lines, when exported, then its meters come through the upcaster and provider cost and batch are unknown', () => {
-    const row = moneyRow(charge())!;
+    // As the store reads it: through the ledger's upcaster.
+    const row = moneyRow(upcastAccountEvent(charge()))!;
     // Issue 41 item 14: billed meters, so `input` is the 8 tokens not served from cache.
     expect(row.meters).toEqual({ input: 8, cached_input: 2, output: 5 });
     expect(row.provider_cost_usd).toBeNull();

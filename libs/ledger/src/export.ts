@@ -1,7 +1,6 @@
 import type { Position, RecordedEvent } from '@svc/eventstore';
 import { decodePosition, START } from '@svc/eventstore';
 import { type Nano, nanoToUsd9 } from '@svc/platform';
-import { meteredUsage } from './account';
 import { csvField, eventInstant, parseStatementInstant } from './statement';
 import { billedMeters, type MeterUsage } from './pricing';
 
@@ -222,7 +221,7 @@ export function moneyRow(event: RecordedEvent): MoneyRow | null {
         provider_cost_usd: cost === null ? null : nanoToUsd9(cost),
         byok: isByokProvider(provider),
         batch: Array.isArray(data.lines) ? data.lines.some((line: { meter?: unknown }) => line?.meter === 'batch_discount') : null,
-        meters: billedMeters(event.type === 'UsageCorrected' ? (data.usage_added as MeterUsage) : meteredUsage(data as Parameters<typeof meteredUsage>[0])),
+        meters: billedMeters(event.type === 'UsageCorrected' ? (data.usage_added as MeterUsage) : ((data.usage as MeterUsage | undefined) ?? {})),
         ...amounts(amount, -amount),
       };
     }

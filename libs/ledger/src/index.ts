@@ -10,3 +10,5 @@ export * from './statement';
 export * from './export';
 export * from './export-writer';
 export * from './reconcile';
+export * from './in-flight';
+export * from './read-models';

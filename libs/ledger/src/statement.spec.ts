@@ -1,24 +1,27 @@
 import { DomainError, encodePosition, type RecordedEvent } from '@svc/eventstore';
-import { accountStream, type AccountEvent } from './account';
+import { accountStream, upcastAccountEvent, type AccountEvent } from './account';
 import { auditLedger } from './auditor';
 import { buildStatement, parseStatementPeriod, statementCsv, statementJson, statementSeenFrom, type StatementPeriod } from './statement';
 import { A, charged, credited, expired, held, opened, released, stats } from './testing/account-fixtures';
 
 /** A hand-built stream: each event with its revision, a global position and metadata.at. */
+/** The account's events as the store hands them out: through the ledger's upcaster. */
 class Log {
   readonly events: RecordedEvent[] = [];
 
   add(at: string, event: AccountEvent): this {
     const n = this.events.length;
-    this.events.push({
-      id: `e${n}`,
-      type: event.type,
-      data: event.data,
-      metadata: { at },
-      stream: accountStream(A),
-      revision: BigInt(n),
-      position: encodePosition(BigInt(n + 1), 0n),
-    });
+    this.events.push(
+      upcastAccountEvent({
+        id: `e${n}`,
+        type: event.type,
+        data: event.data,
+        metadata: { at },
+        stream: accountStream(A),
+        revision: BigInt(n),
+        position: encodePosition(BigInt(n + 1), 0n),
+      }),
+    );
     return this;
   }
 

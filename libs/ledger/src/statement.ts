@@ -1,6 +1,6 @@
 import { DomainError, type EventStore, type Position, type RecordedEvent } from '@svc/eventstore';
 import { type Nano, nanoToUsd, nanoToUsd9 } from '@svc/platform';
-import { meteredUsage, type AccountEvent, type AdjustmentKind } from './account';
+import { type AccountEvent, type AdjustmentKind } from './account';
 import { NoSuchAccountError, readAccountEvents } from './auditor';
 import { billedMeters, type MeterUsage } from './pricing';
 
@@ -159,7 +159,7 @@ export class StatementBuilder {
         const date = new Date(ms).toISOString().slice(0, 10);
         const group = `${date}\u0000${model}\u0000${keyId}`;
         const line = this.charges.get(group) ?? { date, model, keyId, requests: 0, amountNano: 0n, meters: {} };
-        const usage = billedMeters(meteredUsage(event.data));
+        const usage = billedMeters(event.data.usage ?? {});
         line.requests++;
         line.amountNano -= moved;
         addMeters(line.meters, usage);

@@ -2,25 +2,25 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import type { Catalog, CatalogProvider } from '@svc/catalog';
-import { DomainError } from '@svc/eventstore';
-import { EVENT_STORE, type EventMetadata, type EventStore, type Position } from '@svc/eventstore';
-import { OrganizationCommand, providerKeyContext, providerKeyHint, type SettingsCommand, SettingsCommandMessage } from '@svc/identity';
-import { ApiError, CONFIG, nanoToUsd, READ_DB, sealSecret, usdToNano } from '@svc/platform';
-import type { OrgCommand } from '@svc/identity';
-import type { AccountCommand } from '@svc/ledger';
-import { type AdjustmentKind, findAdjustment, LedgerCommand } from '@svc/ledger';
+import { DomainError, EVENT_STORE, type EventMetadata, type EventStore, type Position } from '@svc/eventstore';
 import {
+  OrganizationCommand,
+  providerKeyContext,
+  providerKeyHint,
+  type SettingsCommand,
+  SettingsCommandMessage,
   type AuditEntry,
-  type CreditsRow,
-  getCredits,
   getOrg,
   listAuditLog,
   listProviderKeys,
   orgRoleOf,
-  PROJECTIONS,
   type ProviderKeyRow,
-  ReadYourWrites,
-} from '@svc/projections';
+} from '@svc/identity';
+import { ApiError, CONFIG, nanoToUsd, READ_DB, sealSecret, usdToNano } from '@svc/platform';
+import type { OrgCommand } from '@svc/identity';
+import type { AccountCommand } from '@svc/ledger';
+import { type AdjustmentKind, findAdjustment, LedgerCommand, type CreditsRow, getCredits } from '@svc/ledger';
+import { PROJECTIONS, ReadYourWrites } from '@svc/projections';
 import { CATALOG } from '@svc/catalog';
 import type { Config, SqlRunner } from '@svc/platform';
 import type { ProjectionRunner } from '@svc/projections';

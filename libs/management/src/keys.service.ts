@@ -14,10 +14,15 @@ import {
   type KeyManager,
   type KeySettings,
   secretHint,
+  getKey,
+  keyUsage,
+  type KeyUsage,
+  listKeys,
+  orgRoleOf,
 } from '@svc/identity';
 import { DomainError, CLOCK, type Clock, CONFIG, effectiveRateLimits, nanoToUsd, type RateLimitDefaults, READ_DB, usdToNano } from '@svc/platform';
 import { windowResetsAt } from '@svc/ledger';
-import { getKey, keyUsage, type KeyUsage, listKeys, orgRoleOf, PROJECTIONS, ReadYourWrites } from '@svc/projections';
+import { PROJECTIONS, ReadYourWrites } from '@svc/projections';
 import type { Config, SqlRunner } from '@svc/platform';
 import type { ProjectionRunner } from '@svc/projections';
 import type { KeyRequest } from './key.request';

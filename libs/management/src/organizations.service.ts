@@ -1,8 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EventMetadata } from '@svc/eventstore';
-import { orgAllows, type MemberRole, type OrgAction } from '@svc/identity';
+import {
+  orgAllows,
+  type MemberRole,
+  type OrgAction,
+  getOrg,
+  listOrgMembers,
+  listOrgsOf,
+  orgRoleOf,
+  type AccountOrgRow,
+  type OrgMemberRow,
+} from '@svc/identity';
 import { DomainError, READ_DB, type SqlRunner } from '@svc/platform';
-import { getOrg, listOrgMembers, listOrgsOf, orgRoleOf, type AccountOrgRow, type OrgMemberRow } from '@svc/projections';
 import { AdminService } from './admin.service';
 
 /**

@@ -2,8 +2,19 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
 import { CONFIG, READ_DB, type Config, type SqlRunner } from '@svc/platform';
-import { openPresetConfig, presetDecider, presetStream, sealPresetConfig, type PresetCommand, type PresetRequest } from '@svc/presets';
-import { getPreset, listPresets, PROJECTIONS, type PresetRow, type PresetVersionRow, type ProjectionRunner } from '@svc/projections';
+import {
+  openPresetConfig,
+  presetDecider,
+  presetStream,
+  sealPresetConfig,
+  type PresetCommand,
+  type PresetRequest,
+  getPreset,
+  listPresets,
+  type PresetRow,
+  type PresetVersionRow,
+} from '@svc/presets';
+import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
 
 export type PresetWithVersions = PresetRow & { versions: PresetVersionRow[] };
 

@@ -2,7 +2,14 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { randomBytes } from 'node:crypto';
 import { AGGREGATE_STORE, AggregateStore, DomainError, type EventMetadata } from '@svc/eventstore';
-import { SettingsCommandMessage, webhookSecretContext, type SettingsCommand, type SettingsEvent } from '@svc/identity';
+import {
+  SettingsCommandMessage,
+  webhookSecretContext,
+  type SettingsCommand,
+  type SettingsEvent,
+  getAccountSettings,
+  type AccountSettingsRow,
+} from '@svc/identity';
 import {
   checkOutboundUrl,
   CLOCK,
@@ -15,17 +22,8 @@ import {
   type Config,
   type SqlRunner,
 } from '@svc/platform';
-import {
-  getAccountSettings,
-  getWebhookEvent,
-  listWebhookEvents,
-  PROJECTIONS,
-  type AccountSettingsRow,
-  type ProjectionRunner,
-  type WebhookAttemptRow,
-  type WebhookEventRow,
-} from '@svc/projections';
-import { deliveryDecider, webhookEventStream } from '@svc/webhooks';
+import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
+import { getWebhookEvent, listWebhookEvents, type WebhookAttemptRow, type WebhookEventRow, deliveryDecider, webhookEventStream } from '@svc/webhooks';
 import { PromptLogs, promptLogsUnavailable, type PromptLogSummary } from '@svc/conversations';
 import type { SettingsPatch, WebhookRequest } from './settings.request';
 

@@ -10,9 +10,9 @@ import {
   stepUpDecider,
   stepUpStream,
   type StepUpAction,
+  getAccountSettings,
 } from '@svc/identity';
 import { CLOCK, CONFIG, createMailer, jsonObjectOf, READ_DB, type Clock, type Config, type Mailer, type SqlRunner } from '@svc/platform';
-import { getAccountSettings } from '@svc/projections';
 
 /** The request header that carries a code (spec 1). */
 export const STEP_UP_HEADER = 'x-svc-step-up-code';

@@ -1,8 +1,7 @@
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
-import { accountDecider, accountStream } from '@svc/ledger';
+import { accountDecider, accountStream, creditsProjection } from '@svc/ledger';
 import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { creditsProjection } from './read-models/credits';
 import { ProjectionRunner } from './runner';
 
 /**

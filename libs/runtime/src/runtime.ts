@@ -1,20 +1,14 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BUILTIN_CATALOG_PATH, type Catalog, loadCatalog } from '@svc/catalog';
-import { AggregateStore, openEventStoreDb, SqlEventStore } from '@svc/eventstore';
+import { AggregateStore, openEventStoreDb, SqlEventStore, upcastWith } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
 import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
-import {
-  ALL_PROJECTIONS,
-  AuthCache,
-  authCacheCoordination,
-  GatewayLease,
-  initAuthCacheLeases,
-  initInFlight,
-  projectionLag as lagOf,
-  ProjectionRunner,
-} from '@svc/projections';
+import { projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
+import { AuthCache, authCacheCoordination, initAuthCacheLeases } from '@svc/identity';
+import { ALL_PROJECTIONS } from './projections';
+import { GatewayLease, initInFlight, upcastAccountEvent } from '@svc/ledger';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
@@ -75,6 +69,9 @@ const PROJECTION_COALESCE_MS = 20;
  */
 const PROJECTION_BUSY_COALESCE_MS = 250;
 
+/** Every event this process reads is read through the upcasters of the contexts, once, by the store. */
+const EVENT_UPCASTER = upcastWith(upcastAccountEvent);
+
 export interface RuntimeOptions {
   clock?: Clock;
   /** PGlite in memory instead of in the data directory (tests). */
@@ -104,7 +101,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
 
     // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
     const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
-    const store: EventStore = metrics.observed(config.eventstoreUrl ? openEventStoreDb(config.eventstoreUrl) : new SqlEventStore(sql));
+    const store: EventStore = metrics.observed(
+      config.eventstoreUrl ? openEventStoreDb(config.eventstoreUrl, { upcast: EVENT_UPCASTER }) : new SqlEventStore(sql, { upcast: EVENT_UPCASTER }),
+    );
     closers.push(() => store.close());
     await store.init();
 

@@ -4,3 +4,4 @@ export * from './request';
 export * from './runner';
 export * from './video';
 export * from './workflow';
+export * from './read-models/videos';

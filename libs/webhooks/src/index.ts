@@ -5,3 +5,4 @@ export * from './event-types';
 export * from './outbox';
 export * from './signature';
 export * from './notice-mail';
+export * from './read-models/notifications';

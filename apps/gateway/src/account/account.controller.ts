@@ -2,8 +2,10 @@ import { Body, Controller, Get, HttpCode, Inject, Post, Query as QueryParam, Use
 import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
-import { balanceOf, GetActivityQuery, GetCreditsQuery, getKey, listAuditLog, listNotices, LookupGenerationsQuery, ReadYourWrites } from '@svc/projections';
-import { parseStatementInstant } from '@svc/ledger';
+import { ReadYourWrites } from '@svc/projections';
+import { listNotices } from '@svc/webhooks';
+import { getKey, listAuditLog } from '@svc/identity';
+import { balanceOf, GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, parseStatementInstant } from '@svc/ledger';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ownAccountOf } from '../http/own-account';
 import { limitOf } from '../http/pagination';

@@ -2,7 +2,7 @@ import type { Catalog } from '@svc/catalog';
 import { billedMeters, isByokProvider } from '@svc/ledger';
 import { type CostLine, derivedCostLines } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
-import type { ActivityRow, GenerationRow } from '@svc/projections';
+import type { ActivityRow, GenerationRow } from '@svc/ledger';
 
 /** What explains a charge recorded before its lines were (issue 23): today's catalog and BYOK fee. */
 export interface ChargeContext {

@@ -1,9 +1,8 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import type { EventMetadata } from '@svc/eventstore';
-import type { Caller } from '@svc/identity';
+import type { Caller, AccountOrgRow } from '@svc/identity';
 import { OrganizationsService, StepUpService } from '@svc/management';
 import { bodyValidation } from '@svc/platform';
-import type { AccountOrgRow } from '@svc/projections';
 import { MemberRequest, MemberRoleRequest } from '../admin/admin.request';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { OrgRequest } from './account.request';

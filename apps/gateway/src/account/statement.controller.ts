@@ -3,7 +3,7 @@ import { EVENT_STORE, type EventStore } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { accountStatement, NoSuchAccountError, statementJson, statementSeenFrom } from '@svc/ledger';
 import { ApiError, CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
-import { listKeys } from '@svc/projections';
+import { listKeys } from '@svc/identity';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
 /**

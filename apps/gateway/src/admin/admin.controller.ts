@@ -15,7 +15,7 @@ import {
 } from './admin.request';
 import { AdminGuard } from './admin.guard';
 import { AdminService, KeysService } from '@svc/management';
-import { balanceOf, type CreditsRow } from '@svc/projections';
+import { balanceOf, type CreditsRow } from '@svc/ledger';
 
 const actor = (request: FastifyRequest): EventMetadata => ({ actor: 'admin', ip: request.ip });
 

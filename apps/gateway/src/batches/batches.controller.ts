@@ -1,11 +1,23 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { BatchInput, BatchLines, batchDecider, type BatchCommand, type BatchEndpoint, batchStream, createBatchRequest, isTerminal } from '@svc/batches';
+import {
+  BatchInput,
+  BatchLines,
+  batchDecider,
+  type BatchCommand,
+  type BatchEndpoint,
+  batchStream,
+  createBatchRequest,
+  isTerminal,
+  type BatchRow,
+  getBatch,
+  listBatches,
+} from '@svc/batches';
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { fileNotFound, filesUnavailable, readJsonl, SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
 import { ApiError, CLOCK, DomainError, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
-import { type BatchRow, getBatch, listBatches, PROJECTIONS, type ProjectionRunner } from '@svc/projections';
+import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { listPage, pageQuery } from '../http/pagination';
 

@@ -1,9 +1,8 @@
 import { createParamDecorator, Inject, Injectable, SetMetadata, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate, authorize, type Caller, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
+import { authenticate, authorize, type AuthCache, type Caller, findKeyBySecretHash, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
 import { ApiError, CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
-import { type AuthCache, findKeyBySecretHash } from '@svc/projections';
 import { AUTH_CACHE } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { defaultModelOf, ProviderStats, type ModelType } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { LedgerCommand } from '@svc/ledger';
+import { LedgerCommand, recordUnsettled } from '@svc/ledger';
 import {
   answerOperation,
   MeteredCalls,
@@ -20,7 +20,7 @@ import {
   type Target,
 } from '@svc/metering';
 import { RUNTIME, type Runtime } from '@svc/runtime';
-import { ReadYourWrites, recordUnsettled } from '@svc/projections';
+import { ReadYourWrites } from '@svc/projections';
 import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
 /**

@@ -4,7 +4,7 @@ import type { Caller } from '@svc/identity';
 import { PresetsService, type PresetWithVersions } from '@svc/management';
 import { ApiError } from '@svc/platform';
 import { parsePresetRequest } from '@svc/presets';
-import type { PresetRow } from '@svc/projections';
+import type { PresetRow } from '@svc/presets';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
 function present(preset: PresetRow) {

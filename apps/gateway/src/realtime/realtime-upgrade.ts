@@ -3,11 +3,20 @@ import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import { authenticate, authorize, hashKeySecret, ipAllowed, keyFromHeaders, secretRefusal, type Caller, type SecretMatch } from '@svc/identity';
+import {
+  authenticate,
+  authorize,
+  hashKeySecret,
+  ipAllowed,
+  keyFromHeaders,
+  secretRefusal,
+  type Caller,
+  type SecretMatch,
+  findKeyBySecretHash,
+} from '@svc/identity';
 import type { RoutedModel, Target } from '@svc/metering';
 import { operationOf } from '@svc/providers';
 import { ApiError, CLOCK, type Clock } from '@svc/platform';
-import { findKeyBySecretHash } from '@svc/projections';
 import { WebSocket, WebSocketServer } from 'ws';
 import { RUNTIME, type Runtime } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';

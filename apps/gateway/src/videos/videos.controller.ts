@@ -7,8 +7,11 @@ import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
 import { newGenerationId, type RequestTags } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, OutboundRefused, READ_DB, resolveOutboundTarget, type SqlRunner } from '@svc/platform';
-import { getVideo, listVideos, PROJECTIONS, type ProjectionRunner, type VideoRow } from '@svc/projections';
+import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
 import {
+  getVideo,
+  listVideos,
+  type VideoRow,
   isVideoTerminal,
   REQUEST_GRACE_MS,
   validateVideoRequest,

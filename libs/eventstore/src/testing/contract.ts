@@ -18,6 +18,7 @@ import {
   type NewEvent,
   type Position,
   type RecordedEvent,
+  type Upcaster,
 } from '../port';
 import { START } from '../position';
 
@@ -28,6 +29,8 @@ export interface ContractFixture {
    * client), standing for a second process. Called at most once; `cleanup` closes it.
    */
   makeSecondStore?: () => Promise<EventStore>;
+  /** A store on the same data that reads every event through `upcast`; `cleanup` closes it. */
+  makeUpcastingStore: (upcast: Upcaster) => Promise<EventStore>;
   /** Closes the store(s) and whatever they run on. */
   cleanup: () => Promise<void>;
 }
@@ -532,6 +535,60 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
         }
         unwatch();
         expect(woken).toBe(true);
+      });
+    });
+
+    describe('upcasting', () => {
+      /** Events of type Versioned recorded before `v` existed read as version 2, their `n` doubled into `twice`. */
+      const toV2: Upcaster = (e) => {
+        const data = e.data as { n: number; v?: number; twice?: number };
+        return e.type === 'Versioned' && data.v === undefined ? { ...e, data: { ...data, v: 2, twice: data.n * 2 } } : e;
+      };
+
+      it('reads every event through the upcaster: read stream, read all, subscriptions; the log keeps what was recorded', async () => {
+        const upcasting = await fixture!.makeUpcastingStore(toV2);
+        const prefix = uniquePrefix('upcast');
+        const stream = `${prefix}s`;
+        const after = await head();
+        const old = event('Versioned', { n: 21 });
+        const current = event('Versioned', { n: 5, v: 2, twice: 10 });
+        const unrelated = event('Other', { n: 1 });
+        await store.append(stream, [old, current, unrelated], 'no_stream');
+
+        const upcast = [
+          { id: old.id, type: 'Versioned', data: { n: 21, v: 2, twice: 42 } },
+          { id: current.id, type: 'Versioned', data: { n: 5, v: 2, twice: 10 } },
+          { id: unrelated.id, type: 'Other', data: { n: 1 } },
+        ];
+        expect(await upcasting.readStream(stream)).toMatchObject(upcast);
+        expect(await upcasting.readStream(stream, { direction: 'backwards', maxCount: 1, fromRevision: 0n })).toMatchObject([upcast[0]]);
+        const deadline = Date.now() + 5000;
+        let all: RecordedEvent[] = [];
+        while (all.length < 3 && Date.now() < deadline) {
+          all = (await upcasting.readAll({ after, maxCount: 10_000 })).filter((e) => e.stream === stream);
+          if (all.length < 3) await sleep(20);
+        }
+        expect(all).toMatchObject(upcast);
+
+        const delivered: RecordedEvent[] = [];
+        const subscription = upcasting.subscribeToAll({ after, filter: { streamPrefixes: [prefix] } }, (e) => {
+          delivered.push(e);
+        });
+        await waitFor(() => delivered.length >= 3);
+        await subscription.stop();
+        expect(delivered).toMatchObject(upcast);
+
+        if (upcasting.appendExclusive) {
+          let seen: RecordedEvent[] = [];
+          await upcasting.appendExclusive(stream, -1n, (newer) => {
+            seen = newer;
+            return [];
+          });
+          expect(seen).toMatchObject(upcast);
+        }
+
+        // The store without the upcaster reads the event as it was recorded.
+        expect((await store.readStream(stream))[0].data).toEqual({ n: 21 });
       });
     });
 

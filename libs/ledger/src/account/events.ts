@@ -14,8 +14,10 @@ import type { Nano } from '@svc/platform';
 export const accountStream = (accountId: string) => `account-${accountId}`;
 
 /**
- * The upcaster of UsageCharged's usage: events written before meters carry tokens only, which
- * are exactly the meters `input`, `cached_input` and `output`. The log is never rewritten.
+ * The meters of a charge that names tokens only: events written before meters carry tokens only,
+ * which are exactly the meters `input`, `cached_input` and `output`. The log is never rewritten:
+ * the store reads old charges through upcastAccountEvent, and the account folds a charge it has
+ * just decided (which no store has read) through this.
  */
 export function meteredUsage(data: Pick<GenerationStats, 'prompt_tokens' | 'cached_tokens' | 'completion_tokens'> & { usage?: MeterUsage }): MeterUsage {
   if (data.usage !== undefined) return data.usage;
@@ -138,7 +140,7 @@ export type AccountEvent =
         charged_at?: string;
         /** The part of the charge above the hold (the provider reported more input than estimated). Absent on old events. */
         exceeded_hold_nano?: string;
-        /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: read them through meteredUsage. */
+        /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: the store reads them through upcastAccountEvent. */
         usage?: MeterUsage;
         /** Issue 23: the charge explained, line by line; the amounts add up to amount_nano. Absent on old events. */
         lines?: CostLine[];

@@ -11,6 +11,7 @@ import { evolve, initialState, type AccountState } from './state';
 
 export * from './commands';
 export * from './events';
+export * from './upcast';
 export { BALANCE_LOW_NANO, DAILY_LIMIT_CODE, isLimitRefusal, KEY_CAP_CODES } from './limits';
 export { availableNano, balanceNano, heldNano, keySpendNano, type AccountState, type KeySpend, type OpenHold } from './state';
 

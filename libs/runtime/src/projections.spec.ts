@@ -17,7 +17,8 @@ import { presetDecider, presetStream } from '@svc/presets';
 import { batchDecider, batchStream, type BatchCommand } from '@svc/batches';
 import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { ALL_PROJECTIONS, ProjectionRunner, perEvent, type Projection } from './index';
+import { ProjectionRunner, perEvent, type Projection } from '@svc/projections';
+import { ALL_PROJECTIONS } from './projections';
 
 const stats: GenerationStats = {
   model: 'sim/echo',

@@ -1,7 +1,10 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { Caller, KeyEnvironment, KeyEvent, KeyRecord, KeyScope, KeySettings, LimitReset, OrgEvent, OrgRole, SecretMatch } from '@svc/identity';
+import type { LimitReset } from '@svc/ledger';
+import type { Caller, KeyRecord, SecretMatch } from '../authenticate';
+import type { KeyEnvironment, KeyEvent, KeyScope, KeySettings } from '../key';
+import type { OrgEvent, OrgRole } from '../organization';
 import type { SqlExecutor } from '@svc/platform';
-import { eventTime, perEvent, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '@svc/projections';
 
 type Ev<E extends { type: string; data: unknown }, T extends E['type']> = RecordedEvent<T, Extract<E, { type: T }>['data']>;
 type K<T extends KeyEvent['type']> = Ev<KeyEvent, T>;

@@ -1,7 +1,7 @@
-import { meteredUsage, type AccountEvent, type GenerationStats } from '@svc/ledger';
-import type { CostLine, MeterUsage } from '@svc/ledger';
+import type { AccountEvent, GenerationStats } from '../account';
+import type { CostLine, MeterUsage } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './credits';
 
 /** What a settlement or an expiry writes over a generation's row. */
@@ -121,11 +121,11 @@ export const generationsProjection: Projection = {
           break;
         }
         case 'UsageCharged':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), meteredUsage(e.data), e.data));
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), e.data.usage ?? {}, e.data));
           break;
         // Issue 41 D: the generation as its own process charged it, after the reaper's settlement.
         case 'UsageCorrected':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.total_nano, null, eventTime(e), meteredUsage(e.data), e.data));
+          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.total_nano, null, eventTime(e), e.data.usage ?? {}, e.data));
           break;
         case 'HoldReleased':
           resolve(

@@ -1,10 +1,12 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { KeyEvent, OrgEvent, SettingsEvent } from '@svc/identity';
+import type { KeyEvent } from '../key';
+import type { OrgEvent } from '../organization';
+import type { SettingsEvent } from '../settings/events';
 import type { AccountEvent } from '@svc/ledger';
 import type { PresetEvent } from '@svc/presets';
 import { nanoToUsd } from '@svc/platform';
 import type { SqlExecutor } from '@svc/platform';
-import { eventTime, perEvent, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '@svc/projections';
 
 /** Every settings write, and the pause the dispatcher records; not each failed delivery, which the webhook events list. */
 type AuditedSettings = Exclude<SettingsEvent, { type: 'WebhookDeliveryFailed' | 'WebhookDeliveryRecovered' }>;

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { VideoError, VideoEvent, VideoStatus } from '@svc/videos';
+import type { VideoError, VideoEvent, VideoStatus } from '../video';
 import type { SqlExecutor } from '@svc/platform';
-import { perEvent, type Projection } from '../projection';
+import { perEvent, type Projection } from '@svc/projections';
 
 type V<T extends VideoEvent['type']> = RecordedEvent<T, Extract<VideoEvent, { type: T }>['data']>;
 

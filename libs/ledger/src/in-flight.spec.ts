@@ -4,8 +4,8 @@ import { stats } from '@svc/ledger/testing/account-fixtures';
 import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { forgetProgress, GatewayLease, initInFlight, orphanedHolds, pruneInFlight, recordProgress, recordUnsettled } from './in-flight';
+import { ProjectionRunner } from '@svc/projections';
 import { creditsProjection } from './read-models/credits';
-import { ProjectionRunner } from './runner';
 
 /**
  * Issue 41 A: a charge for delivered output must land whatever happens. When a gateway cannot

@@ -3,10 +3,10 @@ import { performance } from 'node:perf_hooks';
 import type { Client, Notification } from 'pg';
 import { START } from '@svc/eventstore';
 import type { Position } from '@svc/eventstore';
-import type { SecretMatch } from '@svc/identity';
+import type { ProjectionCaches } from '@svc/projections';
+import type { SecretMatch } from './authenticate';
 import { SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 import { findKeyBySecretHash } from './read-models/identity';
-import type { ProjectionCaches } from './runner';
 
 /**
  * The gateway's authentication cache (ARCHITECTURE 5, step 1) and what keeps spec 5.5, "a

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type AccountEvent, meteredUsage, type MeterUsage, UNIT_METERS, type UnitMeter } from '@svc/ledger';
+import type { AccountEvent } from '../account';
+import { type MeterUsage, UNIT_METERS, type UnitMeter } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, utcDay, type Projection } from '../projection';
+import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './credits';
 
 /** What a resolved request adds to its day's row. */
@@ -179,7 +180,7 @@ export const activityProjection: Projection = {
             cachedTokens: d.cached_tokens,
             reasoningTokens: d.reasoning_tokens,
             costNano: d.amount_nano,
-            units: meteredUsage(d),
+            units: d.usage ?? {},
           });
           break;
         }

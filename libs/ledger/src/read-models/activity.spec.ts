@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
-import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream } from '@svc/identity';
+import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, identityProjection } from '@svc/identity';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import { ProjectionRunner } from '../runner';
+import { ProjectionRunner } from '@svc/projections';
 import { activityProjection, getActivity } from './activity';
-import { identityProjection } from './identity';
 
 const stats: GenerationStats = {
   model: 'sim/echo',

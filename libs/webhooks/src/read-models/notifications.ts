@@ -2,10 +2,12 @@ import type { RecordedEvent } from '@svc/eventstore';
 import type { SettingsEvent } from '@svc/identity';
 import type { SqlExecutor } from '@svc/platform';
 import { JOBS_SCHEMA, scheduleJob, scheduleJobs } from '@svc/jobs';
-import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_DELIVERY_JOB, WEBHOOK_SOURCE_TYPES, type DeliveryEvent, type OutboxEvent } from '@svc/webhooks';
+import type { DeliveryEvent } from '../delivery';
+import { WEBHOOK_DELIVERY_JOB, type OutboxEvent } from '../delivery-workflow';
+import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES } from '../outbox';
 import { createHash } from 'node:crypto';
 import type { ModelDeprecated } from '@svc/catalog';
-import { asColumns, eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '@svc/projections';
 
 type Settings<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
 type Delivery<T extends DeliveryEvent['type']> = RecordedEvent<T, Extract<DeliveryEvent, { type: T }>['data']>;

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { PresetConfig, PresetEvent } from '@svc/presets';
+import type { PresetConfig, PresetEvent } from '../preset';
 import type { SqlExecutor } from '@svc/platform';
-import { eventTime, perEvent, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '@svc/projections';
 
 type P<T extends PresetEvent['type']> = RecordedEvent<T, Extract<PresetEvent, { type: T }>['data']>;
 

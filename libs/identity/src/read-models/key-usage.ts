@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
 import type { AccountEvent } from '@svc/ledger';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, utcDay, type Projection } from '../projection';
+import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
 
 /** Spend per key per UTC day, for key usage per period (spec 2.2): one upsert per batch. */
 export const keyUsageProjection: Projection = {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { AccountCommand, CostLine, GenerationStats, MeterUsage } from '@svc/ledger';
+import type { AccountCommand, GenerationStats } from './account';
+import type { CostLine, MeterUsage } from './pricing';
 import { SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
 
 type ChargeCommand = Extract<AccountCommand, { type: 'ChargeUsage' }>;

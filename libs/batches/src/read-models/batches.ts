@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { BatchError, BatchEvent, BatchStatus } from '@svc/batches';
+import type { BatchError, BatchEvent, BatchStatus } from '../batch';
 import type { SqlExecutor } from '@svc/platform';
-import { perEvent, type Projection } from '../projection';
+import { perEvent, type Projection } from '@svc/projections';
 
 type B<T extends BatchEvent['type']> = RecordedEvent<T, Extract<BatchEvent, { type: T }>['data']>;
 

@@ -3,7 +3,8 @@ import { SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
 import { accountStream } from '@svc/ledger';
 import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
-import { ALL_PROJECTIONS, ProjectionRunner } from './index';
+import { ProjectionRunner } from '@svc/projections';
+import { LEDGER_PROJECTIONS } from './index';
 
 /**
  * Issue 23: the generations read model keeps each charge's lines and the provider's cost, whether
@@ -60,7 +61,7 @@ describe('generations: cost lines and provider cost (issue 23)', () => {
     sql = await PgliteSqlRunner.open();
     store = new SqlEventStore(sql);
     await store.init();
-    runner = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { idleMs: 50 });
+    runner = new ProjectionRunner(sql, store, LEDGER_PROJECTIONS, { idleMs: 50 });
     await runner.init();
     runner.start();
     const opened = await store.append(

@@ -2,9 +2,9 @@ import { Inject, Module } from '@nestjs/common';
 import { Query, QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { SqlRunner } from '@svc/platform';
 import { READ_DB } from '@svc/platform';
-import { getActivity, type ActivityFilter, type ActivityRow } from './read-models/activity';
-import { getCredits, type CreditsRow } from './read-models/credits';
-import { getWorkspaceGenerations, type GenerationRow } from './read-models/generations';
+import { getActivity, type ActivityFilter, type ActivityRow } from './activity';
+import { getCredits, type CreditsRow } from './credits';
+import { getWorkspaceGenerations, type GenerationRow } from './generations';
 
 export class GetCreditsQuery extends Query<CreditsRow | null> {
   constructor(readonly accountId: string) {
@@ -53,4 +53,4 @@ export class GetActivityHandler implements IQueryHandler<GetActivityQuery> {
 }
 
 @Module({ providers: [GetCreditsHandler, LookupGenerationsHandler, GetActivityHandler] })
-export class ProjectionQueriesModule {}
+export class LedgerQueriesModule {}

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { fold, SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
-import { accountDecider, type AccountEvent, accountStream, meteredUsage } from '@svc/ledger';
+import { accountDecider, type AccountEvent, accountStream, meteredUsage, upcastAccountEvent } from '@svc/ledger';
 import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
-import { ALL_PROJECTIONS, getCredits, ProjectionRunner } from './index';
+import { ProjectionRunner } from '@svc/projections';
+import { getCredits, LEDGER_PROJECTIONS } from './index';
 
 /**
  * ARCHITECTURE section 10: UsageCharged records its usage by meter. A log recorded before
@@ -101,9 +102,10 @@ describe('meters: a log recorded before them', () => {
 
   beforeAll(async () => {
     sql = await PgliteSqlRunner.open();
-    store = new SqlEventStore(sql);
+    // As the composition root configures it: the store reads old charges through the ledger's upcaster.
+    store = new SqlEventStore(sql, { upcast: upcastAccountEvent });
     await store.init();
-    runner = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { idleMs: 50 });
+    runner = new ProjectionRunner(sql, store, LEDGER_PROJECTIONS, { idleMs: 50 });
     await runner.init();
     await store.append(accountStream('old'), RECORDED_BEFORE, 'no_stream');
     const { position } = await store.append(accountStream('old'), RECORDED_AFTER, 'any');
@@ -121,6 +123,18 @@ describe('meters: a log recorded before them', () => {
     const [oldCharge, newCharge] = [RECORDED_BEFORE[3], RECORDED_AFTER[1]].map((e) => e.data as Extract<AccountEvent, { type: 'UsageCharged' }>['data']);
     expect(meteredUsage(oldCharge)).toEqual({ input: 40, cached_input: 8, output: 7 });
     expect(meteredUsage(newCharge)).toEqual({ images: 2, provider_cost: 7 });
+  });
+
+  it('hands every reader of the store the old charge with its token meters, and the new one as written', async () => {
+    const charges = (await store.readStream(accountStream('old'))).filter((e) => e.type === 'UsageCharged');
+    expect(charges.map((e) => (e.data as { usage?: unknown }).usage)).toEqual([
+      { input: 40, cached_input: 8, output: 7 },
+      { input: 3, output: 1 },
+      { images: 2, provider_cost: 7 },
+    ]);
+    // The log keeps what was recorded: a store without the upcaster reads the old charge bare.
+    const [bare] = (await new SqlEventStore(sql).readStream(accountStream('old'))).filter((e) => e.type === 'UsageCharged');
+    expect(bare.data).not.toHaveProperty('usage');
   });
 
   it('keeps the balances: the decider and the credits read model agree to the nano', async () => {
@@ -149,7 +163,7 @@ describe('meters: a log recorded before them', () => {
   it('rebuilds every projection from 0 to exactly the live rows', async () => {
     const snapshot = async () => {
       const out: Record<string, string[]> = {};
-      for (const p of ALL_PROJECTIONS) for (const t of p.tables) out[t] = (await sql.query(`SELECT * FROM ${t}`)).rows.map((r) => JSON.stringify(r)).sort();
+      for (const p of LEDGER_PROJECTIONS) for (const t of p.tables) out[t] = (await sql.query(`SELECT * FROM ${t}`)).rows.map((r) => JSON.stringify(r)).sort();
       return out;
     };
     const live = await snapshot();

@@ -7,11 +7,10 @@ import { stats } from '@svc/ledger/testing/account-fixtures';
 import { type Prediction, ReferenceLedger } from '@svc/ledger/testing/reference-ledger';
 import { ManualClock, PgliteSqlRunner, type SqlExecutor, type SqlRunner, type TransactionOptions } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import type { Projection } from './projection';
-import { creditsProjection } from './read-models/credits';
-import { generationsProjection } from './read-models/generations';
-import { keyUsageProjection } from './read-models/key-usage';
-import { ProjectionRunner } from './runner';
+import { ProjectionRunner, type Projection } from '@svc/projections';
+import { keyUsageProjection } from '@svc/identity';
+import { creditsProjection } from './credits';
+import { generationsProjection } from './generations';
 import { Random } from '@svc/ledger/testing/random';
 
 /**

@@ -1,6 +1,6 @@
-import type { AccountEvent } from '@svc/ledger';
+import type { AccountEvent } from '../account';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, type Projection } from '../projection';
+import { asColumns, eventTime, type Projection } from '@svc/projections';
 import type { RecordedEvent } from '@svc/eventstore';
 
 /** An account event as recorded: `type` and `data` narrow together. */

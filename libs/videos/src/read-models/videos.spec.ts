@@ -1,7 +1,7 @@
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { ManualClock, PgliteSqlRunner, type SqlRunner } from '@svc/platform';
 import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
-import { ProjectionRunner } from '../runner';
+import { ProjectionRunner } from '@svc/projections';
 import { getVideo, listVideos, videosProjection } from './videos';
 
 /**

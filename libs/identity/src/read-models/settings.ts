@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
-import type { SettingsEvent } from '@svc/identity';
+import type { SettingsEvent } from '../settings/events';
 import type { SqlExecutor } from '@svc/platform';
-import { eventTime, perEvent, type Projection } from '../projection';
+import { eventTime, perEvent, type Projection } from '@svc/projections';
 
 type S<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
 
