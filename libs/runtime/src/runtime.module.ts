@@ -7,9 +7,9 @@ import type { Runtime } from './runtime';
 import { ADMIN_TOKEN, AUTH_CACHE, EDGE_STORES, SERVICE_METRICS } from './tokens';
 
 /**
- * The whole runtime, for the classes that still take a slice of it in one parameter (the
- * metered pipeline's service and the realtime upgrade); every other class takes the tokens of
- * the parts it uses.
+ * The whole runtime, for the one class that still takes a slice of it in one parameter (the
+ * metered pipeline's service, which wires the pipeline's many dependencies); every other class
+ * takes the tokens of the parts it uses.
  */
 export const RUNTIME = Symbol('RUNTIME');
 

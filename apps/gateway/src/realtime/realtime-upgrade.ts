@@ -13,12 +13,15 @@ import {
   type Caller,
   type SecretMatch,
   findKeyBySecretHash,
+  type AuthCache,
 } from '@svc/identity';
+import { CATALOG, type Catalog } from '@svc/catalog';
+import type { ServiceMetrics } from '@svc/metrics';
 import type { RoutedModel, Target } from '@svc/metering';
 import { operationOf } from '@svc/providers';
-import { ApiError, CLOCK, type Clock } from '@svc/platform';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { WebSocket, WebSocketServer } from 'ws';
-import { RUNTIME, type Runtime } from '@svc/runtime';
+import { AUTH_CACHE, SERVICE_METRICS } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
 import type { RequestLine } from '../http/request-log';
@@ -88,13 +91,16 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
   });
 
   constructor(
-    @Inject(RUNTIME) private readonly runtime: Pick<Runtime, 'authCache' | 'sql' | 'catalog' | 'metrics' | 'config'>,
+    @Inject(AUTH_CACHE) private readonly authCache: AuthCache | null,
+    @Inject(READ_DB) sql: SqlRunner,
+    @Inject(CATALOG) private readonly catalog: Catalog,
+    @Inject(SERVICE_METRICS) private readonly metrics: ServiceMetrics,
+    @Inject(CONFIG) private readonly config: Config,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly metering: Metering,
     private readonly rateLimits: RateLimitService,
   ) {
-    const cache = runtime.authCache;
-    this.lookup = cache ? (hash) => cache.find(hash) : (hash) => findKeyBySecretHash(runtime.sql, hash);
+    this.lookup = authCache ? (hash) => authCache.find(hash) : (hash) => findKeyBySecretHash(sql, hash);
     this.wss.on('headers', (headers, req) => {
       for (const [name, value] of Object.entries(this.upgradeHeaders.get(req) ?? {})) headers.push(`${name}: ${value}`);
     });
@@ -124,9 +130,9 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     const path = url.pathname.slice(0, 200);
     const route = path === REALTIME_ENDPOINT ? REALTIME_ENDPOINT : 'unmatched';
     const requested = url.searchParams.get('model');
-    const model = requested !== null && this.runtime.catalog.get(requested) !== undefined ? requested : '';
+    const model = requested !== null && this.catalog.get(requested) !== undefined ? requested : '';
     const seconds = (performance.now() - handshake.started) / 1000;
-    this.runtime.metrics.recordRequest(route, 'GET', status, model, seconds);
+    this.metrics.recordRequest(route, 'GET', status, model, seconds);
     if (!log) return;
     const { caller } = handshake;
     const line: RequestLine = {
@@ -168,7 +174,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     const { caller, routed, upstream, secretHash } = admitted;
     // Only the secret's hash is kept for the session's re-checks (spec 5.5, issue 41 S1).
     let lastMatch: SecretMatch | null | undefined;
-    const cache = this.runtime.authCache;
+    const cache = this.authCache;
     const session = new RealtimeSession({
       keyRefusal: async (fresh) => {
         if (fresh || lastMatch === undefined) lastMatch = await this.lookup(secretHash);
@@ -207,7 +213,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     reply: HandshakeReply,
     handshake: Handshake,
   ): Promise<{ caller: Caller; routed: RoutedModel; upstream: WebSocket; secretHash: string }> {
-    const ip = clientIp(req, this.runtime.config.trustProxy);
+    const ip = clientIp(req, this.config.trustProxy);
     this.rateLimits.refuseIfGuessing(ip);
     const fromHeaders = keyFromHeaders(req.rawHeaders);
     const fromProtocol = browserKey(req);
