@@ -196,6 +196,28 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     expect(nanoToUsd(charged)).toBe(0.0026);
   });
 
+  it('given an answer whose charge commits but whose acknowledgement is lost (a database failover), when settled, then it is retried, found settled, and charged once (issue 43)', async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+    w.log.faults.push({ command: 'ChargeUsage', when: 'after', times: 1 });
+
+    const { charged } = await chat(w);
+
+    expect(charged).toBe(1000n * perM(2) + 100n * perM(8));
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+    expect(w.log.available()).toBe(CREDITS - charged);
+  });
+
+  it('given an answer whose charge cannot reach the store for a while (a database failover), when settled, then it lands once the store is back and the caller gets its cost (issue 43)', async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(1000, 100) }]), 'up-b': new ScriptedUpstream([]) });
+    w.log.faults.push({ command: 'ChargeUsage', when: 'before', times: 3 });
+
+    const { charged } = await chat(w);
+
+    expect(charged).toBe(1000n * perM(2) + 100n * perM(8));
+    expect(w.log.decided()).toEqual(['HoldPlaced', 'UsageCharged']);
+    expect(w.log.only('UsageCharged').amount_nano).toBe(charged.toString());
+  });
+
   it('given a provider counting more input than was held for, when settled, then the work is charged in full and the excess recorded for the auditor', async () => {
     const w = world({ 'up-a': new ScriptedUpstream([{ usage: usage(5000, 200) }]), 'up-b': new ScriptedUpstream([]) });
 

@@ -282,7 +282,11 @@ export class MeteredCalls {
         void settleDurably(
           () => deps.ledger(caller.accountId, { type: 'ReleaseHold', holdId: id, errorCode: 'hold_unconfirmed' }, metadata),
           async () => undefined,
-        ).catch(() => undefined);
+        ).catch((released: unknown) => {
+          // Not open: it never committed, so nothing is held.
+          if (!isHoldNotOpen(released))
+            deps.warn(`${id}: hold not confirmed and not released (${(released as Error).message}); it is released when it expires`);
+        });
       }
       throw err;
     });
@@ -418,6 +422,16 @@ export class MeteredCalls {
    * against the caller's tokens per minute.
    */
   async settle(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
+    // Issue 43: the answer is ready and the client still waits for it, so a charge cut off by a
+    // database failover is retried until the new primary takes it (the client then gets its
+    // answer and its cost, charged once), rather than failed with the hold left open.
+    return settleDurably(
+      () => this.settleOnce(metered, target, settlement),
+      async () => this.chargeOf(target, settlement),
+    );
+  }
+
+  private async settleOnce(metered: Metered, target: Target, settlement: Settlement): Promise<Nano> {
     const { reservation } = metered;
     const charged = await this.charge(reservation, target, this.chargeCommand(reservation, target, settlement));
     this.countOutput(metered, settlement);
@@ -528,7 +542,7 @@ export class MeteredCalls {
     // An attempt that lost its connection may have committed: a hold found settled on a retry was settled by it.
     const landed = async () => this.chargeOf(target, settlement);
     try {
-      return await settleDurably(() => this.settle(metered, target, settlement), landed);
+      return await settleDurably(() => this.settleOnce(metered, target, settlement), landed);
     } catch (err) {
       const { unsettled } = this.deps;
       if (!unsettled || err instanceof DomainError) throw err;

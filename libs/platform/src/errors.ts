@@ -185,11 +185,12 @@ const CONNECTION_MESSAGES =
 /**
  * A dependency (PostgreSQL) that is down or restarting, not a fault of the request: SQLSTATE
  * class 08 (connection exception), 57P01-57P03 (shutting down, starting up), 53300 (too many
- * connections), or the driver's own connection errors.
+ * connections), 25006 (a write reached a standby: during a failover the proxy may route to the
+ * node being promoted a moment before it takes writes), or the driver's own connection errors.
  */
 export function isConnectionFailure(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code) || CONNECTION_CODES.has(code)) return true;
+  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300', '25006'].includes(code) || CONNECTION_CODES.has(code)) return true;
   return err instanceof Error && CONNECTION_MESSAGES.test(err.message);
 }

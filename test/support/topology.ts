@@ -1,0 +1,29 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '..', '..');
+
+/** `scripts/topology/<name>.sh <args>`; resolves with what it printed. */
+export async function topology(name: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run(join(ROOT, 'scripts', 'topology', `${name}.sh`), args, { cwd: ROOT, timeout: 180_000 });
+  return stdout.trim();
+}
+
+/**
+ * A suite that needs engines this machine may lack: on CI they are installed (.ci/run), so
+ * their absence fails there; elsewhere the suite says what is missing and is skipped.
+ */
+export function describeWithEngines(commands: string[], title: string, body: () => void): void {
+  const present = commands.every((c) => {
+    try {
+      execFileSync('sh', ['-c', `command -v ${c}`], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (present || process.env.CI) describe(title, body);
+  else describe.skip(`${title} (needs ${commands.join(', ')}: apt-get install them, as .ci/run does)`, body);
+}
