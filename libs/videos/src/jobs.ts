@@ -10,7 +10,7 @@
 import { SealedContent } from '@svc/conversations';
 import type { Reservation } from '@svc/metering';
 import { scheduleJob } from '@svc/jobs';
-import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { createSchema, DomainError, type SqlRunner } from '@svc/platform';
 import type { VideoRequest } from './request';
 
 export const VIDEO_JOBS_TABLE = 'video_jobs';
@@ -35,6 +35,11 @@ export interface VideoFiles {
 
 const requestContext = (videoId: string) => `video-request:${videoId}`;
 
+/** Without SVC_ENCRYPTION_KEY no prompt can be kept or read: the configuration is at fault, not the request. */
+export function videoStorageUnavailable(): DomainError {
+  return DomainError.unavailable('Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
+}
+
 export class VideoJobs {
   private readonly sealed: SealedContent;
 
@@ -42,10 +47,7 @@ export class VideoJobs {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(
-      key,
-      () => new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable'),
-    );
+    this.sealed = new SealedContent(key, videoStorageUnavailable);
   }
 
   static async init(sql: SqlRunner): Promise<void> {
