@@ -12,7 +12,7 @@
  */
 import { SealedContent } from '@svc/conversations';
 import { JOBS_TABLE, scheduleJob, scheduleJobs } from '@svc/jobs';
-import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { createSchema, DomainError, type SqlRunner } from '@svc/platform';
 import { BATCH_JOB, type LineProgress } from './batch-workflow';
 import { BATCH_LINE_JOB, lineJobKey, type BatchResultLine, type LineOutcome, type LineRow, type LineStatus } from './line-workflow';
 
@@ -31,10 +31,7 @@ export class BatchLines {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(
-      key,
-      () => new ApiError(503, 'service_unavailable', 'Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'),
-    );
+    this.sealed = new SealedContent(key, () => DomainError.unavailable('Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'));
   }
 
   static async init(sql: SqlRunner): Promise<void> {
