@@ -15,6 +15,9 @@ import { isVideoTerminal, videoDecider, videoStream, type VideoCommand } from '.
 
 const VIDEO_ID = /^video_[0-9a-f]{24}$/;
 
+/** Whether `id` has the shape of a video's id (`video_` and 24 hex digits); any other is no video's. */
+export const isVideoId = (id: string) => VIDEO_ID.test(id);
+
 export interface VideosDeps {
   clock: Clock;
   /** The read database: every answer is the videos read model's. */
@@ -37,7 +40,7 @@ export type RemovedVideo = ({ deleted: false } & VideoWithPrompt) | { deleted: t
 
 /** The video of the workspace, or the 404 `video_not_found` naming `id`. */
 export async function findVideo(sql: SqlRunner, workspaceId: string, id: string): Promise<VideoRow> {
-  const row = VIDEO_ID.test(id) ? await getVideo(sql, workspaceId, id) : null;
+  const row = isVideoId(id) ? await getVideo(sql, workspaceId, id) : null;
   if (!row) throw DomainError.notFound(`No video with id '${id}' exists for this workspace.`, 'video_not_found', 'id');
   return row;
 }

@@ -6,15 +6,13 @@ import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
-import { CreateVideo, isVideoTerminal, type VideoRow, VideoCalls, VideoJobs, Videos, VIDEOS_ENDPOINT } from '@svc/videos';
+import { CreateVideo, isVideoId, isVideoTerminal, type VideoRow, VideoCalls, VideoJobs, Videos, VIDEOS_ENDPOINT } from '@svc/videos';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
 import { Metering } from '../metering/metering.service';
 import { type SignedContent, VideoContentUrls, type VideoVariant } from './content-urls';
-
-const VIDEO_ID = /^video_[0-9a-f]{24}$/;
 
 /** The form fields POST /videos reads (spec 4.15; the openai SDK sends its create call as a multipart form). */
 const FORM_FIELDS = ['model', 'prompt', 'seconds', 'size', 'aspect_ratio', 'resolution', 'image_url', 'provider', 'user'];
@@ -86,7 +84,7 @@ export class VideosController {
   @UseGuards(ApiKeyGuard)
   @Requires('lookup')
   async list(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Query() query: Record<string, unknown>) {
-    const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: (id) => VIDEO_ID.test(id), what: 'a video id' });
+    const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: isVideoId, what: 'a video id' });
     if (query.order !== undefined && query.order !== 'asc' && query.order !== 'desc') throw ApiError.invalidRequest('order must be asc or desc.', 'order');
     const rows = await this.videos.list(caller, page, (query.order as 'asc' | 'desc' | undefined) ?? 'desc');
     return listPage(
