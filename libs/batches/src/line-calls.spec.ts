@@ -1,7 +1,7 @@
 import { parseCatalog } from '@svc/catalog';
 import { tokenMeters, tokenWorstCase, type MeteredCalls } from '@svc/metering';
 import { ACCOUNT, AccountLog, httpError, meteredCalls, ScriptedUpstream, testCaller, usage } from '@svc/metering/testing/pipeline-fixtures';
-import { ApiError, ManualClock, nanoToUsd } from '@svc/platform';
+import { ApiError, ManualClock, nanoToUsd, refusalOf } from '@svc/platform';
 import { BatchLineCalls, type LineEndpoints } from './line-calls';
 import type { ActiveBatch } from './runner';
 
@@ -46,8 +46,8 @@ const chatEndpoint = (calls: MeteredCalls): LineEndpoints => ({
     const settlement = { usage: tokenMeters(value.usage), latencyMs: value.latencyMs, ttftMs: null };
     return { metered, target, settlement, present: (charged) => ({ body: { id: metered.reservation.id, usage: { cost: nanoToUsd(charged) } } }) };
   },
-  // The provider's status, as the gateway's error mapping passes a refusal on (spec 7).
-  errorOf: (err) => (err instanceof ApiError ? err : new ApiError((err as { status?: number }).status ?? 500, 'invalid_request_error', (err as Error).message)),
+  // The service's refusals as the gateway's error mapping answers them, the provider's status as it passes it on (spec 7).
+  errorOf: (err) => refusalOf(err) ?? new ApiError((err as { status?: number }).status ?? 500, 'invalid_request_error', (err as Error).message),
 });
 
 function worker(upstream: ScriptedUpstream, keyRevoked = false) {
@@ -103,6 +103,14 @@ describe('BatchLineCalls: a line held, answered, kept, then settled (spec 4.11, 
     const answer = await here.answer(batch, { messages: [] }, 'batch_1-line-3-1');
 
     expect(answer).toMatchObject({ answered: false, statusCode: 401, requestId: null });
+    expect(answer.answered ? null : answer.body).toEqual({
+      error: {
+        type: 'authentication_error',
+        code: 'invalid_api_key',
+        param: null,
+        message: 'The key that created this batch has been revoked or has expired.',
+      },
+    });
     expect(log.decided()).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import {
   type Target,
   type TargetRef,
 } from '@svc/metering';
-import { ApiError, type Nano, isConnectionFailure, refusalOf } from '@svc/platform';
+import { type ApiError, DomainError, type Nano, isConnectionFailure, refusalOf } from '@svc/platform';
 import type { BatchEndpoint } from './batch';
 import type { ActiveBatch, LineAnswer, LineCalls } from './runner';
 
@@ -74,7 +74,7 @@ export class BatchLineCalls implements LineCalls {
     const options = { job: { holdId, ttlMs: LINE_HOLD_TTL_MS, batchDiscount: true } };
     try {
       const caller = await this.deps.callerOf(batch.keyId);
-      if (!caller) throw ApiError.authentication('The key that created this batch has been revoked or has expired.');
+      if (!caller) throw DomainError.unauthenticated('The key that created this batch has been revoked or has expired.', 'invalid_api_key');
       const answered = await endpoints.answer(caller, batch.endpoint, body, options);
       const { metered, target, settlement } = answered;
       const { toolPrices } = target;

@@ -11,8 +11,8 @@
  * attempt is no longer the line's) can neither keep an answer nor settle one.
  */
 import { SealedContent } from '@svc/conversations';
-import { JOBS_TABLE, scheduleJob, scheduleJobs } from '@svc/jobs';
-import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { JOBS_TABLE, moveLeasesToJobs, scheduleJob, scheduleJobs } from '@svc/jobs';
+import { createSchema, DomainError, type SqlRunner } from '@svc/platform';
 import { BATCH_JOB, type LineProgress } from './batch-workflow';
 import { BATCH_LINE_JOB, lineJobKey, type BatchResultLine, type LineOutcome, type LineRow, type LineStatus } from './line-workflow';
 
@@ -31,10 +31,7 @@ export class BatchLines {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(
-      key,
-      () => new ApiError(503, 'service_unavailable', 'Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'),
-    );
+    this.sealed = new SealedContent(key, () => DomainError.unavailable('Batches need SVC_ENCRYPTION_KEY to keep their lines.', 'storage_unavailable'));
   }
 
   static async init(sql: SqlRunner): Promise<void> {
@@ -59,23 +56,13 @@ export class BatchLines {
     // an outcome becomes a job, once, due at once, and the columns go: a line held by a worker of
     // the old version keeps its holder until its lease runs out, and its epoch starts at the
     // line's attempt, so the next holder's attempt is a new one (and releases that one's hold).
-    const { rows } = await sql.query(
-      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${BATCH_LINES_TABLE}' AND column_name = 'lease_until'`,
-    );
-    if (rows.length === 0) return;
-    await createSchema(
-      sql,
-      `
-      DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${BATCH_LINES_TABLE}' AND column_name = 'lease_until') THEN
-          INSERT INTO ${JOBS_TABLE} (kind, key, due_at, owner, lease_until, epoch)
-            SELECT '${BATCH_LINE_JOB}', batch_id || ':' || line, to_timestamp(0), owner, lease_until, attempt FROM ${BATCH_LINES_TABLE} WHERE status <> 'done'
-            ON CONFLICT (kind, key) DO NOTHING;
-          ALTER TABLE ${BATCH_LINES_TABLE} DROP COLUMN owner, DROP COLUMN lease_until;
-        END IF;
-      END $$;
-    `,
-    );
+    await moveLeasesToJobs(sql, {
+      table: BATCH_LINES_TABLE,
+      probeColumn: 'lease_until',
+      columns: ['kind', 'key', 'due_at', 'owner', 'lease_until', 'epoch'],
+      select: `SELECT '${BATCH_LINE_JOB}', batch_id || ':' || line, to_timestamp(0), owner, lease_until, attempt FROM ${BATCH_LINES_TABLE} WHERE status <> 'done'`,
+      dropColumns: ['owner', 'lease_until'],
+    });
   }
 
   /** Stores a batch's lines and makes each one's job due at `at` (again, after a crash: what is there stays as it is). */

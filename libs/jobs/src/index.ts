@@ -1,3 +1,4 @@
+export * from './move-leases';
 export * from './processor';
 export * from './queue';
 export * from './workflow';

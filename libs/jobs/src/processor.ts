@@ -92,7 +92,9 @@ export class WorkflowProcessor<Input, State, Command, Effect, Event extends Doma
             } catch (err) {
               // The stream moved on under this step (a cancel from the API, another worker's
               // record): what was decided on the old state is dropped, and the new one decides.
-              if (!(err instanceof DomainError)) throw err;
+              // A capability missing (no SVC_ENCRYPTION_KEY to seal what is recorded) is no such
+              // refusal: the step fails and is tried again once its lease runs out.
+              if (!(err instanceof DomainError) || err.kind === 'unavailable') throw err;
               state = await handlers.load(job);
               break outputs;
             }

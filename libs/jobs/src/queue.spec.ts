@@ -173,3 +173,47 @@ describe.each([
     await queue.remove('waits', 'x');
   });
 });
+
+describe("the processor, when a step's record is refused", () => {
+  /** Records once, then completes: a stream's state is how many times it was loaded. */
+  const recordsOnce: Workflow<never, number, string, never> = {
+    kind: 'records',
+    decide: (_input, loads) => (loads === 1 ? [send('record')] : [complete()]),
+    evolve: (loads) => loads,
+  };
+  const stepWith = (refusal: DomainError) => {
+    let loads = 0;
+    const completed: string[] = [];
+    const processor = new WorkflowProcessor(
+      recordsOnce,
+      {
+        load: async () => ++loads,
+        send: () => Promise.reject(refusal),
+        call: async () => undefined as never,
+      },
+      {
+        clock: new ManualClock(T0),
+        queue: { claim: async () => [], reschedule: async () => true, complete: async (job) => completed.push(job.key) > 0 },
+        owner: 'w',
+        leaseMs: 10_000,
+        concurrency: 1,
+        warn: () => undefined,
+      },
+    );
+    const job = { kind: 'records', key: 'r', owner: 'w', epoch: 1, attempts: 1, dueAt: T0, leaseUntil: at(10_000) } as Lease;
+    return { step: processor.step(job), loads: () => loads, completed };
+  };
+
+  it('takes a refusal of the command as the stream having moved on: it loads the stream again and decides on what is there', async () => {
+    const run = stepWith(new DomainError('moved_on', 'the stream moved on'));
+    await run.step;
+    expect([run.loads(), run.completed]).toEqual([2, ['r']]);
+  });
+
+  it('fails the step on a capability missing (unavailable), leaving the job to be tried again once its lease runs out', async () => {
+    const refusal = new DomainError('storage_unavailable', 'no SVC_ENCRYPTION_KEY to seal with', {}, 'unavailable');
+    const run = stepWith(refusal);
+    await expect(run.step).rejects.toBe(refusal);
+    expect([run.loads(), run.completed]).toEqual([1, []]);
+  });
+});

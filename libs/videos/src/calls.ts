@@ -9,7 +9,7 @@ import {
   type Reservation,
   type RoutedModel,
 } from '@svc/metering';
-import { ApiError, type Clock, type Nano } from '@svc/platform';
+import type { Clock, Nano } from '@svc/platform';
 import { type BinaryResult, operationOf, type VideoVariant } from '@svc/providers';
 import type { ClaimedVideo } from './jobs';
 import type { VideoRequest } from './request';
@@ -59,7 +59,8 @@ export class VideoCalls {
     return this.deps.calls.targetsOf(job.reservation, sealed).map((target) => {
       const client = target.provider;
       const name = target.route.provider.name;
-      const missing = () => ApiError.internal(`provider ${name} makes no videos`);
+      // The catalog's fault, not the request's: the worker reports it and tries again later, as any step that throws.
+      const missing = () => new Error(`provider ${name} makes no videos`);
       return {
         provider: name,
         upstreamModel: target.route.upstreamModel,
@@ -98,7 +99,7 @@ export class VideoCalls {
 /** The reservation's target that `provider` made the clip on. */
 function answeredBy(job: ClaimedVideo, provider: string): AnsweredBy {
   const ref = job.reservation.targets.find((t) => t.provider === provider);
-  if (!ref) throw ApiError.internal(`video ${job.videoId}: ${provider} is no longer a provider of ${job.reservation.targets[0]?.model}`);
+  if (!ref) throw new Error(`video ${job.videoId}: ${provider} is no longer a provider of ${job.reservation.targets[0]?.model}`);
   return { model: ref.model, provider: ref.provider, byok: ref.byok };
 }
 

@@ -9,8 +9,8 @@
  */
 import { SealedContent } from '@svc/conversations';
 import type { Reservation } from '@svc/metering';
-import { scheduleJob } from '@svc/jobs';
-import { ApiError, createSchema, type SqlRunner } from '@svc/platform';
+import { moveLeasesToJobs, scheduleJob } from '@svc/jobs';
+import { createSchema, DomainError, type SqlRunner } from '@svc/platform';
 import type { VideoRequest } from './request';
 
 export const VIDEO_JOBS_TABLE = 'video_jobs';
@@ -35,6 +35,11 @@ export interface VideoFiles {
 
 const requestContext = (videoId: string) => `video-request:${videoId}`;
 
+/** Without SVC_ENCRYPTION_KEY no prompt can be kept or read: the configuration is at fault, not the request. */
+export function videoStorageUnavailable(): DomainError {
+  return DomainError.unavailable('Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
+}
+
 export class VideoJobs {
   private readonly sealed: SealedContent;
 
@@ -42,10 +47,7 @@ export class VideoJobs {
     private readonly sql: SqlRunner,
     key: () => Buffer | null,
   ) {
-    this.sealed = new SealedContent(
-      key,
-      () => new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable'),
-    );
+    this.sealed = new SealedContent(key, videoStorageUnavailable);
   }
 
   static async init(sql: SqlRunner): Promise<void> {
@@ -68,23 +70,13 @@ export class VideoJobs {
     // Every video still due becomes a job at that time, once, and the columns go: a video held by
     // a worker of the old version keeps its lease, so no new worker steps in before it runs out,
     // and then the workflow carries on from the stream.
-    const { rows } = await sql.query(
-      `SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${VIDEO_JOBS_TABLE}' AND column_name = 'due_at'`,
-    );
-    if (rows.length === 0) return;
-    await createSchema(
-      sql,
-      `
-      DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${VIDEO_JOBS_TABLE}' AND column_name = 'due_at') THEN
-          INSERT INTO jobs (kind, key, due_at, owner, lease_until)
-            SELECT '${VIDEO_JOB_KIND}', video_id, due_at, owner, lease_until FROM ${VIDEO_JOBS_TABLE} WHERE due_at IS NOT NULL
-            ON CONFLICT (kind, key) DO NOTHING;
-          ALTER TABLE ${VIDEO_JOBS_TABLE} DROP COLUMN due_at, DROP COLUMN owner, DROP COLUMN lease_until;
-        END IF;
-      END $$;
-    `,
-    );
+    await moveLeasesToJobs(sql, {
+      table: VIDEO_JOBS_TABLE,
+      probeColumn: 'due_at',
+      columns: ['kind', 'key', 'due_at', 'owner', 'lease_until'],
+      select: `SELECT '${VIDEO_JOB_KIND}', video_id, due_at, owner, lease_until FROM ${VIDEO_JOBS_TABLE} WHERE due_at IS NOT NULL`,
+      dropColumns: ['due_at', 'owner', 'lease_until'],
+    });
   }
 
   /** Whether prompts can be kept and read (SVC_ENCRYPTION_KEY is set). */

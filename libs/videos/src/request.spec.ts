@@ -1,5 +1,6 @@
 import { loadCatalog, type CatalogModel, type VideoCapabilities } from '@svc/catalog';
-import { ApiError } from '@svc/platform';
+import type { ApiError } from '@svc/platform';
+import { errorOf } from '@svc/platform/testing/errors';
 import { estimatedCostNano, MAX_VIDEO_PROMPT_CHARACTERS, validateVideoRequest } from './request';
 
 const catalog = loadCatalog();
@@ -8,16 +9,8 @@ const sim = catalog.get('sim/video')!;
 const withCaps = (caps: Partial<VideoCapabilities>): CatalogModel => ({ ...sim, video: { ...sim.video!, ...caps } });
 const body = (fields: Record<string, unknown> = {}) => ({ model: 'sim/video', prompt: 'A cat surfing at dawn', ...fields });
 
-/** The ApiError a request is refused with. */
-function refusal(raw: unknown, model: CatalogModel = sim): ApiError {
-  try {
-    validateVideoRequest(raw, model);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('the request was accepted');
-}
+/** The error object a request is refused with, as the edge answers it. */
+const refusal = (raw: unknown, model: CatalogModel = sim): ApiError => errorOf(() => validateVideoRequest(raw, model));
 const refusedAt = (raw: unknown, model: CatalogModel = sim) => {
   const err = refusal(raw, model);
   expect(err).toMatchObject({ status: 400, type: 'invalid_request_error' });
@@ -66,6 +59,8 @@ describe('video create request (spec 4.15)', () => {
     expect(refusal('prompt').param).toBeNull();
     expect(refusal(null).status).toBe(400);
     expect(refusedAt(body(), catalog.get('sim/echo')!)).toBe('model');
+    // A rule of the request, not an HTTP answer: the edge gives it its status.
+    expect(() => validateVideoRequest(body({ seconds: 5 }), sim)).toThrow(expect.objectContaining({ kind: 'invalid', param: 'seconds' }));
   });
 
   it("takes an aspect ratio and a resolution among the model's", () => {

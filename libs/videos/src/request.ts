@@ -5,7 +5,7 @@
  * guard, so a name that resolves somewhere private by then is still refused.
  */
 import { aspectRatioOfSize, parseVideoSize, type CatalogModel, type ModelPrices, type VideoCapabilities } from '@svc/catalog';
-import { ApiError, checkOutboundUrl, OutboundRefused, type Nano } from '@svc/platform';
+import { checkOutboundUrl, DomainError, OutboundRefused, type Nano } from '@svc/platform';
 
 /** OpenAI's limit on a video prompt (WIRE-FORMATS 2). */
 export const MAX_VIDEO_PROMPT_CHARACTERS = 32_000;
@@ -37,16 +37,16 @@ export interface VideoRequestOptions {
   allowPrivateUrls?: boolean;
 }
 
-const invalid = (message: string, param: string) => ApiError.invalidRequest(message, param);
+const invalid = (message: string, param: string) => DomainError.invalid(message, param);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const given = (v: unknown) => v !== undefined && v !== null;
 
 /**
- * The request normalized, or an ApiError (400) naming the field at fault. `model` is the catalog
+ * The request normalized, or a DomainError (invalid) naming the field at fault. `model` is the catalog
  * model the request's `model` resolved to (presets, suffixes and retirement already applied).
  */
 export function validateVideoRequest(body: unknown, model: CatalogModel, options: VideoRequestOptions = {}): VideoRequest {
-  if (!isObject(body)) throw ApiError.invalidRequest('The request body must be a JSON object.');
+  if (!isObject(body)) throw DomainError.invalid('The request body must be a JSON object.');
   if (model.type !== 'video' || model.video === null) throw invalid(`${model.id} is not a video model; see GET /v1/models?type=video.`, 'model');
   const caps = model.video;
   const prompt = promptOf(body.prompt);

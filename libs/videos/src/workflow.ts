@@ -48,7 +48,7 @@ type Output = WorkflowOutput<VideoCommand, VideoEffect>;
 
 /**
  * How long after a video was asked for a worker may find its stream still empty: the gateway
- * keeps the request, then decides RequestVideo, then makes it due (see the videos controller).
+ * keeps the request, then decides RequestVideo, then makes it due (see CreateVideo, ./create-video).
  * Past this, a request without a stream is one whose gateway died in between: its hold is released.
  */
 export const REQUEST_GRACE_MS = 60_000;

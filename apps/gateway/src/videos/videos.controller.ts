@@ -1,28 +1,12 @@
 import { Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
-import { newGenerationId, type RequestTags } from '@svc/metering';
-import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, OutboundRefused, READ_DB, resolveOutboundTarget, type SqlRunner } from '@svc/platform';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
-import {
-  getVideo,
-  listVideos,
-  type VideoRow,
-  isVideoTerminal,
-  REQUEST_GRACE_MS,
-  validateVideoRequest,
-  VideoCalls,
-  videoDecider,
-  VideoJobs,
-  VIDEOS_ENDPOINT,
-  videoStream,
-  type VideoCommand,
-  type VideoRequest,
-} from '@svc/videos';
+import { CreateVideo, isVideoId, isVideoTerminal, type VideoRow, VideoCalls, VideoJobs, Videos, VIDEOS_ENDPOINT } from '@svc/videos';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { formParts } from '../http/multipart';
@@ -30,36 +14,47 @@ import { listPage, pageQuery } from '../http/pagination';
 import { Metering } from '../metering/metering.service';
 import { type SignedContent, VideoContentUrls, type VideoVariant } from './content-urls';
 
-const VIDEO_ID = /^video_[0-9a-f]{24}$/;
-
 /** The form fields POST /videos reads (spec 4.15; the openai SDK sends its create call as a multipart form). */
 const FORM_FIELDS = ['model', 'prompt', 'seconds', 'size', 'aspect_ratio', 'resolution', 'image_url', 'provider', 'user'];
 
 /**
  * Spec 4.15, 3.1 and 2.4: video jobs. POST checks the request against the model, holds the
- * estimate (seconds x price, spec 1 rule 7) and answers `queued`; the workers do the rest (libs/videos).
- * The clip is served from the gateway's own file store: `url` is a signed URL of it that needs no
- * key (content-urls.ts), and `/content` redirects there. Every route but that file needs a key.
+ * estimate (seconds x price, spec 1 rule 7) and answers `queued` (CreateVideo); the workers do
+ * the rest (libs/videos). The clip is served from the gateway's own file store: `url` is a signed
+ * URL of it that needs no key (content-urls.ts), and `/content` redirects there. Every route but
+ * that file needs a key.
  */
 @Controller('v1/videos')
 export class VideosController {
-  private readonly jobs: VideoJobs;
+  private readonly creating: CreateVideo;
+  private readonly videos: Videos;
   private readonly files: SqlFileStore;
   private readonly urls: VideoContentUrls;
 
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(CONFIG) private readonly config: Config,
-    @Inject(READ_DB) private readonly sql: SqlRunner,
-    @Inject(AGGREGATE_STORE) private readonly aggregates: AggregateStore,
-    @Inject(PROJECTIONS) private readonly projections: ProjectionRunner,
-    private readonly metering: Metering,
-    private readonly calls: VideoCalls,
+    @Inject(CONFIG) config: Config,
+    @Inject(READ_DB) sql: SqlRunner,
+    @Inject(AGGREGATE_STORE) aggregates: AggregateStore,
+    @Inject(PROJECTIONS) projections: ProjectionRunner,
+    metering: Metering,
+    calls: VideoCalls,
     private readonly edge: EdgeResponses,
   ) {
-    this.jobs = new VideoJobs(sql, () => config.encryptionKey);
+    const jobs = new VideoJobs(sql, () => config.encryptionKey);
     this.files = new SqlFileStore(sql, () => config.encryptionKey, clock, ['video']);
     this.urls = new VideoContentUrls(config.encryptionKey, clock);
+    this.creating = new CreateVideo({
+      clock,
+      sql,
+      aggregates,
+      projections,
+      routing: metering.routing,
+      jobs,
+      calls,
+      allowPrivateUrls: config.webhookAllowPrivate,
+    });
+    this.videos = new Videos({ clock, sql, aggregates, projections, jobs, files: this.files });
   }
 
   @Post()
@@ -74,19 +69,12 @@ export class VideosController {
   ): Promise<void> {
     const body = request.isMultipart() ? await readForm(request) : request.body;
     await this.edge.serve({ caller, route: VIDEOS_ENDPOINT, body, headers, cacheable: false }, reply, async (tags) => {
-      if (!isObject(body)) throw ApiError.invalidRequest('The request body must be a JSON object (or a multipart form).');
-      // Spec 4.15 leaves `model` open: without one, the first video model the key may use.
-      const model = body.model ?? this.metering.defaultModel(caller, 'video');
-      if (typeof model !== 'string') throw ApiError.invalidRequest('model must be a string: a video model id (GET /v1/models?type=video).', 'model');
-      const routed = this.metering.route(caller, 'video', { model, provider: body.provider, body });
-      const video = validateVideoRequest(body, routed.models[0].model, { allowPrivateUrls: this.config.webhookAllowPrivate });
-      await this.checkImageHost(video);
-      if (!this.jobs.available) throw new ApiError(503, 'service_unavailable', 'Videos need SVC_ENCRYPTION_KEY to keep their prompts.', 'storage_unavailable');
-      const row = await this.start(caller, routed, video, tags);
+      const created = await this.creating.run(caller, body, tags);
+      const { video, holdId } = created;
       return {
-        generationId: row.holdId,
-        headers: { ...routed.headers, 'x-svc-generation-id': row.holdId, ...pollHeaders(row, this.clock.now()) },
-        json: this.present(caller, row, video.prompt, baseUrl(request)),
+        generationId: holdId,
+        headers: { ...created.headers, 'x-svc-generation-id': holdId, ...pollHeaders(video, this.clock.now()) },
+        json: this.present(caller, video, created.request.prompt, baseUrl(request)),
       };
     });
   }
@@ -96,15 +84,14 @@ export class VideosController {
   @UseGuards(ApiKeyGuard)
   @Requires('lookup')
   async list(@CallerParam() caller: Caller, @Req() request: FastifyRequest, @Query() query: Record<string, unknown>) {
-    const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: (id) => VIDEO_ID.test(id), what: 'a video id' });
+    const page = pageQuery(query.limit, query.after, { max: 100, fallback: 20, isId: isVideoId, what: 'a video id' });
     if (query.order !== undefined && query.order !== 'asc' && query.order !== 'desc') throw ApiError.invalidRequest('order must be asc or desc.', 'order');
-    const rows = await listVideos(this.sql, caller.workspaceId, page.after, page.fetch, (query.order as 'asc' | 'desc' | undefined) ?? 'desc');
-    const prompts = await this.jobs.prompts(rows.map((r) => r.videoId));
+    const rows = await this.videos.list(caller, page, (query.order as 'asc' | 'desc' | undefined) ?? 'desc');
     return listPage(
       rows,
       page.limit,
-      (row) => row.videoId,
-      (row) => this.present(caller, row, prompts.get(row.videoId) ?? null, baseUrl(request)),
+      (row) => row.video.videoId,
+      (row) => this.present(caller, row.video, row.prompt, baseUrl(request)),
     );
   }
 
@@ -113,36 +100,24 @@ export class VideosController {
   @UseGuards(ApiKeyGuard)
   @Requires('lookup')
   async retrieve(@CallerParam() caller: Caller, @Param('id') id: string, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const row = await this.find(caller, id);
-    void reply.headers(pollHeaders(row, this.clock.now()));
-    return this.present(caller, row, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
+    const { video, prompt } = await this.videos.get(caller, id);
+    void reply.headers(pollHeaders(video, this.clock.now()));
+    return this.present(caller, video, prompt, baseUrl(request));
   }
 
   /**
-   * Spec 4.15 "DELETE deletes". A queued or running video is cancelled (free, see VideoStatus in
-   * libs/videos): the answer is the video, `cancelled` once a worker has stopped it at the
-   * provider, normally within seconds. An ended video is deleted with its clip, as OpenAI's
-   * DELETE answers: `{id, object: "video.deleted", deleted: true}`, and is not found after.
+   * Spec 4.15 "DELETE deletes" (Videos.remove): a queued or running video is cancelled and
+   * answered as the video; an ended one is deleted with its clip, as OpenAI's DELETE answers:
+   * `{id, object: "video.deleted", deleted: true}`.
    */
   @Delete(':id')
   @UseGuards(ApiKeyGuard)
   @Requires('model_call')
   async remove(@CallerParam() caller: Caller, @Param('id') id: string, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply) {
-    const row = await this.find(caller, id);
-    if (!isVideoTerminal(row.status)) {
-      await this.decide({ type: 'RequestCancel', videoId: id }, caller);
-      await this.jobs.wake(id, this.clock.now());
-      const now = await this.find(caller, id);
-      void reply.headers(pollHeaders(now, this.clock.now()));
-      return this.present(caller, now, (await this.jobs.request(id))?.prompt ?? null, baseUrl(request));
-    }
-    const files = await this.jobs.files(id);
-    await this.decide({ type: 'DeleteVideo', videoId: id }, caller);
-    // Content after the decision: a crash in between leaves files nobody can reach, never a video without its clip.
-    for (const fileId of [files.video, files.thumbnail]) if (fileId !== null) await this.files.delete(caller.workspaceId, fileId);
-    // Not free for being deleted: a worker still settles a hold the end has not settled yet.
-    await this.jobs.forget(id, this.clock.now());
-    return { id, object: 'video.deleted' as const, deleted: true };
+    const removed = await this.videos.remove(caller, id);
+    if (removed.deleted) return { id: removed.videoId, object: 'video.deleted' as const, deleted: true };
+    void reply.headers(pollHeaders(removed.video, this.clock.now()));
+    return this.present(caller, removed.video, removed.prompt, baseUrl(request));
   }
 
   /**
@@ -163,7 +138,7 @@ export class VideosController {
     if (variant !== undefined && variant !== 'video' && variant !== 'thumbnail')
       throw ApiError.invalidRequest('variant must be video or thumbnail.', 'variant');
     const content: SignedContent = { workspaceId: caller.workspaceId, videoId: id, variant: (variant ?? 'video') as VideoVariant };
-    await this.servable(content);
+    await this.videos.content(content.workspaceId, content.videoId, content.variant);
     const url = this.urls.sign(baseUrl(request), content);
     if (url === null) throw new ApiError(503, 'service_unavailable', 'Video content URLs need SVC_ENCRYPTION_KEY.', 'storage_unavailable');
     void reply.header('cache-control', 'no-store').redirect(url, 302);
@@ -176,25 +151,11 @@ export class VideosController {
   @Get(':id/file')
   async file(@Param('id') id: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
     const content = this.urls.verify(id, query);
-    const file = await this.servable(content);
+    const file = await this.videos.content(content.workspaceId, content.videoId, content.variant);
     void reply
       .status(200)
       .headers({ 'content-type': contentTypeOf(file.filename), 'content-length': String(file.bytes), 'cache-control': 'private, max-age=3600' })
       .send(Readable.from(this.files.content(content.workspaceId, file.id), { objectMode: false }));
-  }
-
-  /** The file a completed video has for `content.variant`, or the 404/409 saying why there is none. */
-  private async servable({ workspaceId, videoId: id, variant }: SignedContent) {
-    const row = VIDEO_ID.test(id) ? await getVideo(this.sql, workspaceId, id) : null;
-    if (!row) throw ApiError.notFound(`No video with id '${id}' exists for this workspace.`, 'video_not_found', 'id');
-    if (!isVideoTerminal(row.status))
-      throw new ApiError(409, 'invalid_request_error', `Video ${id} is ${row.status}: its content is ready once it has completed.`, 'video_not_ready', 'id');
-    if (row.status !== 'completed') throw ApiError.notFound(`Video ${id} is ${row.status}: it has no content.`, 'video_content_not_found', 'id');
-    const files = await this.jobs.files(id);
-    const fileId = variant === 'thumbnail' ? files.thumbnail : files.video;
-    const file = fileId === null ? null : await this.files.get(workspaceId, fileId);
-    if (!file) throw ApiError.notFound(`Video ${id} has no ${variant === 'thumbnail' ? 'thumbnail' : 'clip'} to serve.`, 'video_content_not_found', 'variant');
-    return file;
   }
 
   /** Spec 2.4's video object, its `url` and `thumbnail_url` signed for the caller's workspace. */
@@ -202,70 +163,6 @@ export class VideosController {
     const completed = row.status === 'completed';
     const url = (variant: VideoVariant) => this.urls.sign(base, { workspaceId: caller.workspaceId, videoId: row.videoId, variant });
     return presentVideo(row, prompt, completed ? url('video') : null, completed && row.hasThumbnail ? url('thumbnail') : null);
-  }
-
-  /**
-   * Hold, keep, record, then make due: the request is kept before the video is recorded, due only
-   * after REQUEST_GRACE_MS, so a worker meeting a request with no stream knows its gateway died
-   * (and releases the hold) rather than racing this one. Waiting for the read model comes last:
-   * a video recorded runs even when that wait times out (503 projections_behind).
-   */
-  private async start(caller: Caller, routed: ReturnType<Metering['route']>, video: VideoRequest, tags: RequestTags): Promise<VideoRow & { holdId: string }> {
-    const videoId = `video_${randomBytes(12).toString('hex')}`;
-    const holdId = newGenerationId();
-    const reservation = await this.calls.hold(caller, routed, video, holdId, tags);
-    const now = this.clock.now();
-    const ids = { videoId, accountId: caller.accountId, workspaceId: caller.workspaceId, keyId: caller.keyId };
-    try {
-      await this.jobs.add({ ...ids, reservation, request: video, dueAt: new Date(now.getTime() + REQUEST_GRACE_MS) });
-    } catch (err) {
-      await this.calls.release({ ...ids, reservation }, 'video_not_recorded').catch(() => undefined);
-      throw err;
-    }
-    // From here the kept request settles the hold whatever happens: a worker runs the video once
-    // it is recorded, or releases the hold after REQUEST_GRACE_MS if it never was.
-    const command: VideoCommand = {
-      type: 'RequestVideo',
-      ...ids,
-      model: video.model,
-      seconds: video.seconds,
-      aspectRatio: video.aspectRatio,
-      resolution: video.resolution,
-      size: video.size,
-      holdId,
-      estimatedNano: BigInt(reservation.heldNano),
-    };
-    const handled = await this.aggregates.handle(videoDecider, videoStream(videoId), command, { actor: `key:${caller.keyId}`, correlationId: videoId });
-    await this.jobs.wake(videoId, now);
-    if (handled.appended) await this.projections.waitFor(handled.appended.position, ['videos']);
-    return { ...(await this.find(caller, videoId)), holdId };
-  }
-
-  /** Spec 4.15 "public https first frame": every address its host has now must be public (the provider fetches it). */
-  private async checkImageHost(video: VideoRequest): Promise<void> {
-    if (video.imageUrl === null) return;
-    try {
-      await resolveOutboundTarget(new URL(video.imageUrl), { allowPrivate: this.config.webhookAllowPrivate });
-    } catch (err) {
-      if (err instanceof OutboundRefused)
-        throw ApiError.invalidRequest(`image_url must be a public https URL of the first frame: ${err.message}.`, 'image_url');
-      throw err;
-    }
-  }
-
-  /** Decides on the video's stream and waits until the videos read model shows it (read your writes). */
-  private async decide(command: VideoCommand, caller: Caller): Promise<void> {
-    const handled = await this.aggregates.handle(videoDecider, videoStream(command.videoId), command, {
-      actor: `key:${caller.keyId}`,
-      correlationId: command.videoId,
-    });
-    if (handled.appended) await this.projections.waitFor(handled.appended.position, ['videos']);
-  }
-
-  private async find(caller: Caller, id: string): Promise<VideoRow> {
-    const row = VIDEO_ID.test(id) ? await getVideo(this.sql, caller.workspaceId, id) : null;
-    if (!row) throw ApiError.notFound(`No video with id '${id}' exists for this workspace.`, 'video_not_found', 'id');
-    return row;
   }
 }
 
@@ -283,8 +180,6 @@ async function readForm(request: FastifyRequest): Promise<Record<string, unknown
   }
   return fields;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const unix = (at: Date | null) => (at === null ? null : Math.floor(at.getTime() / 1000));
 
