@@ -80,7 +80,7 @@ export async function initAuthCacheLeases(sql: SqlRunner): Promise<void> {
 
 /**
  * The position up to which the cached projections have committed, read when the statement
- * runs, and their count of changes (runner.ts). A gateway that empties its cache after reading
+ * runs, and their count of changes (projections schema.ts). A gateway that empties its cache after reading
  * them, or finds the count unmoved, may acknowledge the position: every change at or before it
  * was committed before the cache was emptied.
  */
@@ -257,7 +257,7 @@ function remember<V>(map: Map<string, V>, key: string, value: V, capacity: numbe
 
 /**
  * Renews (or takes) the lease and reads the cached projections' checkpoint and their count of
- * changes (runner.ts), in one round trip. It acknowledges nothing itself: only ACK does, always
+ * changes (projections schema.ts), in one round trip. It acknowledges nothing itself: only ACK does, always
  * after the cache was emptied or found unchanged, so a renewal the server runs late (its client
  * gave up waiting) cannot vouch for a cache.
  */

@@ -1,8 +1,10 @@
-import { DomainError, type EventStore, type Position, type RecordedEvent } from '@svc/eventstore';
-import { type Nano, nanoToUsd, nanoToUsd9 } from '@svc/platform';
-import { type AccountEvent, type AdjustmentKind } from './account';
+import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
+import type { Nano } from '@svc/platform';
+import type { AccountEvent } from './account';
 import { NoSuchAccountError, readAccountEvents } from './auditor';
 import { billedMeters, type MeterUsage } from './pricing';
+import type { ChargeLine, Statement, StatementPeriod } from './statement/model';
+import { parseStatementPeriod } from './statement/period';
 
 /**
  * Account statements (issue 23): what moved an account's balance in a period `[from, to)`,
@@ -18,48 +20,14 @@ import { billedMeters, type MeterUsage } from './pricing';
  *
  * Releases and expiries free held money and move no settled balance: they are listed with the
  * amount they held, outside the sum.
+ *
+ * ./statement/period.ts reads the period asked for; ./statement/present.ts gives the statement
+ * as JSON and CSV.
  */
 
-/** The longest period stated at once: a year, leap day included. */
-export const MAX_STATEMENT_DAYS = 366;
-const DAY_MS = 86_400_000;
-
-export interface StatementPeriod {
-  from: Date;
-  to: Date;
-}
-
-export interface ChargeLine {
-  /** UTC day of the charges. */
-  date: string;
-  model: string;
-  keyId: string;
-  requests: number;
-  amountNano: Nano;
-  meters: MeterUsage;
-}
-
-export interface Statement {
-  accountId: string;
-  from: Date;
-  to: Date;
-  /** The position of the last event of the stream the statement includes; null when none is. */
-  builtAtPosition: Position | null;
-  openingNano: Nano;
-  closingNano: Nano;
-  credits: { at: string; amountNano: Nano; reason: string }[];
-  charges: ChargeLine[];
-  releases: { at: string; holdId: string; keyId: string; heldNano: Nano; reason: string }[];
-  expiries: { at: string; holdId: string; keyId: string; heldNano: Nano }[];
-  /** Null in a statement seen from an organization's workspace (statementSeenFrom). */
-  adjustments: { at: string; adjustmentId: string; kind: AdjustmentKind; amountNano: Nano; reason: string | null; operator: string | null }[];
-  totals: { creditsNano: Nano; chargesNano: Nano; adjustmentsNano: Nano; byMeter: MeterUsage };
-  /**
-   * Only in a statement seen from an organization's workspace: what the keys it may not see
-   * were charged in the period, one sum, so the balances still add up.
-   */
-  otherKeysChargesNano?: Nano;
-}
+export type { ChargeLine, Statement, StatementPeriod } from './statement/model';
+export { MAX_STATEMENT_DAYS, parseStatementInstant, parseStatementPeriod } from './statement/period';
+export { csvField, STATEMENT_CSV_COLUMNS, statementCsv, statementJson } from './statement/present';
 
 /**
  * Issue 41 item 13: a statement shows what its caller may see, by the rule of `/v1/generation`
@@ -265,183 +233,4 @@ export async function readStatement(store: EventStore, accountId: string, period
  */
 export async function accountStatement(store: EventStore, accountId: string, asked: { from: unknown; to: unknown }, now: Date): Promise<Statement> {
   return readStatement(store, accountId, parseStatementPeriod(asked, now));
-}
-
-// ---- The period asked for ---------------------------------------------------------------------
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?$/;
-
-/**
- * An ISO 8601 date (its 00:00 UTC) or date-time (UTC when it has no offset); null when it is
- * neither, or names no real instant. The one reading of a time argument, for every CLI option
- * and API parameter (issue 41 item 16): `new Date(text)` would read a date-time without an
- * offset in the machine's zone, so the same command would name another instant on another host.
- */
-export function parseStatementInstant(text: string): Date | null {
-  const date = DATE.exec(text);
-  if (date) {
-    const [, y, m, d] = date.map(Number);
-    const ms = Date.UTC(y, m - 1, d);
-    const at = new Date(ms);
-    return at.getUTCFullYear() === y && at.getUTCMonth() === m - 1 && at.getUTCDate() === d ? at : null;
-  }
-  const dt = DATE_TIME.exec(text);
-  if (!dt) return null;
-  const [y, mo, d, h, mi, s] = dt.slice(1, 7).map((v) => Number(v ?? 0));
-  const ms = Number((dt[7] ?? '0').padEnd(3, '0'));
-  const local = Date.UTC(y, mo - 1, d, h, mi, s, ms);
-  const check = new Date(local);
-  // 2026-02-30 or 25:00 would roll over into another instant: only a time that round-trips exists.
-  if (
-    check.getUTCFullYear() !== y ||
-    check.getUTCMonth() !== mo - 1 ||
-    check.getUTCDate() !== d ||
-    check.getUTCHours() !== h ||
-    check.getUTCMinutes() !== mi ||
-    check.getUTCSeconds() !== s
-  ) {
-    return null;
-  }
-  const offset = dt[8];
-  if (offset === undefined || offset === 'Z') return check;
-  const [oh, om] = offset.slice(1).split(':').map(Number);
-  if (oh > 23 || om > 59) return null;
-  return new Date(local - (offset[0] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000);
-}
-
-const invalid = (param: 'from' | 'to', code: string, message: string) => new DomainError(code, message, { param });
-
-/**
- * `from` and `to` as asked (a query parameter or a CLI option): a period that has ended, `from`
- * before `to`, at most MAX_STATEMENT_DAYS long. A refusal names the parameter at fault.
- */
-export function parseStatementPeriod(input: { from: unknown; to: unknown }, now: Date): StatementPeriod {
-  const instant = (param: 'from' | 'to'): Date => {
-    const value = input[param];
-    if (value === undefined || value === null || value === '')
-      throw invalid(param, 'missing_parameter', `${param} is required: an ISO 8601 date or date-time.`);
-    const at = typeof value === 'string' ? parseStatementInstant(value) : null;
-    if (at === null) {
-      throw invalid(
-        param,
-        'invalid_date',
-        `${param} must be an ISO 8601 date (2026-11-01) or date-time (2026-11-01T00:00:00Z; UTC when no offset is given), given once.`,
-      );
-    }
-    return at;
-  };
-  const from = instant('from');
-  const to = instant('to');
-  if (from.getTime() >= to.getTime()) throw invalid('from', 'invalid_period', `from (${from.toISOString()}) must be before to (${to.toISOString()}).`);
-  if (to.getTime() > now.getTime())
-    throw invalid(
-      'to',
-      'period_not_ended',
-      `to (${to.toISOString()}) is in the future: only a period that has ended is stated, so that its statement never changes.`,
-    );
-  if (to.getTime() - from.getTime() > MAX_STATEMENT_DAYS * DAY_MS)
-    throw invalid('to', 'period_too_long', `A statement covers at most ${MAX_STATEMENT_DAYS} days; ask for several.`);
-  return { from, to };
-}
-
-// ---- Presenting -------------------------------------------------------------------------------
-
-/** The statement as the API and `cli ledger statement --format json` give it (docs/api/account.md "Statements and corrections"). */
-export function statementJson(s: Statement) {
-  return {
-    account_id: s.accountId,
-    from: s.from.toISOString(),
-    to: s.to.toISOString(),
-    built_at_position: s.builtAtPosition,
-    currency: 'USD' as const,
-    opening_balance: nanoToUsd(s.openingNano),
-    closing_balance: nanoToUsd(s.closingNano),
-    credits: s.credits.map((c) => ({ at: c.at, amount: nanoToUsd(c.amountNano), reason: c.reason })),
-    charges: s.charges.map((c) => ({ date: c.date, model: c.model, key_id: c.keyId, requests: c.requests, amount: nanoToUsd(c.amountNano), meters: c.meters })),
-    totals: {
-      credits: nanoToUsd(s.totals.creditsNano),
-      charges: nanoToUsd(s.totals.chargesNano),
-      ...(s.otherKeysChargesNano === undefined ? {} : { other_keys_charges: nanoToUsd(s.otherKeysChargesNano) }),
-      adjustments: nanoToUsd(s.totals.adjustmentsNano),
-      by_meter: s.totals.byMeter,
-    },
-    releases: s.releases.map((r) => ({ at: r.at, hold_id: r.holdId, key_id: r.keyId, held_amount: nanoToUsd(r.heldNano), reason: r.reason })),
-    expiries: s.expiries.map((e) => ({ at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd(e.heldNano) })),
-    adjustments: s.adjustments.map((a) => ({
-      at: a.at,
-      adjustment_id: a.adjustmentId,
-      kind: a.kind,
-      amount: nanoToUsd(a.amountNano),
-      reason: a.reason,
-      operator: a.operator,
-    })),
-  };
-}
-
-export const STATEMENT_CSV_COLUMNS = [
-  'section',
-  'at',
-  'date',
-  'key_id',
-  'model',
-  'requests',
-  'hold_id',
-  'adjustment_id',
-  'kind',
-  'amount',
-  'held_amount',
-  'meters',
-  'reason',
-  'operator',
-] as const;
-type CsvRow = Partial<Record<(typeof STATEMENT_CSV_COLUMNS)[number], string | number>>;
-
-/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-export function csvField(value: string | number | undefined): string {
-  const text = value === undefined ? '' : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-/**
- * One row per line, with a `section` column: opening_balance (reason: the account), credit,
- * charge (meters as `meter=quantity;...`), adjustment, release, expiry, closing_balance (reason:
- * the log position it was built at). Amounts are 9-decimal strings.
- */
-export function statementCsv(s: Statement): string {
-  const rows: CsvRow[] = [
-    { section: 'opening_balance', at: s.from.toISOString(), amount: nanoToUsd9(s.openingNano), reason: `account ${s.accountId}` },
-    ...s.credits.map((c): CsvRow => ({ section: 'credit', at: c.at, amount: nanoToUsd9(c.amountNano), reason: c.reason })),
-    ...s.charges.map((c): CsvRow => ({
-      section: 'charge',
-      date: c.date,
-      key_id: c.keyId,
-      model: c.model,
-      requests: c.requests,
-      amount: nanoToUsd9(c.amountNano),
-      meters: Object.entries(c.meters)
-        .map(([meter, quantity]) => `${meter}=${quantity}`)
-        .join(';'),
-    })),
-    ...s.adjustments.map((a): CsvRow => ({
-      section: 'adjustment',
-      at: a.at,
-      adjustment_id: a.adjustmentId,
-      kind: a.kind,
-      amount: nanoToUsd9(a.amountNano),
-      reason: a.reason ?? undefined,
-      operator: a.operator ?? undefined,
-    })),
-    ...s.releases.map((r): CsvRow => ({
-      section: 'release',
-      at: r.at,
-      hold_id: r.holdId,
-      key_id: r.keyId,
-      held_amount: nanoToUsd9(r.heldNano),
-      reason: r.reason,
-    })),
-    ...s.expiries.map((e): CsvRow => ({ section: 'expiry', at: e.at, hold_id: e.holdId, key_id: e.keyId, held_amount: nanoToUsd9(e.heldNano) })),
-    { section: 'closing_balance', at: s.to.toISOString(), amount: nanoToUsd9(s.closingNano), reason: `built_at_position ${s.builtAtPosition ?? '(none)'}` },
-  ];
-  return [STATEMENT_CSV_COLUMNS.join(','), ...rows.map((row) => STATEMENT_CSV_COLUMNS.map((column) => csvField(row[column])).join(','))].join('\n') + '\n';
 }

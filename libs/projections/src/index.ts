@@ -1,5 +1,7 @@
 export * from './lag';
 export * from './projection';
 export * from './runner';
+export type { ProjectionCaches } from './caches';
+export { isPoisonError, type QuarantinedEvent } from './quarantine';
 export { ReadYourWrites } from './read-your-writes';
 export { PROJECTIONS } from './tokens';

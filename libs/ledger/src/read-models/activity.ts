@@ -1,44 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { AccountEvent } from '../account';
-import { type MeterUsage, UNIT_METERS, type UnitMeter } from '../pricing';
+import { UNIT_METERS, type UnitMeter } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
-import type { AccountRecorded } from './credits';
-
-/** What a resolved request adds to its day's row. */
-interface Contribution {
-  accountId: string;
-  keyId: string;
-  /** ISO date-time; its UTC day is the row's. */
-  at: string;
-  model: string;
-  endpoint: string;
-  user: string | null;
-  billed: boolean;
-  /** What it adds to the billed and not-billed request counts, when not one request of its kind (a correction). */
-  requests?: [billed: number, notBilled: number];
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  reasoningTokens: number;
-  costNano: string;
-  /** The meters other than tokens (characters, images...), 0 where unused. */
-  units: MeterUsage;
-}
-
-/** The attribution a request's HoldPlaced gave it, taken (and forgotten) when the hold resolves. */
-interface OpenHold {
-  account_id: string;
-  hold_id: string;
-  model: string;
-  endpoint: string;
-  user_id: string | null;
-  /** A hold the hold reaper released: when (ISO), so its gateway's correction moves it to billed on that day (issue 41 D). */
-  released_at?: string | null;
-}
-
-/** One activity_daily row's key and the sums a batch adds to it. */
-type DailySums = [accountId: string, keyId: string, day: string, model: string, endpoint: string, user: string | null, ...sums: bigint[]];
+import { asColumns, type Projection } from '@svc/projections';
+import type { AccountRecorded } from './account-recorded';
+import { ActivityBatch, earlierHolds, type DailySums, type OpenHold } from './activity-batch';
 
 /**
  * Daily usage per (account, key, model, endpoint, end user) for GET /v1/activity (spec 4.20).
@@ -97,205 +63,59 @@ export const activityProjection: Projection = {
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
   apply: async (events: readonly AccountRecorded[], tx) => {
-    const holdKey = (accountId: string, holdId: string) => `${accountId}\u0000${holdId}`;
-    const holdOf = (e: AccountRecorded) => holdKey(e.data.account_id, (e.data as { hold_id: string }).hold_id);
     // First the holds of earlier batches that this one resolves.
-    const openHere = new Set<string>();
-    const earlier: [string, string][] = [];
-    for (const e of events) {
-      if (e.type === 'HoldPlaced') openHere.add(holdOf(e));
-      else if (
-        (e.type === 'UsageCharged' || e.type === 'UsageCorrected' || e.type === 'HoldReleased' || e.type === 'HoldExpired') &&
-        !openHere.delete(holdOf(e))
-      ) {
-        earlier.push([e.data.account_id, e.data.hold_id]);
-      }
-    }
-    const open = new Map<string, OpenHold>();
-    if (earlier.length > 0) {
-      const c = asColumns(['text', 'text'], earlier);
-      const { rows } = await tx.query<OpenHold>(
-        `DELETE FROM activity_open_holds h USING ${c.unnest} AS d(account_id, hold_id)
+    const batch = new ActivityBatch(await takeOpenHolds(tx, earlierHolds(events)));
+    for (const e of events) batch.fold(e);
+    await insertOpenHolds(tx, batch.open);
+    await upsertDaily(tx, batch.daily);
+  },
+};
+
+async function takeOpenHolds(tx: SqlExecutor, earlier: [string, string][]): Promise<OpenHold[]> {
+  if (earlier.length === 0) return [];
+  const c = asColumns(['text', 'text'], earlier);
+  const { rows } = await tx.query<OpenHold>(
+    `DELETE FROM activity_open_holds h USING ${c.unnest} AS d(account_id, hold_id)
           WHERE h.account_id = d.account_id AND h.hold_id = d.hold_id
           RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id,
                     to_char(h.released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS released_at`,
-        c.params,
-      );
-      for (const r of rows) open.set(holdKey(r.account_id, r.hold_id), r);
-    }
-    const take = (e: AccountRecorded): OpenHold | null => {
-      const key = holdOf(e);
-      const hold = open.get(key) ?? null;
-      open.delete(key);
-      return hold;
-    };
+    c.params,
+  );
+  return rows;
+}
 
-    const daily = new Map<string, DailySums>();
-    const add = (c: Contribution) => {
-      const day = utcDay(c.at);
-      const slot = JSON.stringify([c.accountId, c.keyId, day, c.model, c.endpoint, c.user]);
-      const [billed, notBilled] = c.requests ?? (c.billed ? [1, 0] : [0, 1]);
-      const sums = [
-        billed,
-        notBilled,
-        c.promptTokens,
-        c.completionTokens,
-        c.cachedTokens,
-        c.reasoningTokens,
-        c.costNano,
-        ...UNIT_METERS.map((m) => c.units[m] ?? 0),
-      ];
-      const row = daily.get(slot) ?? [c.accountId, c.keyId, day, c.model, c.endpoint, c.user, ...sums.map(() => 0n)];
-      sums.forEach((value, i) => (row[6 + i] = (row[6 + i] as bigint) + BigInt(value)));
-      daily.set(slot, row);
-    };
-    for (const e of events) {
-      switch (e.type) {
-        case 'HoldPlaced': {
-          const user = e.metadata.user;
-          const d = e.data;
-          open.set(holdOf(e), {
-            account_id: d.account_id,
-            hold_id: d.hold_id,
-            model: d.model,
-            endpoint: d.endpoint,
-            user_id: typeof user === 'string' && user !== '' ? user : null,
-          });
-          break;
-        }
-        case 'UsageCharged': {
-          const d = e.data;
-          const hold = take(e);
-          add({
-            accountId: d.account_id,
-            keyId: d.key_id,
-            at: d.charged_at ?? eventTime(e),
-            // The model and endpoint that answered, which the charge names.
-            model: d.model,
-            endpoint: d.endpoint,
-            user: hold?.user_id ?? null,
-            billed: true,
-            promptTokens: d.prompt_tokens,
-            completionTokens: d.completion_tokens,
-            cachedTokens: d.cached_tokens,
-            reasoningTokens: d.reasoning_tokens,
-            costNano: d.amount_nano,
-            units: d.usage ?? {},
-          });
-          break;
-        }
-        // Issue 41 D: what a gateway charged beyond the reaper's charge, counted with the request the
-        // reaper settled, not as one more. One the reaper released (kept aside for this, below)
-        // moves from not billed to billed in its row; the end user is in the metadata otherwise.
-        case 'UsageCorrected': {
-          const d = e.data;
-          const released = take(e);
-          const user = e.metadata.user;
-          const added = d.usage_added;
-          add({
-            accountId: d.account_id,
-            keyId: d.key_id,
-            at: released ? (released.released_at ?? d.charged_at) : d.charged_at,
-            model: released?.model ?? d.model,
-            endpoint: released?.endpoint ?? d.endpoint,
-            user: released ? released.user_id : typeof user === 'string' && user !== '' ? user : null,
-            billed: true,
-            requests: released ? [1, -1] : [0, 0],
-            promptTokens: added.input ?? 0,
-            completionTokens: added.output ?? 0,
-            cachedTokens: added.cached_input ?? 0,
-            reasoningTokens: 0,
-            costNano: d.amount_nano,
-            units: added,
-          });
-          break;
-        }
-        case 'HoldReleased': {
-          const d = e.data;
-          const hold = take(e);
-          const model = d.model ?? hold?.model;
-          const endpoint = d.endpoint ?? hold?.endpoint;
-          // Only a log whose HoldPlaced is missing lacks both; such a request has nowhere to count.
-          if (model === undefined || endpoint === undefined) break;
-          add(notBilled(d.account_id, d.key_id, eventTime(e), model, endpoint, hold?.user_id ?? null));
-          // Issue 41 D: its gateway may yet charge it (UsageCorrected): where it was counted is kept for that.
-          if (d.reaped && hold) open.set(holdOf(e), { ...hold, model, endpoint, released_at: eventTime(e) });
-          break;
-        }
-        case 'HoldExpired': {
-          const d = e.data;
-          const hold = take(e);
-          if (hold) add(notBilled(d.account_id, d.key_id, eventTime(e), hold.model, hold.endpoint, hold.user_id));
-          break;
-        }
-        // Issue 41 item 17: a free call (spec 4.13, moderation) is a request answered, at cost 0,
-        // so it counts in `requests` like a billed one. A response cache hit names no model (only
-        // the generation it replays) and stays out: its request was counted when first answered.
-        case 'FreeGenerationRecorded': {
-          const d = e.data;
-          if (d.model === undefined || d.source_id !== undefined) break;
-          const user = e.metadata.user;
-          add({
-            accountId: d.account_id,
-            keyId: d.key_id,
-            at: eventTime(e),
-            model: d.model,
-            endpoint: d.endpoint,
-            user: typeof user === 'string' && user !== '' ? user : null,
-            billed: true,
-            promptTokens: 0,
-            completionTokens: 0,
-            cachedTokens: 0,
-            reasoningTokens: 0,
-            costNano: '0',
-            units: {},
-          });
-          break;
-        }
-      }
-    }
+/**
+ * Whatever is still open was placed by this batch (those of earlier batches were deleted by
+ * takeOpenHolds only when resolved, and taken at once), or released by the reaper and kept aside.
+ */
+async function insertOpenHolds(tx: SqlExecutor, open: Map<string, OpenHold>): Promise<void> {
+  if (open.size === 0) return;
+  const c = asColumns(
+    ['text', 'text', 'text', 'text', 'text', 'timestamptz'],
+    [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]),
+  );
+  await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.unnest}`, c.params);
+}
 
-    // Whatever is still in `open` was placed by this batch (those of earlier batches were deleted
-    // above only when resolved, and taken here at once), or released by the reaper and kept aside.
-    if (open.size > 0) {
-      const c = asColumns(
-        ['text', 'text', 'text', 'text', 'text', 'timestamptz'],
-        [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]),
-      );
-      await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.unnest}`, c.params);
-    }
-    if (daily.size > 0) {
-      const c = asColumns(
-        [
-          'text',
-          'text',
-          'date',
-          'text',
-          'text',
-          'text',
-          'text',
-          'integer',
-          'integer',
-          'bigint',
-          'bigint',
-          'bigint',
-          'bigint',
-          'bigint',
-          ...UNIT_METERS.map(() => 'bigint'),
-        ],
-        [...daily.values()].map(([accountId, keyId, rowDay, model, endpoint, user, ...sums]) => [
-          accountId,
-          keyId,
-          rowDay,
-          model,
-          endpoint,
-          user,
-          endUserHash(user),
-          ...sums.map((v) => v.toString()),
-        ]),
-      );
-      await tx.query(
-        `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, user_hash, requests, requests_not_billed,
+const DAILY_COLUMNS = ['text', 'text', 'date', 'text', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'];
+
+async function upsertDaily(tx: SqlExecutor, daily: Map<string, DailySums>): Promise<void> {
+  if (daily.size === 0) return;
+  const c = asColumns(
+    [...DAILY_COLUMNS, ...UNIT_METERS.map(() => 'bigint')],
+    [...daily.values()].map(([accountId, keyId, rowDay, model, endpoint, user, ...sums]) => [
+      accountId,
+      keyId,
+      rowDay,
+      model,
+      endpoint,
+      user,
+      endUserHash(user),
+      ...sums.map((v) => v.toString()),
+    ]),
+  );
+  await tx.query(
+    `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, user_hash, requests, requests_not_billed,
                                      prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, ${UNIT_METERS.join(', ')})
          SELECT * FROM ${c.unnest}
          ON CONFLICT (account_id, key_id, day, model, endpoint, user_hash) DO UPDATE SET
@@ -307,11 +127,9 @@ export const activityProjection: Projection = {
            reasoning_tokens = activity_daily.reasoning_tokens + EXCLUDED.reasoning_tokens,
            cost_nano = activity_daily.cost_nano + EXCLUDED.cost_nano,
            ${UNIT_METERS.map((m) => `${m} = activity_daily.${m} + EXCLUDED.${m}`).join(',\n           ')}`,
-        c.params,
-      );
-    }
-  },
-};
+    c.params,
+  );
+}
 
 /**
  * What indexes an end user's rows: SHA-256 of its UTF-8 bytes, hex, which is what
@@ -325,24 +143,6 @@ export function endUserHash(user: string | null): string | null {
 /** endUserHash in SQL, of the text column `column`. */
 function userHashSql(column: string): string {
   return `encode(sha256(convert_to(${column}, 'UTF8')), 'hex')`;
-}
-
-function notBilled(accountId: string, keyId: string, at: string, model: string, endpoint: string, user: string | null): Contribution {
-  return {
-    accountId,
-    keyId,
-    at,
-    model,
-    endpoint,
-    user,
-    billed: false,
-    promptTokens: 0,
-    completionTokens: 0,
-    cachedTokens: 0,
-    reasoningTokens: 0,
-    costNano: '0',
-    units: {},
-  };
 }
 
 export interface ActivityFilter {

@@ -1,10 +1,9 @@
 import type { AccountEvent } from '../account';
 import type { SqlExecutor } from '@svc/platform';
 import { asColumns, eventTime, type Projection } from '@svc/projections';
-import type { RecordedEvent } from '@svc/eventstore';
+import type { AccountRecorded, RecordedOf } from './account-recorded';
 
-/** An account event as recorded: `type` and `data` narrow together. */
-export type AccountRecorded = { [T in AccountEvent['type']]: RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']> }[AccountEvent['type']];
+export type { AccountRecorded } from './account-recorded';
 
 /** What a batch changes in one account's row. */
 interface AccountDelta {
@@ -72,116 +71,143 @@ export const creditsProjection: Projection = {
     'BalanceAdjusted',
   ]),
   apply: async (events: readonly AccountRecorded[], tx) => {
-    const accounts = new Map<string, AccountDelta>();
-    const placed = new Map<string, OpenHold>();
-    /** Holds of earlier batches closed by this one, with the account each close names. */
-    const closedEarlier = new Map<string, string>();
-    for (const e of events) {
-      const at = eventTime(e);
-      let delta = accounts.get(e.data.account_id);
-      if (e.type === 'AccountOpened' || !delta) {
-        delta = { openedAt: null, purchasedNano: 0n, usedNano: 0n, adjustedNano: 0n, heldNano: 0n, openHolds: 0, dailyLimit: null, updatedAt: at };
-        accounts.set(e.data.account_id, delta);
-      }
-      delta.updatedAt = at;
-      switch (e.type) {
-        case 'AccountOpened':
-          delta.openedAt = at;
-          break;
-        case 'CreditsAdded':
-          delta.purchasedNano += BigInt(e.data.amount_nano);
-          break;
-        case 'BalanceAdjusted':
-          delta.adjustedNano += BigInt(e.data.amount_nano);
-          break;
-        case 'HoldPlaced':
-          placed.set(e.data.hold_id, {
-            accountId: e.data.account_id,
-            amountNano: e.data.amount_nano,
-            expiresAt: e.data.expires_at,
-            gatewayId: typeof e.metadata.gateway === 'string' ? e.metadata.gateway : null,
-          });
-          delta.heldNano += BigInt(e.data.amount_nano);
-          delta.openHolds += 1;
-          break;
-        // Issue 41 D: its hold was closed by the reaper's charge; only the difference is new.
-        case 'UsageCorrected':
-          delta.usedNano += BigInt(e.data.amount_nano);
-          break;
-        case 'UsageCharged':
-        case 'HoldReleased':
-        case 'HoldExpired': {
-          if (e.type === 'UsageCharged') delta.usedNano += BigInt(e.data.amount_nano);
-          const hold = placed.get(e.data.hold_id);
-          if (hold) {
-            placed.delete(e.data.hold_id);
-            delta.heldNano -= BigInt(hold.amountNano);
-            delta.openHolds -= 1;
-          } else if (!closedEarlier.has(e.data.hold_id)) closedEarlier.set(e.data.hold_id, e.data.account_id);
-          break;
-        }
-        case 'DailyLimitSet':
-          delta.dailyLimit = { nano: e.data.limit_nano };
-          break;
-      }
-    }
+    const batch = new CreditsBatch();
+    for (const e of events) batch.fold(e);
+    await deleteClosedEarlier(tx, batch);
+    await insertPlaced(tx, batch.placed);
+    await writeAccounts(tx, batch.accounts);
+  },
+};
 
-    if (closedEarlier.size > 0) {
-      const { rows } = await tx.query<{ hold_id: string; amount_nano: string }>(
-        'DELETE FROM credit_holds WHERE hold_id = ANY($1::text[]) RETURNING hold_id, amount_nano',
-        [[...closedEarlier.keys()]],
-      );
-      for (const r of rows) {
-        const delta = accounts.get(closedEarlier.get(r.hold_id)!)!;
-        delta.heldNano -= BigInt(r.amount_nano);
-        delta.openHolds -= 1;
-      }
+/** A batch folded in memory: what it changes per account, the holds it leaves open, those of earlier batches it closes. */
+class CreditsBatch {
+  readonly accounts = new Map<string, AccountDelta>();
+  readonly placed = new Map<string, OpenHold>();
+  /** Holds of earlier batches closed by this one, with the account each close names. */
+  readonly closedEarlier = new Map<string, string>();
+
+  fold(e: AccountRecorded): void {
+    const at = eventTime(e);
+    let delta = this.accounts.get(e.data.account_id);
+    if (e.type === 'AccountOpened' || !delta) {
+      delta = { openedAt: null, purchasedNano: 0n, usedNano: 0n, adjustedNano: 0n, heldNano: 0n, openHolds: 0, dailyLimit: null, updatedAt: at };
+      this.accounts.set(e.data.account_id, delta);
     }
-    if (placed.size > 0) {
-      const holds = asColumns(
-        ['text', 'text', 'bigint', 'timestamptz', 'text'],
-        [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]),
-      );
-      await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.unnest}`, holds.params);
+    delta.updatedAt = at;
+    switch (e.type) {
+      case 'AccountOpened':
+        delta.openedAt = at;
+        break;
+      case 'CreditsAdded':
+        delta.purchasedNano += BigInt(e.data.amount_nano);
+        break;
+      case 'BalanceAdjusted':
+        delta.adjustedNano += BigInt(e.data.amount_nano);
+        break;
+      case 'HoldPlaced':
+        this.holdPlaced(e, delta);
+        break;
+      // Issue 41 D: its hold was closed by the reaper's charge; only the difference is new.
+      case 'UsageCorrected':
+        delta.usedNano += BigInt(e.data.amount_nano);
+        break;
+      case 'UsageCharged':
+      case 'HoldReleased':
+      case 'HoldExpired':
+        this.holdClosed(e, delta);
+        break;
+      case 'DailyLimitSet':
+        delta.dailyLimit = { nano: e.data.limit_nano };
+        break;
     }
-    const row = ([id, d]: [string, AccountDelta]) => [
-      id,
-      d.purchasedNano.toString(),
-      d.usedNano.toString(),
-      d.heldNano.toString(),
-      d.adjustedNano.toString(),
-      d.openHolds,
-      d.dailyLimit !== null,
-      d.dailyLimit?.nano ?? null,
-      d.openedAt,
-      d.updatedAt,
-    ];
-    const types = ['text', 'bigint', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
-    const opened = [...accounts].filter(([, d]) => d.openedAt !== null);
-    if (opened.length > 0) {
-      const c = asColumns(types, opened.map(row));
-      await tx.query(
-        `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, adjusted_nano, open_holds, daily_limit_nano, opened_at, updated_at)
+  }
+
+  private holdPlaced(e: RecordedOf<'HoldPlaced'>, delta: AccountDelta): void {
+    this.placed.set(e.data.hold_id, {
+      accountId: e.data.account_id,
+      amountNano: e.data.amount_nano,
+      expiresAt: e.data.expires_at,
+      gatewayId: typeof e.metadata.gateway === 'string' ? e.metadata.gateway : null,
+    });
+    delta.heldNano += BigInt(e.data.amount_nano);
+    delta.openHolds += 1;
+  }
+
+  private holdClosed(e: RecordedOf<'UsageCharged' | 'HoldReleased' | 'HoldExpired'>, delta: AccountDelta): void {
+    if (e.type === 'UsageCharged') delta.usedNano += BigInt(e.data.amount_nano);
+    const hold = this.placed.get(e.data.hold_id);
+    if (hold) {
+      this.placed.delete(e.data.hold_id);
+      delta.heldNano -= BigInt(hold.amountNano);
+      delta.openHolds -= 1;
+    } else if (!this.closedEarlier.has(e.data.hold_id)) this.closedEarlier.set(e.data.hold_id, e.data.account_id);
+  }
+}
+
+/** The holds of earlier batches this one closed, deleted; their amounts leave their accounts' deltas. */
+async function deleteClosedEarlier(tx: SqlExecutor, { accounts, closedEarlier }: CreditsBatch): Promise<void> {
+  if (closedEarlier.size === 0) return;
+  const { rows } = await tx.query<{ hold_id: string; amount_nano: string }>(
+    'DELETE FROM credit_holds WHERE hold_id = ANY($1::text[]) RETURNING hold_id, amount_nano',
+    [[...closedEarlier.keys()]],
+  );
+  for (const r of rows) {
+    const delta = accounts.get(closedEarlier.get(r.hold_id)!)!;
+    delta.heldNano -= BigInt(r.amount_nano);
+    delta.openHolds -= 1;
+  }
+}
+
+async function insertPlaced(tx: SqlExecutor, placed: Map<string, OpenHold>): Promise<void> {
+  if (placed.size === 0) return;
+  const holds = asColumns(
+    ['text', 'text', 'bigint', 'timestamptz', 'text'],
+    [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]),
+  );
+  await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.unnest}`, holds.params);
+}
+
+const ACCOUNT_COLUMNS = ['text', 'bigint', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
+
+const accountRow = ([id, d]: [string, AccountDelta]) => [
+  id,
+  d.purchasedNano.toString(),
+  d.usedNano.toString(),
+  d.heldNano.toString(),
+  d.adjustedNano.toString(),
+  d.openHolds,
+  d.dailyLimit !== null,
+  d.dailyLimit?.nano ?? null,
+  d.openedAt,
+  d.updatedAt,
+];
+
+/** The rows of the accounts the batch opened, inserted; the others' deltas added to their rows. */
+async function writeAccounts(tx: SqlExecutor, accounts: Map<string, AccountDelta>): Promise<void> {
+  const opened = [...accounts].filter(([, d]) => d.openedAt !== null);
+  if (opened.length > 0) {
+    const c = asColumns(ACCOUNT_COLUMNS, opened.map(accountRow));
+    await tx.query(
+      `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, adjusted_nano, open_holds, daily_limit_nano, opened_at, updated_at)
          SELECT account_id, purchased, used, held, adjusted, open_holds, daily_limit, opened_at, updated_at
            FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
-        c.params,
-      );
-    }
-    const existing = [...accounts].filter(([, d]) => d.openedAt === null);
-    if (existing.length > 0) {
-      const c = asColumns(types, existing.map(row));
-      // An account the log never opened has no row, and stays without one.
-      await tx.query(
-        `UPDATE credit_accounts a SET purchased_nano = a.purchased_nano + d.purchased, used_nano = a.used_nano + d.used,
+      c.params,
+    );
+  }
+  const existing = [...accounts].filter(([, d]) => d.openedAt === null);
+  if (existing.length > 0) {
+    const c = asColumns(ACCOUNT_COLUMNS, existing.map(accountRow));
+    // An account the log never opened has no row, and stays without one.
+    await tx.query(
+      `UPDATE credit_accounts a SET purchased_nano = a.purchased_nano + d.purchased, used_nano = a.used_nano + d.used,
                 held_nano = a.held_nano + d.held, adjusted_nano = a.adjusted_nano + d.adjusted, open_holds = a.open_holds + d.open_holds,
                 daily_limit_nano = CASE WHEN d.limit_set THEN d.daily_limit ELSE a.daily_limit_nano END, updated_at = d.updated_at
            FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)
           WHERE a.account_id = d.account_id`,
-        c.params,
-      );
-    }
-  },
-};
+      c.params,
+    );
+  }
+}
 
 export interface CreditsRow {
   purchasedNano: bigint;

@@ -1,46 +1,11 @@
-import type { AccountEvent, GenerationStats } from '../account';
+import type { AccountEvent } from '../account';
 import type { CostLine, MeterUsage } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, type Projection } from '@svc/projections';
-import type { AccountRecorded } from './credits';
+import { asColumns, type Projection } from '@svc/projections';
+import type { AccountRecorded } from './account-recorded';
+import { GenerationsBatch, type GenerationStatus, type Outcome, type Placed } from './generations-batch';
 
-/** What a settlement or an expiry writes over a generation's row. */
-interface Outcome {
-  status: GenerationStatus;
-  cost_nano: string;
-  finished_at: string;
-  /** Absent on an expiry, which knows nothing of the request's usage: those columns stay. */
-  usage?: {
-    error_code: string | null;
-    /** Null keeps the model the hold named. */
-    model: string | null;
-    provider: string | null;
-    prompt_tokens: number;
-    completion_tokens: number;
-    cached_tokens: number;
-    reasoning_tokens: number;
-    latency_ms: number | null;
-    ttft_ms: number | null;
-    /** What was billed, by meter; only a charge has it. */
-    meters: MeterUsage | null;
-    /** Issue 23: the charge's lines, and the provider's cost; null on a charge recorded without them. */
-    cost_lines: CostLine[] | null;
-    provider_cost_nano: string | null;
-  };
-}
-
-interface Placed {
-  id: string;
-  account_id: string;
-  key_id: string;
-  model: string;
-  endpoint: string;
-  client_request_id: string | null;
-  preset: string | null;
-  preset_version: number | null;
-  created_at: string;
-  outcome: Outcome | null;
-}
+export type { GenerationStatus } from './generations-batch';
 
 /**
  * One row per request, keyed by the service's own id (GET /v1/generation). A batch inserts the
@@ -87,140 +52,81 @@ export const generationsProjection: Projection = {
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
   apply: async (events: readonly AccountRecorded[], tx) => {
-    const placed = new Map<string, Placed>();
-    const free: unknown[][] = [];
-    /** Outcomes of requests placed in earlier batches. */
-    const settled = new Map<string, Outcome>();
-    const resolve = (id: string, outcome: Outcome) => {
-      const row = placed.get(id);
-      const before = row ? row.outcome : settled.get(id);
-      // A later outcome overwrites an earlier one, except the columns it does not know.
-      const usage = outcome.usage ? { ...outcome.usage, model: outcome.usage.model ?? before?.usage?.model ?? null } : before?.usage;
-      const merged: Outcome = { ...outcome, usage };
-      if (row) row.outcome = merged;
-      else settled.set(id, merged);
-    };
-    for (const e of events) {
-      switch (e.type) {
-        case 'HoldPlaced': {
-          const d = e.data;
-          // The client's X-Client-Request-Id travels in the metadata: it is the caller's, not the ledger's.
-          const clientRequestId = e.metadata.client_request_id;
-          placed.set(d.hold_id, {
-            id: d.hold_id,
-            account_id: d.account_id,
-            key_id: d.key_id,
-            model: d.model,
-            endpoint: d.endpoint,
-            client_request_id: typeof clientRequestId === 'string' ? clientRequestId : null,
-            preset: typeof e.metadata.preset === 'string' ? e.metadata.preset : null,
-            preset_version: typeof e.metadata.preset_version === 'number' ? e.metadata.preset_version : null,
-            created_at: eventTime(e),
-            outcome: null,
-          });
-          break;
-        }
-        case 'UsageCharged':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.amount_nano, null, eventTime(e), e.data.usage ?? {}, e.data));
-          break;
-        // Issue 41 D: the generation as its own process charged it, after the reaper's settlement.
-        case 'UsageCorrected':
-          resolve(e.data.hold_id, finished(e.data, 'completed', e.data.total_nano, null, eventTime(e), e.data.usage ?? {}, e.data));
-          break;
-        case 'HoldReleased':
-          resolve(
-            e.data.hold_id,
-            finished(e.data, e.data.reason === 'zero_completion' ? 'not_billed' : 'failed', '0', e.data.error_code ?? null, eventTime(e)),
-          );
-          break;
-        // Never settled (the process died mid-request): nothing is known of its usage, nothing is charged.
-        case 'HoldExpired':
-          resolve(e.data.hold_id, { status: 'expired', cost_nano: '0', finished_at: eventTime(e) });
-          break;
-        case 'FreeGenerationRecorded': {
-          const d = e.data;
-          const clientRequestId = e.metadata.client_request_id;
-          free.push([
-            d.generation_id,
-            d.account_id,
-            d.key_id,
-            d.model ?? null,
-            d.endpoint,
-            d.provider ?? null,
-            typeof clientRequestId === 'string' ? clientRequestId : null,
-            eventTime(e),
-            d.source_id ?? null,
-            d.latency_ms ?? null,
-          ]);
-          break;
-        }
-      }
-    }
+    const batch = new GenerationsBatch();
+    for (const e of events) batch.fold(e);
+    await insertPlaced(tx, batch.placed);
+    await updateSettled(tx, batch.settled);
+    await insertFree(tx, batch.free);
+  },
+};
 
-    if (placed.size > 0) {
-      const rows = [...placed.values()].map((g) => {
-        const u = g.outcome?.usage;
-        return [
-          g.id,
-          g.account_id,
-          g.key_id,
-          u?.model ?? g.model,
-          g.endpoint,
-          u?.provider ?? null,
-          g.outcome?.status ?? 'in_progress',
-          u?.prompt_tokens ?? 0,
-          u?.completion_tokens ?? 0,
-          u?.cached_tokens ?? 0,
-          u?.reasoning_tokens ?? 0,
-          g.outcome?.cost_nano ?? '0',
-          u?.latency_ms ?? null,
-          u?.ttft_ms ?? null,
-          u?.error_code ?? null,
-          g.client_request_id,
-          g.created_at,
-          g.outcome?.finished_at ?? null,
-          jsonOrNull(u?.meters),
-          g.preset,
-          g.preset_version,
-          jsonOrNull(u?.cost_lines),
-          u?.provider_cost_nano ?? null,
-        ];
-      });
-      const c = asColumns(INSERTED, rows);
-      await tx.query(
-        `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
+async function insertPlaced(tx: SqlExecutor, placed: Map<string, Placed>): Promise<void> {
+  if (placed.size === 0) return;
+  const rows = [...placed.values()].map((g) => {
+    const u = g.outcome?.usage;
+    return [
+      g.id,
+      g.account_id,
+      g.key_id,
+      u?.model ?? g.model,
+      g.endpoint,
+      u?.provider ?? null,
+      g.outcome?.status ?? 'in_progress',
+      u?.prompt_tokens ?? 0,
+      u?.completion_tokens ?? 0,
+      u?.cached_tokens ?? 0,
+      u?.reasoning_tokens ?? 0,
+      g.outcome?.cost_nano ?? '0',
+      u?.latency_ms ?? null,
+      u?.ttft_ms ?? null,
+      u?.error_code ?? null,
+      g.client_request_id,
+      g.created_at,
+      g.outcome?.finished_at ?? null,
+      jsonOrNull(u?.meters),
+      g.preset,
+      g.preset_version,
+      jsonOrNull(u?.cost_lines),
+      u?.provider_cost_nano ?? null,
+    ];
+  });
+  const c = asColumns(INSERTED, rows);
+  await tx.query(
+    `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
                                   reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters,
                                   preset, preset_version, cost_lines, provider_cost_nano)
          SELECT * FROM ${c.unnest}`,
-        c.params,
-      );
-    }
-    if (settled.size > 0) {
-      const rows = [...settled].map(([id, o]) => {
-        const u = o.usage;
-        return [
-          id,
-          o.status,
-          o.cost_nano,
-          o.finished_at,
-          u !== undefined,
-          u?.error_code ?? null,
-          u?.model ?? null,
-          u?.provider ?? null,
-          u?.prompt_tokens ?? 0,
-          u?.completion_tokens ?? 0,
-          u?.cached_tokens ?? 0,
-          u?.reasoning_tokens ?? 0,
-          u?.latency_ms ?? null,
-          u?.ttft_ms ?? null,
-          jsonOrNull(u?.meters),
-          jsonOrNull(u?.cost_lines),
-          u?.provider_cost_nano ?? null,
-        ];
-      });
-      const c = asColumns(SETTLED, rows);
-      await tx.query(
-        `UPDATE generations g SET status = d.status, cost_nano = d.cost_nano, finished_at = d.finished_at,
+    c.params,
+  );
+}
+
+async function updateSettled(tx: SqlExecutor, settled: Map<string, Outcome>): Promise<void> {
+  if (settled.size === 0) return;
+  const rows = [...settled].map(([id, o]) => {
+    const u = o.usage;
+    return [
+      id,
+      o.status,
+      o.cost_nano,
+      o.finished_at,
+      u !== undefined,
+      u?.error_code ?? null,
+      u?.model ?? null,
+      u?.provider ?? null,
+      u?.prompt_tokens ?? 0,
+      u?.completion_tokens ?? 0,
+      u?.cached_tokens ?? 0,
+      u?.reasoning_tokens ?? 0,
+      u?.latency_ms ?? null,
+      u?.ttft_ms ?? null,
+      jsonOrNull(u?.meters),
+      jsonOrNull(u?.cost_lines),
+      u?.provider_cost_nano ?? null,
+    ];
+  });
+  const c = asColumns(SETTLED, rows);
+  await tx.query(
+    `UPDATE generations g SET status = d.status, cost_nano = d.cost_nano, finished_at = d.finished_at,
                 model = COALESCE(d.model, g.model),
                 error_code = CASE WHEN d.known THEN d.error_code ELSE g.error_code END,
                 provider = CASE WHEN d.known THEN d.provider ELSE g.provider END,
@@ -237,23 +143,23 @@ export const generationsProjection: Projection = {
                                  prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms, meters,
                                  cost_lines, provider_cost_nano)
           WHERE g.id = d.id`,
-        c.params,
-      );
-    }
-    if (free.length > 0) {
-      // Written last, so a cache hit's source placed in this same batch is already a row to read the model from.
-      const c = asColumns(FREE, free);
-      await tx.query(
-        `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, client_request_id, created_at, finished_at, cache_source_id, latency_ms)
+    c.params,
+  );
+}
+
+async function insertFree(tx: SqlExecutor, free: unknown[][]): Promise<void> {
+  if (free.length === 0) return;
+  // Written last, so a cache hit's source placed in this same batch is already a row to read the model from.
+  const c = asColumns(FREE, free);
+  await tx.query(
+    `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, client_request_id, created_at, finished_at, cache_source_id, latency_ms)
          SELECT d.id, d.account_id, d.key_id, COALESCE(d.model, s.model, ''), d.endpoint, d.provider,
                 CASE WHEN d.source_id IS NULL THEN 'completed' ELSE 'cached' END, d.client_request_id, d.at, d.at, d.source_id, d.latency_ms
            FROM ${c.unnest} AS d(id, account_id, key_id, model, endpoint, provider, client_request_id, at, source_id, latency_ms)
            LEFT JOIN generations s ON s.id = d.source_id`,
-        c.params,
-      );
-    }
-  },
-};
+    c.params,
+  );
+}
 
 const FREE = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text', 'integer'];
 
@@ -303,38 +209,6 @@ const SETTLED = [
 ];
 
 const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
-
-function finished(
-  d: Partial<GenerationStats>,
-  status: GenerationStatus,
-  costNano: string,
-  errorCode: string | null,
-  at: string,
-  meters: MeterUsage | null = null,
-  charge?: { lines?: CostLine[]; provider_cost_nano?: string },
-): Outcome {
-  return {
-    status,
-    cost_nano: costNano,
-    finished_at: at,
-    usage: {
-      error_code: errorCode,
-      model: d.model ?? null,
-      provider: d.provider ?? null,
-      prompt_tokens: d.prompt_tokens ?? 0,
-      completion_tokens: d.completion_tokens ?? 0,
-      cached_tokens: d.cached_tokens ?? 0,
-      reasoning_tokens: d.reasoning_tokens ?? 0,
-      latency_ms: d.latency_ms ?? null,
-      ttft_ms: d.ttft_ms ?? null,
-      meters,
-      cost_lines: charge?.lines ?? null,
-      provider_cost_nano: charge?.provider_cost_nano ?? null,
-    },
-  };
-}
-
-export type GenerationStatus = 'in_progress' | 'completed' | 'not_billed' | 'failed' | 'expired' | 'cached';
 
 export interface GenerationRow {
   id: string;

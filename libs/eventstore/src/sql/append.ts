@@ -1,0 +1,147 @@
+import type { SqlExecutor, SqlRunner } from '@svc/platform';
+import { checkExpected, checkedForAppend } from '../common';
+import {
+  WrongExpectedVersionError,
+  type AppendResult,
+  type ExclusiveAppendResult,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  type Upcaster,
+} from '../port';
+import { START } from '../position';
+import { COLUMNS, toPosition, toRecorded, type EventRow, type ExistingRef, type StoredRef } from './rows';
+
+export interface PreparedAppend {
+  stream: string;
+  expected: ExpectedRevision;
+  ids: string[];
+  /** The append as the group function reads it. */
+  json: string;
+}
+
+/**
+ * The append path: an append checked and serialised (prepare), then written by the
+ * `eventstore_append_group` function (see schema.ts) under each stream's advisory lock.
+ */
+export class SqlAppender {
+  constructor(
+    private readonly runner: SqlRunner,
+    private readonly maxAppendBytes: number,
+    private readonly upcast: Upcaster,
+  ) {}
+
+  /**
+   * The append's statements on a transaction the caller opened and will commit (the
+   * events are visible, and NOTIFY is sent, only then; in-process watchers are not called).
+   * The transaction must be READ COMMITTED and must not have written anything yet: both are
+   * checked. For callers that must hold an append's transaction open (the late-commit test).
+   */
+  async appendInTransaction(tx: SqlExecutor, stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, expected)], { notify: true }))!;
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
+  }
+
+  /** The events after `after` read and `decide`d on, and its events appended, under the stream's lock; the caller signals the append. */
+  appendExclusive(stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]): Promise<ExclusiveAppendResult> {
+    return this.runner.transaction(
+      async (tx) => {
+        // The append function's own lock, taken first and held to the commit: the read below
+        // sees every append that came before, and none can come after it until this one is in.
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [stream]);
+        const newer: RecordedEvent[] = [];
+        for (let from = after + 1n; ;) {
+          const { rows } = await tx.query<EventRow>(
+            `SELECT ${COLUMNS} FROM events WHERE stream = $1 AND revision >= $2::text::bigint ORDER BY events.revision LIMIT 1000`,
+            [stream, from.toString()],
+          );
+          for (const row of rows) newer.push(this.upcast(toRecorded(row)));
+          if (rows.length < 1000) break;
+          from = newer[newer.length - 1].revision + 1n;
+        }
+        const revision = newer.length > 0 ? newer[newer.length - 1].revision : after;
+        const events = decide(newer);
+        if (events.length === 0) return { revision, appended: null };
+        const [outcome] = (await this.appendGroup(tx, [this.prepare(stream, events, revision < 0n ? 'no_stream' : revision)], {
+          notify: this.runner.dialect === 'postgres',
+        }))!;
+        if (outcome instanceof Error) throw outcome;
+        return { revision: outcome.nextRevision, appended: outcome };
+      },
+      { readCommitted: true },
+    );
+  }
+
+  prepare(stream: string, events: NewEvent[], expected: ExpectedRevision): PreparedAppend {
+    const checked = checkedForAppend(stream, events, this.maxAppendBytes);
+    const ids = events.map((e) => e.id.toLowerCase());
+    if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
+    // Serialised once (the size rule's own text), so that a group is the concatenation of its appends.
+    const payload = checked.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`);
+    const json = `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${payload.join(',')}]}`;
+    return { stream, expected, ids, json };
+  }
+
+  /**
+   * The appends themselves, one call of `eventstore_append_group`: every stream's lock FIRST
+   * (a transaction id is assigned at the first write, so the append that waited gets a higher
+   * xid than the one it waited for: within a stream, (tx, seq) order is revision order, and
+   * global readers ordered by tx see each stream's events in revision order), then per append
+   * the revision and idempotency read and the insert, and (`notify`) NOTIFY. On a transaction
+   * that has written already, or is not READ COMMITTED, it throws; with `requireReadCommitted:
+   * false` a statement that is not READ COMMITTED returns null instead (nothing written).
+   * An append whose expectation fails gets its WrongExpectedVersionError; the others stand.
+   */
+  async appendGroup(
+    tx: SqlExecutor,
+    group: PreparedAppend[],
+    { requireReadCommitted = true, notify = true } = {},
+  ): Promise<Array<AppendResult | Error> | null> {
+    const rows = (
+      await tx.query<StoredRef & { xid_assigned: boolean; isolation: string; revision: string | null; existing: ExistingRef[] | null; appended: boolean }>(
+        'SELECT * FROM eventstore_append_group($1, $2)',
+        [`[${group.map((a) => a.json).join(',')}]`, notify && this.runner.dialect === 'postgres'],
+        { prepare: 'eventstore_append_group' },
+      )
+    ).rows;
+    const [first] = rows;
+    if (first.xid_assigned) throw new Error('append: the transaction has already written');
+    if (first.isolation !== 'read committed') {
+      if (!requireReadCommitted) return null;
+      throw new Error(`append: needs READ COMMITTED, not ${first.isolation}`);
+    }
+    return group.map(({ stream, ids, expected }, i) => {
+      const state = rows[i];
+      const current = state.revision === null ? -1n : BigInt(state.revision);
+      try {
+        if (state.appended) return { nextRevision: current, position: toPosition(state.tx, state.seq) };
+        if (state.existing && state.existing.length > 0) return this.originalResult(stream, ids, expected, current, state.existing);
+        checkExpected(stream, expected, current);
+        // Nothing to write, and the expectation holds: the stream's state.
+        return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };
+      } catch (err) {
+        return err as Error;
+      }
+    });
+  }
+
+  /**
+   * Some of the ids are already in the stream. It is a retry of an append that succeeded
+   * when all of them are there, contiguous and in order, and (for an exact expected
+   * revision) right after that revision; 'any', 'stream_exists' and 'no_stream' accept the
+   * run wherever it is. Then the original result is returned and nothing is written.
+   * Anything else is a conflict.
+   */
+  private originalResult(stream: string, ids: string[], expected: ExpectedRevision, current: bigint, existing: ExistingRef[]): AppendResult {
+    const byId = new Map(existing.map((row) => [row.id, row]));
+    const first = byId.get(ids[0]);
+    const isOriginal =
+      first !== undefined &&
+      (typeof expected !== 'bigint' || BigInt(first.revision) === expected + 1n) &&
+      ids.every((id, i) => byId.get(id)?.revision === (BigInt(first.revision) + BigInt(i)).toString());
+    if (!isOriginal) throw new WrongExpectedVersionError(stream, expected, current);
+    const last = byId.get(ids[ids.length - 1])!;
+    return { nextRevision: BigInt(last.revision), position: toPosition(last.tx, last.seq) };
+  }
+}
