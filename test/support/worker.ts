@@ -12,7 +12,7 @@ export function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess & { me
   const child = spawn(process.execPath, [WORKER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const running = /svc-worker running.*\n/.exec(output);
