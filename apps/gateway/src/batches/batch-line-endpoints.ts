@@ -1,10 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AnsweredLine, BatchEndpoint, LineEndpoints } from '@svc/batches';
 import type { Caller } from '@svc/identity';
-import { embeddingsRequest } from '@svc/interfaces';
+import { ChatCompletionRequest, embeddingsRequest } from '@svc/interfaces';
 import type { ReserveOptions } from '@svc/metering';
 import { ApiError, bodyValidation, CLOCK, type Clock } from '@svc/platform';
-import { ChatCompletionRequest } from '../chat/chat-completion.request';
 import { ChatCompletionsService } from '../chat/chat-completions.service';
 import { toApiError } from '../http/error-mapping';
 

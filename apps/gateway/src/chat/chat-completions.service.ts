@@ -1,9 +1,8 @@
 import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { type AnsweredCall, ChatCompletions, type ChatCompletionResponse, Embeddings, type EmbeddingsAnswer, type PreparedChat } from '@svc/billing';
 import type { Caller } from '@svc/identity';
-import type { EmbeddingsCall } from '@svc/interfaces';
+import type { ChatCompletionRequest, EmbeddingsCall } from '@svc/interfaces';
 import type { RequestTags, ReserveOptions } from '@svc/metering';
-import type { ChatCompletionRequest } from './chat-completion.request';
 
 export type { AnsweredCall };
 
