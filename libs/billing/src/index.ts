@@ -5,6 +5,7 @@
  * call one of them, and present what it answers.
  */
 export { settled, type AnsweredCall, type BilledAnswer, type CallTags } from './answered';
+export { apiErrorOfFailure, midStreamError } from './api-errors';
 export {
   ChatCompletions,
   type ChatCompletionResponse,

@@ -1,9 +1,8 @@
 import { Logger, type Provider } from '@nestjs/common';
-import { ChatCompletions, Embeddings, LegacyCompletions, Messages, Responses } from '@svc/billing';
+import { ChatCompletions, Embeddings, LegacyCompletions, midStreamError, Messages, Responses } from '@svc/billing';
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/ledger';
-import { midStreamError } from '../http/error-mapping';
 import { Metering } from './metering.service';
 
 /** The billed use cases of libs/billing, on this process's pipeline, database and configuration. */
