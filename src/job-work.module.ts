@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { BatchLineCalls } from '@svc/batches';
+import { BatchLineCalls, BatchLineEndpoints } from '@svc/batches';
+import { ChatCompletions, Embeddings } from '@svc/billing';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/identity';
 import { VideoCalls } from '@svc/videos';
-import { BatchLineEndpoints } from '../apps/gateway/src/batches/batch-line-endpoints';
 import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
 import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
 import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.providers';
@@ -24,12 +24,15 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
     ...BILLING_PROVIDERS,
     ChatCompletionsService,
     RateLimitService,
-    BatchLineEndpoints,
     {
       provide: BatchLineCalls,
-      inject: [Metering, BatchLineEndpoints, READ_DB, CLOCK],
-      useFactory: (metering: Metering, endpoints: BatchLineEndpoints, sql: SqlRunner, clock: Clock) =>
-        new BatchLineCalls({ calls: metering.calls, endpoints, callerOf: (keyId) => callerOfKey(sql, keyId, clock.now()) }),
+      inject: [Metering, ChatCompletions, Embeddings, READ_DB, CLOCK],
+      useFactory: (metering: Metering, chat: ChatCompletions, embeddings: Embeddings, sql: SqlRunner, clock: Clock) =>
+        new BatchLineCalls({
+          calls: metering.calls,
+          endpoints: new BatchLineEndpoints({ chat, embeddings, clock }),
+          callerOf: (keyId) => callerOfKey(sql, keyId, clock.now()),
+        }),
     },
     {
       provide: VideoCalls,
