@@ -2,9 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
 import type { WindowResult } from '@svc/platform';
-import { ApiError, CLOCK, type Clock, CONFIG, type Config, type EdgeStores, effectiveRateLimits, type RateLimits } from '@svc/platform';
-import type { ServiceMetrics } from '@svc/metrics';
-import { EDGE_STORES, SERVICE_METRICS } from '@svc/runtime';
+import { ApiError, CLOCK, type Clock, CONFIG, type Config, EDGE_STORES, type EdgeStores, effectiveRateLimits, type RateLimits } from '@svc/platform';
+import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
 
 /**
  * A slot is renewed while its request lives (SlotLeases, issue 41 E); one still held this long

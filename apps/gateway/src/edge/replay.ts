@@ -14,6 +14,7 @@ import {
   type Clock,
   CONFIG,
   type Config,
+  EDGE_STORES,
   type EdgeStores,
   EdgeStoreUnavailable,
   READ_DB,
@@ -21,7 +22,6 @@ import {
   type SqlRunner,
   type StoredResponse,
 } from '@svc/platform';
-import { EDGE_STORES } from '@svc/runtime';
 import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
 import { Metering } from '../metering/metering.service';
