@@ -4,6 +4,7 @@ import { ChatCompletions, Embeddings } from '@svc/billing';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/identity';
+import { TokenWindows } from '@svc/metering';
 import { VideoCalls } from '@svc/videos';
 import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
 import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
@@ -24,6 +25,7 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
     ...BILLING_PROVIDERS,
     ChatCompletionsService,
     RateLimitService,
+    TokenWindows,
     {
       provide: BatchLineCalls,
       inject: [Metering, ChatCompletions, Embeddings, READ_DB, CLOCK],

@@ -56,3 +56,4 @@ export {
   type Target,
   type ToolPrices,
 } from './targets';
+export { rateLimitBucket, rateLimitHeaders, TokenWindows, tokensExceeded, tokenWindowHeaders, tooManyRequests } from './token-windows';

@@ -18,10 +18,11 @@ import {
   type Routing,
   type RunResult,
   type Target,
+  TokenWindows,
+  tokenWindowHeaders,
 } from '@svc/metering';
 import { RUNTIME, type Runtime } from '@svc/runtime';
 import { ReadYourWrites } from '@svc/projections';
-import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
 
 /**
  * The billed-call pipeline of this gateway process: the library's MeteredCalls on the command
@@ -44,7 +45,7 @@ export class Metering {
     private readonly runtime: Pick<Runtime, 'config' | 'catalog' | 'clock' | 'providers' | 'simulatorUrl' | 'gatewayLease' | 'sql' | 'metrics' | 'tracing'>,
     commands: CommandBus,
     reads: ReadYourWrites,
-    rateLimits: RateLimitService,
+    tokenWindows: TokenWindows,
   ) {
     const { config } = runtime;
     this.routing = { catalog: runtime.catalog, clock: runtime.clock, providerStats: this.providerStats };
@@ -66,8 +67,8 @@ export class Metering {
       upstreamTimeoutMs: config.upstreamTimeoutMs,
       ledger: this.ledger,
       tokenLimits: {
-        consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await rateLimits.consumePromptTokens(caller, tokens)),
-        recordOutput: (caller: Caller, tokens: number) => rateLimits.recordCompletionTokens(caller, tokens),
+        consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await tokenWindows.consumePromptTokens(caller, tokens)),
+        recordOutput: (caller: Caller, tokens: number) => tokenWindows.recordCompletionTokens(caller, tokens),
       },
       leaseId: () => runtime.gatewayLease?.id,
       unsettled: { record: (charge) => recordUnsettled(runtime.sql, charge) },
