@@ -4,12 +4,11 @@ import { ChatCompletions, Embeddings } from '@svc/billing';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/identity';
-import { TokenWindows } from '@svc/metering';
+import { Metering, MeteringModule } from '@svc/metering';
 import { VideoCalls } from '@svc/videos';
 import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
 import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
 import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.providers';
-import { Metering } from '../apps/gateway/src/metering/metering.service';
 
 /**
  * The metered pipeline and the use cases jobs run (batch lines, videos), without the HTTP edge:
@@ -18,14 +17,12 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
  * here and imports nothing of the gateway app itself.
  */
 @Module({
-  // ReadYourWrites comes from here: one instance per process, shared with the reads that wait on it.
-  imports: [ManagementModule],
+  // Management, and identity's command handlers with it, in every process that runs jobs (the worker too).
+  imports: [ManagementModule, MeteringModule],
   providers: [
-    Metering,
     ...BILLING_PROVIDERS,
     ChatCompletionsService,
     RateLimitService,
-    TokenWindows,
     {
       provide: BatchLineCalls,
       inject: [Metering, ChatCompletions, Embeddings, READ_DB, CLOCK],
@@ -47,6 +44,6 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
         }),
     },
   ],
-  exports: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  exports: [MeteringModule, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
 })
 export class JobWorkModule {}

@@ -57,3 +57,5 @@ export {
   type ToolPrices,
 } from './targets';
 export { rateLimitBucket, rateLimitHeaders, TokenWindows, tokensExceeded, tokenWindowHeaders, tooManyRequests } from './token-windows';
+export { Metering } from './metering.service';
+export { MeteringModule } from './metering.module';

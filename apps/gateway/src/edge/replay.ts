@@ -6,7 +6,7 @@ import stringify from 'safe-stable-stringify';
 import { PromptLogs } from '@svc/conversations';
 import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
-import { newGenerationId, type RequestTags } from '@svc/metering';
+import { Metering, newGenerationId, type RequestTags } from '@svc/metering';
 import {
   ApiError,
   type CachedResponse,
@@ -24,7 +24,6 @@ import {
 } from '@svc/platform';
 import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
-import { Metering } from '../metering/metering.service';
 import { DEFAULT_CACHE_TTL_SECONDS, readEdgeHeaders } from './edge-headers';
 
 /** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */

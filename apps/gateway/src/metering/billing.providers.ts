@@ -3,7 +3,7 @@ import { ChatCompletions, Embeddings, LegacyCompletions, midStreamError, Message
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/ledger';
-import { Metering } from './metering.service';
+import { Metering } from '@svc/metering';
 
 /** The billed use cases of libs/billing, on this process's pipeline, database and configuration. */
 export const BILLING_PROVIDERS: Provider[] = [
