@@ -1,14 +1,11 @@
 import { Module } from '@nestjs/common';
 import { BatchLineCalls, BatchLineEndpoints } from '@svc/batches';
-import { ChatCompletions, Embeddings } from '@svc/billing';
+import { BillingModule, ChatCompletions, Embeddings } from '@svc/billing';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/identity';
-import { Metering, MeteringModule } from '@svc/metering';
+import { Metering } from '@svc/metering';
 import { VideoCalls } from '@svc/videos';
-import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
-import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
-import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.providers';
 
 /**
  * The metered pipeline and the use cases jobs run (batch lines, videos), without the HTTP edge:
@@ -18,11 +15,8 @@ import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.provider
  */
 @Module({
   // Management, and identity's command handlers with it, in every process that runs jobs (the worker too).
-  imports: [ManagementModule, MeteringModule],
+  imports: [ManagementModule, BillingModule],
   providers: [
-    ...BILLING_PROVIDERS,
-    ChatCompletionsService,
-    RateLimitService,
     {
       provide: BatchLineCalls,
       inject: [Metering, ChatCompletions, Embeddings, READ_DB, CLOCK],
@@ -44,6 +38,6 @@ import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.provider
         }),
     },
   ],
-  exports: [MeteringModule, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  exports: [BillingModule, BatchLineCalls, VideoCalls],
 })
 export class JobWorkModule {}

@@ -34,3 +34,4 @@ export { Embeddings, type EmbeddingsAnswer } from './embeddings';
 export { Messages, type MessagesRequest } from './messages';
 export { generationIdOf, responseIdOf, Responses, type ResponsesRequest } from './responses';
 export { throughChat, type CostedCompletion, type Presentation } from './through-chat';
+export { BillingModule } from './billing.module';
