@@ -10,20 +10,12 @@ import { TRACING } from '@svc/telemetry';
 import type { Runtime } from './runtime';
 import { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 
-/**
- * The whole runtime, for the one class that still takes a slice of it in one parameter (the
- * metered pipeline's service, which wires the pipeline's many dependencies); every other class
- * takes the tokens of the parts it uses.
- */
-export const RUNTIME = Symbol('RUNTIME');
-
 /** Exposes the process's runtime (built outside Nest) to every module, one token per part. */
 @Global()
 @Module({})
 export class RuntimeModule {
   static forRoot(runtime: Runtime): DynamicModule {
     const providers = [
-      { provide: RUNTIME, useValue: runtime },
       { provide: CONFIG, useValue: runtime.config },
       { provide: CLOCK, useValue: runtime.clock },
       { provide: READ_DB, useValue: runtime.sql },
