@@ -1,14 +1,11 @@
 import { Module } from '@nestjs/common';
-import { BatchLineCalls } from '@svc/batches';
+import { BatchLineCalls, BatchLineEndpoints } from '@svc/batches';
+import { BillingModule, ChatCompletions, Embeddings } from '@svc/billing';
 import { ManagementModule } from '@svc/management';
 import { CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { callerOfKey } from '@svc/identity';
+import { Metering } from '@svc/metering';
 import { VideoCalls } from '@svc/videos';
-import { BatchLineEndpoints } from '../apps/gateway/src/batches/batch-line-endpoints';
-import { ChatCompletionsService } from '../apps/gateway/src/chat/chat-completions.service';
-import { RateLimitService } from '../apps/gateway/src/edge/rate-limits';
-import { BILLING_PROVIDERS } from '../apps/gateway/src/metering/billing.providers';
-import { Metering } from '../apps/gateway/src/metering/metering.service';
 
 /**
  * The metered pipeline and the use cases jobs run (batch lines, videos), without the HTTP edge:
@@ -17,19 +14,18 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
  * here and imports nothing of the gateway app itself.
  */
 @Module({
-  // ReadYourWrites comes from here: one instance per process, shared with the reads that wait on it.
-  imports: [ManagementModule],
+  // Management, and identity's command handlers with it, in every process that runs jobs (the worker too).
+  imports: [ManagementModule, BillingModule],
   providers: [
-    Metering,
-    ...BILLING_PROVIDERS,
-    ChatCompletionsService,
-    RateLimitService,
-    BatchLineEndpoints,
     {
       provide: BatchLineCalls,
-      inject: [Metering, BatchLineEndpoints, READ_DB, CLOCK],
-      useFactory: (metering: Metering, endpoints: BatchLineEndpoints, sql: SqlRunner, clock: Clock) =>
-        new BatchLineCalls({ calls: metering.calls, endpoints, callerOf: (keyId) => callerOfKey(sql, keyId, clock.now()) }),
+      inject: [Metering, ChatCompletions, Embeddings, READ_DB, CLOCK],
+      useFactory: (metering: Metering, chat: ChatCompletions, embeddings: Embeddings, sql: SqlRunner, clock: Clock) =>
+        new BatchLineCalls({
+          calls: metering.calls,
+          endpoints: new BatchLineEndpoints({ chat, embeddings, clock }),
+          callerOf: (keyId) => callerOfKey(sql, keyId, clock.now()),
+        }),
     },
     {
       provide: VideoCalls,
@@ -42,6 +38,6 @@ import { Metering } from '../apps/gateway/src/metering/metering.service';
         }),
     },
   ],
-  exports: [Metering, ...BILLING_PROVIDERS, ChatCompletionsService, RateLimitService, BatchLineCalls, VideoCalls],
+  exports: [BillingModule, BatchLineCalls, VideoCalls],
 })
 export class JobWorkModule {}

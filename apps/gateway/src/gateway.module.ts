@@ -16,6 +16,7 @@ import { VideosController } from './videos/videos.controller';
 import { JobWorkModule } from '../../../src/job-work.module';
 import { ImagesController } from './images/images.controller';
 import { CompletionsController } from './completions/completions.controller';
+import { RateLimitService } from './edge/rate-limits';
 import { EdgeResponses } from './edge/replay';
 import { ApiKeyGuard } from './http/auth.guard';
 import { ApiErrorFilter } from './http/error.filter';
@@ -78,7 +79,7 @@ export class GatewayModule {
         // Issue 22: on the main port only when SVC_METRICS_PORT does not serve it on its own.
         ...(runtime.config.metricsPort === null ? [MetricsController] : []),
       ],
-      providers: [ApiKeyGuard, EdgeResponses, AdminGuard, RealtimeUpgrade, HealthService, { provide: APP_FILTER, useClass: ApiErrorFilter }],
+      providers: [ApiKeyGuard, RateLimitService, EdgeResponses, AdminGuard, RealtimeUpgrade, HealthService, { provide: APP_FILTER, useClass: ApiErrorFilter }],
     };
   }
 }

@@ -6,4 +6,5 @@ export * from './lines';
 export * from './runner';
 export * from './request';
 export * from './line-calls';
+export * from './line-endpoints';
 export * from './read-models/batches';

@@ -5,6 +5,7 @@
  * call one of them, and present what it answers.
  */
 export { settled, type AnsweredCall, type BilledAnswer, type CallTags } from './answered';
+export { apiErrorOfFailure, midStreamError } from './api-errors';
 export {
   ChatCompletions,
   type ChatCompletionResponse,
@@ -33,3 +34,4 @@ export { Embeddings, type EmbeddingsAnswer } from './embeddings';
 export { Messages, type MessagesRequest } from './messages';
 export { generationIdOf, responseIdOf, Responses, type ResponsesRequest } from './responses';
 export { throughChat, type CostedCompletion, type Presentation } from './through-chat';
+export { BillingModule } from './billing.module';

@@ -1,3 +1,4 @@
+export { ChatCompletionRequest, isSurelyValidChatRequest } from './chat-completion.request';
 export * from './completions';
 export * from './embeddings';
 export * from './images';

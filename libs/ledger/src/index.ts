@@ -12,3 +12,4 @@ export * from './export-writer';
 export * from './reconcile';
 export * from './in-flight';
 export * from './read-models';
+export * from './tokens';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { IdentityModule } from '@svc/identity';
 import { LedgerModule } from '@svc/ledger';
-import { ReadYourWrites } from '@svc/projections';
+import { ReadYourWritesModule } from '@svc/projections';
 import { AdminService } from './admin.service';
 import { KeysService } from './keys.service';
 import { SettingsService } from './settings.service';
@@ -15,8 +15,8 @@ import { OrganizationsService } from './organizations.service';
  * READ_DB, CLOCK, CONFIG, CATALOG and PROJECTIONS, which a composition root provides.
  */
 @Module({
-  imports: [LedgerModule, IdentityModule],
-  providers: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
-  exports: [ReadYourWrites, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
+  imports: [LedgerModule, IdentityModule, ReadYourWritesModule],
+  providers: [KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
+  exports: [ReadYourWritesModule, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
 })
 export class ManagementModule {}

@@ -56,3 +56,6 @@ export {
   type Target,
   type ToolPrices,
 } from './targets';
+export { rateLimitBucket, rateLimitHeaders, TokenWindows, tokensExceeded, tokenWindowHeaders, tooManyRequests } from './token-windows';
+export { Metering } from './metering.service';
+export { MeteringModule } from './metering.module';

@@ -2,3 +2,4 @@
 export { routeLabel, ServiceMetrics, upstreamErrorCode, type MetricsSources } from './metrics';
 export { startMetricsServer, type MetricsServer } from './server';
 export { GenerationNotes, type RequestRecord } from './generation-notes';
+export { SERVICE_METRICS } from './tokens';

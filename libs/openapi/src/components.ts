@@ -227,8 +227,8 @@ const ProviderPreferences = extension(
 const Plugin = obj({ id: oneOfValues(['web', 'response-healing', 'context-compression']), enabled: bool() }, { required: ['id'], open: true });
 
 /**
- * The rules of apps/gateway/src/chat/chat-completion.request.ts (ROLES, the ranges of its `Is`
- * checks), which lives in the app and cannot be imported here: the generated-request test
+ * The rules of libs/interfaces/src/chat-completion.request.ts (ROLES, the ranges of its `Is`
+ * checks), written as decorators this document does not read: the generated-request test
  * (test/e2e/openapi-requests.e2e.ts) sends their bounds and one past them to keep both in step.
  */
 const chatContent = { anyOf: [str(), arr(anyObject('a content part: text, image_url or file')), { type: 'null' }] };

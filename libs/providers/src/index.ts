@@ -6,6 +6,7 @@
  */
 export { ANTHROPIC_VERSION, MIN_THINKING_BUDGET, type AnthropicOptions } from './anthropic';
 export { OPENAI_PARAMETERS, type OpenAiCompatibleOptions } from './openai';
+export { PROVIDER_CLIENTS, SIMULATOR_URL } from './injection-tokens';
 export { ADAPTERS, createProvider, operationsOf, PROVIDERS, servesModelType, type AdapterName } from './registry';
 export {
   knownParameters,

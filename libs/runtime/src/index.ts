@@ -1,4 +1,4 @@
 export { createRuntime, DataDirInUseError, embeddedDbDir, type Runtime, type RuntimeOptions } from './runtime';
-export { RUNTIME, RuntimeModule } from './runtime.module';
-export { ADMIN_TOKEN, AUTH_CACHE, EDGE_STORES, SERVICE_METRICS } from './tokens';
+export { RuntimeModule } from './runtime.module';
+export { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 export { ALL_PROJECTIONS } from './projections';

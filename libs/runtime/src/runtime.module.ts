@@ -1,17 +1,14 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { CATALOG } from '@svc/catalog';
 import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
+import { GATEWAY_LEASE } from '@svc/ledger';
+import { SERVICE_METRICS } from '@svc/metrics';
 import { PROJECTIONS } from '@svc/projections';
-import { CLOCK, CONFIG, READ_DB } from '@svc/platform';
+import { CLOCK, CONFIG, EDGE_STORES, READ_DB } from '@svc/platform';
+import { PROVIDER_CLIENTS, SIMULATOR_URL } from '@svc/providers';
+import { TRACING } from '@svc/telemetry';
 import type { Runtime } from './runtime';
-import { ADMIN_TOKEN, AUTH_CACHE, EDGE_STORES, SERVICE_METRICS } from './tokens';
-
-/**
- * The whole runtime, for the one class that still takes a slice of it in one parameter (the
- * metered pipeline's service, which wires the pipeline's many dependencies); every other class
- * takes the tokens of the parts it uses.
- */
-export const RUNTIME = Symbol('RUNTIME');
+import { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 
 /** Exposes the process's runtime (built outside Nest) to every module, one token per part. */
 @Global()
@@ -19,7 +16,6 @@ export const RUNTIME = Symbol('RUNTIME');
 export class RuntimeModule {
   static forRoot(runtime: Runtime): DynamicModule {
     const providers = [
-      { provide: RUNTIME, useValue: runtime },
       { provide: CONFIG, useValue: runtime.config },
       { provide: CLOCK, useValue: runtime.clock },
       { provide: READ_DB, useValue: runtime.sql },
@@ -31,6 +27,10 @@ export class RuntimeModule {
       { provide: EDGE_STORES, useValue: runtime.edge },
       { provide: SERVICE_METRICS, useValue: runtime.metrics },
       { provide: AUTH_CACHE, useValue: runtime.authCache },
+      { provide: PROVIDER_CLIENTS, useValue: runtime.providers },
+      { provide: SIMULATOR_URL, useValue: runtime.simulatorUrl },
+      { provide: GATEWAY_LEASE, useValue: runtime.gatewayLease },
+      { provide: TRACING, useValue: runtime.tracing },
     ];
     return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -4,9 +4,5 @@
  */
 /** The operator API's bearer token (string | null): null disables that API. */
 export const ADMIN_TOKEN = Symbol('ADMIN_TOKEN');
-/** The rate limiter, idempotency store, response cache and admission (EdgeStores). */
-export const EDGE_STORES = Symbol('EDGE_STORES');
-/** This process's Prometheus metrics (ServiceMetrics). */
-export const SERVICE_METRICS = Symbol('SERVICE_METRICS');
 /** Keys by secret hash (AuthCache | null): null where the process caches none. */
 export const AUTH_CACHE = Symbol('AUTH_CACHE');

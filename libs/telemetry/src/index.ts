@@ -4,5 +4,6 @@
  * carry. The SDK is loaded only by a process that traces.
  */
 export { upstreamTraceHeaders, withUpstreamTraceHeaders, type TraceHeaders } from './propagation';
+export { TRACING } from './tokens';
 export { ATTR, errorType, Tracing, type RequestTrace, type TracingOptions } from './tracing';
 export type { Attributes, Span } from '@opentelemetry/api';

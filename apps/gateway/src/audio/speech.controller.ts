@@ -5,7 +5,7 @@ import { speechOperation, speechRequest, withVoice } from '@svc/interfaces';
 import { nanoToUsdString } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/audio/speech';
 

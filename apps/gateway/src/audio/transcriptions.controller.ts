@@ -15,7 +15,7 @@ import { ignoredParamsHeader } from '@svc/billing';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { FILE_FIELD, formParts } from '../http/multipart';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 import { checkAudioFile } from './audio-format';
 
 const OPERATIONS = { transcriptions: transcriptionOperation('transcriptions'), translations: transcriptionOperation('translations') };

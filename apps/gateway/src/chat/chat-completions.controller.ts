@@ -3,8 +3,8 @@ import { ChatCompletions } from '@svc/billing';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { ChatCompletionRequest, isSurelyValidChatRequest } from '@svc/interfaces';
 import { fastBodyValidation } from '@svc/platform';
-import { ChatCompletionRequest, isSurelyValidChatRequest } from './chat-completion.request';
 import { EdgeResponses } from '../edge/replay';
 import { openEventStream, presentBilled } from '../edge/billed-answer';
 

@@ -1,10 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
-import type { WindowResult } from '@svc/platform';
-import { ApiError, CLOCK, type Clock, CONFIG, type Config, type EdgeStores, effectiveRateLimits, type RateLimits } from '@svc/platform';
-import type { ServiceMetrics } from '@svc/metrics';
-import { EDGE_STORES, SERVICE_METRICS } from '@svc/runtime';
+import { rateLimitBucket as bucket, rateLimitHeaders, TokenWindows, tokensExceeded, tooManyRequests as tooMany } from '@svc/metering';
+import { type ApiError, CLOCK, type Clock, CONFIG, type Config, EDGE_STORES, type EdgeStores, type WindowResult } from '@svc/platform';
 
 /**
  * A slot is renewed while its request lives (SlotLeases, issue 41 E); one still held this long
@@ -17,8 +15,8 @@ const SLOT_GRACE_MS = 60_000;
  * minute and concurrent requests on every /v1 call, tokens per minute (input + output) on model
  * calls. The `x-ratelimit-*` headers go on every authenticated /v1 response, error or not.
  *
- * Tokens are counted in two steps: the prompt when the request is admitted (so a burst of
- * large prompts cannot all slip in before any is counted), the output when it is known.
+ * A model call's tokens are counted by the metered pipeline (TokenWindows, @svc/metering),
+ * whose limits, buckets, headers and refusal counts these share.
  */
 /** Client addresses this process remembers as refused; more are forgotten oldest first. */
 const MAX_REFUSED_ADDRESSES = 10_000;
@@ -33,8 +31,8 @@ export class RateLimitService {
   constructor(
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(EDGE_STORES) private readonly edge: EdgeStores,
-    @Inject(CONFIG) private readonly config: Pick<Config, 'authFailureLimit' | 'rateLimits' | 'upstreamTimeoutMs'>,
-    @Inject(SERVICE_METRICS) private readonly metrics: ServiceMetrics,
+    @Inject(CONFIG) private readonly config: Pick<Config, 'authFailureLimit' | 'upstreamTimeoutMs'>,
+    private readonly tokens: TokenWindows,
   ) {}
 
   /**
@@ -78,14 +76,8 @@ export class RateLimitService {
     );
   }
 
-  /** Counts a refusal in the process's metrics by its code (issue 22); the error is thrown by the caller. */
   private refused(error: ApiError): ApiError {
-    this.metrics.refused(error.code ?? 'rate_limit_exceeded');
-    return error;
-  }
-
-  limitsOf(caller: Caller): RateLimits {
-    return effectiveRateLimits(caller.environment, caller.rpm_limit, caller.tpm_limit, this.config.rateLimits);
+    return this.tokens.refused(error);
   }
 
   /**
@@ -97,7 +89,7 @@ export class RateLimitService {
    * it ends (answered, failed, client gone, stream cut): all of them emit 'close'.
    */
   async admit(caller: Caller, operation: Operation, reply: FastifyReply, slotMs?: number): Promise<void> {
-    const limits = this.limitsOf(caller);
+    const limits = this.tokens.limitsOf(caller);
     const admitted = await this.edge.admission.admit({
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
@@ -135,21 +127,13 @@ export class RateLimitService {
     else reply.raw.once('close', release);
   }
 
-  /** Counts a model call's prompt before anything is held; 429 `tokens_limit_exceeded` when it would go over. */
-  async consumePromptTokens(caller: Caller, promptTokens: number): Promise<WindowResult> {
-    const limits = this.limitsOf(caller);
-    const window = await this.edge.rateLimiter.consume(bucket('tpm', caller), limits.tokens_per_minute, promptTokens);
-    if (!window.allowed) throw this.refused(tokensExceeded(limits, window.resetMs, promptTokens));
-    return window;
-  }
-
   /**
    * Spec 8, issue 15.3: the headers on an answer that admission never reached (a key refused
    * for its scope or restrictions, a route that does not exist): the windows as they stand,
    * counting nothing.
    */
   async reportWindows(caller: Caller, reply: FastifyReply): Promise<void> {
-    const limits = this.limitsOf(caller);
+    const limits = this.tokens.limitsOf(caller);
     const [requests, tokens] = await Promise.all([
       this.edge.rateLimiter.peek(bucket('rpm', caller), limits.requests_per_minute),
       this.edge.rateLimiter.peek(bucket('tpm', caller), limits.tokens_per_minute),
@@ -157,43 +141,10 @@ export class RateLimitService {
     setWindowHeaders(reply, 'requests', requests);
     setWindowHeaders(reply, 'tokens', tokens);
   }
-
-  /** Counts what the model produced, once known. Never refuses: the answer is already out. */
-  async recordCompletionTokens(caller: Caller, completionTokens: number): Promise<void> {
-    if (completionTokens <= 0) return;
-    await this.edge.rateLimiter.record(bucket('tpm', caller), this.limitsOf(caller).tokens_per_minute, completionTokens);
-  }
-}
-
-function bucket(kind: 'rpm' | 'tpm' | 'concurrent', caller: Caller): string {
-  return `${kind}:${caller.keyId}`;
-}
-
-/** OpenAI's headers; the reset as a duration (`12s`), as OpenAI writes it. */
-function windowHeaders(what: 'requests' | 'tokens', window: WindowResult): Record<string, string> {
-  return {
-    [`x-ratelimit-limit-${what}`]: String(window.limit),
-    [`x-ratelimit-remaining-${what}`]: String(window.remaining),
-    [`x-ratelimit-reset-${what}`]: `${Math.ceil(window.resetMs / 1000)}s`,
-  };
 }
 
 function setWindowHeaders(reply: FastifyReply, what: 'requests' | 'tokens', window: WindowResult): void {
-  void reply.headers(windowHeaders(what, window));
-}
-
-/** The tokens window once a request's prompt is counted in it, for its answer's headers. */
-export function tokenWindowHeaders(window: WindowResult): Record<string, string> {
-  return windowHeaders('tokens', window);
-}
-
-function tooMany(message: string, code: string, retryAfterMs: number): ApiError {
-  return new ApiError(429, 'rate_limit_error', message, code, null, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
-}
-
-function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: number): ApiError {
-  const prompt = promptTokens === undefined ? '' : ` This request's prompt counts ${promptTokens} tokens.`;
-  return tooMany(`This key is limited to ${limits.tokens_per_minute} tokens per minute (input plus output).${prompt}`, 'tokens_limit_exceeded', resetMs);
+  void reply.headers(rateLimitHeaders(what, window));
 }
 
 function tooManyFailures(retryAfterMs: number): ApiError {

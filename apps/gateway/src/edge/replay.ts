@@ -6,7 +6,7 @@ import stringify from 'safe-stable-stringify';
 import { PromptLogs } from '@svc/conversations';
 import { findPreset, presetReference } from '@svc/presets';
 import type { Caller } from '@svc/identity';
-import { newGenerationId, type RequestTags } from '@svc/metering';
+import { Metering, newGenerationId, type RequestTags } from '@svc/metering';
 import {
   ApiError,
   type CachedResponse,
@@ -14,6 +14,7 @@ import {
   type Clock,
   CONFIG,
   type Config,
+  EDGE_STORES,
   type EdgeStores,
   EdgeStoreUnavailable,
   READ_DB,
@@ -21,10 +22,8 @@ import {
   type SqlRunner,
   type StoredResponse,
 } from '@svc/platform';
-import { EDGE_STORES } from '@svc/runtime';
 import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
-import { Metering } from '../metering/metering.service';
 import { DEFAULT_CACHE_TTL_SECONDS, readEdgeHeaders } from './edge-headers';
 
 /** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */

@@ -1,8 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, START, type EventStore, type Position } from '@svc/eventstore';
-import { CLOCK, CONFIG, READ_DB, type Clock, type Config, type EdgeStores, type SqlRunner } from '@svc/platform';
+import { CLOCK, CONFIG, EDGE_STORES, READ_DB, type Clock, type Config, type EdgeStores, type SqlRunner } from '@svc/platform';
 import { PROJECTIONS, projectionLag, type ProjectionRunner } from '@svc/projections';
-import { EDGE_STORES } from '@svc/runtime';
 
 /** Dependencies whose outage the gateway rides out: their failure degrades readiness, never fails it. */
 const SERVES_WITHOUT = new Set(['redis']);

@@ -7,7 +7,7 @@ import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, t
 import { ignoredParamsHeader } from '@svc/billing';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 
 const CONTENT_PATH = '/v1/images/content';
 

@@ -1,7 +1,6 @@
 import { Controller, Get, Inject, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { ServiceMetrics } from '@svc/metrics';
-import { SERVICE_METRICS } from '@svc/runtime';
+import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
 import { AdminGuard } from '../admin/admin.guard';
 
 /**

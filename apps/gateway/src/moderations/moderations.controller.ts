@@ -4,7 +4,7 @@ import type { Caller } from '@svc/identity';
 import { moderate, moderationRequest } from '@svc/interfaces';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/moderations';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Caller } from '@svc/identity';
-import type { RoutedModel } from '@svc/metering';
+import type { Metering, RoutedModel } from '@svc/metering';
 import { ApiError, type Clock, nanoToUsd } from '@svc/platform';
 import {
   type BilledTranscription,
@@ -21,7 +21,6 @@ import {
 } from '@svc/realtime';
 import type { RawData, WebSocket } from 'ws';
 import { toApiError } from '../http/error-mapping';
-import type { Metering } from '../metering/metering.service';
 
 /**
  * Spec 1 rule 4: a client that leaves mid-response is still billed, so the upstream stays open

@@ -16,16 +16,15 @@ import {
   type AuthCache,
 } from '@svc/identity';
 import { CATALOG, type Catalog } from '@svc/catalog';
-import type { ServiceMetrics } from '@svc/metrics';
-import type { RoutedModel, Target } from '@svc/metering';
+import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
+import { Metering, type RoutedModel, type Target } from '@svc/metering';
 import { operationOf } from '@svc/providers';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { WebSocket, WebSocketServer } from 'ws';
-import { AUTH_CACHE, SERVICE_METRICS } from '@svc/runtime';
+import { AUTH_CACHE } from '@svc/runtime';
 import { RateLimitService } from '../edge/rate-limits';
 import { toApiError } from '../http/error-mapping';
 import type { RequestLine } from '../http/request-log';
-import { Metering } from '../metering/metering.service';
 import { MAX_APPEND_BASE64_CHARS, REALTIME_ENDPOINT, SESSION_MAX_MS } from '@svc/realtime';
 import { RealtimeSession } from './realtime-session';
 

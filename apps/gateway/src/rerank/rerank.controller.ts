@@ -5,7 +5,7 @@ import { rerankAnswer, rerankOperation, rerankRequest } from '@svc/interfaces';
 import { nanoToUsd } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/rerank';
 

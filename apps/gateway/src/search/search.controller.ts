@@ -5,7 +5,7 @@ import { searchAnswer, searchOperation, searchRequest } from '@svc/interfaces';
 import { ApiError, nanoToUsd } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
-import { Metering } from '../metering/metering.service';
+import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/search';
 

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AGGREGATE_STORE, type AggregateStore } from '@svc/eventstore';
 import { SqlFileStore } from '@svc/files';
 import type { Caller } from '@svc/identity';
+import { Metering } from '@svc/metering';
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { PROJECTIONS, type ProjectionRunner } from '@svc/projections';
 import { CreateVideo, isVideoId, isVideoTerminal, type VideoRow, VideoCalls, VideoJobs, Videos, VIDEOS_ENDPOINT } from '@svc/videos';
@@ -11,7 +12,6 @@ import { EdgeResponses } from '../edge/replay';
 import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { formParts } from '../http/multipart';
 import { listPage, pageQuery } from '../http/pagination';
-import { Metering } from '../metering/metering.service';
 import { type SignedContent, VideoContentUrls, type VideoVariant } from './content-urls';
 
 /** The form fields POST /videos reads (spec 4.15; the openai SDK sends its create call as a multipart form). */

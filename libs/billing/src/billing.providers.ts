@@ -1,12 +1,16 @@
 import { Logger, type Provider } from '@nestjs/common';
-import { ChatCompletions, Embeddings, LegacyCompletions, Messages, Responses } from '@svc/billing';
 import { CATALOG, type Catalog } from '@svc/catalog';
 import { CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { forgetProgress, PROGRESS_INTERVAL_MS, recordProgress } from '@svc/ledger';
-import { midStreamError } from '../http/error-mapping';
-import { Metering } from './metering.service';
+import { Metering } from '@svc/metering';
+import { midStreamError } from './api-errors';
+import { ChatCompletions } from './chat';
+import { LegacyCompletions } from './completions';
+import { Embeddings } from './embeddings';
+import { Messages } from './messages';
+import { Responses } from './responses';
 
-/** The billed use cases of libs/billing, on this process's pipeline, database and configuration. */
+/** The billed use cases, on this process's pipeline, database and configuration. */
 export const BILLING_PROVIDERS: Provider[] = [
   {
     provide: ChatCompletions,

@@ -1,32 +1,22 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
-import { defaultModelOf, ProviderStats, type ModelType } from '@svc/catalog';
+import { CATALOG, type Catalog, defaultModelOf, ProviderStats, type ModelType } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { LedgerCommand, recordUnsettled } from '@svc/ledger';
-import {
-  answerOperation,
-  MeteredCalls,
-  type MeteringDeps,
-  OwnProviders,
-  routeOperation,
-  runOperation,
-  type Answered,
-  type CallContext,
-  type ReserveOptions,
-  type Operation,
-  type RoutedModel,
-  type Routing,
-  type RunResult,
-  type Target,
-} from '@svc/metering';
-import { RUNTIME, type Runtime } from '@svc/runtime';
+import { GATEWAY_LEASE, type GatewayLease, LedgerCommand, recordUnsettled } from '@svc/ledger';
+import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
+import { CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { ReadYourWrites } from '@svc/projections';
-import { RateLimitService, tokenWindowHeaders } from '../edge/rate-limits';
+import { PROVIDER_CLIENTS, type Provider, SIMULATOR_URL } from '@svc/providers';
+import { TRACING, type Tracing } from '@svc/telemetry';
+import { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type Routing, type RunResult } from './operation';
+import { MeteredCalls, type MeteringDeps, type ReserveOptions } from './pipeline';
+import { OwnProviders, type RoutedModel, type Target } from './targets';
+import { TokenWindows, tokenWindowHeaders } from './token-windows';
 
 /**
- * The billed-call pipeline of this gateway process: the library's MeteredCalls on the command
- * bus (each decision then waits for the caller's reads to see it), the edge's token windows, and
- * this process's routing figures.
+ * The billed-call pipeline of this process (a gateway's, or a worker's running jobs): MeteredCalls
+ * on the command bus (each decision then waits for the caller's reads to see it), the keys' token
+ * windows, and this process's routing figures.
  */
 @Injectable()
 export class Metering {
@@ -40,40 +30,46 @@ export class Metering {
   private readonly logger = new Logger('metering');
 
   constructor(
-    @Inject(RUNTIME)
-    private readonly runtime: Pick<Runtime, 'config' | 'catalog' | 'clock' | 'providers' | 'simulatorUrl' | 'gatewayLease' | 'sql' | 'metrics' | 'tracing'>,
+    @Inject(CONFIG) config: Pick<Config, 'encryptionKey' | 'simulatorUrl' | 'upstreamTimeoutMs' | 'byokFeePercent'>,
+    @Inject(CATALOG) private readonly catalog: Catalog,
+    @Inject(CLOCK) clock: Clock,
+    @Inject(PROVIDER_CLIENTS) providers: ReadonlyMap<string, Provider>,
+    @Inject(SIMULATOR_URL) simulatorUrl: string | null,
+    @Inject(GATEWAY_LEASE) gatewayLease: GatewayLease | null,
+    @Inject(READ_DB) sql: SqlRunner,
+    @Inject(SERVICE_METRICS) metrics: Pick<ServiceMetrics, 'metering'>,
+    @Inject(TRACING) tracing: Tracing | null,
     commands: CommandBus,
     reads: ReadYourWrites,
-    rateLimits: RateLimitService,
+    tokenWindows: TokenWindows,
   ) {
-    const { config } = runtime;
-    this.routing = { catalog: runtime.catalog, clock: runtime.clock, providerStats: this.providerStats };
+    this.routing = { catalog, clock, providerStats: this.providerStats };
     this.ledger = async (accountId, command, metadata) => {
       const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
       reads.wrote(accountId, handled.appended?.position);
       return handled;
     };
     this.calls = new MeteredCalls({
-      clock: runtime.clock,
-      catalog: runtime.catalog,
-      providers: runtime.providers,
+      clock,
+      catalog,
+      providers,
       own: new OwnProviders({
         encryptionKey: config.encryptionKey,
-        simulatorUrl: runtime.simulatorUrl ?? config.simulatorUrl,
+        simulatorUrl: simulatorUrl ?? config.simulatorUrl,
         timeoutMs: config.upstreamTimeoutMs,
       }),
       byokFeePercent: config.byokFeePercent,
       upstreamTimeoutMs: config.upstreamTimeoutMs,
       ledger: this.ledger,
       tokenLimits: {
-        consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await rateLimits.consumePromptTokens(caller, tokens)),
-        recordOutput: (caller: Caller, tokens: number) => rateLimits.recordCompletionTokens(caller, tokens),
+        consumePrompt: async (caller: Caller, tokens: number) => tokenWindowHeaders(await tokenWindows.consumePromptTokens(caller, tokens)),
+        recordOutput: (caller: Caller, tokens: number) => tokenWindows.recordCompletionTokens(caller, tokens),
       },
-      leaseId: () => runtime.gatewayLease?.id,
-      unsettled: { record: (charge) => recordUnsettled(runtime.sql, charge) },
+      leaseId: () => gatewayLease?.id,
+      unsettled: { record: (charge) => recordUnsettled(sql, charge) },
       warn: (message) => this.logger.warn(message),
-      observer: runtime.metrics.metering,
-      tracing: runtime.tracing,
+      observer: metrics.metering,
+      tracing,
     });
   }
 
@@ -119,6 +115,6 @@ export class Metering {
    * may use (moderation; search without an engine, spec 4.14).
    */
   defaultModel(caller: Caller, type: ModelType): string {
-    return defaultModelOf(this.runtime.catalog, type, caller.allowed_models);
+    return defaultModelOf(this.catalog, type, caller.allowed_models);
   }
 }

@@ -1,0 +1,2 @@
+/** This process's OpenTelemetry spans (Tracing | null): null where it does not trace. */
+export const TRACING = Symbol('TRACING');
