@@ -1,11 +1,11 @@
 import type { Catalog, CatalogModel } from '@svc/catalog';
 import type { EventMetadata, Handled } from '@svc/eventstore';
-import { DomainError, StreamContentionError } from '@svc/eventstore';
+import { StreamContentionError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import type { AccountCommand, AccountEvent, AccountState, GenerationStats } from '@svc/ledger';
 import { billedAmount, BYOK_SUFFIX } from '@svc/ledger';
 import type { Clock, Nano } from '@svc/platform';
-import { ApiError, isConnectionFailure, randomHex } from '@svc/platform';
+import { DomainError, isConnectionFailure, randomHex } from '@svc/platform';
 import type { Provider } from '@svc/providers';
 import { ProviderError } from '@svc/providers';
 import { ATTR, type Attributes, type Span, type Tracing } from '@svc/telemetry';
@@ -314,9 +314,9 @@ export class MeteredCalls {
     const targets = reservation.targets.map((ref): Target => {
       const model: CatalogModel | undefined = this.deps.catalog.get(ref.model);
       const route = model?.providers.find((r) => r.provider.name === ref.provider);
-      if (!model || !route) throw ApiError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
+      if (!model || !route) throw DomainError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
       const provider = ref.byok ? own(route.provider) : this.deps.providers.get(route.provider.name);
-      if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
+      if (!provider) throw DomainError.internal(`provider ${route.provider.name} is not configured`);
       return { model, route, provider, byok: ref.byok, fields: ref.fields };
     });
     return discounted(targets, reservation.batchLine === true);
@@ -472,10 +472,10 @@ export class MeteredCalls {
    */
   pricedTargetOf(reservation: Reservation, answered: AnsweredBy): PricedTarget {
     const ref = reservation.targets.find((t) => t.model === answered.model && t.provider === answered.provider && t.byok === answered.byok);
-    if (!ref) throw ApiError.internal(`${answered.model} via ${answered.provider} is not a target of ${reservation.id}`);
+    if (!ref) throw DomainError.internal(`${answered.model} via ${answered.provider} is not a target of ${reservation.id}`);
     const model = this.deps.catalog.get(ref.model);
     const route = model?.providers.find((r) => r.provider.name === ref.provider);
-    if (!model || !route) throw ApiError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
+    if (!model || !route) throw DomainError.internal(`${ref.model} via ${ref.provider} is no longer in the catalog`);
     return {
       model,
       route,
