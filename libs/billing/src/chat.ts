@@ -38,7 +38,7 @@ import {
   tokenSettlement,
   tokenWorstCase,
 } from '@svc/metering';
-import { ApiError, type Clock, type Nano, nanoToUsd } from '@svc/platform';
+import { type Clock, type Nano, nanoToUsd, renamingParam } from '@svc/platform';
 import { applyPreset, findPreset, openPresetConfig, presetReference, type PresetUse } from '@svc/presets';
 import { countChatPromptTokens, healChoices, wantsJson } from '@svc/providers';
 import type { ChatCompletion } from '@svc/providers';
@@ -405,7 +405,7 @@ export class ChatCompletions {
       const maxPerQuery = models[0].routes.reduce((max, route) => ((route.prices.perQuery ?? 0n) > max ? (route.prices.perQuery ?? 0n) : max), 0n);
       return { models, maxPerQuery };
     } catch (err) {
-      throw ApiError.renamingParam(err, 'model', web.engineParam);
+      throw renamingParam(err, 'model', web.engineParam);
     }
   }
 
