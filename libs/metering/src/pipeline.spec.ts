@@ -6,7 +6,9 @@ import { countTextTokens, ProviderError, type Provider } from '@svc/providers';
 import { sumOfLines } from './cost-lines';
 import { failedGenerationOf } from './failed-generation';
 import { tokenMeters, tokenWorstCase } from './meters';
-import { MeteredCalls, type Plan, type Reservation, type Settlement, type UnsettledCharge } from './pipeline';
+import type { UnsettledCharge } from './metering-deps';
+import { MeteredCalls } from './pipeline';
+import type { Plan, Reservation, Settlement } from './reservation';
 import {
   ACCOUNT,
   AccountLog,

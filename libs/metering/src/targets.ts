@@ -84,6 +84,11 @@ export function targetsOf(
   );
 }
 
+/** Spec 1 rule 6: a batch line's targets, each at its model's batch discount. */
+export function discounted(targets: Target[], batchLine: boolean): Target[] {
+  return batchLine ? targets.map((t) => ({ ...t, discountPercent: t.model.batchDiscountPercent })) : targets;
+}
+
 /**
  * What a BYOK request is billed: `feePercent` (SVC_BYOK_FEE_PERCENT) of what the same request
  * would have cost on the operator's key, rounded up to the nano like every other charge.
