@@ -1,3 +1,8 @@
+/**
+ * What the billed-call pipeline needs of the process it runs in: the catalog and provider
+ * clients, the account's decisions, the caller's token window, and where it reports and keeps
+ * what it could not land.
+ */
 import type { Catalog } from '@svc/catalog';
 import type { EventMetadata, Handled } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
