@@ -6,7 +6,7 @@
  */
 import type { CatalogModel } from '@svc/catalog';
 import { DEFAULT_WEB_RESULTS, searchOptionsOf, type SearchOptions } from '@svc/interfaces';
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { compressMessages, isRecord } from '@svc/providers';
 
 export const PLUGIN_IDS = ['web', 'response-healing', 'context-compression'] as const;
@@ -50,13 +50,13 @@ export function readPlugins(request: { plugins?: unknown; transforms?: unknown }
   const asked = new Map<PluginId, boolean>();
   let web: WebPlugin | null = online ? { ...webPluginOf({}, ''), engineParam: 'model' } : null;
   if (request.plugins !== undefined) {
-    if (!Array.isArray(request.plugins)) throw ApiError.invalidRequest('plugins must be an array of objects with an id.', 'plugins');
+    if (!Array.isArray(request.plugins)) throw DomainError.invalid('plugins must be an array of objects with an id.', 'plugins');
     request.plugins.forEach((plugin: unknown, i) => {
       if (!isRecord(plugin) || !PLUGIN_IDS.includes(plugin.id as PluginId)) {
-        throw ApiError.invalidRequest(`plugins[${i}].id must be one of ${PLUGIN_IDS.join(', ')}.`, `plugins[${i}].id`);
+        throw DomainError.invalid(`plugins[${i}].id must be one of ${PLUGIN_IDS.join(', ')}.`, `plugins[${i}].id`);
       }
       if (plugin.enabled !== undefined && typeof plugin.enabled !== 'boolean') {
-        throw ApiError.invalidRequest(`plugins[${i}].enabled must be a boolean.`, `plugins[${i}].enabled`);
+        throw DomainError.invalid(`plugins[${i}].enabled must be a boolean.`, `plugins[${i}].enabled`);
       }
       asked.set(plugin.id as PluginId, plugin.enabled !== false);
       if (plugin.id === 'web') web = plugin.enabled === false ? null : webPluginOf(plugin, `plugins[${i}].`);
@@ -65,9 +65,9 @@ export function readPlugins(request: { plugins?: unknown; transforms?: unknown }
 
   let middleOut: boolean | null = null;
   if (request.transforms !== undefined) {
-    if (!Array.isArray(request.transforms)) throw ApiError.invalidRequest('transforms must be an array: ["middle-out"] or [].', 'transforms');
+    if (!Array.isArray(request.transforms)) throw DomainError.invalid('transforms must be an array: ["middle-out"] or [].', 'transforms');
     request.transforms.forEach((t: unknown, i) => {
-      if (t !== 'middle-out') throw ApiError.invalidRequest(`transforms[${i}] must be "middle-out".`, `transforms[${i}]`);
+      if (t !== 'middle-out') throw DomainError.invalid(`transforms[${i}] must be "middle-out".`, `transforms[${i}]`);
     });
     middleOut = request.transforms.length > 0;
   }
@@ -78,16 +78,16 @@ export function readPlugins(request: { plugins?: unknown; transforms?: unknown }
 function webPluginOf(entry: Record<string, unknown>, at: string): WebPlugin {
   for (const field of Object.keys(entry)) {
     if (!WEB_FIELDS.includes(field))
-      throw ApiError.invalidRequest(`${at}${field} is not an option of the web plugin (options: ${WEB_FIELDS.slice(1).join(', ')}).`, `${at}${field}`);
+      throw DomainError.invalid(`${at}${field} is not an option of the web plugin (options: ${WEB_FIELDS.slice(1).join(', ')}).`, `${at}${field}`);
   }
   const text = (field: string): string | undefined => {
     const value = entry[field];
     if (value === undefined || value === null) return undefined;
-    if (typeof value !== 'string' || value.trim() === '') throw ApiError.invalidRequest(`${at}${field} must be a non-empty string.`, `${at}${field}`);
+    if (typeof value !== 'string' || value.trim() === '') throw DomainError.invalid(`${at}${field} must be a non-empty string.`, `${at}${field}`);
     return value;
   };
   const onFailure = text('on_failure') ?? 'fail';
-  if (onFailure !== 'fail' && onFailure !== 'continue') throw ApiError.invalidRequest(`${at}on_failure must be "fail" or "continue".`, `${at}on_failure`);
+  if (onFailure !== 'fail' && onFailure !== 'continue') throw DomainError.invalid(`${at}on_failure must be "fail" or "continue".`, `${at}on_failure`);
   return {
     ...searchOptionsOf(entry, DEFAULT_WEB_RESULTS, at),
     engine: text('engine') ?? null,
@@ -119,7 +119,7 @@ export function fitContext<M>(
   const advice = on
     ? 'even after context compression dropped every message it may; shorten the system prompt or the latest message, or lower max_tokens'
     : 'and context compression is off; shorten the conversation or enable the context-compression plugin';
-  throw ApiError.invalidRequest(
+  throw DomainError.invalid(
     `The prompt (${fitted.promptTokens} tokens)${cap} exceeds the context window of '${model.id}' (${model.contextLength} tokens), ${advice}.`,
     'messages',
   );

@@ -4,7 +4,7 @@
  * naming the field at fault.
  */
 import type { CatalogModel } from '@svc/catalog';
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { isRecord, knownParameters } from '@svc/providers';
 
 /** The request fields of spec 4.2's table: everything else is ignored (rule 1). */
@@ -70,14 +70,14 @@ export function checkCapabilities(request: { tools?: unknown; tool_choice?: unkn
   const firstImage = imagePartsOf(request.messages)[0];
   for (const model of models) {
     if (toolField && !model.supportedParameters.includes('tools')) {
-      throw ApiError.invalidRequest(
+      throw DomainError.invalid(
         `Model '${model.id}' does not support tool calling; remove '${toolField}' or use a model that lists tools in supported_parameters.`,
         toolField,
         'unsupported_parameter',
       );
     }
     if (firstImage && !model.inputModalities.includes('image')) {
-      throw ApiError.invalidRequest(
+      throw DomainError.invalid(
         `Model '${model.id}' does not accept image input; remove the image parts or use a model with image in input_modalities.`,
         firstImage.param,
         'unsupported_parameter',
@@ -90,11 +90,11 @@ export function checkCapabilities(request: { tools?: unknown; tool_choice?: unkn
 export function checkImages(messages: readonly unknown[]): void {
   const images = imagePartsOf(messages);
   if (images.length > MAX_IMAGES) {
-    throw ApiError.invalidRequest(`At most ${MAX_IMAGES} images per request; this one has ${images.length}.`, images[MAX_IMAGES].param);
+    throw DomainError.invalid(`At most ${MAX_IMAGES} images per request; this one has ${images.length}.`, images[MAX_IMAGES].param);
   }
   for (const { param, url } of images) {
     const problem = imageUrlProblem(url);
-    if (problem) throw ApiError.invalidRequest(`'${param}': ${problem}`, param);
+    if (problem) throw DomainError.invalid(`'${param}': ${problem}`, param);
   }
 }
 

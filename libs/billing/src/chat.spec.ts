@@ -7,7 +7,8 @@ import { A, credited, opened } from '@svc/ledger/testing/account-fixtures';
 import { MeteredCalls, OwnProviders, type StreamProgress, type StreamSink } from '@svc/metering';
 import { nanoToUsd } from '@svc/platform';
 import { createProvider, type Provider, startSimulator, type Simulator } from '@svc/providers';
-import { ChatCompletions, type ChatRequest } from './chat';
+import { ChatCompletions } from './chat';
+import type { ChatRequest } from './chat-request';
 import { Embeddings } from './embeddings';
 import { Messages } from './messages';
 

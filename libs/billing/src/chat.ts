@@ -3,34 +3,17 @@
  * the request's rules and plan, the hold, the upstream call with fallbacks, and the settlement,
  * streamed or not. Messages, Responses and legacy completions run through it as well.
  */
-import { randomBytes } from 'node:crypto';
-import { type Catalog, defaultModelOf, type ModelPlan, parseModelId, planModels, type PlanRequest, type ProviderStats } from '@svc/catalog';
+import { type Catalog, type ModelPlan, parseModelId, planModels, type PlanRequest, type ProviderStats } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
+import { chatAnnotations, webSearchPromptTokens } from '@svc/interfaces';
 import {
-  chatAnnotations,
-  lastUserText,
-  pageOf,
-  searchBody,
-  WEB_RESULT_TOKENS,
-  webSearchMessage,
-  webSearchPromptTokens,
-  type WebSearchRun,
-  withWebSearch,
-} from '@svc/interfaces';
-import {
-  costOfMeters,
-  markFailedGeneration,
-  type Metered,
   type MeteredCalls,
   MeteredStream,
   type MeterUsage,
   openStream,
   operationOf,
   type ReserveOptions,
-  routeOperation,
-  type RoutedModel,
   type Settlement,
-  type StreamEncoder,
   type StreamProgressStore,
   StreamRelay,
   type StreamSink,
@@ -38,95 +21,17 @@ import {
   tokenSettlement,
   tokenWorstCase,
 } from '@svc/metering';
-import { ApiError, type Clock, type Nano, nanoToUsd } from '@svc/platform';
-import { applyPreset, findPreset, openPresetConfig, presetReference, type PresetUse } from '@svc/presets';
+import { type Clock, type Nano, nanoToUsd } from '@svc/platform';
+import { applyPreset, findPreset, openPresetConfig, presetReference } from '@svc/presets';
 import { countChatPromptTokens, healChoices, wantsJson } from '@svc/providers';
-import type { ChatCompletion } from '@svc/providers';
 import { type AnsweredCall, type BilledAnswer, type CallTags, settled } from './answered';
 import { ChatChunkEncoder } from './chat-encoder';
-import { type ChatPlugins, fitContext, readPlugins, type WebPlugin } from './chat-plugins';
+import { fitContext, readPlugins } from './chat-plugins';
+import type { ChatCompletionResponse, ChatRequest, EncoderFactory, Generation, PreparedChat, StreamedChat } from './chat-request';
 import { checkCapabilities, checkImages, ignoredParamsHeader, withoutUnknownFields } from './chat-rules';
+import { runWebSearch, searchEngineOf, searchUsage, toolUsage } from './chat-web-search';
 
 const ENDPOINT = '/v1/chat/completions';
-
-/** A chat message as the rules read it; the rest of its fields go upstream as they are. */
-export interface ChatRequestMessage {
-  role: string;
-  content?: unknown;
-}
-
-/** A chat-completions body (spec 4.2): the fields the use case reads; the other known fields go upstream as they are. */
-export interface ChatRequest {
-  model: string;
-  models?: string[];
-  messages: ChatRequestMessage[];
-  stream?: boolean;
-  stream_options?: { include_usage?: boolean };
-  max_tokens?: number;
-  max_completion_tokens?: number;
-  provider?: unknown;
-  plugins?: unknown;
-  transforms?: unknown;
-  usage?: { include?: boolean };
-  user?: string;
-  safety_identifier?: string;
-  response_format?: unknown;
-  tools?: unknown;
-  tool_choice?: unknown;
-}
-
-/** The engine of a web search: its routed providers, and the most one query may cost (the hold's figure). */
-interface SearchEngine {
-  models: RoutedModel[];
-  maxPerQuery: bigint;
-}
-
-/** A request's web search: the plugin's options and the engine they chose, routed once. */
-export interface WebSearch {
-  plugin: WebPlugin;
-  engine: SearchEngine;
-}
-
-/**
- * A chat request past its rules (spec 4.2 rules 1, 4, 5 and 9; spec 2.5 presets), planned
- * once: the request as it goes on, the plugins to apply to its answer, the headers that report
- * what was changed, and the models that may answer with their providers.
- */
-export interface PreparedChat {
-  request: ChatRequest;
-  plugins: ChatPlugins;
-  /** `x-svc-ignored-params`, `x-svc-compressed-messages`. */
-  headers: Record<string, string>;
-  preset: PresetUse | null;
-  /** Spec 4.2 rule 7: the web search to run before the model is called. */
-  web: WebSearch | null;
-  plan: ModelPlan;
-}
-
-export interface ChatCompletionResponse {
-  generationId: string;
-  /** Headers of the call (deprecation notices of the requested model, spec 9; the tokens window). */
-  headers: Record<string, string>;
-  body: Omit<ChatCompletion, 'usage'> & { usage: Record<string, unknown> & { cost: number } };
-  /** The web search the generation ran (spec 4.2 rule 7), for the interfaces that show it in their own shape. */
-  webSearch: WebSearchRun | null;
-}
-
-export interface StreamedChat {
-  generationId: string;
-  headers: Record<string, string>;
-  /** True once the stream finished cleanly and was billed; false when it was cut short. */
-  finished: Promise<boolean>;
-}
-
-/** The wire format of a stream, made once the generation's id and answering model are known. */
-export type EncoderFactory = (generation: {
-  id: string;
-  model: string;
-  provider: string;
-  promptTokens: number;
-  webSearch: WebSearchRun | null;
-}) => StreamEncoder;
 
 export interface ChatDeps {
   calls: MeteredCalls;
@@ -144,16 +49,6 @@ export interface ChatDeps {
   /** The `{"error": {...}}` object a stream that broke off after its first byte ends with. */
   streamError(failure: unknown): object;
   log: { warn(message: string): void; error(message: string): void };
-}
-
-/** One chat request from its hold to its settlement. */
-interface Generation {
-  metered: Metered;
-  /** The request as it goes upstream: with the web search's results when one ran. */
-  request: ChatRequest;
-  webSearch: WebSearchRun | null;
-  /** Searches billed on the generation (spec 4.2 rule 7): those that returned results. */
-  searches: number;
 }
 
 export class ChatCompletions {
@@ -210,7 +105,7 @@ export class ChatCompletions {
     checkCapabilities(known, models);
     checkImages(known.messages);
     // The engine is routed now, so a mistake in it is a 4XX before anything is held.
-    const web = plugins.web ? { plugin: plugins.web, engine: this.searchEngine(caller, plugins.web) } : null;
+    const web = plugins.web ? { plugin: plugins.web, engine: searchEngineOf(this.deps, caller, plugins.web) } : null;
     const maxOutput = known.max_completion_tokens ?? known.max_tokens ?? null;
     const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
 
@@ -271,7 +166,7 @@ export class ChatCompletions {
           model: target.model.id,
           provider: target.route.provider.name,
           choices,
-          usage: { ...(upstream.usage ?? {}), ...this.searchUsage(generation, target), cost: nanoToUsd(charged) },
+          usage: { ...(upstream.usage ?? {}), ...searchUsage(this.deps.calls, generation, target), cost: nanoToUsd(charged) },
         },
         webSearch,
       };
@@ -314,7 +209,7 @@ export class ChatCompletions {
         if (bill.released) return { ...bill.wire, cost: 0 };
         // A stream cut short says nothing reliable about the provider's speed.
         if (outcome.failure === null) this.measure(target, outcome.latencyMs, outcome.ttftMs, bill.usage.completionTokens);
-        return { ...bill.wire, ...this.searchUsage(generation, target), cost: nanoToUsd(bill.charged) };
+        return { ...bill.wire, ...searchUsage(this.deps.calls, generation, target), cost: nanoToUsd(bill.charged) };
       },
       errorEvent: (failure) => this.deps.streamError(failure),
       progress: (sofar) => billing.record(sofar),
@@ -352,69 +247,7 @@ export class ChatCompletions {
       options,
     );
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };
-    return web ? this.webSearch(caller, generation, web) : generation;
-  }
-
-  /**
-   * Spec 4.2 rule 7, after the hold: one search for the last user message, on the engine's
-   * providers in turn, its results given to the model before that message. The search is
-   * billed (on this generation, at the price of the engine's provider that answered) only when
-   * it found something. A search that fails releases the hold and fails the request, unbilled,
-   * unless the plugin says `on_failure: "continue"`: then the model answers without it.
-   */
-  private async webSearch(caller: Caller, generation: Generation, { plugin: web, engine }: WebSearch): Promise<Generation> {
-    const { calls } = this.deps;
-    const { reservation } = generation.metered;
-    const query = lastUserText(generation.request.messages).trim();
-    const unpriced = { ...generation, metered: calls.withToolPrices(generation.metered, { perQuery: 0n }) };
-    if (query === '') return unpriced;
-    const started = performance.now();
-    const tried = await calls.tryTargets(reservation.id, caller, engine.models, (target) => operationOf(target, 'search')(searchBody(query, web)));
-    if (!tried.answered) {
-      if (web.onFailure === 'continue') {
-        this.deps.log.warn(`${reservation.id}: web search failed (${(tried.error as Error).message}); answering without it`);
-        return unpriced;
-      }
-      const primary = generation.metered.targets[0];
-      await calls.release(reservation, primary, tried.cause, performance.now() - started, 'web_search_failed');
-      throw markFailedGeneration(tried.error, reservation.id);
-    }
-    const hits = tried.value.results.slice(0, web.maxResults).map((hit) => pageOf(hit, WEB_RESULT_TOKENS));
-    const run: WebSearchRun = { id: randomBytes(12).toString('hex'), query, engine: tried.target.model.id, hits };
-    if (hits.length === 0) return { ...unpriced, webSearch: run };
-    const perQuery = tried.target.route.prices.perQuery ?? 0n;
-    // Issue 23: what the query costs the operator, recorded with the charge; null when the catalog does not say.
-    const engineCost = tried.target.route.cost;
-    const costPerQuery = engineCost ? costOfMeters({ queries: 1 }, engineCost) : null;
-    const messages = withWebSearch(generation.request.messages, webSearchMessage(run, this.deps.clock.now(), web.searchPrompt));
-    return {
-      ...generation,
-      metered: calls.withToolPrices(generation.metered, { perQuery, costPerQuery }),
-      request: { ...generation.request, messages },
-      webSearch: run,
-      searches: 1,
-    };
-  }
-
-  /** The plugin's engine (or the catalog's default search engine the key may use), routed; its errors name the field that chose it. */
-  private searchEngine(caller: Caller, web: WebPlugin): SearchEngine {
-    const { catalog, clock, providerStats } = this.deps;
-    try {
-      const model = web.engine ?? defaultModelOf(catalog, 'search', caller.allowed_models);
-      const { models } = routeOperation({ catalog, clock, providerStats }, caller, 'search', { model });
-      const maxPerQuery = models[0].routes.reduce((max, route) => ((route.prices.perQuery ?? 0n) > max ? (route.prices.perQuery ?? 0n) : max), 0n);
-      return { models, maxPerQuery };
-    } catch (err) {
-      throw ApiError.renamingParam(err, 'model', web.engineParam);
-    }
-  }
-
-  /** Spec 4.2 rule 7 in `usage`: the searches billed and their cost (OpenRouter's server_tool_use, with the cost beside it). */
-  private searchUsage(generation: Generation, target: Target): Record<string, unknown> {
-    if (!generation.webSearch) return {};
-    // Priced as the settlement prices them: the queries meter alone, on the target that answered.
-    const cost = this.deps.calls.costOf(target, { queries: generation.searches });
-    return { server_tool_use: { web_search_requests: generation.searches, web_search_cost: nanoToUsd(cost) } };
+    return web ? runWebSearch(this.deps, caller, generation, web) : generation;
   }
 
   private measure(target: Target, latencyMs: number, ttftMs: number | null, completionTokens: number): void {
@@ -426,11 +259,6 @@ const chatEncoder =
   (request: ChatRequest): EncoderFactory =>
   (generation) =>
     new ChatChunkEncoder(generation, request.stream_options?.include_usage === true);
-
-/** The web searches a generation bills beside its tokens (spec 4.2 rule 7). */
-function toolUsage(generation: Generation): MeterUsage {
-  return generation.searches > 0 ? { queries: generation.searches } : {};
-}
 
 /**
  * What goes upstream: the request with this target's suffix fields, under the provider's own

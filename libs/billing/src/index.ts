@@ -6,17 +6,16 @@
  */
 export { settled, type AnsweredCall, type BilledAnswer, type CallTags } from './answered';
 export { apiErrorOfFailure, midStreamError } from './api-errors';
+export { ChatCompletions, type ChatDeps } from './chat';
 export {
-  ChatCompletions,
   type ChatCompletionResponse,
-  type ChatDeps,
   type ChatRequest,
   type ChatRequestMessage,
   type EncoderFactory,
   type PreparedChat,
   type StreamedChat,
   type WebSearch,
-} from './chat';
+} from './chat-request';
 export { ChatChunkEncoder } from './chat-encoder';
 export { COMPRESSION_DEFAULT_MAX_CONTEXT, fitContext, PLUGIN_IDS, readPlugins, type ChatPlugins, type WebPlugin } from './chat-plugins';
 export {

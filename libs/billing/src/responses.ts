@@ -20,7 +20,7 @@ import {
   type WebSearchRun,
 } from '@svc/interfaces';
 import type { StreamSink } from '@svc/metering';
-import { ApiError, type Clock, type SqlRunner } from '@svc/platform';
+import { type Clock, DomainError, type SqlRunner } from '@svc/platform';
 import type { BilledAnswer, CallTags } from './answered';
 import type { ChatCompletions } from './chat';
 import { throughChat } from './through-chat';
@@ -179,8 +179,8 @@ export class Responses {
  * One answer for a response that never existed, was deleted, has expired or belongs to
  * another workspace: nobody learns which.
  */
-function notFound(id: string, param: string | null = null): ApiError {
-  return ApiError.notFound(
+function notFound(id: string, param: string | null = null): DomainError {
+  return DomainError.notFound(
     `No stored response with id '${id}' exists for this workspace (responses are kept 30 days unless created with store: false, and deleted ones are gone).`,
     'response_not_found',
     param,

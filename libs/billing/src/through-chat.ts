@@ -9,7 +9,8 @@ import type { ChatRequestBody, CostedUsage, WebSearchRun } from '@svc/interfaces
 import type { StreamSink } from '@svc/metering';
 import type { ChatCompletion } from '@svc/providers';
 import type { BilledAnswer, CallTags } from './answered';
-import type { ChatCompletions, ChatRequest, EncoderFactory } from './chat';
+import type { ChatCompletions } from './chat';
+import type { ChatRequest, EncoderFactory } from './chat-request';
 import { ignoredParamsHeader } from './chat-rules';
 
 /** A completion as the chat use case answers it: the generation's id, the model that answered, usage with its cost. */

@@ -1,7 +1,7 @@
-import { fold } from '@svc/eventstore';
+import { encodePosition, fold } from '@svc/eventstore';
 import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { MAX_AMOUNT_NANO } from '@svc/platform';
-import { accountDecider, availableNano, EXPIRE_BATCH, type AccountEvent } from './account';
+import { accountDecider, availableNano, EXPIRE_BATCH, upcastAccountEvent, type AccountEvent } from './account';
 import { A, charged, credited, dailyLimitSet, expired, held, opened, placeHold, released, specAt, stats } from './testing/account-fixtures';
 
 // The default clock of deciderSpec: Monday 2026-11-02 10:00 UTC.
@@ -126,6 +126,18 @@ describe('account decider', () => {
       const state = fold(accountDecider, [...given, charged('h1', 123n, NOW)]);
       expect(availableNano(state)).toBe(877n);
       expect(state.holds.size).toBe(0);
+    });
+
+    it('records what it charged by meter: the meters the command names, else its tokens as input, cached_input and output', () => {
+      const tokens = stats({ prompt_tokens: 10, cached_tokens: 4, completion_tokens: 5 });
+      spec
+        .given(given)
+        .when({ type: 'ChargeUsage', holdId: 'h1', amountNano: 123n, stats: tokens })
+        .then([charged('h1', 123n, NOW, { stats: tokens, usage: { input: 10, cached_input: 4, output: 5 } })]);
+      spec
+        .given(given)
+        .when({ type: 'ChargeUsage', holdId: 'h1', amountNano: 123n, stats: tokens, usage: { images: 2 } })
+        .then([charged('h1', 123n, NOW, { stats: tokens, usage: { images: 2 } })]);
     });
 
     it('charges more than the hold when the provider reports more, and records the excess', () => {
@@ -265,8 +277,10 @@ describe('account decider', () => {
 
   describe('replay', () => {
     it('reads old UsageCharged events without charged_at into the lifetime totals only', () => {
-      const old: AccountEvent = { type: 'UsageCharged', data: { account_id: A, hold_id: 'h1', key_id: 'k1', amount_nano: '300', ...stats() } };
-      const state = fold(accountDecider, [opened, credited(1000n), held('h1', 400n), old]);
+      // Recorded before charged_at and meters: read, as the store reads it, through the upcaster.
+      const old = { type: 'UsageCharged', data: { account_id: A, hold_id: 'h1', key_id: 'k1', amount_nano: '300', ...stats() } };
+      const read = upcastAccountEvent({ ...old, id: 'e4', metadata: {}, stream: 'account-acc1', revision: 3n, position: encodePosition(4n, 0n) });
+      const state = fold(accountDecider, [opened, credited(1000n), held('h1', 400n), read as unknown as AccountEvent]);
       expect(availableNano(state)).toBe(700n);
       expect(state.keys.k1?.lifetimeNano).toBe(300n);
       expect(state.keys.k1?.windows.daily.chargedNano).toBe(0n);

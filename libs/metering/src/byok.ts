@@ -1,4 +1,4 @@
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import type { ProviderError } from '@svc/providers';
 
 /**
@@ -6,8 +6,8 @@ import type { ProviderError } from '@svc/providers';
  * and BYOK alone is refused: 503, since it is the service's configuration, not the caller's
  * request, that is at fault.
  */
-export function byokUnavailable(detail = 'this gateway has no SVC_ENCRYPTION_KEY'): ApiError {
-  return new ApiError(503, 'service_unavailable', `Bring-your-own-key is not available: ${detail}.`, 'byok_unavailable');
+export function byokUnavailable(detail = 'this gateway has no SVC_ENCRYPTION_KEY'): DomainError {
+  return DomainError.unavailable(`Bring-your-own-key is not available: ${detail}.`, 'byok_unavailable');
 }
 
 /**
@@ -16,12 +16,7 @@ export function byokUnavailable(detail = 'this gateway has no SVC_ENCRYPTION_KEY
  * without access to the model (403); the message says it was the account's provider key, not
  * the gateway key, that was refused.
  */
-export function byokKeyRejected(err: ProviderError, provider: string): ApiError {
-  const status = err.status === 403 ? 403 : 401;
-  return new ApiError(
-    status,
-    status === 403 ? 'permission_error' : 'authentication_error',
-    `The provider ${provider} rejected the API key saved for this account (HTTP ${err.status}: ${err.upstreamMessage()}). Update or delete it with the operator API.`,
-    'byok_key_rejected',
-  );
+export function byokKeyRejected(err: ProviderError, provider: string): DomainError {
+  const message = `The provider ${provider} rejected the API key saved for this account (HTTP ${err.status}: ${err.upstreamMessage()}). Update or delete it with the operator API.`;
+  return err.status === 403 ? DomainError.forbidden(message, 'byok_key_rejected') : DomainError.unauthenticated(message, 'byok_key_rejected');
 }

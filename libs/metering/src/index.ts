@@ -8,28 +8,23 @@ export { failedGenerationOf, markFailedGeneration } from './failed-generation';
 export { costOfMeters, DEFAULT_MAX_OUTPUT_TOKENS, METERS, recordedMeters, tokenMeters, tokenWorstCase, type Meter, type MeterUsage } from './meters';
 export { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type Routing, type RunResult } from './operation';
 export { deliveredUsage, MeteredStream, tokenSettlement, type StreamBill, type StreamProgress, type StreamProgressStore } from './metered-stream';
+export { type Tried } from './attempts';
+export { type MeteringDeps, type MeteringObserver, type TokenLimits, type UnsettledCharge, type UnsettledCharges } from './metering-deps';
+export { MeteredCalls } from './pipeline';
 export {
-  MeteredCalls,
-  isHoldNotOpen,
   type AnsweredBy,
   type DecidedCharge,
   type HeldReservation,
   newGenerationId,
-  settleDurably,
   type Metered,
-  type MeteringDeps,
-  type MeteringObserver,
   type Plan,
   type RequestTags,
   type Reservation,
   type ReserveOptions,
   type Settlement,
   type TargetRef,
-  type TokenLimits,
-  type Tried,
-  type UnsettledCharge,
-  type UnsettledCharges,
-} from './pipeline';
+} from './reservation';
+export { isHoldNotOpen, settleDurably } from './settle-durably';
 export {
   openStream,
   STREAM_STALL_MS,

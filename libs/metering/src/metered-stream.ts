@@ -8,7 +8,9 @@ import type { Nano } from '@svc/platform';
 import { countTextTokens, normalizeUsage } from '@svc/providers';
 import type { ChatUsage } from '@svc/providers';
 import { tokenMeters, type MeterUsage } from './meters';
-import { settleDurably, type Metered, type MeteredCalls, type Settlement } from './pipeline';
+import type { MeteredCalls } from './pipeline';
+import type { Metered, Settlement } from './reservation';
+import { settleDurably } from './settle-durably';
 import type { Delivered, StreamOutcome } from './stream';
 import type { Target } from './targets';
 

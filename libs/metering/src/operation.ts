@@ -5,7 +5,8 @@ import type { Clock, Nano } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { markFailedGeneration } from './failed-generation';
 import type { MeterUsage } from './meters';
-import type { Metered, MeteredCalls, Plan, ReserveOptions, Settlement } from './pipeline';
+import type { MeteredCalls } from './pipeline';
+import type { Metered, Plan, ReserveOptions, Settlement } from './reservation';
 import type { RoutedModel, Target } from './targets';
 
 /**

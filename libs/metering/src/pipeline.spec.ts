@@ -1,12 +1,14 @@
 import { parseCatalog } from '@svc/catalog';
 import { DomainError } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import { ApiError, ManualClock, nanoToUsd } from '@svc/platform';
+import { ManualClock, nanoToUsd, refusalOf } from '@svc/platform';
 import { countTextTokens, ProviderError, type Provider } from '@svc/providers';
 import { sumOfLines } from './cost-lines';
 import { failedGenerationOf } from './failed-generation';
 import { tokenMeters, tokenWorstCase } from './meters';
-import { MeteredCalls, type Plan, type Reservation, type Settlement, type UnsettledCharge } from './pipeline';
+import type { UnsettledCharge } from './metering-deps';
+import { MeteredCalls } from './pipeline';
+import type { Plan, Reservation, Settlement } from './reservation';
 import {
   ACCOUNT,
   AccountLog,
@@ -147,8 +149,8 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
 
     const err = await failureOf(chat(w, caller(['up-a'])));
 
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ status: 401, type: 'authentication_error', code: 'byok_key_rejected' });
+    expect(err).toBeInstanceOf(DomainError);
+    expect(refusalOf(err)).toMatchObject({ status: 401, type: 'authentication_error', code: 'byok_key_rejected' });
     expect([own.asked, a.asked, b.asked]).toEqual([['a-chat'], [], []]);
     expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
     expect(w.log.only('HoldReleased')).toMatchObject({ reason: 'error', error_code: 'byok_key_rejected', provider: 'up-a:byok' });
@@ -163,7 +165,7 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     const err = await failureOf(chat(w, caller(), ['x/chat', 'x/spare']));
 
     expect([a.asked, b.asked]).toEqual([['a-chat'], ['b-chat', 'b-spare']]);
-    expect(err).toMatchObject({ status: 504, type: 'api_error', code: 'upstream_timeout' });
+    expect(refusalOf(err)).toMatchObject({ status: 504, type: 'api_error', code: 'upstream_timeout' });
     expect(w.log.decided()).toEqual(['HoldPlaced', 'HoldReleased']);
     expect(w.log.only('HoldReleased')).toMatchObject({ reason: 'error', error_code: 'upstream_504', model: 'x/spare', provider: 'up-b' });
     expect(w.log.available()).toBe(CREDITS);
@@ -310,7 +312,7 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
 
       const err = await failureOf(elsewhere(w).settleReservation(reservation, { model: 'x/spare', provider: 'up-b', byok: false }, settlement));
 
-      expect(err).toMatchObject({ status: 500 });
+      expect(refusalOf(err)).toMatchObject({ status: 500, code: 'internal_error' });
       expect(w.log.decided()).toEqual(['HoldPlaced']);
     });
 

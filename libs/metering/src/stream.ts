@@ -5,7 +5,7 @@
  * never take a cut answer for a whole one. The client is a sink: what the process writes to (a
  * response body) is the app's.
  */
-import { ApiError } from '@svc/platform';
+import { DomainError } from '@svc/platform';
 import { isRecord } from '@svc/providers';
 import type { ChatChunk, ChatUsage } from '@svc/providers';
 
@@ -91,13 +91,13 @@ export interface StreamEncoder {
  * delivered; this one is cut by the gateway, so that a client that stops reading does not keep
  * an upstream connection, a hold and buffers open for as long as it likes.
  */
-export class StreamStalled extends ApiError {
+export class StreamStalled extends DomainError {
   constructor(ms: number) {
     super(
-      408,
-      'invalid_request_error',
-      `The client read nothing of the stream for ${ms / 1000} s, so it was cut here: the answer above is incomplete, and only what was delivered is billed.`,
       'stream_stalled',
+      `The client read nothing of the stream for ${ms / 1000} s, so it was cut here: the answer above is incomplete, and only what was delivered is billed.`,
+      {},
+      'client_timeout',
     );
   }
 }

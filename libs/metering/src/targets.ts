@@ -4,7 +4,7 @@
  */
 import type { CatalogModel, CatalogProvider, CatalogRoute, ModelPrices, PlannedModel } from '@svc/catalog';
 import { providerKeyContext } from '@svc/identity';
-import { ApiError, ceilDiv, type Nano, openSecret, SecretDecryptionError } from '@svc/platform';
+import { ceilDiv, DomainError, type Nano, openSecret, SecretDecryptionError } from '@svc/platform';
 import { createProvider, operationOf as served, ProviderError } from '@svc/providers';
 import type { CallName, Calls, Provider } from '@svc/providers';
 import { byokUnavailable } from './byok';
@@ -48,7 +48,7 @@ export interface ToolPrices {
  */
 export function operationOf<C extends CallName>(target: Target, name: C): Calls[C] {
   const call = served(target.provider, name);
-  if (!call) throw ApiError.internal(`${target.route.provider.name} declares no ${name} operation`);
+  if (!call) throw DomainError.internal(`${target.route.provider.name} declares no ${name} operation`);
   return call;
 }
 
@@ -78,10 +78,15 @@ export function targetsOf(
       const byok = own(route.provider);
       if (byok) return { model, route, provider: byok, byok: true, fields, ...tools };
       const provider = providers.get(route.provider.name);
-      if (!provider) throw ApiError.internal(`provider ${route.provider.name} is not configured`);
+      if (!provider) throw DomainError.internal(`provider ${route.provider.name} is not configured`);
       return { model, route, provider, byok: false, fields, ...tools };
     }),
   );
+}
+
+/** Spec 1 rule 6: a batch line's targets, each at its model's batch discount. */
+export function discounted(targets: Target[], batchLine: boolean): Target[] {
+  return batchLine ? targets.map((t) => ({ ...t, discountPercent: t.model.batchDiscountPercent })) : targets;
 }
 
 /**
@@ -157,7 +162,7 @@ export class OwnProviders {
   /** The upstream of the route, as src/runtime.ts resolves it for the operator's clients. */
   private baseUrlOf(provider: CatalogProvider): string {
     if (provider.baseUrl !== 'simulator') return provider.baseUrl;
-    if (this.options.simulatorUrl === null) throw ApiError.internal('the simulated upstream is not running');
+    if (this.options.simulatorUrl === null) throw DomainError.internal('the simulated upstream is not running');
     return this.options.simulatorUrl;
   }
 }
@@ -190,8 +195,8 @@ export function allFailed(failures: readonly Failure[]): unknown {
   if (models.size === 1) return last.error;
   const tried = failures.map((f) => `${f.target.model.id} via ${f.target.route.provider.name} (${describe(f.error)})`).join(', ');
   return last.error.kind === 'timeout'
-    ? new ApiError(504, 'api_error', `Every model tried timed out or failed: ${tried}. Safe to retry.`, 'upstream_timeout')
-    : new ApiError(502, 'api_error', `Every model tried failed: ${tried}. Safe to retry.`, 'upstream_error');
+    ? new DomainError('upstream_timeout', `Every model tried timed out or failed: ${tried}. Safe to retry.`, {}, 'upstream_timeout')
+    : new DomainError('upstream_error', `Every model tried failed: ${tried}. Safe to retry.`, {}, 'upstream_failed');
 }
 
 function describe(error: ProviderError): string {

@@ -62,8 +62,9 @@ export class ApiError extends Error {
 }
 
 /**
- * What kind of refusal a DomainError is. A library says what went wrong and about which field;
- * the edge alone turns the kind into the spec's status and error type (`apiErrorOf`).
+ * What kind of refusal a DomainError is, or of failure the request is not to blame for. A library
+ * says what went wrong and about which field; the edge alone turns the kind into the spec's status
+ * and error type (`apiErrorOf`).
  */
 export type ErrorKind =
   /** The request breaks a rule (spec 7: 400). */
@@ -74,6 +75,11 @@ export type ErrorKind =
   | 'forbidden'
   /** What the request names does not exist for the caller (404). */
   | 'not_found'
+  /**
+   * The client stopped taking what it was sent (408): the service cut the exchange rather than
+   * keep its resources open for a reader that does not read.
+   */
+  | 'client_timeout'
   /** It exists already, or its state does not allow this (409). */
   | 'conflict'
   /** The model asked for is retired (410, spec 9). */
@@ -82,8 +88,17 @@ export type ErrorKind =
   | 'too_large'
   /** Too many attempts for now; `details.retryAfterSeconds` says when to try again (429). */
   | 'rate_limited'
+  /**
+   * A fault of the service itself, not the request's (500): a wiring or configuration error
+   * found while serving it. The message says what, for the operator reading the answer.
+   */
+  | 'internal'
+  /** Every model provider tried failed (spec 7: 502). */
+  | 'upstream_failed'
   /** A capability of the service is missing or down, not the request's fault (503). */
-  | 'unavailable';
+  | 'unavailable'
+  /** Every model provider tried failed, the last by timing out (spec 7: 504). */
+  | 'upstream_timeout';
 
 /**
  * A rule of the domain said no: a stable `code` (null where the spec's body carries none), a
@@ -130,6 +145,14 @@ export class DomainError extends Error {
   static unavailable(message: string, code: string | null): DomainError {
     return new DomainError(code, message, {}, 'unavailable');
   }
+
+  /**
+   * A fault found while serving (a provider not configured, a route gone from the catalog): code
+   * `internal_error` as on every 500, and a message that says what, as ApiError.internal's did.
+   */
+  static internal(message: string): DomainError {
+    return new DomainError('internal_error', message, {}, 'internal');
+  }
 }
 
 /**
@@ -148,11 +171,15 @@ const STATUS_OF: Record<ErrorKind, readonly [number, ErrorType]> = {
   unauthenticated: [401, 'authentication_error'],
   forbidden: [403, 'permission_error'],
   not_found: [404, 'not_found_error'],
+  client_timeout: [408, 'invalid_request_error'],
   conflict: [409, 'invalid_request_error'],
   retired: [410, 'model_retired'],
   too_large: [413, 'invalid_request_error'],
   rate_limited: [429, 'rate_limit_error'],
+  internal: [500, 'api_error'],
+  upstream_failed: [502, 'api_error'],
   unavailable: [503, 'service_unavailable'],
+  upstream_timeout: [504, 'api_error'],
 };
 
 /**

@@ -1,7 +1,7 @@
 import { DomainError } from '@svc/eventstore';
 import { MAX_AMOUNT_NANO, nanoToUsdString } from '@svc/platform';
 import { EXPIRE_BATCH, type AccountCommand } from './commands';
-import { freeGenerationData, meterDifference, meteredUsage, type AccountEvent } from './events';
+import { freeGenerationData, meterDifference, tokenUsage, type AccountEvent } from './events';
 import {
   balanceLow,
   DAILY_LIMIT_CODE,
@@ -148,6 +148,7 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
   // More than the hold happens when the provider counts more input than we estimated: the
   // work is done, so it is charged in full and the excess recorded for the auditor.
   const exceeded = command.amountNano > hold.amountNano ? command.amountNano - hold.amountNano : 0n;
+  const usage = command.usage ?? tokenUsage(command.stats);
   return [
     {
       type: 'UsageCharged',
@@ -159,7 +160,7 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
         charged_at: now.toISOString(),
         exceeded_hold_nano: exceeded.toString(),
         ...command.stats,
-        ...(command.usage === undefined ? {} : { usage: command.usage }),
+        usage,
         ...(command.lines === undefined ? {} : { lines: command.lines }),
         ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
         ...(command.reaped ? { reaped: true as const } : {}),
@@ -181,6 +182,7 @@ function correctReapedCharge(command: Command<'ChargeUsage'>, state: AccountStat
   const total = billedAmount(command.amountNano, command.returned ?? command.stats.completion_tokens);
   if (total <= reaped.chargedNano) return [];
   const delta = total - reaped.chargedNano;
+  const usage = command.usage ?? tokenUsage(command.stats);
   return [
     {
       type: 'UsageCorrected',
@@ -192,8 +194,8 @@ function correctReapedCharge(command: Command<'ChargeUsage'>, state: AccountStat
         total_nano: total.toString(),
         charged_at: now.toISOString(),
         ...command.stats,
-        ...(command.usage === undefined ? {} : { usage: command.usage }),
-        usage_added: meterDifference(meteredUsage({ ...command.stats, usage: command.usage }), reaped.usage),
+        usage,
+        usage_added: meterDifference(usage, reaped.usage),
         ...(command.lines === undefined ? {} : { lines: command.lines }),
         ...(command.providerCostNano == null ? {} : { provider_cost_nano: command.providerCostNano.toString() }),
       },

@@ -14,18 +14,26 @@ import type { Nano } from '@svc/platform';
 export const accountStream = (accountId: string) => `account-${accountId}`;
 
 /**
- * The meters of a charge that names tokens only: events written before meters carry tokens only,
- * which are exactly the meters `input`, `cached_input` and `output`. The log is never rewritten:
- * the store reads old charges through upcastAccountEvent, and the account folds a charge it has
- * just decided (which no store has read) through this.
+ * The meters of a charge that names tokens only, which are exactly the meters `input`,
+ * `cached_input` and `output`: what the account bills for a ChargeUsage without meters (the
+ * hold reaper's, from what a stream recorded), and what a charge recorded before meters existed
+ * billed.
+ */
+export function tokenUsage(stats: Pick<GenerationStats, 'prompt_tokens' | 'cached_tokens' | 'completion_tokens'>): MeterUsage {
+  const usage: MeterUsage = {};
+  if (stats.prompt_tokens) usage.input = stats.prompt_tokens;
+  if (stats.cached_tokens) usage.cached_input = stats.cached_tokens;
+  if (stats.completion_tokens) usage.output = stats.completion_tokens;
+  return usage;
+}
+
+/**
+ * The meters of a charge as it was recorded: its own, or its tokens' when it was recorded before
+ * meters existed. The log is never rewritten: the store reads old charges through
+ * upcastAccountEvent, so the account and every other reader find `usage` on every charge.
  */
 export function meteredUsage(data: Pick<GenerationStats, 'prompt_tokens' | 'cached_tokens' | 'completion_tokens'> & { usage?: MeterUsage }): MeterUsage {
-  if (data.usage !== undefined) return data.usage;
-  const usage: MeterUsage = {};
-  if (data.prompt_tokens) usage.input = data.prompt_tokens;
-  if (data.cached_tokens) usage.cached_input = data.cached_tokens;
-  if (data.completion_tokens) usage.output = data.completion_tokens;
-  return usage;
+  return data.usage ?? tokenUsage(data);
 }
 
 /** `total` less `part`, meter by meter (signed); meters that come out 0 are left out. */
@@ -59,8 +67,8 @@ export type UsageCorrectedData = {
   amount_nano: string;
   total_nano: string;
   charged_at: string;
-  /** The whole generation's meters. */
-  usage?: MeterUsage;
+  /** The whole generation's meters; added by upcastAccountEvent where the log has none, as on UsageCharged. */
+  usage: MeterUsage;
   /** What the correction adds by meter: `usage` less the reaper's charge's (signed). */
   usage_added: MeterUsage;
   lines?: CostLine[];
@@ -140,8 +148,12 @@ export type AccountEvent =
         charged_at?: string;
         /** The part of the charge above the hold (the provider reported more input than estimated). Absent on old events. */
         exceeded_hold_nano?: string;
-        /** What was billed, by meter (ARCHITECTURE section 10). Absent on old events: the store reads them through upcastAccountEvent. */
-        usage?: MeterUsage;
+        /**
+         * What was billed, by meter (ARCHITECTURE section 10). The account always records it; a
+         * charge in the log without it (recorded before meters, or from a command that named
+         * tokens only) is read through upcastAccountEvent, which adds it, by every store.
+         */
+        usage: MeterUsage;
         /** Issue 23: the charge explained, line by line; the amounts add up to amount_nano. Absent on old events. */
         lines?: CostLine[];
         /** Issue 23: what the provider charges the operator for this call (0 for BYOK). Absent: unknown, or an old event. */

@@ -2,7 +2,7 @@ import { Map as ImmutableMap, OrderedMap } from 'immutable';
 import type { Nano } from '@svc/platform';
 import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
 import type { MeterUsage } from '../pricing';
-import { meteredUsage, type AccountEvent, type KeyLimit, type KeyWindowData } from './events';
+import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
 
 export interface OpenHold {
   amountNano: Nano;
@@ -188,7 +188,7 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       };
     }
     case 'UsageCharged': {
-      const { hold_id, key_id, amount_nano, charged_at, reaped } = event.data;
+      const { hold_id, key_id, amount_nano, charged_at, reaped, usage } = event.data;
       const hold = state.holds.get(hold_id);
       const key = hold?.idempotencyKey;
       let charged = key === undefined ? state : { ...state, idempotency: state.idempotency.update(key, (r) => r && { ...r, charged: true }) };
@@ -196,7 +196,7 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
         charged = rememberReaped(charged, hold_id, {
           keyId: key_id,
           chargedNano: BigInt(amount_nano),
-          usage: meteredUsage(event.data),
+          usage,
           untilMs: hold.expiresAtMs,
         });
       return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
@@ -214,10 +214,10 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       return closeHold(released, event.data.hold_id);
     }
     case 'UsageCorrected': {
-      const { hold_id, key_id, amount_nano, total_nano, charged_at } = event.data;
+      const { hold_id, key_id, amount_nano, total_nano, charged_at, usage } = event.data;
       const corrected = {
         ...state,
-        reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage: meteredUsage(event.data) }),
+        reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage }),
       };
       return recordCharge(corrected, key_id, BigInt(amount_nano), Date.parse(charged_at));
     }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fold, SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
-import { accountDecider, type AccountEvent, accountStream, meteredUsage, upcastAccountEvent } from '@svc/ledger';
+import { accountDecider, type AccountCommand, type AccountEvent, accountStream, meteredUsage, upcastAccountEvent } from '@svc/ledger';
 import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
 import { ProjectionRunner } from '@svc/projections';
 import { getCredits, LEDGER_PROJECTIONS } from './index';
@@ -169,5 +169,72 @@ describe('meters: a log recorded before them', () => {
     const live = await snapshot();
     await runner.rebuild();
     expect(await snapshot()).toEqual(live);
+  });
+});
+
+/**
+ * Issue 41 D: the account remembers what the hold reaper charged, by meter, to correct it by the
+ * process's own charge. The decider records a reaped charge with its meters; one recorded bare
+ * (before meters) is evolved from the store's upcast, with its tokens' meters.
+ */
+describe('meters: a reaped charge recorded before them', () => {
+  let sql: SqlRunner;
+  let store: SqlEventStore;
+
+  beforeAll(async () => {
+    sql = await PgliteSqlRunner.open();
+    store = new SqlEventStore(sql, { upcast: upcastAccountEvent });
+    await store.init();
+  }, 60_000);
+
+  afterAll(async () => {
+    await store?.close();
+    await sql?.close();
+  });
+
+  it('corrects it by what the process delivered beyond its token meters', async () => {
+    const stream = accountStream('reaped');
+    await store.append(
+      stream,
+      [
+        event('AccountOpened', { account_id: 'reaped' }),
+        event('CreditsAdded', { account_id: 'reaped', amount_nano: '5000000000', reason: 'signup' }),
+        event('HoldPlaced', {
+          account_id: 'reaped',
+          hold_id: 'gen-reaped',
+          key_id: 'k-old',
+          amount_nano: '90000',
+          model: 'sim/echo',
+          endpoint: '/v1/chat/completions',
+          expires_at: '2026-11-02T10:17:00.000Z',
+        }),
+        // The reaper's charge from what the process had recorded: tokens, no `usage`.
+        event('UsageCharged', {
+          account_id: 'reaped',
+          hold_id: 'gen-reaped',
+          key_id: 'k-old',
+          amount_nano: '12345',
+          charged_at: AT,
+          exceeded_hold_nano: '0',
+          ...stats,
+          prompt_tokens: 40,
+          completion_tokens: 7,
+          cached_tokens: 8,
+          reasoning_tokens: 0,
+          reaped: true,
+        }),
+      ],
+      'no_stream',
+    );
+    const state = fold(accountDecider, (await store.readStream(stream)) as unknown as AccountEvent[]);
+    const own: AccountCommand = {
+      type: 'ChargeUsage',
+      holdId: 'gen-reaped',
+      amountNano: 20_000n,
+      stats: { ...stats, prompt_tokens: 40, completion_tokens: 12, cached_tokens: 8, reasoning_tokens: 0 },
+      usage: { input: 40, cached_input: 8, output: 12 },
+    };
+    const [corrected] = accountDecider.decide(own, state, new Date('2026-11-02T10:01:00.000Z'));
+    expect(corrected).toMatchObject({ type: 'UsageCorrected', data: { amount_nano: String(20_000 - 12_345), usage_added: { output: 5 } } });
   });
 });

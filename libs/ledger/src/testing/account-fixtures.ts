@@ -1,5 +1,6 @@
 import { deciderSpec } from '@svc/eventstore/testing/decider-spec';
 import { accountDecider, type AccountEvent, type GenerationStats, type KeyLimit, type PlaceHold } from '../account';
+import type { MeterUsage } from '../pricing';
 
 /** Event and command builders for the account decider's given/when/then tests. */
 export const A = 'acc1';
@@ -56,7 +57,25 @@ export const held = (
   },
 });
 
-export const charged = (hold_id: string, nano: bigint, at: string, { key = 'k1', exceeded = 0n, stats: generation = stats() } = {}): AccountEvent => ({
+/** The meters of a charge that names tokens only: its prompt, cached and completion tokens. */
+const tokenMeters = ({ prompt_tokens, cached_tokens, completion_tokens }: GenerationStats): MeterUsage => ({
+  ...(prompt_tokens ? { input: prompt_tokens } : {}),
+  ...(cached_tokens ? { cached_input: cached_tokens } : {}),
+  ...(completion_tokens ? { output: completion_tokens } : {}),
+});
+
+/** A charge as the account decides it, and as the store hands it out (old charges through the upcaster): with its meters. */
+export const charged = (
+  hold_id: string,
+  nano: bigint,
+  at: string,
+  {
+    key = 'k1',
+    exceeded = 0n,
+    stats: generation = stats(),
+    usage = tokenMeters(generation),
+  }: { key?: string; exceeded?: bigint; stats?: GenerationStats; usage?: MeterUsage } = {},
+): AccountEvent => ({
   type: 'UsageCharged',
   data: {
     account_id: A,
@@ -66,6 +85,7 @@ export const charged = (hold_id: string, nano: bigint, at: string, { key = 'k1',
     charged_at: at,
     exceeded_hold_nano: exceeded.toString(),
     ...generation,
+    usage,
   },
 });
 

@@ -169,8 +169,8 @@ export class ReferenceLedger {
       case 'ChargeUsage': {
         const hold = this.holds.get(command.holdId);
         if (hold && hold.status !== 'open' && hold.reaped && !command.reaped && hold.expiresAt > now)
-          return this.correct(account_id, command.holdId, hold, command.amountNano, command.stats, now);
-        return this.charge(account_id, command.holdId, command.amountNano, command.stats, now, command.reaped === true);
+          return this.correct(account_id, command.holdId, hold, command.amountNano, command.stats, command.usage, now);
+        return this.charge(account_id, command.holdId, command.amountNano, command.stats, command.usage, now, command.reaped === true);
       }
       case 'ReleaseHold': {
         const hold = this.holds.get(command.holdId);
@@ -319,7 +319,15 @@ export class ReferenceLedger {
     };
   }
 
-  private charge(account_id: string, holdId: string, amount: bigint, stats: GenerationStats, now: number, reaped = false): Prediction {
+  private charge(
+    account_id: string,
+    holdId: string,
+    amount: bigint,
+    stats: GenerationStats,
+    meters: MeterUsage | undefined,
+    now: number,
+    reaped = false,
+  ): Prediction {
     const hold = this.holds.get(holdId);
     if (hold?.status !== 'open') return refuse('hold_not_open', { hold_id: holdId });
     if (amount < 0n) return refuse('invalid_amount');
@@ -329,6 +337,8 @@ export class ReferenceLedger {
         commit: () => this.close(holdId, 'released'),
       };
     }
+    // A charge that names tokens only is billed by them.
+    const usage = meters ?? tokenMeters(stats);
     const events: AccountEvent[] = [
       {
         type: 'UsageCharged',
@@ -340,6 +350,7 @@ export class ReferenceLedger {
           charged_at: iso(now),
           exceeded_hold_nano: String(amount > hold.amount ? amount - hold.amount : 0n),
           ...stats,
+          usage,
           ...(reaped ? { reaped: true as const } : {}),
         },
       },
@@ -349,7 +360,7 @@ export class ReferenceLedger {
       outcome: { events: [...events, ...crossed] },
       commit: () => {
         this.close(holdId, 'charged');
-        if (reaped) hold.reaped = { charged: amount, usage: tokenMeters(stats) };
+        if (reaped) hold.reaped = { charged: amount, usage };
         commit();
       },
     };
@@ -359,13 +370,21 @@ export class ReferenceLedger {
    * Issue 41 D: the own charge of the process whose hold the reaper settled: what it charges
    * beyond the reaper's charge, once; nothing when it delivered no more.
    */
-  private correct(account_id: string, holdId: string, hold: RefHold, amount: bigint, stats: GenerationStats, now: number): Prediction {
+  private correct(
+    account_id: string,
+    holdId: string,
+    hold: RefHold,
+    amount: bigint,
+    stats: GenerationStats,
+    meters: MeterUsage | undefined,
+    now: number,
+  ): Prediction {
     const reaped = hold.reaped!;
     if (amount < 0n) return refuse('invalid_amount');
     const total = stats.completion_tokens === 0 ? 0n : amount;
     if (total <= reaped.charged) return { outcome: { events: [] }, commit: () => undefined };
     const delta = total - reaped.charged;
-    const usage = tokenMeters(stats);
+    const usage = meters ?? tokenMeters(stats);
     const event: AccountEvent = {
       type: 'UsageCorrected',
       data: {
@@ -376,6 +395,7 @@ export class ReferenceLedger {
         total_nano: String(total),
         charged_at: iso(now),
         ...stats,
+        usage,
         usage_added: minus(usage, reaped.usage),
       },
     };

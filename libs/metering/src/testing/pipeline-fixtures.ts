@@ -10,7 +10,8 @@ import type { Caller } from '@svc/identity';
 import { accountDecider, heldNano, type AccountCommand, type AccountEvent, type AccountState } from '@svc/ledger';
 import type { Clock } from '@svc/platform';
 import { ProviderError, type ChatChunk, type ChatCompletionResult, type NormalizedUsage, type Provider } from '@svc/providers';
-import { MeteredCalls, type UnsettledCharge } from '../pipeline';
+import type { UnsettledCharge } from '../metering-deps';
+import { MeteredCalls } from '../pipeline';
 
 export const ACCOUNT = 'acc1';
 /** What the account is credited with when it is opened: $10. */
