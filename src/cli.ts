@@ -67,6 +67,17 @@ export function buildCli(): Command {
     .showHelpAfterError()
     // Read by runMain from the command line (a failure can come before options are parsed).
     .option('--debug', 'on failure, print the stack trace too (as LOG_LEVEL=debug does)');
+  projectionCommands(program);
+  ledgerCommands(program);
+  devKeysCommand(program);
+  accountCommands(program);
+  keyCommands(program);
+  organizationCommands(program);
+  auditLogCommand(program);
+  return program;
+}
+
+function projectionCommands(program: Command): void {
   const projections = program.command('projections').description('read models built from the event log');
 
   projections
@@ -110,7 +121,9 @@ export function buildCli(): Command {
         for (const n of names) console.log(`${n}: rebuilt from ${count} events`);
       }),
     );
+}
 
+function ledgerCommands(program: Command): void {
   const ledger = program.command('ledger').description('the money ledger, from the event log');
   ledger
     .command('audit')
@@ -132,7 +145,9 @@ export function buildCli(): Command {
     );
   ledgerExportCommands(ledger, withRuntime);
   ledgerStatementCommand(ledger, withRuntime);
+}
 
+function devKeysCommand(program: Command): void {
   program
     .command('dev-keys')
     .description('create on first use, then print, the dev account ($10.00) and its keys; written to $SVC_DATA_DIR/dev-keys.json')
@@ -142,18 +157,21 @@ export function buildCli(): Command {
         print(keys);
       }),
     );
+}
 
-  // The operator API's operations (docs/api/operator.md), recorded with actor "cli".
-  const cli = { actor: 'cli' };
-  // A credit's reason is what its statement shows: the operator's words, else where it came from.
-  const reasonOption = ['--reason <text>', 'why the credits were given, shown on the account statement (at most 200 characters)', creditReason, 'cli'] as const;
+// The operator API's operations (docs/api/operator.md), recorded with actor "cli".
+const CLI_ACTOR = { actor: 'cli' };
+// A credit's reason is what its statement shows: the operator's words, else where it came from.
+const reasonOption = ['--reason <text>', 'why the credits were given, shown on the account statement (at most 200 characters)', creditReason, 'cli'] as const;
+
+function accountCommands(program: Command): void {
   const accounts = program.command('accounts').description('accounts and credits');
   accounts
     .command('create')
     .option('--credits <usd>', 'initial credits in USD', Number)
     .option(...reasonOption)
     .action((options: { credits?: number; reason: string }) =>
-      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, cli, options.reason) })),
+      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, CLI_ACTOR, options.reason) })),
     );
   accounts
     .command('credit <account> <usd>')
@@ -162,12 +180,14 @@ export function buildCli(): Command {
     .action((account: string, usd: string, options: { reason: string }) =>
       withServices(async (context) => {
         const admin = context.get(AdminService);
-        await admin.addCredits(account, Number(usd), cli, options.reason);
+        await admin.addCredits(account, Number(usd), CLI_ACTOR, options.reason);
         const row = await admin.credits(account);
         print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(balanceOf(row)) });
       }),
     );
+}
 
+function keyCommands(program: Command): void {
   program
     .command('keys')
     .command('create <account>')
@@ -184,18 +204,20 @@ export function buildCli(): Command {
         }
         const body = (await bodyValidation().transform(raw, { type: 'body', metatype: KeyRequest })) as KeyRequest;
         const keys = context.get(KeysService);
-        const { record, secret } = await keys.create(await context.get(AdminService).keyOwner(account, options.org), body, cli);
+        const { record, secret } = await keys.create(await context.get(AdminService).keyOwner(account, options.org), body, CLI_ACTOR);
         const [data] = await keys.present([record]);
         print({ data, key: secret });
       }),
     );
+}
 
+function organizationCommands(program: Command): void {
   const orgs = program.command('orgs').description('organizations and their members');
   orgs
     .command('create <owner-account>')
     .option('--name <name>')
     .action((owner: string, options: { name?: string }) =>
-      withServices(async (context) => print({ id: await context.get(AdminService).createOrg(owner, options.name, cli) })),
+      withServices(async (context) => print({ id: await context.get(AdminService).createOrg(owner, options.name, CLI_ACTOR) })),
     );
   orgs
     .command('add-member <org> <account> <role>')
@@ -203,23 +225,25 @@ export function buildCli(): Command {
     .action((org: string, account: string, role: string) =>
       withServices(async (context) => {
         if (role !== 'admin' && role !== 'member') throw new Error('role must be admin or member');
-        await context.get(AdminService).changeOrg(org, { type: 'AddMember', accountId: account, role }, cli);
+        await context.get(AdminService).changeOrg(org, { type: 'AddMember', accountId: account, role }, CLI_ACTOR);
         print({ org_id: org, account_id: account, role });
       }),
     );
   orgs.command('remove-member <org> <account>').action((org: string, account: string) =>
     withServices(async (context) => {
-      await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, cli);
+      await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, CLI_ACTOR);
       print({ org_id: org, account_id: account, removed: true });
     }),
   );
   orgs.command('delete <org>').action((org: string) =>
     withServices(async (context) => {
-      await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, cli);
+      await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, CLI_ACTOR);
       print({ id: org, deleted: true });
     }),
   );
+}
 
+function auditLogCommand(program: Command): void {
   program
     .command('audit-log')
     .description('who changed keys and organizations, newest first')
@@ -228,7 +252,6 @@ export function buildCli(): Command {
     .action((options: { account?: string; limit: number }) =>
       withServices(async (context) => print(await context.get(AdminService).auditLog(options.account ?? null, options.limit))),
     );
-  return program;
 }
 
 if (require.main === module) runMain(async () => void (await buildCli().parseAsync(process.argv)));

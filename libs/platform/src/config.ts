@@ -3,7 +3,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
+import { ConfigError, type Env, envReader, type EnvReader } from './config-env';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
+
+export { ConfigError } from './config-env';
 
 /**
  * The configuration contract of ARCHITECTURE section 7. Invalid values stop the process at
@@ -131,18 +134,6 @@ export interface TlsFiles {
   key: Buffer;
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
 function addressList(variable: string, value: string | null): string[] {
   if (value === null) return [];
   const entries = value
@@ -219,46 +210,38 @@ function tlsFiles(certPath: string | null, keyPath: string | null): TlsFiles | n
   return { cert, key };
 }
 
+/**
+ * Each area reads its variables in the order of Config's fields, so that of several bad settings
+ * the first in that order is the one reported (the catalog file and the secrets before all).
+ */
 export function loadConfig(env: Env = process.env): Config {
-  const text = (name: string): string | null => {
-    const v = env[name];
-    return v === undefined || v.trim() === '' ? null : v.trim();
+  const read = envReader(env);
+  const secrets = fileAndSecrets(read);
+  return {
+    port: read.integer('PORT', 8080, 0, 65535),
+    host: read.text('HOST') ?? 'localhost',
+    ...stores(read),
+    adminToken: secrets.adminToken,
+    catalogPath: secrets.catalogPath === null ? null : resolve(secrets.catalogPath),
+    encryptionKey: secrets.encryptionKey,
+    ...upstreamAndServer(read),
+    ...requestLimits(read),
+    ...logging(read),
+    ...lifecycle(read),
+    ...outbound(read),
+    tls: tlsFiles(read.text('SVC_TLS_CERT'), read.text('SVC_TLS_KEY')),
+    consoleDir: consoleDir(read.text('SVC_CONSOLE_DIR')),
+    tracing: tracing(read),
   };
-  const url = (name: string, protocols: string[]): string | null => {
-    const v = text(name);
-    if (v === null) return null;
-    let parsed: URL;
-    try {
-      parsed = new URL(v);
-    } catch {
-      throw new ConfigError(name, `not a URL (expected ${protocols.join(' or ')}...)`);
-    }
-    if (!protocols.includes(parsed.protocol)) {
-      throw new ConfigError(name, `expected a ${protocols.join(' or ')} URL, got ${parsed.protocol}`);
-    }
-    return v;
-  };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const v = text(name);
-    if (v === null) return fallback;
-    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
-      throw new ConfigError(name, `expected an integer from ${min} to ${max}, got ${JSON.stringify(v)}`);
-    }
-    return Number(v);
-  };
+}
 
-  const metricsPort = (): number | null => {
-    if (text('SVC_METRICS_PORT') === null) return null;
-    const port = integer('SVC_METRICS_PORT', 0, 0, 65535);
-    if (port !== 0 && port === integer('PORT', 8080, 0, 65535)) throw new ConfigError('SVC_METRICS_PORT', `must differ from PORT (${port})`);
-    return port;
-  };
-
-  const catalogPath = text('SVC_CATALOG');
+/** Checked before any other setting, so a missing catalog or a bad key is what a start reports first. */
+function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encryptionKey' | 'adminToken'> {
+  const catalogPath = read.text('SVC_CATALOG');
   if (catalogPath !== null && !existsSync(catalogPath)) {
     throw new ConfigError('SVC_CATALOG', `no such file: ${catalogPath}`);
   }
-  const keyText = text('SVC_ENCRYPTION_KEY');
+  const keyText = read.text('SVC_ENCRYPTION_KEY');
   let encryptionKey: Buffer | null = null;
   if (keyText !== null) {
     encryptionKey = Buffer.from(keyText, 'base64');
@@ -266,41 +249,82 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('SVC_ENCRYPTION_KEY', 'expected 32 bytes encoded in base64 (openssl rand -base64 32)');
     }
   }
-  const adminToken = text('SVC_ADMIN_TOKEN');
+  const adminToken = read.text('SVC_ADMIN_TOKEN');
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError('SVC_ADMIN_TOKEN', 'must be at least 16 characters');
   }
+  return { catalogPath, encryptionKey, adminToken };
+}
 
-  const serverTimeouts = () => {
-    const headersMs = integer('SVC_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000);
-    const requestMs = integer('SVC_REQUEST_TIMEOUT_MS', 300_000, 1_000, 3_600_000);
-    // Node refuses a header timeout longer than the request's: the headers are part of it.
-    if (headersMs > requestMs) throw new ConfigError('SVC_HEADERS_TIMEOUT_MS', `must not exceed SVC_REQUEST_TIMEOUT_MS (${requestMs})`);
-    return { headersMs, requestMs, keepAliveMs: integer('SVC_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 600_000) };
+function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl'> {
+  return {
+    dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
   };
+}
 
-  const onOff = (name: string, fallback: boolean): boolean => {
+function upstreamAndServer({
+  url,
+  integer,
+}: EnvReader): Pick<Config, 'simulatorUrl' | 'upstreamTimeoutMs' | 'serverTimeouts' | 'byokFeePercent' | 'batchConcurrency'> {
+  const simulatorUrl = url('SVC_SIMULATOR_URL', ['http:', 'https:']);
+  const upstreamTimeoutMs = integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000);
+  const headersMs = integer('SVC_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000);
+  const requestMs = integer('SVC_REQUEST_TIMEOUT_MS', 300_000, 1_000, 3_600_000);
+  // Node refuses a header timeout longer than the request's: the headers are part of it.
+  if (headersMs > requestMs) throw new ConfigError('SVC_HEADERS_TIMEOUT_MS', `must not exceed SVC_REQUEST_TIMEOUT_MS (${requestMs})`);
+  return {
+    simulatorUrl,
+    upstreamTimeoutMs,
+    serverTimeouts: { headersMs, requestMs, keepAliveMs: integer('SVC_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1_000, 600_000) },
+    byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
+    batchConcurrency: integer('SVC_BATCH_CONCURRENCY', 8, 1, 256),
+  };
+}
+
+function requestLimits({ text, integer, onOff }: EnvReader): Pick<Config, 'rateLimits' | 'trustProxy' | 'authCache' | 'authFailureLimit'> {
+  const rateLimits = (name: string, environment: 'live' | 'test') => {
     const v = text(name);
-    if (v === null) return fallback;
-    if (v !== 'on' && v !== 'off') throw new ConfigError(name, `expected on or off, got ${JSON.stringify(v)}`);
-    return v === 'on';
+    try {
+      return v === null ? DEFAULT_RATE_LIMITS[environment] : parseRateLimits(v, DEFAULT_RATE_LIMITS[environment]);
+    } catch (err) {
+      throw new ConfigError(name, (err as Error).message);
+    }
   };
-
-  const oneOf = <T extends string>(name: string, values: readonly T[]): T | null => {
-    const v = text(name);
-    if (v === null) return null;
-    if (!values.includes(v as T)) throw new ConfigError(name, `expected one of ${values.join(', ')}, got ${JSON.stringify(v)}`);
-    return v as T;
+  return {
+    rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
+    trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
+    authCache: onOff('SVC_AUTH_CACHE', true),
+    authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
   };
+}
 
-  const trueFalse = (name: string, fallback: boolean): boolean => {
-    const v = text(name);
-    if (v === null) return fallback;
-    if (v === 'true' || v === 'on') return true;
-    if (v === 'false' || v === 'off') return false;
-    throw new ConfigError(name, `expected true or false (or on or off), got ${JSON.stringify(v)}`);
+function logging({ onOff, oneOf }: EnvReader): Pick<Config, 'requestLog' | 'logLevel' | 'logFormat'> {
+  return {
+    requestLog: onOff('SVC_REQUEST_LOG', true),
+    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
+    logFormat: oneOf('SVC_LOG_FORMAT', ['json', 'pretty'] as const),
   };
+}
 
+function lifecycle({ text, integer }: EnvReader): Pick<Config, 'shutdownGraceMs' | 'streamStallMs' | 'metricsPort' | 'readyMaxLagSeconds'> {
+  const metricsPort = (): number | null => {
+    if (text('SVC_METRICS_PORT') === null) return null;
+    const port = integer('SVC_METRICS_PORT', 0, 0, 65535);
+    if (port !== 0 && port === integer('PORT', 8080, 0, 65535)) throw new ConfigError('SVC_METRICS_PORT', `must differ from PORT (${port})`);
+    return port;
+  };
+  return {
+    shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    streamStallMs: integer('SVC_STREAM_STALL_MS', 20_000, 100, 600_000),
+    metricsPort: metricsPort(),
+    readyMaxLagSeconds: integer('SVC_READY_MAX_LAG_SECONDS', 30, 1, 86_400),
+  };
+}
+
+function outbound({ text, url, trueFalse }: EnvReader): Pick<Config, 'webhookAllowPrivate' | 'smtpUrl' | 'mailFrom'> {
   // The URL helper checks the scheme; a relay also needs a host, and `smtp:relay` (no //) parses
   // as a URL with none. The value is never echoed: it may carry the relay's password.
   const smtpUrl = (): string | null => {
@@ -310,57 +334,19 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return v;
   };
-
-  // The OpenTelemetry variables, read as the OTLP exporter specification reads them.
-  const tracing = (): Config['tracing'] => {
-    const traces = url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
-    const base = url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
-    if ((traces === null && base === null) || text('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
-    return { url: traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`, serviceName: text('OTEL_SERVICE_NAME') ?? 'svc-gateway' };
-  };
-
-  const rateLimits = (name: string, environment: 'live' | 'test') => {
-    const v = text(name);
-    try {
-      return v === null ? DEFAULT_RATE_LIMITS[environment] : parseRateLimits(v, DEFAULT_RATE_LIMITS[environment]);
-    } catch (err) {
-      throw new ConfigError(name, (err as Error).message);
-    }
-  };
-
   return {
-    port: integer('PORT', 8080, 0, 65535),
-    host: text('HOST') ?? 'localhost',
-    dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
-    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
-    eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
-    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
-    adminToken,
-    catalogPath: catalogPath === null ? null : resolve(catalogPath),
-    encryptionKey,
-    simulatorUrl: url('SVC_SIMULATOR_URL', ['http:', 'https:']),
-    upstreamTimeoutMs: integer('SVC_UPSTREAM_TIMEOUT_MS', 120_000, 1, 3_600_000),
-    serverTimeouts: serverTimeouts(),
-    byokFeePercent: integer('SVC_BYOK_FEE_PERCENT', 5, 0, 100),
-    batchConcurrency: integer('SVC_BATCH_CONCURRENCY', 8, 1, 256),
-    rateLimits: { live: rateLimits('SVC_RATE_LIMITS_LIVE', 'live'), test: rateLimits('SVC_RATE_LIMITS_TEST', 'test') },
-    trustProxy: addressList('SVC_TRUST_PROXY', text('SVC_TRUST_PROXY')),
-    authCache: onOff('SVC_AUTH_CACHE', true),
-    authFailureLimit: integer('SVC_AUTH_FAILURE_LIMIT', 100, 1, 1_000_000_000),
-    requestLog: onOff('SVC_REQUEST_LOG', true),
-    logLevel: oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
-    logFormat: oneOf('SVC_LOG_FORMAT', ['json', 'pretty'] as const),
-    shutdownGraceMs: integer('SVC_SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
-    streamStallMs: integer('SVC_STREAM_STALL_MS', 20_000, 100, 600_000),
-    metricsPort: metricsPort(),
-    readyMaxLagSeconds: integer('SVC_READY_MAX_LAG_SECONDS', 30, 1, 86_400),
     webhookAllowPrivate: trueFalse('SVC_WEBHOOK_ALLOW_PRIVATE', false),
     smtpUrl: smtpUrl(),
     mailFrom: mailbox('SVC_MAIL_FROM', text('SVC_MAIL_FROM'), 'svc-gateway <no-reply@localhost>'),
-    tls: tlsFiles(text('SVC_TLS_CERT'), text('SVC_TLS_KEY')),
-    consoleDir: consoleDir(text('SVC_CONSOLE_DIR')),
-    tracing: tracing(),
   };
+}
+
+// The OpenTelemetry variables, read as the OTLP exporter specification reads them.
+function tracing({ text, url }: EnvReader): Config['tracing'] {
+  const traces = url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http:', 'https:']);
+  const base = url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']);
+  if ((traces === null && base === null) || text('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return null;
+  return { url: traces ?? `${base!.replace(/\/+$/, '')}/v1/traces`, serviceName: text('OTEL_SERVICE_NAME') ?? 'svc-gateway' };
 }
 
 /**

@@ -88,7 +88,7 @@ export interface RuntimeOptions {
 }
 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
-  const closers: (() => Promise<void>)[] = [];
+  const closers: Closers = [];
   const close = async () => {
     for (const c of closers.reverse()) await c().catch(() => undefined);
   };
@@ -98,88 +98,17 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     if (tracing) closers.push(() => tracing.shutdown());
     const sql = await openReadDb(config, options.inMemory ?? false, closers);
     const clock = options.clock ?? systemClock;
-
-    // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
-    const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
-    const store: EventStore = metrics.observed(
-      config.eventstoreUrl ? openEventStoreDb(config.eventstoreUrl, { upcast: EVENT_UPCASTER }) : new SqlEventStore(sql, { upcast: EVENT_UPCASTER }),
-    );
-    closers.push(() => store.close());
-    await store.init();
-
+    const { metrics, store } = await openEventStore(config, sql, clock, closers);
     const withProviders = options.withProviders ?? true;
     const servesRequests = options.servesRequests ?? withProviders;
-    let authCache: AuthCache | null = null;
-    const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, {
-      coalesceMs: PROJECTION_COALESCE_MS,
-      busyCoalesceMs: PROJECTION_BUSY_COALESCE_MS,
-      caches: authCacheCoordination(sql, () => authCache),
-    });
-    closers.push(() => projections.stop());
-    await projections.init();
-    // Every process on PostgreSQL has the lease table: writers read it even where nothing caches.
-    if (sql.dialect === 'postgres') await initAuthCacheLeases(sql);
-    if (servesRequests && config.authCache) {
-      const opened = (authCache = await AuthCache.open(sql));
-      closers.push(() => opened.close());
-    }
-    // Content, not a projection: a rebuild of the read models never touches it.
-    // The job table first: each kind's own tables move what they still hold into it.
-    await JobQueue.init(sql);
-    await StoredResponses.init(sql);
-    await SqlFileStore.init(sql);
-    await BatchLines.init(sql);
-    await VideoJobs.init(sql);
-    await StoredImages.init(sql);
-    await PromptLogs.init(sql);
-    await upgradeWebhookClaims(sql);
-    await NoticeMailer.init(sql);
-    await initInFlight(sql);
-    let gatewayLease: GatewayLease | null = null;
-    if (servesRequests) {
-      const lease = (gatewayLease = new GatewayLease(sql));
-      await lease.start();
-      closers.push(() => lease.stop());
-    }
-
+    const { projections, authCache } = await openProjections(sql, store, servesRequests && config.authCache, closers);
+    await initContentTables(sql);
+    const gatewayLease = servesRequests ? await startGatewayLease(sql, closers) : null;
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
-    let simulatorUrl = config.simulatorUrl;
-    let simulator: Simulator | null = null;
-    if (withProviders && catalog.usesSimulator() && simulatorUrl === null) {
-      const started = (simulator = await startSimulator({ port: 0 }));
-      closers.push(() => started.close());
-      simulatorUrl = started.url;
-    }
-    const providers = new Map<string, Provider>();
-    for (const model of withProviders ? catalog.models : []) {
-      for (const { provider } of model.providers) {
-        if (providers.has(provider.name)) continue;
-        const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
-        const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs, dialect: provider.dialect };
-        providers.set(provider.name, createProvider(provider.adapter, options));
-      }
-    }
-
-    // Only processes that serve requests talk to Redis; the worker and the CLI never do.
-    const edge = createEdgeStores({
-      redisUrl: servesRequests ? config.redisUrl : null,
-      clock,
-      // Issue 41 S4: cached answers are sealed like prompt logs; no key, no cache.
-      cacheKey: config.encryptionKey,
-      onDegraded: (what, err) =>
-        console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
-    });
-    closers.push(() => edge.close());
-    // Without this the first requests after start would find Redis still connecting, and run degraded.
-    await edge.ready(2_000);
-    // SVC_METRICS_PORT: /metrics on a port of its own, in every process: a worker's are the
-    // charges of its jobs and its reaper, and the projections it runs.
-    let metricsPort: number | null = null;
-    if (config.metricsPort !== null) {
-      const server = await startMetricsServer(metrics, config.metricsPort, config.host);
-      closers.push(() => server.close());
-      metricsPort = server.port;
-    }
+    const simulator = withProviders && catalog.usesSimulator() && config.simulatorUrl === null ? await startOwnSimulator(closers) : null;
+    const providers = upstreamClients(withProviders ? catalog.models : [], simulator?.url ?? config.simulatorUrl, config);
+    const edge = await openEdgeStores(config, servesRequests, clock, closers);
+    const metricsPort = config.metricsPort === null ? null : await startOwnMetricsServer(config, config.metricsPort, metrics, closers);
     return {
       config,
       clock,
@@ -204,6 +133,111 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await close();
     throw err;
   }
+}
+
+/** What a runtime opened, to be closed in reverse order. */
+type Closers = (() => Promise<void>)[];
+
+async function openEventStore(config: Config, sql: SqlRunner, clock: Clock, closers: Closers): Promise<{ metrics: ServiceMetrics; store: EventStore }> {
+  // Every append timed and every charge counted, whatever the adapter: one decorator here rather than one per adapter.
+  const metrics: ServiceMetrics = new ServiceMetrics({ sql, projectionLag: () => projectionLag(sql, store, clock) });
+  const store: EventStore = metrics.observed(
+    config.eventstoreUrl ? openEventStoreDb(config.eventstoreUrl, { upcast: EVENT_UPCASTER }) : new SqlEventStore(sql, { upcast: EVENT_UPCASTER }),
+  );
+  closers.push(() => store.close());
+  await store.init();
+  return { metrics, store };
+}
+
+async function openProjections(
+  sql: SqlRunner,
+  store: EventStore,
+  withAuthCache: boolean,
+  closers: Closers,
+): Promise<{ projections: ProjectionRunner; authCache: AuthCache | null }> {
+  let authCache: AuthCache | null = null;
+  const projections = new ProjectionRunner(sql, store, ALL_PROJECTIONS, {
+    coalesceMs: PROJECTION_COALESCE_MS,
+    busyCoalesceMs: PROJECTION_BUSY_COALESCE_MS,
+    caches: authCacheCoordination(sql, () => authCache),
+  });
+  closers.push(() => projections.stop());
+  await projections.init();
+  // Every process on PostgreSQL has the lease table: writers read it even where nothing caches.
+  if (sql.dialect === 'postgres') await initAuthCacheLeases(sql);
+  if (withAuthCache) {
+    const opened = (authCache = await AuthCache.open(sql));
+    closers.push(() => opened.close());
+  }
+  return { projections, authCache };
+}
+
+// Content, not a projection: a rebuild of the read models never touches it.
+async function initContentTables(sql: SqlRunner): Promise<void> {
+  // The job table first: each kind's own tables move what they still hold into it.
+  await JobQueue.init(sql);
+  await StoredResponses.init(sql);
+  await SqlFileStore.init(sql);
+  await BatchLines.init(sql);
+  await VideoJobs.init(sql);
+  await StoredImages.init(sql);
+  await PromptLogs.init(sql);
+  await upgradeWebhookClaims(sql);
+  await NoticeMailer.init(sql);
+  await initInFlight(sql);
+}
+
+async function startGatewayLease(sql: SqlRunner, closers: Closers): Promise<GatewayLease> {
+  const lease = new GatewayLease(sql);
+  await lease.start();
+  closers.push(() => lease.stop());
+  return lease;
+}
+
+async function startOwnSimulator(closers: Closers): Promise<Simulator> {
+  const started = await startSimulator({ port: 0 });
+  closers.push(() => started.close());
+  return started;
+}
+
+/** One client per catalog provider, shared by every model it serves; `simulator` is the simulated upstream's URL. */
+function upstreamClients(models: Catalog['models'], simulatorUrl: string | null, config: Config): Map<string, Provider> {
+  const providers = new Map<string, Provider>();
+  for (const model of models) {
+    for (const { provider } of model.providers) {
+      if (providers.has(provider.name)) continue;
+      const baseUrl = provider.baseUrl === 'simulator' ? (simulatorUrl as string) : provider.baseUrl;
+      const options = { baseUrl, apiKey: provider.apiKey, timeoutMs: config.upstreamTimeoutMs, dialect: provider.dialect };
+      providers.set(provider.name, createProvider(provider.adapter, options));
+    }
+  }
+  return providers;
+}
+
+async function openEdgeStores(config: Config, servesRequests: boolean, clock: Clock, closers: Closers): Promise<EdgeStores> {
+  // Only processes that serve requests talk to Redis; the worker and the CLI never do.
+  const edge = createEdgeStores({
+    redisUrl: servesRequests ? config.redisUrl : null,
+    clock,
+    // Issue 41 S4: cached answers are sealed like prompt logs; no key, no cache.
+    cacheKey: config.encryptionKey,
+    onDegraded: (what, err) =>
+      console.warn(`${what}: Redis is unreachable (${err instanceof Error ? err.message : String(err)}); serving degraded until it returns`),
+  });
+  closers.push(() => edge.close());
+  // Without this the first requests after start would find Redis still connecting, and run degraded.
+  await edge.ready(2_000);
+  return edge;
+}
+
+/**
+ * SVC_METRICS_PORT: /metrics on a port of its own, in every process: a worker's are the
+ * charges of its jobs and its reaper, and the projections it runs.
+ */
+async function startOwnMetricsServer(config: Config, port: number, metrics: ServiceMetrics, closers: Closers): Promise<number> {
+  const server = await startMetricsServer(metrics, port, config.host);
+  closers.push(() => server.close());
+  return server.port;
 }
 
 /**

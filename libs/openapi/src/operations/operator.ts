@@ -1,0 +1,120 @@
+import { arr, bool, dataOf, nullable, obj, ref, str, usd } from '../json-schema';
+import { json, limitQuery, deleted, memberBody, roleBody } from './shared';
+import type { OperationDescription } from './types';
+
+/** Operator API (docs/api/operator.md). */
+export const OPERATOR_OPERATIONS: Record<string, OperationDescription> = {
+  'POST /admin/accounts': {
+    summary: 'Create an account',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ initial_credits_usd: usd() }, { required: [] })),
+    ok: { status: 201, schema: obj({ id: str() }) },
+  },
+  'GET /admin/accounts/:id': {
+    summary: "An account's credits",
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(ref('AccountCredits')) },
+    errors: [404],
+  },
+  'PATCH /admin/accounts/:id': {
+    summary: "Set the account's daily spend limit",
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ daily_limit_usd: nullable(usd()) })),
+    ok: { schema: dataOf(ref('AccountCredits')) },
+    errors: [404],
+  },
+  'POST /admin/accounts/:id/credits': {
+    summary: 'Add credits',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ amount_usd: usd() })),
+    ok: { schema: dataOf(ref('AccountCredits')) },
+    errors: [404],
+  },
+  'POST /admin/accounts/:id/adjustments': {
+    summary: 'Record a credit note or adjustment',
+    description:
+      "Issue 23: recorded as an event with the operator's name, shown on statements and in the audit log; nothing is edited in place. 409 `adjustment_exceeds_balance` when a negative amount would take the available balance below zero, `adjustment_id_conflict` when the id was used with other content.",
+    tag: 'Operator',
+    access: 'admin',
+    body: json(ref('AdjustmentRequest')),
+    ok: { status: 201, schema: obj({ data: ref('Adjustment'), balance: ref('AccountCredits') }) },
+    errors: [404, 409],
+  },
+  'POST /admin/accounts/:id/keys': {
+    summary: 'Create a key for an account',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(ref('AdminKeyRequest')),
+    ok: { status: 201, schema: ref('CreatedKey') },
+    errors: [404],
+  },
+  'GET /admin/accounts/:id/provider-keys': {
+    summary: "An account's provider keys",
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(arr(ref('ProviderKey'))) },
+  },
+  'PUT /admin/accounts/:id/provider-keys/:provider': {
+    summary: 'Save a provider key for an account',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ api_key: str() })),
+    ok: { schema: dataOf(obj({ provider: str(), hint: str() })) },
+    errors: [404, 503],
+  },
+  'DELETE /admin/accounts/:id/provider-keys/:provider': {
+    summary: 'Delete a provider key of an account',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(deleted({ provider: str() })) },
+    errors: [404],
+  },
+  'POST /admin/orgs': {
+    summary: 'Create an organization',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(obj({ owner_account_id: str(), name: str() }, { required: ['owner_account_id'] })),
+    ok: { status: 201, schema: obj({ id: str() }) },
+  },
+  'DELETE /admin/orgs/:id': {
+    summary: 'Delete an organization',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(deleted({ id: str() })) },
+    errors: [404],
+  },
+  'POST /admin/orgs/:id/members': {
+    summary: 'Add a member',
+    tag: 'Operator',
+    access: 'admin',
+    body: json(memberBody),
+    ok: { status: 201, schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
+  'PATCH /admin/orgs/:id/members/:account': {
+    summary: "Change a member's role",
+    tag: 'Operator',
+    access: 'admin',
+    body: json(roleBody),
+    ok: { schema: dataOf(ref('MemberChange')) },
+    errors: [404],
+  },
+  'DELETE /admin/orgs/:id/members/:account': {
+    summary: 'Remove a member',
+    tag: 'Operator',
+    access: 'admin',
+    ok: { schema: dataOf(obj({ org_id: str(), account_id: str(), removed: bool() })) },
+    errors: [404],
+  },
+  'GET /admin/audit-log': {
+    summary: 'The audit log, newest first',
+    tag: 'Operator',
+    access: 'admin',
+    query: [{ name: 'account_id', schema: str() }, limitQuery(1000, 100)],
+    ok: { schema: dataOf(arr(ref('AuditEntry'))) },
+  },
+};
