@@ -9,7 +9,9 @@ import { ReadYourWrites } from '@svc/projections';
 import { PROVIDER_CLIENTS, type Provider, SIMULATOR_URL } from '@svc/providers';
 import { TRACING, type Tracing } from '@svc/telemetry';
 import { answerOperation, routeOperation, runOperation, type Answered, type CallContext, type Operation, type Routing, type RunResult } from './operation';
-import { MeteredCalls, type MeteringDeps, type ReserveOptions } from './pipeline';
+import type { MeteringDeps } from './metering-deps';
+import { MeteredCalls } from './pipeline';
+import type { ReserveOptions } from './reservation';
 import { OwnProviders, type RoutedModel, type Target } from './targets';
 import { TokenWindows, tokenWindowHeaders } from './token-windows';
 
