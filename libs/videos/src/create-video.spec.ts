@@ -1,16 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { loadCatalog, ProviderStats } from '@svc/catalog';
-import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import { JobQueue } from '@svc/jobs';
 import type { Reservation, RoutedModel } from '@svc/metering';
 import { testCaller } from '@svc/metering/testing/pipeline-fixtures';
-import { type ApiError, ManualClock, PgliteSqlRunner, refusalOf, type SqlRunner } from '@svc/platform';
-import { ProjectionRunner } from '@svc/projections';
+import { type ApiError, ManualClock } from '@svc/platform';
+import { rejectionOf } from '@svc/platform/testing/errors';
 import { CreateVideo, type CreateVideoDeps } from './create-video';
 import { VIDEO_JOB_KIND, VideoJobs } from './jobs';
-import { videosProjection } from './read-models/videos';
 import type { VideoRequest } from './request';
+import { videoWorld } from './testing/video-world';
 
 /**
  * POST /videos as the use case runs it, on a real event store, read model and job table: what
@@ -22,11 +20,7 @@ describe('creating a video (spec 4.15)', () => {
   const catalog = loadCatalog();
   const routing = { catalog, clock, providerStats: new ProviderStats() };
   const key = randomBytes(32);
-  let sql: SqlRunner;
-  let store: SqlEventStore;
-  let runner: ProjectionRunner;
-  let aggregates: AggregateStore;
-  let jobs: VideoJobs;
+  const world = videoWorld(clock, key);
   let holds: { model: string; request: VideoRequest; holdId: string }[];
   let released: string[];
 
@@ -40,39 +34,21 @@ describe('creating a video (spec 4.15)', () => {
     },
   };
   const useCase = (deps: Partial<CreateVideoDeps> = {}) =>
-    new CreateVideo({ clock, sql, aggregates, projections: runner, routing, jobs, calls, allowPrivateUrls: false, ...deps });
+    new CreateVideo({
+      clock,
+      sql: world.sql,
+      aggregates: world.aggregates,
+      projections: world.runner,
+      routing,
+      jobs: world.jobs,
+      calls,
+      allowPrivateUrls: false,
+      ...deps,
+    });
   /** The error object the edge answers for what creating `body` throws. */
-  const refusal = async (body: unknown, deps: Partial<CreateVideoDeps> = {}, caller = testCaller()): Promise<ApiError> => {
-    const thrown = await useCase(deps)
-      .run(caller, body)
-      .then(
-        () => null,
-        (err: unknown) => err,
-      );
-    const refused = refusalOf(thrown);
-    if (refused === null) throw new Error(`expected a refusal, got ${String(thrown)}`);
-    return refused;
-  };
+  const refusal = (body: unknown, deps: Partial<CreateVideoDeps> = {}, caller = testCaller()): Promise<ApiError> =>
+    rejectionOf(useCase(deps).run(caller, body));
   const shape = (err: ApiError) => [err.status, err.type, err.code, err.param];
-
-  beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
-    store = new SqlEventStore(sql);
-    await store.init();
-    await JobQueue.init(sql);
-    await VideoJobs.init(sql);
-    runner = new ProjectionRunner(sql, store, [videosProjection], { idleMs: 20 });
-    await runner.init();
-    runner.start();
-    aggregates = new AggregateStore(store, clock);
-    jobs = new VideoJobs(sql, () => key);
-  }, 60_000);
-
-  afterAll(async () => {
-    await runner?.stop();
-    await store?.close();
-    await sql?.close();
-  });
 
   beforeEach(() => {
     holds = [];
@@ -83,8 +59,8 @@ describe('creating a video (spec 4.15)', () => {
     const created = await useCase().run(testCaller(), { prompt: 'a paper boat', seconds: 8 });
     expect(holds).toEqual([{ model: 'sim/video', request: created.request, holdId: created.holdId }]);
     expect(created.video).toMatchObject({ model: 'sim/video', status: 'queued', seconds: 8, estimatedNano: 800_000_000n, workspaceId: 'ws1' });
-    expect(await jobs.request(created.video.videoId)).toEqual(created.request);
-    const { rows } = await sql.query<{ due_at: Date }>(`SELECT due_at FROM jobs WHERE kind = $1 AND key = $2`, [VIDEO_JOB_KIND, created.video.videoId]);
+    expect(await world.jobs.request(created.video.videoId)).toEqual(created.request);
+    const { rows } = await world.sql.query<{ due_at: Date }>(`SELECT due_at FROM jobs WHERE kind = $1 AND key = $2`, [VIDEO_JOB_KIND, created.video.videoId]);
     expect(new Date(rows[0].due_at)).toEqual(clock.now());
 
     const routerOnly = { ...testCaller(), allowed_models: ['sim/video-router'] } as Caller;
@@ -107,7 +83,7 @@ describe('creating a video (spec 4.15)', () => {
   });
 
   it("checks the fields against the model, then the first frame's host, then whether prompts can be kept: without SVC_ENCRYPTION_KEY a valid request is a 503 and nothing is held", async () => {
-    const keyless = { jobs: new VideoJobs(sql, () => null) };
+    const keyless = { jobs: new VideoJobs(world.sql, () => null) };
     expect(shape(await refusal({ prompt: 'a paper boat', seconds: 5, image_url: 'https://localhost/f.png' }, keyless))).toEqual([
       400,
       'invalid_request_error',

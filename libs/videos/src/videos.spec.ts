@@ -1,17 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { loadCatalog, ProviderStats } from '@svc/catalog';
-import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import type { FileRecord } from '@svc/files';
 import type { Caller } from '@svc/identity';
-import { JobQueue } from '@svc/jobs';
 import type { Reservation } from '@svc/metering';
 import { testCaller } from '@svc/metering/testing/pipeline-fixtures';
-import { type ApiError, ManualClock, PgliteSqlRunner, refusalOf, type SqlRunner } from '@svc/platform';
-import { ProjectionRunner } from '@svc/projections';
+import { type ApiError, ManualClock } from '@svc/platform';
+import { rejectionOf } from '@svc/platform/testing/errors';
 import { CreateVideo } from './create-video';
-import { VideoJobs } from './jobs';
-import { videosProjection } from './read-models/videos';
 import { videoDecider, videoStream, type VideoCommand } from './video';
+import { videoWorld } from './testing/video-world';
 import { Videos } from './videos';
 
 /**
@@ -23,11 +20,7 @@ describe("a workspace's videos (spec 4.15)", () => {
   const clock = new ManualClock(new Date('2026-11-02T10:00:00.000Z'));
   const key = randomBytes(32);
   const caller = testCaller();
-  let sql: SqlRunner;
-  let store: SqlEventStore;
-  let runner: ProjectionRunner;
-  let aggregates: AggregateStore;
-  let jobs: VideoJobs;
+  const world = videoWorld(clock, key);
   let videos: Videos;
   const stored = new Map<string, FileRecord>();
   const deleted: string[] = [];
@@ -38,47 +31,30 @@ describe("a workspace's videos (spec 4.15)", () => {
       release: async () => undefined,
     };
     const routing = { catalog: loadCatalog(), clock, providerStats: new ProviderStats() };
-    const creating = new CreateVideo({ clock, sql, aggregates, projections: runner, routing, jobs, calls, allowPrivateUrls: false });
+    const creating = new CreateVideo({
+      clock,
+      sql: world.sql,
+      aggregates: world.aggregates,
+      projections: world.runner,
+      routing,
+      jobs: world.jobs,
+      calls,
+      allowPrivateUrls: false,
+    });
     return (await creating.run(caller, { prompt })).video.videoId;
   };
   const decide = async (command: VideoCommand) => {
-    const handled = await aggregates.handle(videoDecider, videoStream(command.videoId), command);
-    if (handled.appended) await runner.waitFor(handled.appended.position, ['videos'], 10_000);
-  };
-  const refusal = async (promise: Promise<unknown>): Promise<ApiError> => {
-    const refused = refusalOf(
-      await promise.then(
-        () => null,
-        (err: unknown) => err,
-      ),
-    );
-    if (refused === null) throw new Error('expected a refusal');
-    return refused;
+    const handled = await world.aggregates.handle(videoDecider, videoStream(command.videoId), command);
+    if (handled.appended) await world.runner.waitFor(handled.appended.position, ['videos'], 10_000);
   };
   const shape = (err: ApiError) => [err.status, err.type, err.code, err.param];
 
-  beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
-    store = new SqlEventStore(sql);
-    await store.init();
-    await JobQueue.init(sql);
-    await VideoJobs.init(sql);
-    runner = new ProjectionRunner(sql, store, [videosProjection], { idleMs: 20 });
-    await runner.init();
-    runner.start();
-    aggregates = new AggregateStore(store, clock);
-    jobs = new VideoJobs(sql, () => key);
+  beforeAll(() => {
     const files = {
       get: async (_workspaceId: string, id: string) => stored.get(id) ?? null,
       delete: async (_workspaceId: string, id: string) => deleted.push(id) > 0,
     };
-    videos = new Videos({ clock, sql, aggregates, projections: runner, jobs, files });
-  }, 60_000);
-
-  afterAll(async () => {
-    await runner?.stop();
-    await store?.close();
-    await sql?.close();
+    videos = new Videos({ clock, sql: world.sql, aggregates: world.aggregates, projections: world.runner, jobs: world.jobs, files });
   });
 
   it("reads a video with its prompt; an id of another workspace, or one that is no video's, is 404 video_not_found", async () => {
@@ -86,13 +62,13 @@ describe("a workspace's videos (spec 4.15)", () => {
     expect(await videos.get(caller, id)).toMatchObject({ video: { videoId: id, status: 'queued' }, prompt: 'a paper boat' });
     expect((await videos.list(caller, { after: null, fetch: 10 }, 'desc')).find((v) => v.video.videoId === id)?.prompt).toBe('a paper boat');
     const elsewhere = { ...caller, workspaceId: 'ws-other' } as Caller;
-    expect(shape(await refusal(videos.get(elsewhere, id)))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
-    expect(shape(await refusal(videos.get(caller, 'video_nope')))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
+    expect(shape(await rejectionOf(videos.get(elsewhere, id)))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
+    expect(shape(await rejectionOf(videos.get(caller, 'video_nope')))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
   });
 
   it('given a video still running, its content is 409 video_not_ready, and DELETE asks for its cancel and answers it as it stands', async () => {
     const id = await create();
-    expect(shape(await refusal(videos.content(caller.workspaceId, id, 'video')))).toEqual([409, 'invalid_request_error', 'video_not_ready', 'id']);
+    expect(shape(await rejectionOf(videos.content(caller.workspaceId, id, 'video')))).toEqual([409, 'invalid_request_error', 'video_not_ready', 'id']);
     const removed = await videos.remove(caller, id);
     expect(removed).toMatchObject({ deleted: false, video: { videoId: id, status: 'queued', cancelRequested: true }, prompt: 'a paper boat' });
   });
@@ -101,10 +77,10 @@ describe("a workspace's videos (spec 4.15)", () => {
     const id = await create();
     await decide({ type: 'RequestCancel', videoId: id });
     await decide({ type: 'ConfirmCancel', videoId: id });
-    expect(shape(await refusal(videos.content(caller.workspaceId, id, 'video')))).toEqual([404, 'not_found_error', 'video_content_not_found', 'id']);
+    expect(shape(await rejectionOf(videos.content(caller.workspaceId, id, 'video')))).toEqual([404, 'not_found_error', 'video_content_not_found', 'id']);
     expect(await videos.remove(caller, id)).toEqual({ deleted: true, videoId: id });
-    expect(shape(await refusal(videos.get(caller, id)))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
-    expect(await jobs.request(id)).toBeNull();
+    expect(shape(await rejectionOf(videos.get(caller, id)))).toEqual([404, 'not_found_error', 'video_not_found', 'id']);
+    expect(await world.jobs.request(id)).toBeNull();
   });
 
   it('given a completed video, its clip is served, a poster it lacks is 404 naming variant, and DELETE removes its files after the decision', async () => {
@@ -113,9 +89,14 @@ describe("a workspace's videos (spec 4.15)", () => {
     await decide({ type: 'RecordCompletion', videoId: id, costNano: 400_000_000n, hasThumbnail: false });
     const clip = { id: `file-${id}`, filename: 'clip.mp4', bytes: 10 } as FileRecord;
     stored.set(clip.id, clip);
-    await jobs.keepFiles(id, { video: clip.id, thumbnail: null });
+    await world.jobs.keepFiles(id, { video: clip.id, thumbnail: null });
     expect(await videos.content(caller.workspaceId, id, 'video')).toBe(clip);
-    expect(shape(await refusal(videos.content(caller.workspaceId, id, 'thumbnail')))).toEqual([404, 'not_found_error', 'video_content_not_found', 'variant']);
+    expect(shape(await rejectionOf(videos.content(caller.workspaceId, id, 'thumbnail')))).toEqual([
+      404,
+      'not_found_error',
+      'video_content_not_found',
+      'variant',
+    ]);
     expect(await videos.remove(caller, id)).toEqual({ deleted: true, videoId: id });
     expect(deleted).toEqual([clip.id]);
   });

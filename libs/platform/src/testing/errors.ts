@@ -14,3 +14,14 @@ export function errorOf(fn: () => unknown): ApiError {
   }
   throw new Error('expected an ApiError or a DomainError');
 }
+
+/** `errorOf` for a promise: the error object the edge answers for what `promise` rejects with. */
+export async function rejectionOf(promise: Promise<unknown>): Promise<ApiError> {
+  const thrown = await promise.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  const refusal = refusalOf(thrown);
+  if (refusal === null) throw new Error(`expected an ApiError or a DomainError, got ${String(thrown)}`);
+  return refusal;
+}
