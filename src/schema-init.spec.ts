@@ -1,16 +1,9 @@
-import { BatchLines } from '@svc/batches';
-import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlEventStore } from '@svc/eventstore';
-import { SqlFileStore } from '@svc/files';
 import { PgSqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ProjectionRunner } from '@svc/projections';
 import { initAuthCacheLeases } from '@svc/identity';
-import { ALL_PROJECTIONS } from '@svc/runtime';
-import { initInFlight } from '@svc/ledger';
-import { VideoJobs } from '@svc/videos';
-import { JobQueue } from '@svc/jobs';
-import { NoticeMailer, upgradeWebhookClaims } from '@svc/webhooks';
+import { ALL_PROJECTIONS, initContentTables } from '@svc/runtime';
 
 /** What a process creates at start on PostgreSQL before it serves or works, in @svc/runtime's order. */
 async function startUp(sql: PgSqlRunner): Promise<void> {
@@ -18,16 +11,7 @@ async function startUp(sql: PgSqlRunner): Promise<void> {
   await store.init();
   await new ProjectionRunner(sql, store, ALL_PROJECTIONS).init();
   await initAuthCacheLeases(sql);
-  await JobQueue.init(sql);
-  await StoredResponses.init(sql);
-  await SqlFileStore.init(sql);
-  await BatchLines.init(sql);
-  await VideoJobs.init(sql);
-  await StoredImages.init(sql);
-  await PromptLogs.init(sql);
-  await upgradeWebhookClaims(sql);
-  await NoticeMailer.init(sql);
-  await initInFlight(sql);
+  await initContentTables(sql);
 }
 
 /**

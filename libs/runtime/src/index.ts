@@ -1,4 +1,4 @@
-export { createRuntime, DataDirInUseError, embeddedDbDir, type Runtime, type RuntimeOptions } from './runtime';
+export { createRuntime, DataDirInUseError, embeddedDbDir, initContentTables, type Runtime, type RuntimeOptions } from './runtime';
 export { RuntimeModule } from './runtime.module';
 export { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 export { ALL_PROJECTIONS } from './projections';

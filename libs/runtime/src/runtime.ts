@@ -173,7 +173,7 @@ async function openProjections(
 }
 
 // Content, not a projection: a rebuild of the read models never touches it.
-async function initContentTables(sql: SqlRunner): Promise<void> {
+export async function initContentTables(sql: SqlRunner): Promise<void> {
   // The job table first: each kind's own tables move what they still hold into it.
   await JobQueue.init(sql);
   await StoredResponses.init(sql);
