@@ -12,13 +12,16 @@ ETCD_PORT="${SVC_HA_ETCD_PORT:-52379}"
 PRIMARY_PORT="${SVC_HA_PRIMARY_PORT:-55000}"   # HAProxy: the current primary
 REPLICA_PORT="${SVC_HA_REPLICA_PORT:-55001}"   # HAProxy: the standbys (reads)
 NODES=(pg1 pg2)
-PG_PORTS=(55432 55433)
-API_PORTS=(58008 58009)
+# Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR.
+read -r -a PG_PORTS <<<"${SVC_HA_PG_PORTS:-55432 55433}"
+read -r -a API_PORTS <<<"${SVC_HA_API_PORTS:-58008 58009}"
 
 # PostgreSQL refuses to run as root: as root, the nodes run as the postgres user.
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pidof_file() { [ -f "$1" ] && cat "$1" 2>/dev/null || true; }
 alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# A pid file can outlive its process and pids wrap: a pid is ours only if its command line names our directory.
+ours() { alive "${1:-}" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$DIR"; }
 
 node_config() {
   local name=$1 pg_port=$2 api_port=$3
@@ -102,7 +105,7 @@ CFG
 
 start_node() {
   local i=$1 name=${NODES[$1]}
-  alive "$(pidof_file "$DIR/$name/patroni.pid")" && return 0
+  ours "$(pidof_file "$DIR/$name/patroni.pid")" && return 0
   mkdir -p "$DIR/$name"
   node_config "$name" "${PG_PORTS[$i]}" "${API_PORTS[$i]}" >"$DIR/$name/patroni.yml"
   chmod 700 "$DIR/$name"
@@ -130,7 +133,7 @@ wait_healthy() {
 
 up() {
   mkdir -p "$DIR"
-  if ! alive "$(pidof_file "$DIR/etcd.pid")"; then
+  if ! ours "$(pidof_file "$DIR/etcd.pid")"; then
     nohup etcd --name svc-etcd --data-dir "$DIR/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
       --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
       --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-cluster "svc-etcd=http://127.0.0.1:$((ETCD_PORT + 1))" \
@@ -142,7 +145,7 @@ up() {
   # The first node bootstraps the cluster; the second then copies it with pg_basebackup.
   for _ in $(seq 1 120); do members 0 | grep -q " leader running" && break; sleep 0.5; done
   start_node 1
-  if ! alive "$(pidof_file "$DIR/haproxy.pid")"; then
+  if ! ours "$(pidof_file "$DIR/haproxy.pid")"; then
     haproxy_config >"$DIR/haproxy.cfg"
     haproxy -D -f "$DIR/haproxy.cfg"
   fi
@@ -152,10 +155,10 @@ up() {
 
 stop_pid() {
   local pid; pid=$(pidof_file "$1")
-  if alive "$pid"; then
+  if ours "$pid"; then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-    alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+    ours "$pid" && kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$1"
 }
@@ -168,7 +171,7 @@ down() {
     local pm="$DIR/$name/data/postmaster.pid"
     if [ -f "$pm" ]; then
       local pid; pid=$(head -1 "$pm")
-      alive "$pid" && kill -9 "$pid" 2>/dev/null || true
+      ours "$pid" && kill -9 "$pid" 2>/dev/null || true
     fi
   done
   pkill -9 -f "$DIR/pg[12]/data" 2>/dev/null || true
@@ -183,7 +186,8 @@ primary() { any_members | awk '$2 == "leader" { print $1 }'; }
 kill_primary() {
   local name; name=$(primary)
   [ -n "$name" ] || { echo "pg-ha: no primary" >&2; return 1; }
-  kill -9 "$(pidof_file "$DIR/$name/patroni.pid")" 2>/dev/null || true
+  local pid; pid=$(pidof_file "$DIR/$name/patroni.pid")
+  ours "$pid" && kill -9 "$pid" 2>/dev/null || true
   pkill -9 -f "$DIR/$name/data" 2>/dev/null || true
   echo "$name"
 }
