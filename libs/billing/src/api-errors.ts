@@ -91,11 +91,13 @@ function limitReached(err: DomainError, code: string, now: Date): ApiError {
   const headers: Record<string, string> = {};
   if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
   const { limit_nano: limit, spent_nano: spent, required_nano: required } = err.details;
-  let message = LIMIT_MESSAGES[code];
+  // A guardrail budget's refusal names its guardrail and layer (issue 44): the ledger's own words.
+  const reached = LIMIT_MESSAGES[code] ?? err.message;
+  let message = reached;
   if (typeof limit === 'bigint' && typeof spent === 'bigint' && typeof required === 'bigint' && spent < limit) {
     message =
       `This request's worst case ($${nanoToUsdString(required)}: its input plus max_tokens, or 4,096 output tokens when unset) does not fit in what is left ` +
-      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${LIMIT_MESSAGES[code]}`;
+      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${reached}`;
   }
   return new ApiError(429, 'insufficient_quota', message, code, null, headers);
 }
