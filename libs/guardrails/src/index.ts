@@ -1,0 +1,3 @@
+export * from './guardrail';
+export * from './policy-request';
+export * from './effective';
