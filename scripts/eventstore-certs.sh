@@ -13,8 +13,8 @@
 #
 # The CA key is thrown away once the node certificates are signed: nothing can issue another
 # certificate the clients would trust. Does nothing when every node certificate exists, so a
-# restarted stack keeps its CA (clients that trust it keep connecting); delete the directory
-# (the volume) to issue new ones.
+# restarted stack keeps its CA (clients that trust it keep connecting), and refuses to add a
+# node beside certificates already issued; delete the directory (the volume) to issue new ones.
 set -eu
 
 usage='usage: eventstore-certs.sh <dir> [extra DNS name]... | eventstore-certs.sh --nodes <dir> <node name>...'
@@ -36,19 +36,21 @@ for name in "$@"; do
   case $name in '' | *[!A-Za-z0-9.-]*) echo "eventstore certificates: not a DNS name: $name" >&2; exit 2 ;; esac
 done
 
-present=0
 missing=0
 for node in $nodes; do
-  if [ -s "$dir/$node/node.crt" ]; then present=$((present + 1)); else missing=$((missing + 1)); fi
+  [ -s "$dir/$node/node.crt" ] || missing=$((missing + 1))
 done
 if [ "$missing" = 0 ]; then
   echo "eventstore certificates: $dir already has them"
   exit 0
 fi
-if [ "$present" != 0 ]; then
-  echo "eventstore certificates: $dir has some of the node certificates, and the CA key that signed them is gone: delete $dir to issue all anew" >&2
-  exit 1
-fi
+# A new CA would not be the one the nodes already issued trust, and the old one's key is gone.
+for issued in "$dir"/*/node.crt; do
+  if [ -s "$issued" ]; then
+    echo "eventstore certificates: $dir holds certificates of another CA, whose key is gone: delete $dir to issue all anew" >&2
+    exit 1
+  fi
+done
 mkdir -p "$dir/ca"
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=svc-gateway eventstore CA" \
