@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { ConfigError, type Env, envReader, type EnvReader } from './config-env';
+import { parseEventStoreUrl } from './eventstore-url';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
 
 export { ConfigError } from './config-env';
@@ -260,9 +261,23 @@ function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
-    eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
+    eventstoreUrl: eventstoreUrl(text('EVENTSTORE_URL')),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
   };
+}
+
+/**
+ * A node or a cluster (several gossip seeds: not a WHATWG URL, hence not `url`), checked as the
+ * adapter will read it, so that a bad port or option stops the start and names the variable.
+ */
+function eventstoreUrl(value: string | null): string | null {
+  if (value === null) return null;
+  try {
+    parseEventStoreUrl(value);
+  } catch (err) {
+    throw new ConfigError('EVENTSTORE_URL', (err as Error).message);
+  }
+  return value;
 }
 
 function upstreamAndServer({
