@@ -1,4 +1,4 @@
-import { fold } from '@svc/eventstore';
+import { EventStoreDbUnavailableError, fold } from '@svc/eventstore';
 import { accountDecider, type AccountEvent, type PlaceHold } from '@svc/ledger';
 import { apiErrorOfFailure } from './api-errors';
 
@@ -41,5 +41,16 @@ describe('a guardrail budget refusal at the edge (issue 44)', () => {
   it("says when it is this request's worst case that does not fit, so a smaller max_tokens may pass", () => {
     const err = apiErrorOfFailure(refusal(hold(2_000_000_000n, 1_000_000_000n)), now);
     expect(err.message).toMatch(/^This request's worst case \(\$2(\.0+)?: .* does not fit in what is left of the limit \(\$1(\.0+)? of \$1(\.0+)?/);
+  });
+});
+
+describe('an event store that cannot be reached', () => {
+  it('is the 503 of spec 7 with Retry-After, for EventStoreDB through a leader change as for PostgreSQL', () => {
+    const esdb = apiErrorOfFailure(new EventStoreDbUnavailableError('append to account-a1', 13, 9500, 'not-leader', new Error('not leader')), now);
+    expect(esdb).toMatchObject({ status: 503, type: 'service_unavailable', code: 'database_unavailable', headers: { 'retry-after': '1' } });
+    const pg = apiErrorOfFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }), now);
+    expect(pg).toMatchObject({ status: 503, code: 'database_unavailable' });
+    // A fault that is no outage stays a 500.
+    expect(apiErrorOfFailure(new EventStoreDbUnavailableError('append', 1, 0, 'other', new Error('bad data')), now).status).toBe(500);
   });
 });

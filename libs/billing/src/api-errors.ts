@@ -1,6 +1,6 @@
-import { StreamContentionError } from '@svc/eventstore';
+import { storeUnavailable, StreamContentionError } from '@svc/eventstore';
 import { isLimitRefusal } from '@svc/ledger';
-import { ApiError, apiErrorOf, DomainError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
+import { ApiError, apiErrorOf, DomainError, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
 
@@ -18,7 +18,8 @@ export function apiErrorOfFailure(err: unknown, now: Date, edge?: (err: unknown)
   const atEdge = edge?.(err);
   if (atEdge) return atEdge;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
-  if (isConnectionFailure(err)) return outage();
+  // PostgreSQL's connection failures, and EventStoreDB's when a leader change outlasts the retries.
+  if (storeUnavailable(err)) return outage();
   if (err instanceof StreamContentionError) return contention();
   return ApiError.internal();
 }
