@@ -48,6 +48,9 @@ describe('builtin content filters', () => {
       ['+14155552671', '[PHONE]'],
       ['tel:+33123456789', 'tel:[PHONE]'],
       ['(415) 555-2671', '[PHONE]'],
+      ['+1 (415) 555-2671', '[PHONE]'],
+      ['1 (800) 555-0199.', '[PHONE].'],
+      ['fax: 0044 20 7946 0958?', 'fax: [PHONE]?'],
       ['415-555-2671', '[PHONE]'],
       ['415.555.2671', '[PHONE]'],
       ['1-800-555-0199', '[PHONE]'],
@@ -84,6 +87,7 @@ describe('builtin content filters', () => {
       ['an ISBN', 'ISBN 978-3-16-148410-0'],
       ['a social security number', '078-05-1120'],
       ['too few digits after +', '+1 234'],
+      ['zeros that are no international prefix', '00 12 34 56 78'],
     ])('given %s (%j), when scanned, then nothing is found', (_what, text) => {
       expect(scan(policy, text).findings).toEqual([]);
     });

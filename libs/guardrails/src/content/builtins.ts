@@ -57,8 +57,8 @@ const MAX_NATIONAL_GROUPS = 5;
 
 /**
  * Whether digit groups (as written, `international` when they follow a `+`) make a phone number:
- *  - international: `+` then 8 to 15 digits, grouped freely (`+1 415 555 2671`, `+44 (0)20 7946
- *    0958`, `+14155552671`);
+ *  - international: `+` or `00` then 8 to 15 digits, grouped freely (`+1 415 555 2671`,
+ *    `+44 (0)20 7946 0958`, `+14155552671`, `0044 20 7946 0958`);
  *  - North American: 3-3-4 with area code and exchange starting 2-9, optionally after a `1`
  *    (`(415) 555-2671`, `415.555.2671`, `1-800-555-0199`);
  *  - French style: five pairs from a trunk 0 (`01 23 45 67 89`);
@@ -72,6 +72,8 @@ const MAX_NATIONAL_GROUPS = 5;
  */
 function isPhoneShape(international: boolean, groups: readonly string[], digits: number): boolean {
   if (international) return digits >= 8 && digits <= MAX_PHONE_DIGITS && (groups.length === 1 || groups[0].length <= 3);
+  // 00 is the international prefix dialled from most of the world: `0044 20 7946 0958`.
+  if (/^00[1-9]\d{0,2}$/.test(groups[0])) return isPhoneShape(true, [groups[0].slice(2), ...groups.slice(1)], digits - 2);
   if (groups.length < 2) return false;
   const lengths = groups.map((g) => g.length).join('-');
   if (lengths === '3-3-4') return /^[2-9]/.test(groups[0]) && /^[2-9]/.test(groups[1]);
@@ -261,9 +263,6 @@ const PROMPT_INJECTIONS: { intent: string; re: RegExp }[] = [
     re: /<\|im_start\|>\s*system\b|<<SYS>>|<\|start_header_id\|>\s*system\b/gi,
   },
 ];
-
-/** What each prompt-injection pattern is for, in order: for documentation and the specs. */
-export const PROMPT_INJECTION_INTENTS: readonly string[] = PROMPT_INJECTIONS.map((p) => p.intent);
 
 const findPromptInjections: Detector = (text) => unionSpans(PROMPT_INJECTIONS.map(({ re }) => regexSpans(re, text)));
 

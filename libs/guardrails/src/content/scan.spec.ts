@@ -155,6 +155,11 @@ describe('applyContentPolicy', () => {
       });
     });
 
+    it('given a policy with no filters, then no size is refused: nothing would be scanned', () => {
+      const out = applyContentPolicy(policyOf({}), ['a'.repeat((1 << 20) + 1)]);
+      expect(out.ok && { decision: out.decision, findings: out.findings }).toEqual({ decision: 'allow', findings: [] });
+    });
+
     it('given a smaller limit, then it is the one applied', () => {
       expect(applyContentPolicy(policy, ['12345'], { maxTotalBytes: 4 })).toMatchObject({ ok: false, problem: { code: 'too_large', limit_bytes: 4 } });
     });
