@@ -6,12 +6,12 @@
  * `guardrails-<workspace>`, so "at most one" is decided in one place.
  */
 import { DomainError, type Decider, type DomainEvent } from '@svc/eventstore';
+import type { BuiltinSlug } from './content/builtins';
+import type { ContentAction } from './content/policy';
 
 export const guardrailsStream = (workspaceId: string) => `guardrails-${workspaceId}`;
 
 export type BudgetReset = 'daily' | 'weekly' | 'monthly' | 'never';
-export type ContentAction = 'block' | 'redact' | 'flag';
-export type BuiltinFilterSlug = 'email' | 'phone' | 'card' | 'api_key' | 'prompt_injection';
 
 /** What a guardrail says, as the API names it (spec-style snake case, money in nano-USD strings). */
 export interface GuardrailPolicy {
@@ -28,7 +28,7 @@ export interface GuardrailPolicy {
   enforce_zdr: boolean;
   /** `deny`: only endpoints the catalog marks as not collecting data (as the request's own `provider.data_collection`). */
   data_collection: 'allow' | 'deny';
-  content_filter_builtins: { slug: BuiltinFilterSlug; action: ContentAction; label?: string }[];
+  content_filter_builtins: { slug: BuiltinSlug; action: ContentAction; label?: string }[];
   content_filters: { pattern: string; action: ContentAction; label?: string }[];
 }
 

@@ -1,5 +1,6 @@
 import { DomainError, isStorableText, MAX_AMOUNT_NANO, usdToNano } from '@svc/platform';
-import type { BudgetReset, BuiltinFilterSlug, ContentAction, GuardrailPolicy } from './guardrail';
+import { parseContentPolicy } from './content/policy';
+import type { BudgetReset, GuardrailPolicy } from './guardrail';
 
 /**
  * The body of `POST /v1/guardrails` and `PATCH /v1/guardrails/{id}` (issue 44, shaped like
@@ -23,16 +24,11 @@ const FIELDS = [
 ] as const;
 
 const RESETS: readonly BudgetReset[] = ['daily', 'weekly', 'monthly', 'never'];
-const ACTIONS: readonly ContentAction[] = ['block', 'redact', 'flag'];
-const SLUGS: readonly BuiltinFilterSlug[] = ['email', 'phone', 'card', 'api_key', 'prompt_injection'];
 /** Bounds that keep a guardrail (an event, a row, a per-request check) small. */
 const MAX_NAME = 200;
 const MAX_DESCRIPTION = 2000;
 const MAX_LIST = 500;
 const MAX_ID = 200;
-const MAX_FILTERS = 50;
-const MAX_PATTERN = 512;
-const MAX_LABEL = 64;
 
 export const DEFAULT_POLICY: Omit<GuardrailPolicy, 'name'> = {
   description: null,
@@ -86,34 +82,6 @@ function limitNano(value: unknown): string | null {
   return nano.toString();
 }
 
-function filters<T>(value: unknown, param: string, one: (item: Record<string, unknown>, at: string) => T): T[] {
-  if (!Array.isArray(value) || value.length > MAX_FILTERS) throw invalid(param, `${param} is an array of at most ${MAX_FILTERS} filters.`);
-  return value.map((item, i) => {
-    const at = `${param}[${i}]`;
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(at, `${at} is an object.`);
-    return one(item as Record<string, unknown>, at);
-  });
-}
-
-function label(item: Record<string, unknown>, at: string): { label?: string } {
-  return item.label === undefined ? {} : { label: text(item.label, `${at}.label`, MAX_LABEL) };
-}
-
-function onlyFields(item: Record<string, unknown>, at: string, allowed: readonly string[]): void {
-  const extra = Object.keys(item).find((k) => !allowed.includes(k));
-  if (extra !== undefined) throw invalid(`${at}.${extra}`, `${at} has no field ${extra}.`);
-}
-
-const builtin = (item: Record<string, unknown>, at: string) => {
-  onlyFields(item, at, ['slug', 'action', 'label']);
-  return { slug: oneOf(item.slug, `${at}.slug`, SLUGS), action: oneOf(item.action, `${at}.action`, ACTIONS), ...label(item, at) };
-};
-
-const custom = (item: Record<string, unknown>, at: string) => {
-  onlyFields(item, at, ['pattern', 'action', 'label']);
-  return { pattern: text(item.pattern, `${at}.pattern`, MAX_PATTERN), action: oneOf(item.action, `${at}.action`, ACTIONS), ...label(item, at) };
-};
-
 /** One field of the body into the policy; `null` resets an optional field to its default. */
 function apply(policy: GuardrailPolicy, field: (typeof FIELDS)[number], value: unknown): GuardrailPolicy {
   if (value === null && field !== 'name')
@@ -138,9 +106,9 @@ function apply(policy: GuardrailPolicy, field: (typeof FIELDS)[number], value: u
     case 'data_collection':
       return { ...policy, data_collection: oneOf(value, field, ['allow', 'deny'] as const) };
     case 'content_filter_builtins':
-      return { ...policy, content_filter_builtins: filters(value, field, builtin) };
     case 'content_filters':
-      return { ...policy, content_filters: filters(value, field, custom) };
+      // Checked as a whole by parseContentPolicy, which also compiles the patterns.
+      return { ...policy, [field]: value };
   }
 }
 
@@ -153,5 +121,7 @@ export function parseGuardrailPolicy(body: unknown, current?: GuardrailPolicy): 
   if (!current && fields.name === undefined) throw invalid('name', 'name is required.');
   let policy: GuardrailPolicy = current ?? { name: '', ...DEFAULT_POLICY };
   for (const field of FIELDS) if (field in fields && fields[field] !== undefined) policy = apply(policy, field, fields[field]);
+  const content = parseContentPolicy({ content_filter_builtins: policy.content_filter_builtins, content_filters: policy.content_filters });
+  if (!content.ok) throw invalid(content.problems[0]!.field, content.problems[0]!.message);
   return policy;
 }
