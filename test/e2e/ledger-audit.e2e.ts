@@ -98,8 +98,8 @@ describe('operator CLI: ledger audit', () => {
       ].join('\n'),
     );
     expect(out).toContain('account beta (revision 4)\n  credits $1  charged $0.25  open holds 0 ($0)  available $0.75');
-    expect(out).toContain('Invariants 1-4: no violations');
-    expect(out).toMatch(/^Projections compared at their checkpoints: credits \d{20}\/\d{20}, key_usage \d{20}\/\d{20}$/m);
+    expect(out).toContain('Invariants 1-5: no violations');
+    expect(out).toMatch(/^Projections compared at their checkpoints: credits \d{20}\/\d{20}, key_usage \d{20}\/\d{20}, guardrail_budgets \d{20}\/\d{20}$/m);
     expect(out).toContain('Projections: no mismatches');
   });
 

@@ -354,7 +354,7 @@ describe('ledger auditor', () => {
     const report = {
       ...result,
       projections: {
-        checkpoints: { credits: '', keyUsage: '' },
+        checkpoints: { credits: '', keyUsage: '', budgets: '' },
         mismatches: [{ table: 'credit_accounts' as const, row: A, message: 'credit_accounts row for acc1: used_nano 436 but the log says 435' }],
       },
     };
@@ -362,7 +362,7 @@ describe('ledger auditor', () => {
     expect(text).toContain('account acc1 (revision 14)');
     expect(text).toContain('credits $0.000001  charged $0.000000435  open holds 1 ($0.0000001)  available $0.000000465');
     expect(text).toContain('over-hold charges 1 ($0.00000001 above their holds)');
-    expect(text).toContain('Invariants 1-4: no violations');
+    expect(text).toContain('Invariants 1-5: no violations');
     expect(text).toContain('MISMATCH credit_accounts row for acc1: used_nano 436 but the log says 435');
     const json = JSON.parse(ledgerAuditJson(report));
     expect(json.accounts[0]).toMatchObject({ creditsNano: '1000', revision: '14', keys: [{ keyId: 'k1', spend: { lifetime: '375' } }, { keyId: 'k2' }] });

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
 import type { Nano } from '@svc/platform';
-import { accountStream, heldNano, type AccountEvent, type AccountState } from '../account';
-import { chargedInWindow, windowStartMs, type Period } from '../spend-window';
+import { accountStream, heldNano, type AccountEvent, type AccountState, type BudgetData } from '../account';
+import { chargedInWindow, windowEndMs, windowStartMs, type Period } from '../spend-window';
 import type { AccountReplay, AccountReport, KeyReport, Violation } from './model';
 
 const PERIODS: readonly Period[] = ['daily', 'weekly', 'monthly'];
@@ -12,6 +12,7 @@ type EventOf<T extends AccountEvent['type']> = Extract<AccountEvent, { type: T }
 interface OpenHoldEntry {
   amount: Nano;
   keyId: string;
+  budgets: readonly BudgetData[];
 }
 
 /** One account's replay and the auditor's own account of its events. */
@@ -32,10 +33,12 @@ export class AccountAudit {
   private readonly resolved = new Map<string, bigint>();
   readonly overHold = { count: 0, nano: 0n };
   readonly reaped = { count: 0, chargedNano: 0n, released: 0, corrections: 0, correctedNano: 0n };
-  /** Holds the reaper settled, which a correction may follow. */
-  private readonly reapedHolds = new Set<string>();
+  /** Holds the reaper settled, which a correction may follow, with the budgets the correction counts against. */
+  private readonly reapedHolds = new Map<string, readonly BudgetData[]>();
   /** Charges per key per UTC day of the charge: what key_usage_daily should hold. */
   readonly keyDays = new Map<string, Map<string, Nano>>();
+  /** Issue 44: charges per guardrail budget per UTC day: what guardrail_budget_charges should hold. */
+  readonly budgetDays = new Map<string, Map<string, Nano>>();
 
   constructor(
     readonly accountId: string,
@@ -102,9 +105,29 @@ export class AccountAudit {
     if (this.open.has(hold_id)) this.violate(1, recorded, `hold ${hold_id} placed again while open`);
     else if (this.resolved.has(hold_id))
       this.violate(1, recorded, `hold ${hold_id} placed again after it was resolved at revision ${this.resolved.get(hold_id)}`);
-    this.open.set(hold_id, { amount: BigInt(amount_nano), keyId: key_id });
+    const budgets = event.data.budgets ?? [];
+    this.open.set(hold_id, { amount: BigInt(amount_nano), keyId: key_id, budgets });
     const available = this.credits - this.charges + this.adjustments - this.openNano();
     if (available < 0n) this.violate(2, recorded, `hold ${hold_id} of ${amount_nano} took the available balance to ${available}`);
+    const at = Date.parse(String(recorded.metadata?.at));
+    if (!Number.isNaN(at)) for (const budget of budgets) this.checkBudget(budget, at, hold_id, recorded);
+  }
+
+  /** Invariant 5 (issue 44): with this hold, the budget's window holds no more than its limit in charges and open holds. */
+  private checkBudget(budget: BudgetData, atMs: number, holdId: string, recorded: RecordedEvent): void {
+    const days = this.budgetDays.get(budget.bucket);
+    let used = 0n;
+    if (days) {
+      // Windows start at a UTC midnight, so a window is a range of days.
+      const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+      const from = budget.reset === 'never' ? '' : dayOf(windowStartMs(budget.reset, atMs));
+      const to = budget.reset === 'never' ? '~' : dayOf(windowEndMs(budget.reset, atMs));
+      for (const [day, amount] of days) if (day >= from && day < to) used += amount;
+    }
+    for (const hold of this.open.values()) if (hold.budgets.some((b) => b.bucket === budget.bucket)) used += hold.amount;
+    if (used > BigInt(budget.limit_nano)) {
+      this.violate(5, recorded, `hold ${holdId} took budget ${budget.bucket} to ${used} in its ${budget.reset} window, past its limit of ${budget.limit_nano}`);
+    }
   }
 
   private checkCharge(event: EventOf<'UsageCharged'>, recorded: RecordedEvent): void {
@@ -113,8 +136,10 @@ export class AccountAudit {
     this.charges += amount;
     // A charge counts on the day of its own instant (charged_at, the spend windows' rule);
     // older events lack it, and AggregateStore stamps both from one clock reading.
-    this.addKeyDay(event.data.key_id, utcDay(event.data.charged_at ?? recorded.metadata?.at), amount);
+    const day = utcDay(event.data.charged_at ?? recorded.metadata?.at);
+    this.addKeyDay(event.data.key_id, day, amount);
     if (!hold) return;
+    for (const budget of hold.budgets) addDay(this.budgetDays, budget.bucket, day, amount);
     if (event.data.key_id !== hold.keyId) this.violate(3, recorded, `hold ${event.data.hold_id} of key ${hold.keyId} is charged to key ${event.data.key_id}`);
     const excess = amount > hold.amount ? amount - hold.amount : 0n;
     // Absent on events written before the field existed: their excess is counted all the same.
@@ -133,16 +158,16 @@ export class AccountAudit {
     if (event.data.reaped) {
       this.reaped.count++;
       this.reaped.chargedNano += amount;
-      this.reapedHolds.add(event.data.hold_id);
+      this.reapedHolds.set(event.data.hold_id, hold.budgets);
     }
   }
 
   private checkHoldEnded(event: EventOf<'HoldReleased' | 'HoldExpired'>, recorded: RecordedEvent): void {
-    this.resolve(event.data.hold_id, recorded);
+    const hold = this.resolve(event.data.hold_id, recorded);
     if (event.type === 'HoldReleased' && event.data.reaped) {
       this.reaped.count++;
       this.reaped.released++;
-      this.reapedHolds.add(event.data.hold_id);
+      this.reapedHolds.set(event.data.hold_id, hold?.budgets ?? []);
     }
   }
 
@@ -150,6 +175,7 @@ export class AccountAudit {
     const amount = BigInt(event.data.amount_nano);
     this.charges += amount;
     this.addKeyDay(event.data.key_id, utcDay(event.data.charged_at), amount);
+    for (const budget of this.reapedHolds.get(event.data.hold_id) ?? []) addDay(this.budgetDays, budget.bucket, utcDay(event.data.charged_at), amount);
     this.reaped.corrections++;
     this.reaped.correctedNano += amount;
     // Only a hold the reaper settled may be corrected, by a positive amount.
@@ -177,9 +203,14 @@ export class AccountAudit {
   }
 
   private addKeyDay(keyId: string, day: string, amount: Nano): void {
-    const days = this.keyDays.get(keyId) ?? new Map<string, Nano>();
-    days.set(day, (days.get(day) ?? 0n) + amount);
-    this.keyDays.set(keyId, days);
+    addDay(this.keyDays, keyId, day, amount);
+  }
+
+  /** Open holds per guardrail budget: what guardrail_hold_budgets' open rows should hold. */
+  budgetHeld(): Map<string, Nano> {
+    const held = new Map<string, Nano>();
+    for (const hold of this.open.values()) for (const b of hold.budgets) held.set(b.bucket, (held.get(b.bucket) ?? 0n) + hold.amount);
+    return held;
   }
 
   private openNano(): Nano {
@@ -253,6 +284,12 @@ export class AccountAudit {
   private violate(invariant: Violation['invariant'], recorded: RecordedEvent, message: string): void {
     this.violations.push({ invariant, stream: this.stream, revision: recorded.revision, message });
   }
+}
+
+function addDay(into: Map<string, Map<string, Nano>>, id: string, day: string, amount: Nano): void {
+  const days = into.get(id) ?? new Map<string, Nano>();
+  days.set(day, (days.get(day) ?? 0n) + amount);
+  into.set(id, days);
 }
 
 function utcDay(at: unknown): string {

@@ -3,7 +3,7 @@ import type { ProjectedFigures } from './model';
 
 /** A disagreement between a projection's row and the replayed log. */
 export interface Mismatch {
-  table: 'credit_accounts' | 'credit_holds' | 'key_usage_daily';
+  table: 'credit_accounts' | 'credit_holds' | 'key_usage_daily' | 'guardrail_budget_charges' | 'guardrail_hold_budgets';
   /** The row: account id, hold id, or `key day`. */
   row: string;
   message: string;
@@ -18,6 +18,12 @@ export interface KeyUsageRow {
   keyId: string;
   day: string;
   costNano: Nano;
+}
+
+/** Issue 44: each guardrail budget's charges per UTC day, and its open holds. */
+export interface BudgetRows {
+  usage: { bucket: string; day: string; costNano: Nano }[];
+  held: { bucket: string; heldNano: Nano }[];
 }
 
 /** credit_accounts and credit_holds against the figures at the credits projection's checkpoint. */
@@ -101,6 +107,29 @@ export function compareKeyUsage(expected: ProjectedFigures, rows: KeyUsageRow[],
         ? `key_usage_daily has no row for key ${keyId} on ${day}; the log charges ${r}`
         : `key_usage_daily for key ${keyId} on ${day}: cost_nano ${p} but the log says ${r}`;
     out.push({ table: 'key_usage_daily', row, message });
+  }
+  return out;
+}
+
+/**
+ * Issue 44 item 5: a budget's spend, as the guardrail budgets projection holds it, equals the
+ * charges the log counted against it, day by day, and its open holds equal the log's.
+ */
+export function compareBudgets(expected: ProjectedFigures, rows: BudgetRows): Mismatch[] {
+  const out: Mismatch[] = [];
+  const projected = new Map(rows.usage.map((r) => [`${r.bucket} ${r.day}`, r.costNano]));
+  const replayed = new Map<string, Nano>();
+  for (const [bucket, days] of expected.budgetUsage) for (const [day, amount] of days) replayed.set(`${bucket} ${day}`, amount);
+  for (const row of [...new Set([...projected.keys(), ...replayed.keys()])].sort()) {
+    const p = projected.get(row) ?? 0n;
+    const r = replayed.get(row) ?? 0n;
+    if (p !== r) out.push({ table: 'guardrail_budget_charges', row, message: `guardrail_budget_charges for ${row}: ${p} but the log says ${r}` });
+  }
+  const held = new Map(rows.held.map((r) => [r.bucket, r.heldNano]));
+  for (const bucket of [...new Set([...held.keys(), ...expected.budgetHeld.keys()])].sort()) {
+    const p = held.get(bucket) ?? 0n;
+    const r = expected.budgetHeld.get(bucket) ?? 0n;
+    if (p !== r) out.push({ table: 'guardrail_hold_budgets', row: bucket, message: `open holds of budget ${bucket}: ${p} but the log says ${r}` });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import type { Position } from '@svc/eventstore';
 import { type Nano, nanoToUsdString } from '@svc/platform';
-import { CREDITS_PROJECTION, KEY_USAGE_PROJECTION } from './read';
+import { BUDGETS_PROJECTION, CREDITS_PROJECTION, KEY_USAGE_PROJECTION } from './read';
 import type { LedgerAuditReport } from './run';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -45,14 +45,15 @@ export function formatLedgerAudit(report: LedgerAuditReport): string[] {
     }
   }
   lines.push('');
-  if (report.violations.length === 0) lines.push('Invariants 1-4: no violations');
+  if (report.violations.length === 0) lines.push('Invariants 1-5: no violations');
   for (const v of report.violations) lines.push(`VIOLATION invariant ${v.invariant} ${v.stream}${v.revision === null ? '' : `@${v.revision}`}: ${v.message}`);
   if (report.projections === null) lines.push('Projections: not compared (they hold the present, not that instant)');
   else {
     const { checkpoints, mismatches } = report.projections;
     const at = (p: Position) => p || '(start)';
     lines.push(
-      `Projections compared at their checkpoints: ${CREDITS_PROJECTION} ${at(checkpoints.credits)}, ${KEY_USAGE_PROJECTION} ${at(checkpoints.keyUsage)}`,
+      `Projections compared at their checkpoints: ${CREDITS_PROJECTION} ${at(checkpoints.credits)}, ${KEY_USAGE_PROJECTION} ${at(checkpoints.keyUsage)}, ` +
+        `${BUDGETS_PROJECTION} ${at(checkpoints.budgets)}`,
     );
     if (mismatches.length === 0) lines.push('Projections: no mismatches');
     for (const m of mismatches) lines.push(`MISMATCH ${m.message}`);

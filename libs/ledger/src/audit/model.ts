@@ -26,8 +26,11 @@ export interface AuditOptions {
 }
 
 export interface Violation {
-  /** The issue's invariant (1-4), or 0 for an event the replay cannot place. */
-  invariant: 0 | 1 | 2 | 3 | 4;
+  /**
+   * The issue's invariant (1-4; 5: no hold takes a guardrail budget's window past its limit, issue
+   * 44), or 0 for an event the replay cannot place.
+   */
+  invariant: 0 | 1 | 2 | 3 | 4 | 5;
   stream: string;
   /** The event at fault; null when the fault is in the account's totals. */
   revision: bigint | null;
@@ -74,6 +77,10 @@ export interface ProjectedFigures {
   holds: Map<string, { accountId: string; amountNano: Nano }>;
   /** key_usage_daily: key -> UTC day (YYYY-MM-DD) -> charges. */
   keyUsage: Map<string, Map<string, Nano>>;
+  /** Issue 44, guardrail_budget_charges: budget bucket -> UTC day -> charges it covers. */
+  budgetUsage: Map<string, Map<string, Nano>>;
+  /** guardrail_hold_budgets, open rows: budget bucket -> open holds counted against it. */
+  budgetHeld: Map<string, Nano>;
 }
 
 export interface LedgerAudit {

@@ -2,12 +2,14 @@ import type { EventStore, Position, RecordedEvent } from '@svc/eventstore';
 import { START } from '@svc/eventstore';
 import type { SqlExecutor, SqlRunner } from '@svc/platform';
 import { accountStream } from '../account';
-import type { CreditRows, KeyUsageRow } from './compare';
+import type { BudgetRows, CreditRows, KeyUsageRow } from './compare';
 import { STREAM_PREFIX } from './model';
 
 /** The projections compared, by the names and tables of libs/projections/src/read-models. */
 export const CREDITS_PROJECTION = 'credits';
 export const KEY_USAGE_PROJECTION = 'key_usage';
+/** Issue 44: guardrail budgets' spend (libs/guardrails), read by table as key_usage_daily is. */
+export const BUDGETS_PROJECTION = 'guardrail_budgets';
 
 /** Every account event in global order, or one account's stream, a page at a time. */
 export async function* readAccountEvents(store: EventStore, account?: string, pageSize = 1000): AsyncGenerator<RecordedEvent> {
@@ -28,9 +30,10 @@ export async function* readAccountEvents(store: EventStore, account?: string, pa
 }
 
 export interface ProjectionSnapshot {
-  checkpoints: { credits: Position; keyUsage: Position };
+  checkpoints: { credits: Position; keyUsage: Position; budgets: Position };
   credits: CreditRows;
   keyUsage: KeyUsageRow[];
+  budgets: BudgetRows;
 }
 
 /**
@@ -58,7 +61,11 @@ export async function readProjectionSnapshot(sql: SqlRunner, scope: { account?: 
       params,
     );
     return {
-      checkpoints: { credits: await checkpoint(CREDITS_PROJECTION), keyUsage: await checkpoint(KEY_USAGE_PROJECTION) },
+      checkpoints: {
+        credits: await checkpoint(CREDITS_PROJECTION),
+        keyUsage: await checkpoint(KEY_USAGE_PROJECTION),
+        budgets: await checkpoint(BUDGETS_PROJECTION),
+      },
       credits: {
         accounts: accounts.rows.map((r) => ({
           accountId: r.account_id,
@@ -71,8 +78,27 @@ export async function readProjectionSnapshot(sql: SqlRunner, scope: { account?: 
         holds: holds.rows.map((r) => ({ holdId: r.hold_id, accountId: r.account_id, amountNano: BigInt(r.amount_nano) })),
       },
       keyUsage: await readKeyUsage(tx, scope.keys),
+      budgets: await readBudgets(tx, scope.account),
     };
   });
+}
+
+async function readBudgets(tx: SqlExecutor, account: string | undefined): Promise<BudgetRows> {
+  const where = account === undefined ? '' : ' AND account_id = $1';
+  const params = account === undefined ? [] : [account];
+  const usage = await tx.query<{ bucket: string; day: string; cost_nano: string }>(
+    `SELECT bucket, to_char(charged_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, SUM(amount_nano)::text AS cost_nano
+       FROM guardrail_budget_charges WHERE true${where} GROUP BY 1, 2`,
+    params,
+  );
+  const held = await tx.query<{ bucket: string; held_nano: string }>(
+    `SELECT bucket, SUM(amount_nano)::text AS held_nano FROM guardrail_hold_budgets WHERE open${where} GROUP BY 1`,
+    params,
+  );
+  return {
+    usage: usage.rows.map((r) => ({ bucket: r.bucket, day: r.day, costNano: BigInt(r.cost_nano) })),
+    held: held.rows.map((r) => ({ bucket: r.bucket, heldNano: BigInt(r.held_nano) })),
+  };
 }
 
 async function readKeyUsage(tx: SqlExecutor, keys: readonly string[] | undefined): Promise<KeyUsageRow[]> {

@@ -50,8 +50,9 @@ export class LedgerAuditor {
   }
 
   private capture(position: Position): void {
-    const figures: ProjectedFigures = { accounts: new Map(), holds: new Map(), keyUsage: new Map() };
-    for (const { accountId, state, keyDays } of this.accounts.values()) {
+    const figures: ProjectedFigures = { accounts: new Map(), holds: new Map(), keyUsage: new Map(), budgetUsage: new Map(), budgetHeld: new Map() };
+    for (const audit of this.accounts.values()) {
+      const { accountId, state, keyDays, budgetDays } = audit;
       // The credits projection creates an account's row on AccountOpened only.
       if (state.accountId !== null) {
         const open = [...state.holds.entries()];
@@ -64,13 +65,19 @@ export class LedgerAuditor {
         });
         for (const [holdId, hold] of open) figures.holds.set(holdId, { accountId, amountNano: hold.amountNano });
       }
-      for (const [keyId, days] of keyDays) {
-        const into = figures.keyUsage.get(keyId) ?? new Map<string, Nano>();
-        for (const [day, amount] of days) into.set(day, (into.get(day) ?? 0n) + amount);
-        figures.keyUsage.set(keyId, into);
-      }
+      mergeDays(figures.keyUsage, keyDays);
+      mergeDays(figures.budgetUsage, budgetDays);
+      for (const [bucket, held] of audit.budgetHeld()) figures.budgetHeld.set(bucket, (figures.budgetHeld.get(bucket) ?? 0n) + held);
     }
     this.captured.set(position, figures);
+  }
+}
+
+function mergeDays(into: Map<string, Map<string, Nano>>, from: Map<string, Map<string, Nano>>): void {
+  for (const [id, days] of from) {
+    const merged = into.get(id) ?? new Map<string, Nano>();
+    for (const [day, amount] of days) merged.set(day, (merged.get(day) ?? 0n) + amount);
+    into.set(id, merged);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent } from '@svc/eventstore';
 import type { SqlRunner } from '@svc/platform';
-import { compareCredits, compareKeyUsage, type Mismatch } from './compare';
+import { compareBudgets, compareCredits, compareKeyUsage, type Mismatch } from './compare';
 import type { AuditOptions, LedgerAudit } from './model';
 import { readAccountEvents, readProjectionSnapshot, type ProjectionSnapshot } from './read';
 import { auditLedger } from './replay';
@@ -31,11 +31,15 @@ export async function runLedgerAudit(store: EventStore, sql: SqlRunner, options:
   const keys = account === undefined ? undefined : await keysOf(readAccountEvents(store, account));
   const snapshot = await readProjectionSnapshot(sql, { account, keys: keys && [...keys] });
   const { checkpoints } = snapshot;
-  const audit = await auditLedger(readAccountEvents(store, account), { ...options, captureAt: [checkpoints.credits, checkpoints.keyUsage] });
+  const audit = await auditLedger(readAccountEvents(store, account), {
+    ...options,
+    captureAt: [checkpoints.credits, checkpoints.keyUsage, checkpoints.budgets],
+  });
   if (account !== undefined && audit.accounts.length === 0) throw new NoSuchAccountError(`account ${account} has no events`);
   const mismatches = [
     ...compareCredits(audit.captured.get(checkpoints.credits)!, snapshot.credits),
     ...compareKeyUsage(audit.captured.get(checkpoints.keyUsage)!, snapshot.keyUsage, keys),
+    ...compareBudgets(audit.captured.get(checkpoints.budgets)!, snapshot.budgets),
   ];
   return { ...audit, projections: { checkpoints, mismatches } };
 }
