@@ -9,6 +9,11 @@ import { PROJECTIONS, REPLICA_READS } from './tokens';
 export const DEFAULT_REPLICA_WAIT_MS = 200;
 /** How often a waiting read looks at the standby's checkpoint again. */
 const REPLICA_POLL_MS = 10;
+/**
+ * A standby that did not answer is left alone this long: reads go to the primary meanwhile
+ * rather than each paying a connect timeout, and the log gets one warning, not one per read.
+ */
+const STANDBY_RETRY_MS = 5_000;
 
 /** What reading from a hot standby takes; the runtime builds it when DATABASE_READ_URL is set. */
 export interface ReplicaReads {
@@ -25,7 +30,7 @@ export interface ReplicaReads {
   answered(source: ReadSource): void;
   /** Default DEFAULT_REPLICA_WAIT_MS. */
   readonly maxWaitMs?: number;
-  /** A monotonic clock in ms (default performance.now): only the wait's bound reads it. */
+  /** A monotonic clock in ms (default performance.now): the wait's bound and the pause after a standby failed read it. */
   readonly elapsed?: () => number;
 }
 
@@ -38,6 +43,8 @@ export interface ReplicaReads {
 export class ReadYourWrites {
   private readonly last = new Map<string, Position>();
   private readonly logger = new Logger('read-your-writes');
+  /** On the `elapsed` clock: until when the standby is not asked. */
+  private standbyDownUntil = -Infinity;
 
   constructor(
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitFor'>,
@@ -72,10 +79,7 @@ export class ReadYourWrites {
     const started = elapsed();
     let nudged = false;
     for (;;) {
-      const standbyAt = await standbyCheckpoint(replica.replica, projection).catch((err: unknown) => {
-        this.logger.warn(`the standby did not answer (${err instanceof Error ? err.message : String(err)}); reading from the primary`);
-        return null;
-      });
+      const standbyAt = elapsed() < this.standbyDownUntil ? null : await this.standbyCheckpoint(replica, projection, elapsed);
       const source = chooseReadSource({ needed, standbyAt, waitedMs: elapsed() - started, maxWaitMs: replica.maxWaitMs ?? DEFAULT_REPLICA_WAIT_MS });
       if (source !== 'wait') {
         if (source === 'primary') await this.onPrimary(needed, projection);
@@ -86,6 +90,20 @@ export class ReadYourWrites {
       if (!nudged) replica.nudge();
       nudged = true;
       await new Promise((resolve) => setTimeout(resolve, REPLICA_POLL_MS));
+    }
+  }
+
+  /** The projection's checkpoint as the standby has replayed it (what its copy holds); null when it did not answer. */
+  private async standbyCheckpoint(replica: ReplicaReads, projection: string, elapsed: () => number): Promise<Position | null> {
+    try {
+      const { rows } = await replica.replica.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [projection]);
+      return rows[0]?.position ?? START;
+    } catch (err) {
+      this.standbyDownUntil = elapsed() + STANDBY_RETRY_MS;
+      this.logger.warn(
+        `the standby did not answer (${err instanceof Error ? err.message : String(err)}); reading from the primary for ${STANDBY_RETRY_MS / 1000} s`,
+      );
+      return null;
     }
   }
 
@@ -105,10 +123,4 @@ function later(a: Position | undefined, b: Position | undefined): Position | und
   if (a === undefined) return b;
   if (b === undefined) return a;
   return a > b ? a : b;
-}
-
-/** The checkpoint as the standby has replayed it: what its copy of the projection holds. */
-async function standbyCheckpoint(sql: SqlExecutor, projection: string): Promise<Position> {
-  const { rows } = await sql.query<{ position: string }>('SELECT position FROM projection_checkpoints WHERE name = $1', [projection]);
-  return rows[0]?.position ?? START;
 }
