@@ -191,6 +191,50 @@ describeWithEngines(['patroni', 'etcd', 'haproxy'], 'reads from a PostgreSQL sta
     const after = await answeredOnTwo();
     expect(after.replica - resumed.replica).toBeGreaterThanOrEqual(5);
 
+    // 4. Where the time goes: after a charge, when the credits projection has it on the primary node, and when on the standby node.
+    const applied: number[] = [];
+    const replayed: number[] = [];
+    // One session on each node for the whole phase: a connection per poll would load the nodes more than the reads do.
+    const pollers = await Promise.all(
+      [primaryPort, standbyPort].map(async (port) => {
+        const client = new Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres` });
+        await client.connect();
+        return client;
+      }),
+    );
+    try {
+      for (let i = 0; i < 10; i++) {
+        const chat = await one('POST', '/v1/chat/completions', {
+          key,
+          body: { model: 'sim/echo', max_tokens: 8, messages: [{ role: 'user', content: 'timing' }] },
+        });
+        used += usdToNano(chat.json.usage.cost);
+        const charged = performance.now();
+        const [onPrimary, onStandby] = await Promise.all(
+          pollers.map((client) =>
+            until(
+              'the node to hold the charge',
+              async () => {
+                const { rows } = await client.query<{ used: string }>('SELECT used_nano::text AS used FROM credit_accounts WHERE account_id = $1', [account]);
+                return BigInt(rows[0].used) === used && performance.now() - charged;
+              },
+              10_000,
+              2,
+            ),
+          ),
+        );
+        applied.push(onPrimary);
+        replayed.push(Math.max(0, onStandby - onPrimary));
+      }
+    } finally {
+      await Promise.all(pollers.map((client) => client.end()));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    console.log(
+      `pg-replica-reads: after a charge, the projection had it on the primary in median ${median(applied).toFixed(0)} ms (max ${Math.max(...applied).toFixed(0)}), ` +
+        `the standby ${median(replayed).toFixed(0)} ms later (max ${Math.max(...replayed).toFixed(0)})`,
+    );
+
     const sorted = [...lags].sort((a, b) => a - b);
     console.log(
       `pg-replica-reads: ${ROUNDS} rounds, reads on B answered by the standby ${replicaReads}/${2 * ROUNDS} (${Math.round((100 * replicaReads) / (2 * ROUNDS))}%), ` +
