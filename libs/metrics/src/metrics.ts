@@ -62,6 +62,12 @@ export class ServiceMetrics {
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
+  readonly readModelReads = new Counter({
+    name: 'svc_read_model_reads_total',
+    help: 'Reads of the read models that may use the standby (DATABASE_READ_URL), by where they were answered: replica or primary.',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
   readonly eventStoreAppend = new Histogram({
     name: 'svc_event_store_append_seconds',
     help: 'Time of one append to the event store (successful or not).',

@@ -211,3 +211,17 @@ describe('OTEL_EXPORTER_OTLP_ENDPOINT (issue 22: traces)', () => {
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' })).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: /);
   });
 });
+
+describe('DATABASE_READ_URL', () => {
+  it('is unset (every read on DATABASE_URL) unless set to a postgres: or postgresql: URL beside DATABASE_URL', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://db:5432/svc' }).databaseReadUrl).toBeNull();
+    expect(loadConfig({ DATABASE_URL: 'postgres://db:5432/svc', DATABASE_READ_URL: 'postgresql://standby:5432/svc' }).databaseReadUrl).toBe(
+      'postgresql://standby:5432/svc',
+    );
+  });
+
+  it('refuses another scheme, and a standby without the primary it replays, naming the variable', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/svc', DATABASE_READ_URL: 'mysql://standby/svc' })).toThrow(/^DATABASE_READ_URL: /);
+    expect(() => loadConfig({ DATABASE_READ_URL: 'postgres://standby/svc' })).toThrow(/^DATABASE_READ_URL: needs DATABASE_URL/);
+  });
+});

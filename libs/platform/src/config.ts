@@ -20,6 +20,11 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL for read models, and for events when eventstoreUrl is unset; null = PGlite in dataDir. */
   databaseUrl: string | null;
+  /**
+   * A hot standby of databaseUrl (DATABASE_READ_URL) for the pure read-model reads; null = every
+   * read on databaseUrl. Reads of one's own writes stay correct: see ReadYourWrites.readFrom.
+   */
+  databaseReadUrl: string | null;
   eventstoreUrl: string | null;
   /** null = in-memory limiter/cache (single process). */
   redisUrl: string | null;
@@ -257,10 +262,15 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
   return { catalogPath, encryptionKey, adminToken };
 }
 
-function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl'> {
+function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseReadUrl' | 'eventstoreUrl' | 'redisUrl'> {
+  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseReadUrl = url('DATABASE_READ_URL', ['postgres:', 'postgresql:']);
+  // A standby replays a PostgreSQL primary: the embedded PGlite has none.
+  if (databaseReadUrl !== null && databaseUrl === null) throw new ConfigError('DATABASE_READ_URL', 'needs DATABASE_URL: it is a standby of that database');
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
-    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databaseReadUrl,
     eventstoreUrl: eventstoreUrl(text('EVENTSTORE_URL')),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
   };

@@ -3,10 +3,12 @@ import { CATALOG } from '@svc/catalog';
 import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
 import { GATEWAY_LEASE } from '@svc/ledger';
 import { SERVICE_METRICS } from '@svc/metrics';
-import { PROJECTIONS } from '@svc/projections';
-import { CLOCK, CONFIG, EDGE_STORES, READ_DB } from '@svc/platform';
+import { PROJECTIONS, REPLICA_READS } from '@svc/projections';
+import { accountStream } from '@svc/ledger';
+import { CLOCK, CONFIG, EDGE_STORES, READ_DB, REPLICA_DB } from '@svc/platform';
 import { PROVIDER_CLIENTS, SIMULATOR_URL } from '@svc/providers';
 import { TRACING } from '@svc/telemetry';
+import type { ReplicaReads } from '@svc/projections';
 import type { Runtime } from './runtime';
 import { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 
@@ -19,6 +21,8 @@ export class RuntimeModule {
       { provide: CONFIG, useValue: runtime.config },
       { provide: CLOCK, useValue: runtime.clock },
       { provide: READ_DB, useValue: runtime.sql },
+      { provide: REPLICA_DB, useValue: runtime.replicaSql ?? runtime.sql },
+      { provide: REPLICA_READS, useValue: replicaReads(runtime) },
       { provide: EVENT_STORE, useValue: runtime.store },
       { provide: AGGREGATE_STORE, useValue: runtime.aggregates },
       { provide: CATALOG, useValue: runtime.catalog },
@@ -34,4 +38,17 @@ export class RuntimeModule {
     ];
     return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };
   }
+}
+
+/** What ReadYourWrites needs to send pure reads to the standby; null without one. */
+function replicaReads(runtime: Runtime): ReplicaReads | null {
+  const { replicaSql, store, metrics } = runtime;
+  if (!replicaSql) return null;
+  return {
+    replica: replicaSql,
+    // One indexed read of the primary: the stream's last revision (events' primary key).
+    lastWrite: async (accountId) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
+    nudge: () => store.requestCatchUp(),
+    answered: (source) => metrics.readModelReads.inc({ source }),
+  };
 }

@@ -29,6 +29,8 @@ export interface Runtime {
   readonly config: Config;
   readonly clock: Clock;
   readonly sql: SqlRunner;
+  /** The hot standby of DATABASE_READ_URL for pure read-model reads; null without one (they read `sql`). */
+  readonly replicaSql: SqlRunner | null;
   readonly store: EventStore;
   readonly aggregates: AggregateStore;
   readonly projections: ProjectionRunner;
@@ -97,6 +99,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const tracing = config.tracing ? Tracing.otlp(config.tracing) : null;
     if (tracing) closers.push(() => tracing.shutdown());
     const sql = await openReadDb(config, options.inMemory ?? false, closers);
+    const replicaSql = await openReplicaDb(config, closers);
     const clock = options.clock ?? systemClock;
     const { metrics, store } = await openEventStore(config, sql, clock, closers);
     const withProviders = options.withProviders ?? true;
@@ -113,6 +116,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       config,
       clock,
       sql,
+      replicaSql,
       store,
       aggregates: new AggregateStore(store, clock),
       projections,
@@ -272,6 +276,17 @@ async function openReadDb(config: Config, inMemory: boolean, closers: (() => Pro
     closers.push(async () => release());
     sql = await PgliteSqlRunner.open(dir);
   }
+  closers.push(() => sql.close());
+  return sql;
+}
+
+/**
+ * DATABASE_READ_URL: a pool on the standby, named in pg_stat_activity. A standby that cannot be
+ * reached sends reads to the primary: the connect is bounded so that finding out is quick.
+ */
+async function openReplicaDb(config: Config, closers: Closers): Promise<SqlRunner | null> {
+  if (!config.databaseReadUrl) return null;
+  const sql = await PgSqlRunner.connect({ connectionString: config.databaseReadUrl, application_name: 'svc-replica-reads', connectionTimeoutMillis: 1_000 });
   closers.push(() => sql.close());
   return sql;
 }

@@ -14,7 +14,10 @@ import { CATALOG, type Catalog } from '@svc/catalog';
 import { type ChargeContext, presentActivity, presentGeneration } from './account.presenter';
 import { activityWindow, GenerationsLookupRequest, parseActivityQuery } from './account.request';
 
-/** Spec 4.20: read from projections, after this process's own writes for the account. */
+/**
+ * Spec 4.20: read from projections, after the account's own writes. Credits, generations and
+ * activity only read projections: they may be answered by the standby (ReadYourWrites.readFrom).
+ */
 @Controller('v1')
 @UseGuards(ApiKeyGuard)
 @Requires('lookup')
@@ -34,8 +37,8 @@ export class AccountController {
 
   @Get('credits')
   async credits(@CallerParam() caller: Caller) {
-    await this.reads.settle(caller.accountId, 'credits');
-    const row = await this.queries.execute(new GetCreditsQuery(caller.accountId));
+    const from = await this.reads.readFrom(caller.accountId, 'credits');
+    const row = await this.queries.execute(new GetCreditsQuery(caller.accountId, from));
     if (!row) throw ApiError.notFound('The account of this key has no credit record.', 'account_not_found');
     // Issue 23: credit notes and adjustments are in the balance, as the statement's closing balance has them.
     const balance = balanceOf(row);
@@ -55,9 +58,9 @@ export class AccountController {
   @Get('generation')
   async generation(@CallerParam() caller: Caller, @QueryParam('id') id: unknown) {
     if (typeof id !== 'string' || id === '') throw ApiError.invalidRequest("Query parameter 'id' is required.", 'id');
-    await this.reads.settle(caller.accountId, 'generations');
+    const from = await this.reads.readFrom(caller.accountId, 'generations');
     // Another workspace's generation is as unknown as a missing one.
-    const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [generationIdOf(id)]));
+    const [g] = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, [generationIdOf(id)], from));
     if (!g) throw ApiError.notFound(`No generation with id '${id}'.`, 'generation_not_found', 'id');
     return { data: presentGeneration(g, this.charges) };
   }
@@ -67,8 +70,8 @@ export class AccountController {
   @HttpCode(200)
   async lookup(@CallerParam() caller: Caller, @Body(bodyValidation()) body: GenerationsLookupRequest) {
     const ids = [...new Set(body.ids)];
-    await this.reads.settle(caller.accountId, 'generations');
-    const rows = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, ids.map(generationIdOf)));
+    const from = await this.reads.readFrom(caller.accountId, 'generations');
+    const rows = await this.queries.execute(new LookupGenerationsQuery(caller.workspaceId, ids.map(generationIdOf), from));
     const byId = new Map(rows.map((g) => [g.id, g]));
     return {
       data: ids.map((id) => {
@@ -83,16 +86,19 @@ export class AccountController {
     const window = activityWindow(this.clock.now());
     const filters = parseActivityQuery(query, window);
     const keyId = await this.activityKey(caller, filters.keyId);
-    await this.reads.settle(caller.accountId, 'activity');
+    const from = await this.reads.readFrom(caller.accountId, 'activity');
     const rows = await this.queries.execute(
-      new GetActivityQuery({
-        accountId: caller.accountId,
-        workspaceId: caller.workspaceId,
-        keyId,
-        from: filters.date ?? window.from,
-        to: filters.date ?? window.to,
-        user: filters.user,
-      }),
+      new GetActivityQuery(
+        {
+          accountId: caller.accountId,
+          workspaceId: caller.workspaceId,
+          keyId,
+          from: filters.date ?? window.from,
+          to: filters.date ?? window.to,
+          user: filters.user,
+        },
+        from,
+      ),
     );
     return { data: rows.map((r) => presentActivity(r, keyId)) };
   }
