@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Caller } from '@svc/identity';
 import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
-import { ApiError, CONFIG, type Config, EDGE_STORES, type EdgeStores, effectiveRateLimits, type RateLimits, type WindowResult } from '@svc/platform';
+import { CONFIG, type Config, DomainError, EDGE_STORES, type EdgeStores, effectiveRateLimits, type RateLimits, type WindowResult } from '@svc/platform';
 
 /**
  * Spec 8's tokens per minute of a key, across every gateway process sharing Redis: what the
@@ -38,7 +38,7 @@ export class TokenWindows {
   }
 
   /** Counts a refusal of the rate limits in the process's metrics by its code (issue 22); the error is thrown by the caller. */
-  refused(error: ApiError): ApiError {
+  refused(error: DomainError): DomainError {
     this.metrics.refused(error.code ?? 'rate_limit_exceeded');
     return error;
   }
@@ -63,11 +63,12 @@ export function tokenWindowHeaders(window: WindowResult): Record<string, string>
   return rateLimitHeaders('tokens', window);
 }
 
-export function tooManyRequests(message: string, code: string, retryAfterMs: number): ApiError {
-  return new ApiError(429, 'rate_limit_error', message, code, null, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+/** Spec 7's 429 `rate_limit_error`, with Retry-After in whole seconds (the edge maps the kind). */
+export function tooManyRequests(message: string, code: string, retryAfterMs: number): DomainError {
+  return new DomainError(code, message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) }, 'rate_limited');
 }
 
-export function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: number): ApiError {
+export function tokensExceeded(limits: RateLimits, resetMs: number, promptTokens?: number): DomainError {
   const prompt = promptTokens === undefined ? '' : ` This request's prompt counts ${promptTokens} tokens.`;
   return tooManyRequests(
     `This key is limited to ${limits.tokens_per_minute} tokens per minute (input plus output).${prompt}`,

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
 import { rateLimitBucket as bucket, rateLimitHeaders, TokenWindows, tokensExceeded, tooManyRequests as tooMany } from '@svc/metering';
-import { type ApiError, CLOCK, type Clock, CONFIG, type Config, EDGE_STORES, type EdgeStores, type WindowResult } from '@svc/platform';
+import { CLOCK, type Clock, CONFIG, type Config, type DomainError, EDGE_STORES, type EdgeStores, type WindowResult } from '@svc/platform';
 
 /**
  * A slot is renewed while its request lives (SlotLeases, issue 41 E); one still held this long
@@ -76,7 +76,7 @@ export class RateLimitService {
     );
   }
 
-  private refused(error: ApiError): ApiError {
+  private refused(error: DomainError): DomainError {
     return this.tokens.refused(error);
   }
 
@@ -147,7 +147,7 @@ function setWindowHeaders(reply: FastifyReply, what: 'requests' | 'tokens', wind
   void reply.headers(rateLimitHeaders(what, window));
 }
 
-function tooManyFailures(retryAfterMs: number): ApiError {
+function tooManyFailures(retryAfterMs: number): DomainError {
   return tooMany(
     'Too many requests from this address failed to authenticate; retry later with a valid API key.',
     'too_many_failed_authentications',

@@ -434,7 +434,8 @@ export class RealtimeSession {
   private failed(err: unknown): void {
     // A fault of ours ends this session only: never the process.
     this.parts.warn(`realtime ${this.modelId}: ${(err as Error)?.stack ?? String(err)}`);
-    const api = err instanceof ApiError ? err : ApiError.internal();
+    // The one mapping of the edge: a refusal keeps its own type and code, anything unexpected is a 500's.
+    const api = toApiError(err, this.parts.clock.now());
     this.sendError({ type: api.type, code: api.code, message: api.message, param: null, event_id: null });
     this.closeClient(1011, 'internal error');
     void this.end();
