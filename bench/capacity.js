@@ -661,6 +661,7 @@ async function requestsPhase(results) {
   ctx.pids.worker = worker.pid;
   ctx.pids.redis = redisInfoPid();
   const pool = new pg.Pool({ connectionString: dbUrl, max: 1 });
+  pool.on('error', () => undefined);
   onCleanup('app pool', () => pool.end());
   ctx.app = {
     statements: 0,
@@ -847,6 +848,7 @@ async function appendsOn(label, adminUrl, results) {
     }
   }
   for (let i = 0; i < appenders.length; i++) await stopProcess(`appender-${label}-${i}`);
+  const walCeiling = await walProbe(target, dbUrl, label);
   const summary = {};
   for (const scenario of ['many', 'hot']) {
     summary[scenario] = {};
@@ -882,7 +884,64 @@ async function appendsOn(label, adminUrl, results) {
     idle_server_wal_bytes_per_s: Math.round(idleWal),
     runs,
     summary,
+    wal_ceiling: walCeiling,
   };
+}
+
+/**
+ * The WAL this server writes at most: 4 clients inserting rows of 64 KB (random bytes, stored
+ * uncompressed) as fast as they can, CFG.appendSeconds at a time, CFG.repeats times. Bandwidth,
+ * not commits: each transaction writes 64 KB.
+ */
+async function walProbe(target, dbUrl, label) {
+  const pool = new pg.Pool({ connectionString: dbUrl, max: 4 });
+  // The database is dropped WITH (FORCE) at the end: a connection still open then is cut, harmlessly.
+  pool.on('error', () => undefined);
+  try {
+    // One value of 64 KB of random bytes, made once; each insert copies it (EXTERNAL: never compressed).
+    for (const t of ['wal_probe_src', 'wal_probe']) {
+      await pool.query(`CREATE TABLE ${t} (b bytea NOT NULL)`);
+      await pool.query(`ALTER TABLE ${t} ALTER COLUMN b SET STORAGE EXTERNAL`);
+    }
+    await pool.query(`INSERT INTO wal_probe_src SELECT decode(string_agg(md5(random()::text), ''), 'hex') FROM generate_series(1, 4096)`);
+    const insert = 'INSERT INTO wal_probe SELECT b FROM wal_probe_src';
+    const runs = [];
+    for (let i = 0; i < CFG.repeats; i++) {
+      const la0 = loadavg();
+      const lsn = await walLsn(target.admin);
+      const busy0 = machineBusySeconds();
+      const meter = backendCpuMeter(target.dbName);
+      const t0 = Date.now();
+      const end = t0 + CFG.appendSeconds * 1000;
+      let n = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (Date.now() < end) {
+            await pool.query(insert);
+            n++;
+          }
+        }),
+      );
+      const s = (Date.now() - t0) / 1000;
+      const wal = await walSince(target.admin, lsn);
+      const pgCpu = meter.stop();
+      runs.push({
+        seconds: r3(s),
+        transactions_per_s: r2(n / s),
+        wal_mb_per_s: r2(wal / s / 1e6),
+        postgres_cores: r2(pgCpu / s),
+        machine_busy_cores: r2((machineBusySeconds() - busy0) / s),
+        loadavg_start: la0,
+        loadavg_end: loadavg(),
+      });
+      await pool.query('TRUNCATE wal_probe');
+    }
+    const summary = { wal_mb_per_s: spread(runs.map((r) => r.wal_mb_per_s)), postgres_cores: spread(runs.map((r) => r.postgres_cores)) };
+    log(`${label} WAL ceiling: ${JSON.stringify(summary.wal_mb_per_s)} MB/s`);
+    return { method: '4 clients, each transaction an INSERT of the same 64 KB of random bytes (uncompressed)', runs, summary };
+  } finally {
+    await pool.end();
+  }
 }
 
 function haScript(cmd, { sync = false } = {}) {
@@ -920,7 +979,7 @@ async function appendsPhase(results) {
   // Registered before `up`: a half-started pair is stopped too.
   onCleanup(
     'pg-ha',
-    () => haScript('down'),
+    () => haScript('down').then(() => fs.readdirSync(HA_ENV.SVC_TOPOLOGY_DIR).length || fs.rmdirSync(HA_ENV.SVC_TOPOLOGY_DIR)),
     () => haScript('down', { sync: true }),
   );
   const t0 = Date.now();
@@ -1041,7 +1100,7 @@ function summaryOf(results) {
     out.appends = Object.fromEntries(
       Object.entries(results.appends).map(([k, v]) => [
         k,
-        { settings: v.settings, idle_server_wal_bytes_per_s: v.idle_server_wal_bytes_per_s, summary: v.summary },
+        { settings: v.settings, idle_server_wal_bytes_per_s: v.idle_server_wal_bytes_per_s, summary: v.summary, wal_ceiling: v.wal_ceiling?.summary },
       ]),
     );
   out.model = results.model;
