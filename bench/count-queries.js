@@ -1,0 +1,55 @@
+'use strict';
+/**
+ * Counts the statements a process sends to PostgreSQL through node-postgres: a client-side
+ * stand-in for pg_stat_statements where the server does not load it. Preloaded into a process
+ * under test (`node --require bench/count-queries.js ...`) it patches the app's own `pg` (resolved
+ * from COUNT_QUERIES_ROOT, the app root) and writes its counters as JSON to
+ * `$COUNT_QUERIES_DIR/<pid>.json` every 200 ms; required as a module it exports `install(root)`
+ * and the live counters. A statement is one `Client#query` call: a call of the event store's
+ * append function counts once, whatever it does inside.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+
+const counters = { statements: 0, begin: 0, commit: 0, rollback: 0, append_groups: 0 };
+let installed = false;
+
+function classify(config) {
+  const text = typeof config === 'string' ? config : config && typeof config.text === 'string' ? config.text : '';
+  counters.statements++;
+  const head = text.trimStart().slice(0, 8).toUpperCase();
+  if (head.startsWith('BEGIN')) counters.begin++;
+  else if (head.startsWith('COMMIT')) counters.commit++;
+  else if (head.startsWith('ROLLBACK')) counters.rollback++;
+  if (text.includes('eventstore_append_group')) counters.append_groups++;
+}
+
+function install(root) {
+  if (installed) return counters;
+  installed = true;
+  const pg = require(require.resolve('pg', { paths: [root] }));
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function countedQuery(config, ...rest) {
+    classify(config);
+    return query.call(this, config, ...rest);
+  };
+  return counters;
+}
+
+if (require.main !== module && process.env.COUNT_QUERIES_DIR && process.env.COUNT_QUERIES_ROOT) {
+  install(process.env.COUNT_QUERIES_ROOT);
+  const file = path.join(process.env.COUNT_QUERIES_DIR, `${process.pid}.json`);
+  let last = '';
+  const write = () => {
+    const text = JSON.stringify(counters);
+    if (text === last) return;
+    last = text;
+    try {
+      fs.writeFileSync(file, text);
+    } catch {}
+  };
+  setInterval(write, 200).unref();
+  process.on('exit', write);
+}
+
+module.exports = { install, counters };
