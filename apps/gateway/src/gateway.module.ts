@@ -31,6 +31,7 @@ import { ModerationsController } from './moderations/moderations.controller';
 import { RerankController } from './rerank/rerank.controller';
 import { SearchController } from './search/search.controller';
 import { PresetsController } from './presets/presets.controller';
+import { GuardrailsController } from './guardrails/guardrails.controller';
 import { PromptLogsController } from './settings/prompt-logs.controller';
 import { SettingsController, StepUpController, WebhookEventsController } from './settings/settings.controller';
 import { SpeechController } from './audio/speech.controller';
@@ -50,6 +51,7 @@ export class GatewayModule {
       controllers: [
         SettingsController,
         PresetsController,
+        GuardrailsController,
         PromptLogsController,
         StepUpController,
         WebhookEventsController,

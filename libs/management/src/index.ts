@@ -7,3 +7,11 @@ export { parseSettingsPatch, parseWebhookRequest, type SettingsPatch, type Webho
 export { presentSettings, presentWebhook, presentWebhookEvent, SettingsService } from './settings.service';
 export { maskEmail, parseStepUpCodeRequest, STEP_UP_HEADER, StepUpService } from './step-up.service';
 export { presetNotFound, PresetsService, type PresetWithVersions } from './presets.service';
+export {
+  guardrailNotFound,
+  GuardrailsService,
+  MAX_ASSIGNMENT_IDS,
+  type GuardrailWithBudgets,
+  type KeyGuardrail,
+  type SubjectBudget,
+} from './guardrails.service';

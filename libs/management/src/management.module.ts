@@ -8,6 +8,7 @@ import { SettingsService } from './settings.service';
 import { StepUpService } from './step-up.service';
 import { PresetsService } from './presets.service';
 import { OrganizationsService } from './organizations.service';
+import { GuardrailsService } from './guardrails.service';
 
 /**
  * Account and key management (spec 4.19, the operator API): the use cases the HTTP controllers,
@@ -16,7 +17,7 @@ import { OrganizationsService } from './organizations.service';
  */
 @Module({
   imports: [LedgerModule, IdentityModule, ReadYourWritesModule],
-  providers: [KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
-  exports: [ReadYourWritesModule, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService],
+  providers: [KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService, GuardrailsService],
+  exports: [ReadYourWritesModule, KeysService, AdminService, SettingsService, StepUpService, PresetsService, OrganizationsService, GuardrailsService],
 })
 export class ManagementModule {}

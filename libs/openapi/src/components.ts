@@ -5,7 +5,20 @@
  */
 import type { JsonSchema } from './json-schema';
 import { ErrorObject, AnthropicError } from './schemas/errors';
-import { KeyRecord, KeyRequest, AdminKeyRequest, CreatedKey, Generation, GenerationFound, Credits, Activity, AuditEntry, Notice } from './schemas/account';
+import {
+  KeyRecord,
+  CurrentKey,
+  KeyGuardrail,
+  KeyRequest,
+  AdminKeyRequest,
+  CreatedKey,
+  Generation,
+  GenerationFound,
+  Credits,
+  Activity,
+  AuditEntry,
+  Notice,
+} from './schemas/account';
 import { ChatCompletionRequest, ChatCompletion, ChatUsage, CompletionRequest, Completion } from './schemas/chat';
 import {
   EmbeddingsRequest,
@@ -34,6 +47,9 @@ import {
   Member,
   MemberChange,
   ProviderKey,
+  GuardrailRequest,
+  Guardrail,
+  GuardrailWithBudgets,
 } from './schemas/management';
 import { File, Batch, BatchRequest } from './schemas/files-batches';
 import { Video, VideoRequest, ImagesRequest, ImagesResponse, SpeechRequest, TranscriptionForm, TranslationForm, Transcription } from './schemas/media';
@@ -45,6 +61,8 @@ export const SCHEMAS: Record<string, JsonSchema> = {
   ErrorObject,
   AnthropicError,
   KeyRecord,
+  CurrentKey,
+  KeyGuardrail,
   KeyRequest,
   AdminKeyRequest,
   CreatedKey,
@@ -99,6 +117,9 @@ export const SCHEMAS: Record<string, JsonSchema> = {
   Member,
   MemberChange,
   ProviderKey,
+  GuardrailRequest,
+  Guardrail,
+  GuardrailWithBudgets,
   AccountCredits,
   AdjustmentRequest,
   Adjustment,

@@ -96,7 +96,20 @@ function documentOf(paths: OpenApiDocument['paths']): OpenApiDocument {
   };
 }
 
-const TAGS = ['Models', 'Models catalog', 'Files and batches', 'Videos', 'Presets', 'Keys', 'Account', 'Organizations', 'Settings', 'Operator', 'Operations'];
+const TAGS = [
+  'Models',
+  'Models catalog',
+  'Files and batches',
+  'Videos',
+  'Presets',
+  'Guardrails',
+  'Keys',
+  'Account',
+  'Organizations',
+  'Settings',
+  'Operator',
+  'Operations',
+];
 
 /** Spec 7: what each status means. */
 const STATUS_TEXT: Record<number, string> = {

@@ -12,6 +12,7 @@ import { MODELS_AND_PRESETS_OPERATIONS } from './operations/models-presets';
 import { ACCOUNT_OPERATIONS } from './operations/account';
 import { SETTINGS_OPERATIONS } from './operations/settings';
 import { ORGANIZATION_OPERATIONS } from './operations/organizations';
+import { GUARDRAIL_OPERATIONS } from './operations/guardrails';
 import { OPERATOR_OPERATIONS } from './operations/operator';
 import { SERVICE_OPERATIONS } from './operations/service';
 
@@ -26,6 +27,7 @@ export const OPERATIONS: Record<string, OperationDescription> = {
   ...ACCOUNT_OPERATIONS,
   ...SETTINGS_OPERATIONS,
   ...ORGANIZATION_OPERATIONS,
+  ...GUARDRAIL_OPERATIONS,
   ...OPERATOR_OPERATIONS,
   ...SERVICE_OPERATIONS,
 };

@@ -14,6 +14,16 @@ const spendWindow = obj({
   window_start: dateTime(),
   resets_at: nullable(dateTime()),
 });
+const budgetWindow = {
+  guardrail_id: str(),
+  scope: oneOfValues(['organization', 'member', 'key']),
+  subject: str(),
+  limit_usd: usd(),
+  reset_interval: oneOfValues(['daily', 'weekly', 'monthly', 'never']),
+  spent_usd: usd(),
+  window_start: nullable(dateTime()),
+  resets_at: nullable(dateTime()),
+};
 const batchEnd = (status: JsonSchema) =>
   obj({ id: str(), status, request_counts: obj({ completed: int(), failed: int() }), output_file_id: nullable(str()), error_file_id: nullable(str()) });
 
@@ -32,6 +42,11 @@ export const WEBHOOK_PAYLOADS: Record<WebhookEventType, { summary: string; data:
   'account.daily_limit.reached': {
     summary: "The account's daily spend limit was reached",
     data: obj({ daily_limit: usd(), usage: usd(), day: str(), resets_at: dateTime() }),
+  },
+  'budget.warning': { summary: "A guardrail budget's spend passed 80% of its limit (issue 44)", data: obj(budgetWindow) },
+  'budget.reached': {
+    summary: 'A guardrail budget was spent, by a charge or seen at a refusal (issue 44)',
+    data: obj({ ...budgetWindow, trigger: oneOfValues(['charge', 'refusal']) }),
   },
   'batch.completed': { summary: 'A batch completed', data: batchEnd(constant('completed')) },
   'batch.failed': {

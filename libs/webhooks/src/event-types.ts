@@ -9,6 +9,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'key.spend_cap.reached',
   'key.expiring',
   'account.daily_limit.reached',
+  'budget.warning',
+  'budget.reached',
   'batch.completed',
   'batch.failed',
   'video.completed',

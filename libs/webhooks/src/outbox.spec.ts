@@ -43,6 +43,39 @@ describe('the outbox mapping (spec 6.1)', () => {
     });
   });
 
+  it("maps a guardrail budget's warning and reach to budget.warning and budget.reached, in USD (issue 44)", () => {
+    const window = {
+      account_id: 'owner1',
+      guardrail_id: 'gr_1',
+      scope: 'member',
+      subject: 'acc_bob',
+      reset: 'monthly',
+      limit_nano: '12500000000',
+      charged_nano: '10000000001',
+      window_start: '2026-11-01T00:00:00.000Z',
+      resets_at: '2026-12-01T00:00:00.000Z',
+    };
+    const data = {
+      guardrail_id: 'gr_1',
+      scope: 'member',
+      subject: 'acc_bob',
+      limit_usd: 12.5,
+      reset_interval: 'monthly',
+      spent_usd: 10.000000001,
+      window_start: window.window_start,
+      resets_at: window.resets_at,
+    };
+    expect(webhookEventOf(recorded('BudgetWarning', window))).toEqual({ accountId: 'owner1', type: 'budget.warning', data });
+    // A lifetime budget has no window: its times are null.
+    const lifetime = { ...window, reset: 'never', window_start: null, resets_at: null, charged_nano: '12500000000', trigger: 'refusal' };
+    expect(webhookEventOf(recorded('BudgetReached', lifetime))).toEqual({
+      accountId: 'owner1',
+      type: 'budget.reached',
+      data: { ...data, reset_interval: 'never', spent_usd: 12.5, window_start: null, resets_at: null, trigger: 'refusal' },
+    });
+    expect(WEBHOOK_SOURCE_TYPES).toEqual(expect.arrayContaining(['BudgetWarning', 'BudgetReached']));
+  });
+
   it('maps only to types of the spec, and ignores what causes none', () => {
     for (const type of WEBHOOK_SOURCE_TYPES)
       expect(WEBHOOK_EVENT_TYPES).toContain(

@@ -33,6 +33,23 @@ function spendWindow(d: Data<'KeySpendCapWarning'>) {
   return { key_id: d.key_id, limit: usd(d.limit_nano), limit_reset: d.reset, usage: usd(d.charged_nano), window_start: d.window_start, resets_at: d.resets_at };
 }
 
+/**
+ * A guardrail budget's window of `budget.*` (issue 44), in the guardrail API's names: which
+ * guardrail, for which subject it is assigned to (the organization's workspace, a member, a key).
+ */
+function budgetWindow(d: Data<'BudgetWarning'>) {
+  return {
+    guardrail_id: d.guardrail_id,
+    scope: d.scope,
+    subject: d.subject,
+    limit_usd: usd(d.limit_nano),
+    reset_interval: d.reset,
+    spent_usd: usd(d.charged_nano),
+    window_start: d.window_start,
+    resets_at: d.resets_at,
+  };
+}
+
 function batchEnd(d: Data<'BatchCompleted' | 'BatchExpired' | 'BatchCancelled'>, status: string) {
   return {
     id: d.batch_id,
@@ -64,6 +81,8 @@ const MAPPINGS: { [T in Source['type']]?: (d: Data<T>) => WebhookEventDraft } = 
   KeyExpiring: (d) => ({ accountId: d.account_id, type: 'key.expiring', data: { key_id: d.key_id, expires_at: d.expires_at, days_before: d.days_before } }),
   KeySpendCapWarning: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.warning', data: spendWindow(d) }),
   KeySpendCapReached: (d) => ({ accountId: d.account_id, type: 'key.spend_cap.reached', data: spendWindow(d) }),
+  BudgetWarning: (d) => ({ accountId: d.account_id, type: 'budget.warning', data: budgetWindow(d) }),
+  BudgetReached: (d) => ({ accountId: d.account_id, type: 'budget.reached', data: { ...budgetWindow(d), trigger: d.trigger } }),
   // Spec 6.1, 3.2: a batch's end is batch.completed or batch.failed; `status` tells an expired or
   // cancelled batch (which kept the lines that finished) from one whose input was refused.
   BatchCompleted: (d) => ({ accountId: d.account_id, type: 'batch.completed', data: batchEnd(d, 'completed') }),

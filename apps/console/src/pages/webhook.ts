@@ -17,6 +17,8 @@ export const EVENT_TYPES: { type: string; cause: string }[] = [
   { type: 'key.spend_cap.reached', cause: "a key's spend reaches its limit" },
   { type: 'key.expiring', cause: 'a key expires in 7 days, then 1 day' },
   { type: 'account.daily_limit.reached', cause: "the account's daily spend limit is reached" },
+  { type: 'budget.warning', cause: "a guardrail budget's spend passes its warning threshold" },
+  { type: 'budget.reached', cause: 'a guardrail budget is spent' },
   { type: 'batch.completed', cause: 'a batch completes' },
   { type: 'batch.failed', cause: 'a batch fails, expires or is cancelled' },
   { type: 'video.completed', cause: 'a video completes' },

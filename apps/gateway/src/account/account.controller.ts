@@ -3,6 +3,7 @@ import { QueryBus } from '@nestjs/cqrs';
 import type { Caller } from '@svc/identity';
 import { ApiError, bodyValidation, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { ReadYourWrites } from '@svc/projections';
+import { GuardrailsService } from '@svc/management';
 import { listNotices } from '@svc/webhooks';
 import { getKey, listAuditLog } from '@svc/identity';
 import { balanceOf, GetActivityQuery, GetCreditsQuery, LookupGenerationsQuery, parseStatementInstant } from '@svc/ledger';
@@ -29,6 +30,7 @@ export class AccountController {
     @Inject(READ_DB) private readonly sql: SqlRunner,
     @Inject(CATALOG) catalog: Catalog,
     @Inject(CONFIG) config: Pick<Config, 'byokFeePercent'>,
+    private readonly guardrails: GuardrailsService,
   ) {
     this.charges = { catalog, byokFeePercent: config.byokFeePercent };
   }
@@ -86,6 +88,7 @@ export class AccountController {
     const window = activityWindow(this.clock.now());
     const filters = parseActivityQuery(query, window);
     const keyId = await this.activityKey(caller, filters.keyId);
+    const keyIds = filters.guardrailId === null ? null : await this.guardrailKeys(caller, filters.guardrailId);
     const from = await this.reads.readFrom(caller.accountId, 'activity');
     const rows = await this.queries.execute(
       new GetActivityQuery(
@@ -96,6 +99,7 @@ export class AccountController {
           from: filters.date ?? window.from,
           to: filters.date ?? window.to,
           user: filters.user,
+          keyIds,
         },
         from,
       ),
@@ -142,6 +146,16 @@ export class AccountController {
         created: Math.floor(new Date(r.created).getTime() / 1000),
       })),
     };
+  }
+
+  /**
+   * Issue 44: the rows of the keys a guardrail applies to now (its keys, its members' keys, every
+   * key for the workspace-wide one), by current assignment. Which keys a guardrail covers is
+   * management information, as the guardrail itself is.
+   */
+  private async guardrailKeys(caller: Caller, guardrailId: string): Promise<string[] | null> {
+    if (caller.scope !== 'management') throw ApiError.permission('Only a management key can read activity by guardrail.', 'management_key_required');
+    return this.guardrails.keysUnder(caller, guardrailId);
   }
 
   /**

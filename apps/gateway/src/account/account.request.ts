@@ -34,6 +34,8 @@ export interface ActivityFilters {
   date: string | null;
   keyId: string | null;
   user: string | null;
+  /** Issue 44: the keys a guardrail applies to now (by current assignment, not at the time of each request). */
+  guardrailId: string | null;
 }
 
 /** The query filters of GET /v1/activity; a bad one is a 400 naming it. */
@@ -45,7 +47,7 @@ export function parseActivityQuery(query: Record<string, unknown>, window: DayRa
       'date',
     );
   }
-  return { date, keyId: text(query, 'key_id'), user: text(query, 'user') };
+  return { date, keyId: text(query, 'key_id'), user: text(query, 'user'), guardrailId: text(query, 'guardrail_id') };
 }
 
 /** An optional single, non-empty query parameter (a repeated one arrives as an array). */

@@ -5,7 +5,8 @@ import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
 import { ActorParam, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { bodyValidation } from '@svc/platform';
-import { KeyRequest, KeysService, RotateKeyRequest, StepUpService } from '@svc/management';
+import { GuardrailsService, KeyRequest, KeysService, RotateKeyRequest, StepUpService } from '@svc/management';
+import { presentKeyGuardrail } from '../guardrails/guardrail.presenter';
 
 const CREATE_ROUTE = '/v1/keys';
 
@@ -90,16 +91,22 @@ export class KeysController {
   }
 }
 
-/** Spec 4.20: the calling key's own record, with limits and usage per period. */
+/**
+ * Spec 4.20: the calling key's own record, with limits and usage per period, and (issue 44) the
+ * guardrails over it, widest first, each with this key's budget window under it.
+ */
 @Controller('v1/key')
 @UseGuards(ApiKeyGuard)
 @Requires('lookup')
 export class CurrentKeyController {
-  constructor(private readonly keys: KeysService) {}
+  constructor(
+    private readonly keys: KeysService,
+    private readonly guardrails: GuardrailsService,
+  ) {}
 
   @Get()
   async get(@CallerParam() caller: Caller) {
     const [data] = await this.keys.present([caller]);
-    return { data };
+    return { data: { ...data, guardrails: (await this.guardrails.ofKey(caller)).map(presentKeyGuardrail) } };
   }
 }

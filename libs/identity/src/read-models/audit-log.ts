@@ -4,6 +4,7 @@ import type { OrgEvent } from '../organization';
 import type { SettingsEvent } from '../settings/events';
 import type { AccountEvent } from '@svc/ledger';
 import type { PresetEvent } from '@svc/presets';
+import type { GuardrailEvent } from '@svc/guardrails';
 import { nanoToUsd } from '@svc/platform';
 import type { SqlExecutor } from '@svc/platform';
 import { eventTime, perEvent, type Projection } from '@svc/projections';
@@ -16,6 +17,7 @@ type Audited =
   | OrgEvent
   | AuditedSettings
   | PresetEvent
+  | GuardrailEvent
   | Extract<AccountEvent, { type: 'CreditsAdded' | 'DailyLimitSet' | 'BalanceAdjusted' }>;
 
 /** Issue 15.7: the API's names for the fields a key update changed, never the recorded ones. */
@@ -89,6 +91,24 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
       details: { version: d.version, rolled_back_to: d.rolled_back_to },
     }),
     PresetDeleted: (d) => ({ action: 'preset.deleted', account: d.workspace_id, target: d.slug, details: {} }),
+    // Issue 44: guardrail writes go to their workspace's log, as presets do.
+    GuardrailCreated: (d) => ({ action: 'guardrail.created', account: d.workspace_id, target: d.guardrail_id, details: guardrailDetails(d.policy) }),
+    GuardrailUpdated: (d) => ({ action: 'guardrail.updated', account: d.workspace_id, target: d.guardrail_id, details: guardrailDetails(d.policy) }),
+    GuardrailDeleted: (d) => ({ action: 'guardrail.deleted', account: d.workspace_id, target: d.guardrail_id, details: {} }),
+    GuardrailAssigned: (d) => ({
+      action: 'guardrail.assigned',
+      account: d.workspace_id,
+      target: d.guardrail_id,
+      details: { scope: d.scope, subjects: d.subjects },
+    }),
+    GuardrailUnassigned: (d) => ({
+      action: 'guardrail.unassigned',
+      account: d.workspace_id,
+      target: d.guardrail_id,
+      details: { scope: d.scope, subjects: d.subjects },
+    }),
+    OrganizationGuardrailSet: (d) => ({ action: 'guardrail.organization_set', account: d.workspace_id, target: d.guardrail_id, details: {} }),
+    OrganizationGuardrailRemoved: (d) => ({ action: 'guardrail.organization_removed', account: d.workspace_id, target: d.guardrail_id, details: {} }),
     CreditsAdded: (d) => ({
       action: 'credits.added',
       account: d.account_id,
@@ -104,6 +124,11 @@ const ENTRIES: { [T in Audited['type']]: (d: Extract<Audited, { type: T }>['data
       details: { adjustment_id: d.adjustment_id, kind: d.kind, amount_usd: usd(d.amount_nano), reason: d.reason, operator: d.operator },
     }),
   };
+
+/** What a guardrail write set, as the API names it: enough to tell changes apart, not the whole policy. */
+function guardrailDetails(p: Extract<GuardrailEvent, { type: 'GuardrailCreated' }>['data']['policy']) {
+  return { name: p.name, limit_usd: usd(p.limit_nano), reset_interval: p.reset_interval, enforce_zdr: p.enforce_zdr, data_collection: p.data_collection };
+}
 
 async function record(event: RecordedEvent, tx: SqlExecutor): Promise<void> {
   const entry = (ENTRIES as Record<string, (d: unknown) => { action: string; account: string; target: string; details: object }>)[event.type](event.data);

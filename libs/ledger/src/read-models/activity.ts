@@ -156,6 +156,8 @@ export interface ActivityFilter {
   to: string;
   /** One end user only, or all (with and without one) when null. */
   user: string | null;
+  /** Only these keys (a guardrail's, issue 44), besides `keyId`; absent or null: no such narrowing. */
+  keyIds?: readonly string[] | null;
 }
 
 export interface ActivityRow {
@@ -187,9 +189,10 @@ export async function getActivity(sql: SqlExecutor, f: ActivityFilter): Promise<
        JOIN api_keys k ON k.key_id = a.key_id
       WHERE a.account_id = $1 AND k.workspace_id = $2 AND ($3::text IS NULL OR a.key_id = $3)
         AND a.day BETWEEN $4::date AND $5::date AND ($6::text IS NULL OR (a.user_hash = $7 AND a.user_id = $6))
+        AND ($8::text[] IS NULL OR a.key_id = ANY($8::text[]))
       GROUP BY a.day, a.model, a.endpoint
       ORDER BY a.day DESC, a.model COLLATE "C", a.endpoint COLLATE "C"`,
-    [f.accountId, f.workspaceId, f.keyId, f.from, f.to, f.user, endUserHash(f.user)],
+    [f.accountId, f.workspaceId, f.keyId, f.from, f.to, f.user, endUserHash(f.user), f.keyIds ?? null],
   );
   return rows.map((r) => ({
     date: r.date,

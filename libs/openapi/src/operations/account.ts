@@ -48,7 +48,7 @@ export const ACCOUNT_OPERATIONS: Record<string, OperationDescription> = {
     description: 'Spec 4.20, 2.3.',
     tag: 'Account',
     access: 'any',
-    ok: { schema: dataOf(ref('KeyRecord')) },
+    ok: { schema: dataOf(ref('CurrentKey')) },
   },
   'GET /v1/credits': {
     summary: 'Credit balance and lifetime totals',
@@ -100,6 +100,11 @@ export const ACCOUNT_OPERATIONS: Record<string, OperationDescription> = {
       { name: 'date', schema: str(undefined, { format: 'date' }) },
       { name: 'key_id', schema: str() },
       { name: 'user', schema: str() },
+      {
+        name: 'guardrail_id',
+        schema: str(),
+        description: 'management key: the keys the guardrail applies to now (by current assignment, not at the time of each request)',
+      },
     ],
     ok: { schema: dataOf(arr(ref('Activity'))) },
     errors: [404],

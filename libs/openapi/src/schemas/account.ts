@@ -14,31 +14,43 @@ const keyLimits = {
 };
 
 /** Spec 2.3 plus the fields docs/api/keys.md lists. */
-export const KeyRecord = obj(
-  {
-    id: str(),
-    name: str(),
-    project: nullable(str()),
-    environment: oneOfValues(['live', 'test']),
-    scope: oneOfValues(['full', 'read_only', 'management']),
-    hint: str('prefix and last four characters of the secret'),
-    organization_id: nullable(str()),
-    created_by: str(),
-    created_at: dateTime(),
-    updated_at: dateTime(),
-    expires_at: nullable(dateTime()),
-    revoked: bool(),
-    revoked_at: nullable(dateTime()),
-    ...keyLimits,
-    allowed_models: nullable(arr(str())),
-    allowed_ips: nullable(arr(str())),
-    allowed_referrers: nullable(arr(str())),
-    rpm_limit: nullable(int()),
-    tpm_limit: nullable(int()),
-    rate_limit: obj({ requests_per_minute: int(), tokens_per_minute: int(), concurrent_requests: int() }),
-  },
-  { description: 'Spec 2.3: a key record (KeyLimits, spec 2.2, plus its settings).' },
-);
+const keyRecordProperties = {
+  id: str(),
+  name: str(),
+  project: nullable(str()),
+  environment: oneOfValues(['live', 'test']),
+  scope: oneOfValues(['full', 'read_only', 'management']),
+  hint: str('prefix and last four characters of the secret'),
+  organization_id: nullable(str()),
+  created_by: str(),
+  created_at: dateTime(),
+  updated_at: dateTime(),
+  expires_at: nullable(dateTime()),
+  revoked: bool(),
+  revoked_at: nullable(dateTime()),
+  ...keyLimits,
+  allowed_models: nullable(arr(str())),
+  allowed_ips: nullable(arr(str())),
+  allowed_referrers: nullable(arr(str())),
+  rpm_limit: nullable(int()),
+  tpm_limit: nullable(int()),
+  rate_limit: obj({ requests_per_minute: int(), tokens_per_minute: int(), concurrent_requests: int() }),
+};
+export const KeyRecord = obj(keyRecordProperties, { description: 'Spec 2.3: a key record (KeyLimits, spec 2.2, plus its settings).' });
+
+/** Issue 44: a guardrail over the calling key, with this key's budget window under it (null fields without a budget). */
+export const KeyGuardrail = obj({
+  id: str(),
+  name: str(),
+  scope: oneOfValues(['organization', 'member', 'key'], "what it is assigned to: the workspace, the key's member (its creator), the key"),
+  limit_usd: nullable(usd()),
+  reset_interval: oneOfValues(['daily', 'weekly', 'monthly', 'never']),
+  spent_usd: nullable(usd('charged in the current window')),
+  remaining_usd: nullable(usd('limit less spent and held, never below 0')),
+  resets_at: nullable(dateTime()),
+});
+/** GET /v1/key: the key record and the guardrails that apply to it, widest first. */
+export const CurrentKey = obj({ ...keyRecordProperties, guardrails: arr(ref('KeyGuardrail')) }, { description: 'Spec 4.20 and issue 44.' });
 
 /** Spec 4.19 (`libs/management/src/key.request.ts`): every field optional; `null` clears a nullable one on PATCH. */
 const keyRequestProperties = {

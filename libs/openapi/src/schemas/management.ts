@@ -1,5 +1,5 @@
 /** Presets (spec 2.5), settings, webhooks, prompt logs, organizations and provider keys: what a management key changes. */
-import { anyObject, arr, bool, dateTime, int, nullable, obj, oneOfValues, ref, str, unixSeconds } from '../json-schema';
+import { anyObject, arr, bool, dateTime, int, nullable, obj, oneOfValues, ref, str, unixSeconds, usd } from '../json-schema';
 
 /** Spec 2.5. */
 export const PresetConfig = obj(
@@ -79,3 +79,49 @@ export const Organization = obj({
 export const Member = obj({ account_id: str(), role: oneOfValues(['owner', 'admin', 'member']), added_at: dateTime() });
 export const MemberChange = obj({ org_id: str(), account_id: str(), role: oneOfValues(['admin', 'member']) });
 export const ProviderKey = obj({ provider: str(), hint: str('last four characters, never the key'), saved_at: dateTime() });
+
+/** Issue 44: a guardrail, shaped like OpenRouter's; money in decimal USD (`limit_usd`), `null` for no budget or no allow-list. */
+const contentAction = oneOfValues(['block', 'redact', 'flag']);
+const guardrailFields = {
+  name: str(undefined, { minLength: 1, maxLength: 200 }),
+  description: nullable(str(undefined, { maxLength: 2000 })),
+  limit_usd: nullable(usd('budget per `reset_interval`, held against before each request; null: no budget')),
+  reset_interval: oneOfValues(['daily', 'weekly', 'monthly', 'never']),
+  include_byok_in_budgets: bool('whether requests on your own provider keys count against the budget'),
+  allowed_models: nullable(arr(str(), { maxItems: 500 })),
+  ignored_models: arr(str(), { maxItems: 500 }),
+  allowed_providers: nullable(arr(str(), { maxItems: 500 })),
+  ignored_providers: arr(str(), { maxItems: 500 }),
+  enforce_zdr: bool('only zero-data-retention endpoints'),
+  data_collection: oneOfValues(['allow', 'deny']),
+  content_filter_builtins: arr(
+    obj(
+      { slug: oneOfValues(['email', 'phone', 'card', 'api_key', 'prompt_injection']), action: contentAction, label: str() },
+      { required: ['slug', 'action'] },
+    ),
+  ),
+  content_filters: arr(obj({ pattern: str('RE2 syntax'), action: contentAction, label: str() }, { required: ['pattern', 'action'] })),
+};
+export const GuardrailRequest = obj(guardrailFields, {
+  required: [],
+  description: 'POST: `name` required, the rest default; PATCH: only what changes, `null` resets a field to its default.',
+});
+export const Guardrail = obj({ id: str(), ...guardrailFields, created_at: dateTime(), updated_at: dateTime() });
+export const GuardrailWithBudgets = obj({
+  id: str(),
+  ...guardrailFields,
+  created_at: dateTime(),
+  updated_at: dateTime(),
+  budgets: arr(
+    obj({
+      scope: oneOfValues(['organization', 'member', 'key']),
+      subject: str('the workspace, member or key id'),
+      spent_usd: usd(),
+      held_usd: usd('open holds: requests still running'),
+      remaining_usd: usd(),
+      window_start: nullable(dateTime()),
+      resets_at: nullable(dateTime()),
+    }),
+    { description: 'each assigned subject in the current window; empty without a budget' },
+  ),
+});
