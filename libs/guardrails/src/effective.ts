@@ -12,6 +12,8 @@ export interface AppliedGuardrail {
   scope: BudgetScope;
   subject: string;
   policy: GuardrailPolicy;
+  /** When the policy last changed (ISO): what a compiled content policy is cached under. */
+  updatedAt?: string;
 }
 
 /** Who is calling: the key, and for a key of an organization the member who made it. */
