@@ -148,3 +148,34 @@ export function noEndpointAllowed(model: string, guardrails: string[]): DomainEr
     'forbidden',
   );
 }
+
+/** Whether any applied guardrail says anything about models, providers or data handling. */
+function restrictsAccess(access: AccessPolicy): boolean {
+  return (
+    access.allowedModels !== null ||
+    access.ignoredModels.size > 0 ||
+    access.allowedProviders !== null ||
+    access.ignoredProviders.size > 0 ||
+    access.zdrBy !== null ||
+    access.dataCollectionDenyBy !== null
+  );
+}
+
+/**
+ * The guardrails' access rules in the shape routing asks them (`@svc/catalog` RoutingAccess):
+ * null when none of them restricts anything, so an unguarded request routes as before.
+ */
+export function routingAccessOf(applied: readonly AppliedGuardrail[]): {
+  refuseModel(modelId: string): DomainError | null;
+  narrow<P extends NarrowablePreferences>(preferences: P): P;
+  noEndpoint(modelId: string): DomainError;
+} | null {
+  if (applied.length === 0) return null;
+  const access = accessPolicyOf(applied);
+  if (!restrictsAccess(access)) return null;
+  return {
+    refuseModel: (modelId) => modelRefusal(access, modelId),
+    narrow: (preferences) => narrowPreferences(access, preferences),
+    noEndpoint: (modelId) => noEndpointAllowed(modelId, narrowingGuardrails(access)),
+  };
+}

@@ -6,3 +6,4 @@ export * from './read-models/budget-spend';
 export { BUILTIN_LABELS, BUILTIN_SLUGS, type BuiltinSlug } from './content/builtins';
 export * from './content/policy';
 export * from './content/scan';
+export * from './content/enforce';
