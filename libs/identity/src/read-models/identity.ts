@@ -186,10 +186,8 @@ function toRow(r: Record<string, any>): ApiKeyRow {
 const GUARDRAILS_OF_KEY = `(SELECT json_agg(json_build_object('id', g.guardrail_id, 'scope', a.scope, 'subject', a.subject, 'policy', g.policy, 'updated_at', g.updated_at)
                       ORDER BY CASE a.scope WHEN 'organization' THEN 0 WHEN 'member' THEN 1 ELSE 2 END)
                FROM guardrail_assignments a JOIN guardrails g ON g.guardrail_id = a.guardrail_id
-              WHERE a.workspace_id = k.workspace_id
-                AND ((a.scope = 'organization' AND a.subject = k.workspace_id)
-                  OR (a.scope = 'member' AND k.org_id IS NOT NULL AND a.subject = k.created_by)
-                  OR (a.scope = 'key' AND a.subject = k.key_id))) AS guardrails`;
+              WHERE (a.workspace_id, a.scope, a.subject) IN ((k.workspace_id, 'organization', k.workspace_id), (k.workspace_id, 'member', k.created_by), (k.workspace_id, 'key', k.key_id))
+                AND (a.scope <> 'member' OR k.org_id IS NOT NULL)) AS guardrails`;
 
 function guardrailsOf(v: unknown): AppliedGuardrail[] {
   const rows = (typeof v === 'string' ? JSON.parse(v) : v) as
