@@ -3,6 +3,7 @@
  * generation that answers it: its fields, the request past its rules and planned, and what is
  * answered, streamed or not.
  */
+import type { GuardrailContentFinding } from '@svc/guardrails';
 import type { ModelPlan } from '@svc/catalog';
 import type { WebSearchRun } from '@svc/interfaces';
 import type { Metered, RoutedModel, StreamEncoder } from '@svc/metering';
@@ -62,6 +63,8 @@ export interface PreparedChat {
   /** Spec 4.2 rule 7: the web search to run before the model is called. */
   web: WebSearch | null;
   plan: ModelPlan;
+  /** Issue 44: what the guardrails' content filters found in the prompt (counts only), recorded with the hold. */
+  guardrailFindings: GuardrailContentFinding[];
 }
 
 export interface ChatCompletionResponse {

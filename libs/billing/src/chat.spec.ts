@@ -60,6 +60,7 @@ const caller: Caller = {
   sealedProviderKeys: new Map(),
   promptLogDays: null,
   presets: new Map(),
+  guardrails: [],
 };
 
 /**

@@ -4,6 +4,7 @@
  * streamed or not. Messages, Responses and legacy completions run through it as well.
  */
 import { type Catalog, type ModelPlan, parseModelId, planModels, type PlanRequest, type ProviderStats } from '@svc/catalog';
+import { routingAccessOf } from '@svc/guardrails';
 import type { Caller } from '@svc/identity';
 import { chatAnnotations, webSearchPromptTokens } from '@svc/interfaces';
 import {
@@ -25,6 +26,7 @@ import { type Clock, type Nano, nanoToUsd } from '@svc/platform';
 import { applyPreset, findPreset, openPresetConfig, presetReference } from '@svc/presets';
 import { countChatPromptTokens, healChoices, wantsJson } from '@svc/providers';
 import { type AnsweredCall, type BilledAnswer, type CallTags, settled } from './answered';
+import { guardChatMessages } from './chat-content';
 import { ChatChunkEncoder } from './chat-encoder';
 import { fitContext, readPlugins } from './chat-plugins';
 import type { ChatCompletionResponse, ChatRequest, EncoderFactory, Generation, PreparedChat, StreamedChat } from './chat-request';
@@ -104,10 +106,12 @@ export class ChatCompletions {
     const models = plan.models.map((m) => m.model);
     checkCapabilities(known, models);
     checkImages(known.messages);
+    // Issue 44: after the access rules, before anything is held or sent: a blocked prompt costs nothing.
+    const guarded = guardChatMessages(caller, known.messages);
     // The engine is routed now, so a mistake in it is a 4XX before anything is held.
     const web = plugins.web ? { plugin: plugins.web, engine: searchEngineOf(this.deps, caller, plugins.web) } : null;
     const maxOutput = known.max_completion_tokens ?? known.max_tokens ?? null;
-    const fitted = fitContext(known.messages, models[0], maxOutput, plugins.compression);
+    const fitted = fitContext(guarded.messages, models[0], maxOutput, plugins.compression);
 
     // The plugin fields are the gateway's own: an upstream router would apply them a second time.
     // So is OpenRouter's `usage` (issue 41 item 1): the usage the client gets is the gateway's, with its cost.
@@ -116,7 +120,15 @@ export class ChatCompletions {
     if (ignored.length > 0) headers['x-svc-ignored-params'] = ignoredParamsHeader(ignored);
     if (fitted.dropped > 0) headers['x-svc-compressed-messages'] = String(fitted.dropped);
     const streamOptions = usage?.include === true && forwarded.stream === true ? { stream_options: { ...forwarded.stream_options, include_usage: true } } : {};
-    return { request: { ...forwarded, ...streamOptions, messages: fitted.messages }, plugins, headers, preset, web, plan };
+    return {
+      request: { ...forwarded, ...streamOptions, messages: fitted.messages },
+      plugins,
+      headers,
+      preset,
+      web,
+      plan,
+      guardrailFindings: guarded.findings,
+    };
   }
 
   /**
@@ -126,7 +138,13 @@ export class ChatCompletions {
    */
   plan(caller: Caller, request: PlanRequest): ModelPlan {
     const { catalog, clock, providerStats } = this.deps;
-    return planModels(catalog, request, { now: clock.now(), allowedModels: caller.allowed_models, type: 'chat', stats: providerStats });
+    return planModels(catalog, request, {
+      now: clock.now(),
+      allowedModels: caller.allowed_models,
+      type: 'chat',
+      stats: providerStats,
+      access: routingAccessOf(caller.guardrails),
+    });
   }
 
   /** Settled and presented at once. */
@@ -244,7 +262,7 @@ export class ChatCompletions {
         idempotency: tags.idempotency,
         preset: prepared.preset ?? undefined,
       },
-      options,
+      prepared.guardrailFindings.length > 0 ? { ...options, guardrailFindings: prepared.guardrailFindings } : options,
     );
     const generation: Generation = { metered, request, webSearch: null, searches: 0 };
     return web ? runWebSearch(this.deps, caller, generation, web) : generation;

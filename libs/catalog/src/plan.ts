@@ -7,7 +7,7 @@ import { DomainError, renamingParam } from '@svc/platform';
 import type { Catalog, CatalogModel, CatalogRoute, ModelType } from './catalog';
 import { resolveModel } from './deprecation';
 import type { ProviderStatsView } from './provider-stats';
-import { parseModelId, parseProviderPreferences, requestParameters, routeTargets, suffixFields } from './routing';
+import { parseModelId, parseProviderPreferences, requestParameters, routeTargetsWithin, suffixFields, type RoutingAccess } from './routing';
 
 /** A model of the request with the providers routing chose for it, in the order to try them. */
 export interface PlannedModel {
@@ -37,6 +37,8 @@ export interface PlanContext {
   allowedModels?: readonly string[] | null;
   type: ModelType;
   stats: ProviderStatsView;
+  /** Issue 44: what the caller's guardrails allow; absent or null when none narrows anything. */
+  access?: RoutingAccess | null;
 }
 
 /**
@@ -57,9 +59,10 @@ export function planModels(catalog: Catalog, request: PlanRequest, context: Plan
     const fields = suffixFields(resolved.model, suffixes, body);
     let routes: readonly CatalogRoute[];
     try {
-      routes = routeTargets(resolved.model, { preferences, suffixes, parameters }, context.stats);
+      routes = routeTargetsWithin(resolved.model, { preferences, suffixes, parameters }, context.stats, context.access);
     } catch (err) {
-      if (primary || !(err instanceof DomainError && err.code === 'no_provider_available')) throw err;
+      // A fallback the guardrails leave no endpoint of is left out, as one the preferences leave none of.
+      if (primary || !(err instanceof DomainError && (err.code === 'no_provider_available' || err.code === 'no_endpoint_allowed'))) throw err;
       routes = [];
     }
     return { planned: { model: resolved.model, routes, fields }, headers: resolved.headers };

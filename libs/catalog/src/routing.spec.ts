@@ -1,7 +1,18 @@
 import { errorOf } from '@svc/platform/testing/errors';
 import { parseCatalog, type CatalogModel } from './catalog';
 import { ProviderStats } from './provider-stats';
-import { parseModelId, parseProviderPreferences, requestParameters, routeTargets, suffixFields, type ProviderPreferences, type Suffix } from './routing';
+import { DomainError } from '@svc/platform';
+import {
+  parseModelId,
+  parseProviderPreferences,
+  requestParameters,
+  routeTargets,
+  routeTargetsWithin,
+  suffixFields,
+  type ProviderPreferences,
+  type RoutingAccess,
+  type Suffix,
+} from './routing';
 
 /**
  * One model, four providers in this catalog order:
@@ -226,5 +237,34 @@ describe('parseProviderPreferences', () => {
 describe('requestParameters', () => {
   it('lists the fields given, not null ones or empty lists', () => {
     expect(requestParameters({ model: 'x', tools: [], tool_choice: null, max_tokens: 5, seed: undefined })).toEqual(['model', 'max_tokens']);
+  });
+});
+
+describe("routeTargetsWithin: routing under the caller's guardrails (issue 44)", () => {
+  /** Guardrails that allow every model but t/plain and leave only zero-data-retention endpoints. */
+  const zdrOnly: RoutingAccess = {
+    refuseModel: (id) => (id === 't/plain' ? new DomainError('model_not_allowed', 'not allowed', { param: 'model' }, 'forbidden') : null),
+    narrow: (preferences) => ({ ...preferences, zdr: true }),
+    noEndpoint: (id) => new DomainError('no_endpoint_allowed', `none of ${id}`, { param: 'model' }, 'forbidden'),
+  };
+  const within = (preferences: ProviderPreferences, access: RoutingAccess | null, of = model) =>
+    routeTargetsWithin(of, { preferences, suffixes: [], parameters: ['model', 'messages'] }, new ProviderStats(), access).map((r) => r.provider.name);
+
+  it('without guardrails routes as routeTargets does', () => {
+    expect(within({ ignore: ['a'] }, null)).toEqual(route({ ignore: ['a'] }));
+  });
+
+  it("routes over what the guardrails leave of the request's own preferences", () => {
+    expect(within({}, zdrOnly)).toEqual(['b']);
+    expect(within({ ignore: ['c'] }, zdrOnly)).toEqual(['b']);
+  });
+
+  it('refuses a model the guardrails do not allow before routing', () => {
+    expect(errorOf(() => within({}, zdrOnly, catalog.get('t/plain')!))).toMatchObject({ code: 'model_not_allowed' });
+  });
+
+  it("403 no_endpoint_allowed when only the guardrails leave nothing; 404 when the request's own preferences already leave nothing", () => {
+    expect(errorOf(() => within({ only: ['a', 'c'] }, zdrOnly))).toMatchObject({ code: 'no_endpoint_allowed' });
+    expect(errorOf(() => within({ only: ['b'], quantizations: ['int8'] }, zdrOnly))).toMatchObject({ status: 404, code: 'no_provider_available' });
   });
 });

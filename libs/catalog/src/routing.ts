@@ -149,6 +149,43 @@ export function routeTargets(model: CatalogModel, request: RoutingRequest, stats
   return routes;
 }
 
+/**
+ * Issue 44: what the caller's guardrails allow, as routing applies it. Built from the
+ * guardrails that apply to the key (`@svc/guardrails`' accessPolicyOf); the catalog only asks.
+ */
+export interface RoutingAccess {
+  /** The refusal (403 `model_not_allowed`) when a guardrail keeps this catalog model from the caller, or null. */
+  refuseModel(modelId: string): Error | null;
+  /** The request's preferences with the guardrails' rules added: never wider than the request's own. */
+  narrow(preferences: ProviderPreferences): ProviderPreferences;
+  /** The refusal (403 `no_endpoint_allowed`) when only the guardrails leave no route. */
+  noEndpoint(modelId: string): Error;
+}
+
+/**
+ * routeTargets under the caller's guardrails. When the request's own preferences leave routes
+ * and only the guardrails' narrowing removes them all, the answer names the guardrails (403),
+ * not the request's preferences (404 `no_provider_available`, which stays the answer when the
+ * request's own preferences already leave none).
+ */
+export function routeTargetsWithin(
+  model: CatalogModel,
+  request: RoutingRequest,
+  stats: ProviderStatsView,
+  access: RoutingAccess | null | undefined,
+): CatalogRoute[] {
+  if (!access) return routeTargets(model, request, stats);
+  const refusal = access.refuseModel(model.id);
+  if (refusal) throw refusal;
+  try {
+    return routeTargets(model, { ...request, preferences: access.narrow(request.preferences) }, stats);
+  } catch (err) {
+    if (!(err instanceof DomainError && err.code === 'no_provider_available')) throw err;
+    routeTargets(model, request, stats);
+    throw access.noEndpoint(model.id);
+  }
+}
+
 /** `:nitro` is the fastest provider, `:floor` and `:exacto` (among tool-capable routes) the cheapest first. */
 function suffixSort(suffixes: readonly Suffix[]): Sort | undefined {
   if (suffixes.includes('nitro')) return 'throughput';

@@ -1,5 +1,5 @@
 import { fold } from '@svc/eventstore';
-import { accessPolicyOf, appliedGuardrails, budgetsOf, modelRefusal, narrowingGuardrails, narrowPreferences } from './effective';
+import { accessPolicyOf, appliedGuardrails, budgetsOf, modelRefusal, narrowingGuardrails, narrowPreferences, routingAccessOf } from './effective';
 import { guardrailsDecider, type GuardrailEvent, type GuardrailPolicy } from './guardrail';
 import { DEFAULT_POLICY } from './policy-request';
 
@@ -83,5 +83,20 @@ describe('the guardrails that apply to a request (issue 44)', () => {
     const preferences = { only: ['a'], sort: 'price' as const };
     expect(narrowPreferences(access, preferences)).toEqual(preferences);
     expect(modelRefusal(access, 'any/model')).toBeNull();
+  });
+
+  it('route under the guardrails: none that restricts access leaves routing as it was', () => {
+    expect(routingAccessOf([])).toBeNull();
+    expect(routingAccessOf(appliedGuardrails(state, { workspaceId: W, keyId: 'k2', memberId: null }).filter((g) => g.id === 'g_open'))).toBeNull();
+    const access = routingAccessOf(appliedGuardrails(state, { workspaceId: W, keyId: 'k1', memberId: 'u1' }))!;
+    expect(access.refuseModel('openai/gpt-4o')).toBeNull();
+    expect(access.refuseModel('google/gemini')).toMatchObject({ code: 'model_not_allowed', details: { guardrail_id: 'g_key' } });
+    const preferences = { sort: 'price', ignore: ['azure'] };
+    expect(access.narrow(preferences)).toEqual({ sort: 'price', ignore: ['azure'], only: ['openai', 'anthropic'], zdr: true });
+    expect(access.noEndpoint('openai/gpt-4o')).toMatchObject({
+      code: 'no_endpoint_allowed',
+      kind: 'forbidden',
+      details: { param: 'model', guardrail_id: 'g_org,g_member' },
+    });
   });
 });

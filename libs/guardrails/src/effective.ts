@@ -12,6 +12,8 @@ export interface AppliedGuardrail {
   scope: BudgetScope;
   subject: string;
   policy: GuardrailPolicy;
+  /** When the policy last changed (ISO): what a compiled content policy is cached under. */
+  updatedAt?: string;
 }
 
 /** Who is calling: the key, and for a key of an organization the member who made it. */
@@ -145,4 +147,35 @@ export function noEndpointAllowed(model: string, guardrails: string[]): DomainEr
     { param: 'model', guardrail_id: guardrails.join(',') },
     'forbidden',
   );
+}
+
+/** Whether any applied guardrail says anything about models, providers or data handling. */
+function restrictsAccess(access: AccessPolicy): boolean {
+  return (
+    access.allowedModels !== null ||
+    access.ignoredModels.size > 0 ||
+    access.allowedProviders !== null ||
+    access.ignoredProviders.size > 0 ||
+    access.zdrBy !== null ||
+    access.dataCollectionDenyBy !== null
+  );
+}
+
+/**
+ * The guardrails' access rules in the shape routing asks them (`@svc/catalog` RoutingAccess):
+ * null when none of them restricts anything, so an unguarded request routes as before.
+ */
+export function routingAccessOf(applied: readonly AppliedGuardrail[]): {
+  refuseModel(modelId: string): DomainError | null;
+  narrow<P extends NarrowablePreferences>(preferences: P): P;
+  noEndpoint(modelId: string): DomainError;
+} | null {
+  if (applied.length === 0) return null;
+  const access = accessPolicyOf(applied);
+  if (!restrictsAccess(access)) return null;
+  return {
+    refuseModel: (modelId) => modelRefusal(access, modelId),
+    narrow: (preferences) => narrowPreferences(access, preferences),
+    noEndpoint: (modelId) => noEndpointAllowed(modelId, narrowingGuardrails(access)),
+  };
 }

@@ -7,3 +7,4 @@ export { BUILTIN_LABELS, BUILTIN_SLUGS, type BuiltinSlug } from './content/built
 export * from './content/policy';
 export * from './content/scan';
 export * from './read-models/applies-to';
+export * from './content/enforce';

@@ -7,6 +7,7 @@ import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/p
 import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ProjectionRunner } from '@svc/projections';
+import { DEFAULT_POLICY, guardrailsDecider, guardrailsProjection, guardrailsStream, type GuardrailCommand } from '@svc/guardrails';
 import { presetsProjection } from '@svc/presets';
 import {
   ACK_WAIT_MS,
@@ -21,7 +22,7 @@ import {
 } from './index';
 
 /** The read models whose rows the cache holds: the runner tells the caches when they change. */
-const CACHED_PROJECTIONS = [identityProjection, providerKeysProjection, settingsProjection, presetsProjection];
+const CACHED_PROJECTIONS = [identityProjection, providerKeysProjection, settingsProjection, presetsProjection, guardrailsProjection];
 
 /** The statement of findKeyBySecretHash, and only it, is counted. */
 const LOOKUP = /FROM api_key_secrets s/;
@@ -49,8 +50,8 @@ async function identityLog(sql: SqlRunner, local: () => AuthCache | null = () =>
   return {
     store,
     projections,
-    /** A new key of a new account; returns its id, account and secret hash. */
-    createKey: async (id?: string) => {
+    /** A new key of a new account (or of an organization's workspace, made by `org.member`); returns its id, account and secret hash. */
+    createKey: async (id?: string, org?: { orgId: string; member: string }) => {
       const keyId = id ?? `key_${randomBytes(6).toString('hex')}`;
       const accountId = `acc_${randomBytes(6).toString('hex')}`;
       const secretHash = `hash-${keyId}`;
@@ -60,9 +61,9 @@ async function identityLog(sql: SqlRunner, local: () => AuthCache | null = () =>
             type: 'CreateKey',
             keyId,
             accountId,
-            workspaceId: accountId,
-            orgId: null,
-            createdBy: accountId,
+            workspaceId: org?.orgId ?? accountId,
+            orgId: org?.orgId ?? null,
+            createdBy: org?.member ?? accountId,
             settings: DEFAULT_KEY_SETTINGS,
             secretHash,
             secretHint: 'svc_test_...abcd',
@@ -91,6 +92,13 @@ async function identityLog(sql: SqlRunner, local: () => AuthCache | null = () =>
         ).appended?.position,
         'provider_keys',
       ),
+    /** Guardrail commands on a workspace, answered as the management API answers them. */
+    guard: async (workspaceId: string, commands: GuardrailCommand[]) => {
+      let position: string | undefined;
+      for (const command of commands)
+        position = (await aggregates.handle(guardrailsDecider, guardrailsStream(workspaceId), command)).appended?.position ?? position;
+      await written(position, 'guardrails');
+    },
     close: async () => {
       await projections.stop();
       await store.close();
@@ -182,6 +190,45 @@ describe('authentication cache on PostgreSQL', () => {
     await log.saveProviderKey(accountId);
     expect(cache.has(secretHash)).toBe(false);
     expect([...(await cache.find(secretHash))!.sealedProviderKeys.keys()]).toEqual(['sim']);
+  });
+
+  // Issue 44: a narrowed budget or allowlist holds on every gateway once its write answers.
+  it("reads the guardrails that apply to a key with it, the organization's first, and a change answers only once the cache let go", async () => {
+    const orgId = `org_${randomBytes(6).toString('hex')}`;
+    const member = `acc_${randomBytes(6).toString('hex')}`;
+    const { secretHash, keyId } = await log.createKey(undefined, { orgId, member });
+    const other = await log.createKey(undefined, { orgId, member: `acc_${randomBytes(6).toString('hex')}` });
+    expect((await cache.find(secretHash))?.guardrails).toEqual([]);
+    const create = (guardrailId: string): GuardrailCommand => ({
+      type: 'CreateGuardrail',
+      workspaceId: orgId,
+      guardrailId,
+      policy: { ...DEFAULT_POLICY, name: guardrailId },
+    });
+    await log.guard(orgId, [
+      create('g-key'),
+      create('g-member'),
+      create('g-org'),
+      { type: 'AssignGuardrail', workspaceId: orgId, guardrailId: 'g-key', scope: 'key', subjects: [keyId] },
+      { type: 'AssignGuardrail', workspaceId: orgId, guardrailId: 'g-member', scope: 'member', subjects: [member] },
+      { type: 'SetOrganizationGuardrail', workspaceId: orgId, guardrailId: 'g-org' },
+    ]);
+    expect(cache.has(secretHash)).toBe(false);
+    const applied = (await cache.find(secretHash))!.guardrails;
+    expect(applied.map((g) => [g.scope, g.id, g.subject])).toEqual([
+      ['organization', 'g-org', orgId],
+      ['member', 'g-member', member],
+      ['key', 'g-key', keyId],
+    ]);
+    expect(applied[0].policy).toMatchObject({ name: 'g-org', limit_nano: null });
+    expect(typeof applied[0].updatedAt).toBe('string');
+    // Another member's key of the same organization has only the organization's.
+    expect((await cache.find(other.secretHash))!.guardrails.map((g) => g.id)).toEqual(['g-org']);
+
+    await cache.find(secretHash);
+    await log.guard(orgId, [{ type: 'UnassignGuardrail', workspaceId: orgId, guardrailId: 'g-key', scope: 'key', subjects: [keyId] }]);
+    expect(cache.has(secretHash)).toBe(false);
+    expect((await cache.find(secretHash))!.guardrails.map((g) => g.id)).toEqual(['g-org', 'g-member']);
   });
 
   it('a lookup that read before an invalidation does not fill the cache after it', async () => {

@@ -33,9 +33,12 @@ import { findKeyBySecretHash } from './read-models/identity';
 /** NOTIFY channel; the payload is `<schema> <position>`, so schemas sharing a database ignore each other. */
 export const AUTH_CACHE_CHANNEL = 'auth_cache_invalidate';
 
-/** The projections `findKeyBySecretHash` joins. */
-/** The read models a cached key lookup reads: the key, the account's provider keys, its settings (prompt logging) and the workspace's presets. */
-export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys', 'account_settings', 'presets']);
+/**
+ * The read models a cached key lookup (`findKeyBySecretHash`) reads: the key, the account's
+ * provider keys, its settings (prompt logging), the workspace's presets and the guardrails that
+ * apply to the key (issue 44: a narrowed budget or allowlist holds on every gateway once its write answers).
+ */
+export const AUTH_CACHED_PROJECTIONS: ReadonlySet<string> = new Set(['identity', 'provider_keys', 'account_settings', 'presets', 'guardrails']);
 
 /** Entries per process: bounded, since every key that authenticates may be cached. */
 export const AUTH_CACHE_CAPACITY = 10_000;

@@ -23,6 +23,7 @@ const record: SecretMatch = {
   sealedProviderKeys: new Map(),
   promptLogDays: null,
   presets: new Map(),
+  guardrails: [],
 };
 const finding =
   (over: Partial<SecretMatch> = {}) =>

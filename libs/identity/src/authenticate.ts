@@ -1,4 +1,5 @@
 import { modelNotFound } from '@svc/catalog';
+import type { AppliedGuardrail } from '@svc/guardrails';
 import { ApiError } from '@svc/platform';
 import type { StoredPreset } from '@svc/presets';
 import type { KeySettings } from './key';
@@ -38,6 +39,11 @@ export interface SecretMatch extends KeyRecord {
    * process through the same invalidation as a key change.
    */
   presets: ReadonlyMap<string, StoredPreset>;
+  /**
+   * Issue 44: the guardrails that apply to the key (the organization's, its member's, its own),
+   * widest first; read with the key, so a change to them reaches every process as a key change does.
+   */
+  guardrails: readonly AppliedGuardrail[];
   /** The stored hash the lookup matched, compared again here in constant time. */
   secretHash: string;
   /** Until when this secret works (a rotated-out secret); null = while the key lives. */
@@ -47,7 +53,7 @@ export interface SecretMatch extends KeyRecord {
 }
 
 /** The authenticated caller of a request: its key, and its account's sealed provider keys. */
-export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys' | 'promptLogDays' | 'presets'>;
+export type Caller = KeyRecord & Pick<SecretMatch, 'sealedProviderKeys' | 'promptLogDays' | 'presets' | 'guardrails'>;
 
 /** Spec 5.1: `Authorization: Bearer <key>` or `x-api-key: <key>`, on every endpoint. */
 export function keyFromHeaders(rawHeaders: readonly string[]): string | null {

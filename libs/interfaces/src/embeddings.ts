@@ -73,5 +73,19 @@ export const embedOperation: Operation<EmbeddingsCall, EmbeddingsResult> = {
   worstCase: (call) => ({ input: call.promptTokens }),
   call: (target, call) => operationOf(target, 'embed')({ ...call.body, model: target.route.upstreamModel }),
   usageOf: (result, call) => ({ input: result.usage.promptTokens > 0 ? result.usage.promptTokens : call.promptTokens }),
+  // Issue 44: the text inputs (token id arrays carry no text a filter could read).
+  prompt: {
+    param: 'input',
+    texts: (call) => {
+      const input = (call.body as { input?: unknown }).input;
+      return (Array.isArray(input) ? input : [input]).filter((x): x is string => typeof x === 'string');
+    },
+    withTexts: (call, texts) => {
+      const input = (call.body as { input?: unknown }).input;
+      let i = 0;
+      const next = (x: unknown) => (typeof x === 'string' ? texts[i++] : x);
+      return { ...call, body: { ...(call.body as object), input: Array.isArray(input) ? input.map(next) : next(input) } as EmbeddingsCall['body'] };
+    },
+  },
   returned: (result) => result.response.data.length,
 };

@@ -194,6 +194,8 @@ export function imagesOperation(keep?: KeepImages): Operation<ImagesCall, Images
     },
     usageOf: (result, call, target) => imageUsage(result, call, pricesOf(target).perImage),
     returned: (result) => result.data.length,
+    // Issue 44: the prompt, read by the guardrails' content filters.
+    prompt: { param: 'prompt', texts: (call) => [call.prompt], withTexts: (call, [prompt]) => ({ ...call, prompt }) },
   };
 }
 

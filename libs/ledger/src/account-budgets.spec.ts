@@ -67,6 +67,21 @@ describe('guardrail budgets: the worst case is held against every layer in one d
     expect(plain[0]!.data).not.toHaveProperty('budgets');
   });
 
+  it("records what the guardrails' content filters found with the hold (counts by guardrail and filter), and nothing for a prompt they passed", () => {
+    const findings = [
+      { guardrail_id: 'gr_org', filter: 'email', action: 'redact' as const, count: 2 },
+      { guardrail_id: 'gr_key', filter: 'content_filters[0]', action: 'flag' as const, count: 1 },
+    ];
+    const base = heldUnder('h1', 500n, []);
+    const { budgets: _none, ...data } = base.data as Extract<AccountEvent, { type: 'HoldPlaced' }>['data'];
+    specAt(MON)
+      .given(rich)
+      .when(placeHold('h1', 500n, { guardrailFindings: findings }))
+      .then([{ type: 'HoldPlaced', data: { ...data, guardrail_findings: findings } }]);
+    const none = accountDecider.decide(placeHold('h2', 500n, { guardrailFindings: [] }), fold(accountDecider, rich), new Date(MON));
+    expect(none[0]!.data).not.toHaveProperty('guardrail_findings');
+  });
+
   it('refuses a hold that would take the organization past its budget, counting the charges and open holds of every key and member under it', () => {
     const o = org(1000n);
     const given = [

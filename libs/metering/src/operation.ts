@@ -1,5 +1,6 @@
 import type { Catalog, ModelType, ProviderStats } from '@svc/catalog';
-import { parseProviderPreferences, requestParameters, resolveModel, routeTargets } from '@svc/catalog';
+import { parseProviderPreferences, requestParameters, resolveModel, routeTargetsWithin } from '@svc/catalog';
+import { enforceGuardrailContent, routingAccessOf, type GuardrailContentFinding } from '@svc/guardrails';
 import type { Caller } from '@svc/identity';
 import type { Clock, Nano } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
@@ -28,6 +29,27 @@ export interface Operation<Request, Answer> {
   usageOf(answer: Answer, request: Request, target: Target): MeterUsage;
   /** What the answer returned, in the operation's own unit; 0 is nothing, and is not billed. */
   returned(answer: Answer): number;
+  /**
+   * Issue 44: the request's prompt texts, read by the guardrails' content filters before anything
+   * is held, and the request with them replaced (redacted); `param` is the field a refusal names.
+   * Absent: the operation carries no prompt text (audio in, a stored file).
+   */
+  readonly prompt?: { param: string; texts(request: Request): string[]; withTexts(request: Request, texts: string[]): Request };
+}
+
+/**
+ * The caller's guardrails' content filters over the operation's prompt: refused (400
+ * `content_blocked`, 413), or the request to send on (redacted) and what was found.
+ */
+export function guardPrompt<Request>(
+  caller: Caller,
+  operation: Pick<Operation<Request, unknown>, 'prompt'>,
+  request: Request,
+): { request: Request; findings: GuardrailContentFinding[] } {
+  const { prompt } = operation;
+  if (!prompt || caller.guardrails.length === 0) return { request, findings: [] };
+  const { texts, findings } = enforceGuardrailContent(caller.guardrails, prompt.texts(request), prompt.param);
+  return { request: findings.some((f) => f.action === 'redact') ? prompt.withTexts(request, texts) : request, findings };
 }
 
 /** The parts of a request every operation reads: the model, routing preferences, ids for the record. */
@@ -71,7 +93,12 @@ export function routeOperation(
 ): { models: RoutedModel[]; headers: Record<string, string> } {
   const resolved = resolveModel(deps.catalog, context.model, deps.clock.now(), { allowedModels: caller.allowed_models, type: modelType });
   const preferences = parseProviderPreferences(context.provider);
-  const routes = routeTargets(resolved.model, { preferences, suffixes: [], parameters: requestParameters(context.body ?? {}) }, deps.providerStats);
+  const routes = routeTargetsWithin(
+    resolved.model,
+    { preferences, suffixes: [], parameters: requestParameters(context.body ?? {}) },
+    deps.providerStats,
+    routingAccessOf(caller.guardrails),
+  );
   return { models: [{ model: resolved.model, routes, fields: {} }], headers: resolved.headers };
 }
 
@@ -106,11 +133,14 @@ export async function answerOperation<Request, Answer>(
   routing: Routing,
   caller: Caller,
   operation: Operation<Request, Answer>,
-  request: Request,
+  sent: Request,
   context: CallContext,
   options: ReserveOptions = {},
 ): Promise<Answered<Answer>> {
   const { models, headers } = routeOperation(routing, caller, operation.modelType, context);
+  const guarded = guardPrompt(caller, operation, sent);
+  const request = guarded.request;
+  if (guarded.findings.length > 0) options = { ...options, guardrailFindings: guarded.findings };
   const plan: Plan = {
     models,
     headers,

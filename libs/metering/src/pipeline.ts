@@ -1,5 +1,6 @@
 import type { CatalogModel } from '@svc/catalog';
 import type { EventMetadata } from '@svc/eventstore';
+import { budgetsOf } from '@svc/guardrails';
 import type { Caller } from '@svc/identity';
 import type { AccountCommand, GenerationStats } from '@svc/ledger';
 import { DomainError, isConnectionFailure, type Nano } from '@svc/platform';
@@ -59,6 +60,14 @@ export class MeteredCalls {
     // Spec 1 rule 1: hold the worst case before anything is spent. Any target may answer, so
     // the hold covers the dearest; it is held once and settled once. A BYOK target holds only its fee.
     const held = targets.map((t) => costOf(t, plan.worstCase, deps.byokFeePercent)).reduce((a, b) => (b > a ? b : a));
+    // Issue 44: every guardrail budget over the caller (organization, member, key) is held against
+    // in the same decision. Only a call every target of which is the account's own key is BYOK:
+    // one operator-billed fallback makes the worst case the operator's.
+    const budgets = budgetsOf(
+      caller.guardrails,
+      targets.every((t) => t.byok),
+    );
+    const findings = options.guardrailFindings ?? [];
     const holdAttributes = () => ({
       ...ids(id, caller.accountId, caller.keyId),
       [ATTR.amountNano]: Number(held),
@@ -79,6 +88,8 @@ export class MeteredCalls {
           // Spec 2.2 and 3.3: the key's spend limit is checked inside the same decision.
           keyLimit: caller.limit_nano === null ? null : { limitNano: BigInt(caller.limit_nano), reset: caller.limit_reset },
           ...(plan.idempotency ? { idempotency: plan.idempotency } : {}),
+          ...(budgets.length > 0 ? { budgets } : {}),
+          ...(findings.length > 0 ? { guardrailFindings: findings } : {}),
         },
         metadata,
       );

@@ -3,6 +3,7 @@
  * given and the targets that may answer it, and what it used once done. A job or a realtime
  * session keeps these and settles them later, in another process.
  */
+import type { GuardrailFinding } from '@svc/ledger';
 import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
 import { type Nano, randomHex } from '@svc/platform';
@@ -143,6 +144,8 @@ export interface ReserveOptions {
    * `batchDiscount`: priced at each model's batch discount (a batch line's).
    */
   job?: { holdId: string; ttlMs: number; batchDiscount?: boolean };
+  /** Issue 44: what the guardrails' content filters found in the prompt (counts, never text), recorded with the hold. */
+  guardrailFindings?: readonly GuardrailFinding[];
 }
 
 /** What a call used and how it went, once it is done. */

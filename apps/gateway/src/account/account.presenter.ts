@@ -41,6 +41,8 @@ export function presentGeneration(g: GenerationRow, context: ChargeContext) {
     error_code: g.errorCode,
     // Issue 15.2: a cache hit (status `cached`, cost 0) names the generation it replayed.
     cache_source_id: g.cacheSourceId,
+    // Issue 44: what the guardrails' content filters found in the prompt, by guardrail and filter: counts, never text.
+    guardrail_findings: g.guardrailFindings ?? [],
   };
 }
 

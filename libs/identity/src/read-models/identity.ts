@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '@svc/eventstore';
+import type { AppliedGuardrail } from '@svc/guardrails';
 import type { LimitReset } from '@svc/ledger';
 import type { Caller, KeyRecord, SecretMatch } from '../authenticate';
 import type { KeyEnvironment, KeyEvent, KeyScope, KeySettings } from '../key';
@@ -176,6 +177,30 @@ function toRow(r: Record<string, any>): ApiKeyRow {
   };
 }
 
+/**
+ * Issue 44: the guardrails that apply to the key, widest first: the organization's (assigned to
+ * the workspace), its member's (the key's creator, for a key of an organization) and the key's
+ * own. Read with the key, by primary key, so a request pays no read of its own and a change
+ * reaches every gateway through the same invalidation as a key change (AUTH_CACHED_PROJECTIONS).
+ */
+const GUARDRAILS_OF_KEY = `(SELECT json_agg(json_build_object('id', g.guardrail_id, 'scope', a.scope, 'subject', a.subject, 'policy', g.policy, 'updated_at', g.updated_at)
+                      ORDER BY CASE a.scope WHEN 'organization' THEN 0 WHEN 'member' THEN 1 ELSE 2 END)
+               FROM guardrail_assignments a JOIN guardrails g ON g.guardrail_id = a.guardrail_id
+              WHERE (a.workspace_id, a.scope, a.subject) IN ((k.workspace_id, 'organization', k.workspace_id), (k.workspace_id, 'member', k.created_by), (k.workspace_id, 'key', k.key_id))
+                AND (a.scope <> 'member' OR k.org_id IS NOT NULL)) AS guardrails`;
+
+function guardrailsOf(v: unknown): AppliedGuardrail[] {
+  const rows = (typeof v === 'string' ? JSON.parse(v) : v) as
+    { id: string; scope: AppliedGuardrail['scope']; subject: string; policy: unknown; updated_at: string }[] | null;
+  return (rows ?? []).map((r) => ({
+    id: r.id,
+    scope: r.scope,
+    subject: r.subject,
+    policy: (typeof r.policy === 'string' ? JSON.parse(r.policy) : r.policy) as AppliedGuardrail['policy'],
+    updatedAt: new Date(r.updated_at).toISOString(),
+  }));
+}
+
 /** A json column: an object from PostgreSQL, a string from some drivers. */
 const json = (v: unknown): Record<string, any> | null => (typeof v === 'string' ? JSON.parse(v) : (v as Record<string, any> | null));
 
@@ -185,7 +210,8 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
             (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
             (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys,
             (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days,
-            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets
+            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets,
+            ${GUARDRAILS_OF_KEY}
        FROM api_key_secrets s
        JOIN api_keys k ON k.key_id = s.key_id
        LEFT JOIN organizations o ON o.org_id = k.org_id
@@ -205,6 +231,7 @@ export async function findKeyBySecretHash(sql: SqlExecutor, secretHash: string):
     sealedProviderKeys,
     promptLogDays: r.prompt_log_days ?? null,
     presets: new Map(Object.entries(json(r.presets) ?? {})),
+    guardrails: guardrailsOf(r.guardrails),
   };
 }
 
@@ -219,7 +246,8 @@ export async function callerOfKey(sql: SqlExecutor, keyId: string, now: Date): P
             (k.org_id IS NULL OR (o.deleted_at IS NULL AND (o.owner_account_id = k.created_by OR m.account_id IS NOT NULL))) AS org_active,
             (SELECT json_object_agg(p.provider, p.encrypted_key) FROM provider_keys p WHERE p.account_id = k.account_id) AS provider_keys,
             (SELECT st.prompt_logging_retention_days FROM account_settings st WHERE st.account_id = k.account_id AND st.prompt_logging_enabled) AS prompt_log_days,
-            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets
+            (SELECT json_object_agg(ps.slug, json_build_object('version', ps.version, 'config', ps.config)) FROM presets ps WHERE ps.workspace_id = k.workspace_id) AS presets,
+            ${GUARDRAILS_OF_KEY}
        FROM api_keys k
        LEFT JOIN organizations o ON o.org_id = k.org_id
        LEFT JOIN org_members m ON m.org_id = k.org_id AND m.account_id = k.created_by
@@ -235,6 +263,7 @@ export async function callerOfKey(sql: SqlExecutor, keyId: string, now: Date): P
     sealedProviderKeys: new Map<string, string>(Object.entries(json(r.provider_keys) ?? {})),
     promptLogDays: r.prompt_log_days ?? null,
     presets: new Map(Object.entries(json(r.presets) ?? {})),
+    guardrails: guardrailsOf(r.guardrails),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Nano } from '@svc/platform';
 import type { CostLine, MeterUsage } from '../pricing';
 import type { LimitReset } from '../spend-window';
-import type { AdjustmentKind, BudgetScope, FreeGenerationFacts, GenerationStats, KeyLimit } from './events';
+import type { AdjustmentKind, BudgetScope, GuardrailFinding, FreeGenerationFacts, GenerationStats, KeyLimit } from './events';
 
 /** Most holds one ExpireHolds decision expires, so one append stays far below the store's size limit. */
 export const EXPIRE_BATCH = 1000;
@@ -37,6 +37,8 @@ export interface PlaceHold {
   idempotency?: { key: string; fingerprint: string };
   /** Issue 44: every guardrail budget that applies to this request (its key's, its member's, its organization's); a BYOK request leaves out those that exclude BYOK. */
   budgets?: readonly Budget[];
+  /** Issue 44: what the guardrails' content filters flagged or redacted in the prompt; counts only, never text. */
+  guardrailFindings?: readonly GuardrailFinding[];
 }
 
 export type AccountCommand =

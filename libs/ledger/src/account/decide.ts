@@ -84,7 +84,7 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
   const refusal = holdRefusal(state, command, now);
   if (refusal) throw refusal;
   const limit = command.keyLimit ?? null;
-  const { idempotency, budgets } = command;
+  const { idempotency, budgets, guardrailFindings } = command;
   return [
     {
       type: 'HoldPlaced',
@@ -99,6 +99,7 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
         key_limit: limit && { limit_nano: limit.limitNano.toString(), reset: limit.reset },
         ...(idempotency ? { idempotency: { ...idempotency, until: iso(now.getTime() + IDEMPOTENCY_KEEP_MS) } } : {}),
         ...(budgets?.length ? { budgets: budgets.map(budgetData) } : {}),
+        ...(guardrailFindings?.length ? { guardrail_findings: guardrailFindings.map((f) => ({ ...f })) } : {}),
       },
     },
   ];

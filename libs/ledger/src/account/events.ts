@@ -143,6 +143,15 @@ export interface BalanceAdjustedData {
   operator: string;
 }
 
+/** One content filter of a guardrail that matched a request's prompt: how many times, and what it did; never the text. */
+export interface GuardrailFinding {
+  guardrail_id: string;
+  /** The filter: a builtin's slug or a custom filter's label. */
+  filter: string;
+  action: 'flag' | 'redact' | 'block';
+  count: number;
+}
+
 /** What recorded a "reached" event: a charge that brought spend to the limit, or a refused hold. */
 export type ReachedTrigger = 'charge' | 'refusal';
 
@@ -169,6 +178,8 @@ export type AccountEvent =
         idempotency?: { key: string; fingerprint: string; until: string };
         /** Issue 44: the guardrail budgets the hold was checked against; its charge counts against each. Absent when none applied. */
         budgets?: BudgetData[];
+        /** Issue 44: what the guardrails' content filters found in the prompt (counts, never text). Absent when nothing was found. */
+        guardrail_findings?: GuardrailFinding[];
       }
     >
   | DomainEvent<

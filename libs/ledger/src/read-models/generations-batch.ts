@@ -1,4 +1,4 @@
-import type { GenerationStats } from '../account';
+import type { GenerationStats, GuardrailFinding } from '../account';
 import type { CostLine, MeterUsage } from '../pricing';
 import { eventTime } from '@svc/projections';
 import type { AccountRecorded, RecordedOf } from './account-recorded';
@@ -40,6 +40,7 @@ export interface Placed {
   preset: string | null;
   preset_version: number | null;
   created_at: string;
+  guardrail_findings: GuardrailFinding[] | null;
   outcome: Outcome | null;
 }
 
@@ -90,6 +91,7 @@ export class GenerationsBatch {
       preset: typeof e.metadata.preset === 'string' ? e.metadata.preset : null,
       preset_version: typeof e.metadata.preset_version === 'number' ? e.metadata.preset_version : null,
       created_at: eventTime(e),
+      guardrail_findings: d.guardrail_findings ?? null,
       outcome: null,
     });
   }

@@ -1,4 +1,4 @@
-import type { AccountEvent } from '../account';
+import type { AccountEvent, GuardrailFinding } from '../account';
 import type { CostLine, MeterUsage } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
 import { asColumns, type Projection } from '@svc/projections';
@@ -48,6 +48,8 @@ export const generationsProjection: Projection = {
     // Issue 23: the lines of a charge, and what the provider charged the operator (null: unknown).
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS cost_lines jsonb`,
     `ALTER TABLE generations ADD COLUMN IF NOT EXISTS provider_cost_nano bigint`,
+    // Issue 44: what the guardrails' content filters found in the prompt (counts by guardrail and filter, never text).
+    `ALTER TABLE generations ADD COLUMN IF NOT EXISTS guardrail_findings jsonb`,
     `CREATE INDEX IF NOT EXISTS generations_account ON generations (account_id, created_at)`,
   ],
   eventTypes: new Set<AccountEvent['type']>(['HoldPlaced', 'UsageCharged', 'UsageCorrected', 'HoldReleased', 'HoldExpired', 'FreeGenerationRecorded']),
@@ -88,13 +90,14 @@ async function insertPlaced(tx: SqlExecutor, placed: Map<string, Placed>): Promi
       g.preset_version,
       jsonOrNull(u?.cost_lines),
       u?.provider_cost_nano ?? null,
+      jsonOrNull(g.guardrail_findings ?? undefined),
     ];
   });
   const c = asColumns(INSERTED, rows);
   await tx.query(
     `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
                                   reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters,
-                                  preset, preset_version, cost_lines, provider_cost_nano)
+                                  preset, preset_version, cost_lines, provider_cost_nano, guardrail_findings)
          SELECT * FROM ${c.unnest}`,
     c.params,
   );
@@ -187,6 +190,7 @@ const INSERTED = [
   'integer',
   'jsonb',
   'bigint',
+  'jsonb',
 ];
 const SETTLED = [
   'text',
@@ -237,6 +241,8 @@ export interface GenerationRow {
   costLines: CostLine[] | null;
   /** What the provider charged the operator; null when unknown (or not billed). Never shown to the account. */
   providerCostNano: bigint | null;
+  /** Issue 44: what the guardrails' content filters found in the prompt; null when nothing was. */
+  guardrailFindings: GuardrailFinding[] | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -276,6 +282,7 @@ function toRow(r: Record<string, any>): GenerationRow {
     meters: r.meters ?? null,
     costLines: r.cost_lines ?? null,
     providerCostNano: r.provider_cost_nano === null || r.provider_cost_nano === undefined ? null : BigInt(r.provider_cost_nano),
+    guardrailFindings: r.guardrail_findings ?? null,
     createdAt: new Date(r.created_at),
     finishedAt: r.finished_at === null ? null : new Date(r.finished_at),
   };

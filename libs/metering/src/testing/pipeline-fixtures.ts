@@ -137,6 +137,7 @@ export const testCaller = (ownKeys: string[] = []): Caller =>
     limit_reset: null,
     allowed_models: null,
     sealedProviderKeys: new Map(ownKeys.map((provider) => [provider, 'sealed'])),
+    guardrails: [],
   }) as unknown as Caller;
 
 /**

@@ -114,6 +114,15 @@ const generationProperties = {
   time_to_first_token_ms: nullable(int()),
   error_code: nullable(str()),
   cache_source_id: nullable(str()),
+  guardrail_findings: arr(
+    obj({
+      guardrail_id: str(),
+      filter: str("a builtin's slug, or a custom filter as `content_filters[i]`"),
+      action: oneOfValues(['flag', 'redact', 'block']),
+      count: int(),
+    }),
+    { description: "issue 44: what the guardrails' content filters found in the prompt (counts, never the text); [] when nothing" },
+  ),
 };
 export const Generation = obj(generationProperties);
 /** POST /v1/generations/lookup: a generation found, flagged so. */
