@@ -5,6 +5,7 @@ import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { ConfigError, type Env, envReader, type EnvReader } from './config-env';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
+import { DEFAULT_POOL_MAX } from './sql';
 
 export { ConfigError } from './config-env';
 
@@ -19,6 +20,15 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL for read models, and for events when eventstoreUrl is unset; null = PGlite in dataDir. */
   databaseUrl: string | null;
+  /**
+   * DATABASE_SESSION_URL: where the connections that must stay sessions (the LISTENs of the event
+   * store and of the authentication cache) go when DATABASE_URL is a pooler in transaction mode
+   * (PgBouncer); null = DATABASE_URL. Set (and different), it also means DATABASE_URL keeps no
+   * session state between transactions, so statements are not prepared under names.
+   */
+  databaseSessionUrl: string | null;
+  /** DATABASE_POOL_MAX: statement connections each process opens to DATABASE_URL at most. */
+  databasePoolMax: number;
   eventstoreUrl: string | null;
   /** null = in-memory limiter/cache (single process). */
   redisUrl: string | null;
@@ -256,12 +266,26 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
   return { catalogPath, encryptionKey, adminToken };
 }
 
-function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl'> {
+function stores(read: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseSessionUrl' | 'databasePoolMax' | 'eventstoreUrl' | 'redisUrl'> {
+  const { text, url } = read;
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
-    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    ...database(read),
     eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+  };
+}
+
+function database({ url, integer }: EnvReader): Pick<Config, 'databaseUrl' | 'databaseSessionUrl' | 'databasePoolMax'> {
+  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const sessionUrl = url('DATABASE_SESSION_URL', ['postgres:', 'postgresql:']);
+  // Without DATABASE_URL the database is the embedded one: a session URL alone would be ignored.
+  if (sessionUrl !== null && databaseUrl === null)
+    throw new ConfigError('DATABASE_SESSION_URL', "set, but DATABASE_URL is not: it is for DATABASE_URL's sessions");
+  return {
+    databaseUrl,
+    databaseSessionUrl: sessionUrl === databaseUrl ? null : sessionUrl,
+    databasePoolMax: integer('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, 1000),
   };
 }
 
