@@ -152,7 +152,7 @@ describe('event store on PostgreSQL: connections terminated by the server', () =
   it('listens to the LISTEN connection from the hand-over on, and opens another when that one is lost before it LISTENs', async () => {
     const store = new SqlEventStore(runner, { pollIntervalMs: 60_000 });
     const terminated = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    runner.pool.once('acquire', (client: PoolClient) => queueMicrotask(() => client.emit('error', terminated)));
+    runner.sessions.once('acquire', (client: PoolClient) => queueMicrotask(() => client.emit('error', terminated)));
     let wakes = 0;
     const unwatch = store.watchAppends(() => void wakes++);
     try {
@@ -172,15 +172,15 @@ describe('event store on PostgreSQL: connections terminated by the server', () =
   });
 
   it('tries a LISTEN connection that cannot be opened again with growing delays, not every second', async () => {
-    // Nothing listens on port 1; the pool is never asked, its connect is replaced.
+    // Nothing listens on port 1; the session pool is never asked, its connect is replaced.
     const unreachable = await PgSqlRunner.connect({ connectionString: 'postgres://postgres@127.0.0.1:1/none' });
     let attempts = 0;
-    unreachable.pool.connect = ((callback?: (err: Error) => void) => {
+    unreachable.sessions.connect = ((callback?: (err: Error) => void) => {
       attempts++;
       const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
       if (!callback) return Promise.reject(refused);
       setImmediate(() => callback(refused));
-    }) as typeof unreachable.pool.connect;
+    }) as typeof unreachable.sessions.connect;
     jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
     const store = new SqlEventStore(unreachable);
     try {

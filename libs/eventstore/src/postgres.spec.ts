@@ -269,7 +269,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
 
   it('gives the LISTEN connection back when the last watcher leaves and on close()', async () => {
     const watcher = new SqlEventStore(runner);
-    const checkedOut = () => runner.pool.totalCount - runner.pool.idleCount;
+    const checkedOut = () => runner.sessions.totalCount - runner.sessions.idleCount;
     const unwatch = watcher.watchAppends(() => undefined);
     await waitFor(() => checkedOut() === 1);
     unwatch();

@@ -142,7 +142,7 @@ export class SqlEventStore implements EventStore {
     const entry = { listener };
     this.listeners.add(entry);
     if (!this.closed && !this.pgListener && this.runner instanceof PgSqlRunner) {
-      this.pgListener = new PgAppendListener(this.runner.pool, (hint) => this.signalAppend(hint));
+      this.pgListener = new PgAppendListener(this.runner.sessions, (hint) => this.signalAppend(hint));
     }
     return () => {
       if (!this.listeners.delete(entry) || this.listeners.size > 0 || !this.pgListener) return;

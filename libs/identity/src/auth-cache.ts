@@ -14,7 +14,9 @@ import { findKeyBySecretHash } from './read-models/identity';
  *
  * - each gateway process caches `findKeyBySecretHash` hits, and misses for MISS_TTL_MS apart from them, and serves them only
  *   while it holds a lease, a row of `auth_cache_leases` it renews every second on a connection
- *   of its own, which also LISTENs on `auth_cache_invalidate`;
+ *   of its own, which also LISTENs on `auth_cache_invalidate`: a session (SqlRunner.session, on
+ *   DATABASE_SESSION_URL), never a statement connection that a pooler in transaction mode would
+ *   hand to someone else between two statements;
  * - whoever applies the identity or provider_keys projection NOTIFYs that channel after a batch
  *   that changed them has committed, with the position both had then reached; a gateway empties
  *   its cache, then acknowledges that position in its lease row (positions compare as text);

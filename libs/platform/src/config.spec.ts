@@ -225,3 +225,27 @@ describe('DATABASE_READ_URL', () => {
     expect(() => loadConfig({ DATABASE_READ_URL: 'postgres://standby/svc' })).toThrow(/^DATABASE_READ_URL: needs DATABASE_URL/);
   });
 });
+
+describe('DATABASE_SESSION_URL and DATABASE_POOL_MAX', () => {
+  const url = 'postgres://svc@pgbouncer:6432/svc';
+  const direct = 'postgres://svc@db:5432/svc';
+
+  it('sessions go to DATABASE_URL unless another PostgreSQL URL is set; the pool holds 10 connections unless set', () => {
+    expect(loadConfig({ DATABASE_URL: url })).toMatchObject({ databaseUrl: url, databaseSessionUrl: null, databasePoolMax: 10 });
+    expect(loadConfig({ DATABASE_URL: url, DATABASE_SESSION_URL: direct, DATABASE_POOL_MAX: '40' })).toMatchObject({
+      databaseSessionUrl: direct,
+      databasePoolMax: 40,
+    });
+    // The same URL twice is no pooler in between: statements keep their names.
+    expect(loadConfig({ DATABASE_URL: url, DATABASE_SESSION_URL: url }).databaseSessionUrl).toBeNull();
+  });
+
+  it('refuses what DATABASE_URL refuses, a session URL without DATABASE_URL, and a pool of no connection, naming the variable', () => {
+    expect(() => loadConfig({ DATABASE_URL: url, DATABASE_SESSION_URL: 'mysql://db/svc' })).toThrow(
+      /^DATABASE_SESSION_URL: expected a postgres: or postgresql: URL/,
+    );
+    expect(() => loadConfig({ DATABASE_URL: url, DATABASE_SESSION_URL: 'db:5432' })).toThrow(/^DATABASE_SESSION_URL: /);
+    expect(() => loadConfig({ DATABASE_SESSION_URL: direct })).toThrow(/^DATABASE_SESSION_URL: set, but DATABASE_URL is not/);
+    for (const bad of ['0', '-1', 'ten', '1001']) expect(() => loadConfig({ DATABASE_URL: url, DATABASE_POOL_MAX: bad })).toThrow(/^DATABASE_POOL_MAX: /);
+  });
+});

@@ -6,6 +6,7 @@ import ipaddr from 'ipaddr.js';
 import { ConfigError, type Env, envReader, type EnvReader } from './config-env';
 import { parseEventStoreUrl } from './eventstore-url';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
+import { DEFAULT_POOL_MAX } from './sql';
 
 export { ConfigError } from './config-env';
 
@@ -25,6 +26,15 @@ export interface Config {
    * read on databaseUrl. Reads of one's own writes stay correct: see ReadYourWrites.readFrom.
    */
   databaseReadUrl: string | null;
+  /**
+   * DATABASE_SESSION_URL: where the connections that must stay sessions (the LISTENs of the event
+   * store and of the authentication cache) go when DATABASE_URL is a pooler in transaction mode
+   * (PgBouncer); null = DATABASE_URL. Set (and different), it also means DATABASE_URL keeps no
+   * session state between transactions, so statements are not prepared under names.
+   */
+  databaseSessionUrl: string | null;
+  /** DATABASE_POOL_MAX: statement connections each process opens to DATABASE_URL at most. */
+  databasePoolMax: number;
   eventstoreUrl: string | null;
   /** null = in-memory limiter/cache (single process). */
   redisUrl: string | null;
@@ -262,15 +272,13 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
   return { catalogPath, encryptionKey, adminToken };
 }
 
-function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseReadUrl' | 'eventstoreUrl' | 'redisUrl'> {
-  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:']);
-  const databaseReadUrl = url('DATABASE_READ_URL', ['postgres:', 'postgresql:']);
-  // A standby replays a PostgreSQL primary: the embedded PGlite has none.
-  if (databaseReadUrl !== null && databaseUrl === null) throw new ConfigError('DATABASE_READ_URL', 'needs DATABASE_URL: it is a standby of that database');
+function stores(
+  read: EnvReader,
+): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseReadUrl' | 'databaseSessionUrl' | 'databasePoolMax' | 'eventstoreUrl' | 'redisUrl'> {
+  const { text, url } = read;
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
-    databaseUrl,
-    databaseReadUrl,
+    ...database(read),
     eventstoreUrl: eventstoreUrl(text('EVENTSTORE_URL')),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
   };
@@ -288,6 +296,23 @@ function eventstoreUrl(value: string | null): string | null {
     throw new ConfigError('EVENTSTORE_URL', (err as Error).message);
   }
   return value;
+}
+
+function database({ url, integer }: EnvReader): Pick<Config, 'databaseUrl' | 'databaseReadUrl' | 'databaseSessionUrl' | 'databasePoolMax'> {
+  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseReadUrl = url('DATABASE_READ_URL', ['postgres:', 'postgresql:']);
+  // A standby replays a PostgreSQL primary: the embedded PGlite has none.
+  if (databaseReadUrl !== null && databaseUrl === null) throw new ConfigError('DATABASE_READ_URL', 'needs DATABASE_URL: it is a standby of that database');
+  const sessionUrl = url('DATABASE_SESSION_URL', ['postgres:', 'postgresql:']);
+  // Without DATABASE_URL the database is the embedded one: a session URL alone would be ignored.
+  if (sessionUrl !== null && databaseUrl === null)
+    throw new ConfigError('DATABASE_SESSION_URL', "set, but DATABASE_URL is not: it is for DATABASE_URL's sessions");
+  return {
+    databaseUrl,
+    databaseReadUrl,
+    databaseSessionUrl: sessionUrl === databaseUrl ? null : sessionUrl,
+    databasePoolMax: integer('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, 1000),
+  };
 }
 
 function upstreamAndServer({

@@ -34,8 +34,23 @@ export interface SqlRunner extends SqlExecutor {
 const INT8 = 20;
 const NUMERIC = 1700;
 
-function pgQuery(text: string, values: unknown[] | undefined, options: QueryOptions) {
-  return { text, values: values as unknown[], ...(options.prepare ? { name: options.prepare } : {}) };
+function pgQuery(text: string, values: unknown[] | undefined, options: QueryOptions, named: boolean) {
+  return { text, values: values as unknown[], ...(named && options.prepare ? { name: options.prepare } : {}) };
+}
+
+export interface PgSqlRunnerOptions {
+  /**
+   * Where the connections that must stay sessions go (LISTEN, the authentication cache's lease):
+   * by default the statements' server. Behind a pooler in transaction mode (PgBouncer) the
+   * statements go through it and these past it, straight to PostgreSQL.
+   */
+  session?: PoolConfig;
+  /**
+   * Whether `prepare` names its statements (default true). A named statement lives in one
+   * server session: behind a pooler in transaction mode the next use may land on another,
+   * where it does not exist (or was prepared by someone else), so there each is parsed anew.
+   */
+  namedStatements?: boolean;
 }
 
 export interface TransactionOptions {
@@ -47,31 +62,68 @@ export interface TransactionOptions {
   asyncCommit?: boolean;
 }
 
+/** Statement connections per process unless the pool's `max` says otherwise (DATABASE_POOL_MAX). */
+export const DEFAULT_POOL_MAX = 10;
+
 export class PgSqlRunner implements SqlRunner {
   readonly dialect = 'postgres' as const;
   private constructor(
     readonly pool: Pool,
-    private readonly config: PoolConfig,
+    /**
+     * Connections handed out for good, each a session of its own (the event store's LISTEN):
+     * outside `pool`, so they never take a statement connection, and destroyed when given back.
+     */
+    readonly sessions: Pool,
+    private readonly sessionConfig: PoolConfig,
+    private readonly namedStatements: boolean,
   ) {}
 
-  static async connect(config: PoolConfig): Promise<PgSqlRunner> {
-    const pool = new Pool({ max: 10, ...config });
+  static async connect(config: PoolConfig, options: PgSqlRunnerOptions = {}): Promise<PgSqlRunner> {
+    const pool = new Pool({ max: DEFAULT_POOL_MAX, ...config });
+    const sessionConfig = options.session ?? config;
+    // Bounded only so that a leak shows; a process holds one or two.
+    const sessions = new Pool({ ...sessionConfig, max: 10 });
     // An idle client that loses its connection must not crash the process.
     pool.on('error', () => undefined);
-    return new PgSqlRunner(pool, config);
+    sessions.on('error', () => undefined);
+    return new PgSqlRunner(pool, sessions, sessionConfig, options.namedStatements ?? true);
   }
 
   /**
-   * A connection outside the pool, on the same server and settings (search_path included), not
-   * yet connected: for a session that stays open, such as one that LISTENs. The application
+   * A connection outside the pool, on the session server and settings (search_path included),
+   * not yet connected: for a session that stays open, such as one that LISTENs. The application
    * name tells it apart in pg_stat_activity; `timeoutMs` bounds the connect and each query.
    */
   session(applicationName: string, options: { timeoutMs?: number } = {}): Client {
-    return new Client({ ...this.config, application_name: applicationName, query_timeout: options.timeoutMs, connectionTimeoutMillis: options.timeoutMs });
+    return new Client({
+      ...this.sessionConfig,
+      application_name: applicationName,
+      query_timeout: options.timeoutMs,
+      connectionTimeoutMillis: options.timeoutMs,
+    });
+  }
+
+  /**
+   * The database and schema a statement connection and a session reach. They must be the same:
+   * a NOTIFY sent through one is heard on the other only in the same database, and the
+   * authentication cache ignores one for another schema.
+   */
+  async targets(): Promise<{ statements: string; session: string }> {
+    const sql = `SELECT current_database() || '.' || current_schema() AS target`;
+    const client = this.session('svc-target-check', { timeoutMs: 10_000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      const statements = (await this.pool.query<{ target: string }>(sql)).rows[0].target;
+      const session = (await client.query<{ target: string }>(sql)).rows[0].target;
+      return { statements, session };
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   async query<T>(sql: string, params?: unknown[], options: QueryOptions = {}): Promise<{ rows: T[] }> {
-    const r = await this.pool.query(pgQuery(sql, params, options));
+    const r = await this.pool.query(pgQuery(sql, params, options, this.namedStatements));
     return { rows: r.rows as T[] };
   }
 
@@ -95,7 +147,7 @@ export class PgSqlRunner implements SqlRunner {
       await client.query(options.asyncCommit ? `${begin}; SET LOCAL synchronous_commit = off` : begin);
       const result = await fn({
         query: async <R>(sql: string, params?: unknown[], queryOptions: QueryOptions = {}) => ({
-          rows: (await client.query(pgQuery(sql, params, queryOptions))).rows as R[],
+          rows: (await client.query(pgQuery(sql, params, queryOptions, this.namedStatements))).rows as R[],
         }),
       });
       await client.query('COMMIT');
@@ -112,7 +164,7 @@ export class PgSqlRunner implements SqlRunner {
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.sessions.end()]);
   }
 }
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { BUILTIN_CATALOG_PATH, type Catalog, loadCatalog } from '@svc/catalog';
 import { AggregateStore, openEventStoreDb, SqlEventStore, upcastWith } from '@svc/eventstore';
 import type { EventStore } from '@svc/eventstore';
-import { type Clock, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
+import { type Clock, ConfigError, createEdgeStores, type EdgeStores, PgliteSqlRunner, PgSqlRunner, type SqlRunner, systemClock } from '@svc/platform';
 import type { Config } from '@svc/platform';
 import { projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
 import { AuthCache, authCacheCoordination, initAuthCacheLeases } from '@svc/identity';
@@ -266,7 +266,7 @@ async function projectionLag(sql: SqlRunner, store: EventStore, clock: Clock): P
 
 async function openReadDb(config: Config, inMemory: boolean, closers: (() => Promise<void>)[]): Promise<SqlRunner> {
   let sql: SqlRunner;
-  if (config.databaseUrl) sql = await PgSqlRunner.connect({ connectionString: config.databaseUrl });
+  if (config.databaseUrl) sql = await openPostgres(config.databaseUrl, config);
   else if (inMemory) sql = await PgliteSqlRunner.open();
   else {
     const dir = embeddedDbDir(config.dataDir);
@@ -289,6 +289,31 @@ async function openReplicaDb(config: Config, closers: Closers): Promise<SqlRunne
   const sql = await PgSqlRunner.connect({ connectionString: config.databaseReadUrl, application_name: 'svc-replica-reads', connectionTimeoutMillis: 1_000 });
   closers.push(() => sql.close());
   return sql;
+}
+
+/**
+ * The statement pool on DATABASE_URL and the sessions on DATABASE_SESSION_URL (docs/operations.md,
+ * "Connections per process"). A session URL of its own means DATABASE_URL is a pooler in
+ * transaction mode: statements are then not prepared under names, and both must reach the same
+ * database and schema, or NOTIFYs would go unheard and revoked keys stay cached.
+ */
+async function openPostgres(databaseUrl: string, config: Config): Promise<PgSqlRunner> {
+  const sessionUrl = config.databaseSessionUrl;
+  const sql = await PgSqlRunner.connect(
+    { connectionString: databaseUrl, max: config.databasePoolMax },
+    sessionUrl === null ? {} : { session: { connectionString: sessionUrl }, namedStatements: false },
+  );
+  if (sessionUrl === null) return sql;
+  try {
+    const { statements, session } = await sql.targets();
+    if (statements !== session) {
+      throw new ConfigError('DATABASE_SESSION_URL', `reaches ${session} (database.schema), but DATABASE_URL reaches ${statements}; they must be the same`);
+    }
+    return sql;
+  } catch (err) {
+    await sql.close();
+    throw err;
+  }
 }
 
 /** Where the embedded PGlite cluster lives in a data directory. */

@@ -11,8 +11,11 @@ const LISTEN_RETRY_MS = 1000;
 const LISTEN_RETRY_MAX_MS = 30_000;
 
 /**
- * One pooled connection kept in LISTEN, so appends by other processes wake this one's
- * readers. Losing it only costs latency (subscriptions keep polling), so it is re-opened
+ * One connection kept in LISTEN, so appends by other processes wake this one's readers. It is
+ * taken from the runner's session pool (PgSqlRunner.sessions, DATABASE_SESSION_URL), never from
+ * the statements' pool: behind a pooler in transaction mode a LISTEN there would be made on
+ * whatever server connection ran it and hear nothing once that went to someone else.
+ * Losing it only costs latency (subscriptions keep polling), so it is re-opened
  * in the background; its timers are unref'd and `stop()` hands the connection back
  * destroyed (a LISTENing session must not return to the pool), so neither the process nor
  * `pool.end()` is kept waiting.
