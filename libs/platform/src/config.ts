@@ -20,8 +20,10 @@ export interface Config {
   /** PostgreSQL for read models, and for events when eventstoreUrl is unset; null = PGlite in dataDir. */
   databaseUrl: string | null;
   eventstoreUrl: string | null;
-  /** null = in-memory limiter/cache (single process). */
+  /** null = in-memory limiter/cache (single process), unless redisClusterNodes is set. */
   redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of one Redis server, by some of its nodes (the client finds the rest). */
+  redisClusterNodes: { host: string; port: number }[] | null;
   /** null = generated into the data dir on first start. */
   adminToken: string | null;
   /** null = the built-in catalog. */
@@ -256,13 +258,33 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
   return { catalogPath, encryptionKey, adminToken };
 }
 
-function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl'> {
+function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl' | 'redisClusterNodes'> {
+  const redisUrl = url('REDIS_URL', ['redis:', 'rediss:']);
+  const redisClusterNodes = clusterNodes('REDIS_CLUSTER_NODES', text('REDIS_CLUSTER_NODES'));
+  if (redisUrl !== null && redisClusterNodes !== null) {
+    throw new ConfigError('REDIS_CLUSTER_NODES', 'set either REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both');
+  }
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
-    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl,
+    redisClusterNodes,
   };
+}
+
+/** `host:port,host:port,...`; an IPv6 address in brackets (`[::1]:7000`). */
+function clusterNodes(variable: string, value: string | null): Config['redisClusterNodes'] {
+  if (value === null) return null;
+  const nodes = value.split(',').map((entry) => {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]/@]+)):(\d{1,5})$/.exec(entry.trim());
+    const port = Number(m?.[3]);
+    if (!m || port < 1 || port > 65535) {
+      throw new ConfigError(variable, `expected host:port pairs separated by commas (127.0.0.1:7000,127.0.0.1:7001), got ${JSON.stringify(entry.trim())}`);
+    }
+    return { host: m[1] ?? m[2], port };
+  });
+  return nodes;
 }
 
 function upstreamAndServer({
