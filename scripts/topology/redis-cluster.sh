@@ -73,6 +73,8 @@ cluster_nodes() {
   for p in "${PORTS[@]}"; do
     local out; out=$(cli "$p" cluster nodes 2>/dev/null) && [ -n "$out" ] && { echo "$out"; return; }
   done
+  echo "redis-cluster: no node answers on ${PORTS[*]}" >&2
+  return 1
 }
 
 # Healthy: every running node says cluster_state:ok and knows them all, every slot is served by
