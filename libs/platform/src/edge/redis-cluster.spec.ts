@@ -11,6 +11,7 @@ import { RedisConcurrencyLimiter, RedisRateLimiter, rateWindowKey, redisSlotLeas
 import { closeRedis, connectRedisCluster, pingRedis, type RedisNode, whenReady } from './redis';
 import { RedisResponseCache } from './response-cache';
 import { edgeStoreContract, response } from './testing/contract';
+import { twoClientsContract } from './testing/two-clients';
 
 /** scripts/topology/redis-cluster.sh: three masters and their replicas. */
 const NODES: RedisNode[] = [57001, 57002, 57003, 57004, 57005, 57006].map((port) => ({ host: '127.0.0.1', port }));
@@ -110,27 +111,7 @@ describeWithEngines(['redis-server', 'redis-cli'], 'edge stores on a Redis Clust
       await closeRedis(other);
     });
 
-    it('holds a rate limit, concurrency slots and an idempotency key across both', async () => {
-      const prefix = nextPrefix();
-      const clock = new ManualClock();
-      const limiters = [new RedisRateLimiter(cluster, prefix), new RedisRateLimiter(other, prefix)];
-      const counted = await Promise.all(Array.from({ length: 50 }, (_, i) => limiters[i % 2].consume('rpm:shared', 10)));
-      expect(counted.filter((r) => r.allowed)).toHaveLength(10);
-
-      const gateways = [new RedisConcurrencyLimiter(cluster, clock, prefix), new RedisConcurrencyLimiter(other, clock, prefix)];
-      const slots = await Promise.all(Array.from({ length: 30 }, (_, i) => gateways[i % 2].acquire('conc:shared', 4, 10_000)));
-      const granted = slots.filter((r) => r.allowed);
-      expect(granted).toHaveLength(4);
-      await granted[0].slot!.release();
-      expect((await gateways[1].acquire('conc:shared', 4, 10_000)).allowed).toBe(true);
-      expect((await gateways[0].acquire('conc:shared', 4, 10_000)).allowed).toBe(false);
-
-      const [a, b] = [new RedisIdempotencyStore(cluster, clock, prefix), new RedisIdempotencyStore(other, clock, prefix)];
-      const begun = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).begin('key_1', 'k', 'fp', 30_000)));
-      expect(begun.filter((r) => r.state === 'started')).toHaveLength(1);
-      await a.complete('key_1', 'k', 'fp', response());
-      expect(await b.begin('key_1', 'k', 'fp', 30_000)).toEqual({ state: 'replay', response: response() });
-    });
+    twoClientsContract(() => [cluster, other], nextPrefix);
   });
 
   it('runs every script with the keys of one hash slot, and renews the slots of many subjects per slot', async () => {
