@@ -203,15 +203,19 @@ describeWithEngines(['redis-server', 'redis-cli'], 'Redis Cluster: a master kill
       await new Promise((resolve) => setTimeout(resolve, KILL_AFTER_MS));
       const at = Date.now() - started;
       await cluster('kill-master', String(victim));
-      // How long a key of the lost master's slots cannot be written, as a gateway's client sees it.
+      // How long a key of the lost master's slots cannot be written, as a gateway's client sees it;
+      // meanwhile a gateway's readiness names Redis (every master serving slots is pinged).
+      const readiness = new Set<string>();
       for (;;) {
+        const health = await gateways[0]('GET', '/health/ready');
+        readiness.add(`${health.json.status} (redis ${health.json.checks.redis.status})`);
         if (
           await probe!.set(victimKey, '1', 'PX', 60_000).then(
             () => true,
             () => false,
           )
         )
-          return { at, servedAfterMs: Date.now() - started - at };
+          return { at, servedAfterMs: Date.now() - started - at, readiness };
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
@@ -256,6 +260,10 @@ describeWithEngines(['redis-server', 'redis-cli'], 'Redis Cluster: a master kill
     );
     // The replica took over within seconds, and the last seconds of the load were served with Idempotency-Key too.
     expect(killed.servedAfterMs).toBeLessThan(10_000);
+    expect(killed.readiness).toContain('degraded (redis fail)');
+    for (const gateway of gateways) {
+      await until('readiness with the promoted replica', async () => (await gateway('GET', '/health/ready')).json.status === 'ready', 10_000, 200);
+    }
     expect(pairs.filter(([first]) => first.status === 200 && first.doneAt > LOAD_MS - 3_000).length).toBeGreaterThan(0);
     expect(await cluster('masters')).not.toContain(String(victim));
 
