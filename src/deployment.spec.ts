@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, createServer } from 'node:tls';
 import { parse } from 'yaml';
+import { parseEventStoreUrl } from '@svc/platform';
 
 const root = join(__dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
@@ -44,6 +45,8 @@ interface ComposeService {
   expose?: unknown[];
   environment?: Record<string, string>;
   command?: string[];
+  profiles?: string[];
+  hostname?: string;
 }
 
 /** docker-compose.yml as compose reads it: `<<` merges resolved, anchors followed. */
@@ -54,11 +57,14 @@ function compose(): Record<string, ComposeService> {
 describe('the production layout (docker-compose.yml)', () => {
   // Anything published is reachable from wherever the host is: the event store would let anyone
   // read the ledger or append credits, the databases hold every balance and key hash.
-  it('publishes the gateway port and nothing else', () => {
+  it("publishes the gateway ports (the default stack's and the profile ha's) and nothing else", () => {
     const published = Object.entries(compose())
       .filter(([, service]) => (service.ports ?? []).length > 0)
       .map(([name, service]) => [name, service.ports]);
-    expect(published).toEqual([['gateway', ['8080:8080']]]);
+    expect(published).toEqual([
+      ['gateway', ['8080:8080']],
+      ['gateway-ha', ['8081:8080']],
+    ]);
   });
 
   it('runs EventStoreDB in secure mode, with the certificates the repository makes', () => {
@@ -135,6 +141,94 @@ describe('the production layout (docker-compose.yml)', () => {
       }
       // A second run (the stack restarted) keeps the CA the clients trust.
       execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), dir], { stdio: 'pipe' });
+      expect(readFileSync(join(dir, 'ca/ca.crt'))).toEqual(ca);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the profile ha of docker-compose.yml', () => {
+  const NODES = ['eventstore-1', 'eventstore-2', 'eventstore-3'];
+  const HA = [
+    'certs-ha',
+    ...NODES,
+    'postgres-primary',
+    'postgres-standby',
+    ...[1, 2, 3, 4, 5, 6].map((i) => `redis-${i}`),
+    'redis-cluster-init',
+    'gateway-ha',
+    'worker-ha',
+  ];
+
+  it('adds its services under the profile only, leaving the default ones to start without it', () => {
+    const services = compose();
+    expect(Object.keys(services).filter((name) => services[name].profiles?.includes('ha'))).toEqual(HA);
+    for (const name of ['certs', 'eventstore', 'postgres', 'redis', 'gateway', 'worker']) expect([name, services[name].profiles]).toEqual([name, undefined]);
+  });
+
+  it('runs three EventStoreDB nodes that seed gossip with the two others and advertise the name on their own certificate', () => {
+    const services = compose();
+    for (const node of NODES) {
+      const env = services[node].environment!;
+      expect(services[node].image).toBe('eventstore/eventstore:24.10');
+      expect(env).toMatchObject({ EVENTSTORE_CLUSTER_SIZE: '3', EVENTSTORE_DISCOVER_VIA_DNS: 'false', EVENTSTORE_INSECURE: 'false' });
+      expect(env.EVENTSTORE_GOSSIP_SEED.split(',').sort()).toEqual(NODES.filter((n) => n !== node).map((n) => `${n}:2113`));
+      expect([env.EVENTSTORE_NODE_HOST_ADVERTISE_AS, env.EVENTSTORE_REPLICATION_HOST_ADVERTISE_AS, services[node].hostname]).toEqual([node, node, node]);
+      expect(env.EVENTSTORE_CERTIFICATE_FILE).toBe(`/etc/eventstore/certs/${node}/node.crt`);
+      expect(env.EVENTSTORE_DEFAULT_ADMIN_PASSWORD).toMatch(/^\$\{EVENTSTORE_ADMIN_PASSWORD:\?/);
+    }
+    expect(services['certs-ha'].command!.join(' ')).toContain(`eventstore-certs.sh --nodes /certs ${NODES.join(' ')}`);
+  });
+
+  it('connects its gateway and worker to the cluster by its seeds, on the leader, trusting its CA, and to the replicated PostgreSQL and Redis', () => {
+    const services = compose();
+    for (const name of ['gateway-ha', 'worker-ha']) {
+      const env = services[name].environment!;
+      const url = parseEventStoreUrl(env.EVENTSTORE_URL.replace('${EVENTSTORE_ADMIN_PASSWORD}', 'pw').replace(/tlsCAFile=[^&]*/, `tlsCAFile=${__filename}`));
+      expect(url).toMatchObject({ cluster: true, nodePreference: 'leader', tls: true, hosts: NODES.map((host) => ({ host, port: 2113 })) });
+      expect(env.EVENTSTORE_URL).toContain('tlsCAFile=/etc/eventstore/certs/ca/ca.crt');
+      // One host: node-postgres reads no list, and the configuration refuses one.
+      expect(env.DATABASE_URL).toBe('postgres://svc:${POSTGRES_PASSWORD}@postgres-primary:5432/svc');
+      expect(env.REDIS_CLUSTER_NODES).toBe('redis-1:6379,redis-2:6379,redis-3:6379,redis-4:6379,redis-5:6379,redis-6:6379');
+      expect(env.REDIS_URL).toBe('');
+    }
+    expect(services['worker-ha'].environment!.SVC_METRICS_PORT).toBe('9464');
+    expect(services['redis-1'].command!.join(' ')).toContain('--cluster-enabled yes');
+    expect(services['redis-cluster-init'].command!.join(' ')).toContain('--cluster-replicas 1 --cluster-yes');
+    expect(services['postgres-primary'].command!.join(' ')).toContain('synchronous_standby_names=ANY 1 (standby)');
+    expect(services['postgres-standby'].command!.join(' ')).toMatch(/pg_basebackup[\s\S]* -R -X stream[\s\S]*cluster_name=standby/);
+  });
+
+  it('makes one certificate per node, each accepted for its own name and no other by a client trusting only the CA', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-esdb-certs-'));
+    try {
+      execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), '--nodes', dir, ...NODES], { stdio: 'pipe' });
+      const ca = readFileSync(join(dir, 'ca/ca.crt'));
+      for (const node of NODES) {
+        expect(statSync(join(dir, node, 'node.key')).mode & 0o077).toBe(0);
+        const server = createServer({ cert: readFileSync(join(dir, node, 'node.crt')), key: readFileSync(join(dir, node, 'node.key')) }, (socket) =>
+          socket.end('ok'),
+        );
+        server.listen(0, '127.0.0.1');
+        await once(server, 'listening');
+        const port = (server.address() as AddressInfo).port;
+        const dial = (servername: string) =>
+          new Promise<string>((resolve) => {
+            const socket = connect({ host: '127.0.0.1', port, servername, ca }, () => socket.once('data', (d) => resolve(`ok ${d}`)));
+            socket.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+          });
+        try {
+          expect(await dial(node)).toBe('ok ok');
+          expect(await dial(NODES.find((other) => other !== node)!)).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+        } finally {
+          server.close();
+        }
+      }
+      // The CA key is gone: a run that would need a new node certificate refuses rather than
+      // make a CA the others do not share; a rerun with the same nodes keeps everything.
+      expect(() => execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), '--nodes', dir, 'eventstore-4'], { stdio: 'pipe' })).toThrow();
+      execFileSync('sh', [join(root, 'scripts/eventstore-certs.sh'), '--nodes', dir, ...NODES], { stdio: 'pipe' });
       expect(readFileSync(join(dir, 'ca/ca.crt'))).toEqual(ca);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
-import { StreamContentionError } from '@svc/eventstore';
+import { storeUnavailable, StreamContentionError } from '@svc/eventstore';
 import { isLimitRefusal } from '@svc/ledger';
-import { ApiError, apiErrorOf, DomainError, isConnectionFailure, nanoToUsdString } from '@svc/platform';
+import { ApiError, apiErrorOf, DomainError, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
 
@@ -18,7 +18,8 @@ export function apiErrorOfFailure(err: unknown, now: Date, edge?: (err: unknown)
   const atEdge = edge?.(err);
   if (atEdge) return atEdge;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
-  if (isConnectionFailure(err)) return outage();
+  // PostgreSQL's connection failures, and EventStoreDB's when a leader change outlasts the retries.
+  if (storeUnavailable(err)) return outage();
   if (err instanceof StreamContentionError) return contention();
   return ApiError.internal();
 }
@@ -91,11 +92,13 @@ function limitReached(err: DomainError, code: string, now: Date): ApiError {
   const headers: Record<string, string> = {};
   if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
   const { limit_nano: limit, spent_nano: spent, required_nano: required } = err.details;
-  let message = LIMIT_MESSAGES[code];
+  // A guardrail budget's refusal names its guardrail and layer (issue 44): the ledger's own words.
+  const reached = LIMIT_MESSAGES[code] ?? err.message;
+  let message = reached;
   if (typeof limit === 'bigint' && typeof spent === 'bigint' && typeof required === 'bigint' && spent < limit) {
     message =
       `This request's worst case ($${nanoToUsdString(required)}: its input plus max_tokens, or 4,096 output tokens when unset) does not fit in what is left ` +
-      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${LIMIT_MESSAGES[code]}`;
+      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${reached}`;
   }
   return new ApiError(429, 'insufficient_quota', message, code, null, headers);
 }

@@ -1,6 +1,7 @@
 export * from './port';
 export { START, comparePositions, decodePosition, encodePosition } from './position';
-export { appendBytes } from './common';
+export { appendBytes, storeUnavailable } from './common';
+export { EventStoreDbUnavailableError } from './eventstoredb-retry';
 export { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 export * from './decider';
 export * from './aggregate-store';

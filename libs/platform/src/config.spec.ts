@@ -1,4 +1,78 @@
 import { ConfigError, loadConfig } from './config';
+import { parseEventStoreUrl } from './eventstore-url';
+
+describe('EVENTSTORE_URL', () => {
+  const ca = __filename; // any file that exists: only its presence is checked here
+
+  it('accepts one node, a list of gossip seeds, a discovery name, and the kurrent spellings', () => {
+    for (const good of [
+      'esdb://127.0.0.1:2113?tls=false',
+      'esdb://admin:s3cret@eventstore:2113/?tls=true',
+      `esdb://admin:pw@node1:2113,node2:2113,node3:2113?tls=true&tlsCAFile=${ca}&nodePreference=leader`,
+      `esdb+discover://admin:pw@node1:2113,node2:2113,node3:2113?tls=true&tlsCAFile=${ca}&nodePreference=leader`,
+      'esdb+discover://cluster.internal:2113?nodePreference=Follower&maxDiscoverAttempts=5',
+      'kurrentdb://node1,node2,node3?node-preference=read_only_replica&keepAliveInterval=-1',
+      'kurrent+discover://cluster.internal',
+    ]) {
+      expect(loadConfig({ EVENTSTORE_URL: good }).eventstoreUrl).toBe(good);
+    }
+  });
+
+  it('refuses a malformed node list or option, saying which part is wrong and never repeating the password', () => {
+    const cases: Array<[string, RegExp]> = [
+      ['esdb://node1:2113,node2:99999,node3:2113', /node 2 \(node2\): expected a port from 1 to 65535, got "99999"/],
+      ['esdb://node1:2113,node2:2113x', /node 2 \(node2\): expected a port from 1 to 65535, got "2113x"/],
+      ['esdb://node1:2113,,node3:2113', /node 2: expected host\[:port\], got ""/],
+      ['esdb://node1:2113,node1:2113', /node node1:2113 is listed twice/],
+      ['esdb://admin:hunter2@n1,n2?nodePreference=leaderr', /option nodePreference: expected leader, follower, read_only_replica or random, got "leaderr"/],
+      ['esdb://admin:hunter2@n1,n2?nodePrefrence=leader', /unknown option "nodePrefrence"/],
+      ['esdb://n1?tls=yes', /option tls: expected true or false, got "yes"/],
+      ['esdb://n1?gossipTimeout=0', /option gossipTimeout: expected a positive integer/],
+      ['esdb://n1?tls=true&tls=false', /option tls is given twice/],
+      ['esdb://n1?tlsVerifyCert=false', /tlsVerifyCert=false is not supported/],
+      ['esdb://n1?tls=true&tlsCAFile=/nonexistent/ca.crt', /tlsCAFile: no such file: \/nonexistent\/ca.crt/],
+      ['esdb://n1?userCertFile=/a.crt', /userCertFile and userKeyFile go together/],
+      ['esdb://admin:hun:ter2@n1', /expected user:password@ before the node\(s\)/],
+      ['esdb://?tls=false', /expected at least one node/],
+      ['http://admin:hunter2@n1:2113', /^EVENTSTORE_URL: expected esdb:\/\/ or esdb\+discover:\/\//],
+    ];
+    for (const [bad, message] of cases) {
+      expect(() => loadConfig({ EVENTSTORE_URL: bad })).toThrow(ConfigError);
+      expect(() => loadConfig({ EVENTSTORE_URL: bad })).toThrow(message);
+      expect(() => loadConfig({ EVENTSTORE_URL: bad })).toThrow(/^EVENTSTORE_URL: (?!.*hunter2)/);
+    }
+  });
+});
+
+describe('parseEventStoreUrl', () => {
+  it('hands the client every node of a discovery list as a seed: this client gossips with only the first of an esdb+discover list', () => {
+    expect(parseEventStoreUrl('esdb+discover://admin:p%40ss@node1:2113,node2,node3:2114?tls=false&nodePreference=leader')).toEqual({
+      cluster: true,
+      hosts: [
+        { host: 'node1', port: 2113 },
+        { host: 'node2', port: 2113 },
+        { host: 'node3', port: 2114 },
+      ],
+      nodePreference: 'leader',
+      tls: false,
+      clientConnectionString: 'esdb://admin:p%40ss@node1:2113,node2:2113,node3:2114?tls=false&nodePreference=leader',
+    });
+  });
+
+  it('keeps a single discovery name, rewrites the kurrent schemes, and defaults to the leader over TLS', () => {
+    expect(parseEventStoreUrl('kurrentdb+discover://cluster.internal?NodePreference=follower')).toMatchObject({
+      cluster: true,
+      nodePreference: 'follower',
+      tls: true,
+      clientConnectionString: 'esdb+discover://cluster.internal:2113?nodePreference=follower',
+    });
+    expect(parseEventStoreUrl('kurrent://eventstore/')).toMatchObject({
+      cluster: false,
+      nodePreference: 'leader',
+      clientConnectionString: 'esdb://eventstore:2113',
+    });
+  });
+});
 
 describe('SVC_METRICS_PORT', () => {
   it('is null unless set, and a port when set', () => {

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { ConfigError, type Env, envReader, type EnvReader } from './config-env';
+import { parseEventStoreUrl } from './eventstore-url';
 import { DEFAULT_RATE_LIMITS, parseRateLimits, type RateLimitDefaults } from './rate-limits';
 
 export { ConfigError } from './config-env';
@@ -259,18 +260,29 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
 }
 
 function stores({ text, url }: EnvReader): Pick<Config, 'dataDir' | 'databaseUrl' | 'eventstoreUrl' | 'redisUrl' | 'redisClusterNodes'> {
+  const dataDir = resolve(text('SVC_DATA_DIR') ?? './.svc-data');
+  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:']);
+  const eventstore = eventstoreUrl(text('EVENTSTORE_URL'));
   const redisUrl = url('REDIS_URL', ['redis:', 'rediss:']);
   const redisClusterNodes = clusterNodes('REDIS_CLUSTER_NODES', text('REDIS_CLUSTER_NODES'));
   if (redisUrl !== null && redisClusterNodes !== null) {
     throw new ConfigError('REDIS_CLUSTER_NODES', 'set either REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both');
   }
-  return {
-    dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
-    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
-    eventstoreUrl: url('EVENTSTORE_URL', ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrent:']),
-    redisUrl,
-    redisClusterNodes,
-  };
+  return { dataDir, databaseUrl, eventstoreUrl: eventstore, redisUrl, redisClusterNodes };
+}
+
+/**
+ * A node or a cluster (several gossip seeds: not a WHATWG URL, hence not `url`), checked as the
+ * adapter will read it, so that a bad port or option stops the start and names the variable.
+ */
+function eventstoreUrl(value: string | null): string | null {
+  if (value === null) return null;
+  try {
+    parseEventStoreUrl(value);
+  } catch (err) {
+    throw new ConfigError('EVENTSTORE_URL', (err as Error).message);
+  }
+  return value;
 }
 
 /** `host:port,host:port,...`; an IPv6 address in brackets (`[::1]:7000`). */

@@ -4,6 +4,7 @@ export * from './crypto';
 export * from './random-id';
 export * from './edge';
 export * from './errors';
+export * from './eventstore-url';
 export * from './input';
 export * from './logging';
 export * from './mail';

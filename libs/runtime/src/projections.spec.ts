@@ -14,6 +14,7 @@ import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { Random } from '@svc/ledger/testing/random';
 import { presetDecider, presetStream } from '@svc/presets';
+import { DEFAULT_POLICY, guardrailsDecider, guardrailsStream, type GuardrailCommand } from '@svc/guardrails';
 import { batchDecider, batchStream, type BatchCommand } from '@svc/batches';
 import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { freshPgRunner } from '@svc/platform/testing/pg';
@@ -70,6 +71,17 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
         slug: 'support',
         config: { model: 'sim/echo', system_prompt: 'Be brief.' },
       });
+      // Guardrails (issue 44): one kept with its assignments, one deleted after being assigned.
+      const guardrails = (command: GuardrailCommand) => aggregates.handle(guardrailsDecider, guardrailsStream(id), command);
+      for (const guardrailId of ['gr-team', 'gr-gone']) {
+        await guardrails({ type: 'CreateGuardrail', workspaceId: id, guardrailId, policy: { ...DEFAULT_POLICY, name: guardrailId, limit_nano: '1000000' } });
+        await guardrails({ type: 'AssignGuardrail', workspaceId: id, guardrailId, scope: 'key', subjects: [`${id}-k`, `${id}-k2`] });
+        await guardrails({ type: 'AssignGuardrail', workspaceId: id, guardrailId, scope: 'member', subjects: ['u1'] });
+        await guardrails({ type: 'SetOrganizationGuardrail', workspaceId: id, guardrailId });
+      }
+      await guardrails({ type: 'UpdateGuardrail', workspaceId: id, guardrailId: 'gr-team', policy: { ...DEFAULT_POLICY, name: 'Team', enforce_zdr: true } });
+      await guardrails({ type: 'UnassignGuardrail', workspaceId: id, guardrailId: 'gr-gone', scope: 'key', subjects: [`${id}-k2`] });
+      await guardrails({ type: 'DeleteGuardrail', workspaceId: id, guardrailId: 'gr-gone' });
       // A batch that ran to its end, and one cancelled while it was read (which reaches the outbox too).
       for (const [batchId, end] of [
         [`batch-done-${id}`, 'finish'],
@@ -134,6 +146,8 @@ async function writeHistory(aggregates: AggregateStore, clock: ManualClock): Pro
         model: 'sim/echo',
         endpoint: '/v1/chat/completions',
         ttlMs: 60_000,
+        // Issue 44: holds counted against a guardrail budget (each outcome below: charged, released, not billed, open).
+        budgets: [{ guardrailId: 'gr-team', name: 'Team', scope: 'key', subject: `${id}-k`, limitNano: 1_000_000n, reset: 'daily' }],
       });
       if (i === 0) await account(id, { type: 'ChargeUsage', holdId, amountNano: 12_345n, stats });
       if (i === 1) await account(id, { type: 'ReleaseHold', holdId, errorCode: 'upstream_503' });

@@ -2,6 +2,7 @@ import { activityProjection, creditsProjection, generationsProjection } from '@s
 import { videosProjection } from '@svc/videos';
 import { batchesProjection } from '@svc/batches';
 import { presetsProjection } from '@svc/presets';
+import { budgetSpendProjection, guardrailsProjection } from '@svc/guardrails';
 import { notificationsProjection } from '@svc/webhooks';
 import { auditLogProjection, identityProjection, keyUsageProjection, providerKeysProjection, settingsProjection } from '@svc/identity';
 
@@ -22,4 +23,6 @@ export const ALL_PROJECTIONS = [
   presetsProjection,
   batchesProjection,
   videosProjection,
+  guardrailsProjection,
+  budgetSpendProjection,
 ];

@@ -1,9 +1,22 @@
 import type { Nano } from '@svc/platform';
 import type { CostLine, MeterUsage } from '../pricing';
-import type { AdjustmentKind, FreeGenerationFacts, GenerationStats, KeyLimit } from './events';
+import type { LimitReset } from '../spend-window';
+import type { AdjustmentKind, BudgetScope, FreeGenerationFacts, GenerationStats, KeyLimit } from './events';
 
 /** Most holds one ExpireHolds decision expires, so one append stays far below the store's size limit. */
 export const EXPIRE_BATCH = 1000;
+
+/** A guardrail budget that covers a request (issue 44), as the caller resolved it from the guardrail's assignments. */
+export interface Budget {
+  guardrailId: string;
+  /** The guardrail's name, for the refusal's message. */
+  name: string;
+  scope: BudgetScope;
+  /** The organization, member (user) or key id the guardrail is assigned to. */
+  subject: string;
+  limitNano: Nano;
+  reset: LimitReset;
+}
 
 export interface PlaceHold {
   type: 'PlaceHold';
@@ -22,6 +35,8 @@ export interface PlaceHold {
   keyLimit?: KeyLimit | null;
   /** The request's Idempotency-Key (hashed with its API key) and body fingerprint, when it had one (issue 41 B). */
   idempotency?: { key: string; fingerprint: string };
+  /** Issue 44: every guardrail budget that applies to this request (its key's, its member's, its organization's); a BYOK request leaves out those that exclude BYOK. */
+  budgets?: readonly Budget[];
 }
 
 export type AccountCommand =

@@ -13,6 +13,7 @@ import {
   keyWindowData,
   thresholdsCrossedBy,
 } from './limits';
+import { BUDGET_LIMIT_CODE, budgetData, budgetReachedByRefusal, budgetThresholdsCrossedBy } from './budgets';
 import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold, type ReapedHold } from './state';
 import { billedAmount } from '../pricing';
 
@@ -83,7 +84,7 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
   const refusal = holdRefusal(state, command, now);
   if (refusal) throw refusal;
   const limit = command.keyLimit ?? null;
-  const { idempotency } = command;
+  const { idempotency, budgets } = command;
   return [
     {
       type: 'HoldPlaced',
@@ -97,6 +98,7 @@ function placeHold(command: Command<'PlaceHold'>, state: AccountState, now: Date
         expires_at: iso(now.getTime() + command.ttlMs),
         key_limit: limit && { limit_nano: limit.limitNano.toString(), reset: limit.reset },
         ...(idempotency ? { idempotency: { ...idempotency, until: iso(now.getTime() + IDEMPOTENCY_KEEP_MS) } } : {}),
+        ...(budgets?.length ? { budgets: budgets.map(budgetData) } : {}),
       },
     },
   ];
@@ -167,6 +169,7 @@ function chargeUsage(command: Command<'ChargeUsage'>, state: AccountState, now: 
       },
     },
     ...thresholdsCrossedBy(state, account_id, hold.keyId, command.amountNano, now),
+    ...budgetThresholdsCrossedBy(state, account_id, hold.budgets ?? [], command.amountNano, now),
   ];
 }
 
@@ -201,6 +204,7 @@ function correctReapedCharge(command: Command<'ChargeUsage'>, state: AccountStat
       },
     },
     ...thresholdsCrossedBy(state, account_id, reaped.keyId, delta, now),
+    ...budgetThresholdsCrossedBy(state, account_id, reaped.budgets ?? [], delta, now),
   ];
 }
 
@@ -262,6 +266,7 @@ function recordLimitRefusal(command: Command<'RecordLimitRefusal'>, state: Accou
   if (hold.keyLimit && refusal?.code === KEY_CAP_CODES[hold.keyLimit.reset]) {
     return keyCapReachedByRefusal(state, keyWindowData(state, account_id, hold.keyId, hold.keyLimit, now));
   }
+  if (refusal?.code === BUDGET_LIMIT_CODE) return budgetReachedByRefusal(state, account_id, hold, refusal, now);
   return [];
 }
 

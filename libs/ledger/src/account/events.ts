@@ -99,6 +99,38 @@ export interface KeyWindowData {
   resets_at: string | null;
 }
 
+/** Where a guardrail is assigned (issue 44): the whole organization, one member's keys, or one key. */
+export type BudgetScope = 'organization' | 'member' | 'key';
+
+/** A budget's spend is kept per guardrail and subject (an organization, member or key id). */
+export const budgetBucket = (guardrailId: string, scope: BudgetScope, subject: string) => `${guardrailId}/${scope}:${subject}`;
+
+/** A guardrail budget a hold was admitted under (issue 44). */
+export interface BudgetData {
+  /** budgetBucket of the three below. */
+  bucket: string;
+  guardrail_id: string;
+  scope: BudgetScope;
+  subject: string;
+  limit_nano: string;
+  reset: LimitReset;
+}
+
+/** A budget's spend in one window, as its threshold events report it. */
+export interface BudgetWindowData {
+  account_id: string;
+  guardrail_id: string;
+  scope: BudgetScope;
+  subject: string;
+  reset: LimitReset;
+  limit_nano: string;
+  /** Charges in the window (open holds are not spend yet). */
+  charged_nano: string;
+  /** null for a lifetime budget. */
+  window_start: string | null;
+  resets_at: string | null;
+}
+
 export type AdjustmentKind = 'credit_note' | 'adjustment';
 
 export interface BalanceAdjustedData {
@@ -135,6 +167,8 @@ export type AccountEvent =
          * when the request had none.
          */
         idempotency?: { key: string; fingerprint: string; until: string };
+        /** Issue 44: the guardrail budgets the hold was checked against; its charge counts against each. Absent when none applied. */
+        budgets?: BudgetData[];
       }
     >
   | DomainEvent<
@@ -183,6 +217,9 @@ export type AccountEvent =
   | DomainEvent<'KeySpendCapReached', KeyWindowData & { trigger: ReachedTrigger }>
   | DomainEvent<'DailyLimitReached', { account_id: string; limit_nano: string; charged_nano: string; day: string; resets_at: string; trigger: ReachedTrigger }>
   | DomainEvent<'BalanceLow', { account_id: string; balance_nano: string; threshold_nano: string }>
+  /** Issue 44 (webhooks `budget.warning`, `budget.reached`): a charge took a budget's window to 80%, or to its limit. */
+  | DomainEvent<'BudgetWarning', BudgetWindowData>
+  | DomainEvent<'BudgetReached', BudgetWindowData & { trigger: ReachedTrigger }>
   /**
    * Issue 23, corrections: an operator's credit note (money given back, positive) or adjustment
    * (either sign), with the operator's name, since the admin token is shared. Recorded beside the

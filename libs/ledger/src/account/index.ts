@@ -12,7 +12,8 @@ import { evolve, initialState, type AccountState } from './state';
 export * from './commands';
 export * from './events';
 export * from './upcast';
+export { BUDGET_LIMIT_CODE, budgetHeldNano, budgetSpendOf } from './budgets';
 export { BALANCE_LOW_NANO, DAILY_LIMIT_CODE, isLimitRefusal, KEY_CAP_CODES } from './limits';
-export { availableNano, balanceNano, heldNano, keySpendNano, type AccountState, type KeySpend, type OpenHold } from './state';
+export { availableNano, balanceNano, chargedIn, heldNano, keySpendNano, type AccountState, type KeySpend, type OpenHold } from './state';
 
 export const accountDecider: Decider<AccountCommand, AccountState, AccountEvent> = { initialState, decide, evolve };

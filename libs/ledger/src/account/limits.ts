@@ -1,6 +1,7 @@
 import { DomainError } from '@svc/eventstore';
 import type { Nano } from '@svc/platform';
 import { windowEndMs, windowStartMs, type LimitReset } from '../spend-window';
+import { BUDGET_LIMIT_CODE, budgetRefusal } from './budgets';
 import type { PlaceHold } from './commands';
 import type { AccountEvent, KeyLimit, KeyWindowData, ReachedTrigger } from './events';
 import { accountDayChargedNano, availableNano, balanceNano, capWindowId, heldNano, keyChargedNano, keySpendNano, keySpendOf, type AccountState } from './state';
@@ -22,7 +23,7 @@ export const DAILY_LIMIT_CODE = 'daily_spend_limit_reached';
 
 /** Refusals that are 429 `insufficient_quota` (a spend limit), as opposed to 402 (the balance). */
 export function isLimitRefusal(code: string | null): boolean {
-  return code !== null && (code === DAILY_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code));
+  return code !== null && (code === DAILY_LIMIT_CODE || code === BUDGET_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code));
 }
 
 export const iso = (ms: number) => new Date(ms).toISOString();
@@ -42,12 +43,12 @@ export function keyWindowData(state: AccountState, account_id: string, keyId: st
 }
 
 /**
- * Why a hold may not be placed, or null. Order: key cap, account daily limit, balance. A 429
- * is reported before a 402 because topping up does not lift a spend limit: told "top up"
- * first, the caller would pay and still be refused.
+ * Why a hold may not be placed, or null. Order: key cap, guardrail budgets (key, member,
+ * organization), account daily limit, balance. A 429 is reported before a 402 because topping
+ * up does not lift a spend limit: told "top up" first, the caller would pay and still be refused.
  */
 export function holdRefusal(state: AccountState, hold: PlaceHold, now: Date): DomainError | null {
-  return keyCapRefusal(state, hold, now) ?? dailyLimitRefusal(state, hold, now) ?? balanceRefusal(state, hold);
+  return keyCapRefusal(state, hold, now) ?? budgetRefusal(state, hold, now) ?? dailyLimitRefusal(state, hold, now) ?? balanceRefusal(state, hold);
 }
 
 function keyCapRefusal(state: AccountState, hold: PlaceHold, now: Date): DomainError | null {

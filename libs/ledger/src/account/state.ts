@@ -2,7 +2,7 @@ import { Map as ImmutableMap, OrderedMap } from 'immutable';
 import type { Nano } from '@svc/platform';
 import { addToWindow, chargedInWindow, NO_SPEND, windowStartMs, type LimitReset, type Period, type WindowSpend } from '../spend-window';
 import type { MeterUsage } from '../pricing';
-import type { AccountEvent, KeyLimit, KeyWindowData } from './events';
+import { budgetBucket, type AccountEvent, type BudgetData, type KeyLimit, type KeyWindowData } from './events';
 
 export interface OpenHold {
   amountNano: Nano;
@@ -10,6 +10,8 @@ export interface OpenHold {
   expiresAtMs: number;
   /** The Idempotency-Key (hashed with its API key) the hold's request was sent with. */
   idempotencyKey?: string;
+  /** Issue 44: the guardrail budgets the hold counts against, and its charge will. */
+  budgets?: readonly BudgetData[];
 }
 
 /**
@@ -31,6 +33,8 @@ export interface ReapedHold {
   chargedNano: Nano;
   usage: MeterUsage;
   untilMs: number;
+  /** The budgets its hold counted against: a correction counts against them too. */
+  budgets?: readonly BudgetData[];
 }
 
 /** Reaped holds an account remembers at most: they are rare (a process lost or paused), and only the newest matter. */
@@ -39,7 +43,10 @@ export const MAX_REAPED_HOLDS = 10_000;
 /** How long an Idempotency-Key is kept (spec 8). */
 export const IDEMPOTENCY_KEEP_MS = 24 * 3600_000;
 
-/** Per key: its lifetime charges and the current window of each period, whatever its reset is today. */
+/**
+ * Per key (and per guardrail budget, issue 44): its lifetime charges and the current window of
+ * each period, whatever its reset is today.
+ */
 export interface KeySpend {
   lifetimeNano: Nano;
   windows: Readonly<Record<Period, WindowSpend>>;
@@ -79,6 +86,8 @@ export interface AccountState {
   /** Start of the UTC day whose DailyLimitReached is recorded; reset when the limit changes. */
   dailyLimitReachedOn: number | null;
   keys: Readonly<Record<string, KeySpend>>;
+  /** Issue 44: per guardrail budget (budgetBucket: a guardrail and the subject it is assigned to), as per key. */
+  budgets: Readonly<Record<string, KeySpend>>;
   /**
    * Issue 41 B: the requests of the last 24 hours sent with an Idempotency-Key, by key (hashed
    * with its API key), oldest first; bounded by that day's idempotent requests.
@@ -123,7 +132,11 @@ export function keySpendOf(state: AccountState, keyId: string): KeySpend {
 
 /** A key's charges in the `reset` window that contains `atMs` (lifetime for `never`). */
 export function keyChargedNano(state: AccountState, keyId: string, reset: LimitReset, atMs: number): Nano {
-  const spend = keySpendOf(state, keyId);
+  return chargedIn(keySpendOf(state, keyId), reset, atMs);
+}
+
+/** Charges of a key or a budget in the `reset` window that contains `atMs` (lifetime for `never`). */
+export function chargedIn(spend: KeySpend, reset: LimitReset, atMs: number): Nano {
   return reset === 'never' ? spend.lifetimeNano : chargedInWindow(spend.windows[reset], windowStartMs(reset, atMs));
 }
 
@@ -154,6 +167,7 @@ export function initialState(): AccountState {
     day: NO_SPEND,
     dailyLimitReachedOn: null,
     keys: {},
+    budgets: {},
     idempotency: OrderedMap(),
     reaped: OrderedMap(),
   };
@@ -173,16 +187,17 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
         adjustments: { ...state.adjustments, [event.data.adjustment_id]: adjustmentFingerprint(event.data) },
       };
     case 'HoldPlaced': {
-      const { hold_id, amount_nano, key_id, expires_at, key_limit, idempotency } = event.data;
+      const { hold_id, amount_nano, key_id, expires_at, key_limit, idempotency, budgets } = event.data;
       const limit = key_limit ? { limitNano: BigInt(key_limit.limit_nano), reset: key_limit.reset } : null;
       const hold: OpenHold = {
         amountNano: BigInt(amount_nano),
         keyId: key_id,
         expiresAtMs: Date.parse(expires_at),
         ...(idempotency ? { idempotencyKey: idempotency.key } : {}),
+        ...(budgets?.length ? { budgets } : {}),
       };
       return {
-        ...withKey(state, key_id, { limit }),
+        ...withBudgetLimits(withKey(state, key_id, { limit }), budgets ?? []),
         holds: state.holds.set(hold_id, hold),
         ...(idempotency ? { idempotency: rememberIdempotent(state.idempotency, hold_id, idempotency) } : {}),
       };
@@ -198,8 +213,10 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
           chargedNano: BigInt(amount_nano),
           usage,
           untilMs: hold.expiresAtMs,
+          ...(hold.budgets ? { budgets: hold.budgets } : {}),
         });
-      return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), charged_at === undefined ? null : Date.parse(charged_at));
+      const at = charged_at === undefined ? null : Date.parse(charged_at);
+      return recordCharge(closeHold(charged, hold_id), key_id, BigInt(amount_nano), at, hold?.budgets);
     }
     case 'HoldReleased':
     case 'HoldExpired': {
@@ -209,17 +226,24 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       let released =
         key === undefined || state.idempotency.get(key)?.holdId !== event.data.hold_id ? state : { ...state, idempotency: state.idempotency.delete(key) };
       if (event.type === 'HoldReleased' && event.data.reaped && hold) {
-        released = rememberReaped(released, event.data.hold_id, { keyId: hold.keyId, chargedNano: 0n, usage: {}, untilMs: hold.expiresAtMs });
+        released = rememberReaped(released, event.data.hold_id, {
+          keyId: hold.keyId,
+          chargedNano: 0n,
+          usage: {},
+          untilMs: hold.expiresAtMs,
+          ...(hold.budgets ? { budgets: hold.budgets } : {}),
+        });
       }
       return closeHold(released, event.data.hold_id);
     }
     case 'UsageCorrected': {
       const { hold_id, key_id, amount_nano, total_nano, charged_at, usage } = event.data;
+      const budgets = state.reaped.get(hold_id)?.budgets;
       const corrected = {
         ...state,
         reaped: state.reaped.update(hold_id, (r) => r && { ...r, chargedNano: BigInt(total_nano), usage }),
       };
-      return recordCharge(corrected, key_id, BigInt(amount_nano), Date.parse(charged_at));
+      return recordCharge(corrected, key_id, BigInt(amount_nano), Date.parse(charged_at), budgets);
     }
     case 'DailyLimitSet':
       // A new limit re-arms DailyLimitReached for today.
@@ -229,6 +253,10 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
     case 'KeySpendCapReached': {
       const { key_id, limit_nano, reset } = event.data;
       return withKey(state, key_id, { limit: { limitNano: BigInt(limit_nano), reset }, capReachedIn: capWindowId(event.data) });
+    }
+    case 'BudgetReached': {
+      const { guardrail_id, scope, subject } = event.data;
+      return withBudget(state, budgetBucket(guardrail_id, scope, subject), { capReachedIn: capWindowId(event.data) });
     }
     default:
       return state;
@@ -265,16 +293,31 @@ export function closeHold(state: AccountState, holdId: string): AccountState {
   return { ...state, holds: state.holds.delete(holdId) };
 }
 
-/** A charge counts in the windows of its own instant, `atMs` (null on events older than spend windows: lifetime only). */
-export function recordCharge(state: AccountState, keyId: string, amount: Nano, atMs: number | null): AccountState {
-  const { lifetimeNano, windows } = keySpendOf(state, keyId);
+function withBudget(state: AccountState, bucket: string, changes: Partial<KeySpend>): AccountState {
+  return { ...state, budgets: { ...state.budgets, [bucket]: { ...(state.budgets[bucket] ?? NO_KEY_SPEND), ...changes } } };
+}
+
+/** Charges are measured against a budget's latest limit, as a key's are (KeySpend.limit). */
+function withBudgetLimits(state: AccountState, budgets: readonly BudgetData[]): AccountState {
+  return budgets.reduce((s, b) => withBudget(s, b.bucket, { limit: { limitNano: BigInt(b.limit_nano), reset: b.reset } }), state);
+}
+
+/** `spend` with a charge made at `atMs` (null on events older than spend windows: lifetime only). */
+function addCharge(spend: KeySpend, amount: Nano, atMs: number | null): Pick<KeySpend, 'lifetimeNano' | 'windows'> {
   const add = (window: WindowSpend, period: Period) => (atMs === null ? window : addToWindow(window, windowStartMs(period, atMs), amount));
+  const { windows } = spend;
   return {
-    ...withKey(state, keyId, {
-      lifetimeNano: lifetimeNano + amount,
-      windows: { daily: add(windows.daily, 'daily'), weekly: add(windows.weekly, 'weekly'), monthly: add(windows.monthly, 'monthly') },
-    }),
-    chargedNano: state.chargedNano + amount,
-    day: add(state.day, 'daily'),
+    lifetimeNano: spend.lifetimeNano + amount,
+    windows: { daily: add(windows.daily, 'daily'), weekly: add(windows.weekly, 'weekly'), monthly: add(windows.monthly, 'monthly') },
   };
+}
+
+/** A charge counts in the windows of its own instant, `atMs`: the key's, the account's day, and those of each budget its hold counted against. */
+export function recordCharge(state: AccountState, keyId: string, amount: Nano, atMs: number | null, budgets: readonly BudgetData[] = []): AccountState {
+  const charged = {
+    ...withKey(state, keyId, addCharge(keySpendOf(state, keyId), amount, atMs)),
+    chargedNano: state.chargedNano + amount,
+    day: atMs === null ? state.day : addToWindow(state.day, windowStartMs('daily', atMs), amount),
+  };
+  return budgets.reduce((s, b) => withBudget(s, b.bucket, addCharge(s.budgets[b.bucket] ?? NO_KEY_SPEND, amount, atMs)), charged);
 }
