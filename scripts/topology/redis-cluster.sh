@@ -8,7 +8,9 @@ set -euo pipefail
 
 ROOT_DIR="${SVC_TOPOLOGY_DIR:-/tmp/svc-topology}"
 DIR="$ROOT_DIR/redis-cluster"
-# Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR.
+# Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR. The default
+# ports lie in Linux's ephemeral range (32768-60999), where a client socket may hold one for a
+# while; the tests run theirs below it.
 read -r -a PORTS <<<"${SVC_REDIS_CLUSTER_PORTS:-57001 57002 57003 57004 57005 57006}"
 # The cluster bus listens on port + 10000 by default (67001...: not a port); 10000 below instead.
 bus_port() { echo $(($1 - 10000)); }

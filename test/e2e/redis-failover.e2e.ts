@@ -19,9 +19,10 @@ const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
 /**
  * An instance of scripts/topology/redis-cluster.sh of this suite's own (ports, directory), so
- * killing its master never hits the cluster the edge stores' spec runs on meanwhile.
+ * killing its master never hits the cluster the edge stores' spec runs on meanwhile; its ports
+ * are below Linux's ephemeral range, where no client socket can hold one (as one did 57014).
  */
-const PORTS = [57011, 57012, 57013, 57014, 57015, 57016];
+const PORTS = [27011, 27012, 27013, 27014, 27015, 27016];
 const TOPOLOGY = { SVC_TOPOLOGY_DIR: join(tmpdir(), 'svc-topology-redis-failover'), SVC_REDIS_CLUSTER_PORTS: PORTS.join(' ') };
 const REDIS_CLUSTER_NODES = PORTS.map((port) => `127.0.0.1:${port}`).join(',');
 const ACCOUNTS = 9;

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { type Cluster, Redis } from 'ioredis';
-import { describeWithEngines, topology } from '../../../../test/support/topology';
+import { describeWithEngines, topologyWith } from '../../../../test/support/topology';
 import { ManualClock } from '../clock';
 import { RedisAdmission } from './admission';
 import { idempotencyEntryKey, RedisIdempotencyStore } from './idempotency';
@@ -13,8 +15,16 @@ import { RedisResponseCache } from './response-cache';
 import { edgeStoreContract, response } from './testing/contract';
 import { twoClientsContract } from './testing/two-clients';
 
-/** scripts/topology/redis-cluster.sh: three masters and their replicas. */
-const NODES: RedisNode[] = [57001, 57002, 57003, 57004, 57005, 57006].map((port) => ({ host: '127.0.0.1', port }));
+/**
+ * An instance of scripts/topology/redis-cluster.sh of this suite's own, three masters and their
+ * replicas, on ports below Linux's ephemeral range (32768-60999): under a whole test run's
+ * connections, one of the default ports (57001-57006) can be a client socket's for a while,
+ * and its node then cannot bind it. Its own directory, so a cluster an operator started is
+ * left alone.
+ */
+const PORTS = [27001, 27002, 27003, 27004, 27005, 27006];
+const TOPOLOGY = { SVC_TOPOLOGY_DIR: join(tmpdir(), 'svc-topology-edge-cluster-spec'), SVC_REDIS_CLUSTER_PORTS: PORTS.join(' ') };
+const NODES: RedisNode[] = PORTS.map((port) => ({ host: '127.0.0.1', port }));
 const RUN_PREFIX = `edge-cluster-test:${randomUUID()}`;
 let prefixes = 0;
 const nextPrefix = (): string => `${RUN_PREFIX}:${++prefixes}`;
@@ -69,9 +79,9 @@ describeWithEngines(['redis-server', 'redis-cli'], 'edge stores on a Redis Clust
   }
 
   beforeAll(async () => {
-    await topology('redis-cluster', 'up');
+    await topologyWith(TOPOLOGY, 'redis-cluster', 'up');
     cluster = connectRedisCluster(NODES);
-    if (!(await whenReady(cluster, 10_000))) throw new Error('the Redis Cluster on 57001-57006 is not reachable');
+    if (!(await whenReady(cluster, 10_000))) throw new Error(`the Redis Cluster on ${PORTS.join(', ')} is not reachable`);
   }, 180_000);
 
   afterAll(async () => {
@@ -83,7 +93,7 @@ describeWithEngines(['redis-server', 'redis-cli'], 'edge stores on a Redis Clust
       await closeRedis(cluster);
     }
     // SVC_KEEP_TOPOLOGY=1 leaves the cluster up to look into after a run.
-    if (!process.env.SVC_KEEP_TOPOLOGY) await topology('redis-cluster', 'down');
+    if (!process.env.SVC_KEEP_TOPOLOGY) await topologyWith(TOPOLOGY, 'redis-cluster', 'down');
   }, 60_000);
 
   edgeStoreContract('redis cluster', (clock) => {
