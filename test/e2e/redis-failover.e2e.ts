@@ -143,13 +143,13 @@ describeWithEngines(['redis-server', 'redis-cli'], 'Redis Cluster: a master kill
 
     const started = Date.now();
     const attempts: Attempt[] = [];
-    const send = async (account: number, idempotencyKey: string | null, n: number): Promise<Attempt> => {
+    const send = async (account: number, idempotencyKey: string | null, n: number, via = n % gateways.length): Promise<Attempt> => {
       const body = { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: `redis failover ${n}` }] };
       const at = Date.now() - started;
       const headers: Record<string, string> = idempotencyKey ? { 'idempotency-key': idempotencyKey } : {};
       let attempt: Attempt;
       try {
-        const r = await gateways[n % gateways.length]('POST', '/v1/chat/completions', { key: accounts[account].key, body, headers });
+        const r = await gateways[via]('POST', '/v1/chat/completions', { key: accounts[account].key, body, headers });
         attempt = {
           account,
           idempotencyKey,
@@ -183,7 +183,7 @@ describeWithEngines(['redis-server', 'redis-cli'], 'Redis Cluster: a master kill
       attempts.push(attempt);
       return attempt;
     };
-    /** Each request with Idempotency-Key is sent again as a client whose answer was lost would: same key, same body. */
+    /** Each request with Idempotency-Key is sent again as a client whose answer was lost would: same key, same body, the other gateway. */
     const pairs: [Attempt, Attempt][] = [];
     let n = 0;
     const client = async () => {
@@ -196,7 +196,7 @@ describeWithEngines(['redis-server', 'redis-cli'], 'Redis Cluster: a master kill
         }
         const idempotencyKey = randomUUID();
         const first = await send(account, idempotencyKey, i);
-        pairs.push([first, await send(account, idempotencyKey, i)]);
+        pairs.push([first, await send(account, idempotencyKey, i, (i + 1) % gateways.length)]);
         if (first.status !== 200) await new Promise((resolve) => setTimeout(resolve, 200));
       }
     };
