@@ -7,7 +7,15 @@ const ROOT = join(__dirname, '..', '..');
 
 /** `scripts/topology/<name>.sh <args>`; resolves with what it printed. */
 export async function topology(name: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run(join(ROOT, 'scripts', 'topology', `${name}.sh`), args, { cwd: ROOT, timeout: 180_000 });
+  return topologyWith({}, name, ...args);
+}
+
+/**
+ * The same with variables of its own on top of this process's: another instance of a topology
+ * (its SVC_TOPOLOGY_DIR and ports), so that a suite that kills its nodes never hits another's.
+ */
+export async function topologyWith(env: NodeJS.ProcessEnv, name: string, ...args: string[]): Promise<string> {
+  const { stdout } = await run(join(ROOT, 'scripts', 'topology', `${name}.sh`), args, { cwd: ROOT, timeout: 180_000, env: { ...process.env, ...env } });
   return stdout.trim();
 }
 

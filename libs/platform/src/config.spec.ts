@@ -249,3 +249,27 @@ describe('DATABASE_SESSION_URL and DATABASE_POOL_MAX', () => {
     for (const bad of ['0', '-1', 'ten', '1001']) expect(() => loadConfig({ DATABASE_URL: url, DATABASE_POOL_MAX: bad })).toThrow(/^DATABASE_POOL_MAX: /);
   });
 });
+
+describe('REDIS_CLUSTER_NODES', () => {
+  it('is null unless set, and the nodes when set', () => {
+    expect(loadConfig({})).toMatchObject({ redisUrl: null, redisClusterNodes: null });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '127.0.0.1:57001, redis-b.internal:7000,[::1]:7001' }).redisClusterNodes).toEqual([
+      { host: '127.0.0.1', port: 57001 },
+      { host: 'redis-b.internal', port: 7000 },
+      { host: '::1', port: 7001 },
+    ]);
+  });
+
+  it('refuses a node that is not host:port, naming the variable and the node', () => {
+    for (const bad of ['127.0.0.1', '127.0.0.1:0', 'a:65536', 'a:7000,', ':7000', 'redis://a:7000', 'a:b', 'a b:7000', '::1:7000']) {
+      expect(() => loadConfig({ REDIS_CLUSTER_NODES: bad })).toThrow(/^REDIS_CLUSTER_NODES: expected host:port pairs separated by commas/);
+    }
+    expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'a:7000,b' })).toThrow(/got "b"$/);
+  });
+
+  it('refuses it beside REDIS_URL: one Redis or one cluster', () => {
+    expect(() => loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379', REDIS_CLUSTER_NODES: '127.0.0.1:57001' })).toThrow(
+      /^REDIS_CLUSTER_NODES: set either REDIS_URL \(one Redis server\) or REDIS_CLUSTER_NODES \(a Redis Cluster\), not both$/,
+    );
+  });
+});

@@ -36,8 +36,10 @@ export interface Config {
   /** DATABASE_POOL_MAX: statement connections each process opens to DATABASE_URL at most. */
   databasePoolMax: number;
   eventstoreUrl: string | null;
-  /** null = in-memory limiter/cache (single process). */
+  /** null = in-memory limiter/cache (single process), unless redisClusterNodes is set. */
   redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster instead of one Redis server, by some of its nodes (the client finds the rest). */
+  redisClusterNodes: { host: string; port: number }[] | null;
   /** null = generated into the data dir on first start. */
   adminToken: string | null;
   /** null = the built-in catalog. */
@@ -274,13 +276,19 @@ function fileAndSecrets(read: EnvReader): Pick<Config, 'catalogPath' | 'encrypti
 
 function stores(
   read: EnvReader,
-): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseReadUrl' | 'databaseSessionUrl' | 'databasePoolMax' | 'eventstoreUrl' | 'redisUrl'> {
+): Pick<Config, 'dataDir' | 'databaseUrl' | 'databaseReadUrl' | 'databaseSessionUrl' | 'databasePoolMax' | 'eventstoreUrl' | 'redisUrl' | 'redisClusterNodes'> {
   const { text, url } = read;
+  const redisUrl = url('REDIS_URL', ['redis:', 'rediss:']);
+  const redisClusterNodes = clusterNodes('REDIS_CLUSTER_NODES', text('REDIS_CLUSTER_NODES'));
+  if (redisUrl !== null && redisClusterNodes !== null) {
+    throw new ConfigError('REDIS_CLUSTER_NODES', 'set either REDIS_URL (one Redis server) or REDIS_CLUSTER_NODES (a Redis Cluster), not both');
+  }
   return {
     dataDir: resolve(text('SVC_DATA_DIR') ?? './.svc-data'),
     ...database(read),
     eventstoreUrl: eventstoreUrl(text('EVENTSTORE_URL')),
-    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl,
+    redisClusterNodes,
   };
 }
 
@@ -313,6 +321,20 @@ function database({ url, integer }: EnvReader): Pick<Config, 'databaseUrl' | 'da
     databaseSessionUrl: sessionUrl === databaseUrl ? null : sessionUrl,
     databasePoolMax: integer('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, 1000),
   };
+}
+
+/** `host:port,host:port,...`; an IPv6 address in brackets (`[::1]:7000`). */
+function clusterNodes(variable: string, value: string | null): Config['redisClusterNodes'] {
+  if (value === null) return null;
+  const nodes = value.split(',').map((entry) => {
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]/@]+)):(\d{1,5})$/.exec(entry.trim());
+    const port = Number(m?.[3]);
+    if (!m || port < 1 || port > 65535) {
+      throw new ConfigError(variable, `expected host:port pairs separated by commas (127.0.0.1:7000,127.0.0.1:7001), got ${JSON.stringify(entry.trim())}`);
+    }
+    return { host: m[1] ?? m[2], port };
+  });
+  return nodes;
 }
 
 function upstreamAndServer({

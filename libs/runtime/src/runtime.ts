@@ -43,7 +43,7 @@ export interface Runtime {
   readonly simulator: Simulator | null;
   /** Bearer token of the operator API; null disables it. */
   readonly adminToken: string | null;
-  /** Rate limits, idempotency and the response cache: on Redis when REDIS_URL is set, else in memory. */
+  /** Rate limits, idempotency and the response cache: on Redis when REDIS_URL or REDIS_CLUSTER_NODES is set, else in memory. */
   readonly edge: EdgeStores;
   /** Keys by secret hash, in processes that serve requests unless SVC_AUTH_CACHE=off. */
   readonly authCache: AuthCache | null;
@@ -222,6 +222,7 @@ async function openEdgeStores(config: Config, servesRequests: boolean, clock: Cl
   // Only processes that serve requests talk to Redis; the worker and the CLI never do.
   const edge = createEdgeStores({
     redisUrl: servesRequests ? config.redisUrl : null,
+    redisClusterNodes: servesRequests ? config.redisClusterNodes : null,
     clock,
     // Issue 41 S4: cached answers are sealed like prompt logs; no key, no cache.
     cacheKey: config.encryptionKey,

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import {
   checkLimit,
@@ -15,7 +14,7 @@ import {
   type SlotResult,
   type WindowResult,
 } from './rate-limiter';
-import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+import { guarded, luaScript, type RedisClient, runScript, storageBoundMs } from './redis';
 import type { SlotLeases } from './slot-leases';
 
 /**
@@ -97,7 +96,7 @@ type Refusal = AdmissionResult['refused'];
 
 export class RedisAdmission implements Admission {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
     /** The concurrency limiter's (RedisConcurrencyLimiter.leases), so one batch renews every slot of the process. */

@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Clock } from '../clock';
-import { guarded, hashPart, luaScript, runScript, storageBoundMs } from './redis';
+import { guarded, hashPart, luaScript, type RedisClient, runScript, storageBoundMs } from './redis';
 
 export interface StoredResponse {
   status: number;
@@ -86,7 +85,9 @@ return 0
 
 /**
  * The Redis key of (scope, key). Hashed: keys are client input, and `a:b`+`c` must not meet
- * `a`+`b:c`. Exported so a test can read an entry as Redis holds it.
+ * `a`+`b:c`. Exported so a test can read an entry as Redis holds it. No hash tag: every script
+ * here touches this one key, and on a Redis Cluster the entries (answers kept 24 h) then spread
+ * over every master by their hash instead of piling up, with a busy API key's, on one.
  */
 export function idempotencyEntryKey(keyPrefix: string, scope: string, key: string): string {
   return `${keyPrefix}:idem:${hashPart(scope, key)}`;
@@ -94,7 +95,7 @@ export function idempotencyEntryKey(keyPrefix: string, scope: string, key: strin
 
 export class RedisIdempotencyStore implements IdempotencyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
   ) {}

@@ -10,7 +10,7 @@ import {
   RedisRateLimiter,
   redisSlotLeases,
 } from './rate-limiter';
-import { closeRedis, connectRedis, pingRedis, whenReady } from './redis';
+import { closeRedis, connectRedis, connectRedisCluster, pingRedis, type RedisNode, whenReady } from './redis';
 import { BypassResponseCache, FallbackAdmission, FallbackConcurrencyLimiter, FallbackRateLimiter, type OnDegraded } from './resilient';
 import { MemoryResponseCache, RedisResponseCache, type ResponseCache } from './response-cache';
 import { DisabledResponseCache, SealedResponseCache } from './sealed-response-cache';
@@ -27,10 +27,12 @@ export * from './slot-leases';
 export * from './response-cache';
 
 export interface EdgeStoreOptions {
-  /** null: everything in this process's memory (a single gateway, or tests). */
+  /** null (and no `redisClusterNodes`): everything in this process's memory (a single gateway, or tests). */
   redisUrl: string | null;
+  /** A Redis Cluster instead of one server (REDIS_CLUSTER_NODES): the nodes first asked for its layout. */
+  redisClusterNodes?: readonly RedisNode[] | null;
   clock: Clock;
-  /** Namespaces every Redis key, so gateways of different deployments can share a server. */
+  /** Namespaces every Redis key, so gateways of different deployments can share a server. Without `{` or `}`: the keys' hash tags follow it. */
   keyPrefix?: string;
   /** Told once per outage and per store when Redis is unreachable (including the connection itself). */
   onDegraded?: OnDegraded;
@@ -67,12 +69,16 @@ export const DEFAULT_KEY_PREFIX = 'edge';
 const DEFAULT_READY_TIMEOUT_MS = 5_000;
 
 export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
-  const { redisUrl, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE, cacheKey } = options;
+  const { redisUrl, redisClusterNodes = null, clock, keyPrefix = DEFAULT_KEY_PREFIX, onDegraded, slotLease = SLOT_LEASE, cacheKey } = options;
+  if (redisUrl !== null && redisClusterNodes !== null) throw new RangeError('give redisUrl or redisClusterNodes, not both');
+  // A brace in the prefix would become the keys' hash tag, putting every key in one slot (or
+  // the windows and slots of one subject in different ones).
+  if (/[{}]/.test(keyPrefix)) throw new RangeError(`keyPrefix must not contain { or }, got ${JSON.stringify(keyPrefix)}`);
   const sealed = (inner: ResponseCache): ResponseCache =>
     cacheKey === undefined ? inner : cacheKey === null ? new DisabledResponseCache() : new SealedResponseCache(inner, cacheKey);
   const memoryRate = new MemoryRateLimiter();
   const memoryConcurrency = new MemoryConcurrencyLimiter(clock, slotLease);
-  if (redisUrl === null) {
+  if (redisUrl === null && redisClusterNodes === null) {
     return {
       rateLimiter: memoryRate,
       concurrency: memoryConcurrency,
@@ -86,7 +92,8 @@ export function createEdgeStores(options: EdgeStoreOptions): EdgeStores {
       close: () => memoryConcurrency.leases.close(),
     };
   }
-  const redis = connectRedis(redisUrl, (err) => onDegraded?.('redis', err));
+  const onError = (err: Error) => onDegraded?.('redis', err);
+  const redis = redisClusterNodes !== null ? connectRedisCluster(redisClusterNodes, onError) : connectRedis(redisUrl!, onError);
   // One set of leases for the limiter and admission: one renewal call per tick for the process.
   const leases = redisSlotLeases(redis, clock, slotLease);
   return {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Clock } from '../clock';
-import { guarded, luaScript, runScript, storageBoundMs } from './redis';
+import { guarded, luaScript, type RedisClient, runScript, storageBoundMs } from './redis';
 import { type LeaseBackend, type LeaseRef, type RenewedLease, type Slot, SLOT_LEASE, SlotLeases, type SlotLeaseTimings } from './slot-leases';
 
 export type { Slot };
@@ -103,14 +103,25 @@ end
 return {consumed, ttl}
 `;
 
-/** The rate limiter's keys: rate-limiter-flexible writes `<its keyPrefix>:<bucket>`. */
+/**
+ * A bucket is `<kind>:<subject>` (`rpm:key_abc`, `authfail:10.0.0.1`); in its Redis keys the
+ * subject is the hash tag (`{key_abc}:rpm`), so the windows and slots of one subject share one
+ * hash slot of a Redis Cluster, and admission's script, which reads and counts three of them,
+ * runs on the one node that holds them all. A bucket without a kind is its own subject.
+ */
+export function bucketKey(bucket: string): string {
+  const at = bucket.indexOf(':');
+  return at < 0 ? `{${bucket}}` : `{${bucket.slice(at + 1)}}:${bucket.slice(0, at)}`;
+}
+
+/** The rate limiter's keys: rate-limiter-flexible writes `<its keyPrefix>:<key>`. */
 function rateKeyPrefix(keyPrefix: string): string {
   return `${keyPrefix}:rl`;
 }
 
 /** The Redis key of `bucket`'s window, for scripts that read or count it beside the limiter. */
 export function rateWindowKey(keyPrefix: string, bucket: string): string {
-  return `${rateKeyPrefix(keyPrefix)}:${bucket}`;
+  return `${rateKeyPrefix(keyPrefix)}:${bucketKey(bucket)}`;
 }
 
 export class RedisRateLimiter implements RateLimiter {
@@ -120,7 +131,7 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly keyPrefix: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     keyPrefix: string,
   ) {
     this.keyPrefix = rateKeyPrefix(keyPrefix);
@@ -152,7 +163,7 @@ export class RedisRateLimiter implements RateLimiter {
     const limiter = this.capped(limit);
     return guarded('rate_limiter.consume', async () => {
       try {
-        const res = await limiter.consume(bucket, points);
+        const res = await limiter.consume(bucketKey(bucket), points);
         return windowResult(true, limit, res.consumedPoints, res.msBeforeNext);
       } catch (rejection) {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
@@ -170,7 +181,7 @@ export class RedisRateLimiter implements RateLimiter {
       return windowResult(used <= limit, limit, used, resetMs);
     }
     return guarded('rate_limiter.record', async () => {
-      const res = await this.uncapped.penalty(bucket, points);
+      const res = await this.uncapped.penalty(bucketKey(bucket), points);
       return windowResult(res.consumedPoints <= limit, limit, res.consumedPoints, res.msBeforeNext);
     });
   }
@@ -182,7 +193,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private read(bucket: string): Promise<{ used: number; resetMs: number }> {
-    return guarded('rate_limiter.peek', async () => usedOf(await this.uncapped.get(bucket)));
+    return guarded('rate_limiter.peek', async () => usedOf(await this.uncapped.get(bucketKey(bucket))));
   }
 }
 
@@ -316,29 +327,50 @@ function batchArgs<T extends LeaseRef>(leases: readonly T[], per: (lease: T) => 
 /** Bounds one script's work, so renewing thousands of slots never blocks Redis for long. */
 const LEASES_PER_CALL = 1_000;
 
-function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += LEASES_PER_CALL) out.push(items.slice(i, i + LEASES_PER_CALL));
+/**
+ * The positions of `leases`, grouped into script calls: in chunks on one server; on a Cluster,
+ * where one script may touch the keys of one hash slot only, per slot first.
+ */
+function calls(redis: RedisClient, leases: readonly LeaseRef[]): number[][] {
+  const groups = new Map<number, number[]>();
+  leases.forEach((lease, i) => {
+    const group = redis.isCluster ? calculateSlot(lease.key) : 0;
+    const positions = groups.get(group);
+    if (positions) positions.push(i);
+    else groups.set(group, [i]);
+  });
+  const out: number[][] = [];
+  for (const positions of groups.values()) {
+    for (let i = 0; i < positions.length; i += LEASES_PER_CALL) out.push(positions.slice(i, i + LEASES_PER_CALL));
+  }
   return out;
 }
 
 /** The leases of one Redis client's slots. */
-export function redisLeaseBackend(redis: Redis, timings: SlotLeaseTimings): LeaseBackend {
+export function redisLeaseBackend(redis: RedisClient, timings: SlotLeaseTimings): LeaseBackend {
   const bound = storageBoundMs(timings.leaseMs);
   return {
     async renew(leases, now) {
-      const replies = await Promise.all(
-        chunks(leases).map((chunk) => {
-          const { keys, args } = batchArgs(chunk, (lease) => [lease.id, lease.until]);
-          return guarded('concurrency.renew', () => runScript(redis, RENEW_LUA, keys, [now, bound, ...args])) as Promise<number[]>;
+      const held = new Array<boolean>(leases.length).fill(false);
+      await Promise.all(
+        calls(redis, leases).map(async (positions) => {
+          const { keys, args } = batchArgs(
+            positions.map((i) => leases[i]),
+            (lease) => [lease.id, lease.until],
+          );
+          const replies = (await guarded('concurrency.renew', () => runScript(redis, RENEW_LUA, keys, [now, bound, ...args]))) as number[];
+          positions.forEach((i, j) => (held[i] = replies[j] === 1));
         }),
       );
-      return replies.flat().map((held) => held === 1);
+      return held;
     },
     async release(leases) {
       await Promise.all(
-        chunks(leases).map((chunk) => {
-          const { keys, args } = batchArgs(chunk, (lease) => [lease.id]);
+        calls(redis, leases).map((positions) => {
+          const { keys, args } = batchArgs(
+            positions.map((i) => leases[i]),
+            (lease) => [lease.id],
+          );
           return guarded('concurrency.release', () => runScript(redis, RELEASE_LUA, keys, args));
         }),
       );
@@ -347,7 +379,7 @@ export function redisLeaseBackend(redis: Redis, timings: SlotLeaseTimings): Leas
 }
 
 /** One process's slot leases on `redis`, shared by its concurrency limiter and its admission. */
-export function redisSlotLeases(redis: Redis, clock: Clock, timings: SlotLeaseTimings = SLOT_LEASE): SlotLeases {
+export function redisSlotLeases(redis: RedisClient, clock: Clock, timings: SlotLeaseTimings = SLOT_LEASE): SlotLeases {
   return new SlotLeases(redisLeaseBackend(redis, timings), clock, timings);
 }
 
@@ -357,12 +389,12 @@ export function checkMaxHold(maxHoldMs: number): void {
 
 /** The Redis key of `bucket`'s slots, for scripts that take them beside the limiter. */
 export function slotsKey(keyPrefix: string, bucket: string): string {
-  return `${keyPrefix}:slots:${bucket}`;
+  return `${keyPrefix}:slots:${bucketKey(bucket)}`;
 }
 
 export class RedisConcurrencyLimiter implements ConcurrencyLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
     readonly leases: SlotLeases = redisSlotLeases(redis, clock),

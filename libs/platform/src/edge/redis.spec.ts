@@ -4,6 +4,7 @@ import { ManualClock } from '../clock';
 import { RedisAdmission } from './admission';
 import { generateEncryptionKey, isSealedSecret, openSecret } from '../crypto';
 import { edgeStoreContract, idempotencyStoreContract, response } from './testing/contract';
+import { twoClientsContract } from './testing/two-clients';
 import { idempotencyEntryKey, RedisIdempotencyStore, type StoredResponse } from './idempotency';
 import { SealedIdempotencyStore, sealedResponseContext } from './sealed-idempotency';
 import { createEdgeStores } from './index';
@@ -67,35 +68,7 @@ describe('redis stores shared by two gateways', () => {
     await closeRedis(other);
   });
 
-  it('holds a rate limit across clients: exactly the limit passes in total', async () => {
-    const prefix = nextPrefix();
-    const gateways = [new RedisRateLimiter(redis, prefix), new RedisRateLimiter(other, prefix)];
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => gateways[i % 2].consume('rpm:shared', 10)));
-    expect(results.filter((r) => r.allowed)).toHaveLength(10);
-    expect(await gateways[1].peek('rpm:shared', 10)).toMatchObject({ allowed: false, remaining: 0 });
-  });
-
-  it('holds concurrency slots across clients, and a slot taken by one is released by its holder', async () => {
-    const prefix = nextPrefix();
-    const clock = new ManualClock();
-    const gateways = [new RedisConcurrencyLimiter(redis, clock, prefix), new RedisConcurrencyLimiter(other, clock, prefix)];
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => gateways[i % 2].acquire('conc:shared', 4, 10_000)));
-    const granted = results.filter((r) => r.allowed);
-    expect(granted).toHaveLength(4);
-    await granted[0].slot!.release();
-    expect((await gateways[1].acquire('conc:shared', 4, 10_000)).allowed).toBe(true);
-    expect((await gateways[0].acquire('conc:shared', 4, 10_000)).allowed).toBe(false);
-  });
-
-  it('lets one gateway start a key and the other replay it', async () => {
-    const prefix = nextPrefix();
-    const clock = new ManualClock();
-    const [a, b] = [new RedisIdempotencyStore(redis, clock, prefix), new RedisIdempotencyStore(other, clock, prefix)];
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).begin('key_1', 'k', 'fp', 30_000)));
-    expect(results.filter((r) => r.state === 'started')).toHaveLength(1);
-    await a.complete('key_1', 'k', 'fp', response());
-    expect(await b.begin('key_1', 'k', 'fp', 30_000)).toEqual({ state: 'replay', response: response() });
-  });
+  twoClientsContract(() => [redis, other], nextPrefix);
 });
 
 describe('sealed idempotency store over redis', () => {

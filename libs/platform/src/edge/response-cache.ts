@@ -1,7 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import type { StoredResponse } from './idempotency';
-import { guarded, hashPart, storageBoundMs } from './redis';
+import { guarded, hashPart, type RedisClient, storageBoundMs } from './redis';
 
 export interface CachedResponse {
   response: StoredResponse;
@@ -33,11 +32,12 @@ export function isFresh(entry: CachedResponse, now: number): boolean {
 
 export class RedisResponseCache implements ResponseCache {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly clock: Clock,
     private readonly keyPrefix: string,
   ) {}
 
+  /** No hash tag, as idempotency entries (idempotencyEntryKey): one key per command, spread over a Cluster's masters. */
   private entryKey(key: string): string {
     return `${this.keyPrefix}:cache:${hashPart(key)}`;
   }
