@@ -62,6 +62,7 @@ describeConsole('console: guardrails page', () => {
     const refused = await h.call('POST', '/guardrails', { key: management, body: { name: 'Support team', limit_usd: 0.0000000001 } });
     expect(refused.json.error).toMatchObject({ param: 'limit_usd' });
     expect(await descriptionOf(page, 'Budget limit (USD)')).toContain(refused.json.error.message);
+    await screenshot(page, 'guardrails-field-error-desktop');
     expect(await guardrails()).toEqual([]);
 
     await page.getByLabel('Budget limit (USD)', { exact: true }).fill('12.50');
