@@ -224,12 +224,24 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     // Every page of the navigation is reached with Tab and opened with Enter.
     await p.evaluate("document.querySelector('.skip').focus()");
     const reached: string[] = [];
-    for (let i = 0; i < 15 && reached.length < 10; i++) {
+    for (let i = 0; i < 16 && reached.length < 11; i++) {
       await p.keyboard.press('Tab');
       const inNav = await p.evaluate<boolean>("!!document.activeElement?.closest('nav')");
       if (inNav) reached.push(await focused());
     }
-    expect(reached).toEqual(['Overview', 'Keys', 'Presets', 'Webhook', 'Provider keys', 'Prompt logs', 'Activity', 'Audit log', 'Organizations', 'Security']);
+    expect(reached).toEqual([
+      'Overview',
+      'Keys',
+      'Presets',
+      'Guardrails',
+      'Webhook',
+      'Provider keys',
+      'Prompt logs',
+      'Activity',
+      'Audit log',
+      'Organizations',
+      'Security',
+    ]);
     await p.evaluate('document.querySelector(\'nav a[href="#/keys"]\').focus()');
     await p.keyboard.press('Enter');
     await p.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();

@@ -6,6 +6,7 @@ import { ErrorText, Notice, useHash } from './ui';
 import { Overview } from './pages/Overview';
 import { Keys } from './pages/Keys';
 import { Presets } from './pages/Presets';
+import { Guardrails } from './pages/Guardrails';
 import { Webhook } from './pages/Webhook';
 import { ProviderKeys } from './pages/ProviderKeys';
 import { PromptLogs } from './pages/PromptLogs';
@@ -18,6 +19,7 @@ const PAGES: Record<RoutePath, (props: { session: Session }) => React.ReactNode>
   overview: Overview,
   keys: Keys,
   presets: Presets,
+  guardrails: Guardrails,
   webhook: Webhook,
   'provider-keys': ProviderKeys,
   'prompt-logs': PromptLogs,

@@ -235,3 +235,63 @@ export interface AuditEntry {
   target_id: string;
   details: Record<string, unknown>;
 }
+
+export type ContentAction = 'flag' | 'redact' | 'block';
+
+export interface GuardrailBuiltin {
+  slug: string;
+  action: ContentAction;
+  label?: string;
+}
+
+export interface GuardrailPattern {
+  pattern: string;
+  action: ContentAction;
+  label?: string;
+}
+
+/** A guardrail as GET /v1/guardrails lists it (docs/api/guardrails.md; `presentGuardrail` in apps/gateway). */
+export interface Guardrail {
+  id: string;
+  name: string;
+  description: string | null;
+  /** Decimal USD; null: no budget. */
+  limit_usd: number | null;
+  reset_interval: LimitReset;
+  include_byok_in_budgets: boolean;
+  /** null: every model (provider) is allowed. */
+  allowed_models: string[] | null;
+  ignored_models: string[];
+  allowed_providers: string[] | null;
+  ignored_providers: string[];
+  enforce_zdr: boolean;
+  data_collection: 'allow' | 'deny';
+  content_filter_builtins: GuardrailBuiltin[];
+  content_filters: GuardrailPattern[];
+  created_at: string;
+  updated_at: string;
+}
+
+export type BudgetScope = 'organization' | 'member' | 'key';
+
+/** One assigned subject's budget in the current window (GET /v1/guardrails/{id}), USD. */
+export interface GuardrailBudget {
+  scope: BudgetScope;
+  subject: string;
+  spent_usd: number;
+  held_usd: number;
+  remaining_usd: number;
+  window_start: string | null;
+  resets_at: string | null;
+}
+
+export interface GuardrailDetail extends Guardrail {
+  budgets: GuardrailBudget[];
+}
+
+/** A guardrail over the calling key, as GET /v1/key lists them (widest first). */
+export interface KeyGuardrail {
+  id: string;
+  name: string;
+  scope: BudgetScope;
+}

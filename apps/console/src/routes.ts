@@ -3,6 +3,7 @@ export const ROUTES = [
   { path: 'overview', label: 'Overview' },
   { path: 'keys', label: 'Keys' },
   { path: 'presets', label: 'Presets' },
+  { path: 'guardrails', label: 'Guardrails' },
   { path: 'webhook', label: 'Webhook' },
   { path: 'provider-keys', label: 'Provider keys' },
   { path: 'prompt-logs', label: 'Prompt logs' },
