@@ -32,10 +32,41 @@ describe('a guardrail budget refusal at the edge (issue 44)', () => {
   it('is 429 insufficient_quota naming the guardrail, with Retry-After until the window resets', () => {
     const err = apiErrorOfFailure(refusal(hold(2_000_000_000n, 1_000_000_000n)), now);
     expect(err).toMatchObject({ status: 429, type: 'insufficient_quota', code: 'budget_limit_reached', param: null });
-    expect(err.message).toContain('"Team Q4" (gr_1)');
-    expect(err.message).toContain("The organization's daily budget");
+    expect(err.message).toContain('the organization budget set by the guardrail "Team Q4" (gr_1)');
+    expect(err.message).toContain('or for the limit to reset at 2026-11-03T00:00:00.000Z.');
+    expect(err.message).not.toContain('reached');
     // 14 hours to 2026-11-03T00:00Z.
     expect(err.headers['retry-after']).toBe(String(14 * 3600));
+  });
+
+  it('says the budget is reached once its window is spent, naming the guardrail and layer', () => {
+    const spent: AccountEvent[] = [
+      ...given,
+      {
+        type: 'HoldPlaced',
+        data: {
+          account_id: 'acc1',
+          hold_id: 'h0',
+          key_id: 'k1',
+          amount_nano: '1000000000',
+          model: 'sim/echo',
+          endpoint: '/v1/chat/completions',
+          expires_at: '2026-11-02T10:01:00.000Z',
+          budgets: [
+            { bucket: 'gr_1/organization:org1', guardrail_id: 'gr_1', scope: 'organization', subject: 'org1', limit_nano: '1000000000', reset: 'daily' },
+          ],
+        },
+      },
+    ];
+    let thrown: unknown;
+    try {
+      accountDecider.decide(hold(1n, 1_000_000_000n), fold(accountDecider, spent), now);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(apiErrorOfFailure(thrown, now).message).toBe(
+      'The organization\'s daily budget, set by the guardrail "Team Q4" (gr_1), is reached; it resets at 2026-11-03T00:00:00.000Z.',
+    );
   });
 
   it("says when it is this request's worst case that does not fit, so a smaller max_tokens may pass", () => {

@@ -91,14 +91,17 @@ function limitReached(err: DomainError, code: string, now: Date): ApiError {
   const resetsAt = typeof err.details.resets_at === 'string' ? Date.parse(err.details.resets_at) : NaN;
   const headers: Record<string, string> = {};
   if (!Number.isNaN(resetsAt)) headers['retry-after'] = String(Math.max(1, Math.ceil((resetsAt - now.getTime()) / 1000)));
-  const { limit_nano: limit, spent_nano: spent, required_nano: required } = err.details;
+  const { limit_nano: limit, spent_nano: spent, required_nano: required, guardrail_id: guardrail, guardrail_name: name, scope } = err.details;
   // A guardrail budget's refusal names its guardrail and layer (issue 44): the ledger's own words.
-  const reached = LIMIT_MESSAGES[code] ?? err.message;
-  let message = reached;
+  let message = LIMIT_MESSAGES[code] ?? err.message;
   if (typeof limit === 'bigint' && typeof spent === 'bigint' && typeof required === 'bigint' && spent < limit) {
+    // Not reached: saying "reached" would be wrong, and the caller can act now.
+    const whose = typeof guardrail === 'string' ? ` It is the ${String(scope)} budget set by the guardrail "${String(name)}" (${guardrail}).` : '';
+    const resets = typeof err.details.resets_at === 'string' ? ` or for the limit to reset at ${err.details.resets_at}` : '';
     message =
       `This request's worst case ($${nanoToUsdString(required)}: its input plus max_tokens, or 4,096 output tokens when unset) does not fit in what is left ` +
-      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included). Lower max_tokens, or wait: ${reached}`;
+      `of the limit ($${nanoToUsdString(limit - spent)} of $${nanoToUsdString(limit)}, open requests included).${whose} ` +
+      `Lower max_tokens, or wait for open requests to finish${resets}.`;
   }
   return new ApiError(429, 'insufficient_quota', message, code, null, headers);
 }
