@@ -118,7 +118,8 @@ members() { curl -sf "http://127.0.0.1:${API_PORTS[$1]:-${API_PORTS[0]}}/cluster
 any_members() { for i in 0 1; do local m; m=$(members "$i"); [ -n "$m" ] && { echo "$m"; return; }; done; }
 
 wait_healthy() {
-  for _ in $(seq 1 120); do
+  # Bootstrapping (initdb, then pg_basebackup for the standby) takes tens of seconds on a busy machine.
+  for _ in $(seq 1 300); do
     local m; m=$(any_members)
     if echo "$m" | grep -q " leader running" && echo "$m" | grep -Eq " sync_standby (running|streaming)" &&
       pg_isready -q -h 127.0.0.1 -p "$PRIMARY_PORT"; then

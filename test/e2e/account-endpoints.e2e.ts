@@ -195,6 +195,8 @@ describe('account read endpoints', () => {
         cost_lines: null,
         byok: false,
         batch: false,
+        // Issue 44: no guardrail content filter flagged this request.
+        guardrail_findings: [],
       });
       expect(data[1]).toEqual({ id: 'gen-unknown', found: false });
       expect(data[2]).toEqual({ id: ids.other, found: false });

@@ -67,7 +67,7 @@ describeWithEngines(['patroni', 'etcd', 'haproxy'], 'issue 43: the PostgreSQL pr
     const worker = await spawnWorker({ ...process.env, DATABASE_URL, SVC_ADMIN_TOKEN: ADMIN_TOKEN, REDIS_URL: '' });
     children.push(worker);
     keepLog(worker, 'worker');
-  }, 180_000);
+  }, 300_000);
 
   afterAll(async () => {
     for (const child of children) {

@@ -84,7 +84,7 @@ describeWithEngines(['patroni', 'etcd', 'haproxy'], 'reads from a PostgreSQL sta
     children.push(a.child, b.child);
     one = api(a.url);
     two = api(b.url);
-  }, 180_000);
+  }, 300_000);
 
   afterAll(async () => {
     for (const child of children) {

@@ -380,8 +380,9 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(await snapshot()).toEqual(live);
   });
 
-  it('knows the 14 event types of spec 6.1', () => {
-    expect(WEBHOOK_EVENT_TYPES).toHaveLength(14);
+  it("knows the 14 event types of spec 6.1 and issue 44's two budget events", () => {
+    expect(WEBHOOK_EVENT_TYPES).toHaveLength(16);
+    expect(WEBHOOK_EVENT_TYPES).toEqual(expect.arrayContaining(['budget.warning', 'budget.reached', 'key.spend_cap.reached', 'balance.low']));
   });
 });
 

@@ -15,8 +15,14 @@ export async function topology(name: string, ...args: string[]): Promise<string>
  * (its SVC_TOPOLOGY_DIR and ports), so that a suite that kills its nodes never hits another's.
  */
 export async function topologyWith(env: NodeJS.ProcessEnv, name: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run(join(ROOT, 'scripts', 'topology', `${name}.sh`), args, { cwd: ROOT, timeout: 180_000, env: { ...process.env, ...env } });
-  return stdout.trim();
+  try {
+    const { stdout } = await run(join(ROOT, 'scripts', 'topology', `${name}.sh`), args, { cwd: ROOT, timeout: 300_000, env: { ...process.env, ...env } });
+    return stdout.trim();
+  } catch (err) {
+    // The script says on stderr why a topology did not come up: a test that fails here shows it.
+    const { stderr, stdout } = err as { stderr?: string; stdout?: string };
+    throw new Error(`${name}.sh ${args.join(' ')} failed: ${(err as Error).message}\n${stdout ?? ''}\n${stderr ?? ''}`.trim());
+  }
 }
 
 /**
