@@ -29,7 +29,7 @@
  * and writes bench/results/capacity.json.
  *
  * Environment: BENCH_APP_ROOT, BENCH_PG_URL (an admin connection, default
- * postgres://postgres@127.0.0.1:5432/postgres), CAP_REDIS_PORT (default 56379; db 10),
+ * postgres://postgres@127.0.0.1:5432/postgres), CAP_REDIS_PORT (default 26379; db 10),
  * CAP_REQUESTS, CAP_CONNECTIONS, CAP_REPEATS, CAP_APPEND_SECONDS, CAP_HA_DIR.
  */
 const fs = require('node:fs');
@@ -65,7 +65,7 @@ const CFG = {
   appendAccounts: 1000,
   appendConcurrency: [1, 16, 64],
   appendProcesses: num('CAP_APPEND_PROCESSES', 4, 2),
-  redisPort: Number(process.env.CAP_REDIS_PORT || 56379),
+  redisPort: Number(process.env.CAP_REDIS_PORT || 26379),
   redisDb: 10,
 };
 
@@ -75,11 +75,11 @@ const REDIS_URL = `redis://127.0.0.1:${CFG.redisPort}/${CFG.redisDb}`;
 const LIVE_LIMITS = 'rpm=100000000,tpm=100000000000,concurrent=100000';
 const HA_ENV = {
   SVC_TOPOLOGY_DIR: process.env.CAP_HA_DIR || '/tmp/svc-topology-cap',
-  SVC_HA_PG_PORTS: '56632 56633',
-  SVC_HA_API_PORTS: '58208 58209',
-  SVC_HA_ETCD_PORT: '52579',
-  SVC_HA_PRIMARY_PORT: '56200',
-  SVC_HA_REPLICA_PORT: '56201',
+  SVC_HA_PG_PORTS: '25632 25633',
+  SVC_HA_API_PORTS: '28208 28209',
+  SVC_HA_ETCD_PORT: '22579',
+  SVC_HA_PRIMARY_PORT: '25200',
+  SVC_HA_REPLICA_PORT: '25201',
 };
 const HA_URL = `postgres://postgres@127.0.0.1:${HA_ENV.SVC_HA_PRIMARY_PORT}/postgres`;
 const PG_HA_SCRIPT = path.join(APP_ROOT, 'scripts/topology/pg-ha.sh');

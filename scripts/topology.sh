@@ -15,5 +15,5 @@ case "$name" in
   *) echo "unknown topology: $name (pg-ha, pgbouncer, redis-cluster, ha)" >&2; exit 2 ;;
 esac
 # In `ha`, PgBouncer sits in front of pg-ha's primary (HAProxy) unless told otherwise.
-if [ "$name" = ha ]; then export SVC_PGBOUNCER_UPSTREAM_PORT="${SVC_PGBOUNCER_UPSTREAM_PORT:-${SVC_HA_PRIMARY_PORT:-55000}}"; fi
+if [ "$name" = ha ]; then export SVC_PGBOUNCER_UPSTREAM_PORT="${SVC_PGBOUNCER_UPSTREAM_PORT:-${SVC_HA_PRIMARY_PORT:-25000}}"; fi
 for part in "${parts[@]}"; do scripts/topology/"$part".sh "$action"; done

@@ -8,13 +8,15 @@ set -euo pipefail
 
 DIR="${SVC_TOPOLOGY_DIR:-/tmp/svc-topology}/pg-ha"
 PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
-ETCD_PORT="${SVC_HA_ETCD_PORT:-52379}"
-PRIMARY_PORT="${SVC_HA_PRIMARY_PORT:-55000}"   # HAProxy: the current primary
-REPLICA_PORT="${SVC_HA_REPLICA_PORT:-55001}"   # HAProxy: the standbys (reads)
+# Ports below Linux's ephemeral range (32768-60999): an outgoing connection's local port can
+# never hold one when a node starts or restarts.
+ETCD_PORT="${SVC_HA_ETCD_PORT:-22379}"
+PRIMARY_PORT="${SVC_HA_PRIMARY_PORT:-25000}"   # HAProxy: the current primary
+REPLICA_PORT="${SVC_HA_REPLICA_PORT:-25001}"   # HAProxy: the standbys (reads)
 NODES=(pg1 pg2)
 # Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR.
-read -r -a PG_PORTS <<<"${SVC_HA_PG_PORTS:-55432 55433}"
-read -r -a API_PORTS <<<"${SVC_HA_API_PORTS:-58008 58009}"
+read -r -a PG_PORTS <<<"${SVC_HA_PG_PORTS:-25432 25433}"
+read -r -a API_PORTS <<<"${SVC_HA_API_PORTS:-28008 28009}"
 
 # PostgreSQL refuses to run as root: as root, the nodes run as the postgres user.
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }

@@ -2,15 +2,15 @@
 # PgBouncer in transaction pooling mode in front of PostgreSQL: many gateways' statement pools
 # share a few server connections (docs/operations.md, "Connections per process").
 #   scripts/topology/pgbouncer.sh up|down|status
-# Listens on 127.0.0.1:${SVC_PGBOUNCER_PORT:-56432}; every database name is passed through to
-# the upstream, 127.0.0.1:5432 by default (SVC_PGBOUNCER_UPSTREAM_PORT=55000: the pg-ha
+# Listens on 127.0.0.1:${SVC_PGBOUNCER_PORT:-26432}; every database name is passed through to
+# the upstream, 127.0.0.1:5432 by default (SVC_PGBOUNCER_UPSTREAM_PORT=25000: the pg-ha
 # topology's primary, through HAProxy). The admin console is the database `pgbouncer` on the
 # same port (user postgres). Files under $SVC_TOPOLOGY_DIR (default /tmp/svc-topology)/pgbouncer;
 # `down` stops what `up` started.
 set -euo pipefail
 
 DIR="${SVC_TOPOLOGY_DIR:-/tmp/svc-topology}/pgbouncer"
-PORT="${SVC_PGBOUNCER_PORT:-56432}"
+PORT="${SVC_PGBOUNCER_PORT:-26432}"
 UPSTREAM_HOST="${SVC_PGBOUNCER_UPSTREAM_HOST:-127.0.0.1}"
 UPSTREAM_PORT="${SVC_PGBOUNCER_UPSTREAM_PORT:-5432}"
 # Server connections per database and user: what PostgreSQL sees, however many clients come.

@@ -3,15 +3,15 @@
 #   scripts/topology/redis-cluster.sh up|down|status|masters|kill-master <n>|restart <n>
 # <n> is a node's number (1-6) or its port. Everything runs from Debian's redis-server, on ports
 # of its own, under $SVC_TOPOLOGY_DIR (default /tmp/svc-topology/redis-cluster); `down` stops
-# all it started. The gateways use it with REDIS_CLUSTER_NODES=127.0.0.1:57001,127.0.0.1:57002,...
+# all it started. The gateways use it with REDIS_CLUSTER_NODES=127.0.0.1:26001,127.0.0.1:26002,...
 set -euo pipefail
 
 ROOT_DIR="${SVC_TOPOLOGY_DIR:-/tmp/svc-topology}"
 DIR="$ROOT_DIR/redis-cluster"
-# Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR. The default
-# ports lie in Linux's ephemeral range (32768-60999), where a client socket may hold one for a
-# while; the tests run theirs below it.
-read -r -a PORTS <<<"${SVC_REDIS_CLUSTER_PORTS:-57001 57002 57003 57004 57005 57006}"
+# Two instances can run side by side with other ports and another SVC_TOPOLOGY_DIR. Every port,
+# and its bus port (port - 10000), lies below Linux's ephemeral range (32768-60999), where a
+# client socket could hold one.
+read -r -a PORTS <<<"${SVC_REDIS_CLUSTER_PORTS:-26001 26002 26003 26004 26005 26006}"
 # The cluster bus listens on port + 10000 by default (67001...: not a port); 10000 below instead.
 bus_port() { echo $(($1 - 10000)); }
 
@@ -52,8 +52,8 @@ start_node() {
   local port=$1
   running "$port" && return 0
   mkdir -p "$DIR/$port"
-  # The ports lie in Linux's ephemeral range (32768-60999): a client connection may hold one
-  # for a moment, and the bind fails. Tried again until it is free.
+  # A port given in Linux's ephemeral range (32768-60999) may be held a moment by a client
+  # connection, and the bind fails: tried again until it is free.
   for _ in $(seq 1 20); do
     local lines=0
     [ -f "$DIR/$port/redis.log" ] && lines=$(wc -l <"$DIR/$port/redis.log")
@@ -137,7 +137,7 @@ down() {
   rm -rf "$DIR"
 }
 
-# One line per node: port, role, state, slots served (e.g. "57001 master connected 0-5460").
+# One line per node: port, role, state, slots served (e.g. "26001 master connected 0-5460").
 status() {
   cluster_nodes | awk '{ split($2, a, "@"); split(a[1], h, ":"); role = ($3 ~ /master/) ? "master" : "replica";
     state = ($3 ~ /fail/) ? "failed" : $8; slots = ""; for (i = 9; i <= NF; i++) slots = slots " " $i;

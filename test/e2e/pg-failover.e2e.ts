@@ -1,10 +1,9 @@
 import { execFile, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { once } from 'node:events';
 import { usdToNano } from '@svc/platform';
+import { processLogs } from '../support/process-logs';
 import { api, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { describeWithEngines, topology } from '../support/topology';
@@ -14,7 +13,7 @@ import { spawnWorker } from '../support/worker';
 const ADMIN_TOKEN = 'admin-token-for-pg-failover';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 /** HAProxy's port for the current primary (scripts/topology/pg-ha.sh). */
-const DATABASE_URL = 'postgres://postgres@127.0.0.1:55000/postgres';
+const DATABASE_URL = 'postgres://postgres@127.0.0.1:25000/postgres';
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
 const ACCOUNTS = 16;
 const CONNECTIONS = 24;
@@ -22,13 +21,9 @@ const CONNECTIONS = 24;
 const LOAD_MS = 30_000;
 const KILL_AFTER_MS = 6_000;
 
-/** What each process logs goes to a file of its own, to read when the test fails. */
-const LOG_DIR = mkdtempSync(join(tmpdir(), 'pg-failover-'));
-function keepLog(child: ChildProcess, name: string): void {
-  const file = createWriteStream(join(LOG_DIR, `${name}.log`));
-  child.stdout!.on('data', (chunk: Buffer) => file.write(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => file.write(chunk));
-}
+const logs = processLogs('pg-failover');
+const LOG_DIR = logs.dir;
+const keepLog = logs.keep;
 
 interface Outcome {
   account: number;

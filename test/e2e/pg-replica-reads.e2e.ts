@@ -15,16 +15,16 @@ const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 /** A pg-ha instance of this suite's own (directory and ports), beside any other suite's. */
 const HA_ENV = {
   SVC_TOPOLOGY_DIR: '/tmp/svc-topology-replica',
-  SVC_HA_PG_PORTS: '56532 56533',
-  SVC_HA_API_PORTS: '58108 58109',
-  SVC_HA_ETCD_PORT: '52479',
-  SVC_HA_PRIMARY_PORT: '56100',
-  SVC_HA_REPLICA_PORT: '56101',
+  SVC_HA_PG_PORTS: '25532 25533',
+  SVC_HA_API_PORTS: '28108 28109',
+  SVC_HA_ETCD_PORT: '22479',
+  SVC_HA_PRIMARY_PORT: '25100',
+  SVC_HA_REPLICA_PORT: '25101',
 };
-const NODE_PORTS: Record<string, number> = { pg1: 56532, pg2: 56533 };
-const API_PORTS = [58108, 58109];
-const DATABASE_URL = 'postgres://postgres@127.0.0.1:56100/postgres';
-const DATABASE_READ_URL = 'postgres://postgres@127.0.0.1:56101/postgres';
+const NODE_PORTS: Record<string, number> = { pg1: 25532, pg2: 25533 };
+const API_PORTS = [28108, 28109];
+const DATABASE_URL = 'postgres://postgres@127.0.0.1:25100/postgres';
+const DATABASE_READ_URL = 'postgres://postgres@127.0.0.1:25101/postgres';
 const ROUNDS = 50;
 
 async function pgHa(...args: string[]): Promise<string> {

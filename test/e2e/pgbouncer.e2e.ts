@@ -1,13 +1,12 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { ACK_WAIT_MS } from '@svc/identity';
 import { generateEncryptionKey, usdToNano } from '@svc/platform';
+import { processLogs } from '../support/process-logs';
 import { api, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { describeWithEngines, topology } from '../support/topology';
@@ -18,7 +17,7 @@ const ADMIN_TOKEN = 'admin-token-for-pgbouncer-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
 /** scripts/topology/pgbouncer.sh's port. */
-const PGBOUNCER_PORT = 56432;
+const PGBOUNCER_PORT = 26432;
 /**
  * Its server connections per database (default_pool_size), fewer here than by default: the
  * statements of three processes queue for them, and the pools open client connections meanwhile.
@@ -33,12 +32,9 @@ const BATCH_LINES = 30;
 /** The application name of every session (DATABASE_SESSION_URL) the processes open. */
 const SESSION_NAME = 'svc-pgb-session';
 
-const LOG_DIR = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
-function keepLog(child: ChildProcess, name: string): void {
-  const file = createWriteStream(join(LOG_DIR, `${name}.log`));
-  child.stdout!.on('data', (chunk: Buffer) => file.write(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => file.write(chunk));
-}
+const logs = processLogs('pgbouncer');
+const LOG_DIR = logs.dir;
+const keepLog = logs.keep;
 
 interface Outcome {
   account: number;

@@ -1,13 +1,14 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createWriteStream, mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import type { Cluster } from 'ioredis';
 import { closeRedis, connectRedisCluster, DEFAULT_KEY_PREFIX, rateWindowKey, usdToNano, whenReady } from '@svc/platform';
+import { processLogs } from '../support/process-logs';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { describeWithEngines, topologyWith } from '../support/topology';
@@ -33,13 +34,9 @@ const KILL_AFTER_MS = 4_000;
 
 const cluster = (...args: string[]) => topologyWith(TOPOLOGY, 'redis-cluster', ...args);
 
-/** What each process logs goes to a file of its own, to read when the test fails. */
-const LOG_DIR = mkdtempSync(join(tmpdir(), 'redis-failover-'));
-function keepLog(child: ChildProcess, name: string): void {
-  const file = createWriteStream(join(LOG_DIR, `${name}.log`));
-  child.stdout!.on('data', (chunk: Buffer) => file.write(chunk));
-  child.stderr!.on('data', (chunk: Buffer) => file.write(chunk));
-}
+const logs = processLogs('redis-failover');
+const LOG_DIR = logs.dir;
+const keepLog = logs.keep;
 
 interface Attempt {
   account: number;

@@ -11,7 +11,7 @@ describe('isConnectionFailure', () => {
     ['53300', 'too many connections'],
     // Issue 43: a failover's proxy routed the write to the standby being promoted.
     ['25006', 'cannot execute INSERT in a read-only transaction'],
-    ['ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:55000'],
+    ['ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:25000'],
   ])('takes SQLSTATE or errno %s (%s) as the database being unavailable', (code, message) => {
     expect(isConnectionFailure(pgError(code, message))).toBe(true);
   });
