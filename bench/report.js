@@ -121,6 +121,36 @@ function markdown(r) {
     );
   }
 
+  const st = r.sequential.stream;
+  if (st?.direct?.first_content_ms) {
+    p(
+      '**Streamed, time to the first content byte** (issue 45): the same streamed requests, timed from sending the request to the end of the ' +
+        'first SSE `data:` line whose `choices[0].delta.content` is not empty (what a user waits for before text appears), beside the whole ' +
+        'stream above. Overheads as above, over the direct upstream.',
+      '',
+      table(
+        ['target', 'first content p50 ms', 'p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'paired p50 / p99 ms'],
+        SEQ_TARGETS.filter((t) => st[t]?.first_content_ms).map((t) => {
+          const o = st[t].first_content_overhead_ms;
+          const pr = st[t].first_content_paired_overhead_ms;
+          return [
+            LABEL[t],
+            f(st[t].first_content_ms.p50, 3),
+            f(st[t].first_content_ms.p99, 3),
+            o ? f(o.p50, 3) : '-',
+            o ? f(o.p99, 3) : '-',
+            pr ? `${f(pr.p50, 3)} / ${f(pr.p99, 3)}` : '-',
+          ];
+        }),
+      ),
+      '',
+      fig.rows.stream.first_content?.gateway?.beyond_durable_p50_ms !== undefined
+        ? `Beyond the durable floor, the gateway's first content byte comes **${f(fig.rows.stream.first_content.gateway.beyond_durable_p50_ms, 3)} ms** later at p50 (target: at most 0.5 ms).`
+        : '',
+      '',
+    );
+  }
+
   const wp = r.sequential_worker_paused?.json;
   if (wp) {
     p(
