@@ -239,8 +239,8 @@ function markdown(r) {
     p(
       `1, 2 and 4 gateway processes of this build (each as \`npm run start:gateway\` runs it) on the same database and Redis, with ${gw.workers} worker, ` +
         `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
-        `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer ` +
-        '(the gateways started for an N are cold). Two loads: the 64 accounts of section 2, and 8 accounts shared by all 64 connections. ' +
+        `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer; ` +
+        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Two loads: the 64 accounts of section 2, and 8 accounts shared by all 64 connections. ' +
         'In both, every connection rotates its requests over all the accounts (one key per request, not one account per connection), and ' +
         "HAProxy balances every request on its own: every account's requests land on every gateway in both loads; they differ in how many " +
         'requests of one account are in flight at once (about 1 with 64 accounts, about 8 with 8). CPU ms/request: gateways, worker, ' +
