@@ -52,7 +52,7 @@ function markdown(r) {
       'with a durable hold and charge (two event-store appends) on every request. The client, the upstream, the proxies, the worker, ' +
       'PostgreSQL and Redis all share the same cores, so compare ratios within a run, never absolute figures across runs.',
     '',
-    'Reproduce: `npm run build && npm install --prefix bench && node bench/run.js` (`--quick` for a smoke run, `--no-profile` to skip the profile; `--sequential-only` and `--throughput-only` compare two builds quickly and write nothing). ' +
+    'Reproduce: `npm run build && npm install --prefix bench && node bench/run.js` (`--quick` for a smoke run, `--no-profile` to skip the profile; `--sequential-only` and `--throughput-only` compare two builds quickly and write nothing, `--gateways-only` runs section 2c alone and writes nothing). ' +
       'Raw figures: [`bench/results/latest.json`](../bench/results/latest.json).',
     '',
     '## Targets',
@@ -117,6 +117,36 @@ function markdown(r) {
         : '') +
         `PostgreSQL transactions per gateway request, gateway and worker together (every statement outside BEGIN/COMMIT counts as one): ${f(s.pg_transactions_per_gateway_request)}. ` +
         `Other load on the machine during this phase: ${f(s.other_load_cores)} cores.`,
+      '',
+    );
+  }
+
+  const st = r.sequential.stream;
+  if (st?.direct?.first_content_ms) {
+    p(
+      '**Streamed, time to the first content byte** (issue 45): the same streamed requests, timed from sending the request to the end of the ' +
+        'first SSE `data:` line whose `choices[0].delta.content` is not empty (what a user waits for before text appears), beside the whole ' +
+        'stream above. Overheads as above, over the direct upstream.',
+      '',
+      table(
+        ['target', 'first content p50 ms', 'p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'paired p50 / p99 ms'],
+        SEQ_TARGETS.filter((t) => st[t]?.first_content_ms).map((t) => {
+          const o = st[t].first_content_overhead_ms;
+          const pr = st[t].first_content_paired_overhead_ms;
+          return [
+            LABEL[t],
+            f(st[t].first_content_ms.p50, 3),
+            f(st[t].first_content_ms.p99, 3),
+            o ? f(o.p50, 3) : '-',
+            o ? f(o.p99, 3) : '-',
+            pr ? `${f(pr.p50, 3)} / ${f(pr.p99, 3)}` : '-',
+          ];
+        }),
+      ),
+      '',
+      fig.rows.stream.first_content?.gateway?.beyond_durable_p50_ms !== undefined
+        ? `Beyond the durable floor, the gateway's first content byte comes **${f(fig.rows.stream.first_content.gateway.beyond_durable_p50_ms, 3)} ms** later at p50 (target: at most 0.5 ms).`
+        : '',
       '',
     );
   }
@@ -198,6 +228,39 @@ function markdown(r) {
         `to show it): idle, p50 ${f(own.idle_ms.p50)} ms, p90 ${f(own.idle_ms.p90)} ms (${own.idle_ms.n} reads); while 64 connections of other ` +
         `accounts load the gateway (${int(own.load_rps)} req/s), p50 ${f(own.under_load_ms.p50)} ms, p90 ${f(own.under_load_ms.p90)} ms, ` +
         `max ${f(own.under_load_ms.max)} ms (${own.under_load_ms.n} reads).`,
+      '',
+    );
+  }
+
+  const gw = r.gateways;
+  if (gw) {
+    const loads = { accounts64: '64 accounts', accounts8: '8 shared accounts' };
+    p(`## 2c. N gateways behind one balancer`, '');
+    p(
+      `1, 2 and 4 gateway processes of this build (each as \`npm run start:gateway\` runs it) on the same database and Redis, with ${gw.workers} worker, ` +
+        `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
+        `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer; ` +
+        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Two loads: the 64 accounts of section 2, and 8 accounts shared by all 64 connections. ' +
+        'In both, every connection rotates its requests over all the accounts (one key per request, not one account per connection), and ' +
+        "HAProxy balances every request on its own: every account's requests land on every gateway in both loads; they differ in how many " +
+        'requests of one account are in flight at once (about 1 with 64 accounts, about 8 with 8). CPU ms/request: gateways, worker, ' +
+        'PostgreSQL, Redis and HAProxy over the 2xx answers.',
+      '',
+      table(
+        ['N', 'load', 'req/s', 'x one gateway', 'p50 / p99 ms', 'non-2xx / errors', 'requests per gateway', 'CPU ms/request: all (gateways, HAProxy)'],
+        Object.entries(gw.by_n).flatMap(([n, byLoad]) =>
+          Object.entries(byLoad).map(([name, g]) => [
+            n,
+            loads[name] ?? name,
+            int(g.rps),
+            x(g.rps_x_one),
+            `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
+            `${g.non2xx} / ${g.errors + g.timeouts}`,
+            Object.values(g.requests_per_gateway).map(int).join(', '),
+            `${f(g.cpu_ms_per_request_all)} (${f(g.cpu_ms_per_request_gateways)}, ${f(g.cpu_ms_per_request_haproxy)})`,
+          ]),
+        ),
+      ),
       '',
     );
   }

@@ -5,10 +5,15 @@
  * proxy (the floor), all in front of ONE simulated upstream process, in one run; the sequential
  * phase adds the bare proxy with the durable steps alone (durable-proxy.js, the durable floor).
  *
- *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only] [--ab-only]
+ *   node bench/run.js [--quick] [--no-profile] [--no-docs] [--sequential-only] [--throughput-only] [--profile-only] [--ab-only] [--gateways-only]
  *
  * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway, the
  * durable floor and the direct upstream alone, prints the figures and writes nothing.
+ *
+ * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
+ * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
+ * http, round robin per request), 64 connections on 64 accounts and on 8 shared accounts; prints
+ * the figures and writes nothing.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
@@ -53,8 +58,10 @@ const THROUGHPUT_ONLY = args.has('--throughput-only');
 const PROFILE_ONLY = args.has('--profile-only');
 const PROFILE_MODE = process.env.BENCH_PROFILE_MODE === 'stream' ? 'stream' : 'json';
 const AB_ONLY = args.has('--ab-only');
+// Phase 2c alone (N gateways behind one HAProxy): figures printed, nothing written.
+const GATEWAYS_ONLY = args.has('--gateways-only');
 const AB_ROOT = process.env.BENCH_AB_ROOT ? path.resolve(process.env.BENCH_AB_ROOT) : null;
-const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY && !PROFILE_ONLY && !AB_ONLY;
+const WRITE_DOCS = !args.has('--no-docs') && !SEQUENTIAL_ONLY && !THROUGHPUT_ONLY && !PROFILE_ONLY && !AB_ONLY && !GATEWAYS_ONLY;
 const num = (name, full, quick) => Number(process.env[name] || (QUICK ? quick : full));
 const CFG = {
   seqN: num('BENCH_SEQ_N', 1000, 300),
@@ -481,12 +488,50 @@ function targetKey(target, ctx) {
 
 const CHAT_PATH = '/v1/chat/completions';
 
-async function timedRequest(client, headers, body) {
+/** Whether one SSE line is a `data:` event of the OpenAI chat stream that carries content. */
+function carriesContent(line) {
+  if (!line.startsWith('data:')) return false;
+  const data = line.slice(5).trim();
+  if (data === '' || data === '[DONE]') return false;
+  try {
+    const content = JSON.parse(data).choices?.[0]?.delta?.content;
+    return typeof content === 'string' && content.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One request; `ms` is the time from sending it to the last byte of the answer. With
+ * `firstContent`, the body is read as it arrives and `firstContentMs` is the time to the end of
+ * the first SSE `data:` line whose `choices[0].delta.content` is not empty (null if none came).
+ */
+async function timedRequest(client, headers, body, { firstContent = false } = {}) {
   const t0 = process.hrtime.bigint();
   const res = await client.request({ path: CHAT_PATH, method: 'POST', headers, body });
-  const text = await res.body.text();
+  let text = '';
+  let firstContentMs = null;
+  if (!firstContent) text = await res.body.text();
+  else {
+    res.body.setEncoding('utf8');
+    let scanned = 0; // text before this offset holds whole lines already looked at
+    for await (const chunk of res.body) {
+      const at = process.hrtime.bigint();
+      text += chunk;
+      if (firstContentMs !== null) continue;
+      const end = text.lastIndexOf('\n');
+      if (end < scanned) continue;
+      for (const line of text.slice(scanned, end).split('\n')) {
+        if (carriesContent(line.trimEnd())) {
+          firstContentMs = Number(at - t0) / 1e6;
+          break;
+        }
+      }
+      scanned = end + 1;
+    }
+  }
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-  return { ms, status: res.statusCode, text };
+  return { ms, status: res.statusCode, text, firstContentMs };
 }
 
 async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
@@ -498,16 +543,21 @@ async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MO
       const pg0 = await xactCounts(ctx.db);
       const sampler = startSampler(ctx.pids, ctx.db);
       const lat = Object.fromEntries(TARGETS.map((t) => [t, []]));
+      // Streamed: the time to the first content-carrying SSE event too (issue 45's first byte).
+      const first = Object.fromEntries(TARGETS.map((t) => [t, []]));
       const bad = Object.fromEntries(TARGETS.map((t) => [t, {}]));
       const total = warmup + n;
       for (let i = 0; i < total; i++) {
         // Interleaved, rotating the order each round: every target sees the same conditions.
         for (let k = 0; k < TARGETS.length; k++) {
           const t = TARGETS[(i + k) % TARGETS.length];
-          const r = await timedRequest(clients[t], headers[t], BODIES[mode]);
-          const valid = r.status === 200 && (mode === 'json' ? r.text.includes('Echo: hello') : r.text.includes('data: [DONE]'));
+          const r = await timedRequest(clients[t], headers[t], BODIES[mode], { firstContent: mode === 'stream' });
+          const valid = r.status === 200 && (mode === 'json' ? r.text.includes('Echo: hello') : r.text.includes('data: [DONE]') && r.firstContentMs !== null);
           if (!valid) bad[t][r.status] = (bad[t][r.status] ?? 0) + 1;
-          if (i >= warmup) lat[t].push(r.ms);
+          if (i >= warmup) {
+            lat[t].push(r.ms);
+            if (mode === 'stream') first[t].push(r.firstContentMs ?? r.ms);
+          }
         }
       }
       const stats = {};
@@ -524,6 +574,15 @@ async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MO
           paired_overhead_ms: t === 'direct' ? null : { p50: r3(pct(paired, 50)), p99: r3(pct(paired, 99)) },
           invalid: bad[t],
         };
+        if (mode === 'stream') {
+          // Request sent to the first SSE event with content: the same two overheads as above.
+          const f = [...first[t]].sort((a, b) => a - b);
+          const fDirect = [...first.direct].sort((a, b) => a - b);
+          const fPaired = first[t].map((v, i) => v - first.direct[i]).sort((a, b) => a - b);
+          stats[t].first_content_ms = { p50: r3(pct(f, 50)), p90: r3(pct(f, 90)), p99: r3(pct(f, 99)) };
+          stats[t].first_content_overhead_ms = t === 'direct' ? null : { p50: r3(pct(f, 50) - pct(fDirect, 50)), p99: r3(pct(f, 99) - pct(fDirect, 99)) };
+          stats[t].first_content_paired_overhead_ms = t === 'direct' ? null : { p50: r3(pct(fPaired, 50)), p99: r3(pct(fPaired, 99)) };
+        }
       }
       const sample = await sampler.stop();
       await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
@@ -539,6 +598,16 @@ async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MO
         postgres_cpu_s_by_client: sample.postgres_cpu_s_by_client,
       };
       log(`sequential ${mode}: ` + TARGETS.map((t) => `${t} p50 ${stats[t].latency_ms.p50} p99 ${stats[t].latency_ms.p99}`).join(' | '));
+      if (mode === 'stream') {
+        log(
+          'sequential stream, first content byte: ' +
+            TARGETS.map((t) => `${t} p50 ${stats[t].first_content_ms.p50} p99 ${stats[t].first_content_ms.p99}`).join(' | ') +
+            '; overhead p50 / p99: ' +
+            TARGETS.filter((t) => t !== 'direct')
+              .map((t) => `${t} ${stats[t].first_content_overhead_ms.p50} / ${stats[t].first_content_overhead_ms.p99} ms`)
+              .join(', '),
+        );
+      }
     }
   } finally {
     await Promise.all(Object.values(clients).map((c) => c.close()));
@@ -880,6 +949,212 @@ async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
 }
 
 // ---------------------------------------------------------------------------------------------
+// N gateways behind one balancer (issue 45)
+
+const HAPROXY = process.env.BENCH_HAPROXY || '/usr/sbin/haproxy';
+const GATEWAY_COUNTS = [1, 2, 4];
+/** The two loads: every connection rotates over these accounts, one key each, per request. */
+const GATEWAY_LOADS = {
+  accounts64: { accounts: 64, label: '64 accounts' },
+  accounts8: { accounts: 8, label: '8 accounts shared by all connections' },
+};
+
+/** Another gateway process of this build on the same database, Redis and data directory. */
+async function startExtraGateway(ctx, i) {
+  const port = await freePort();
+  const name = `gateway-${i}`;
+  const gw = await startProcess(name, process.execPath, [...productionGatewayFlags(APP_ROOT), GATEWAY_ENTRY], {
+    env: ctx.appEnv({ PORT: String(port), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
+    ready: /svc-gateway listening on (http:\/\/\S+)/,
+  });
+  return { name, port, pid: gw.pid };
+}
+
+/**
+ * HAProxy from the distribution, in the foreground (-db) as a child process: mode http, so every
+ * request of a keep-alive connection is balanced on its own (round robin over the gateways), and
+ * one thread (the load is small for it; it shares the 2 cores with everything else). Its stats
+ * page (CSV) says how many requests each gateway got.
+ */
+async function startBalancer(ctx, gateways) {
+  const [port, statsPort] = [await freePort(), await freePort()];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-haproxy-'));
+  const cfg = path.join(dir, 'haproxy.cfg');
+  fs.writeFileSync(
+    cfg,
+    [
+      'global',
+      '  nbthread 1',
+      '  maxconn 4096',
+      'defaults',
+      '  mode http',
+      '  option http-keep-alive',
+      '  timeout connect 5s',
+      '  timeout client 60s',
+      '  timeout server 60s',
+      'frontend gateways',
+      `  bind 127.0.0.1:${port}`,
+      '  default_backend gateways',
+      'backend gateways',
+      '  balance roundrobin',
+      ...gateways.map((g, i) => `  server g${i + 1} 127.0.0.1:${g.port}`),
+      'listen stats',
+      `  bind 127.0.0.1:${statsPort}`,
+      '  stats enable',
+      '  stats uri /stats',
+      '',
+    ].join('\n'),
+  );
+  // HAProxy prints nothing when it starts well: it is ready when its port answers; its exit
+  // before that (a bad configuration) fails the phase, and the silence is no failure.
+  const started = startProcess('haproxy', HAPROXY, ['-db', '-f', cfg], { ready: /(?!)/, timeoutMs: 10_000, logName: `haproxy-${gateways.length}` });
+  started.catch(() => undefined);
+  try {
+    await Promise.race([waitForPort(port), started]);
+    await waitForPort(statsPort);
+  } finally {
+    // HAProxy has read its configuration (or failed on it): the file is no longer needed.
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const pid = children.get('haproxy')?.proc.pid;
+  if (!pid) throw new Error(`haproxy exited at start; see ${path.relative(REPO_ROOT, LOG_DIR)}/haproxy-${gateways.length}.log`);
+  return { port, statsPort, pid, origin: `http://127.0.0.1:${port}` };
+}
+
+/** Requests each gateway has been sent so far, by server name (g1, g2, ...), from HAProxy's stats. */
+async function balancerCounts(balancer) {
+  const res = await request(`http://127.0.0.1:${balancer.statsPort}/stats;csv`);
+  const [head, ...lines] = (await res.body.text()).trim().split('\n');
+  const cols = head.replace(/^# /, '').split(',');
+  const [px, sv, stot] = ['pxname', 'svname', 'stot'].map((c) => cols.indexOf(c));
+  const out = {};
+  for (const l of lines) {
+    const f = l.split(',');
+    if (f[px] === 'gateways' && /^g\d+$/.test(f[sv])) out[f[sv]] = Number(f[stot]);
+  }
+  return out;
+}
+
+/**
+ * N = 1, 2 and 4 gateway processes of this build on one database, one worker, behind one HAProxy;
+ * at each N, 64 connections for the throughput phase's duration, non-streamed, on two loads:
+ * the 64 accounts of the throughput phase, and 8 accounts shared by all 64 connections.
+ */
+async function gatewaysPhase(ctx) {
+  const out = {
+    balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread',
+    workers: 1,
+    mode: 'json',
+    direct_warmup_ok: 0,
+    direct_warmup_non2xx: 0,
+    by_n: {},
+  };
+  const gateways = [{ name: 'gateway', port: ctx.gatewayPort, pid: ctx.pids.gateway }];
+  try {
+    for (const n of GATEWAY_COUNTS) {
+      while (gateways.length < n) {
+        const g = await startExtraGateway(ctx, gateways.length + 1);
+        gateways.push(g);
+        // A fresh process runs cold (its JIT, its pools) for seconds: it is warmed alone, directly,
+        // with the load the phase measures, so that it starts even with the one that served before.
+        const w = await load(`gateways-${g.name}-warm`, {
+          url: `http://127.0.0.1:${g.port}${CHAT_PATH}`,
+          connections: CFG.loadConnections,
+          body: BODIES.json,
+          headers: targetHeaders('gateway', ctx),
+          keys: ctx.loadKeys,
+          warmup: 0,
+          duration: Math.max(4, 2 * CFG.loadWarmup),
+        });
+        out.direct_warmup_ok += w.ok;
+        out.direct_warmup_non2xx += w.non2xx + w.errors;
+      }
+      const balancer = await startBalancer(ctx, gateways);
+      const gwPids = Object.fromEntries(gateways.map((g) => [g.name, g.pid]));
+      const pids = { ...gwPids, worker: ctx.pids.worker, haproxy: balancer.pid, simulator: ctx.pids.simulator };
+      if (ctx.pids.redis) pids.redis = ctx.pids.redis;
+      out.by_n[n] = {};
+      try {
+        for (const [loadName, { accounts }] of Object.entries(GATEWAY_LOADS)) {
+          const opts = {
+            url: `${balancer.origin}${CHAT_PATH}`,
+            connections: CFG.loadConnections,
+            body: BODIES.json,
+            headers: targetHeaders('gateway', ctx),
+            keys: ctx.loadKeys.slice(0, accounts),
+            warmup: 0,
+          };
+          // At least 3 s: the gateways started for this N are cold. The phase's first warm-up is
+          // longer: with --gateways-only the first gateway has served nothing before it.
+          const first = n === GATEWAY_COUNTS[0] && loadName === Object.keys(GATEWAY_LOADS)[0];
+          const warm = await load(`gateways-${n}-${loadName}-warmup`, { ...opts, duration: Math.max(first ? 6 : 3, CFG.loadWarmup) });
+          await settle({ ...gwPids, worker: ctx.pids.worker });
+          const c0 = await balancerCounts(balancer);
+          const sampler = startSampler(pids, ctx.db);
+          const r = await load(`gateways-${n}-${loadName}`, { ...opts, duration: CFG.loadSeconds });
+          const s = await sampler.stop();
+          const c1 = await balancerCounts(balancer);
+          const cpu = Object.values(s.cpu_s).reduce((a, b) => a + (b ?? 0), 0) - (s.cpu_s.driver ?? 0) - (s.cpu_s.simulator ?? 0);
+          const gatewaysCpu = Object.keys(gwPids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
+          const per = (x) => r3((1000 * x) / Math.max(1, r.ok));
+          out.by_n[n][loadName] = {
+            accounts,
+            rps: r2(r.rps),
+            ok: r.ok,
+            warmup_ok: warm.ok,
+            non2xx: r.non2xx,
+            errors: r.errors,
+            timeouts: r.timeouts,
+            warmup_non2xx: warm.non2xx + warm.errors,
+            status_codes: r.status_codes,
+            latency_ms: r.latency_ms,
+            requests_per_gateway: Object.fromEntries(Object.keys(c1).map((k) => [k, c1[k] - (c0[k] ?? 0)])),
+            cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
+            // Gateways, worker, PostgreSQL, Redis and HAProxy (not the simulator, the client or the driver).
+            cpu_ms_per_request_all: per(cpu),
+            cpu_ms_per_request_gateways: per(gatewaysCpu),
+            cpu_ms_per_request_haproxy: per(s.cpu_s.haproxy ?? 0),
+            other_load_cores: foreignCores(s, r.client_cpu_s),
+          };
+          const base = out.by_n[1][loadName];
+          out.by_n[n][loadName].rps_x_one = r3(r.rps / base.rps);
+          log(
+            `gateways ${n}, ${GATEWAY_LOADS[loadName].label}: ${r.rps.toFixed(0)} req/s (${out.by_n[n][loadName].rps_x_one}x one gateway), ` +
+              `p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; requests per gateway ${JSON.stringify(out.by_n[n][loadName].requests_per_gateway)}; ` +
+              `CPU ms/request ${out.by_n[n][loadName].cpu_ms_per_request_all} (gateways ${out.by_n[n][loadName].cpu_ms_per_request_gateways}, HAProxy ${out.by_n[n][loadName].cpu_ms_per_request_haproxy})`,
+          );
+        }
+      } finally {
+        await stopProcess('haproxy');
+      }
+    }
+  } finally {
+    // Requests the last load left in flight finish before the extra gateways stop.
+    await settle({ ...Object.fromEntries(gateways.map((g) => [g.name, g.pid])), worker: ctx.pids.worker });
+    await Promise.all(gateways.slice(1).map((g) => stopProcess(g.name)));
+  }
+  return out;
+}
+
+/** Issue 45's targets for N gateways behind one balancer: >= 0.9x one gateway's req/s, 0 errors. */
+function gatewaysTargets(g) {
+  const targets = [];
+  for (const n of GATEWAY_COUNTS.filter((k) => k > 1)) {
+    for (const [loadName, { label }] of Object.entries(GATEWAY_LOADS)) {
+      const x = g.by_n[n]?.[loadName];
+      if (!x) continue;
+      const failures = x.non2xx + x.errors + x.timeouts;
+      targets.push({
+        name: `${n} gateways behind one balancer >= 0.9x one gateway's req/s, 0 errors (${label}, non-streamed)`,
+        measured: `${x.rps_x_one}x (${Math.round(x.rps)} vs ${Math.round(g.by_n[1][loadName].rps)} req/s), ${failures} non-2xx or errors`,
+        reached: x.rps / g.by_n[1][loadName].rps >= 0.9 && failures === 0,
+      });
+    }
+  }
+  return targets;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Two builds in one run (--ab-only)
 
 /** The build under BENCH_AB_ROOT's database and data directory, and how to drop them: registered before anything of B starts. */
@@ -1144,6 +1419,12 @@ async function main() {
       return;
     }
 
+    if (GATEWAYS_ONLY) {
+      const g = await gatewaysPhase(ctx);
+      for (const t of gatewaysTargets(g)) log(`${t.reached ? 'REACHED ' : 'MISSED  '} ${t.name}: ${t.measured}`);
+      return;
+    }
+
     if (THROUGHPUT_ONLY) {
       // BENCH_TARGETS=gateway,portkey puts Portkey beside it in the same run.
       const targets = (process.env.BENCH_TARGETS || 'gateway').split(',');
@@ -1184,6 +1465,8 @@ async function main() {
     }
     await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
     if (SEQUENTIAL_ONLY) {
+      const fc = firstContentTarget(results.sequential.stream);
+      log(`${fc.target.reached ? 'REACHED ' : 'MISSED  '} ${fc.target.name}: ${fc.target.measured}`);
       for (const [phase, figures] of Object.entries({ ...results.sequential, paused: results.sequential_worker_paused.json })) {
         const floor = figures.durable ? `; durable floor p50 ${figures.durable.overhead_ms.p50} ms, p99 ${figures.durable.overhead_ms.p99} ms` : '';
         log(
@@ -1200,6 +1483,9 @@ async function main() {
     log(
       `own read: idle p50 ${results.own_read.idle_ms.p50} ms, under load p50 ${results.own_read.under_load_ms.p50} ms (p90 ${results.own_read.under_load_ms.p90})`,
     );
+
+    log(`2c. 1, 2 and 4 gateways behind one HAProxy, ${CFG.loadConnections} connections, 64 accounts and 8 shared accounts`);
+    results.gateways = await gatewaysPhase(ctx);
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
@@ -1324,7 +1610,7 @@ function scanLogs() {
   const out = {};
   if (!fs.existsSync(LOG_DIR)) return out;
   for (const f of fs.readdirSync(LOG_DIR)) {
-    if (!/^(gateway|gateway-profiled|worker|portkey|bare-proxy|durable-proxy|simulator)\.log$/.test(f)) continue;
+    if (!/^(gateway|gateway-\d+|gateway-profiled|worker|portkey|bare-proxy|durable-proxy|simulator)\.log$/.test(f)) continue;
     const lines = fs.readFileSync(path.join(LOG_DIR, f), 'utf8').split('\n');
     const bad = lines.filter((l) => /ERROR|Error:|unreachable|WARN/i.test(l) && !/^\s+at /.test(l));
     // A client that leaves mid-stream (autocannon closing its connections at the end of a timed
@@ -1404,7 +1690,10 @@ async function consistency(db, results) {
   const profileOk = results.profile ? results.profile.load.ok + results.profile.load.warmup_ok : 0;
   const own = results.own_read;
   const ownOk = own ? own.idle_ms.n + own.under_load_ms.n + own.load_ok : 0;
-  const seen = seqOk + loadOk + ownOk + results.hot.funded.ok + results.hot.exhaust.ok + profileOk;
+  const gatewaysOk =
+    (results.gateways?.direct_warmup_ok ?? 0) +
+    Object.values(results.gateways?.by_n ?? {}).reduce((s, byLoad) => s + Object.values(byLoad).reduce((a, x) => a + x.ok + x.warmup_ok, 0), 0);
+  const seen = seqOk + loadOk + ownOk + gatewaysOk + results.hot.funded.ok + results.hot.exhaust.ok + profileOk;
   return {
     events_by_type: byType,
     gateway_2xx_seen_by_clients: seen,
@@ -1474,6 +1763,11 @@ function figures(r) {
       reached: t.latency_ms.p99 <= thr(mode, 'portkey').latency_ms.p99,
     });
   }
+  // Issue 45: the first content byte of a streamed request, against the durable floor's.
+  const fc = firstContentTarget(r.sequential.stream);
+  rows.stream.first_content = fc.rows;
+  targets.push(fc.target);
+  if (r.gateways) targets.push(...gatewaysTargets(r.gateways));
   const hot = r.hot.funded;
   const noOverdraft = r.audit.exit_code === 0 && r.audit.negative_accounts === 0 && r.audit.violations === 0;
   targets.push({ name: 'hot account >= 1,000 billed requests/s', measured: `${hot.billed_rps} req/s`, reached: hot.billed_rps >= 1000 });
@@ -1489,6 +1783,28 @@ function figures(r) {
   });
   targets.push({ name: 'gateway RSS <= 300 MB under load', measured: `${r2(gwRss)} MB`, reached: gwRss <= 300 });
   return { rows, gateway_rss_max_mb: r2(gwRss), targets };
+}
+
+/**
+ * Time to the first content byte of a streamed request, overhead over the direct upstream, by
+ * target, and issue 45's target: the gateway's p50 at most the durable floor's + 0.5 ms.
+ */
+function firstContentTarget(stream) {
+  const rows = {};
+  for (const t of ['bare', 'durable', 'portkey', 'gateway']) {
+    if (stream[t]?.first_content_overhead_ms) rows[t] = { ...stream[t].first_content_overhead_ms };
+  }
+  const [g, d] = [rows.gateway?.p50, rows.durable?.p50];
+  const known = g !== undefined && d !== undefined && g !== null && d !== null;
+  if (known) rows.gateway.beyond_durable_p50_ms = r3(g - d);
+  return {
+    rows,
+    target: {
+      name: "first content byte, overhead p50 <= the durable floor's + 0.5 ms (streamed)",
+      measured: known ? `${g} vs ${d} ms (+${r3(g - d)} ms)` : 'n/a',
+      reached: known && g <= d + 0.5,
+    },
+  };
 }
 
 function checkAnomalies(r) {
@@ -1511,6 +1827,15 @@ function checkAnomalies(r) {
   const e = r.hot.exhaust;
   const unexpected = Object.keys(e.status_codes).filter((c) => c !== '200' && c !== '402');
   if (unexpected.length || e.errors) a.push(`hot exhaust: unexpected ${JSON.stringify(e.status_codes)}, errors ${e.errors}`);
+  if (r.gateways?.direct_warmup_non2xx) a.push(`gateways phase: ${r.gateways.direct_warmup_non2xx} non-2xx or errors warming the extra gateways`);
+  for (const [n, byLoad] of Object.entries(r.gateways?.by_n ?? {})) {
+    for (const [name, x] of Object.entries(byLoad)) {
+      if (x.non2xx || x.errors || x.timeouts || x.warmup_non2xx)
+        a.push(
+          `${n} gateways, ${name}: non2xx ${x.non2xx} ${JSON.stringify(x.status_codes)}, errors ${x.errors}, timeouts ${x.timeouts}, warm-up ${x.warmup_non2xx}`,
+        );
+    }
+  }
   if (r.profile && (r.profile.load.non2xx || r.profile.load.errors)) a.push(`profile load: non2xx ${r.profile.load.non2xx}, errors ${r.profile.load.errors}`);
   if (r.audit.exit_code !== 0) a.push(`ledger audit exited ${r.audit.exit_code}`);
   if (r.audit.open_holds) a.push(`${r.audit.open_holds} holds still open after the run`);
