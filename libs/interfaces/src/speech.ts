@@ -90,6 +90,13 @@ export const speechOperation: Operation<SpeechCall, BinaryResult> = {
   },
   usageOf: (_result, call) => ({ characters: call.characters }),
   returned: (result) => audioBytes(result),
+  // Issue 44: the text to speak, read by the guardrails' content filters. A redacted input is
+  // what is spoken, so it is what is counted and billed.
+  prompt: {
+    param: 'input',
+    texts: (call) => [String(call.body.input)],
+    withTexts: (call, [input]) => ({ ...call, body: { ...call.body, input }, characters: [...input].length, tokens: countTextTokens(input) }),
+  },
 };
 
 /**
