@@ -1,8 +1,9 @@
 import { DomainError } from '@svc/eventstore';
 import type { Nano } from '@svc/platform';
-import { windowEndMs, windowStartMs, type LimitReset } from '../spend-window';
+import type { LimitReset } from '../spend-window';
 import type { Budget, PlaceHold } from './commands';
 import { budgetBucket, type AccountEvent, type BudgetData, type BudgetWindowData } from './events';
+import { crosses, WARNING_PERCENT, windowBounds } from './thresholds';
 import { capWindowId, chargedIn, NO_KEY_SPEND, type AccountState, type KeySpend } from './state';
 
 /**
@@ -13,7 +14,6 @@ import { capWindowId, chargedIn, NO_KEY_SPEND, type AccountState, type KeySpend 
  * the balance, and concurrent requests cannot together pass any of them.
  */
 export const BUDGET_LIMIT_CODE = 'budget_limit_reached';
-const WARNING_PERCENT = 80n;
 
 /** Narrowest first: a refusal names the budget closest to the caller. */
 const SCOPE_ORDER: Readonly<Record<Budget['scope'], number>> = { key: 0, member: 1, organization: 2 };
@@ -54,8 +54,7 @@ function budgetWindow(state: AccountState, account_id: string, budget: BudgetDat
     reset,
     limit_nano: limitNano.toString(),
     charged_nano: chargedIn(budgetSpendOf(state, budget.bucket), reset, atMs).toString(),
-    window_start: reset === 'never' ? null : new Date(windowStartMs(reset, atMs)).toISOString(),
-    resets_at: reset === 'never' ? null : new Date(windowEndMs(reset, atMs)).toISOString(),
+    ...windowBounds(reset, atMs),
   };
 }
 
@@ -66,7 +65,7 @@ export function budgetRefusal(state: AccountState, hold: PlaceHold, now: Date): 
     const bucket = budgetBucket(budget.guardrailId, budget.scope, budget.subject);
     const spent = chargedIn(budgetSpendOf(state, bucket), budget.reset, now.getTime()) + budgetHeldNano(state, bucket);
     if (spent + hold.amountNano <= budget.limitNano) continue;
-    const resets = budget.reset === 'never' ? null : new Date(windowEndMs(budget.reset, now.getTime())).toISOString();
+    const resets = windowBounds(budget.reset, now.getTime()).resets_at;
     const whose = budget.scope === 'organization' ? "the organization's" : budget.scope === 'member' ? "this member's" : "this key's";
     return new DomainError(
       BUDGET_LIMIT_CODE,
@@ -85,8 +84,6 @@ export function budgetRefusal(state: AccountState, hold: PlaceHold, now: Date): 
   }
   return null;
 }
-
-const crosses = (before: Nano, after: Nano, threshold: Nano) => before < threshold && after >= threshold;
 
 /**
  * `budget.warning` at 80% and `budget.reached` at 100% of a budget's window, from charges (not

@@ -4,12 +4,11 @@ import { windowEndMs, windowStartMs, type LimitReset } from '../spend-window';
 import { BUDGET_LIMIT_CODE, budgetRefusal } from './budgets';
 import type { PlaceHold } from './commands';
 import type { AccountEvent, KeyLimit, KeyWindowData, ReachedTrigger } from './events';
+import { crosses, iso, WARNING_PERCENT, windowBounds } from './thresholds';
 import { accountDayChargedNano, availableNano, balanceNano, capWindowId, heldNano, keyChargedNano, keySpendNano, keySpendOf, type AccountState } from './state';
 
 /** Settled balance (credits - charges) under which BalanceLow is recorded: $1.00. */
 export const BALANCE_LOW_NANO = 1_000_000_000n;
-/** KeySpendCapWarning fires when a key's window charges reach this share of its limit. */
-const WARNING_PERCENT = 80n;
 
 /** The 429 codes of spec 7, by the key's `limit_reset`. */
 export const KEY_CAP_CODES: Readonly<Record<LimitReset, string>> = {
@@ -26,7 +25,7 @@ export function isLimitRefusal(code: string | null): boolean {
   return code !== null && (code === DAILY_LIMIT_CODE || code === BUDGET_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code));
 }
 
-export const iso = (ms: number) => new Date(ms).toISOString();
+export { iso } from './thresholds';
 
 export function keyWindowData(state: AccountState, account_id: string, keyId: string, limit: KeyLimit, now: Date): KeyWindowData {
   const atMs = now.getTime();
@@ -37,8 +36,7 @@ export function keyWindowData(state: AccountState, account_id: string, keyId: st
     reset,
     limit_nano: limit.limitNano.toString(),
     charged_nano: keyChargedNano(state, keyId, reset, atMs).toString(),
-    window_start: reset === 'never' ? null : iso(windowStartMs(reset, atMs)),
-    resets_at: reset === 'never' ? null : iso(windowEndMs(reset, atMs)),
+    ...windowBounds(reset, atMs),
   };
 }
 
@@ -88,8 +86,6 @@ function balanceRefusal(state: AccountState, hold: PlaceHold): DomainError | nul
     required_nano: hold.amountNano,
   });
 }
-
-const crosses = (before: Nano, after: Nano, threshold: Nano) => before < threshold && after >= threshold;
 
 export function keyCapReached(state: AccountState, data: KeyWindowData, trigger: ReachedTrigger): AccountEvent[] {
   if (keySpendOf(state, data.key_id).capReachedIn === capWindowId(data)) return [];
