@@ -108,6 +108,48 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(swept.events.map((e) => e.type)).toEqual(['HoldExpired']);
   });
 
+  /** `inner`, counting the stream reads and the turns under the lock that its user asks for. */
+  function counting(inner: EventStore): EventStore & { reads: number; exclusive: number } {
+    const counts = { reads: 0, exclusive: 0 };
+    return new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'reads' || prop === 'exclusive') return counts[prop];
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop === 'readStream') counts.reads++;
+        if (prop === 'appendExclusive') counts.exclusive++;
+        return value.bind(target);
+      },
+    }) as EventStore & { reads: number; exclusive: number };
+  }
+
+  it('a process behind decides again on the events its refused append brought back: no read of its own, no turn under the lock (issue 45)', async () => {
+    const a = new AggregateStore(store, clock);
+    const watched = counting(other);
+    const b = new AggregateStore(watched, clock);
+    const stream = accountStream('behind');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'behind' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 100n, reason: 'signup' });
+    await b.load(accountDecider, stream);
+    const readsAfterLoad = watched.reads;
+    // a holds 60; b's cache still says 100 available.
+    await a.handle(accountDecider, stream, hold('a1', 60n));
+    const placed = await b.handle(accountDecider, stream, hold('b1', 30n));
+    expect(placed.events.map((e) => e.type)).toEqual(['HoldPlaced']);
+    expect(placed.appended?.nextRevision).toBe(3n);
+    expect(availableNano(placed.state)).toBe(10n);
+    // 10 left, which b knows without reading: a's hold came back with its refused append, so the
+    // next hold is refused on the right figure rather than written on the stale one.
+    await a.handle(accountDecider, stream, hold('a2', 5n));
+    await expect(b.handle(accountDecider, stream, hold('b2', 10n))).rejects.toMatchObject({ code: 'insufficient_quota' });
+    expect(b.stats.conflicts).toBe(2);
+    expect(watched.reads).toBe(readsAfterLoad);
+    expect(watched.exclusive).toBe(0);
+    const state = await new AggregateStore(store, clock).load(accountDecider, stream);
+    expect([...state.holds.keys()].sort()).toEqual(['a1', 'a2', 'b1']);
+    expect(availableNano(state)).toBe(5n);
+  });
+
   it('never overdraws under concurrency from two processes: exactly the affordable holds succeed', async () => {
     const a = new AggregateStore(store, clock);
     const b = new AggregateStore(other, clock);

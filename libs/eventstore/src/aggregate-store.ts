@@ -63,6 +63,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;
+/**
+ * Lost races a batch answers by deciding again on the events the refusal brought back, before
+ * it takes a turn under the stream's lock: a stream that several processes keep busy is not
+ * raced for ever.
+ */
+const FAST_RETRIES = 3;
 
 /**
  * Loads an aggregate, decides, appends with the expected revision, and retries on a
@@ -70,10 +76,11 @@ const MAX_BATCH = 128;
  * that queue up on one stream while an append is in flight are decided one after the other
  * on the evolving state and written by the next append, with one expected-revision check:
  * a hot account with hundreds of requests in flight costs a few appends, not hundreds of
- * conflicts. Across processes, optimistic concurrency first; a writer that loses a race takes
- * its next turn under the stream's lock where the store has one (appendExclusive), else races
- * again with jittered backoff, and after `maxRetries` lost races fails with
- * StreamContentionError, nothing written.
+ * conflicts. Across processes, optimistic concurrency first; a writer that loses a race
+ * decides again at once on the events the refusal brought back, where the store sends them
+ * (WrongExpectedVersionError.newer), a few times; then it takes its next turn under the
+ * stream's lock where the store has one (appendExclusive), else races again with jittered
+ * backoff, and after `maxRetries` lost races fails with StreamContentionError, nothing written.
  */
 export class AggregateStore {
   private readonly cache = new Map<string, Cached<unknown>>();
@@ -146,10 +153,20 @@ export class AggregateStore {
               throw err;
             }
             this.stats.conflicts++;
-            // Another process appended since this one last read. Racing again could lose again,
-            // as often as that process keeps the stream busy (issue 41 A: a hot account on four
-            // gateways lost twenty races in a row): where the store can, take a turn under the
-            // stream's lock instead, which cannot conflict.
+            // Another process appended since this one last read. Where the refusal brought what
+            // it appended, the batch is decided again on it at once: one more append, in the
+            // next group, and no lock held across round trips (issue 45: every account of a load
+            // spread over four gateways conflicted on most appends, and each turn under the lock
+            // stalled the groups of every other process waiting on that stream).
+            const caughtUp = attempt < Math.min(FAST_RETRIES, maxRetries) ? this.foldNewer(decider, stream, current, err) : null;
+            if (caughtUp) {
+              current = caughtUp;
+              fresh = true;
+              continue;
+            }
+            // Racing again could lose again, as often as other processes keep the stream busy
+            // (issue 41 A: a hot account on four gateways lost twenty races in a row): where the
+            // store can, take a turn under the stream's lock instead, which cannot conflict.
             if (this.store.appendExclusive) return await this.decideExclusively(decider, stream, batch);
             if (attempt >= maxRetries) throw new StreamContentionError(stream, attempt + 1);
             // Jittered, so that the writers who lost together do not all race again together.
@@ -230,6 +247,17 @@ export class AggregateStore {
       }
     }
     return { state, outcomes, events };
+  }
+
+  /** The state after the events a refused append brought back, when they close the gap exactly; else null. */
+  private foldNewer(decider: StreamQueue['decider'], stream: string, current: Cached<unknown>, err: WrongExpectedVersionError): Cached<unknown> | null {
+    const newer = err.newer;
+    if (!newer || newer.length === 0 || newer[0].revision !== current.revision + 1n || newer[newer.length - 1].revision !== err.actual) return null;
+    let state = current.state;
+    for (const event of newer) state = decider.evolve(state, event as unknown as DomainEvent);
+    const caughtUp = { state, revision: err.actual };
+    this.remember(stream, caughtUp);
+    return caughtUp;
   }
 
   private cached<S>(decider: { initialState: () => S }, stream: string): Cached<S> {

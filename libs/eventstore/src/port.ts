@@ -146,6 +146,12 @@ export class WrongExpectedVersionError extends Error {
     readonly expected: ExpectedRevision,
     /** Current last revision, or -1n when the stream does not exist. */
     readonly actual: bigint,
+    /**
+     * Every event after the expected revision up to `actual`, in order, where the store sent
+     * them with the refusal (the SQL adapters, for a short gap): the writer's state caught up
+     * without another read.
+     */
+    readonly newer?: readonly RecordedEvent[],
   ) {
     super(`Wrong expected version on ${stream}: expected ${String(expected)}, actual ${actual}`);
   }

@@ -21,6 +21,13 @@ export interface PreparedAppend {
 }
 
 /**
+ * The most events a refused append brings back (WrongExpectedVersionError.newer): a writer
+ * further behind reads the stream itself. A gap of a few appends from other processes is the
+ * common case of a stream written from several gateways.
+ */
+const MAX_NEWER_ON_CONFLICT = 64;
+
+/**
  * The append path: an append checked and serialised (prepare), then written by the
  * `eventstore_append_group` function (see schema.ts) under each stream's advisory lock.
  */
@@ -99,10 +106,19 @@ export class SqlAppender {
     { requireReadCommitted = true, notify = true } = {},
   ): Promise<Array<AppendResult | Error> | null> {
     const rows = (
-      await tx.query<StoredRef & { xid_assigned: boolean; isolation: string; revision: string | null; existing: ExistingRef[] | null; appended: boolean }>(
-        'SELECT * FROM eventstore_append_group($1, $2)',
-        [`[${group.map((a) => a.json).join(',')}]`, notify && this.runner.dialect === 'postgres'],
-        { prepare: 'eventstore_append_group' },
+      await tx.query<
+        StoredRef & {
+          xid_assigned: boolean;
+          isolation: string;
+          revision: string | null;
+          existing: ExistingRef[] | null;
+          appended: boolean;
+          newer: EventRow[] | null;
+        }
+      >(
+        'SELECT * FROM eventstore_append_group($1, $2, $3)',
+        [`[${group.map((a) => a.json).join(',')}]`, notify && this.runner.dialect === 'postgres', MAX_NEWER_ON_CONFLICT],
+        { prepare: 'eventstore_append_group3' },
       )
     ).rows;
     const [first] = rows;
@@ -117,6 +133,13 @@ export class SqlAppender {
       try {
         if (state.appended) return { nextRevision: current, position: toPosition(state.tx, state.seq) };
         if (state.existing && state.existing.length > 0) return this.originalResult(stream, ids, expected, current, state.existing);
+        if (state.newer)
+          throw new WrongExpectedVersionError(
+            stream,
+            expected,
+            current,
+            state.newer.map((row) => this.upcast(toRecorded(row))),
+          );
         checkExpected(stream, expected, current);
         // Nothing to write, and the expectation holds: the stream's state.
         return { nextRevision: current, position: state.tx && state.seq ? toPosition(state.tx, state.seq) : START };

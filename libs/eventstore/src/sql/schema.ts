@@ -25,8 +25,14 @@ export const SCHEMA = [
   // its own rules (see appendGroup), as if alone. Each statement of a plpgsql function takes a
   // fresh snapshot under READ COMMITTED, so the revision read after the lock sees the append
   // that held it, and an append later in a group sees those before it in the same group.
-  `CREATE OR REPLACE FUNCTION eventstore_append_group(p_appends text, p_notify boolean)
-  RETURNS TABLE (xid_assigned boolean, isolation text, revision text, tx text, seq text, existing jsonb, appended boolean)
+  //
+  // An append refused because its exact expected revision is behind gets, in `newer`, the events
+  // written since (at most p_newer of them): the writer folds them into its state and decides
+  // again at once, without a read of its own nor a turn under the lock across round trips. This
+  // is the three-argument overload; the two-argument one of earlier releases stays untouched for
+  // their processes during a rolling upgrade (its result columns cannot change under them).
+  `CREATE OR REPLACE FUNCTION eventstore_append_group(p_appends text, p_notify boolean, p_newer integer)
+  RETURNS TABLE (xid_assigned boolean, isolation text, revision text, tx text, seq text, existing jsonb, appended boolean, newer jsonb)
   LANGUAGE plpgsql AS $fn$
 DECLARE
   v_lock bigint;
@@ -57,6 +63,7 @@ BEGIN
     tx := NULL;
     seq := NULL;
     appended := false;
+    newer := NULL;
     SELECT e.revision::text, e.tx::text, e.seq::text INTO revision, tx, seq
       FROM events e WHERE e.stream = v_stream ORDER BY e.revision DESC LIMIT 1;
     -- One (stream, id) lookup per id: the LIMIT keeps the planner from flattening the lateral
@@ -81,6 +88,12 @@ BEGIN
         FROM inserted i ORDER BY i.revision DESC LIMIT 1;
       appended := true;
       v_written := true;
+    ELSIF jsonb_array_length(existing) = 0 AND v_expected ~ '^-?[0-9]+$' AND v_expected::bigint < v_current
+          AND v_current - v_expected::bigint <= p_newer THEN
+      SELECT jsonb_agg(jsonb_build_object('stream', e.stream, 'revision', e.revision::text, 'id', e.id::text, 'type', e.type,
+                                          'data', e.data, 'metadata', e.metadata, 'tx', e.tx::text, 'seq', e.seq::text) ORDER BY e.revision)
+        INTO newer
+        FROM events e WHERE e.stream = v_stream AND e.revision > v_expected::bigint;
     END IF;
     RETURN NEXT;
   END LOOP;

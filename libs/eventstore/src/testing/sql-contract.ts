@@ -55,6 +55,39 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
       await expect(store.append(uniqueStream(), [a], 'no_stream')).resolves.toMatchObject({ nextRevision: 0n });
     });
 
+    it('an append behind the stream is refused with the events written since its expected revision, in order (issue 45)', async () => {
+      const stream = uniqueStream();
+      await store.append(stream, [event({ n: 0 })], 'no_stream');
+      await store.append(stream, [event({ n: 1 }), event({ n: 2 })], 0n);
+      const refused = await store.append(stream, [event({ n: 'late' })], 0n).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(WrongExpectedVersionError);
+      const { actual, newer } = refused as WrongExpectedVersionError;
+      expect(actual).toBe(2n);
+      expect(newer?.map((e) => [e.revision, e.data, e.stream])).toEqual([
+        [1n, { n: 1 }, stream],
+        [2n, { n: 2 }, stream],
+      ]);
+      // Each as a read gives it: the same id, type, metadata and position.
+      expect(newer).toEqual((await store.readStream(stream)).slice(1));
+      expect(await count(stream)).toBe(3);
+    });
+
+    it('a refusal carries no events when the append is more than 64 behind, nor for an expectation that is not a revision', async () => {
+      const stream = uniqueStream();
+      await store.append(stream, [event()], 'no_stream');
+      await store.append(
+        stream,
+        Array.from({ length: 65 }, () => event()),
+        0n,
+      );
+      const farBehind = (await store.append(stream, [event()], 0n).catch((err: unknown) => err)) as WrongExpectedVersionError;
+      expect(farBehind).toMatchObject({ name: 'WrongExpectedVersionError', actual: 65n });
+      expect(farBehind.newer).toBeUndefined();
+      const exists = (await store.append(stream, [event()], 'no_stream').catch((err: unknown) => err)) as WrongExpectedVersionError;
+      expect(exists).toMatchObject({ name: 'WrongExpectedVersionError', actual: 65n });
+      expect(exists.newer).toBeUndefined();
+    });
+
     it("a retry with 'stream_exists' or 'no_stream' finds its events wherever they were appended", async () => {
       const stream = uniqueStream();
       await store.append(stream, [event()], 'no_stream');
