@@ -11,7 +11,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const counters = { statements: 0, begin: 0, commit: 0, rollback: 0, append_groups: 0 };
+const counters = { statements: 0, begin: 0, commit: 0, rollback: 0, append_groups: 0, by_statement: {} };
 let installed = false;
 
 function classify(config) {
@@ -22,6 +22,9 @@ function classify(config) {
   else if (head.startsWith('COMMIT')) counters.commit++;
   else if (head.startsWith('ROLLBACK')) counters.rollback++;
   if (text.includes('eventstore_append_group')) counters.append_groups++;
+  // The statement's head, whitespace folded: which statements a request costs.
+  const key = text.replace(/\s+/g, ' ').trim().slice(0, 60);
+  counters.by_statement[key] = (counters.by_statement[key] ?? 0) + 1;
 }
 
 function install(root) {

@@ -292,7 +292,7 @@ function startSampler(pids, db) {
       const syscalls = {};
       for (const [n, pid] of Object.entries(pids)) {
         const [a, b] = [io0[n], syscallCounts(pid)];
-        if (a && b) syscalls[n] = { reads: b.reads - a.reads, writes: b.writes - a.writes };
+        if (a && b) syscalls[n] = Object.fromEntries(Object.keys(b).map((k) => [k, b[k] - a[k]]));
       }
       const d = process.cpuUsage(driver0);
       cpu.driver = +((d.user + d.system) / 1e6).toFixed(2);
@@ -314,7 +314,14 @@ function startSampler(pids, db) {
 function syscallCounts(pid) {
   try {
     const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
-    return { reads: Number(/^syscr: (\d+)/m.exec(io)[1]), writes: Number(/^syscw: (\d+)/m.exec(io)[1]) };
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return {
+      reads: Number(/^syscr: (\d+)/m.exec(io)[1]),
+      writes: Number(/^syscw: (\d+)/m.exec(io)[1]),
+      // The main thread's and every other thread's: how often the process slept and was woken, or was preempted.
+      voluntary_switches: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)[1]),
+      involuntary_switches: Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)[1]),
+    };
   } catch {
     return null;
   }
@@ -767,6 +774,15 @@ async function xactCounts(db) {
   return { rollbacks: Number(rows[0].n), commits: Number(rows[0].c) };
 }
 
+/** Events written after `afterSeq` and the transactions that wrote them; `seq`, the last one's. */
+async function appendFacts(db, afterSeq = '0') {
+  const { rows } = await db.app.query(
+    `SELECT count(*)::int AS events, count(DISTINCT tx)::int AS txs, coalesce(max(seq), 0)::text AS seq FROM events WHERE seq > $1`,
+    [afterSeq],
+  );
+  return rows[0];
+}
+
 async function chargedCount(db) {
   const { rows } = await db.app.query(`SELECT count(*)::int AS n FROM events WHERE type = 'UsageCharged'`);
   return rows[0].n;
@@ -1090,10 +1106,13 @@ async function gatewaysPhase(ctx) {
           const warm = await load(`gateways-${n}-${loadName}-warmup`, { ...opts, duration: Math.max(first ? 6 : 3, CFG.loadWarmup) });
           await settle({ ...gwPids, worker: ctx.pids.worker });
           const c0 = await balancerCounts(balancer);
+          const [x0, e0] = [await xactCounts(ctx.db), await appendFacts(ctx.db)];
           const sampler = startSampler(pids, ctx.db);
           const r = await load(`gateways-${n}-${loadName}`, { ...opts, duration: CFG.loadSeconds });
           const s = await sampler.stop();
           const c1 = await balancerCounts(balancer);
+          await settle({ ...gwPids, worker: ctx.pids.worker });
+          const [x1, e1] = [await xactCounts(ctx.db), await appendFacts(ctx.db, e0.seq)];
           const cpu = Object.values(s.cpu_s).reduce((a, b) => a + (b ?? 0), 0) - (s.cpu_s.driver ?? 0) - (s.cpu_s.simulator ?? 0);
           const gatewaysCpu = Object.keys(gwPids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
           const per = (x) => r3((1000 * x) / Math.max(1, r.ok));
@@ -1115,13 +1134,23 @@ async function gatewaysPhase(ctx) {
             cpu_ms_per_request_gateways: per(gatewaysCpu),
             cpu_ms_per_request_haproxy: per(s.cpu_s.haproxy ?? 0),
             other_load_cores: foreignCores(s, r.client_cpu_s),
+            postgres_cpu_s_by_client: s.postgres_cpu_s_by_client,
+            system_cpu_s: s.system_cpu_s,
+            syscalls: s.syscalls,
+            // Every statement outside BEGIN/COMMIT counts as one; rollbacks bound the conflicts.
+            pg_transactions_per_request: r3((x1.commits - x0.commits) / Math.max(1, r.ok)),
+            pg_rollbacks: x1.rollbacks - x0.rollbacks,
+            events_per_request: r3(e1.events / Math.max(1, r.ok)),
+            events_per_append_tx: r3(e1.events / Math.max(1, e1.txs)),
           };
           const base = out.by_n[1][loadName];
           out.by_n[n][loadName].rps_x_one = r3(r.rps / base.rps);
           log(
             `gateways ${n}, ${GATEWAY_LOADS[loadName].label}: ${r.rps.toFixed(0)} req/s (${out.by_n[n][loadName].rps_x_one}x one gateway), ` +
               `p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; requests per gateway ${JSON.stringify(out.by_n[n][loadName].requests_per_gateway)}; ` +
-              `CPU ms/request ${out.by_n[n][loadName].cpu_ms_per_request_all} (gateways ${out.by_n[n][loadName].cpu_ms_per_request_gateways}, HAProxy ${out.by_n[n][loadName].cpu_ms_per_request_haproxy})`,
+              `CPU ms/request ${out.by_n[n][loadName].cpu_ms_per_request_all} (gateways ${out.by_n[n][loadName].cpu_ms_per_request_gateways}, HAProxy ${out.by_n[n][loadName].cpu_ms_per_request_haproxy}); ` +
+              `${out.by_n[n][loadName].pg_transactions_per_request} transactions/request, ${out.by_n[n][loadName].pg_rollbacks} rollbacks, ` +
+              `${out.by_n[n][loadName].events_per_append_tx} events per append transaction; CPU s ${JSON.stringify(s.cpu_s)}, PostgreSQL by client ${JSON.stringify(s.postgres_cpu_s_by_client)}`,
           );
         }
       } finally {
@@ -1422,6 +1451,7 @@ async function main() {
     if (GATEWAYS_ONLY) {
       const g = await gatewaysPhase(ctx);
       for (const t of gatewaysTargets(g)) log(`${t.reached ? 'REACHED ' : 'MISSED  '} ${t.name}: ${t.measured}`);
+      console.log(JSON.stringify(g));
       return;
     }
 
