@@ -34,7 +34,31 @@ function install(root) {
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function countedQuery(config, ...rest) {
     classify(config);
-    return query.call(this, config, ...rest);
+    const text = typeof config === 'string' ? config : config && typeof config.text === 'string' ? config.text : '';
+    // An append the group function did not write, for no earlier write of its ids: a lost race.
+    const tally = (r) => {
+      if (!r || !r.rows) return;
+      counters.appends = (counters.appends ?? 0) + r.rows.length;
+      counters.lost_races = (counters.lost_races ?? 0) + r.rows.filter((row) => row.appended === false && (!row.existing || row.existing.length === 0)).length;
+    };
+    const watch = text.includes('eventstore_append_group');
+    const last = rest.length - 1;
+    if (watch && typeof rest[last] === 'function') {
+      const cb = rest[last];
+      rest[last] = (err, r) => {
+        if (!err) tally(r);
+        return cb(err, r);
+      };
+    } else if (watch && config && typeof config.callback === 'function') {
+      const cb = config.callback;
+      config.callback = (err, r) => {
+        if (!err) tally(r);
+        return cb(err, r);
+      };
+    }
+    const result = query.call(this, config, ...rest);
+    if (watch && result && typeof result.then === 'function') result.then(tally, () => undefined);
+    return result;
   };
   return counters;
 }

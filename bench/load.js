@@ -3,7 +3,9 @@
 // Usage: node load.js '<json options>'; prints one JSON line with the summary.
 // Options: url, connections, duration (s) | amount, warmup (s), body, headers, keys (bearer
 // tokens, rotated per request; the same rotation runs for every target so the client does the
-// same work everywhere).
+// same work everywhere), randomKeys (each request's key drawn at random instead: behind a
+// round-robin balancer a rotation whose length is a multiple of the servers' number sends each
+// key to one server only).
 const autocannon = require('autocannon');
 
 const opts = JSON.parse(process.argv[2]);
@@ -26,7 +28,10 @@ function run(extra) {
         body: opts.body,
         requests: [
           {
-            setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${keys[i++ % keys.length]}` } }),
+            setupRequest: (req) => {
+              const key = opts.randomKeys ? keys[Math.floor(Math.random() * keys.length)] : keys[i++ % keys.length];
+              return { ...req, headers: { ...req.headers, authorization: `Bearer ${key}` } };
+            },
           },
         ],
         ...extra,

@@ -66,7 +66,10 @@ function markdown(r) {
 
   p('## 1. Sequential overhead over calling the upstream directly', '');
   p(
-    `${r.config.seqN} requests per target and mode after ${r.config.seqWarmup} warm-up, one at a time on a keep-alive connection, ` +
+    (r.jit_warmup
+      ? `Every target first serves ${r.config.jitWarmup} s of ${r.config.loadConnections} connections per mode, so that its code runs optimised, as a long-running server's does. `
+      : '') +
+      `${r.config.seqN} requests per target and mode after ${r.config.seqWarmup} warm-up, one at a time on a keep-alive connection, ` +
       'interleaved round-robin (the order rotates each round) so every target sees the same conditions. Latency is request start to the ' +
       "last byte of the body (of the whole stream when streamed). **Overhead = the target's percentile minus the direct percentile** " +
       '(per-percentile difference); "paired" is the percentile of the per-round differences, for comparison. Ratios are overheads divided ' +
