@@ -237,20 +237,30 @@ function markdown(r) {
 
   const gw = r.gateways;
   if (gw) {
-    const loads = { accounts64: '64 accounts', accounts8: '8 shared accounts' };
+    const loads = { accounts64: '64 accounts', accounts8: '8 accounts, on every gateway' };
     p(`## 2c. N gateways behind one balancer`, '');
     p(
       `1, 2 and 4 gateway processes of this build (each as \`npm run start:gateway\` runs it) on the same database and Redis, with ${gw.workers} worker, ` +
         `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
         `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer; ` +
-        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Two loads: the 64 accounts of section 2, and 8 accounts shared by all 64 connections. ' +
-        'In both, every connection rotates its requests over all the accounts (one key per request, not one account per connection), and ' +
-        "HAProxy balances every request on its own: every account's requests land on every gateway in both loads; they differ in how many " +
-        'requests of one account are in flight at once (about 1 with 64 accounts, about 8 with 8). CPU ms/request: gateways, worker, ' +
+        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Two loads. ' +
+        "The 64 accounts of section 2, their keys rotated per request: HAProxy rotates the gateways per request too, and as 64 is a multiple of N, each account's requests land on one gateway (no two gateways write one account). " +
+        "8 accounts with each request's key drawn at random: every account's requests land on every gateway, about 8 of one account's in flight at once, and the gateways race on its stream. " +
+        '`gateways per account` counts, over the accounts held during the run, the gateways (by lease) that placed holds on each. CPU ms/request: gateways, worker, ' +
         'PostgreSQL, Redis and HAProxy over the 2xx answers.',
       '',
       table(
-        ['N', 'load', 'req/s', 'x one gateway', 'p50 / p99 ms', 'non-2xx / errors', 'requests per gateway', 'CPU ms/request: all (gateways, HAProxy)'],
+        [
+          'N',
+          'load',
+          'req/s',
+          'x one gateway',
+          'p50 / p99 ms',
+          'non-2xx / errors',
+          'requests per gateway',
+          'gateways per account',
+          'CPU ms/request: all (gateways, HAProxy)',
+        ],
         Object.entries(gw.by_n).flatMap(([n, byLoad]) =>
           Object.entries(byLoad).map(([name, g]) => [
             n,
@@ -260,6 +270,7 @@ function markdown(r) {
             `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
             `${g.non2xx} / ${g.errors + g.timeouts}`,
             Object.values(g.requests_per_gateway).map(int).join(', '),
+            g.gateways_per_account ? `${g.gateways_per_account.min}–${g.gateways_per_account.max}` : '-',
             `${f(g.cpu_ms_per_request_all)} (${f(g.cpu_ms_per_request_gateways)}, ${f(g.cpu_ms_per_request_haproxy)})`,
           ]),
         ),

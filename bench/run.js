@@ -1575,7 +1575,7 @@ async function main() {
       `own read: idle p50 ${results.own_read.idle_ms.p50} ms, under load p50 ${results.own_read.under_load_ms.p50} ms (p90 ${results.own_read.under_load_ms.p90})`,
     );
 
-    log(`2c. 1, 2 and 4 gateways behind one HAProxy, ${CFG.loadConnections} connections, 64 accounts and 8 shared accounts`);
+    log(`2c. 1, 2 and 4 gateways behind one HAProxy, ${CFG.loadConnections} connections, 64 accounts (each on one gateway) and 8 (each on every gateway)`);
     results.gateways = await gatewaysPhase(ctx);
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
