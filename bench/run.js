@@ -637,6 +637,18 @@ function cpuMsPerBilledRequest(run) {
   return (1000 * cpu) / Math.max(1, run.ok);
 }
 
+/** The load of phase 2 on target `t` in `mode` (64 connections; the gateway's requests rotate over the 64 accounts). */
+function targetLoad(ctx, t, mode) {
+  return {
+    url: `${targetOrigin(t, ctx)}${CHAT_PATH}`,
+    connections: CFG.loadConnections,
+    body: BODIES[mode],
+    headers: targetHeaders(t, ctx),
+    keys: t === 'gateway' ? ctx.loadKeys : ['anything'],
+    warmup: 0,
+  };
+}
+
 /**
  * Every target under load for a few seconds per mode before phase 1: a process fresh from its
  * start runs its code unoptimised for thousands of requests (V8 optimises what has run often),
@@ -647,15 +659,7 @@ async function warmTargets(ctx, targets) {
   const out = {};
   for (const mode of MODES) {
     for (const t of targets) {
-      const r = await load(`jit-warmup-${mode}-${t}`, {
-        url: `${targetOrigin(t, ctx)}${CHAT_PATH}`,
-        connections: CFG.loadConnections,
-        body: BODIES[mode],
-        headers: targetHeaders(t, ctx),
-        keys: t === 'gateway' ? ctx.loadKeys : ['anything'],
-        warmup: 0,
-        duration: CFG.jitWarmup,
-      });
+      const r = await load(`jit-warmup-${mode}-${t}`, { ...targetLoad(ctx, t, mode), duration: CFG.jitWarmup });
       out[`${mode}_${t}`] = { ok: r.ok, non2xx: r.non2xx + r.errors };
     }
   }
@@ -668,14 +672,7 @@ async function throughputPhase(ctx, targets = TARGETS) {
   for (const mode of MODES) {
     out[mode] = {};
     for (const t of targets) {
-      const opts = {
-        url: `${targetOrigin(t, ctx)}${CHAT_PATH}`,
-        connections: CFG.loadConnections,
-        body: BODIES[mode],
-        headers: targetHeaders(t, ctx),
-        keys: t === 'gateway' ? ctx.loadKeys : ['anything'],
-        warmup: 0,
-      };
+      const opts = targetLoad(ctx, t, mode);
       // Warm-up, then let the requests it left in flight drain, so they don't eat into the window.
       const warm = await load(`load-${mode}-${t}-warmup`, { ...opts, duration: CFG.loadWarmup });
       await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker, [t]: ctx.pids[t === 'direct' ? 'simulator' : t] });

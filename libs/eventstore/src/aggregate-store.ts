@@ -155,9 +155,9 @@ export class AggregateStore {
             this.stats.conflicts++;
             // Another process appended since this one last read. Where the refusal brought what
             // it appended, the batch is decided again on it at once: one more append, in the
-            // next group, and no lock held across round trips (issue 45: every account of a load
-            // spread over four gateways conflicted on most appends, and each turn under the lock
-            // stalled the groups of every other process waiting on that stream).
+            // next group, and no lock held across round trips (issue 45: with every account's
+            // requests spread over four gateways, one append in fourteen lost a race, and each
+            // turn under the lock stalled the groups of every other process waiting on it).
             const caughtUp = attempt < Math.min(FAST_RETRIES, maxRetries) ? this.foldNewer(decider, stream, current, err) : null;
             if (caughtUp) {
               current = caughtUp;

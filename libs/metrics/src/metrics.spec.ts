@@ -1,5 +1,5 @@
 import { routeLabel, ServiceMetrics, upstreamErrorCode } from './metrics';
-import type { EventStore } from '@svc/eventstore';
+import { WrongExpectedVersionError, type EventStore } from '@svc/eventstore';
 import { ProviderError } from '@svc/providers';
 
 describe('routeLabel', () => {
@@ -66,5 +66,31 @@ describe('ServiceMetrics.observed', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svc_charges_total 3$/m);
     expect(text).toMatch(/^svc_charged_nano_usd_total 4000$/m);
+  });
+
+  it("counts the lost races and the turns under the stream's lock, and no other failure as a race (issue 45)", async () => {
+    const metrics = new ServiceMetrics({ sql: { query: async () => ({ rows: [] }) } as never });
+    let failure: Error | null = null;
+    const store = {
+      async append() {
+        if (failure) throw failure;
+        return { nextRevision: 0n, position: 'p' };
+      },
+      async appendExclusive(_stream: string, after: bigint, decide: (newer: never[]) => unknown[]) {
+        decide([]);
+        return { revision: after + 1n, appended: { nextRevision: after + 1n, position: 'p' } };
+      },
+    } as unknown as EventStore;
+    const observed = metrics.observed(store);
+    await observed.append('account-a', [], 'any' as never);
+    failure = new WrongExpectedVersionError('account-a', 3n, 5n);
+    await expect(observed.append('account-a', [], 3n)).rejects.toBe(failure);
+    await expect(observed.append('account-a', [], 3n)).rejects.toBe(failure);
+    failure = new Error('connection reset');
+    await expect(observed.append('account-a', [], 3n)).rejects.toBe(failure);
+    await observed.appendExclusive!('account-a', 5n, () => []);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^svc_event_store_lost_races_total 2$/m);
+    expect(text).toMatch(/^svc_event_store_locked_appends_total 1$/m);
   });
 });

@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EventStore, NewEvent, RecordedEvent } from '@svc/eventstore';
+import { WrongExpectedVersionError, type EventStore, type NewEvent, type RecordedEvent } from '@svc/eventstore';
 import type { SqlRunner } from '@svc/platform';
 import { GenerationNotes } from './generation-notes';
 
@@ -66,6 +66,16 @@ export class ServiceMetrics {
     name: 'svc_read_model_reads_total',
     help: 'Reads of the read models that may use the standby (DATABASE_READ_URL), by where they were answered: replica or primary.',
     labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  readonly lostRaces = new Counter({
+    name: 'svc_event_store_lost_races_total',
+    help: 'Appends refused because another process had appended to the stream since this one read it (several gateways writing one account).',
+    registers: [this.registry],
+  });
+  readonly lockedAppends = new Counter({
+    name: 'svc_event_store_locked_appends_total',
+    help: "Appends made under the stream's lock after lost races (a turn that holds a transaction across round trips).",
     registers: [this.registry],
   });
   readonly eventStoreAppend = new Histogram({
@@ -192,7 +202,7 @@ export class ServiceMetrics {
    * in the way of every read on the hot path).
    */
   observed<S extends EventStore>(store: S): S {
-    const { eventStoreAppend: histogram, charges, chargedNano, requests } = this;
+    const { eventStoreAppend: histogram, charges, chargedNano, requests, lostRaces, lockedAppends } = this;
     const count = (events: readonly NewEvent[]) => {
       for (const event of events) {
         if (event.type === 'HoldPlaced') {
@@ -214,6 +224,9 @@ export class ServiceMetrics {
         const appended = await append(...args);
         count(args[1]);
         return appended;
+      } catch (err) {
+        if (err instanceof WrongExpectedVersionError) lostRaces.inc();
+        throw err;
       } finally {
         end();
       }
@@ -223,6 +236,7 @@ export class ServiceMetrics {
     if (exclusive) {
       store.appendExclusive = (async (stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]) => {
         const end = histogram.startTimer();
+        lockedAppends.inc();
         let decided: NewEvent[] = [];
         try {
           const done = await exclusive(stream, after, (newer) => (decided = decide(newer)));
