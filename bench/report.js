@@ -286,7 +286,7 @@ function markdown(r) {
       `**Exhaustion run:** credit for exactly ${h.exhaust.worst_cases_affordable} worst cases and ${h.exhaust.requests} requests: the account runs dry ` +
       'while hundreds are in flight; the rest must get 402 and the balance must never go below 0. ' +
       "billed req/s is the answers divided by the time from the run's start to its last answer (autocannon itself ends a run of a fixed number of requests only at its next one-second sample). " +
-      'Conflict retries are not exposed by the gateway process (`AggregateStore.stats` has no HTTP or metrics hook); what is observable: ' +
+      'Lost races are counted by each process (`svc_event_store_lost_races_total`); with one gateway, what is observable here: ' +
       'rolled-back transactions in the bench database during the run (an upper bound on conflict retries, since a conflicting append rolls back), ' +
       'and appends (distinct transaction ids on the account stream) against events (batching of concurrent commands into one append).',
     '',
