@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
-import { type Cluster, Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import { describeWithEngines, topologyWith } from '../../../../test/support/topology';
 import { ManualClock } from '../clock';
 import { RedisAdmission } from './admission';
@@ -25,6 +27,33 @@ import { twoClientsContract } from './testing/two-clients';
 const PORTS = [27001, 27002, 27003, 27004, 27005, 27006];
 const TOPOLOGY = { SVC_TOPOLOGY_DIR: join(tmpdir(), 'svc-topology-edge-cluster-spec'), SVC_REDIS_CLUSTER_PORTS: PORTS.join(' ') };
 const NODES: RedisNode[] = PORTS.map((port) => ({ host: '127.0.0.1', port }));
+/**
+ * MONITOR on a plain socket, calling `onCall` with each command's arguments (the command first).
+ * ioredis' own monitor() can fail with "Command queue state error" when a monitored command (the
+ * cluster client's CLUSTER SLOTS) arrives while its connection switches to monitoring.
+ */
+async function monitorNode(host: string, port: number, onCall: (args: string[]) => void): Promise<Socket> {
+  const socket = createConnection({ host, port });
+  socket.setEncoding('utf8');
+  let monitoring!: () => void;
+  const ok = new Promise<void>((resolve) => (monitoring = resolve));
+  let buffered = '';
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      if (line === '+OK') monitoring();
+      // +1795971523.678587 [0 127.0.0.1:55670] "evalsha" "<sha>" "3" "<key>" ...: each argument quoted, quotes escaped.
+      else onCall([...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]));
+    }
+  });
+  await once(socket, 'connect');
+  socket.write('MONITOR\r\n');
+  await ok;
+  return socket;
+}
+
 const RUN_PREFIX = `edge-cluster-test:${randomUUID()}`;
 let prefixes = 0;
 const nextPrefix = (): string => `${RUN_PREFIX}:${++prefixes}`;
@@ -128,18 +157,17 @@ describeWithEngines(['redis-server', 'redis-cli'], 'edge stores on a Redis Clust
     const prefix = nextPrefix();
     const clock = new ManualClock();
     const calls: string[][] = [];
-    // monitor() opens a connection of its own beside the one it is called on.
-    const bases = cluster.nodes('master').map((node) => new Redis({ host: node.options.host, port: node.options.port }));
-    const monitors = await Promise.all(bases.map((base) => base.monitor()));
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
-    try {
-      for (const monitor of monitors) {
-        monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitors = await Promise.all(
+      cluster.nodes('master').map((node) =>
+        monitorNode(node.options.host ?? '127.0.0.1', node.options.port ?? 0, (args) => {
           if (!/^eval(sha)?$/i.test(args[0])) return;
           const keys = args.slice(3, 3 + Number(args[2]));
           if (keys.some((key) => key.startsWith(`${prefix}:`))) calls.push(keys);
-        });
-      }
+        }),
+      ),
+    );
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+    try {
       const leases = redisSlotLeases(cluster, clock);
       const admission = new RedisAdmission(cluster, clock, prefix, leases);
       const concurrency = new RedisConcurrencyLimiter(cluster, clock, prefix, leases);
@@ -179,7 +207,7 @@ describeWithEngines(['redis-server', 'redis-cli'], 'edge stores on a Redis Clust
       expect(renewals).toBe(slotsOfSubjects.size);
       expect(calls).toContainEqual([idempotencyEntryKey(prefix, 'key_0', 'k')]);
     } finally {
-      for (const client of [...monitors, ...bases]) client.disconnect();
+      for (const monitor of monitors) monitor.destroy();
     }
   });
 
