@@ -22,6 +22,14 @@ const LABEL = {
 
 const f = (x, d = 2) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : Number(x).toFixed(d));
 const int = (x) => (x === null || x === undefined ? 'n/a' : Math.round(x).toLocaleString('en-US'));
+/** p50, p99, their overheads over the direct upstream and the paired overheads of one target's sequential timings, in ms. */
+const timingCells = (latency, overhead, paired) => [
+  f(latency.p50, 3),
+  f(latency.p99, 3),
+  overhead ? f(overhead.p50, 3) : '-',
+  overhead ? f(overhead.p99, 3) : '-',
+  paired ? `${f(paired.p50, 3)} / ${f(paired.p99, 3)}` : '-',
+];
 const x = (v) => (v === null || v === undefined ? 'n/a' : `${f(v)}x`);
 const table = (head, rows) => [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 
@@ -97,15 +105,10 @@ function markdown(r) {
           'p99 vs Portkey',
         ],
         SEQ_TARGETS.filter((t) => s[t]).map((t) => {
-          const o = s[t].overhead_ms;
           const row = fig.rows[mode][t];
           return [
             LABEL[t],
-            f(s[t].latency_ms.p50, 3),
-            f(s[t].latency_ms.p99, 3),
-            o ? f(o.p50, 3) : '-',
-            o ? f(o.p99, 3) : '-',
-            s[t].paired_overhead_ms ? `${f(s[t].paired_overhead_ms.p50, 3)} / ${f(s[t].paired_overhead_ms.p99, 3)}` : '-',
+            ...timingCells(s[t].latency_ms, s[t].overhead_ms, s[t].paired_overhead_ms),
             row ? x(row.overhead_p50_x_floor) : '-',
             row ? x(row.overhead_p50_x_portkey) : '-',
             row ? x(row.overhead_p99_x_floor) : '-',
@@ -133,18 +136,10 @@ function markdown(r) {
       '',
       table(
         ['target', 'first content p50 ms', 'p99 ms', 'overhead p50 ms', 'overhead p99 ms', 'paired p50 / p99 ms'],
-        SEQ_TARGETS.filter((t) => st[t]?.first_content_ms).map((t) => {
-          const o = st[t].first_content_overhead_ms;
-          const pr = st[t].first_content_paired_overhead_ms;
-          return [
-            LABEL[t],
-            f(st[t].first_content_ms.p50, 3),
-            f(st[t].first_content_ms.p99, 3),
-            o ? f(o.p50, 3) : '-',
-            o ? f(o.p99, 3) : '-',
-            pr ? `${f(pr.p50, 3)} / ${f(pr.p99, 3)}` : '-',
-          ];
-        }),
+        SEQ_TARGETS.filter((t) => st[t]?.first_content_ms).map((t) => [
+          LABEL[t],
+          ...timingCells(st[t].first_content_ms, st[t].first_content_overhead_ms, st[t].first_content_paired_overhead_ms),
+        ]),
       ),
       '',
       fig.rows.stream.first_content?.gateway?.beyond_durable_p50_ms !== undefined
