@@ -7,12 +7,12 @@ import {
   DAILY_LIMIT_CODE,
   dailyLimitReached,
   holdRefusal,
-  iso,
   KEY_CAP_CODES,
   keyCapReachedByRefusal,
   keyWindowData,
   thresholdsCrossedBy,
 } from './limits';
+import { iso } from './thresholds';
 import { BUDGET_LIMIT_CODE, budgetData, budgetReachedByRefusal, budgetThresholdsCrossedBy } from './budgets';
 import { accountDayChargedNano, adjustmentFingerprint, availableNano, IDEMPOTENCY_KEEP_MS, type AccountState, type OpenHold, type ReapedHold } from './state';
 import { billedAmount } from '../pricing';

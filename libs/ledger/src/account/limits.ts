@@ -25,8 +25,6 @@ export function isLimitRefusal(code: string | null): boolean {
   return code !== null && (code === DAILY_LIMIT_CODE || code === BUDGET_LIMIT_CODE || Object.values(KEY_CAP_CODES).includes(code));
 }
 
-export { iso } from './thresholds';
-
 export function keyWindowData(state: AccountState, account_id: string, keyId: string, limit: KeyLimit, now: Date): KeyWindowData {
   const atMs = now.getTime();
   const { reset } = limit;
