@@ -78,7 +78,8 @@ function markdown(r) {
       ? `Every target first serves ${r.config.jitWarmup} s of ${r.config.loadConnections} connections per mode, so that its code runs optimised, as a long-running server's does. `
       : '') +
       `${r.config.seqN} requests per target and mode after ${r.config.seqWarmup} warm-up, one at a time on a keep-alive connection, ` +
-      'interleaved round-robin (the order rotates each round) so every target sees the same conditions. Latency is request start to the ' +
+      'interleaved in a new random order each round (seeded), so that every target follows every other about equally often: this host ' +
+      "runs the first request after an idle spell (Portkey's 27 ms streamed requests) at about half speed. Latency is request start to the " +
       "last byte of the body (of the whole stream when streamed). **Overhead = the target's percentile minus the direct percentile** " +
       '(per-percentile difference); "paired" is the percentile of the per-round differences, for comparison. Ratios are overheads divided ' +
       "by the floor's (bare proxy) and by Portkey's. The **durable floor** (`bench/durable-proxy.js`) is the bare proxy plus the steps " +

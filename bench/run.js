@@ -11,7 +11,11 @@
  * out again with this file's rules, and writes both it and docs/BENCHMARKS.md.
  *
  * `--sequential-only` runs phase 1 (and its worker-paused diagnostic) for the gateway, the
- * durable floor and the direct upstream alone, prints the figures and writes nothing.
+ * durable floor and the direct upstream alone (BENCH_SEQ_TARGETS, a comma-separated list of
+ * direct, bare, durable, portkey and gateway, names others), prints the figures and writes nothing.
+ *
+ * `BENCH_GATEWAY_NODE_OPTIONS="--require <repo>/bench/timeline.js"` with TIMELINE_DIR and
+ * TIMELINE_ROOT times each step of the gateway's lone requests (see bench/timeline.js).
  *
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
@@ -545,6 +549,31 @@ async function timedRequest(client, headers, body, { firstContent = false } = {}
   return { ms, status: res.statusCode, text, firstContentMs };
 }
 
+/** The sequential phase's orders come from this seed: two runs of one build draw the same orders. */
+const SEQ_ORDER_SEED = 45;
+
+/** mulberry32: a small seeded generator of floats in [0, 1). */
+function seededRandom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A copy of `xs` in a random order (Fisher-Yates). */
+function shuffled(xs, random) {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
 async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MODES, n = CFG.seqN, warmup = CFG.seqWarmup } = {}) {
   const out = {};
   const clients = Object.fromEntries(TARGETS.map((t) => [t, new Client(targetOrigin(t, ctx), { pipelining: 1, keepAliveTimeout: 60_000 })]));
@@ -558,10 +587,13 @@ async function sequentialPhase(ctx, { targets: TARGETS = SEQ_TARGETS, modes = MO
       const first = Object.fromEntries(TARGETS.map((t) => [t, []]));
       const bad = Object.fromEntries(TARGETS.map((t) => [t, {}]));
       const total = warmup + n;
+      const random = seededRandom(SEQ_ORDER_SEED);
       for (let i = 0; i < total; i++) {
-        // Interleaved, rotating the order each round: every target sees the same conditions.
-        for (let k = 0; k < TARGETS.length; k++) {
-          const t = TARGETS[(i + k) % TARGETS.length];
+        // Interleaved, in a new random order each round: every target follows every other about
+        // equally often. A rotation kept each target's successor: Portkey's streamed requests
+        // (27 ms, the cores idle) were followed by the gateway's in 4 rounds of 5, and this host
+        // runs the first request after an idle spell at about half speed (every step of it).
+        for (const t of shuffled(TARGETS, random)) {
           const r = await timedRequest(clients[t], headers[t], BODIES[mode], { firstContent: mode === 'stream' });
           const valid = r.status === 200 && (mode === 'json' ? r.text.includes('Echo: hello') : r.text.includes('data: [DONE]') && r.firstContentMs !== null);
           if (!valid) bad[t][r.status] = (bad[t][r.status] ?? 0) + 1;
@@ -1534,7 +1566,7 @@ async function main() {
       return;
     }
 
-    const seqTargets = SEQUENTIAL_ONLY ? ['direct', 'durable', 'gateway'] : SEQ_TARGETS;
+    const seqTargets = process.env.BENCH_SEQ_TARGETS?.split(',') ?? (SEQUENTIAL_ONLY ? ['direct', 'durable', 'gateway'] : SEQ_TARGETS);
     log(`0. warming every target: ${CFG.jitWarmup} s of ${CFG.loadConnections} connections per target and mode`);
     results.jit_warmup = await warmTargets(ctx, seqTargets);
     log(`1. sequential overhead (${CFG.seqN} requests per target and mode after ${CFG.seqWarmup} warm-up, interleaved)`);
