@@ -701,7 +701,7 @@ function targetLoad(ctx, t, mode) {
     connections: CFG.loadConnections,
     body: BODIES[mode],
     headers: targetHeaders(t, ctx),
-    keys: t === 'gateway' ? ctx.loadKeys : ['anything'],
+    keys: t === 'gateway' ? ctx.loadKeys : t === 'gateway_b' ? ctx.b.loadKeys : ['anything'],
     warmup: 0,
   };
 }
@@ -1339,6 +1339,8 @@ const median = (xs) => {
 async function abPhase(ctx) {
   const b = ctx.b;
   const all = { a: ctx.pids.gateway, aw: ctx.pids.worker, b: b.pids.gateway, bw: b.pids.worker };
+  // Both builds run optimised code first, as in phase 0 of a full run.
+  await warmTargets(ctx, ['gateway', 'gateway_b']);
   const seq = await sequentialPhase(ctx, { targets: ['direct', 'gateway', 'gateway_b'] });
   for (const mode of MODES) {
     const [A, B] = [seq[mode].gateway, seq[mode].gateway_b];

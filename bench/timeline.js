@@ -71,6 +71,20 @@ dc.subscribe('undici:request:create', ({ request }) => {
 dc.subscribe('undici:request:headers', () => mark('upstream headers'));
 dc.subscribe('undici:request:trailers', () => mark('upstream end'));
 
+function patchResponse() {
+  const http = require('node:http');
+  const { writeHead, write } = http.ServerResponse.prototype;
+  http.ServerResponse.prototype.writeHead = function timedWriteHead(...args) {
+    mark('response head');
+    return writeHead.apply(this, args);
+  };
+  http.ServerResponse.prototype.write = function timedWrite(...args) {
+    mark('response write');
+    return write.apply(this, args);
+  };
+}
+patchResponse();
+
 function patchPg() {
   const pg = require(require.resolve('pg', { paths: [root] }));
   const query = pg.Client.prototype.query;
@@ -79,6 +93,15 @@ function patchPg() {
     const label = `pg ${text.replace(/\s+/g, ' ').trim().slice(0, 48)}`;
     const owner = current;
     mark(`${label} sent`);
+    // The pool passes a callback (its client's query then returns nothing): the answer is its call.
+    const last = rest.length - 1;
+    if (last >= 0 && typeof rest[last] === 'function') {
+      const callback = rest[last];
+      rest[last] = (...args) => {
+        if (owner === current) mark(`${label} answered`);
+        return callback(...args);
+      };
+    }
     const result = query.call(this, config, ...rest);
     if (result && typeof result.then === 'function') {
       result.then(
