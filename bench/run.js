@@ -1580,7 +1580,7 @@ async function main() {
           `${mode}: ${g.rps.toFixed(0)} req/s, p50 ${g.latency_ms.p50} ms, p99 ${g.latency_ms.p99} ms; CPU ms/request: gateway ${per(g.cpu_s.gateway)}, ` +
             `worker ${per(g.cpu_s.worker)}, PostgreSQL ${per(g.cpu_s.postgres)} (gateway ${per(g.postgres_cpu_s_by_client?.gateway)}, worker ${per(g.postgres_cpu_s_by_client?.worker)}), ` +
             `Redis ${per(g.cpu_s.redis)}, all four ${cpuMsPerBilledRequest(g).toFixed(2)}; ${g.pg_transactions_per_request} transactions per request; ` +
-            `gateway system calls per request: ${g.syscalls_per_request.gateway?.reads} reads, ${g.syscalls_per_request.gateway?.writes} writes`,
+            `gateway system calls per request: ${g.syscalls_per_request.gateway?.reads} reads, ${g.syscalls_per_request.gateway?.writes} writes; gateway max RSS ${g.rss_max_mb?.gateway} MB`,
         );
         const p = byTarget.portkey;
         if (p) {
