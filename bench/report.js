@@ -80,9 +80,9 @@ function markdown(r) {
       `${r.config.seqN} requests per target and mode after ${r.config.seqWarmup} warm-up, one at a time on a keep-alive connection, ` +
       'interleaved in a new random order each round (seeded), so that every target follows every other about equally often: this host ' +
       "runs the requests after an idle spell slower. Portkey's streamed requests take 27 ms with the cores nearly idle: in the rotation " +
-      'they slowed every other target (a 25 ms pause before each round raised the gateway\'s overhead from 1.9 to 3.2 ms at p50 and the ' +
+      "they slowed every other target (a 25 ms pause before each round raised the gateway's overhead from 1.9 to 3.2 ms at p50 and the " +
       "durable floor's from 0.82 to 1.4 ms), so they are measured in a block of their own, interleaved with the direct upstream, and " +
-      'their overhead is over that block\'s direct figures. Latency is request start to the ' +
+      "their overhead is over that block's direct figures. Latency is request start to the " +
       "last byte of the body (of the whole stream when streamed). **Overhead = the target's percentile minus the direct percentile** " +
       '(per-percentile difference); "paired" is the percentile of the per-round differences, for comparison. Ratios are overheads divided ' +
       "by the floor's (bare proxy) and by Portkey's. The **durable floor** (`bench/durable-proxy.js`) is the bare proxy plus the steps " +
