@@ -236,15 +236,18 @@ function markdown(r) {
 
   const gw = r.gateways;
   if (gw) {
-    const loads = { accounts64: '64 accounts', accounts8: '8 accounts, on every gateway' };
+    const loads = { accounts64: '64 accounts', accounts8: '8 accounts, on every gateway', accounts8ByKey: '8 accounts, routed by key' };
     p(`## 2c. N gateways behind one balancer`, '');
     p(
       `1, 2 and 4 gateway processes of this build (each as \`npm run start:gateway\` runs it) on the same database and Redis, with ${gw.workers} worker, ` +
         `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
         `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer; ` +
-        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Two loads. ' +
+        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Three loads. ' +
         "The 64 accounts of section 2, their keys rotated per request: HAProxy rotates the gateways per request too, and as 64 is a multiple of N, each account's requests land on one gateway (no two gateways write one account). " +
         "8 accounts with each request's key drawn at random: every account's requests land on every gateway, about 8 of one account's in flight at once, and the gateways race on its stream. " +
+        (gw.balancer_by_key
+          ? `The same 8 accounts behind a second HAProxy that routes by key (${gw.balancer_by_key}): each account on one gateway, as an operator can deploy it, but 8 keys spread unevenly over N gateways; not a target's load. `
+          : '') +
         '`gateways per account` counts, over the accounts held during the run, the gateways (by lease) that placed holds on each. CPU ms/request: gateways, worker, ' +
         'PostgreSQL, Redis and HAProxy over the 2xx answers.',
       '',

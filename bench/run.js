@@ -15,12 +15,13 @@
  * direct, bare, durable, portkey and gateway, names others), prints the figures and writes nothing.
  *
  * `BENCH_GATEWAY_NODE_OPTIONS="--require <repo>/bench/timeline.js"` with TIMELINE_DIR and
- * TIMELINE_ROOT times each step of the gateway's lone requests (see bench/timeline.js).
+ * TIMELINE_ROOT times each step of the gateway's lone requests (see bench/timeline.js);
+ * `BENCH_GATEWAY_FLAGS` gives the gateway node flags NODE_OPTIONS refuses (`--cpu-prof`).
  *
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
- * http, round robin per request), 64 connections on 64 accounts and on 8 shared accounts; prints
- * the figures and writes nothing.
+ * http, round robin per request, or by key), 64 connections on 64 accounts and on 8 shared
+ * accounts; prints the figures and writes nothing.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
@@ -1049,7 +1050,9 @@ function productionGatewayFlags(appRoot) {
 }
 
 async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
-  const gw = await startProcess('gateway', process.execPath, [...productionGatewayFlags(APP_ROOT), ...nodeFlags, GATEWAY_ENTRY], {
+  // BENCH_GATEWAY_FLAGS: node flags NODE_OPTIONS does not take (--cpu-prof), for the main gateway.
+  const extra = process.env.BENCH_GATEWAY_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+  const gw = await startProcess('gateway', process.execPath, [...productionGatewayFlags(APP_ROOT), ...extra, ...nodeFlags, GATEWAY_ENTRY], {
     logName,
     env: ctx.appEnv({ PORT: String(ctx.gatewayPort), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
@@ -1070,6 +1073,10 @@ const GATEWAY_LOADS = {
   accounts64: { accounts: 64, label: '64 accounts', randomKeys: false },
   // Each request's key drawn at random: every account's requests land on every gateway.
   accounts8: { accounts: 8, label: '8 accounts, every one on every gateway', randomKeys: true },
+  // The same requests with HAProxy choosing the gateway by the key (consistent hashing of the
+  // Authorization header): each account on one gateway, as an operator can route. Not a target's
+  // load: the 8 keys spread unevenly over the gateways.
+  accounts8ByKey: { accounts: 8, label: '8 accounts, each routed to one gateway by its key', randomKeys: true, byKey: true },
 };
 
 /** Another gateway process of this build on the same database, Redis and data directory. */
@@ -1089,7 +1096,21 @@ async function startExtraGateway(ctx, i) {
  * one thread (the load is small for it; it shares the 2 cores with everything else). Its stats
  * page (CSV) says how many requests each gateway got.
  */
-async function startBalancer(ctx, gateways) {
+/**
+ * A backend that sends each API key's requests to one gateway: the key as the OpenAI SDKs send it
+ * (Authorization, without its `Bearer `) or as the Anthropic SDKs do (x-api-key), so one key goes
+ * to one gateway whichever SDK sends it; hashed consistently, so that a gateway joining or leaving
+ * moves only its share of the keys. `balance hash` needs HAProxy 2.6 (Debian 12 has 2.6.12).
+ */
+const BY_KEY_BALANCING = [
+  '  http-request set-var(txn.api_key) req.hdr(x-api-key)',
+  '  http-request set-var(txn.api_key) req.hdr(authorization),regsub("^Bearer ","") if { req.hdr(authorization) -m found }',
+  '  balance hash var(txn.api_key)',
+  '  hash-type consistent',
+];
+
+async function startBalancer(ctx, gateways, { byKey = false } = {}) {
+  const name = byKey ? 'haproxy-by-key' : 'haproxy';
   const [port, statsPort] = [await freePort(), await freePort()];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-haproxy-'));
   const cfg = path.join(dir, 'haproxy.cfg');
@@ -1109,7 +1130,7 @@ async function startBalancer(ctx, gateways) {
       `  bind 127.0.0.1:${port}`,
       '  default_backend gateways',
       'backend gateways',
-      '  balance roundrobin',
+      ...(byKey ? BY_KEY_BALANCING : ['  balance roundrobin']),
       ...gateways.map((g, i) => `  server g${i + 1} 127.0.0.1:${g.port}`),
       'listen stats',
       `  bind 127.0.0.1:${statsPort}`,
@@ -1120,7 +1141,7 @@ async function startBalancer(ctx, gateways) {
   );
   // HAProxy prints nothing when it starts well: it is ready when its port answers; its exit
   // before that (a bad configuration) fails the phase, and the silence is no failure.
-  const started = startProcess('haproxy', HAPROXY, ['-db', '-f', cfg], { ready: /(?!)/, timeoutMs: 10_000, logName: `haproxy-${gateways.length}` });
+  const started = startProcess(name, HAPROXY, ['-db', '-f', cfg], { ready: /(?!)/, timeoutMs: 10_000, logName: `${name}-${gateways.length}` });
   started.catch(() => undefined);
   try {
     await Promise.race([waitForPort(port), started]);
@@ -1129,8 +1150,8 @@ async function startBalancer(ctx, gateways) {
     // HAProxy has read its configuration (or failed on it): the file is no longer needed.
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const pid = children.get('haproxy')?.proc.pid;
-  if (!pid) throw new Error(`haproxy exited at start; see ${path.relative(REPO_ROOT, LOG_DIR)}/haproxy-${gateways.length}.log`);
+  const pid = children.get(name)?.proc.pid;
+  if (!pid) throw new Error(`haproxy exited at start; see ${path.relative(REPO_ROOT, LOG_DIR)}/${name}-${gateways.length}.log`);
   return { port, statsPort, pid, origin: `http://127.0.0.1:${port}` };
 }
 
@@ -1156,6 +1177,7 @@ async function balancerCounts(balancer) {
 async function gatewaysPhase(ctx) {
   const out = {
     balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread',
+    balancer_by_key: 'haproxy, mode http, balance hash of the key (Authorization or x-api-key) with hash-type consistent, 1 thread',
     workers: 1,
     mode: 'json',
     direct_warmup_ok: 0,
@@ -1182,13 +1204,14 @@ async function gatewaysPhase(ctx) {
         out.direct_warmup_ok += w.ok;
         out.direct_warmup_non2xx += w.non2xx + w.errors;
       }
-      const balancer = await startBalancer(ctx, gateways);
+      const balancers = { roundRobin: await startBalancer(ctx, gateways), byKey: await startBalancer(ctx, gateways, { byKey: true }) };
       const gwPids = Object.fromEntries(gateways.map((g) => [g.name, g.pid]));
-      const pids = { ...gwPids, worker: ctx.pids.worker, haproxy: balancer.pid, simulator: ctx.pids.simulator };
-      if (ctx.pids.redis) pids.redis = ctx.pids.redis;
       out.by_n[n] = {};
       try {
-        for (const [loadName, { accounts, randomKeys }] of Object.entries(GATEWAY_LOADS)) {
+        for (const [loadName, { accounts, randomKeys, byKey }] of Object.entries(GATEWAY_LOADS)) {
+          const balancer = byKey ? balancers.byKey : balancers.roundRobin;
+          const pids = { ...gwPids, worker: ctx.pids.worker, haproxy: balancer.pid, simulator: ctx.pids.simulator };
+          if (ctx.pids.redis) pids.redis = ctx.pids.redis;
           const opts = {
             url: `${balancer.origin}${CHAT_PATH}`,
             connections: CFG.loadConnections,
@@ -1255,7 +1278,7 @@ async function gatewaysPhase(ctx) {
           );
         }
       } finally {
-        await stopProcess('haproxy');
+        await Promise.all([stopProcess('haproxy'), stopProcess('haproxy-by-key')]);
       }
     }
   } finally {
@@ -1270,7 +1293,8 @@ async function gatewaysPhase(ctx) {
 function gatewaysTargets(g) {
   const targets = [];
   for (const n of GATEWAY_COUNTS.filter((k) => k > 1)) {
-    for (const [loadName, { label }] of Object.entries(GATEWAY_LOADS)) {
+    for (const [loadName, { label, byKey }] of Object.entries(GATEWAY_LOADS)) {
+      if (byKey) continue;
       const x = g.by_n[n]?.[loadName];
       if (!x) continue;
       const failures = x.non2xx + x.errors + x.timeouts;
