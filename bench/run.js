@@ -1073,9 +1073,9 @@ const GATEWAY_LOADS = {
   accounts64: { accounts: 64, label: '64 accounts', randomKeys: false },
   // Each request's key drawn at random: every account's requests land on every gateway.
   accounts8: { accounts: 8, label: '8 accounts, every one on every gateway', randomKeys: true },
-  // The same requests with HAProxy choosing the gateway by the key (consistent hashing of the
-  // Authorization header): each account on one gateway, as an operator can route. Not a target's
-  // load: the 8 keys spread unevenly over the gateways.
+  // The same requests with HAProxy choosing the gateway by the key (BY_KEY_BALANCING): each
+  // account on one gateway, as an operator can route. Not a target's load: the 8 keys spread
+  // unevenly over the gateways.
   accounts8ByKey: { accounts: 8, label: '8 accounts, each routed to one gateway by its key', randomKeys: true, byKey: true },
 };
 
@@ -1091,12 +1091,6 @@ async function startExtraGateway(ctx, i) {
 }
 
 /**
- * HAProxy from the distribution, in the foreground (-db) as a child process: mode http, so every
- * request of a keep-alive connection is balanced on its own (round robin over the gateways), and
- * one thread (the load is small for it; it shares the 2 cores with everything else). Its stats
- * page (CSV) says how many requests each gateway got.
- */
-/**
  * A backend that sends each API key's requests to one gateway: the key as the OpenAI SDKs send it
  * (Authorization, without its `Bearer `) or as the Anthropic SDKs do (x-api-key), so one key goes
  * to one gateway whichever SDK sends it; hashed consistently, so that a gateway joining or leaving
@@ -1109,6 +1103,12 @@ const BY_KEY_BALANCING = [
   '  hash-type consistent',
 ];
 
+/**
+ * HAProxy from the distribution, in the foreground (-db) as a child process: mode http, so every
+ * request of a keep-alive connection is balanced on its own (round robin over the gateways, or
+ * `byKey` by its API key), and one thread (the load is small for it; it shares the 2 cores with
+ * everything else). Its stats page (CSV) says how many requests each gateway got.
+ */
 async function startBalancer(ctx, gateways, { byKey = false } = {}) {
   const name = byKey ? 'haproxy-by-key' : 'haproxy';
   const [port, statsPort] = [await freePort(), await freePort()];
