@@ -130,6 +130,27 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
     }
   });
 
+  it('given no standby, when another gateway wrote the account last, then the read waits for the projection to reach that write', async () => {
+    const log = {
+      lastWrite: async (accountId: string) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
+    };
+    const reads = new ReadYourWrites(runner, null, log);
+    // Another process's write: this ReadYourWrites has not seen it, and the projection has not applied it.
+    await new AggregateStore(store, new ManualClock()).handle(accountDecider, accountStream('acme'), { type: 'AddCredits', amountNano: 5n, reason: 'top-up' });
+    let answeredAt: number | null = null;
+    const read = reads.readFrom('acme', 'credits').then((source) => {
+      answeredAt = performance.now();
+      return source;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(answeredAt).toBeNull();
+    const caughtUpAt = performance.now();
+    await runner.catchUpAll();
+    expect(await read).toBe('primary');
+    expect(answeredAt!).toBeGreaterThanOrEqual(caughtUpAt);
+    last = (await store.readStream(accountStream('acme'), { direction: 'backwards', maxCount: 1 }))[0].position;
+  });
+
   it('given no standby, when a read comes, then the primary answers and nothing is counted', async () => {
     const reads = new ReadYourWrites(runner, null);
     expect(await reads.readFrom('acme', 'credits')).toBe('primary');

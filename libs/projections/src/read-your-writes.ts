@@ -3,7 +3,7 @@ import { START, type Position } from '@svc/eventstore';
 import type { SqlExecutor } from '@svc/platform';
 import { chooseReadSource, type ReadSource } from './read-source';
 import { ProjectionTimeoutError, type ProjectionRunner } from './runner';
-import { PROJECTIONS, REPLICA_READS } from './tokens';
+import { ACCOUNT_WRITES, PROJECTIONS, REPLICA_READS } from './tokens';
 
 /** A read waits this long at most for the standby to replay the reader's own write, then asks the primary. */
 export const DEFAULT_REPLICA_WAIT_MS = 200;
@@ -34,6 +34,11 @@ export interface ReplicaReads {
   readonly elapsed?: () => number;
 }
 
+/** The position of an account's last event in the log, whichever process wrote it. */
+export interface AccountWrites {
+  lastWrite(accountId: string): Promise<Position | undefined>;
+}
+
 /**
  * ARCHITECTURE section 6: a read that must see the caller's own write waits for the
  * projection to reach that write's position. This remembers, per account, the position of
@@ -49,6 +54,7 @@ export class ReadYourWrites {
   constructor(
     @Inject(PROJECTIONS) private readonly projections: Pick<ProjectionRunner, 'waitFor'>,
     @Optional() @Inject(REPLICA_READS) private readonly replica: ReplicaReads | null = null,
+    @Optional() @Inject(ACCOUNT_WRITES) private readonly log: AccountWrites | null = null,
   ) {}
 
   wrote(accountId: string, position: Position | undefined): void {
@@ -66,12 +72,14 @@ export class ReadYourWrites {
    * For a pure read of `projection`: where to read it so that the account's own writes are in
    * the answer, whichever gateway made them. The standby once its copy of the projection has
    * reached the account's last write (waiting up to maxWaitMs for it), else the primary, after
-   * its projection has (settle). Without a standby, always the primary.
+   * its projection has reached the account's last write. Without a standby, always the
+   * primary, once its projection has reached the account's last write in the log (`log`): a
+   * client's requests may go through several gateways, and this process knows only its own writes.
    */
   async readFrom(accountId: string, projection: string): Promise<ReadSource> {
     const replica = this.replica;
     if (!replica) {
-      await this.settle(accountId, projection);
+      await this.onPrimary(later(this.last.get(accountId), await this.log?.lastWrite(accountId)), projection);
       return 'primary';
     }
     const needed = later(this.last.get(accountId), await replica.lastWrite(accountId));

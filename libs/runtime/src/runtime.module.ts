@@ -3,12 +3,12 @@ import { CATALOG } from '@svc/catalog';
 import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
 import { GATEWAY_LEASE } from '@svc/ledger';
 import { SERVICE_METRICS } from '@svc/metrics';
-import { PROJECTIONS, REPLICA_READS } from '@svc/projections';
+import { ACCOUNT_WRITES, PROJECTIONS, REPLICA_READS } from '@svc/projections';
 import { accountStream } from '@svc/ledger';
 import { CLOCK, CONFIG, EDGE_STORES, READ_DB, REPLICA_DB } from '@svc/platform';
 import { PROVIDER_CLIENTS, SIMULATOR_URL } from '@svc/providers';
 import { TRACING } from '@svc/telemetry';
-import type { ReplicaReads } from '@svc/projections';
+import type { AccountWrites, ReplicaReads } from '@svc/projections';
 import type { Runtime } from './runtime';
 import { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 
@@ -23,6 +23,7 @@ export class RuntimeModule {
       { provide: READ_DB, useValue: runtime.sql },
       { provide: REPLICA_DB, useValue: runtime.replicaSql ?? runtime.sql },
       { provide: REPLICA_READS, useValue: replicaReads(runtime) },
+      { provide: ACCOUNT_WRITES, useValue: accountWrites(runtime) },
       { provide: EVENT_STORE, useValue: runtime.store },
       { provide: AGGREGATE_STORE, useValue: runtime.aggregates },
       { provide: CATALOG, useValue: runtime.catalog },
@@ -40,14 +41,18 @@ export class RuntimeModule {
   }
 }
 
+/** Where the log says an account was last written: one indexed read of the primary, the stream's last revision (events' primary key). */
+function accountWrites({ store }: Runtime): AccountWrites {
+  return { lastWrite: async (accountId) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position };
+}
+
 /** What ReadYourWrites needs to send pure reads to the standby; null without one. */
 function replicaReads(runtime: Runtime): ReplicaReads | null {
   const { replicaSql, store, metrics } = runtime;
   if (!replicaSql) return null;
   return {
     replica: replicaSql,
-    // One indexed read of the primary: the stream's last revision (events' primary key).
-    lastWrite: async (accountId) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
+    lastWrite: accountWrites(runtime).lastWrite,
     nudge: () => store.requestCatchUp(),
     answered: (source) => metrics.readModelReads.inc({ source }),
   };
