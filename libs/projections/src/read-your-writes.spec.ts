@@ -4,7 +4,7 @@ import { accountDecider, accountStream, creditsProjection } from '@svc/ledger';
 import { ManualClock, PgSqlRunner, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import type { ReadSource } from './read-source';
-import { ReadYourWrites, type ReplicaReads } from './read-your-writes';
+import { type AccountWrites, ReadYourWrites, type ReplicaReads } from './read-your-writes';
 import { ProjectionRunner } from './runner';
 
 /**
@@ -25,9 +25,12 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
     standby.query(`INSERT INTO projection_checkpoints (name, position) VALUES ('credits', $1) ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position`, [
       position,
     ]);
+  // The account's last event in the log, whichever process appended it.
+  const log: AccountWrites = {
+    lastWrite: async (accountId) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
+  };
   const replicaOn = (replica: SqlRunner, maxWaitMs = 100): ReplicaReads => ({
     replica,
-    lastWrite: async (accountId) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
     nudge: () => nudges++,
     answered: (source) => answered.push(source),
     maxWaitMs,
@@ -67,7 +70,7 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
 
   it('given a standby at the account’s last event, when a read comes through another gateway, then the standby answers at once', async () => {
     await standbyAt(last);
-    const reads = new ReadYourWrites(runner, replicaOn(standby));
+    const reads = new ReadYourWrites(runner, replicaOn(standby), log);
     expect(await reads.readFrom('acme', 'credits')).toBe('replica');
     expect(answered).toEqual(['replica']);
     expect(nudges).toBe(0);
@@ -75,7 +78,7 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
 
   it('given a standby one event behind, when it replays within the budget, then the read waits for it and the standby answers', async () => {
     await standbyAt('');
-    const reads = new ReadYourWrites(runner, replicaOn(standby, 2_000));
+    const reads = new ReadYourWrites(runner, replicaOn(standby, 2_000), log);
     const replayed = new Promise((resolve) => setTimeout(resolve, 60)).then(() => standbyAt(last));
     const { value, ms } = await timed(() => reads.readFrom('acme', 'credits'));
     await replayed;
@@ -87,7 +90,7 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
 
   it('given a standby that stays behind, when the budget is spent, then the primary answers', async () => {
     await standbyAt('');
-    const reads = new ReadYourWrites(runner, replicaOn(standby, 100));
+    const reads = new ReadYourWrites(runner, replicaOn(standby, 100), log);
     const { value, ms } = await timed(() => reads.readFrom('acme', 'credits'));
     expect(value).toBe('primary');
     expect(ms).toBeGreaterThanOrEqual(100);
@@ -96,7 +99,7 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
 
   it('given this process wrote past what the log of the account shows, when the standby has only the log’s position, then it is not enough', async () => {
     await standbyAt(last);
-    const reads = new ReadYourWrites(runner, replicaOn(standby, 50));
+    const reads = new ReadYourWrites(runner, replicaOn(standby, 50), log);
     // A later position this process remembers for the account (a write it made after the last one the stream shows).
     const later = (await store.append('elsewhere', [{ id: randomUUID(), type: 'Noted', data: {} }], 'any')).position;
     await runner.catchUpAll();
@@ -112,7 +115,7 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
     const counted = { query: <T>(sql: string, params?: unknown[]) => (asked++, down.query<T>(sql, params)) };
     let now = 0;
     try {
-      const reads = new ReadYourWrites(runner, { ...replicaOn(standby, 5_000), replica: counted, elapsed: () => now });
+      const reads = new ReadYourWrites(runner, { ...replicaOn(standby, 5_000), replica: counted, elapsed: () => now }, log);
       const first = await timed(() => reads.readFrom('acme', 'credits'));
       expect(first.value).toBe('primary');
       expect(first.ms).toBeLessThan(2_000);
@@ -131,9 +134,6 @@ describe('ReadYourWrites.readFrom: the standby once it has the account’s own w
   });
 
   it('given no standby, when another gateway wrote the account last, then the read waits for the projection to reach that write', async () => {
-    const log = {
-      lastWrite: async (accountId: string) => (await store.readStream(accountStream(accountId), { direction: 'backwards', maxCount: 1 }))[0]?.position,
-    };
     const reads = new ReadYourWrites(runner, null, log);
     // Another process's write: this ReadYourWrites has not seen it, and the projection has not applied it.
     await new AggregateStore(store, new ManualClock()).handle(accountDecider, accountStream('acme'), { type: 'AddCredits', amountNano: 5n, reason: 'top-up' });

@@ -19,11 +19,6 @@ const STANDBY_RETRY_MS = 5_000;
 export interface ReplicaReads {
   /** The standby, where the projections' checkpoints are read as it has replayed them. */
   readonly replica: SqlExecutor;
-  /**
-   * The position of the account's last event, read on the primary: a write any gateway made
-   * (the client may read through another gateway than the one that charged it).
-   */
-  lastWrite(accountId: string): Promise<Position | undefined>;
   /** Asks the process applying the projections to read the log now: a reader is waiting. */
   nudge(): void;
   /** Told where each read was sent (the metrics). */
@@ -70,19 +65,19 @@ export class ReadYourWrites {
 
   /**
    * For a pure read of `projection`: where to read it so that the account's own writes are in
-   * the answer, whichever gateway made them. The standby once its copy of the projection has
-   * reached the account's last write (waiting up to maxWaitMs for it), else the primary, after
-   * its projection has reached the account's last write. Without a standby, always the
-   * primary, once its projection has reached the account's last write in the log (`log`): a
-   * client's requests may go through several gateways, and this process knows only its own writes.
+   * the answer, whichever gateway made them (the later of this process's last write for the
+   * account and the account's last event in the log: a client's requests may go through several
+   * gateways). The standby once its copy of the projection has reached that write (waiting up
+   * to maxWaitMs for it), else the primary, after its projection has. Without a standby, always
+   * the primary.
    */
   async readFrom(accountId: string, projection: string): Promise<ReadSource> {
+    const needed = later(this.last.get(accountId), await this.log?.lastWrite(accountId));
     const replica = this.replica;
     if (!replica) {
-      await this.onPrimary(later(this.last.get(accountId), await this.log?.lastWrite(accountId)), projection);
+      await this.onPrimary(needed, projection);
       return 'primary';
     }
-    const needed = later(this.last.get(accountId), await replica.lastWrite(accountId));
     const elapsed = replica.elapsed ?? (() => performance.now());
     const started = elapsed();
     let nudged = false;

@@ -52,7 +52,6 @@ function replicaReads(runtime: Runtime): ReplicaReads | null {
   if (!replicaSql) return null;
   return {
     replica: replicaSql,
-    lastWrite: accountWrites(runtime).lastWrite,
     nudge: () => store.requestCatchUp(),
     answered: (source) => metrics.readModelReads.inc({ source }),
   };
