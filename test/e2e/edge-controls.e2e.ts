@@ -139,6 +139,56 @@ describe.each([
     });
   });
 
+  describe('admission with the prompt (spec 8)', () => {
+    it('a prompt refused for its tokens counts nowhere: the requests window is where it was', async () => {
+      const { key: small } = await accountWithKey(call, { tpm_limit: 30, rpm_limit: 5 });
+      const long = user('word '.repeat(40));
+      const refused = await post({ model: 'sim/echo', messages: long, max_tokens: 20 }, {}, small);
+      expect(refused.status).toBe(429);
+      expect(refused.json.error.code).toBe('tokens_limit_exceeded');
+      expect(refused.json.error.message).toContain(`This request's prompt counts ${countChatPromptTokens(long)} tokens.`);
+      expect(refused.headers.get('x-ratelimit-remaining-requests')).toBe('5');
+      expect(refused.headers.get('x-ratelimit-remaining-tokens')).toBe('30');
+      const ok = await post(chatBody('hi'), {}, small);
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('x-ratelimit-remaining-requests')).toBe('4');
+      expect(Number(ok.headers.get('x-ratelimit-remaining-tokens'))).toBe(30 - countChatPromptTokens(user('hi')));
+    });
+
+    it('a malformed request counts as a request, and past the limit its answer is the 429, in either interface', async () => {
+      const { key: two } = await accountWithKey(call, { rpm_limit: 2 });
+      const first = await post({ model: 'sim/echo' }, {}, two);
+      expect(first.status).toBe(400);
+      expect(first.json.error.param).toBe('messages');
+      expect(first.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+      const second = await call('POST', '/v1/messages', { key: two, body: { model: 'sim/echo', messages: user('hi') } });
+      expect(second.status).toBe(400);
+      expect(second.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+      const chat = await post({ model: 'sim/echo' }, {}, two);
+      expect(chat.status).toBe(429);
+      expect(chat.json.error).toMatchObject({ type: 'rate_limit_error', code: 'requests_limit_exceeded' });
+      expect(Number(chat.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      const messages = await call('POST', '/v1/messages', { key: two, body: { model: 'sim/echo', messages: user('hi') } });
+      expect(messages.status).toBe(429);
+      expect(messages.json).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    });
+
+    it('a key past its requests limit gets the 429, not the cached answer, which is not counted twice either', async () => {
+      const { key: two } = await accountWithKey(call, { rpm_limit: 2 });
+      const body = chatBody(`cached ${randomUUID()}`);
+      const miss = await post(body, { 'x-svc-cache': 'true' }, two);
+      expect(miss.headers.get('x-svc-cache-status')).toBe('MISS');
+      expect(miss.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+      const hit = await post(body, { 'x-svc-cache': 'true' }, two);
+      expect(hit.headers.get('x-svc-cache-status')).toBe('HIT');
+      expect(hit.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+      const refused = await post(body, { 'x-svc-cache': 'true' }, two);
+      expect(refused.status).toBe(429);
+      expect(refused.json.error.code).toBe('requests_limit_exceeded');
+      expect(refused.headers.get('x-svc-cache-status')).toBeNull();
+    });
+  });
+
   describe('Idempotency-Key (spec 3.3)', () => {
     it('409 while the first request runs; the first response replayed after, billed once', async () => {
       const headers = idem();

@@ -260,6 +260,7 @@ export class ChatCompletions {
         user: request.safety_identifier ?? request.user,
         clientRequestId: tags.clientRequestId,
         idempotency: tags.idempotency,
+        admission: tags.admission,
         preset: prepared.preset ?? undefined,
       },
       prepared.guardrailFindings.length > 0 ? { ...options, guardrailFindings: prepared.guardrailFindings } : options,

@@ -29,6 +29,7 @@ export class Embeddings {
       user: call.body.user,
       clientRequestId: tags.clientRequestId,
       idempotency: tags.idempotency,
+      admission: tags.admission,
     };
     const { metered, target, answer, settlement } = await answerOperation(this.deps.calls, this.deps.routing, caller, embedOperation, call, context, options);
     const promptTokens = settlement.usage.input ?? 0;

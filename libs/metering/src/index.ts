@@ -18,6 +18,7 @@ export {
   newGenerationId,
   type Metered,
   type Plan,
+  type PromptAdmission,
   type RequestTags,
   type Reservation,
   type ReserveOptions,

@@ -7,7 +7,7 @@ import { ProviderError } from '@svc/providers';
 import { markFailedGeneration } from './failed-generation';
 import type { MeterUsage } from './meters';
 import type { MeteredCalls } from './pipeline';
-import type { Metered, Plan, ReserveOptions, Settlement } from './reservation';
+import type { Metered, Plan, PromptAdmission, ReserveOptions, Settlement } from './reservation';
 import type { RoutedModel, Target } from './targets';
 
 /**
@@ -63,6 +63,8 @@ export interface CallContext {
   clientRequestId?: string;
   /** The request's Idempotency-Key, hashed, and body fingerprint (see Plan). */
   idempotency?: { key: string; fingerprint: string };
+  /** The request's admission, made when its prompt is counted (see Plan). */
+  admission?: PromptAdmission;
 }
 
 /** A call answered and not yet settled: what its settlement will charge is decided already. */
@@ -150,6 +152,7 @@ export async function answerOperation<Request, Answer>(
     user: context.user,
     clientRequestId: context.clientRequestId,
     idempotency: context.idempotency,
+    admission: context.admission,
   };
   const metered = await calls.reserve(caller, plan, options);
   const started = performance.now();

@@ -123,6 +123,27 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     expect(w.log.available()).toBe(CREDITS - charged);
   });
 
+  it("given a plan whose admission waits for its prompt (spec 8), when reserved, then the admission counts the prompt before the hold, its headers are the call's, and a refusal holds nothing", async () => {
+    const w = world({ 'up-a': new ScriptedUpstream([]), 'up-b': new ScriptedUpstream([]) });
+    const counted: number[] = [];
+    const admitted = await w.calls.reserve(caller(), {
+      ...plan(),
+      admission: async (tokens) => {
+        counted.push(tokens);
+        expect(w.log.decided()).toEqual([]);
+        return { 'x-ratelimit-remaining-tokens': '7' };
+      },
+    });
+    expect(counted).toEqual([1000]);
+    expect(admitted.headers['x-ratelimit-remaining-tokens']).toBe('7');
+    expect(w.log.decided()).toEqual(['HoldPlaced']);
+
+    const refusal = new DomainError('tokens_limit_exceeded', 'over', {}, 'rate_limited');
+    const refused = await failureOf(w.calls.reserve(caller(), { ...plan(), admission: () => Promise.reject(refusal) }));
+    expect(refused).toBe(refusal);
+    expect(w.log.decided()).toEqual(['HoldPlaced']);
+  });
+
   it('given the upstream refusing the request (400), when attempted, then no other target is tried, the hold is released and the 400 is the answer', async () => {
     const refusal = httpError(400);
     const a = new ScriptedUpstream([{ fails: refusal }]);

@@ -91,7 +91,18 @@ export interface Metered {
 export interface RequestTags {
   clientRequestId?: string;
   idempotency?: { key: string; fingerprint: string };
+  /** The request's admission, left to the moment its prompt is counted (see PromptAdmission). */
+  admission?: PromptAdmission;
 }
+
+/**
+ * Spec 8: a model call's admission (requests per minute, a concurrency slot) and its prompt's
+ * count in the tokens per minute, in one decision and one round trip to the shared store, made
+ * where the prompt is counted. Throws the 429 of the first limit met; resolves with the tokens
+ * window's headers. The edge that left a request's admission to this decision admits it itself
+ * before anything else can happen to it (an idempotency claim, a cached answer, an error).
+ */
+export type PromptAdmission = (promptTokens: number) => Promise<Record<string, string>>;
 
 /**
  * The event metadata every decision of call `id` carries: ids, not content (the end user's id,
@@ -131,6 +142,8 @@ export interface Plan {
   preset?: { slug: string; version: number };
   /** Decided with the hold (see RequestTags). */
   idempotency?: RequestTags['idempotency'];
+  /** Counts the prompt, admitting the request with it (see RequestTags). */
+  admission?: PromptAdmission;
 }
 
 export interface ReserveOptions {

@@ -2,7 +2,7 @@ import { Body, Controller, Headers, HttpCode, Post, Res, UseGuards } from '@nest
 import { ChatCompletions } from '@svc/billing';
 import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { ChatCompletionRequest, isSurelyValidChatRequest } from '@svc/interfaces';
 import { fastBodyValidation } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
@@ -26,6 +26,7 @@ export class ChatCompletionsController {
    */
   @Post('completions')
   @HttpCode(200)
+  @AdmitWithPrompt()
   async create(
     @CallerParam() caller: Caller,
     @Body(fastBodyValidation(isSurelyValidChatRequest)) body: ChatCompletionRequest,

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { EdgeResponses } from '../edge/replay';
 import { openEventStream, presentBilled } from '../edge/billed-answer';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
 const ROUTE = '/v1/completions';
 
@@ -20,6 +20,7 @@ export class CompletionsController {
 
   @Post('completions')
   @HttpCode(200)
+  @AdmitWithPrompt()
   async create(
     @CallerParam() caller: Caller,
     @Body() body: unknown,

@@ -1,7 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
-import { rateLimitBucket as bucket, rateLimitHeaders, TokenWindows, tokensExceeded, tooManyRequests as tooMany } from '@svc/metering';
+import {
+  type PromptAdmission,
+  rateLimitBucket as bucket,
+  rateLimitHeaders,
+  TokenWindows,
+  tokensExceeded,
+  tokenWindowHeaders,
+  tooManyRequests as tooMany,
+} from '@svc/metering';
 import { CLOCK, type Clock, CONFIG, type Config, type DomainError, EDGE_STORES, type EdgeStores, type WindowResult } from '@svc/platform';
 
 /**
@@ -82,18 +90,25 @@ export class RateLimitService {
 
   /**
    * Counts the request and takes a concurrency slot, given back when the response is over, in
-   * one decision: a refused request counts nowhere and holds no slot. Throws the 429 for the
-   * first limit reached; the headers are on the reply either way. `slotMs`: how long the slot
-   * may be held at most (a realtime session's whole life, spec 8), else an upstream call's. The
-   * slot itself lives by a short lease its process renews until the response is over, however
-   * it ends (answered, failed, client gone, stream cut): all of them emit 'close'.
+   * one decision: a refused request counts nowhere and holds no slot. With `promptTokens` (a
+   * model call whose prompt is counted), the prompt is counted in the tokens window in the same
+   * decision. Throws the 429 for the first limit reached; the headers are on the reply either
+   * way, and the tokens window's are returned. `slotMs`: how long the slot may be held at most
+   * (a realtime session's whole life, spec 8), else an upstream call's. The slot itself lives by
+   * a short lease its process renews until the response is over, however it ends (answered,
+   * failed, client gone, stream cut): all of them emit 'close'.
    */
-  async admit(caller: Caller, operation: Operation, reply: FastifyReply, slotMs?: number): Promise<void> {
+  async admit(
+    caller: Caller,
+    operation: Operation,
+    reply: FastifyReply,
+    { slotMs, promptTokens }: { slotMs?: number; promptTokens?: number } = {},
+  ): Promise<Record<string, string>> {
     const limits = this.tokens.limitsOf(caller);
     const admitted = await this.edge.admission.admit({
       requests: { bucket: bucket('rpm', caller), limit: limits.requests_per_minute },
       // Only model calls spend tokens: a key out of tokens can still read its usage.
-      tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call' },
+      tokens: { bucket: bucket('tpm', caller), limit: limits.tokens_per_minute, enforce: operation === 'model_call', prompt: promptTokens },
       slots: {
         bucket: bucket('concurrent', caller),
         limit: limits.concurrent_requests,
@@ -108,7 +123,7 @@ export class RateLimitService {
           tooMany(`This key is limited to ${limits.requests_per_minute} requests per minute.`, 'requests_limit_exceeded', admitted.requests.resetMs),
         );
       case 'tokens':
-        throw this.refused(tokensExceeded(limits, admitted.tokens.resetMs));
+        throw this.refused(tokensExceeded(limits, admitted.tokens.resetMs, promptTokens || undefined));
       case 'concurrency':
         throw this.refused(
           tooMany(
@@ -119,12 +134,25 @@ export class RateLimitService {
         );
     }
     const slot = admitted.slot.slot;
-    if (!slot) return;
-    const release = () => void slot.release().catch(() => undefined);
-    // 'close' comes once the response is over, streamed or not, or the client has gone; a client
-    // gone while admission waited on the store closed it already, and it will not come again.
-    if ((reply.raw as { closed?: boolean }).closed === true) release();
-    else reply.raw.once('close', release);
+    if (slot) {
+      const release = () => void slot.release().catch(() => undefined);
+      // 'close' comes once the response is over, streamed or not, or the client has gone; a client
+      // gone while admission waited on the store closed it already, and it will not come again.
+      if ((reply.raw as { closed?: boolean }).closed === true) release();
+      else reply.raw.once('close', release);
+    }
+    return rateLimitHeaders('tokens', admitted.tokens);
+  }
+
+  /**
+   * A model call's admission left to the moment its prompt is counted: one decision and one
+   * round trip for both (DeferredAdmission).
+   */
+  defer(caller: Caller, reply: FastifyReply): DeferredAdmission {
+    return new DeferredAdmission(
+      (promptTokens) => this.admit(caller, 'model_call', reply, { promptTokens }),
+      async (promptTokens) => tokenWindowHeaders(await this.tokens.consumePromptTokens(caller, promptTokens)),
+    );
   }
 
   /**
@@ -153,4 +181,37 @@ function tooManyFailures(retryAfterMs: number): DomainError {
     'too_many_failed_authentications',
     retryAfterMs,
   );
+}
+
+/**
+ * Spec 8 for a model call whose admission waits for its prompt (PromptAdmission): the pipeline
+ * admits the request and counts the prompt in one decision, the one round trip to the shared
+ * store before the hold. Whatever comes before that admits the request without its prompt
+ * (`settle`): the edge before an idempotency claim or a cache lookup, the error filter before an
+ * error goes out (a malformed request is counted, and a key over its limits gets the 429, as
+ * when admission came first). The prompt is then counted alone.
+ */
+export class DeferredAdmission {
+  private admitted: Promise<Record<string, string>> | null = null;
+
+  constructor(
+    private readonly admit: (promptTokens?: number) => Promise<Record<string, string>>,
+    private readonly consumePrompt: (promptTokens: number) => Promise<Record<string, string>>,
+  ) {}
+
+  /** Whether the request has been admitted, or is being (refused or not). */
+  get made(): boolean {
+    return this.admitted !== null;
+  }
+
+  readonly withPrompt: PromptAdmission = async (promptTokens) => {
+    if (this.admitted === null) return (this.admitted = this.admit(promptTokens));
+    await this.admitted;
+    return promptTokens > 0 ? this.consumePrompt(promptTokens) : {};
+  };
+
+  /** Admits the request without its prompt, unless that was done already; throws its refusal either way. */
+  async settle(): Promise<void> {
+    await (this.admitted ??= this.admit());
+  }
 }

@@ -24,6 +24,7 @@ import {
 } from '@svc/platform';
 import { endAfter, sendEventStream } from '../http/streams';
 import { clientRequestIdOf } from '../http/reply-headers';
+import { deferredAdmissionOf } from '../http/auth.guard';
 import { DEFAULT_CACHE_TTL_SECONDS, readEdgeHeaders } from './edge-headers';
 
 /** What an endpoint answered, before it is sent: a JSON body, or an SSE text stream. */
@@ -108,6 +109,10 @@ export class EdgeResponses {
         : sha256(`${request.route}\n${preset ? `${reference!.slug}@${preset.version}\n` : ''}${stringify(request.body)}`);
     const idempotency = idempotencyKey !== null && request.sealed === true ? this.sealedIdempotency() : this.edge.idempotency;
     const scope = request.caller.keyId;
+    // Spec 8: a request whose admission waits for its prompt's count is admitted before it claims
+    // a key or reads the cache: a refused request must leave neither.
+    const admission = deferredAdmissionOf(reply.request);
+    if (admission && (idempotencyKey !== null || cache !== null)) await admission.settle();
 
     if (idempotencyKey !== null) {
       const begun = await idempotency.begin(scope, idempotencyKey, fingerprint, this.config.upstreamTimeoutMs + CLAIM_GRACE_MS).catch(idempotencyDown);
@@ -148,7 +153,9 @@ export class EdgeResponses {
       // and a claim it lost (a Redis restart) cannot make a charged request run again.
       const idempotency =
         idempotencyKey === null ? undefined : { key: sha256(`${scope}\n${idempotencyKey}`).slice(0, 32), fingerprint: fingerprint.slice(0, 32) };
-      const answer = await produce({ clientRequestId, idempotency });
+      const answer = await produce({ clientRequestId, idempotency, ...(admission ? { admission: admission.withPrompt } : {}) });
+      // An answer that never reached the prompt's count is counted now, and stands whatever the count says.
+      if (admission && !admission.made) await admission.settle().catch(() => undefined);
       const log = this.promptLog(request, answer);
       const headers = { ...answer.headers, ...cacheHeaders };
       const answerId = answer.generationId ?? request.route;

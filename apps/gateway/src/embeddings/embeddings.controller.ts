@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '@svc/identity';
 import { embeddingsRequest } from '@svc/interfaces';
 import { EdgeResponses } from '../edge/replay';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 
 const ROUTE = '/v1/embeddings';
 
@@ -20,6 +20,7 @@ export class EmbeddingsController {
 
   @Post('embeddings')
   @HttpCode(200)
+  @AdmitWithPrompt()
   async create(
     @CallerParam() caller: Caller,
     @Body() body: unknown,

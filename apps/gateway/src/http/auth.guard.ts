@@ -4,21 +4,35 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, authorize, type AuthCache, type Caller, findKeyBySecretHash, keyFromHeaders, type Operation, type SecretMatch } from '@svc/identity';
 import { ApiError, CLOCK, type Clock, READ_DB, type SqlRunner } from '@svc/platform';
 import { AUTH_CACHE } from '@svc/runtime';
-import { RateLimitService } from '../edge/rate-limits';
+import { type DeferredAdmission, RateLimitService } from '../edge/rate-limits';
 
-type AuthenticatedRequest = FastifyRequest & { caller?: Caller };
+type AuthenticatedRequest = FastifyRequest & { caller?: Caller; admission?: DeferredAdmission };
 
 const OPERATION = 'svc:operation';
+const ADMIT_WITH_PROMPT = 'svc:admit-with-prompt';
 
 /** What a route does, checked against the key's scope (spec 5.3, 5.6). Every /v1 route says it. */
 export const Requires = (operation: Operation) => SetMetadata(OPERATION, operation);
+
+/**
+ * A model call route whose use case counts its prompt in the metered pipeline with the tags the
+ * edge gives it (EdgeResponses.serve): its admission waits for that count, and both are one
+ * decision (DeferredAdmission). Only for routes whose every answer goes through the edge.
+ */
+export const AdmitWithPrompt = () => SetMetadata(ADMIT_WITH_PROMPT, true);
+
+/** The admission the guard left to the prompt's count, while it may still be waiting for it. */
+export function deferredAdmissionOf(request: FastifyRequest | undefined): DeferredAdmission | undefined {
+  return (request as AuthenticatedRequest | undefined)?.admission;
+}
 
 /**
  * Spec 5: every /v1 endpoint takes the key as Bearer or x-api-key, then checks the key's
  * restrictions and scope. Keys come from the process's authentication cache, or the identity
  * projection when it is off; a revocation answers only once no process's cache still holds the
  * key (libs/projections/src/auth-cache.ts). Then the key's rate limits (spec 8), which only a
- * key that may make the call spends.
+ * key that may make the call spends: here, or, on a route that counts its prompt in the
+ * pipeline (AdmitWithPrompt), with that count.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -55,7 +69,11 @@ export class ApiKeyGuard implements CanActivate {
       throw err;
     }
     request.caller = caller;
-    await this.rateLimits.admit(caller, operation, reply);
+    if (operation === 'model_call' && this.reflector.get<boolean | undefined>(ADMIT_WITH_PROMPT, context.getHandler()) === true) {
+      request.admission = this.rateLimits.defer(caller, reply);
+    } else {
+      await this.rateLimits.admit(caller, operation, reply);
+    }
     return true;
   }
 

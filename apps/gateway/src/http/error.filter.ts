@@ -3,7 +3,7 @@ import { ApiError, CLOCK, type Clock } from '@svc/platform';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { toAnthropicError } from '@svc/interfaces';
 import { RateLimitService } from '../edge/rate-limits';
-import { ApiKeyGuard } from './auth.guard';
+import { ApiKeyGuard, deferredAdmissionOf } from './auth.guard';
 import { toApiError } from './error-mapping';
 import { methodNotAllowed } from './methods';
 import { failedGenerationOf } from '@svc/metering';
@@ -41,7 +41,16 @@ export class ApiErrorFilter implements ExceptionFilter {
     this.send(apiError, request, reply).catch((e: unknown) => this.logger.error(e instanceof Error ? (e.stack ?? e.message) : String(e)));
   }
 
-  private async send(apiError: ApiError, request: FastifyRequest | undefined, reply: FastifyReply): Promise<void> {
+  private async send(error: ApiError, request: FastifyRequest | undefined, reply: FastifyReply): Promise<void> {
+    // Spec 8: a request whose admission waited for its prompt, and failed before it, is admitted
+    // now: it counts, and a key over its limits gets their 429 rather than this error.
+    const admission = deferredAdmissionOf(request);
+    const apiError = admission
+      ? await admission.settle().then(
+          () => error,
+          (refusal: unknown) => toApiError(refusal, this.clock.now()),
+        )
+      : error;
     // No route ran, so no guard: a valid key still gets its rate-limit headers (spec 8: every /v1 response).
     if ((apiError.code === 'route_not_found' || apiError.code === 'method_not_allowed') && request && /^\/v1(\/|\?|$)/.test(request.url)) {
       const caller = await this.keys.callerOf(request);

@@ -253,7 +253,7 @@ export class RealtimeUpgrade implements BeforeApplicationShutdown {
     const connection = operationOf(target.provider, 'realtime')?.(target.route.upstreamModel);
     if (!connection) throw ApiError.invalidRequest(`The model '${model}' is not served over realtime by its provider.`, 'model', 'unsupported_model');
     // One concurrency slot for the session's whole life (spec 8: up to 60 minutes), not an upstream call's.
-    await this.rateLimits.admit(caller, 'model_call', reply.asReply(), SESSION_MAX_MS);
+    await this.rateLimits.admit(caller, 'model_call', reply.asReply(), { slotMs: SESSION_MAX_MS });
     try {
       return { caller, routed, upstream: await dial(connection.url, connection.headers), secretHash: hashKeySecret(secret!) };
     } catch (err) {

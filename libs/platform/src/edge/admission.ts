@@ -3,6 +3,7 @@ import type { Clock } from '../clock';
 import {
   checkLimit,
   checkMaxHold,
+  checkPoints,
   KeyedQueue,
   rateWindowKey,
   refusedResetMs,
@@ -18,15 +19,20 @@ import { guarded, luaScript, type RedisClient, runScript, storageBoundMs } from 
 import type { SlotLeases } from './slot-leases';
 
 /**
- * One request's admission (spec 8): a count in its requests-per-minute window, a look at its
- * tokens-per-minute window (tokens are counted once known, not here) and a concurrency slot,
- * decided together. A refused request counts nowhere and holds no slot, and the whole decision
- * is one round trip to the store.
+ * One request's admission (spec 8): a count in its requests-per-minute window, its
+ * tokens-per-minute window looked at (or its prompt counted there, when the prompt is known
+ * already) and a concurrency slot, decided together. A refused request counts nowhere and holds
+ * no slot, and the whole decision is one round trip to the store.
  */
 export interface AdmissionRequest {
   requests: { bucket: string; limit: number };
-  /** `enforce`: a window already at its limit refuses (model calls); otherwise it is only reported. */
-  tokens: { bucket: string; limit: number; enforce: boolean };
+  /**
+   * `enforce`: a window already at its limit refuses (model calls); otherwise it is only
+   * reported. `prompt`: tokens counted in the window with the request, refused ('tokens') when
+   * they would take it past its limit, as `RateLimiter.consume` counts them; enforced whatever
+   * `enforce` says.
+   */
+  tokens: { bucket: string; limit: number; enforce: boolean; prompt?: number };
   /** `maxHoldMs`: the longest the slot is held (ConcurrencyLimiter.acquire); it lives by short renewed leases until then. */
   slots: { bucket: string; limit: number; maxHoldMs: number };
 }
@@ -35,6 +41,7 @@ export interface AdmissionResult {
   /** The first limit the request met, in this order; null when admitted. */
   refused: 'requests' | 'tokens' | 'concurrency' | null;
   requests: WindowResult;
+  /** With a prompt: the window once it is counted, or as it stands when refused. */
   tokens: WindowResult;
   /** Its slot is non-null only when admitted. */
   slot: SlotResult;
@@ -47,6 +54,7 @@ export interface Admission {
 function checkRequest({ requests, tokens, slots }: AdmissionRequest): void {
   checkLimit(requests.limit);
   checkLimit(tokens.limit);
+  if (tokens.prompt !== undefined) checkPoints(tokens.prompt, 0);
   checkLimit(slots.limit);
   checkMaxHold(slots.maxHoldMs);
 }
@@ -56,7 +64,8 @@ function checkRequest({ requests, tokens, slots }: AdmissionRequest): void {
  * does (rate-limiter.ts), so `RateLimiter.consume` and `record` on the same buckets see what
  * admission counted; the slots are the concurrency limiter's leases.
  * KEYS: requests window, tokens window, slots. ARGV: requests limit, window seconds, tokens
- * limit, enforce tokens (1/0), now ms, lease end ms, slot limit, slot id, slots storage bound ms.
+ * limit, enforce tokens (1/0), now ms, lease end ms, slot limit, slot id, slots storage bound ms,
+ * prompt tokens to count (0: none).
  * Replies {refused or '', requests used, requests pttl, tokens used, tokens pttl, slots held}.
  */
 const ADMIT_LUA = luaScript(`
@@ -67,9 +76,12 @@ local tokens_ttl = redis.call('pttl', KEYS[2])
 if tokens_ttl <= 0 then tokens = 0 end
 redis.call('zremrangebyscore', KEYS[3], '-inf', ARGV[5])
 local held = redis.call('zcard', KEYS[3])
+local prompt = tonumber(ARGV[10])
 local refused = ''
 if requests + 1 > tonumber(ARGV[1]) then
   refused = 'requests'
+elseif prompt > 0 and tokens + prompt > tonumber(ARGV[3]) then
+  refused = 'tokens'
 elseif ARGV[4] == '1' and tokens >= tonumber(ARGV[3]) then
   refused = 'tokens'
 elseif held >= tonumber(ARGV[7]) then
@@ -84,6 +96,15 @@ requests_ttl = redis.call('pttl', KEYS[1])
 if requests_ttl == -1 then
   redis.call('expire', KEYS[1], ARGV[2])
   requests_ttl = 1000 * ARGV[2]
+end
+if prompt > 0 then
+  redis.call('set', KEYS[2], 0, 'EX', ARGV[2], 'NX')
+  tokens = redis.call('incrby', KEYS[2], prompt)
+  tokens_ttl = redis.call('pttl', KEYS[2])
+  if tokens_ttl == -1 then
+    redis.call('expire', KEYS[2], ARGV[2])
+    tokens_ttl = 1000 * ARGV[2]
+  end
 end
 redis.call('zadd', KEYS[3], ARGV[6], ARGV[8])
 if redis.call('pttl', KEYS[3]) < tonumber(ARGV[9]) then
@@ -111,7 +132,18 @@ export class RedisAdmission implements Admission {
     const now = this.clock.now().getTime();
     const until = this.leases.firstUntil(now, slots.maxHoldMs);
     const keys = [rateWindowKey(this.keyPrefix, requests.bucket), rateWindowKey(this.keyPrefix, tokens.bucket), slotsAt];
-    const args = [requests.limit, WINDOW_SECONDS, tokens.limit, tokens.enforce ? 1 : 0, now, until, slots.limit, id, storageBoundMs(until - now)];
+    const args = [
+      requests.limit,
+      WINDOW_SECONDS,
+      tokens.limit,
+      tokens.enforce ? 1 : 0,
+      now,
+      until,
+      slots.limit,
+      id,
+      storageBoundMs(until - now),
+      tokens.prompt ?? 0,
+    ];
     let reply: [string, number, number, number, number, number];
     try {
       reply = (await guarded('admission.admit', () => runScript(this.redis, ADMIT_LUA, keys, args))) as typeof reply;
@@ -129,13 +161,19 @@ export class RedisAdmission implements Admission {
       refused === null
         ? { allowed: true, limit: slots.limit, remaining, slot: this.leases.hold({ key: slotsAt, id }, now, slots.maxHoldMs) }
         : { allowed: false, limit: slots.limit, remaining, slot: null };
-    return {
-      refused,
-      requests: requestsWindow,
-      tokens: windowResult(tokensUsed < tokens.limit, tokens.limit, tokensUsed, Math.max(tokensTtl, 0)),
-      slot,
-    };
+    return { refused, requests: requestsWindow, tokens: tokensWindow(tokens, refused, tokensUsed, tokensTtl), slot };
   }
+}
+
+/**
+ * The tokens window as admission leaves it. With a prompt it reads as `RateLimiter.consume`'s
+ * answer: allowed once counted, or refused with what is used and when it resets; without one,
+ * as a look at the window.
+ */
+function tokensWindow(tokens: AdmissionRequest['tokens'], refused: Refusal, used: number, ttlMs: number): WindowResult {
+  if (!tokens.prompt) return windowResult(used < tokens.limit, tokens.limit, used, Math.max(ttlMs, 0));
+  if (refused === 'tokens') return windowResult(false, tokens.limit, used, refusedResetMs(ttlMs));
+  return windowResult(refused === null || used < tokens.limit, tokens.limit, used, Math.max(ttlMs, 0));
 }
 
 /**
@@ -162,15 +200,34 @@ export class MemoryAdmission implements Admission {
     if (!requestsWindow.allowed) {
       return { refused: 'requests', requests: { ...requestsWindow, resetMs: refusedResetMs(requestsWindow.resetMs) }, tokens: tokensWindow, slot: none };
     }
+    const prompt = tokens.prompt ?? 0;
+    const used = tokens.limit - tokensWindow.remaining;
+    if (prompt > 0 && used + prompt > tokens.limit) {
+      return {
+        refused: 'tokens',
+        requests: requestsWindow,
+        tokens: { ...tokensWindow, allowed: false, resetMs: refusedResetMs(tokensWindow.resetMs) },
+        slot: none,
+      };
+    }
     if (tokens.enforce && !tokensWindow.allowed) return { refused: 'tokens', requests: requestsWindow, tokens: tokensWindow, slot: none };
     const slot = await this.concurrency.acquire(slots.bucket, slots.limit, slots.maxHoldMs);
     if (!slot.allowed) return { refused: 'concurrency', requests: requestsWindow, tokens: tokensWindow, slot };
+    // Only a count made outside admission in between (output tokens, another route's prompt)
+    // can refuse either count below; the prompt goes first, so the request is never counted
+    // for a prompt then refused.
+    const promptCounted = prompt > 0 ? await this.rate.consume(tokens.bucket, tokens.limit, prompt) : tokensWindow;
+    if (!promptCounted.allowed && prompt > 0) {
+      // Counted meanwhile outside admission: refused after all, and the slot goes back.
+      await slot.slot?.release();
+      return { refused: 'tokens', requests: requestsWindow, tokens: promptCounted, slot: none };
+    }
     const counted = await this.rate.consume(requests.bucket, requests.limit);
     if (!counted.allowed) {
       // Counted meanwhile outside admission: refused after all, and the slot goes back.
       await slot.slot?.release();
-      return { refused: 'requests', requests: counted, tokens: tokensWindow, slot: none };
+      return { refused: 'requests', requests: counted, tokens: promptCounted, slot: none };
     }
-    return { refused: null, requests: counted, tokens: tokensWindow, slot };
+    return { refused: null, requests: counted, tokens: promptCounted, slot };
   }
 }

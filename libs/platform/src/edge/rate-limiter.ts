@@ -52,7 +52,7 @@ export function checkLimit(limit: number): void {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
 }
 
-function checkPoints(points: number, min: number): void {
+export function checkPoints(points: number, min: number): void {
   if (!Number.isSafeInteger(points) || points < min) throw new RangeError(`points must be an integer >= ${min}, got ${points}`);
 }
 

@@ -293,6 +293,36 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
         expect(await stores.rateLimiter.peek('rpm:c', 10)).toMatchObject({ remaining: 9 });
       });
 
+      it('counts a prompt in the tokens window with the request, as the rate limiter counts it', async () => {
+        const prompt = (n: number) => ({ ...request('p', { tokens: 100 }), tokens: { bucket: 'tpm:p', limit: 100, enforce: true, prompt: n } });
+        const admitted = await stores.admission.admit(prompt(60));
+        expect(admitted).toMatchObject({ refused: null, tokens: { allowed: true, remaining: 40 }, requests: { remaining: 9 } });
+        expect(admitted.tokens.resetMs).toBeGreaterThan(0);
+        expect(await stores.rateLimiter.peek('tpm:p', 100)).toMatchObject({ remaining: 40 });
+        // Past the limit: refused, and neither the tokens nor the request counted, no slot held.
+        const refused = await stores.admission.admit(prompt(41));
+        expect(refused).toMatchObject({ refused: 'tokens', tokens: { allowed: false, remaining: 40 }, slot: { slot: null } });
+        expect(refused.tokens.resetMs).toBeGreaterThan(0);
+        expect(await stores.rateLimiter.peek('tpm:p', 100)).toMatchObject({ remaining: 40 });
+        expect(await stores.rateLimiter.peek('rpm:p', 10)).toMatchObject({ remaining: 9 });
+        expect(await stores.concurrency.acquire('conc:p', 10, HOLD_MS)).toMatchObject({ remaining: 8 });
+        // Exactly up to the limit passes; a prompt refused by another limit counts nothing either.
+        expect((await stores.admission.admit(prompt(40))).tokens).toMatchObject({ allowed: true, remaining: 0 });
+        const full = { ...request('q', { requests: 1 }), tokens: { bucket: 'tpm:q', limit: 100, enforce: true, prompt: 5 } };
+        expect((await stores.admission.admit(full)).refused).toBeNull();
+        expect((await stores.admission.admit(full)).refused).toBe('requests');
+        expect(await stores.rateLimiter.peek('tpm:q', 100)).toMatchObject({ remaining: 95 });
+      });
+
+      it('admits exactly the prompts that fit when they race for the last tokens', async () => {
+        const prompt = { ...request('r', { requests: 100, slots: 100 }), tokens: { bucket: 'tpm:r', limit: 100, enforce: true, prompt: 30 } };
+        const results = await Promise.all(Array.from({ length: 10 }, () => stores.admission.admit(prompt)));
+        expect(count(results, (r) => r.refused === null)).toBe(3);
+        expect(count(results, (r) => r.refused === 'tokens')).toBe(7);
+        expect(await stores.rateLimiter.peek('tpm:r', 100)).toMatchObject({ remaining: 10 });
+        expect(await stores.rateLimiter.peek('rpm:r', 100)).toMatchObject({ remaining: 97 });
+      });
+
       it('refuses when every slot is held, without counting the request', async () => {
         const held = await stores.concurrency.acquire('conc:d', 1, HOLD_MS);
         const refused = await stores.admission.admit(request('d', { slots: 1 }));
@@ -325,6 +355,7 @@ export function edgeStoreContract(name: string, make: ContractFactory): void {
 
       it('rejects nonsense limits', async () => {
         await expect(stores.admission.admit(request('h', { requests: -1 }))).rejects.toThrow(RangeError);
+        await expect(stores.admission.admit({ ...request('h'), tokens: { bucket: 'tpm:h', limit: 1, enforce: true, prompt: -1 } })).rejects.toThrow(RangeError);
         await expect(stores.admission.admit({ ...request('h'), slots: { bucket: 'conc:h', limit: 1, maxHoldMs: 0 } })).rejects.toThrow(RangeError);
       });
     });
