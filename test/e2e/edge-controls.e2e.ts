@@ -173,6 +173,29 @@ describe.each([
       expect(messages.json).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     });
 
+    it.each([
+      ['/v1/chat/completions', chatBody('hi')],
+      ['/v1/messages', { model: 'sim/echo', max_tokens: 5, messages: user('hi') }],
+      ['/v1/responses', { model: 'sim/echo', max_output_tokens: 16, input: 'hi', store: false }],
+      ['/v1/completions', { model: 'sim/echo', max_tokens: 5, prompt: 'hi' }],
+      ['/v1/embeddings', { model: 'sim/embed', input: 'hi' }],
+      ['/v1/rerank', { model: 'sim/rerank', query: 'hi', documents: ['hi there', 'bye'] }],
+      ['/v1/images/generations', { model: 'sim/image', prompt: 'a dot', size: '16x16' }],
+      ['/v1/audio/speech', { model: 'sim/tts', input: 'hi', response_format: 'pcm' }],
+      ['/v1/search/sim/tavily', { query: 'cats' }],
+    ])('%s, admitted in the pipeline, counts an answered and a malformed request, then refuses past the limit', async (path, body) => {
+      const { key: two } = await accountWithKey(call, { rpm_limit: 2 });
+      const answered = await call('POST', path, { key: two, body });
+      expect(answered.status).toBe(200);
+      expect(answered.headers.get('x-ratelimit-remaining-requests')).toBe('1');
+      const malformed = await call('POST', path, { key: two, body: { ...body, model: 42, query: 42 } });
+      expect(malformed.status).toBe(400);
+      expect(malformed.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+      const refused = await call('POST', path, { key: two, body });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).not.toBeNull();
+    });
+
     it('a key past its requests limit gets the 429, not the cached answer, which is not counted twice either', async () => {
       const { key: two } = await accountWithKey(call, { rpm_limit: 2 });
       const body = chatBody(`cached ${randomUUID()}`);

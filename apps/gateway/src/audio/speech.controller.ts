@@ -4,7 +4,7 @@ import type { Caller } from '@svc/identity';
 import { speechOperation, speechRequest, withVoice } from '@svc/interfaces';
 import { nanoToUsdString } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/audio/speech';
@@ -26,6 +26,7 @@ export class SpeechController {
 
   @Post('speech')
   @HttpCode(200)
+  @AdmitWithPrompt()
   async speech(
     @CallerParam() caller: Caller,
     @Body() body: unknown,
@@ -35,12 +36,13 @@ export class SpeechController {
     const parsed = speechRequest(body);
     // The voice is checked against the model before anything is held (a 400 bills nothing).
     const call = withVoice(parsed, this.metering.route(caller, 'audio', { model: parsed.model, provider: parsed.provider }).models[0].model);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, async ({ clientRequestId, idempotency }) => {
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: true }, reply, async ({ clientRequestId, idempotency, admission }) => {
       const { metered, answer, charged } = await this.metering.run(caller, speechOperation, call, {
         model: call.model,
         provider: call.provider,
         clientRequestId,
         idempotency,
+        admission,
       });
       const { id } = metered.reservation;
       return {

@@ -17,7 +17,9 @@ export const Requires = (operation: Operation) => SetMetadata(OPERATION, operati
 /**
  * A model call route whose use case counts its prompt in the metered pipeline with the tags the
  * edge gives it (EdgeResponses.serve): its admission waits for that count, and both are one
- * decision (DeferredAdmission). Only for routes whose every answer goes through the edge.
+ * decision (DeferredAdmission). Only for routes whose every answer goes through the edge, and
+ * whose body Fastify has read before the guard: a multipart route reads its file in the
+ * handler, which a key over its limits must not make the gateway do.
  */
 export const AdmitWithPrompt = () => SetMetadata(ADMIT_WITH_PROMPT, true);
 

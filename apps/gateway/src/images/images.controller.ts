@@ -6,7 +6,7 @@ import { checkImageInput, IMAGES_ENDPOINT, imagesAnswer, imagesOperation, images
 import { ApiError, CLOCK, type Clock, CONFIG, type Config, nanoToUsd, READ_DB, type SqlRunner } from '@svc/platform';
 import { ignoredParamsHeader } from '@svc/billing';
 import { EdgeResponses } from '../edge/replay';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '@svc/metering';
 
 const CONTENT_PATH = '/v1/images/content';
@@ -34,6 +34,7 @@ export class ImagesController {
   @HttpCode(200)
   @UseGuards(ApiKeyGuard)
   @Requires('model_call')
+  @AdmitWithPrompt()
   async generate(
     @CallerParam() caller: Caller,
     @Body() body: unknown,
@@ -50,13 +51,14 @@ export class ImagesController {
       const base = publicBaseOf(request);
       keep = async (images) => (await this.stored.save(caller.accountId, images)).map((ref) => `${base}${CONTENT_PATH}/${ref.id}.${ref.extension}`);
     }
-    await this.edge.serve({ caller, route: IMAGES_ENDPOINT, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+    await this.edge.serve({ caller, route: IMAGES_ENDPOINT, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency, admission }) => {
       const { metered, target, answer, charged } = await this.metering.run(caller, imagesOperation(keep), call, {
         model: call.model,
         provider: call.provider,
         user: call.user ?? undefined,
         clientRequestId,
         idempotency,
+        admission,
       });
       const { id } = metered.reservation;
       return {

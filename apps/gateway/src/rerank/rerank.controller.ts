@@ -4,7 +4,7 @@ import type { Caller } from '@svc/identity';
 import { rerankAnswer, rerankOperation, rerankRequest } from '@svc/interfaces';
 import { nanoToUsd } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/rerank';
@@ -21,6 +21,7 @@ export class RerankController {
 
   @Post('rerank')
   @HttpCode(200)
+  @AdmitWithPrompt()
   async rerank(
     @CallerParam() caller: Caller,
     @Body() body: unknown,
@@ -28,12 +29,13 @@ export class RerankController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const call = rerankRequest(body);
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency, admission }) => {
       const { metered, target, answer, usage, charged } = await this.metering.run(caller, rerankOperation, call, {
         model: call.model,
         provider: call.provider,
         clientRequestId,
         idempotency,
+        admission,
       });
       const { id } = metered.reservation;
       return {

@@ -4,7 +4,7 @@ import type { Caller } from '@svc/identity';
 import { searchAnswer, searchOperation, searchRequest } from '@svc/interfaces';
 import { ApiError, nanoToUsd } from '@svc/platform';
 import { EdgeResponses } from '../edge/replay';
-import { ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
+import { AdmitWithPrompt, ApiKeyGuard, CallerParam, Requires } from '../http/auth.guard';
 import { Metering } from '@svc/metering';
 
 const ROUTE = '/v1/search';
@@ -26,6 +26,7 @@ export class SearchController {
 
   @Post('search')
   @HttpCode(200)
+  @AdmitWithPrompt()
   search(
     @CallerParam() caller: Caller,
     @Body() body: unknown,
@@ -37,6 +38,7 @@ export class SearchController {
 
   @Post('search/*')
   @HttpCode(200)
+  @AdmitWithPrompt()
   searchOn(
     @CallerParam() caller: Caller,
     @Param('*') engine: string,
@@ -59,9 +61,9 @@ export class SearchController {
     const call = searchRequest(body, pathEngine);
     const param = pathEngine === null ? 'search_tool_name' : 'engine';
     const engine = call.engine ?? this.metering.defaultModel(caller, 'search');
-    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency }) => {
+    await this.edge.serve({ caller, route: ROUTE, body, headers, cacheable: false }, reply, async ({ clientRequestId, idempotency, admission }) => {
       const ran = await this.metering
-        .run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId, idempotency })
+        .run(caller, searchOperation, call, { model: engine, provider: call.provider, clientRequestId, idempotency, admission })
         .catch((err: unknown) => {
           // The engine is not a field called `model` here: the error names the one the caller set.
           throw ApiError.renamingParam(err, 'model', param);
