@@ -161,7 +161,7 @@ export class RedisAdmission implements Admission {
       refused === null
         ? { allowed: true, limit: slots.limit, remaining, slot: this.leases.hold({ key: slotsAt, id }, now, slots.maxHoldMs) }
         : { allowed: false, limit: slots.limit, remaining, slot: null };
-    return { refused, requests: requestsWindow, tokens: tokensWindow(tokens, refused, tokensUsed, tokensTtl), slot };
+    return { refused, requests: requestsWindow, tokens: admittedTokens(tokens, refused, tokensUsed, tokensTtl), slot };
   }
 }
 
@@ -170,7 +170,7 @@ export class RedisAdmission implements Admission {
  * answer: allowed once counted, or refused with what is used and when it resets; without one,
  * as a look at the window.
  */
-function tokensWindow(tokens: AdmissionRequest['tokens'], refused: Refusal, used: number, ttlMs: number): WindowResult {
+function admittedTokens(tokens: AdmissionRequest['tokens'], refused: Refusal, used: number, ttlMs: number): WindowResult {
   if (!tokens.prompt) return windowResult(used < tokens.limit, tokens.limit, used, Math.max(ttlMs, 0));
   if (refused === 'tokens') return windowResult(false, tokens.limit, used, refusedResetMs(ttlMs));
   return windowResult(refused === null || used < tokens.limit, tokens.limit, used, Math.max(ttlMs, 0));
