@@ -144,6 +144,26 @@ describe('MeteredCalls: reserve -> attempt -> settle (ARCHITECTURE section 10)',
     expect(w.log.decided()).toEqual(['HoldPlaced']);
   });
 
+  it('given a plan whose request was admitted already (an idempotency claim came first), when reserved, then the prompt is counted alone, with its headers', async () => {
+    const upstreams = { 'up-a': new ScriptedUpstream([]), 'up-b': new ScriptedUpstream([]) };
+    const w = world(upstreams);
+    const alone: number[] = [];
+    const calls = meteredCalls({
+      clock: w.clock,
+      catalog,
+      log: w.log,
+      upstreams,
+      tokenLimits: {
+        consumePrompt: async (_who, tokens) => (alone.push(tokens), { 'x-ratelimit-remaining-tokens': '5' }),
+        recordOutput: async () => undefined,
+      },
+    });
+    const metered = await calls.reserve(caller(), { ...plan(), admission: async () => null });
+    expect(alone).toEqual([1000]);
+    expect(metered.headers['x-ratelimit-remaining-tokens']).toBe('5');
+    expect(w.log.decided()).toEqual(['HoldPlaced']);
+  });
+
   it('given the upstream refusing the request (400), when attempted, then no other target is tried, the hold is released and the 400 is the answer', async () => {
     const refusal = httpError(400);
     const a = new ScriptedUpstream([{ fails: refusal }]);

@@ -53,13 +53,8 @@ export class MeteredCalls {
     // Spec 8: the prompt counts against the key's tokens per minute before anything is held,
     // with the request's admission when the edge left it to this moment. A call with no text
     // input (an audio file, a prompt-less form) has nothing to count yet.
-    const windowHeaders = !rateLimits
-      ? {}
-      : plan.admission
-        ? await plan.admission(plan.promptTokens)
-        : plan.promptTokens > 0
-          ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens)
-          : {};
+    const admitted = rateLimits && plan.admission ? await plan.admission(plan.promptTokens) : null;
+    const windowHeaders = admitted ?? (rateLimits && plan.promptTokens > 0 ? await deps.tokenLimits.consumePrompt(caller, plan.promptTokens) : {});
     // BYOK: the account's own keys (read with the caller's key) replace the operator's for their providers.
     const targets = discounted(targetsOf(plan.models, deps.providers, deps.own.resolver(caller.accountId, caller.sealedProviderKeys)), batchLine);
     const id = job?.holdId ?? newGenerationId();

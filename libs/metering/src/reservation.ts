@@ -99,10 +99,11 @@ export interface RequestTags {
  * Spec 8: a model call's admission (requests per minute, a concurrency slot) and its prompt's
  * count in the tokens per minute, in one decision and one round trip to the shared store, made
  * where the prompt is counted. Throws the 429 of the first limit met; resolves with the tokens
- * window's headers. The edge that left a request's admission to this decision admits it itself
- * before anything else can happen to it (an idempotency claim, a cached answer, an error).
+ * window's headers, or null when the request was admitted already: the edge that left a
+ * request's admission to this decision admits it itself before anything else can happen to it
+ * (an idempotency claim, a cached answer, an error), and the prompt is then counted alone.
  */
-export type PromptAdmission = (promptTokens: number) => Promise<Record<string, string>>;
+export type PromptAdmission = (promptTokens: number) => Promise<Record<string, string> | null>;
 
 /**
  * The event metadata every decision of call `id` carries: ids, not content (the end user's id,

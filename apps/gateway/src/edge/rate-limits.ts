@@ -1,15 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Caller, Operation } from '@svc/identity';
-import {
-  type PromptAdmission,
-  rateLimitBucket as bucket,
-  rateLimitHeaders,
-  TokenWindows,
-  tokensExceeded,
-  tokenWindowHeaders,
-  tooManyRequests as tooMany,
-} from '@svc/metering';
+import { type PromptAdmission, rateLimitBucket as bucket, rateLimitHeaders, TokenWindows, tokensExceeded, tooManyRequests as tooMany } from '@svc/metering';
 import { CLOCK, type Clock, CONFIG, type Config, type DomainError, EDGE_STORES, type EdgeStores, type WindowResult } from '@svc/platform';
 
 /**
@@ -116,7 +108,8 @@ export class RateLimitService {
       },
     });
     setWindowHeaders(reply, 'requests', admitted.requests);
-    setWindowHeaders(reply, 'tokens', admitted.tokens);
+    const tokensHeaders = rateLimitHeaders('tokens', admitted.tokens);
+    void reply.headers(tokensHeaders);
     switch (admitted.refused) {
       case 'requests':
         throw this.refused(
@@ -141,7 +134,7 @@ export class RateLimitService {
       if ((reply.raw as { closed?: boolean }).closed === true) release();
       else reply.raw.once('close', release);
     }
-    return rateLimitHeaders('tokens', admitted.tokens);
+    return tokensHeaders;
   }
 
   /**
@@ -149,10 +142,7 @@ export class RateLimitService {
    * round trip for both (DeferredAdmission).
    */
   defer(caller: Caller, reply: FastifyReply): DeferredAdmission {
-    return new DeferredAdmission(
-      (promptTokens) => this.admit(caller, 'model_call', reply, { promptTokens }),
-      async (promptTokens) => tokenWindowHeaders(await this.tokens.consumePromptTokens(caller, promptTokens)),
-    );
+    return new DeferredAdmission((promptTokens) => this.admit(caller, 'model_call', reply, { promptTokens }));
   }
 
   /**
@@ -189,15 +179,12 @@ function tooManyFailures(retryAfterMs: number): DomainError {
  * store before the hold. Whatever comes before that admits the request without its prompt
  * (`settle`): the edge before an idempotency claim or a cache lookup, the error filter before an
  * error goes out (a malformed request is counted, and a key over its limits gets the 429, as
- * when admission came first). The prompt is then counted alone.
+ * when admission came first). The pipeline then counts the prompt alone.
  */
 export class DeferredAdmission {
   private admitted: Promise<Record<string, string>> | null = null;
 
-  constructor(
-    private readonly admit: (promptTokens?: number) => Promise<Record<string, string>>,
-    private readonly consumePrompt: (promptTokens: number) => Promise<Record<string, string>>,
-  ) {}
+  constructor(private readonly admit: (promptTokens?: number) => Promise<Record<string, string>>) {}
 
   /** Whether the request has been admitted, or is being (refused or not). */
   get made(): boolean {
@@ -207,7 +194,7 @@ export class DeferredAdmission {
   readonly withPrompt: PromptAdmission = async (promptTokens) => {
     if (this.admitted === null) return (this.admitted = this.admit(promptTokens));
     await this.admitted;
-    return promptTokens > 0 ? this.consumePrompt(promptTokens) : {};
+    return null;
   };
 
   /** Admits the request without its prompt, unless that was done already; throws its refusal either way. */

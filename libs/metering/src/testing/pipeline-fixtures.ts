@@ -10,7 +10,7 @@ import type { Caller } from '@svc/identity';
 import { accountDecider, heldNano, type AccountCommand, type AccountEvent, type AccountState } from '@svc/ledger';
 import type { Clock } from '@svc/platform';
 import { ProviderError, type ChatChunk, type ChatCompletionResult, type NormalizedUsage, type Provider } from '@svc/providers';
-import type { UnsettledCharge } from '../metering-deps';
+import type { MeteringDeps, UnsettledCharge } from '../metering-deps';
 import { MeteredCalls } from '../pipeline';
 
 export const ACCOUNT = 'acc1';
@@ -152,6 +152,7 @@ export function meteredCalls(options: {
   upstreams?: Record<string, Provider>;
   own?: Record<string, Provider>;
   unsettled?: UnsettledCharge[];
+  tokenLimits?: MeteringDeps['tokenLimits'];
 }): MeteredCalls {
   const { upstreams = {}, own = {}, unsettled } = options;
   return new MeteredCalls({
@@ -162,7 +163,7 @@ export function meteredCalls(options: {
     byokFeePercent: BYOK_FEE_PERCENT,
     upstreamTimeoutMs: 60_000,
     ledger: options.log.ledger,
-    tokenLimits: { consumePrompt: async () => ({}), recordOutput: async () => undefined },
+    tokenLimits: options.tokenLimits ?? { consumePrompt: async () => ({}), recordOutput: async () => undefined },
     leaseId: () => 'gateway-1',
     warn: () => undefined,
     ...(unsettled ? { unsettled: { record: async (charge: UnsettledCharge) => void unsettled.push(charge) } } : {}),
