@@ -1,7 +1,7 @@
 import { Client, type PoolClient } from 'pg';
 import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
-import type { NewEvent, RecordedEvent, Upcaster } from './port';
+import { WrongExpectedVersionError, type NewEvent, type RecordedEvent, type Upcaster } from './port';
 import { START, decodePosition } from './position';
 import { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 import { eventStoreContract, sleep, waitFor } from './testing/contract';
@@ -107,6 +107,132 @@ describe('SqlEventStore on PostgreSQL server', () => {
     } finally {
       await one.close();
     }
+  });
+
+  describe('a lone append of one event is one INSERT under the stream lock; what it cannot write, the group function answers (issue 45)', () => {
+    /** A store on one connection of its own schema that counts its calls of the group function. */
+    async function countingStore() {
+      const own = await freshPgRunner('es');
+      await own.close();
+      const one = await PgSqlRunner.connect({
+        connectionString: process.env.DATABASE_URL,
+        options: `-c search_path=${own.schema} -c track_functions=pl`,
+        max: 1,
+      });
+      const counted = await openStore(one);
+      const calls = async () => {
+        await one.query('SELECT pg_stat_force_next_flush()');
+        await sleep(100);
+        const { rows } = await one.query<{ n: string }>(
+          "SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_user_functions WHERE schemaname = current_schema() AND funcname = 'eventstore_append_group'",
+        );
+        return Number(rows[0].n);
+      };
+      return { store: counted, runner: one, schema: own.schema, calls, close: async () => (await counted.close(), await one.close()) };
+    }
+
+    it('writes a new stream and an exact revision without the function, and the function answers a retry, a stale and an early revision', async () => {
+      const { store: s, calls, close } = await countingStore();
+      try {
+        const stream = `lone-${randomUUID()}`;
+        const [e0, e1, late, early] = [event('A'), event('B'), event('Late'), event('Early')];
+        const c0 = await calls();
+        const first = await s.append(stream, [e0], 'no_stream');
+        const second = await s.append(stream, [e1], 0n);
+        expect([first.nextRevision, second.nextRevision]).toEqual([0n, 1n]);
+        expect(second.position > first.position).toBe(true);
+        expect(await calls()).toBe(c0);
+
+        // The same append again (a retry after a lost answer): its original result, nothing written.
+        expect(await s.append(stream, [e1], 0n)).toEqual(second);
+        expect(await calls()).toBe(c0 + 1);
+        // Behind the stream: refused with what was written since, for the writer to fold.
+        const stale = await s.append(stream, [late], 0n).catch((err: unknown) => err);
+        expect(stale).toBeInstanceOf(WrongExpectedVersionError);
+        expect((stale as WrongExpectedVersionError).newer?.map((e) => e.id)).toEqual([e1.id]);
+        // Ahead of the stream: refused, and no gap written.
+        const ahead = await s.append(stream, [early], 5n).catch((err: unknown) => err);
+        expect(ahead).toBeInstanceOf(WrongExpectedVersionError);
+        expect((ahead as WrongExpectedVersionError).actual).toBe(1n);
+        expect(await calls()).toBe(c0 + 3);
+        expect((await s.readStream(stream)).map((e) => [e.revision, e.id])).toEqual([
+          [0n, e0.id],
+          [1n, e1.id],
+        ]);
+        // An append of two events keeps to the function.
+        await s.append(`two-${randomUUID()}`, [event('X'), event('Y')], 'no_stream');
+        expect(await calls()).toBe(c0 + 4);
+      } finally {
+        await close();
+      }
+    });
+
+    it("after a revision is taken by another process, that stream's next lone appends go to the function; other streams do not", async () => {
+      const { store: s, runner: one, schema, calls, close } = await countingStore();
+      const other = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${schema}`, max: 1 });
+      const elsewhere = await openStore(other);
+      try {
+        const [contended, quiet] = [`hot-${randomUUID()}`, `quiet-${randomUUID()}`];
+        await s.append(contended, [event('A')], 'no_stream');
+        await elsewhere.append(contended, [event('B')], 0n);
+        const c0 = await calls();
+        // This process still believes revision 0 is the last: its INSERT is refused, the function answers.
+        await expect(s.append(contended, [event('C')], 0n)).rejects.toBeInstanceOf(WrongExpectedVersionError);
+        expect(await calls()).toBe(c0 + 1);
+        await s.append(contended, [event('D')], 1n);
+        expect(await calls()).toBe(c0 + 2);
+        await s.append(quiet, [event('E')], 'no_stream');
+        expect(await calls()).toBe(c0 + 2);
+        expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [contended])).rows[0].n).toBe('3');
+      } finally {
+        await elsewhere.close();
+        await other.close();
+        await close();
+      }
+    });
+
+    it('writers racing on one stream from separate connections: contiguous revisions, and the log reads them in revision order', async () => {
+      const stream = `race-${randomUUID()}`;
+      // A schema of its own: the other tests read the whole log.
+      const own = await freshPgRunner('es');
+      const reader = await openStore(own);
+      const writers = await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          const pool = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${own.schema}`, max: 2 });
+          return { pool, store: await openStore(pool) };
+        }),
+      );
+      try {
+        const written: string[] = [];
+        await Promise.all(
+          writers.map(async ({ store: w }) => {
+            for (let n = 0; n < 25;) {
+              const [last] = await w.readStream(stream, { direction: 'backwards', maxCount: 1 });
+              const e = event('Raced');
+              try {
+                await w.append(stream, [e], last ? last.revision : 'no_stream');
+                written.push(e.id);
+                n++;
+              } catch (err) {
+                if (!(err instanceof WrongExpectedVersionError)) throw err;
+              }
+            }
+          }),
+        );
+        const read = await reader.readStream(stream);
+        expect(read.map((e) => e.revision)).toEqual(Array.from({ length: 100 }, (_, i) => BigInt(i)));
+        expect(new Set(read.map((e) => e.id))).toEqual(new Set(written));
+        const logged = await reader.readAll({ after: START, maxCount: 1000 });
+        expect(logged.map((e) => e.id)).toEqual(read.map((e) => e.id));
+      } finally {
+        for (const { store: w, pool } of writers) {
+          await w.close();
+          await pool.close();
+        }
+        await reader.close();
+        await own.close();
+      }
+    });
   });
 
   it('delivers an event whose transaction commits after a later one (late commit)', async () => {

@@ -76,9 +76,11 @@ export class GroupCommit {
       // after its commit (notifyOthers), off its latency; a group of several (a busy process)
       // wakes them from its own transaction: a NOTIFY's serialised commit weighs little beside
       // a group's, and it saves the NOTIFY transaction that would follow nearly every group.
-      outcomes =
-        (await this.appender.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
-        (await this.runner.transaction((tx) => this.appender.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!;
+      const lone = group.length === 1 ? await this.appender.appendLone(this.runner, group[0]) : null;
+      outcomes = lone
+        ? [lone]
+        : ((await this.appender.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
+          (await this.runner.transaction((tx) => this.appender.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!);
     } catch (err) {
       if (group.length > 1 && !storeUnavailable(err)) {
         // One append the database refuses (a value it cannot take) must not fail the others:
