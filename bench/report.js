@@ -279,6 +279,26 @@ function markdown(r) {
       ),
       '',
     );
+    if (gw.portkey) {
+      p(
+        `**Reference, not a target:** the same HAProxy (${gw.portkey.balancer}) in front of 1, 2 and 4 Portkey processes, the 64 accounts' load, each Portkey started for an N warmed alone first. ` +
+          'Portkey writes nothing durable and gathers nothing into batches: its work per request does not depend on how many requests one process has in flight, ' +
+          'so this is what scaling out on this host costs a proxy of about the same CPU per request. CPU ms/request: the Portkey processes, and HAProxy.',
+        '',
+        table(
+          ['N', 'req/s', 'x one Portkey', 'p50 / p99 ms', 'non-2xx / errors', 'CPU ms/request: Portkey (HAProxy)'],
+          Object.entries(gw.portkey.by_n).map(([n, g]) => [
+            n,
+            int(g.rps),
+            x(g.rps_x_one),
+            `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
+            `${g.non2xx} / ${g.errors}`,
+            `${f(g.cpu_ms_per_request_portkey)} (${f(g.cpu_ms_per_request_haproxy)})`,
+          ]),
+        ),
+        '',
+      );
+    }
   }
 
   p('## 3. Hot account', '');

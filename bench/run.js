@@ -21,7 +21,8 @@
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
  * http, round robin per request, or by key), 64 connections on 64 accounts and on 8 shared
- * accounts; prints the figures and writes nothing.
+ * accounts, then the same HAProxy in front of 1, 2 and 4 Portkey processes (the reference);
+ * prints the figures and writes nothing.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
@@ -1065,6 +1066,7 @@ async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
 // N gateways behind one balancer (issue 45)
 
 const HAPROXY = process.env.BENCH_HAPROXY || '/usr/sbin/haproxy';
+const PORTKEY_ENTRY = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/build/start-server.js');
 const GATEWAY_COUNTS = [1, 2, 4];
 /** The two loads: every connection rotates over these accounts, one key each, per request. */
 const GATEWAY_LOADS = {
@@ -1289,6 +1291,71 @@ async function gatewaysPhase(ctx) {
   return out;
 }
 
+/**
+ * The reference for 2c: the same HAProxy in front of 1, 2 and 4 Portkey processes, the 64
+ * accounts' load. Portkey writes nothing durable and gathers nothing into batches: what scaling
+ * out on this host costs a proxy whose work per request does not depend on how many requests
+ * one process has in flight. Not a target.
+ */
+async function portkeyScalingPhase(ctx) {
+  const procs = [{ name: 'portkey', port: Number(new URL(ctx.portkeyOrigin).port), pid: ctx.pids.portkey }];
+  const out = { balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread', by_n: {} };
+  const headers = targetHeaders('portkey', ctx);
+  try {
+    for (const n of GATEWAY_COUNTS) {
+      while (procs.length < n) {
+        const port = await freePort();
+        const name = `portkey-${procs.length + 1}`;
+        const started = await startProcess(name, process.execPath, [PORTKEY_ENTRY, '--headless', `--port=${port}`], {
+          cwd: BENCH_DIR,
+          ready: /Ready for connections/,
+        });
+        await waitForPort(port);
+        procs.push({ name, port, pid: started.pid });
+        await load(`${name}-warm`, {
+          url: `http://127.0.0.1:${port}${CHAT_PATH}`,
+          connections: CFG.loadConnections,
+          body: BODIES.json,
+          headers,
+          keys: ctx.loadKeys,
+          warmup: 0,
+          duration: Math.max(4, 2 * CFG.loadWarmup),
+        });
+      }
+      const balancer = await startBalancer(ctx, procs);
+      try {
+        const opts = { url: `${balancer.origin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers, keys: ctx.loadKeys, warmup: 0 };
+        // Longer the first time: with --gateways-only the first Portkey has served nothing before.
+        await load(`portkey-x${n}-warmup`, { ...opts, duration: Math.max(n === GATEWAY_COUNTS[0] ? 6 : 3, CFG.loadWarmup) });
+        const pids = Object.fromEntries(procs.map((p) => [p.name, p.pid]));
+        const sampler = startSampler({ ...pids, haproxy: balancer.pid }, ctx.db);
+        const r = await load(`portkey-x${n}`, { ...opts, duration: CFG.loadSeconds });
+        const s = await sampler.stop();
+        const portkeyCpu = Object.keys(pids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
+        out.by_n[n] = {
+          rps: r2(r.rps),
+          ok: r.ok,
+          non2xx: r.non2xx,
+          errors: r.errors + r.timeouts,
+          latency_ms: r.latency_ms,
+          cpu_ms_per_request_portkey: r3((1000 * portkeyCpu) / Math.max(1, r.ok)),
+          cpu_ms_per_request_haproxy: r3((1000 * (s.cpu_s.haproxy ?? 0)) / Math.max(1, r.ok)),
+        };
+        out.by_n[n].rps_x_one = r3(r.rps / out.by_n[GATEWAY_COUNTS[0]].rps);
+        log(
+          `portkey x${n} behind HAProxy: ${r.rps.toFixed(0)} req/s (${out.by_n[n].rps_x_one}x one), p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; ` +
+            `Portkey CPU ms/request ${out.by_n[n].cpu_ms_per_request_portkey}`,
+        );
+      } finally {
+        await stopProcess('haproxy');
+      }
+    }
+  } finally {
+    await Promise.all(procs.slice(1).map((p) => stopProcess(p.name)));
+  }
+  return out;
+}
+
 /** Issue 45's targets for N gateways behind one balancer: >= 0.9x one gateway's req/s, 0 errors. */
 function gatewaysTargets(g) {
   const targets = [];
@@ -1433,8 +1500,7 @@ async function main() {
   for (const f of ['dist/apps/gateway/src/main.js', 'dist/apps/worker/src/main.js', 'dist/src/cli.js', 'dist/libs/providers/src/simulator/index.js']) {
     if (!fs.existsSync(path.join(APP_ROOT, f))) throw new Error(`${f} is missing in ${APP_ROOT}: run \`npm run build\` at the root first`);
   }
-  const portkeyEntry = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/build/start-server.js');
-  if (!fs.existsSync(portkeyEntry)) throw new Error('bench dependencies missing: run `npm install --prefix bench`');
+  if (!fs.existsSync(PORTKEY_ENTRY)) throw new Error('bench dependencies missing: run `npm install --prefix bench`');
 
   // Other work on these cores skews every figure: wait (a while) for the machine to be quiet.
   const quiet = await waitForQuiet(QUICK ? 5 : 30);
@@ -1526,7 +1592,7 @@ async function main() {
     ctx.pids.durable = durable.pid;
 
     const portkeyPort = await freePort();
-    const portkey = await startProcess('portkey', process.execPath, [portkeyEntry, '--headless', `--port=${portkeyPort}`], {
+    const portkey = await startProcess('portkey', process.execPath, [PORTKEY_ENTRY, '--headless', `--port=${portkeyPort}`], {
       cwd: BENCH_DIR,
       ready: /Ready for connections/,
     });
@@ -1588,6 +1654,7 @@ async function main() {
 
     if (GATEWAYS_ONLY) {
       const g = await gatewaysPhase(ctx);
+      await portkeyScalingPhase(ctx);
       for (const t of gatewaysTargets(g)) log(`${t.reached ? 'REACHED ' : 'MISSED  '} ${t.name}: ${t.measured}`);
       console.log(JSON.stringify(g));
       return;
@@ -1657,6 +1724,7 @@ async function main() {
 
     log(`2c. 1, 2 and 4 gateways behind one HAProxy, ${CFG.loadConnections} connections, 64 accounts (each on one gateway) and 8 (each on every gateway)`);
     results.gateways = await gatewaysPhase(ctx);
+    results.gateways.portkey = await portkeyScalingPhase(ctx);
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
