@@ -6,12 +6,17 @@
  * from COUNT_QUERIES_ROOT, the app root) and writes its counters as JSON to
  * `$COUNT_QUERIES_DIR/<pid>.json` every 200 ms; required as a module it exports `install(root)`
  * and the live counters. A statement is one `Client#query` call: a call of the event store's
- * append function counts once, whatever it does inside.
+ * append function counts once, whatever it does inside. `append_groups` counts the statements
+ * that write appends: the group function's calls and the lone appends' INSERTs (an INSERT the
+ * function then answers, a lost race or a retry, counts twice).
  */
 const fs = require('node:fs');
 const path = require('node:path');
 
 const counters = { statements: 0, begin: 0, commit: 0, rollback: 0, append_groups: 0, by_statement: {} };
+/** The head of the event store's lone append (LONE_APPEND in libs/eventstore/src/sql/append.ts). */
+const LONE_APPEND = 'INSERT INTO events (stream, revision, id, type, data, metadata)';
+const isAppend = (text) => text.includes('eventstore_append_group') || text.includes(LONE_APPEND);
 let installed = false;
 
 function classify(config) {
@@ -21,7 +26,7 @@ function classify(config) {
   if (head.startsWith('BEGIN')) counters.begin++;
   else if (head.startsWith('COMMIT')) counters.commit++;
   else if (head.startsWith('ROLLBACK')) counters.rollback++;
-  if (text.includes('eventstore_append_group')) counters.append_groups++;
+  if (isAppend(text)) counters.append_groups++;
   // The statement's head, whitespace folded: which statements a request costs.
   const key = text.replace(/\s+/g, ' ').trim().slice(0, 60);
   counters.by_statement[key] = (counters.by_statement[key] ?? 0) + 1;
@@ -36,12 +41,15 @@ function install(root) {
     classify(config);
     const text = typeof config === 'string' ? config : config && typeof config.text === 'string' ? config.text : '';
     // An append the group function did not write, for no earlier write of its ids: a lost race.
+    // A lone INSERT returns its row when it wrote; what it refused, the function answers next.
+    const lone = text.includes(LONE_APPEND);
     const tally = (r) => {
       if (!r || !r.rows) return;
       counters.appends = (counters.appends ?? 0) + r.rows.length;
+      if (lone) return;
       counters.lost_races = (counters.lost_races ?? 0) + r.rows.filter((row) => row.appended === false && (!row.existing || row.existing.length === 0)).length;
     };
-    const watch = text.includes('eventstore_append_group');
+    const watch = isAppend(text);
     const last = rest.length - 1;
     if (watch && typeof rest[last] === 'function') {
       const cb = rest[last];
