@@ -60,6 +60,15 @@ sqlEventStoreContract('postgres', async () => {
   };
 });
 
+/** A count (`n`) read from the statistics views once this one connection's pending statistics have reached them. */
+async function flushedCount(one: PgSqlRunner, sql: string): Promise<number> {
+  // Pending statistics reach the views once the backend has gone idle after this request.
+  await one.query('SELECT pg_stat_force_next_flush()');
+  await sleep(100);
+  const { rows } = await one.query<{ n: string }>(sql);
+  return Number(rows[0].n);
+}
+
 describe('SqlEventStore on PostgreSQL server', () => {
   let runner: PgSqlRunner & { schema: string };
   let store: SqlEventStore;
@@ -88,15 +97,11 @@ describe('SqlEventStore on PostgreSQL server', () => {
         Array.from({ length: 2000 }, () => event('Filled')),
         'no_stream',
       );
-      // Pending statistics reach the views once the backend has gone idle after this request.
-      const indexReads = async () => {
-        await one.query('SELECT pg_stat_force_next_flush()');
-        await sleep(100);
-        const { rows } = await one.query<{ n: string }>(
+      const indexReads = () =>
+        flushedCount(
+          one,
           "SELECT coalesce(sum(idx_tup_read), 0)::text AS n FROM pg_stat_user_indexes WHERE schemaname = current_schema() AND relname = 'events'",
         );
-        return Number(rows[0].n);
-      };
       const before = await indexReads();
       await long.append(stream, [event('Next')], 1999n);
       const read = (await indexReads()) - before;
@@ -120,14 +125,11 @@ describe('SqlEventStore on PostgreSQL server', () => {
         max: 1,
       });
       const counted = await openStore(one);
-      const calls = async () => {
-        await one.query('SELECT pg_stat_force_next_flush()');
-        await sleep(100);
-        const { rows } = await one.query<{ n: string }>(
+      const calls = () =>
+        flushedCount(
+          one,
           "SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_user_functions WHERE schemaname = current_schema() AND funcname = 'eventstore_append_group'",
         );
-        return Number(rows[0].n);
-      };
       return { store: counted, runner: one, schema: own.schema, calls, close: async () => (await counted.close(), await one.close()) };
     }
 
