@@ -114,7 +114,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
     }
   });
 
-  describe('a lone append of one event is one INSERT under the stream lock; what it cannot write, the group function answers (issue 45)', () => {
+  describe("appends of one event, at an exact revision or to a new stream, alone or in a group of distinct streams, are one INSERT under their streams' locks; what it cannot write, the group function answers (issue 45)", () => {
     /** A store on one connection of its own schema that counts its calls of the group function. */
     async function countingStore() {
       const own = await freshPgRunner('es');
@@ -186,6 +186,75 @@ describe('SqlEventStore on PostgreSQL server', () => {
         await s.append(quiet, [event('E')], 'no_stream');
         expect(await calls()).toBe(c0 + 2);
         expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [contended])).rows[0].n).toBe('3');
+      } finally {
+        await elsewhere.close();
+        await other.close();
+        await close();
+      }
+    });
+
+    const transactionsOf = async (executor: PgSqlRunner, streams: string[]) =>
+      (await executor.query<{ tx: string }>('SELECT DISTINCT tx::text AS tx FROM events WHERE stream = ANY($1)', [streams])).rows.length;
+
+    it('a group of such appends, of distinct streams, is one INSERT in one transaction, in the order they were made; the function answers the one it could not write', async () => {
+      const { store: s, runner: one, calls, close } = await countingStore();
+      try {
+        const early = `early-${randomUUID()}`;
+        const behind = `behind-${randomUUID()}`;
+        await s.append(early, [event('A')], 'no_stream');
+        await s.append(behind, [event('A')], 'no_stream');
+        await s.append(behind, [event('B')], 0n);
+        const c0 = await calls();
+        // One group on its way at a time: the lead goes alone, the rest queue into the next group.
+        const lead = s.append(`lead-${randomUUID()}`, [event('Lead')], 'no_stream');
+        const fresh = Array.from({ length: 5 }, () => `fresh-${randomUUID()}`);
+        const grouped = [...fresh.map((stream) => s.append(stream, [event('New')], 'no_stream')), s.append(behind, [event('C')], 1n)];
+        await lead;
+        const results = await Promise.all(grouped);
+        expect(results.map((r) => r.nextRevision)).toEqual([0n, 0n, 0n, 0n, 0n, 2n]);
+        for (let i = 1; i < results.length; i++) expect(results[i].position > results[i - 1].position).toBe(true);
+        expect((await transactionsOf(one, [...fresh, behind])) - 2).toBe(1); // behind's first two appends had their own
+        expect(await calls()).toBe(c0);
+
+        // An expected revision the stream has not reached: that append alone goes to the function.
+        const next = s.append(`lead-${randomUUID()}`, [event('Lead')], 'no_stream');
+        const ahead = s.append(early, [event('Early')], 4n).catch((err: unknown) => err);
+        const beside = s.append(behind, [event('D')], 2n);
+        await next;
+        expect((await beside).nextRevision).toBe(3n);
+        const refused = await ahead;
+        expect(refused).toBeInstanceOf(WrongExpectedVersionError);
+        expect((refused as WrongExpectedVersionError).actual).toBe(0n);
+        expect(await calls()).toBe(c0 + 1);
+        expect((await s.readStream(early)).map((e) => e.type)).toEqual(['A']);
+      } finally {
+        await close();
+      }
+    });
+
+    it('a group refused whole for a revision another process took: the function answers each of its appends, and their streams go to it next', async () => {
+      const { store: s, runner: one, schema, calls, close } = await countingStore();
+      const other = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${schema}`, max: 1 });
+      const elsewhere = await openStore(other);
+      try {
+        const [taken, free, added] = [`taken-${randomUUID()}`, `free-${randomUUID()}`, `added-${randomUUID()}`];
+        await s.append(taken, [event('A')], 'no_stream');
+        await s.append(free, [event('A')], 'no_stream');
+        const theirs = event('Theirs');
+        await elsewhere.append(taken, [theirs], 0n);
+        const c0 = await calls();
+        const lead = s.append(`lead-${randomUUID()}`, [event('Lead')], 'no_stream');
+        const stale = s.append(taken, [event('Mine')], 0n).catch((err: unknown) => err);
+        const others = [s.append(free, [event('B')], 0n), s.append(added, [event('New')], 'no_stream')];
+        await lead;
+        expect((await Promise.all(others)).map((r) => r.nextRevision)).toEqual([1n, 0n]);
+        const refused = await stale;
+        expect(refused).toBeInstanceOf(WrongExpectedVersionError);
+        expect((refused as WrongExpectedVersionError).newer?.map((e) => e.id)).toEqual([theirs.id]);
+        expect(await calls()).toBe(c0 + 1);
+        await s.append(free, [event('C')], 1n);
+        expect(await calls()).toBe(c0 + 2);
+        expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = ANY($1)', [[taken, free, added]])).rows[0].n).toBe('6');
       } finally {
         await elsewhere.close();
         await other.close();

@@ -44,6 +44,24 @@ WHERE $2::text::bigint < 0 OR EXISTS (SELECT 1 FROM events p WHERE p.stream = $1
 RETURNING revision::text AS revision, tx::text AS tx, seq::text AS seq`;
 
 /**
+ * Several such appends, of distinct streams, as one INSERT: every stream's lock first, in one
+ * order (an aggregate over the sorted hashes takes them all before the first row is written),
+ * then the rows in the order the appends were made, each under the same rules as LONE_APPEND.
+ * An append whose EXISTS fails is not written and returns no row: the group function answers it
+ * after. A row the constraints refuse fails the whole statement, nothing written.
+ */
+const SINGLES_APPEND = `WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+    WITH ORDINALITY AS i(stream, expected, id, type, data, metadata, ord)),
+locked AS MATERIALIZED (
+  SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(stream, 0) AS h FROM input ORDER BY 1) l) t)
+INSERT INTO events (stream, revision, id, type, data, metadata)
+SELECT i.stream, i.expected::bigint + 1, i.id::uuid, i.type, i.data::jsonb, i.metadata::jsonb FROM locked, input i
+WHERE i.expected::bigint < 0 OR EXISTS (SELECT 1 FROM events p WHERE p.stream = i.stream AND p.revision = i.expected::bigint)
+ORDER BY i.ord
+RETURNING stream, revision::text AS revision, tx::text AS tx, seq::text AS seq`;
+
+/**
  * After a lone append of a stream was refused (another process took the revision), this many of
  * its next lone appends go straight to the group function: on a stream several processes write,
  * the INSERT would often be refused first, one round trip more each time.
@@ -129,22 +147,68 @@ export class SqlAppender {
   async appendLone(tx: SqlExecutor, append: PreparedAppend): Promise<AppendResult | null> {
     const { stream, expected, single } = append;
     if (!single || !(expected === 'no_stream' || typeof expected === 'bigint') || this.skipsContended(stream)) return null;
-    let rows: StoredRef[];
+    return (await this.appendSingles(tx, [append]))[0];
+  }
+
+  /**
+   * A group of appends written as LONE_APPEND or SINGLES_APPEND where each qualifies (one event,
+   * an exact revision or a new stream, streams distinct, none refused lately): the function's
+   * loops cost about 0.04 ms of the server's time per append in a group of ten (`pgbench`: 0.80
+   * against 0.42 ms for the group). Each entry: the append's result, or null where the INSERT
+   * wrote nothing for it (the group function is to answer those); null for the whole group when
+   * it does not qualify or was refused whole. A store that cannot be reached throws.
+   */
+  async appendDirect(tx: SqlExecutor, group: PreparedAppend[]): Promise<Array<AppendResult | null> | null> {
+    if (group.length === 1) {
+      const lone = await this.appendLone(tx, group[0]);
+      return lone ? [lone] : null;
+    }
+    const streams = new Set<string>();
+    for (const { stream, expected, single } of group) {
+      if (!single || !(expected === 'no_stream' || typeof expected === 'bigint') || streams.has(stream)) return null;
+      streams.add(stream);
+    }
+    // Every stream counted, so that a contended one's skips run down in groups as when alone.
+    const contended = group.filter(({ stream }) => this.skipsContended(stream)).length > 0;
+    return contended ? null : this.appendSingles(tx, group);
+  }
+
+  /** The INSERT of appends that qualify; see appendDirect. */
+  private async appendSingles(tx: SqlExecutor, group: PreparedAppend[]): Promise<Array<AppendResult | null>> {
+    const revisionOf = (expected: ExpectedRevision) => (expected === 'no_stream' ? '-1' : String(expected));
+    let rows: Array<StoredRef & { stream?: string }>;
     try {
-      ({ rows } = await tx.query<StoredRef>(
-        LONE_APPEND,
-        [stream, expected === 'no_stream' ? '-1' : expected.toString(), single.id, single.type, single.data, single.metadata],
-        { prepare: 'eventstore_append_lone' },
+      if (group.length === 1) {
+        const [{ stream, expected, single }] = group;
+        ({ rows } = await tx.query<StoredRef>(LONE_APPEND, [stream, revisionOf(expected), single!.id, single!.type, single!.data, single!.metadata], {
+          prepare: 'eventstore_append_lone',
+        }));
+        return [rows.length > 0 ? { nextRevision: BigInt(rows[0].revision), position: toPosition(rows[0].tx, rows[0].seq) } : null];
+      }
+      ({ rows } = await tx.query<StoredRef & { stream: string }>(
+        SINGLES_APPEND,
+        [
+          group.map((a) => a.stream),
+          group.map((a) => revisionOf(a.expected)),
+          group.map((a) => a.single!.id),
+          group.map((a) => a.single!.type),
+          group.map((a) => a.single!.data),
+          group.map((a) => a.single!.metadata),
+        ],
+        { prepare: 'eventstore_append_singles' },
       ));
     } catch (err) {
       if (storeUnavailable(err)) throw err;
-      if ((err as { code?: unknown }).code === '23505') this.markContended(stream);
-      // Anything else (a serialization failure under a stricter isolation, a value refused) the
-      // group function meets again, and answers as it always has.
-      return null;
+      if ((err as { code?: unknown }).code === '23505') for (const { stream } of group) this.markContended(stream);
+      // Anything else (a serialization failure under a stricter isolation, a value refused, a
+      // deadlock) the group function meets again, and answers as it always has.
+      return group.map(() => null);
     }
-    if (rows.length === 0) return null;
-    return { nextRevision: BigInt(rows[0].revision), position: toPosition(rows[0].tx, rows[0].seq) };
+    const byStream = new Map(rows.map((row) => [row.stream!, row]));
+    return group.map(({ stream }) => {
+      const row = byStream.get(stream);
+      return row ? { nextRevision: BigInt(row.revision), position: toPosition(row.tx, row.seq) } : null;
+    });
   }
 
   private skipsContended(stream: string): boolean {

@@ -64,8 +64,30 @@ export class GroupCommit {
     }
   }
 
-  /** Settles every append of the group; never throws. */
+  /**
+   * Settles every append of the group; never throws. Appends of one event at an exact revision
+   * or to a new stream go by one INSERT (SqlAppender.appendDirect); the group function answers
+   * the rest, and those the INSERT did not write.
+   */
   private async commitGroup(group: QueuedAppend[]): Promise<void> {
+    let direct: Array<AppendResult | null> | null;
+    try {
+      direct = await this.appender.appendDirect(this.runner, group);
+    } catch (err) {
+      for (const append of group) append.reject(err);
+      return;
+    }
+    const rest = direct ? group.filter((_, i) => direct[i] === null) : group;
+    if (direct && rest.length < group.length) {
+      // After its commit, off the group's latency: see notifyOthers.
+      this.committed(false);
+      group.forEach((append, i) => direct[i] && append.resolve(direct[i]));
+    }
+    if (rest.length > 0) await this.commitByFunction(rest);
+  }
+
+  /** Settles every append of the group through the group function; never throws. */
+  private async commitByFunction(group: QueuedAppend[]): Promise<void> {
     let outcomes: Array<AppendResult | Error>;
     const notifies = group.length > 1 && this.runner.dialect === 'postgres';
     try {
@@ -76,11 +98,9 @@ export class GroupCommit {
       // after its commit (notifyOthers), off its latency; a group of several (a busy process)
       // wakes them from its own transaction: a NOTIFY's serialised commit weighs little beside
       // a group's, and it saves the NOTIFY transaction that would follow nearly every group.
-      const lone = group.length === 1 ? await this.appender.appendLone(this.runner, group[0]) : null;
-      outcomes = lone
-        ? [lone]
-        : ((await this.appender.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
-          (await this.runner.transaction((tx) => this.appender.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!);
+      outcomes =
+        (await this.appender.appendGroup(this.runner, group, { requireReadCommitted: false, notify: notifies })) ??
+        (await this.runner.transaction((tx) => this.appender.appendGroup(tx, group, { notify: notifies }), { readCommitted: true }))!;
     } catch (err) {
       if (group.length > 1 && !storeUnavailable(err)) {
         // One append the database refuses (a value it cannot take) must not fail the others:
