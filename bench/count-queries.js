@@ -7,16 +7,16 @@
  * `$COUNT_QUERIES_DIR/<pid>.json` every 200 ms; required as a module it exports `install(root)`
  * and the live counters. A statement is one `Client#query` call: a call of the event store's
  * append function counts once, whatever it does inside. `append_groups` counts the statements
- * that write appends: the group function's calls and the lone appends' INSERTs (an INSERT the
+ * that write appends: the group function's calls and the INSERTs of one-event appends (an INSERT the
  * function then answers, a lost race or a retry, counts twice).
  */
 const fs = require('node:fs');
 const path = require('node:path');
 
 const counters = { statements: 0, begin: 0, commit: 0, rollback: 0, append_groups: 0, by_statement: {} };
-/** The head of the event store's lone append (LONE_APPEND in libs/eventstore/src/sql/append.ts). */
-const LONE_APPEND = 'INSERT INTO events (stream, revision, id, type, data, metadata)';
-const isAppend = (text) => text.includes('eventstore_append_group') || text.includes(LONE_APPEND);
+/** What the event store's INSERTs of one-event appends hold (LONE_APPEND, SINGLES_APPEND in libs/eventstore/src/sql/append.ts). */
+const ONE_EVENT_INSERT = 'INSERT INTO events (stream, revision, id, type, data, metadata)';
+const isAppend = (text) => text.includes('eventstore_append_group') || text.includes(ONE_EVENT_INSERT);
 let installed = false;
 
 function classify(config) {
@@ -41,12 +41,12 @@ function install(root) {
     classify(config);
     const text = typeof config === 'string' ? config : config && typeof config.text === 'string' ? config.text : '';
     // An append the group function did not write, for no earlier write of its ids: a lost race.
-    // A lone INSERT returns its row when it wrote; what it refused, the function answers next.
-    const lone = text.includes(LONE_APPEND);
+    // Such an INSERT returns a row per append it wrote; what it refused, the function answers next.
+    const direct = text.includes(ONE_EVENT_INSERT);
     const tally = (r) => {
       if (!r || !r.rows) return;
       counters.appends = (counters.appends ?? 0) + r.rows.length;
-      if (lone) return;
+      if (direct) return;
       counters.lost_races = (counters.lost_races ?? 0) + r.rows.filter((row) => row.appended === false && (!row.existing || row.existing.length === 0)).length;
     };
     const watch = isAppend(text);
