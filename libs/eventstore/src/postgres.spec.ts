@@ -130,7 +130,21 @@ describe('SqlEventStore on PostgreSQL server', () => {
           one,
           "SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_user_functions WHERE schemaname = current_schema() AND funcname = 'eventstore_append_group'",
         );
-      return { store: counted, runner: one, schema: own.schema, calls, close: async () => (await counted.close(), await one.close()) };
+      const closing: Array<() => Promise<void>> = [() => counted.close(), () => one.close()];
+      /** A store of another process on the same schema, closed with this one. */
+      const anotherProcess = async () => {
+        const other = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${own.schema}`, max: 1 });
+        const elsewhere = await openStore(other);
+        closing.unshift(
+          () => elsewhere.close(),
+          () => other.close(),
+        );
+        return elsewhere;
+      };
+      const close = async () => {
+        for (const step of closing) await step();
+      };
+      return { store: counted, runner: one, calls, anotherProcess, close };
     }
 
     it('writes a new stream and an exact revision without the function, and the function answers a retry, a stale and an early revision', async () => {
@@ -170,9 +184,8 @@ describe('SqlEventStore on PostgreSQL server', () => {
     });
 
     it("after a revision is taken by another process, that stream's next lone appends go to the function; other streams do not", async () => {
-      const { store: s, runner: one, schema, calls, close } = await countingStore();
-      const other = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${schema}`, max: 1 });
-      const elsewhere = await openStore(other);
+      const { store: s, runner: one, calls, anotherProcess, close } = await countingStore();
+      const elsewhere = await anotherProcess();
       try {
         const [contended, quiet] = [`hot-${randomUUID()}`, `quiet-${randomUUID()}`];
         await s.append(contended, [event('A')], 'no_stream');
@@ -187,8 +200,6 @@ describe('SqlEventStore on PostgreSQL server', () => {
         expect(await calls()).toBe(c0 + 2);
         expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [contended])).rows[0].n).toBe('3');
       } finally {
-        await elsewhere.close();
-        await other.close();
         await close();
       }
     });
@@ -233,9 +244,8 @@ describe('SqlEventStore on PostgreSQL server', () => {
     });
 
     it('a group refused whole for a revision another process took: the function answers each of its appends, and their streams go to it next', async () => {
-      const { store: s, runner: one, schema, calls, close } = await countingStore();
-      const other = await PgSqlRunner.connect({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${schema}`, max: 1 });
-      const elsewhere = await openStore(other);
+      const { store: s, runner: one, calls, anotherProcess, close } = await countingStore();
+      const elsewhere = await anotherProcess();
       try {
         const [taken, free, added] = [`taken-${randomUUID()}`, `free-${randomUUID()}`, `added-${randomUUID()}`];
         await s.append(taken, [event('A')], 'no_stream');
@@ -256,8 +266,6 @@ describe('SqlEventStore on PostgreSQL server', () => {
         expect(await calls()).toBe(c0 + 2);
         expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = ANY($1)', [[taken, free, added]])).rows[0].n).toBe('6');
       } finally {
-        await elsewhere.close();
-        await other.close();
         await close();
       }
     });

@@ -18,7 +18,7 @@ export interface PreparedAppend {
   ids: string[];
   /** The append as the group function reads it. */
   json: string;
-  /** Its event, when it has exactly one (see SqlAppender.appendLone). */
+  /** Its event, when it has exactly one (see SqlAppender.appendDirect). */
   single?: SerializedEvent;
 }
 
@@ -62,9 +62,9 @@ ORDER BY i.ord
 RETURNING stream, revision::text AS revision, tx::text AS tx, seq::text AS seq`;
 
 /**
- * After a lone append of a stream was refused (another process took the revision), this many of
- * its next lone appends go straight to the group function: on a stream several processes write,
- * the INSERT would often be refused first, one round trip more each time.
+ * After an INSERT of a stream's append was refused (another process took the revision), this
+ * many of its next appends go straight to the group function: on a stream several processes
+ * write, the INSERT would often be refused first, one round trip more each time.
  */
 const CONTENDED_SKIPS = 64;
 /** Streams remembered as contended, the oldest forgotten first. */
@@ -75,7 +75,7 @@ const MAX_CONTENDED_STREAMS = 1024;
  * `eventstore_append_group` function (see schema.ts) under each stream's advisory lock.
  */
 export class SqlAppender {
-  /** Streams whose lone append was refused, with how many more of theirs skip the INSERT. */
+  /** Streams whose append's INSERT was refused, with how many more of theirs skip it. */
   private readonly contended = new Map<string, number>();
 
   constructor(
