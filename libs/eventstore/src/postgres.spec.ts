@@ -183,7 +183,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
       }
     });
 
-    it("after a revision is taken by another process, that stream's next lone appends go to the function; other streams do not", async () => {
+    it("after a revision is taken by another process, that stream's next lone append goes to the function, the one after to the INSERT again; other streams do not", async () => {
       const { store: s, runner: one, calls, anotherProcess, close } = await countingStore();
       const elsewhere = await anotherProcess();
       try {
@@ -198,7 +198,47 @@ describe('SqlEventStore on PostgreSQL server', () => {
         expect(await calls()).toBe(c0 + 2);
         await s.append(quiet, [event('E')], 'no_stream');
         expect(await calls()).toBe(c0 + 2);
-        expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [contended])).rows[0].n).toBe('3');
+        // Refused once: after one append by the function, the stream goes back to the INSERT.
+        await s.append(contended, [event('F')], 2n);
+        expect(await calls()).toBe(c0 + 2);
+        expect((await one.query<{ n: string }>('SELECT count(*)::text AS n FROM events WHERE stream = $1', [contended])).rows[0].n).toBe('4');
+      } finally {
+        await close();
+      }
+    });
+
+    it('a stream refused again and again skips the INSERT for twice as many appends each time, and comes back to it as the INSERT writes', async () => {
+      const { store: s, calls, anotherProcess, close } = await countingStore();
+      const elsewhere = await anotherProcess();
+      try {
+        const stream = `shared-${randomUUID()}`;
+        await s.append(stream, [event('A')], 'no_stream');
+        let revision = 0n;
+        /** Another process appends after `revision`; this one, still there, is refused (its INSERT, when it tries one, and the function). */
+        const raceAndLose = async () => {
+          await elsewhere.append(stream, [event('Theirs')], revision);
+          await expect(s.append(stream, [event('Mine')], revision)).rejects.toBeInstanceOf(WrongExpectedVersionError);
+          revision += 1n;
+        };
+        /** This process's next `n` appends: how many of them the function wrote. */
+        const byFunction = async (n: number) => {
+          const before = await calls();
+          for (let i = 0; i < n; i++) revision = (await s.append(stream, [event('Mine')], revision)).nextRevision;
+          return (await calls()) - before;
+        };
+        await raceAndLose(); // level 0: 1 append skips
+        expect(await byFunction(1)).toBe(1);
+        await raceAndLose(); // the INSERT was refused again, the stream still remembered: level 1, 2 skip
+        expect(await byFunction(2)).toBe(2);
+        await raceAndLose(); // level 2: 4 skip
+        expect(await byFunction(4)).toBe(4);
+        // Skips spent, the INSERT writes: level 1, then 0, then the stream is forgotten, each write by the INSERT.
+        expect(await byFunction(3)).toBe(0);
+        // Forgotten: a refusal now starts over at one skip.
+        await raceAndLose();
+        expect(await byFunction(2)).toBe(1);
+        const written = await s.readStream(stream);
+        expect(written.map((e) => e.revision)).toEqual(written.map((_, i) => BigInt(i)));
       } finally {
         await close();
       }

@@ -62,12 +62,16 @@ ORDER BY i.ord
 RETURNING stream, revision::text AS revision, tx::text AS tx, seq::text AS seq`;
 
 /**
- * After an INSERT of a stream's append was refused (another process took the revision), this
- * many of its next appends go straight to the group function: on a stream several processes
- * write, the INSERT would often be refused first, one round trip more each time.
+ * After an INSERT of a stream's append was refused (another process took the revision), its
+ * next appends go straight to the group function: on a stream several processes write, the
+ * INSERT would often be refused first, one round trip more each time. How many: 1 after a first
+ * refusal, doubled by each refusal that follows while the stream is remembered, up to 64; each
+ * append the INSERT then writes halves the memory again (one level down). A stream written once
+ * by another process (a gateway joining, a key moved between gateways) is refused once and goes
+ * back to the INSERT after one append; with 64 skips for every refusal, every account a new
+ * gateway had touched sent its next 64 appends, and whole groups with them, to the function.
  */
-const CONTENDED_SKIPS = 64;
-/** Streams remembered as contended, the oldest forgotten first. */
+const MAX_CONTENDED_LEVEL = 6;
 const MAX_CONTENDED_STREAMS = 1024;
 
 /**
@@ -75,8 +79,8 @@ const MAX_CONTENDED_STREAMS = 1024;
  * `eventstore_append_group` function (see schema.ts) under each stream's advisory lock.
  */
 export class SqlAppender {
-  /** Streams whose append's INSERT was refused, with how many more of theirs skip it. */
-  private readonly contended = new Map<string, number>();
+  /** Streams whose append's INSERT was refused: how many more of theirs skip it, and the level that set it (see MAX_CONTENDED_LEVEL). */
+  private readonly contended = new Map<string, { skips: number; level: number }>();
 
   constructor(
     private readonly runner: SqlRunner,
@@ -168,7 +172,9 @@ export class SqlAppender {
         ({ rows } = await tx.query<StoredRef>(LONE_APPEND, [stream, revisionOf(expected), single!.id, single!.type, single!.data, single!.metadata], {
           prepare: 'eventstore_append_lone',
         }));
-        return [rows.length > 0 ? { nextRevision: BigInt(rows[0].revision), position: toPosition(rows[0].tx, rows[0].seq) } : null];
+        if (rows.length === 0) return [null];
+        this.insertedOn(stream);
+        return [{ nextRevision: BigInt(rows[0].revision), position: toPosition(rows[0].tx, rows[0].seq) }];
       }
       ({ rows } = await tx.query<StoredRef & { stream: string }>(
         SINGLES_APPEND,
@@ -192,22 +198,32 @@ export class SqlAppender {
     const byStream = new Map(rows.map((row) => [row.stream!, row]));
     return group.map(({ stream }) => {
       const row = byStream.get(stream);
-      return row ? { nextRevision: BigInt(row.revision), position: toPosition(row.tx, row.seq) } : null;
+      if (!row) return null;
+      this.insertedOn(stream);
+      return { nextRevision: BigInt(row.revision), position: toPosition(row.tx, row.seq) };
     });
   }
 
   private skipsContended(stream: string): boolean {
-    const skips = this.contended.get(stream);
-    if (skips === undefined) return false;
-    if (skips <= 1) this.contended.delete(stream);
-    else this.contended.set(stream, skips - 1);
+    const entry = this.contended.get(stream);
+    if (entry === undefined || entry.skips === 0) return false;
+    entry.skips--;
     return true;
   }
 
   private markContended(stream: string): void {
+    const level = Math.min((this.contended.get(stream)?.level ?? -1) + 1, MAX_CONTENDED_LEVEL);
     this.contended.delete(stream);
-    this.contended.set(stream, CONTENDED_SKIPS);
+    this.contended.set(stream, { skips: 2 ** level, level });
     if (this.contended.size > MAX_CONTENDED_STREAMS) this.contended.delete(this.contended.keys().next().value as string);
+  }
+
+  /** An append of `stream` the INSERT wrote: one level less to remember it by. */
+  private insertedOn(stream: string): void {
+    const entry = this.contended.get(stream);
+    if (entry === undefined || entry.skips > 0) return;
+    if (entry.level === 0) this.contended.delete(stream);
+    else entry.level--;
   }
 
   /**
