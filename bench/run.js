@@ -1050,14 +1050,22 @@ function productionGatewayFlags(appRoot) {
   return words[0] === 'node' && entry > 0 ? words.slice(1, entry) : [];
 }
 
+/** BENCH_EVERY_GATEWAY_FLAGS: node flags for every gateway process of this build (a flag's A/B). */
+const everyGatewayFlags = () => process.env.BENCH_EVERY_GATEWAY_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+
 async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
   // BENCH_GATEWAY_FLAGS: node flags NODE_OPTIONS does not take (--cpu-prof), for the main gateway.
   const extra = process.env.BENCH_GATEWAY_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
-  const gw = await startProcess('gateway', process.execPath, [...productionGatewayFlags(APP_ROOT), ...extra, ...nodeFlags, GATEWAY_ENTRY], {
-    logName,
-    env: ctx.appEnv({ PORT: String(ctx.gatewayPort), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
-    ready: /svc-gateway listening on (http:\/\/\S+)/,
-  });
+  const gw = await startProcess(
+    'gateway',
+    process.execPath,
+    [...productionGatewayFlags(APP_ROOT), ...everyGatewayFlags(), ...extra, ...nodeFlags, GATEWAY_ENTRY],
+    {
+      logName,
+      env: ctx.appEnv({ PORT: String(ctx.gatewayPort), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
+      ready: /svc-gateway listening on (http:\/\/\S+)/,
+    },
+  );
   ctx.pids.gateway = gw.pid;
   return gw;
 }
@@ -1085,7 +1093,7 @@ const GATEWAY_LOADS = {
 async function startExtraGateway(ctx, i) {
   const port = await freePort();
   const name = `gateway-${i}`;
-  const gw = await startProcess(name, process.execPath, [...productionGatewayFlags(APP_ROOT), GATEWAY_ENTRY], {
+  const gw = await startProcess(name, process.execPath, [...productionGatewayFlags(APP_ROOT), ...everyGatewayFlags(), GATEWAY_ENTRY], {
     env: ctx.appEnv({ PORT: String(port), ...gatewayNodeOptions('BENCH_GATEWAY_NODE_OPTIONS') }),
     ready: /svc-gateway listening on (http:\/\/\S+)/,
   });
@@ -1176,6 +1184,37 @@ async function balancerCounts(balancer) {
  * at each N, 64 connections for the throughput phase's duration, non-streamed, on two loads:
  * the 64 accounts of the throughput phase, and 8 accounts shared by all 64 connections.
  */
+/**
+ * With every gateway under bench/count-queries.js (BENCH_GATEWAY_NODE_OPTIONS and
+ * COUNT_QUERIES_DIR), the statements all of them have sent so far, summed by kind; else null.
+ */
+function countedStatements() {
+  const dir = process.env.COUNT_QUERIES_DIR;
+  if (!dir || !fs.existsSync(dir)) return null;
+  const sum = { statements: 0, append_groups: 0, group_function: 0, one_event_inserts: 0, lost_races: 0 };
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+    let c;
+    try {
+      c = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+    } catch {
+      continue; // being rewritten: its next copy counts
+    }
+    sum.statements += c.statements;
+    sum.append_groups += c.append_groups;
+    sum.lost_races += c.lost_races ?? 0;
+    for (const [head, n] of Object.entries(c.by_statement)) {
+      if (head.includes('eventstore_append_group')) sum.group_function += n;
+      else if (head.startsWith('WITH lock AS') || head.startsWith('WITH input AS')) sum.one_event_inserts += n;
+    }
+  }
+  return sum;
+}
+
+function statementsPerRequest(before, after, requests) {
+  if (!before || !after) return null;
+  return Object.fromEntries(Object.keys(after).map((k) => [k, r3((after[k] - (before[k] ?? 0)) / Math.max(1, requests))]));
+}
+
 async function gatewaysPhase(ctx) {
   const out = {
     balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread',
@@ -1229,6 +1268,7 @@ async function gatewaysPhase(ctx) {
           const warm = await load(`gateways-${n}-${loadName}-warmup`, { ...opts, duration: Math.max(first ? 6 : 3, CFG.loadWarmup) });
           await settle({ ...gwPids, worker: ctx.pids.worker });
           const c0 = await balancerCounts(balancer);
+          const q0 = countedStatements();
           const [x0, e0] = [await xactCounts(ctx.db), await appendFacts(ctx.db)];
           const sampler = startSampler(pids, ctx.db);
           const r = await load(`gateways-${n}-${loadName}`, { ...opts, duration: CFG.loadSeconds });
@@ -1236,6 +1276,7 @@ async function gatewaysPhase(ctx) {
           const c1 = await balancerCounts(balancer);
           await settle({ ...gwPids, worker: ctx.pids.worker });
           const [x1, e1] = [await xactCounts(ctx.db), await appendFacts(ctx.db, e0.seq)];
+          const statements = statementsPerRequest(q0, countedStatements(), r.ok);
           const spread = await gatewaysPerAccount(ctx.db, e0.seq);
           const cpu = Object.values(s.cpu_s).reduce((a, b) => a + (b ?? 0), 0) - (s.cpu_s.driver ?? 0) - (s.cpu_s.simulator ?? 0);
           const gatewaysCpu = Object.keys(gwPids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
@@ -1268,6 +1309,7 @@ async function gatewaysPhase(ctx) {
             events_per_append_tx: r3(e1.events / Math.max(1, e1.txs)),
             // How many of the gateways placed holds on each account during the run (their leases).
             gateways_per_account: spread,
+            ...(statements ? { statements_per_request: statements } : {}),
           };
           const base = out.by_n[1][loadName];
           out.by_n[n][loadName].rps_x_one = r3(r.rps / base.rps);
@@ -1276,7 +1318,8 @@ async function gatewaysPhase(ctx) {
               `p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; requests per gateway ${JSON.stringify(out.by_n[n][loadName].requests_per_gateway)}; ` +
               `CPU ms/request ${out.by_n[n][loadName].cpu_ms_per_request_all} (gateways ${out.by_n[n][loadName].cpu_ms_per_request_gateways}, HAProxy ${out.by_n[n][loadName].cpu_ms_per_request_haproxy}); ` +
               `${out.by_n[n][loadName].pg_transactions_per_request} transactions/request, ${out.by_n[n][loadName].pg_rollbacks} rollbacks, ` +
-              `${out.by_n[n][loadName].events_per_append_tx} events per append transaction; gateways per account ${JSON.stringify(spread)}; CPU s ${JSON.stringify(s.cpu_s)}, PostgreSQL by client ${JSON.stringify(s.postgres_cpu_s_by_client)}`,
+              `${out.by_n[n][loadName].events_per_append_tx} events per append transaction; gateways per account ${JSON.stringify(spread)}; CPU s ${JSON.stringify(s.cpu_s)}, PostgreSQL by client ${JSON.stringify(s.postgres_cpu_s_by_client)}` +
+              (statements ? `; statements per request ${JSON.stringify(statements)}` : ''),
           );
         }
       } finally {
