@@ -16,13 +16,16 @@
  *
  * `BENCH_GATEWAY_NODE_OPTIONS="--require <repo>/bench/timeline.js"` with TIMELINE_DIR and
  * TIMELINE_ROOT times each step of the gateway's lone requests (see bench/timeline.js);
- * `BENCH_GATEWAY_FLAGS` gives the gateway node flags NODE_OPTIONS refuses (`--cpu-prof`).
+ * `BENCH_GATEWAY_FLAGS` gives the gateway node flags NODE_OPTIONS refuses (`--cpu-prof`);
+ * `BENCH_EVERY_GATEWAY_FLAGS` gives such flags to every gateway process, phase 2c's included.
  *
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
  * http, round robin per request, or by key), 64 connections on 64 accounts and on 8 shared
  * accounts, then the same HAProxy in front of 1, 2 and 4 Portkey processes (the reference);
- * prints the figures and writes nothing.
+ * prints the figures and writes nothing. With `BENCH_GATEWAY_NODE_OPTIONS="--require
+ * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
+ * the statements the gateways sent per request, by kind.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
