@@ -1183,11 +1183,6 @@ async function balancerCounts(balancer) {
 }
 
 /**
- * N = 1, 2 and 4 gateway processes of this build on one database, one worker, behind one HAProxy;
- * at each N, 64 connections for the throughput phase's duration, non-streamed, on two loads:
- * the 64 accounts of the throughput phase, and 8 accounts shared by all 64 connections.
- */
-/**
  * With every gateway under bench/count-queries.js (BENCH_GATEWAY_NODE_OPTIONS and
  * COUNT_QUERIES_DIR), the statements all of them have sent so far, summed by kind; else null.
  */
@@ -1218,6 +1213,11 @@ function statementsPerRequest(before, after, requests) {
   return Object.fromEntries(Object.keys(after).map((k) => [k, r3((after[k] - (before[k] ?? 0)) / Math.max(1, requests))]));
 }
 
+/**
+ * N = 1, 2 and 4 gateway processes of this build on one database, one worker, behind one HAProxy;
+ * at each N, 64 connections for the throughput phase's duration, non-streamed, on two loads:
+ * the 64 accounts of the throughput phase, and 8 accounts shared by all 64 connections.
+ */
 async function gatewaysPhase(ctx) {
   const out = {
     balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread',

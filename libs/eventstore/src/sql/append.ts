@@ -66,12 +66,13 @@ RETURNING stream, revision::text AS revision, tx::text AS tx, seq::text AS seq`;
  * next appends go straight to the group function: on a stream several processes write, the
  * INSERT would often be refused first, one round trip more each time. How many: 1 after a first
  * refusal, doubled by each refusal that follows while the stream is remembered, up to 64; each
- * append the INSERT then writes halves the memory again (one level down). A stream written once
+ * append the INSERT then writes takes one doubling off, and the last forgets it. A stream written once
  * by another process (a gateway joining, a key moved between gateways) is refused once and goes
  * back to the INSERT after one append; with 64 skips for every refusal, every account a new
  * gateway had touched sent its next 64 appends, and whole groups with them, to the function.
  */
 const MAX_CONTENDED_LEVEL = 6;
+/** Streams remembered as contended, the oldest forgotten first. */
 const MAX_CONTENDED_STREAMS = 1024;
 
 /**
