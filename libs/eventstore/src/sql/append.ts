@@ -173,9 +173,7 @@ export class SqlAppender {
         ({ rows } = await tx.query<StoredRef>(LONE_APPEND, [stream, revisionOf(expected), single!.id, single!.type, single!.data, single!.metadata], {
           prepare: 'eventstore_append_lone',
         }));
-        if (rows.length === 0) return [null];
-        this.insertedOn(stream);
-        return [{ nextRevision: BigInt(rows[0].revision), position: toPosition(rows[0].tx, rows[0].seq) }];
+        return [rows.length > 0 ? this.written(stream, rows[0]) : null];
       }
       ({ rows } = await tx.query<StoredRef & { stream: string }>(
         SINGLES_APPEND,
@@ -199,10 +197,18 @@ export class SqlAppender {
     const byStream = new Map(rows.map((row) => [row.stream!, row]));
     return group.map(({ stream }) => {
       const row = byStream.get(stream);
-      if (!row) return null;
-      this.insertedOn(stream);
-      return { nextRevision: BigInt(row.revision), position: toPosition(row.tx, row.seq) };
+      return row ? this.written(stream, row) : null;
     });
+  }
+
+  /** The result of an append the INSERT wrote as `row`; one level less to remember its stream by (see MAX_CONTENDED_LEVEL). */
+  private written(stream: string, row: StoredRef): AppendResult {
+    const entry = this.contended.get(stream);
+    if (entry !== undefined && entry.skips === 0) {
+      if (entry.level === 0) this.contended.delete(stream);
+      else entry.level--;
+    }
+    return { nextRevision: BigInt(row.revision), position: toPosition(row.tx, row.seq) };
   }
 
   private skipsContended(stream: string): boolean {
@@ -217,14 +223,6 @@ export class SqlAppender {
     this.contended.delete(stream);
     this.contended.set(stream, { skips: 2 ** level, level });
     if (this.contended.size > MAX_CONTENDED_STREAMS) this.contended.delete(this.contended.keys().next().value as string);
-  }
-
-  /** An append of `stream` the INSERT wrote: one level less to remember it by. */
-  private insertedOn(stream: string): void {
-    const entry = this.contended.get(stream);
-    if (entry === undefined || entry.skips > 0) return;
-    if (entry.level === 0) this.contended.delete(stream);
-    else entry.level--;
   }
 
   /**
