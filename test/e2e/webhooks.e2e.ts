@@ -121,6 +121,14 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     await addCredits(3);
     await until('first attempt', () => receiver.received.length === before + 1);
     const id = receiver.received[before].body.id;
+    // The clock moves on only once the attempt is recorded: one recorded after the move would be
+    // scheduled from the later time, and not be due when the test expects it.
+    const recorded = (attempts: number) =>
+      until(
+        `${attempts} attempts recorded`,
+        async () => (await call('GET', `/webhook-events/${id}`, { key: management })).json.data?.attempts?.length === attempts,
+      );
+    await recorded(1);
 
     // Not due before 30 s have passed on the gateway's clock.
     await sleep(1500);
@@ -130,6 +138,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(receiver.received.length).toBe(before + 1);
     clock.advance(1000);
     await until('second attempt', () => receiver.received.length === before + 2);
+    await recorded(2);
 
     clock.advance(RETRY_DELAYS_MS[1]);
     await until('third attempt', () => receiver.received.length === before + 3);
