@@ -26,6 +26,8 @@ module.exports = {
   transformIgnorePatterns: [
     '/node_modules/(?!(@nestjs|uid|file-type|strtok3|token-types|uint8array-extras|@borewit|@tokenizer|load-esm|@standard-schema|cookie|set-cookie-parser|toad-cache|hyparquet|hyparquet-writer)/)',
   ],
+  // The slowest suites first, on a machine that has not timed them yet too.
+  testSequencer: '<rootDir>/test/support/slowest-first.js',
   globalSetup: '<rootDir>/test/support/global-setup.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.js',
   testTimeout: 30000,

@@ -1,13 +1,30 @@
 // Every run gets its own PostgreSQL database: CI passes one in DATABASE_URL; a developer's
 // run creates `svc_test_<pid>` on the local server and drops it in global-teardown.js.
 // And one empty PGlite cluster, which the suites' gateways copy (pglite-template.ts).
-const { mkdtempSync } = require('node:fs');
+const { existsSync, mkdtempSync, statfsSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Client } = require('pg');
 const { PGlite } = require('@electric-sql/pglite');
 
 const ADMIN_URL = process.env.PG_ADMIN_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * The run's temporary files (every gateway's PGlite cluster, its copies of the template, the
+ * file stores) go to memory where the machine has a tmpfs: on a disk each PGlite commit waits
+ * for its fsync and each cluster copy for the disk, twice as long and four times as long as in
+ * memory, on every one of the run's gateways. The workers inherit TMPDIR, and os.tmpdir() reads
+ * it at each call; global-teardown.js removes the directory. SVC_TEST_TMPDIR=disk keeps the default.
+ */
+function memoryTmpdir() {
+  const shm = '/dev/shm';
+  if (process.env.SVC_TEST_TMPDIR === 'disk' || !existsSync(shm)) return;
+  const { bavail, bsize } = statfsSync(shm);
+  if (bavail * bsize < 4 * 1024 ** 3) return;
+  const dir = mkdtempSync(join(shm, 'svc-test-'));
+  process.env.TMPDIR = dir;
+  process.env.SVC_TEST_MEMORY_TMPDIR = dir;
+}
 
 async function pgliteTemplate() {
   const dir = join(mkdtempSync(join(tmpdir(), 'svc-pglite-template-')), 'pglite');
@@ -30,5 +47,6 @@ async function database() {
 }
 
 module.exports = async function globalSetup() {
+  memoryTmpdir();
   await Promise.all([pgliteTemplate(), database()]);
 };
