@@ -97,13 +97,19 @@ describe('streams a client does not read (issue 41 F: back-pressure; spec 1 bill
     return pulled;
   }
 
-  /** The UsageCharged or HoldReleased that settled a hold, once the ledger has it. */
+  /**
+   * The UsageCharged or HoldReleased that settled a hold, once the ledger has it. Each look reads
+   * only the events after the last one seen: the readers wait for it within a stall limit, and
+   * the whole account stream, read every 50 ms by each of them, was slow enough on a loaded
+   * machine to make them miss it.
+   */
   async function settlementOf(holdId: string, timeoutMs: number) {
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const events = await gw.runtime.store.readStream(accountStream(gw.keys.account_id));
+    for (let fromRevision = 0n; ;) {
+      const events = await gw.runtime.store.readStream(accountStream(gw.keys.account_id), { fromRevision });
       const settled = events.find((e) => ['UsageCharged', 'HoldReleased'].includes(e.type) && (e.data as { hold_id: string }).hold_id === holdId);
       if (settled) return settled as { type: string; data: Record<string, any> };
+      if (events.length > 0) fromRevision = events[events.length - 1].revision + 1n;
       if (Date.now() > deadline) throw new Error(`hold ${holdId} not settled within ${timeoutMs} ms`);
       await sleep(50);
     }

@@ -1,9 +1,10 @@
 // Every run gets its own PostgreSQL database: CI passes one in DATABASE_URL; a developer's
 // run creates `svc_test_<pid>` on the local server and drops it in global-teardown.js.
-// And one empty PGlite cluster, which the suites' gateways copy (pglite-template.ts).
-const { existsSync, mkdtempSync, statfsSync } = require('node:fs');
+// And one empty PGlite cluster, which the suites' gateways copy (pglite-template.ts), also as
+// an image their in-memory runners load.
+const { chmodSync, existsSync, mkdtempSync, statfsSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 const { Client } = require('pg');
 const { PGlite } = require('@electric-sql/pglite');
 
@@ -22,6 +23,8 @@ function memoryTmpdir() {
   const { bavail, bsize } = statfsSync(shm);
   if (bavail * bsize < 4 * 1024 ** 3) return;
   const dir = mkdtempSync(join(shm, 'svc-test-'));
+  // As /tmp is: the PostgreSQL servers some suites start run as the postgres user.
+  chmodSync(dir, 0o1777);
   process.env.TMPDIR = dir;
   process.env.SVC_TEST_MEMORY_TMPDIR = dir;
 }
@@ -29,8 +32,12 @@ function memoryTmpdir() {
 async function pgliteTemplate() {
   const dir = join(mkdtempSync(join(tmpdir(), 'svc-pglite-template-')), 'pglite');
   const db = await PGlite.create(dir);
+  // The same cluster as an image, for the suites' in-memory runners (platform/testing/pglite.ts).
+  const image = join(dirname(dir), 'pglite.tar');
+  writeFileSync(image, Buffer.from(await (await db.dumpDataDir('none')).arrayBuffer()));
   await db.close();
   process.env.SVC_TEST_PGLITE_TEMPLATE = dir;
+  process.env.SVC_TEST_PGLITE_IMAGE = image;
 }
 
 async function database() {

@@ -1,12 +1,13 @@
 import { JobQueue } from '@svc/jobs';
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { BATCH_LINE_JOB } from './line-workflow';
 import { BatchLines } from './lines';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 describe('a database whose batch lines kept their own leases in batch_lines, on upgrade', () => {
   let sql: SqlRunner;
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     await JobQueue.init(sql);
     await sql.exec(`
       CREATE TABLE batch_lines (

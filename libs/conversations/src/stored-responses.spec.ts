@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ResponseItem, ResponseObject } from '@svc/interfaces';
-import { DomainError, openSecret, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
+import { DomainError, openSecret, SecretDecryptionError, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { sealContext, STORED_RESPONSE_RETENTION_MS, StoredResponses, type StoredResponseRecord } from './stored-responses';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 const KEY = randomBytes(32);
 const T0 = new Date('2026-11-02T10:00:00Z');
@@ -30,7 +31,7 @@ function stored(id: string, workspaceId = 'ws1', createdAt = T0): StoredResponse
 }
 
 describe.each([
-  ['pglite', () => PgliteSqlRunner.open()],
+  ['pglite', () => memoryPglite()],
   ['postgres', () => freshPgRunner('conv')],
 ])('stored responses on %s', (_name, open) => {
   let sql: SqlRunner;

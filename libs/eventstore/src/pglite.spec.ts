@@ -3,6 +3,7 @@ import type { Upcaster } from './port';
 import { SqlEventStore } from './sql-event-store';
 import { eventStoreContract } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 // One in-memory PGlite for the file (PGlite.create costs seconds); the suites keep their
 // tests apart with unique stream names.
@@ -11,7 +12,7 @@ import { sqlEventStoreContract } from './testing/sql-contract';
 // runs one transaction at a time, so a transaction can never commit "late" behind another.
 let runner: PgliteSqlRunner;
 beforeAll(async () => {
-  runner = await PgliteSqlRunner.open();
+  runner = await memoryPglite();
 });
 afterAll(async () => {
   await runner?.close();

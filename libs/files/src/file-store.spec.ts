@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ManualClock, openBytes, PgliteSqlRunner, SecretDecryptionError, type SqlRunner } from '@svc/platform';
+import { ManualClock, openBytes, SecretDecryptionError, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import {
   createOutputFile,
@@ -12,6 +12,7 @@ import {
   type NewFile,
 } from './file-store';
 import { MAX_JSONL_LINES, readJsonl } from './jsonl';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 const KEY = randomBytes(32);
 const DAY_MS = 24 * 3600 * 1000;
@@ -33,7 +34,7 @@ async function collect(chunks: AsyncIterable<Buffer>): Promise<Buffer[]> {
 }
 
 describe.each([
-  ['pglite', () => PgliteSqlRunner.open()],
+  ['pglite', () => memoryPglite()],
   ['postgres', () => freshPgRunner('files')],
 ])('files on %s', (_name, open) => {
   let sql: SqlRunner;

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { DEFAULT_KEY_SETTINGS, keyDecider, keyStream, providerKeyContext, settingsDecider, settingsStream } from '@svc/identity';
-import { ManualClock, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
+import { ManualClock, sealSecret, type SqlRunner } from '@svc/platform';
 import { CountingSqlRunner } from '@svc/platform/testing/counting-sql';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ProjectionRunner } from '@svc/projections';
@@ -20,6 +20,7 @@ import {
   identityProjection,
   type LeaseTimings,
 } from './index';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 /** The read models whose rows the cache holds: the runner tells the caches when they change. */
 const CACHED_PROJECTIONS = [identityProjection, providerKeysProjection, settingsProjection, presetsProjection, guardrailsProjection];
@@ -403,7 +404,7 @@ describe('authentication cache on PostgreSQL', () => {
 
 describe('authentication cache on PGlite (one process)', () => {
   it('is emptied by the projection runner itself before a revocation answers', async () => {
-    const sql = await PgliteSqlRunner.open();
+    const sql = await memoryPglite();
     const counting = new CountingSqlRunner(sql, LOOKUP);
     const cache = await AuthCache.open(counting);
     const log = await identityLog(sql, () => cache);

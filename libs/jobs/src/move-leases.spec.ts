@@ -1,6 +1,7 @@
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { moveLeasesToJobs, type LeaseMove } from './move-leases';
 import { JobQueue } from './queue';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 describe("an old table's leases moved into the job table at start-up", () => {
   let sql: SqlRunner;
@@ -19,7 +20,7 @@ describe("an old table's leases moved into the job table at start-up", () => {
     ).rows.map((c) => c.column_name);
 
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     await JobQueue.init(sql);
     await sql.exec(`
       CREATE TABLE old_tasks (id text PRIMARY KEY, payload text, due_at timestamptz, owner text, lease_until timestamptz);

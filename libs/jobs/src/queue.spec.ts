@@ -1,9 +1,10 @@
 import { AggregateStore, DomainError, SqlEventStore, type Decider, type DomainEvent } from '@svc/eventstore';
-import { ManualClock, PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import { ManualClock, type SqlRunner } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { WorkflowProcessor } from './processor';
 import { JobQueue, scheduleJob, type Lease } from './queue';
 import { call, complete, schedule, send, type Workflow } from './workflow';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 const T0 = new Date('2026-11-02T10:00:00Z');
 const at = (ms: number) => new Date(T0.getTime() + ms);
@@ -31,7 +32,7 @@ const twoEffects: Workflow<{ type: 'Done'; n: number }, number, { n: number }, {
 };
 
 describe.each([
-  ['pglite', () => PgliteSqlRunner.open()],
+  ['pglite', () => memoryPglite()],
   ['postgres', () => freshPgRunner('jobs')],
 ])('the job table on %s', (_name, open) => {
   let sql: SqlRunner;

@@ -9,7 +9,7 @@ import {
   settingsStream,
   webhookSecretContext,
 } from '@svc/identity';
-import { ManualClock, PgSqlRunner, PgliteSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
+import { ManualClock, PgSqlRunner, sealSecret, type SqlRunner } from '@svc/platform';
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { type AccountCommand, accountDecider, accountStream, type GenerationStats } from '@svc/ledger';
 import { Random } from '@svc/ledger/testing/random';
@@ -20,6 +20,7 @@ import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ProjectionRunner, perEvent, type Projection } from '@svc/projections';
 import { ALL_PROJECTIONS } from './projections';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 const stats: GenerationStats = {
   model: 'sim/echo',
@@ -202,7 +203,7 @@ async function snapshot(sql: SqlRunner, projection: Projection): Promise<Record<
 }
 
 describe.each([
-  ['pglite', () => PgliteSqlRunner.open()],
+  ['pglite', () => memoryPglite()],
   ['postgres', () => freshPgRunner('proj')],
 ])('projection runner on %s', (_name, open) => {
   let sql: SqlRunner;

@@ -1,11 +1,12 @@
 import { JobQueue } from '@svc/jobs';
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { VIDEO_JOB_KIND, VideoJobs } from './jobs';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 describe('a database whose videos kept their own due time and lease in video_jobs, on upgrade', () => {
   let sql: SqlRunner;
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     await JobQueue.init(sql);
     await sql.exec(`
       CREATE TABLE video_jobs (

@@ -1,12 +1,13 @@
 import { JobQueue } from '@svc/jobs';
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { WEBHOOK_DELIVERY_JOB } from './delivery-workflow';
 import { upgradeWebhookClaims } from './dispatcher';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 describe('a database whose deliveries were claimed in webhook_claims, on upgrade', () => {
   let sql: SqlRunner;
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     await JobQueue.init(sql);
     await sql.exec(`
       CREATE TABLE webhook_claims (event_id text NOT NULL, attempt integer NOT NULL, owner text NOT NULL, lease_until timestamptz NOT NULL, PRIMARY KEY (event_id, attempt));

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
 import { accountStream } from '@svc/ledger';
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { ProjectionRunner } from '@svc/projections';
 import { LEDGER_PROJECTIONS } from './index';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 /**
  * Issue 23: the generations read model keeps each charge's lines and the provider's cost, whether
@@ -58,7 +59,7 @@ describe('generations: cost lines and provider cost (issue 23)', () => {
   let runner: ProjectionRunner;
 
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     store = new SqlEventStore(sql);
     await store.init();
     runner = new ProjectionRunner(sql, store, LEDGER_PROJECTIONS, { idleMs: 50 });

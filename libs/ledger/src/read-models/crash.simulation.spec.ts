@@ -5,13 +5,14 @@ import { type AccountCommand, accountDecider, type AccountEvent, type AccountSta
 import type { LimitReset } from '@svc/ledger';
 import { stats } from '@svc/ledger/testing/account-fixtures';
 import { type Prediction, ReferenceLedger } from '@svc/ledger/testing/reference-ledger';
-import { ManualClock, PgliteSqlRunner, type SqlExecutor, type SqlRunner, type TransactionOptions } from '@svc/platform';
+import { ManualClock, type SqlExecutor, type SqlRunner, type TransactionOptions } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { ProjectionRunner, type Projection } from '@svc/projections';
 import { keyUsageProjection } from '@svc/identity';
 import { creditsProjection } from './credits';
 import { generationsProjection } from './generations';
 import { Random } from '@svc/ledger/testing/random';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 /**
  * Seeded simulation of the ledger's read models with crashes between append and projection
@@ -1276,7 +1277,7 @@ describe(`ledger projections with crashes between append and projection (SIM_SEE
   let store: SqlEventStore;
 
   beforeAll(async () => {
-    sql = ON_POSTGRES ? await freshPgRunner('crashsim') : await PgliteSqlRunner.open();
+    sql = ON_POSTGRES ? await freshPgRunner('crashsim') : await memoryPglite();
     store = new SqlEventStore(sql);
     await store.init();
   }, 60_000);

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { fold, SqlEventStore } from '@svc/eventstore';
 import type { NewEvent } from '@svc/eventstore';
 import { accountDecider, type AccountCommand, type AccountEvent, accountStream, meteredUsage, upcastAccountEvent } from '@svc/ledger';
-import { PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import type { SqlRunner } from '@svc/platform';
 import { ProjectionRunner } from '@svc/projections';
 import { getCredits, LEDGER_PROJECTIONS } from './index';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 /**
  * ARCHITECTURE section 10: UsageCharged records its usage by meter. A log recorded before
@@ -101,7 +102,7 @@ describe('meters: a log recorded before them', () => {
   let runner: ProjectionRunner;
 
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     // As the composition root configures it: the store reads old charges through the ledger's upcaster.
     store = new SqlEventStore(sql, { upcast: upcastAccountEvent });
     await store.init();
@@ -182,7 +183,7 @@ describe('meters: a reaped charge recorded before them', () => {
   let store: SqlEventStore;
 
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     store = new SqlEventStore(sql, { upcast: upcastAccountEvent });
     await store.init();
   }, 60_000);

@@ -1,8 +1,9 @@
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
-import { ManualClock, PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import { ManualClock, type SqlRunner } from '@svc/platform';
 import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { ProjectionRunner } from '@svc/projections';
 import { getVideo, listVideos, videosProjection } from './videos';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 /**
  * The videos read model (spec 2.4, 3.1, 4.15) fed with what the video decider decides, through
@@ -38,7 +39,7 @@ describe('the videos read model', () => {
     });
 
   beforeAll(async () => {
-    sql = await PgliteSqlRunner.open();
+    sql = await memoryPglite();
     store = new SqlEventStore(sql);
     await store.init();
     runner = new ProjectionRunner(sql, store, [videosProjection], { idleMs: 20 });

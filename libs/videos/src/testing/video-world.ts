@@ -1,9 +1,10 @@
 import { AggregateStore, SqlEventStore } from '@svc/eventstore';
 import { JobQueue } from '@svc/jobs';
-import { type Clock, PgliteSqlRunner, type SqlRunner } from '@svc/platform';
+import { type Clock, type SqlRunner } from '@svc/platform';
 import { ProjectionRunner } from '@svc/projections';
 import { VideoJobs } from '../jobs';
 import { videosProjection } from '../read-models/videos';
+import { memoryPglite } from '@svc/platform/testing/pglite';
 
 export interface VideoWorld {
   sql: SqlRunner;
@@ -20,7 +21,7 @@ export interface VideoWorld {
 export function videoWorld(clock: Clock, key: Buffer): VideoWorld {
   const world = {} as VideoWorld;
   beforeAll(async () => {
-    world.sql = await PgliteSqlRunner.open();
+    world.sql = await memoryPglite();
     world.store = new SqlEventStore(world.sql);
     await world.store.init();
     await JobQueue.init(world.sql);
