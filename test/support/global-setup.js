@@ -42,8 +42,9 @@ async function withGatewayTables(dataDir) {
   try {
     runtime = require('../../dist/libs/runtime/src/index.js');
     platform = require('../../dist/libs/platform/src/index.js');
-  } catch {
-    return;
+  } catch (err) {
+    if (err.code === 'MODULE_NOT_FOUND') return;
+    throw err;
   }
   const started = await runtime.createRuntime(platform.loadConfig({ SVC_DATA_DIR: dataDir }), { withProviders: false, servesRequests: false });
   await started.close();
