@@ -443,7 +443,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
       await Promise.all(appends);
       await waitFor(() => received.length > 0);
       await sleep(100); // a second NOTIFY, sent apart after the commit, would have arrived by now
-      expect(received.map((r) => r.payload)).toEqual(['']);
+      expect(received.map((r) => r.payload)).toEqual([`appended ${runner.schema}`]);
     } finally {
       await close();
     }
@@ -460,7 +460,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
       asking.requestCatchUp();
       await waitFor(() => received.length >= 2);
       await sleep(100);
-      expect(received.map((r) => r.payload)).toEqual(['catch-up', 'catch-up']);
+      expect(received.map((r) => r.payload)).toEqual([`catch-up ${runner.schema}`, `catch-up ${runner.schema}`]);
       expect(received[1].at - first).toBeGreaterThanOrEqual(10);
       // After a quiet spell longer than the gap, a request goes at once again.
       const asked = performance.now();
@@ -474,7 +474,7 @@ describe('SqlEventStore on PostgreSQL server', () => {
 
   it('sends at most one NOTIFY per 20 ms for lone appends, the last append always covered, and one still waiting on close()', async () => {
     const { store: appending, received: all, close } = await notifyingStore();
-    const received = () => all.filter((r) => r.payload === '').map((r) => r.at);
+    const received = () => all.filter((r) => r.payload === `appended ${runner.schema}`).map((r) => r.at);
     try {
       // Five lone appends one after the other (a request's hold and charge, the next request's):
       // the first wakes the others at once, the rest are covered together after the gap.
@@ -509,6 +509,33 @@ describe('SqlEventStore on PostgreSQL server', () => {
       expect(received()).toHaveLength(burst.length + 3);
     } finally {
       await close();
+    }
+  });
+
+  it("wakes only the stores of its own schema: another schema's appends and catch-up requests on the same database are not theirs", async () => {
+    const other = await freshPgRunner('es_other');
+    const otherStore = await openStore(other);
+    const watcher = new SqlEventStore(runner);
+    const hints: string[] = [];
+    const unwatch = watcher.watchAppends((hint) => hints.push(hint));
+    try {
+      await waitFor(() => hints.length > 0); // the look it takes once its LISTEN is in effect
+      hints.length = 0;
+      await otherStore.append(`elsewhere-${randomUUID()}`, [event('Elsewhere')], 'no_stream');
+      otherStore.requestCatchUp();
+      // A notice of its own schema, sent after those: once it has come, the others would have.
+      await runner.query("SELECT pg_notify('eventstore_appended', 'catch-up ' || current_schema())");
+      await waitFor(() => hints.length > 0);
+      expect(hints).toEqual(['catch-up']);
+      // A payload without a schema comes from a version before it: it wakes every store.
+      await other.query("SELECT pg_notify('eventstore_appended', '')");
+      await waitFor(() => hints.length > 1);
+      expect(hints).toEqual(['catch-up', 'appended']);
+    } finally {
+      unwatch();
+      await watcher.close();
+      await otherStore.close();
+      await other.close();
     }
   });
 

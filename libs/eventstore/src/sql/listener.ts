@@ -1,7 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { checkOut } from '@svc/platform';
 import type { AppendHint } from '../port';
-import { CATCH_UP, NOTIFY_CHANNEL } from './notify';
+import { NOTIFY_CHANNEL, readNotice } from './notify';
 
 /**
  * Delay before a lost LISTEN connection is re-established, doubled after each attempt that
@@ -57,7 +57,12 @@ export class PgAppendListener {
           }
         });
         const own = client;
-        own.on('notification', (n) => this.onNotify(n.payload === CATCH_UP ? 'catch-up' : 'appended'));
+        const { rows } = await own.query<{ schema: string }>("SELECT coalesce(current_schema(), '') AS schema");
+        const schema = rows[0].schema;
+        own.on('notification', (n) => {
+          const hint = n.channel === NOTIFY_CHANNEL ? readNotice(n.payload, schema) : null;
+          if (hint) this.onNotify(hint);
+        });
         await own.query(`LISTEN ${NOTIFY_CHANNEL}`);
         if (lost) throw new Error('the LISTEN connection was lost');
         if (this.stopped) {

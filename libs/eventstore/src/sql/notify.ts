@@ -3,8 +3,31 @@ import type { AppendHint } from '../port';
 
 /** NOTIFY channel shared by every store of the database; a wake-up hint, never data. */
 export const NOTIFY_CHANNEL = 'eventstore_appended';
-/** The payload of a NOTIFY on that channel sent by requestCatchUp; an append's is empty. */
+/** The hint word of a NOTIFY on that channel sent by requestCatchUp. */
 export const CATCH_UP = 'catch-up';
+/** The hint word of an append's NOTIFY. */
+const APPENDED = 'appended';
+
+/**
+ * The payload of a NOTIFY: the hint word, a space, then the schema of the store that sent it.
+ * The channel is the database's, and stores in other schemas of it (other deployments, other
+ * suites of a test run) must not be woken, nor have their runners' gathering cut short, by
+ * appends and catch-up requests that are not theirs. This is its SQL, in the sender's session.
+ */
+export const noticePayload = (hint: AppendHint): string => `'${hint === 'catch-up' ? CATCH_UP : APPENDED} ' || coalesce(current_schema(), '')`;
+
+/**
+ * What a NOTIFY tells the store of `schema`: its hint, or null when another schema's store sent
+ * it. A payload without a schema (a word alone, or empty) came from an older version, which
+ * woke every store of the database: it still does.
+ */
+export function readNotice(payload: string | undefined, schema: string): AppendHint | null {
+  const text = payload ?? '';
+  const space = text.indexOf(' ');
+  const word = space < 0 ? text : text.slice(0, space);
+  if (space >= 0 && text.slice(space + 1) !== schema) return null;
+  return word === CATCH_UP ? 'catch-up' : 'appended';
+}
 /**
  * At most one catch-up request leaves a process per this many milliseconds; those made meanwhile
  * go with the next. Readers that keep coming cannot then turn the runners' gathering off: a
@@ -92,7 +115,7 @@ export class AppendNotifier {
     if (this.runner.dialect !== 'postgres') return this.signal('catch-up');
     // The gap spaces the requests: none is dropped for one still on its way. A lost one costs
     // its readers latency only.
-    this.catchingUp = this.runner.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, CATCH_UP], { prepare: 'eventstore_catch_up' }).then(
+    this.catchingUp = this.runner.query(`SELECT pg_notify($1, ${noticePayload('catch-up')})`, [NOTIFY_CHANNEL], { prepare: 'eventstore_catch_up' }).then(
       () => undefined,
       () => undefined,
     );
@@ -119,7 +142,7 @@ export class AppendNotifier {
     this.notifyAgain = false;
     // A lost wake-up costs latency only: readers poll as well.
     this.notifying = this.runner
-      .query("SELECT pg_notify($1, '')", [NOTIFY_CHANNEL], { prepare: 'eventstore_notify' })
+      .query(`SELECT pg_notify($1, ${noticePayload('appended')})`, [NOTIFY_CHANNEL], { prepare: 'eventstore_notify' })
       .then(
         () => undefined,
         () => undefined,

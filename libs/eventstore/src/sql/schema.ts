@@ -1,4 +1,4 @@
-import { NOTIFY_CHANNEL } from './notify';
+import { NOTIFY_CHANNEL, noticePayload } from './notify';
 
 // `tx` orders global reads, so it must keep growing: a logical copy (pg_dump/restore) into
 // another cluster must first move that cluster's transaction counter past max(tx)
@@ -98,7 +98,7 @@ BEGIN
     RETURN NEXT;
   END LOOP;
   IF p_notify AND v_written THEN
-    PERFORM pg_notify('${NOTIFY_CHANNEL}', '');
+    PERFORM pg_notify('${NOTIFY_CHANNEL}', ${noticePayload('appended')});
   END IF;
 END
 $fn$`,
