@@ -75,7 +75,25 @@ async function database() {
   process.env.SVC_TEST_CREATED_DATABASE = name;
 }
 
+/**
+ * A jest started by a suite (console-no-chromium.e2e.ts) inherits the enclosing run's
+ * environment: the temporary directory, the template, the image and the database are there
+ * already, made by the run that removes them. It uses them, and its teardown leaves them.
+ */
+function madeByEnclosingRun() {
+  const { SVC_TEST_PGLITE_TEMPLATE: template, SVC_TEST_PGLITE_IMAGE: image, DATABASE_URL: url } = process.env;
+  return Boolean(template && image && url && existsSync(template) && existsSync(image));
+}
+
 module.exports = async function globalSetup() {
+  // What this run made, for global-teardown.js (the two share this realm, not the workers).
+  globalThis.svcTestMade = {};
+  if (madeByEnclosingRun()) return;
   memoryTmpdir();
   await Promise.all([pgliteTemplate(), database()]);
+  globalThis.svcTestMade = {
+    template: process.env.SVC_TEST_PGLITE_TEMPLATE,
+    memory: process.env.SVC_TEST_MEMORY_TMPDIR,
+    database: process.env.SVC_TEST_CREATED_DATABASE,
+  };
 };
