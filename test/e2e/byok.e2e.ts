@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { createRuntime } from '@svc/runtime';
 import { CALLER_KEY, catalogWithStub, OPERATOR_KEY, REJECTED_KEY, startUpstream } from '../support/byok-upstream';
 import { chargeEventOf, costLinesOf } from '../support/cost-lines';
 import { api, startGateway } from '../support/gateway';
+import { seedPglite } from '../support/pglite-template';
 
 // What the stub reports (USAGE): 11 prompt and 7 completion tokens at the model's $2 / $8 per M.
 const FULL_COST = 11n * 2000n + 7n * 8000n; // 78_000 nano-USD
@@ -186,9 +187,13 @@ describe('bring your own key (issue 5: BYOK; spec 1, 7)', () => {
 describe('bring your own key without SVC_ENCRYPTION_KEY (the production gateway)', () => {
   it('refuses to save a provider key with 503 byok_unavailable', async () => {
     // createRuntime + createGatewayApp, as apps/gateway/src/main.ts starts it: no dev key is generated.
-    const config = loadConfig({ SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-e2e-')), PORT: '0' });
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-e2e-'));
+    const config = loadConfig({ SVC_DATA_DIR: dataDir, PORT: '0' });
     expect(config.encryptionKey).toBeNull();
-    const runtime = await createRuntime(config, { inMemory: true, adminToken: 'admin-token-0123456789' });
+    seedPglite(dataDir);
+    const runtime = await createRuntime(config, { adminToken: 'admin-token-0123456789' });
+    // What the worker process does beside it: the new account is read from its projection.
+    runtime.projections.start();
     const app = await createGatewayApp(runtime, { logger: false });
     try {
       await app.listen({ port: 0, host: '127.0.0.1' });
@@ -201,6 +206,7 @@ describe('bring your own key without SVC_ENCRYPTION_KEY (the production gateway)
     } finally {
       await app.close();
       await runtime.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   }, 30_000);
 });
