@@ -10,7 +10,8 @@ const KEEP_ALIVE_MS = 1_000;
 /**
  * Issue 41 S3: the HTTP server's timeouts against slowloris, with raw TCP clients. Short values
  * here: headers within 1 s, the whole request within 3 s, an idle keep-alive connection closed
- * after 1 s. Receiving only: a response that takes longer than all of them is not cut.
+ * after 1 s. Receiving only: a response that takes longer than all of them is not cut. Each test
+ * mostly waits on the server's clocks, each on its own connection: they wait side by side.
  */
 describe('HTTP server timeouts (issue 41 S3)', () => {
   let gw: StartedGateway;
@@ -48,7 +49,7 @@ describe('HTTP server timeouts (issue 41 S3)', () => {
   const head = (body: string) =>
     `POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
 
-  it('disconnects a client that sends part of a header line and stalls, after the header timeout, with a 408 error object', async () => {
+  it.concurrent('disconnects a client that sends part of a header line and stalls, after the header timeout, with a 408 error object', async () => {
     const c = await raw();
     c.socket.write('GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Slow: a');
     const after = await Promise.race([c.closedAfter, sleep(10_000).then(() => -1)]);
@@ -60,7 +61,7 @@ describe('HTTP server timeouts (issue 41 S3)', () => {
     expect(JSON.parse(body)).toEqual({ error: { type: 'invalid_request_error', code: 'request_timeout', message: expect.any(String), param: null } });
   });
 
-  it('answers a slow but valid upload: its body trickles in past the header timeout, within the request timeout', async () => {
+  it.concurrent('answers a slow but valid upload: its body trickles in past the header timeout, within the request timeout', async () => {
     const body = chatBody('a slow upload '.repeat(20));
     const c = await raw();
     c.socket.write(head(body));
@@ -76,7 +77,7 @@ describe('HTTP server timeouts (issue 41 S3)', () => {
     expect(c.received()).toContain('chat.completion');
   });
 
-  it('refuses an upload still arriving after the request timeout with 408', async () => {
+  it.concurrent('refuses an upload still arriving after the request timeout with 408', async () => {
     const body = chatBody('too slow '.repeat(20));
     const c = await raw();
     c.socket.write(head(body));
@@ -92,21 +93,25 @@ describe('HTTP server timeouts (issue 41 S3)', () => {
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
   });
 
-  it('does not cut a streamed response that lasts longer than every timeout', async () => {
-    const started = Date.now();
-    const res = await fetch(`${gw.url}/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      // Sixteen frames 300 ms apart (4.5 s): past the request timeout and Node's next check of it.
-      body: chatBody('#sim {"chunk_delay_ms": 300}\none two three four five six seven eight nine ten eleven twelve', true),
-    });
-    expect(res.status).toBe(200);
-    const text = await res.text();
-    expect(Date.now() - started).toBeGreaterThan(REQUEST_MS + CONNECTIONS_CHECK_MS);
-    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
-  }, 30_000);
+  it.concurrent(
+    'does not cut a streamed response that lasts longer than every timeout',
+    async () => {
+      const started = Date.now();
+      const res = await fetch(`${gw.url}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        // Sixteen frames 300 ms apart (4.5 s): past the request timeout and Node's next check of it.
+        body: chatBody('#sim {"chunk_delay_ms": 300}\none two three four five six seven eight nine ten eleven twelve', true),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(Date.now() - started).toBeGreaterThan(REQUEST_MS + CONNECTIONS_CHECK_MS);
+      expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    },
+    30_000,
+  );
 
-  it('closes a keep-alive connection idle past the keep-alive timeout', async () => {
+  it.concurrent('closes a keep-alive connection idle past the keep-alive timeout', async () => {
     const c = await raw();
     c.socket.write('GET /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n');
     const after = await Promise.race([c.closedAfter, sleep(8_000).then(() => -1)]);
