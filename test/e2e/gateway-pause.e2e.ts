@@ -40,7 +40,7 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
         body: JSON.stringify(body),
       });
 
-    // Answered by the upstream while the gateway is paused: nothing of it is recorded before.
+    // Answered by the upstream (in the paused process) after the pause: nothing of it is recorded when its hold is reaped.
     const plain = post({ model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content: 'later\n#sim {"delay_ms": 5000}' }] });
     const response = await post({
       model: 'sim/echo',
@@ -64,9 +64,16 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     gateways.second.child.kill('SIGSTOP');
     try {
       // The reaper (in this process) settles both holds from what was recorded: it cannot tell a pause from a death.
+      // The stopped process cannot renew its lease: it is run out now rather than sat out (GATEWAY_LEASE_MS),
+      // on every pass, for a renewal sent just before the stop may land after.
       const reaped = await until(
         'the reaper to settle both holds',
         async () => {
+          await db.query(
+            `UPDATE gateway_leases SET expires_at = now()
+              WHERE gateway_id IN (SELECT metadata->>'gateway' FROM events WHERE type = 'HoldPlaced' AND data->>'account_id' = $1)`,
+            [account],
+          );
           await gateways.first.background.reaper.reapOnce();
           const { rows } = await db.query<{ type: string; data: { hold_id: string; amount_nano: string } }>(
             `SELECT type, data FROM events WHERE type IN ('UsageCharged', 'HoldReleased') AND data->>'account_id' = $1 AND data ? 'reaped'`,
