@@ -487,7 +487,8 @@ describe('SqlEventStore on PostgreSQL server', () => {
       // One at once, then at most one per 20 ms gap while the appends went on: five appends in a
       // gap give two; on a machine slow enough that they span several gaps, one more per gap.
       expect(burst.length).toBeLessThanOrEqual(1 + Math.ceil((appended - started) / 20));
-      expect(burst.length).toBeLessThan(5);
+      // Fewer than the appends, unless each append took a gap or more (a machine that loaded).
+      if (appended - started < 4 * 20) expect(burst.length).toBeLessThan(5);
       const [first] = burst;
       const last = burst[burst.length - 1];
       expect(first - started).toBeLessThan(appended - started + 50);
