@@ -1,19 +1,14 @@
 import 'reflect-metadata';
 import { SingleBar, Presets } from 'cli-progress';
 import type { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { Command, InvalidArgumentError } from 'commander';
-import { Module, type DynamicModule } from '@nestjs/common';
-import { CqrsModule } from '@nestjs/cqrs';
-import { AdminService, KeyRequest, KeysService, ManagementModule } from '@svc/management';
+import type { KeyRequest } from '@svc/management';
 import { balanceOf, auditFindings, formatLedgerAudit, LedgerAuditFailedError, ledgerAuditJson, parseInstant, runLedgerAudit } from '@svc/ledger';
 import { bodyValidation, nanoToUsd } from '@svc/platform';
-import { devAdminToken, ensureDevKeys } from './dev-bootstrap';
+import type { Runtime } from '@svc/runtime';
 import { ledgerExportCommands } from './cli-ledger-export';
 import { ledgerStatementCommand } from './cli-ledger-statement';
-import { configOrExit, runMain } from './process';
-import { createRuntime, type Runtime } from '@svc/runtime';
-import { RuntimeModule } from '@svc/runtime';
+import { runMain } from './process';
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -27,38 +22,20 @@ function creditReason(value: string): string {
   return reason;
 }
 
+// Required once a command's arguments are accepted, not when the CLI starts: they take about a
+// second to load, and a command refused for its arguments (or --help) needs none of them.
+const cliContext = () => require('./cli-context') as typeof import('./cli-context');
+const management = () => require('@svc/management') as typeof import('@svc/management');
+const devBootstrap = () => require('./dev-bootstrap') as typeof import('./dev-bootstrap');
+const adminOf = (context: INestApplicationContext) => context.get(management().AdminService);
+
 /** Operator CLI: `npm run cli -- <command>`. */
-async function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> {
-  const runtime = await createRuntime(configOrExit(), { withProviders: false });
-  try {
-    return await fn(runtime);
-  } finally {
-    await runtime.close();
-  }
+function withRuntime<T>(fn: (runtime: Runtime) => Promise<T>): Promise<T> {
+  return cliContext().withRuntime(fn);
 }
 
-/** The management use cases on this process's runtime, without the HTTP edge. */
-@Module({})
-class CliModule {
-  static forRoot(runtime: Runtime): DynamicModule {
-    return { module: CliModule, imports: [RuntimeModule.forRoot(runtime), CqrsModule.forRoot(), ManagementModule] };
-  }
-}
-
-/**
- * The gateway's services without its HTTP server. This process projects too (safe beside a
- * worker), so what a command writes is readable when it prints.
- */
 function withServices<T>(fn: (context: INestApplicationContext, runtime: Runtime) => Promise<T>): Promise<T> {
-  return withRuntime(async (runtime) => {
-    runtime.projections.start();
-    const context = await NestFactory.createApplicationContext(CliModule.forRoot(runtime), { logger: false });
-    try {
-      return await fn(context, runtime);
-    } finally {
-      await context.close();
-    }
-  });
+  return cliContext().withServices(fn);
 }
 
 export function buildCli(): Command {
@@ -133,16 +110,16 @@ function ledgerCommands(program: Command): void {
     .option('--account <id>', 'only this account')
     .option('--at <time>', 'ISO 8601 date or date-time, UTC when no offset: the ledger as it stood then (default: now, whole log)')
     .option('--json', 'print the report as JSON')
-    .action((options: { account?: string; at?: string; json?: boolean }) =>
-      withRuntime(async (runtime) => {
-        // Issue 41 item 16: UTC when no offset, as statements and exports read theirs, whatever the machine's zone.
-        const at = options.at === undefined ? undefined : parseInstant('--at', options.at);
+    .action((options: { account?: string; at?: string; json?: boolean }) => {
+      // Issue 41 item 16: UTC when no offset, as statements and exports read theirs, whatever the machine's zone.
+      const at = options.at === undefined ? undefined : parseInstant('--at', options.at);
+      return withRuntime(async (runtime) => {
         const report = await runLedgerAudit(runtime.store, runtime.sql, { account: options.account, at, now: runtime.clock.now() });
         console.log(options.json ? ledgerAuditJson(report) : formatLedgerAudit(report).join('\n'));
         // An error makes runMain exit 1, so scripts and cron can alert on a failed audit.
         if (auditFindings(report) > 0) throw new LedgerAuditFailedError(report);
-      }),
-    );
+      });
+    });
   ledgerExportCommands(ledger, withRuntime);
   ledgerStatementCommand(ledger, withRuntime);
 }
@@ -153,6 +130,7 @@ function devKeysCommand(program: Command): void {
     .description('create on first use, then print, the dev account ($10.00) and its keys; written to $SVC_DATA_DIR/dev-keys.json')
     .action(() =>
       withServices(async (context, runtime) => {
+        const { ensureDevKeys, devAdminToken } = devBootstrap();
         const { keys } = await ensureDevKeys(context, runtime.config, devAdminToken(runtime.config));
         print(keys);
       }),
@@ -171,7 +149,7 @@ function accountCommands(program: Command): void {
     .option('--credits <usd>', 'initial credits in USD', Number)
     .option(...reasonOption)
     .action((options: { credits?: number; reason: string }) =>
-      withServices(async (context) => print({ id: await context.get(AdminService).createAccount(options.credits, CLI_ACTOR, options.reason) })),
+      withServices(async (context) => print({ id: await adminOf(context).createAccount(options.credits, CLI_ACTOR, options.reason) })),
     );
   accounts
     .command('credit <account> <usd>')
@@ -179,7 +157,7 @@ function accountCommands(program: Command): void {
     .option(...reasonOption)
     .action((account: string, usd: string, options: { reason: string }) =>
       withServices(async (context) => {
-        const admin = context.get(AdminService);
+        const admin = adminOf(context);
         await admin.addCredits(account, Number(usd), CLI_ACTOR, options.reason);
         const row = await admin.credits(account);
         print({ account_id: account, total_credits: nanoToUsd(row.purchasedNano), balance: nanoToUsd(balanceOf(row)) });
@@ -202,9 +180,10 @@ function keyCommands(program: Command): void {
         } catch {
           throw new Error('--body is not JSON');
         }
+        const { KeyRequest, KeysService } = management();
         const body = (await bodyValidation().transform(raw, { type: 'body', metatype: KeyRequest })) as KeyRequest;
         const keys = context.get(KeysService);
-        const { record, secret } = await keys.create(await context.get(AdminService).keyOwner(account, options.org), body, CLI_ACTOR);
+        const { record, secret } = await keys.create(await adminOf(context).keyOwner(account, options.org), body, CLI_ACTOR);
         const [data] = await keys.present([record]);
         print({ data, key: secret });
       }),
@@ -217,7 +196,7 @@ function organizationCommands(program: Command): void {
     .command('create <owner-account>')
     .option('--name <name>')
     .action((owner: string, options: { name?: string }) =>
-      withServices(async (context) => print({ id: await context.get(AdminService).createOrg(owner, options.name, CLI_ACTOR) })),
+      withServices(async (context) => print({ id: await adminOf(context).createOrg(owner, options.name, CLI_ACTOR) })),
     );
   orgs
     .command('add-member <org> <account> <role>')
@@ -225,19 +204,19 @@ function organizationCommands(program: Command): void {
     .action((org: string, account: string, role: string) =>
       withServices(async (context) => {
         if (role !== 'admin' && role !== 'member') throw new Error('role must be admin or member');
-        await context.get(AdminService).changeOrg(org, { type: 'AddMember', accountId: account, role }, CLI_ACTOR);
+        await adminOf(context).changeOrg(org, { type: 'AddMember', accountId: account, role }, CLI_ACTOR);
         print({ org_id: org, account_id: account, role });
       }),
     );
   orgs.command('remove-member <org> <account>').action((org: string, account: string) =>
     withServices(async (context) => {
-      await context.get(AdminService).changeOrg(org, { type: 'RemoveMember', accountId: account }, CLI_ACTOR);
+      await adminOf(context).changeOrg(org, { type: 'RemoveMember', accountId: account }, CLI_ACTOR);
       print({ org_id: org, account_id: account, removed: true });
     }),
   );
   orgs.command('delete <org>').action((org: string) =>
     withServices(async (context) => {
-      await context.get(AdminService).changeOrg(org, { type: 'DeleteOrg' }, CLI_ACTOR);
+      await adminOf(context).changeOrg(org, { type: 'DeleteOrg' }, CLI_ACTOR);
       print({ id: org, deleted: true });
     }),
   );
@@ -250,7 +229,7 @@ function auditLogCommand(program: Command): void {
     .option('--account <id>', 'entries about this account or made by it')
     .option('--limit <n>', 'at most this many', Number, 100)
     .action((options: { account?: string; limit: number }) =>
-      withServices(async (context) => print(await context.get(AdminService).auditLog(options.account ?? null, options.limit))),
+      withServices(async (context) => print(await adminOf(context).auditLog(options.account ?? null, options.limit))),
     );
 }
 
