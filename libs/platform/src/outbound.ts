@@ -16,7 +16,10 @@
 import * as dns from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+
+// Required by the first outbound client: a megabyte of code that a process making none (the CLI) never needs.
+const undici = () => require('undici') as typeof import('undici');
 
 /**
  * Resolves a host name to all its addresses, in the shape of `dns.lookup(hostname, {all: true},
@@ -237,7 +240,7 @@ export class OutboundClient {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
     // undici's own timeouts as well as the deadline's signal: each phase stops at the deadline at the latest.
-    this.agent = new Agent({
+    this.agent = new (undici().Agent)({
       connect: { lookup: guardedLookup(policy), timeout: this.timeoutMs },
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
@@ -251,7 +254,7 @@ export class OutboundClient {
     const timer = setTimeout(() => deadline.abort(), this.timeoutMs);
     try {
       const hasAgent = Object.keys(init.headers).some((name) => name.toLowerCase() === 'user-agent');
-      const answer = await request(target, {
+      const answer = await undici().request(target, {
         method: 'POST',
         headers: hasAgent ? init.headers : { 'user-agent': USER_AGENT, ...init.headers },
         body: init.body,
