@@ -115,10 +115,12 @@ describe('operator CLI: failures and credit reasons', () => {
   }, 60_000);
 
   it('prints the stack trace with --debug, or at LOG_LEVEL=debug', async () => {
-    const flagged = await runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1', '--debug']);
+    const [flagged, debug] = await Promise.all([
+      runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1', '--debug']),
+      runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1'], { LOG_LEVEL: 'debug' }),
+    ]);
     expect(flagged.code).toBe(1);
     expect(flagged.stderr).toMatch(/^\s+at /m);
-    const debug = await runBuiltCli(harness.url, ['accounts', 'credit', 'acc_missing', '1'], { LOG_LEVEL: 'debug' });
     expect(debug.code).toBe(1);
     expect(debug.stderr).toMatch(/^\s+at /m);
   }, 60_000);

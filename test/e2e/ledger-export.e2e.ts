@@ -84,8 +84,10 @@ describe('operator CLI: ledger export and reconcile (built CLI, real processes)'
       [['reconcile', '--from', '2026-11-02', '--to', '2026-11-02'], /--from .* must be before --to/],
       [['reconcile', '--to', '2026-02-30'], /--to is not an ISO 8601 date/],
     ];
-    for (const [args, message] of cases) {
-      const result = await cli(...args);
+    // Independent processes: run at once, as each start-up is most of a case's time.
+    const results = await Promise.all(cases.map(([args]) => cli(...args)));
+    for (const [i, [args, message]] of cases.entries()) {
+      const result = results[i];
       expect({ args, code: result.code }).toEqual({ args, code: 1 });
       expect(result.stderr).toMatch(message);
       // One line, no stack trace: the operator's input is wrong, not the program.

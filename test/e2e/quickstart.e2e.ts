@@ -91,18 +91,22 @@ describe('README quick start on a fresh data directory', () => {
 
     const scratch = join(ROOT, 'node_modules', '.cache', 'svc-readme');
     mkdirSync(scratch, { recursive: true });
-    writeFileSync(join(scratch, 'example.mjs'), local(readmeBlock(/new OpenAI\([\s\S]*chat\.completions\.create/)));
-    const sdk = await run(process.execPath, [join(scratch, 'example.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
+    const example = (name: string, marker: RegExp) => {
+      writeFileSync(join(scratch, name), local(readmeBlock(marker)));
+      return run(process.execPath, [join(scratch, name)], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
+    };
+    // Three processes that each load an SDK, independent of one another: run at once.
+    const [sdk, messages, embeddings] = await Promise.all([
+      example('example.mjs', /new OpenAI\([\s\S]*chat\.completions\.create/),
+      // Issue 41 (25): the Anthropic example is Node too, and runs as printed.
+      example('messages.mjs', /new Anthropic\(/),
+      // The README's embeddings example, the third family it shows.
+      example('embeddings.mjs', /embeddings\.create\(/),
+    ]);
     expect(sdk.stdout).toContain('Echo: Hello!');
     expect(sdk.stdout).toMatch(/cost/);
-    // Issue 41 (25): the Anthropic example is Node too, and runs as printed.
-    writeFileSync(join(scratch, 'messages.mjs'), local(readmeBlock(/new Anthropic\(/)));
-    const messages = await run(process.execPath, [join(scratch, 'messages.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(messages.stdout).toContain('Echo: Hello!');
     expect(messages.stdout).toMatch(/output_tokens/);
-    // The README's embeddings example, the third family it shows.
-    writeFileSync(join(scratch, 'embeddings.mjs'), local(readmeBlock(/embeddings\.create\(/)));
-    const embeddings = await run(process.execPath, [join(scratch, 'embeddings.mjs')], { cwd: ROOT, env: { ...process.env, SVC_API_KEY: keys.live_api_key } });
     expect(embeddings.stdout).toMatch(/^2 \d+ /);
     expect(embeddings.stdout).toMatch(/prompt_tokens[\s\S]*cost/);
 
