@@ -1,11 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ManualClock, OutboundClient } from '@svc/platform';
 import { webhookDispatcher } from '../../src/background';
 import { CATALOG_NOTICES_STREAM, catalogNoticesDecider } from '@svc/catalog';
 import { ALL_PROJECTIONS } from '@svc/runtime';
-import { RETRY_DELAYS_MS, SIGNATURE_TOLERANCE_SECONDS, verifyWebhookSignature, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
+import { RETRY_DELAYS_MS, SIGNATURE_TOLERANCE_SECONDS, verifyWebhookSignature, WEBHOOK_DELIVERY_JOB, WEBHOOK_EVENT_TYPES } from '@svc/webhooks';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { until } from '../support/until';
 
@@ -42,6 +41,39 @@ class Receiver {
   close(): Promise<void> {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * Waits for `probe`, running dispatch passes of the test's own meanwhile: the background's pass
+ * comes once a second, and each step of a schedule would wait for it. The first delivery of the
+ * suite is left to the background alone.
+ */
+function dispatched<T>(gw: StartedGateway, what: string, probe: () => Promise<T | undefined | null | false> | T | undefined | null | false): Promise<T> {
+  return until(what, async () => {
+    await gw.background.webhooks.runOnce();
+    return probe();
+  });
+}
+
+/**
+ * Every event recorded so far in the outbox, then a pass of the test's own, which claims every
+ * job due at the clock's time and resolves once their attempts are made: what it did not send
+ * was not due.
+ */
+async function dispatchPass(gw: StartedGateway): Promise<void> {
+  await gw.runtime.projections.catchUpAll();
+  await gw.background.webhooks.runOnce();
+}
+
+/** Until the pass that made the event's last attempt has let its job go: a job still leased is claimed by nobody, due or not. */
+function letGo(gw: StartedGateway, eventId: string): Promise<boolean> {
+  return until(`the delivery job of ${eventId} let go`, async () => {
+    const { rows } = await gw.runtime.sql.query<{ owner: string | null }>('SELECT owner FROM jobs WHERE kind = $1 AND key = $2', [
+      WEBHOOK_DELIVERY_JOB,
+      eventId,
+    ]);
+    return rows.length === 1 && rows[0].owner === null;
+  });
 }
 
 describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, redelivery', () => {
@@ -119,7 +151,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     receiver.script = [500, 503];
     const before = receiver.received.length;
     await addCredits(3);
-    await until('first attempt', () => receiver.received.length === before + 1);
+    await dispatched(gw, 'first attempt', () => receiver.received.length === before + 1);
     const id = receiver.received[before].body.id;
     // The clock moves on only once the attempt is recorded: one recorded after the move would be
     // scheduled from the later time, and not be due when the test expects it.
@@ -129,19 +161,20 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
         async () => (await call('GET', `/webhook-events/${id}`, { key: management })).json.data?.attempts?.length === attempts,
       );
     await recorded(1);
+    await letGo(gw, id);
 
     // Not due before 30 s have passed on the gateway's clock.
-    await sleep(1500);
+    await dispatchPass(gw);
     expect(receiver.received.length).toBe(before + 1);
     clock.advance(RETRY_DELAYS_MS[0] - 1000);
-    await sleep(1500);
+    await dispatchPass(gw);
     expect(receiver.received.length).toBe(before + 1);
     clock.advance(1000);
-    await until('second attempt', () => receiver.received.length === before + 2);
+    await dispatched(gw, 'second attempt', () => receiver.received.length === before + 2);
     await recorded(2);
 
     clock.advance(RETRY_DELAYS_MS[1]);
-    await until('third attempt', () => receiver.received.length === before + 3);
+    await dispatched(gw, 'third attempt', () => receiver.received.length === before + 3);
     expect(receiver.received.slice(before).map((r) => r.body.id)).toEqual([id, id, id]);
 
     const detail = await until('three attempts recorded', async () => {
@@ -167,7 +200,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     const before = receiver.received.length;
     // Five events of four attempts each: 20 failures, the schedule run on the clock.
     for (let i = 0; i < 5; i++) await addCredits(1);
-    await until('five first attempts', () => receiver.received.length >= before + 5);
+    await dispatched(gw, 'five first attempts', () => receiver.received.length >= before + 5);
     const ids = [...new Set(receiver.received.slice(before).map((r) => r.body.id as string))];
     expect(ids).toHaveLength(5);
     // The clock moves on only once every attempt of the round is recorded: an attempt recorded
@@ -181,7 +214,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     for (const [round, delay] of RETRY_DELAYS_MS.entries()) {
       const seen = receiver.received.length;
       clock.advance(delay);
-      await until('a round of retries', () => receiver.received.length >= seen + 5);
+      await dispatched(gw, 'a round of retries', () => receiver.received.length >= seen + 5);
       await recorded(round + 2);
     }
     const settings = await until('paused', async () => {
@@ -193,14 +226,14 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
 
     // Paused: new events are listed, not sent.
     await addCredits(1);
-    await sleep(1500);
+    await dispatchPass(gw);
     expect(receiver.received.length).toBe(before + 20);
 
     receiver.script = [];
     const resumed = await call('POST', '/settings/webhook/resume', { key: management });
     expect(resumed.status).toBe(200);
     expect(resumed.json.data).toMatchObject({ paused: false, consecutive_failures: 0 });
-    await until('the queued event after resume', () => receiver.received.length === before + 21);
+    await dispatched(gw, 'the queued event after resume', () => receiver.received.length === before + 21);
 
     // A failed event, redelivered by hand: one more attempt, listed.
     const failedId = receiver.received[before].body.id;
@@ -209,7 +242,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(failed.json.data.attempts).toHaveLength(4);
     const redelivered = await call('POST', `/webhook-events/${failedId}/redeliver`, { key: management });
     expect(redelivered.status).toBe(202);
-    await until('redelivery', () => receiver.received.length === before + 22);
+    await dispatched(gw, 'redelivery', () => receiver.received.length === before + 22);
     expect(receiver.received.at(-1)!.body.id).toBe(failedId);
     const after = await until('redelivery listed', async () => {
       const r = await call('GET', `/webhook-events/${failedId}`, { key: management });
@@ -229,9 +262,9 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     await addCredits(1);
     const key = await call('POST', '/keys', { key: management, body: { name: 'hooked' } });
     expect(key.status).toBe(201);
-    const [created] = await until('key.created', () => receiver.of('key.created').length > 0 && receiver.of('key.created'));
+    const [created] = await dispatched(gw, 'key.created', () => receiver.of('key.created').length > 0 && receiver.of('key.created'));
     expect(created.body.data).toMatchObject({ key_id: key.json.data.id, name: 'hooked', scope: 'full' });
-    await sleep(1200);
+    await dispatchPass(gw);
     expect(receiver.received.slice(before).map((r) => r.body.type)).toEqual(['key.created']);
   });
 
@@ -241,7 +274,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     expect(rotated.json.secret).toMatch(/^whsec_/);
     expect(rotated.json.secret).not.toBe(secret);
     await call('POST', '/keys', { key: management, body: { name: 'after-rotation' } });
-    const delivery = await until('delivery after rotation', () => receiver.received.find((r) => r.body.data.name === 'after-rotation'));
+    const delivery = await dispatched(gw, 'delivery after rotation', () => receiver.received.find((r) => r.body.data.name === 'after-rotation'));
     const now = Math.floor(clock.now().getTime() / 1000);
     expect(verifyWebhookSignature(delivery.headers['svc-signature'] as string, rotated.json.secret, delivery.raw, now)).toBe(true);
     expect(verifyWebhookSignature(delivery.headers['svc-signature'] as string, secret, delivery.raw, now)).toBe(false);
@@ -254,18 +287,18 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     const expiring = () => receiver.of('key.expiring').filter((r) => r.body.data.key_id === key.json.data.id);
 
     expect(await gw.background.recordKeyExpiryNotices()).toBeGreaterThanOrEqual(1);
-    const [week] = await until('the 7-day notice', () => expiring().length === 1 && expiring());
+    const [week] = await dispatched(gw, 'the 7-day notice', () => expiring().length === 1 && expiring());
     expect(week.body.data).toEqual({ key_id: key.json.data.id, expires_at: key.json.data.expires_at, days_before: 7 });
     // Looked at again: nothing new.
     await gw.background.recordKeyExpiryNotices();
     clock.advance(3 * 24 * 3600_000);
     await gw.background.recordKeyExpiryNotices();
-    await sleep(1200);
+    await dispatchPass(gw);
     expect(expiring()).toHaveLength(1);
 
     clock.advance(1.5 * 24 * 3600_000);
     await gw.background.recordKeyExpiryNotices();
-    const both = await until('the 1-day notice', () => expiring().length === 2 && expiring());
+    const both = await dispatched(gw, 'the 1-day notice', () => expiring().length === 2 && expiring());
     expect(both[1].body.data.days_before).toBe(1);
   });
 
@@ -293,9 +326,9 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
       { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced'), notice('sim/unused', 'announced')] },
       { actor: 'catalog' },
     );
-    const [announced] = await until('model.deprecated', () => receiver.of('model.deprecated').length > 0 && receiver.of('model.deprecated'));
+    const [announced] = await dispatched(gw, 'model.deprecated', () => receiver.of('model.deprecated').length > 0 && receiver.of('model.deprecated'));
     expect(announced.body.data).toMatchObject({ model: 'sim/echo', notice: 'announced', replacement: 'sim/echo-2' });
-    await sleep(1200);
+    await dispatchPass(gw);
     // Nobody used sim/unused; the same notice recorded again is not a new event.
     await gw.runtime.aggregates.handle(
       catalogNoticesDecider,
@@ -303,7 +336,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
       { type: 'RecordDeprecationNotices', due: [notice('sim/echo', 'announced')] },
       { actor: 'catalog' },
     );
-    await sleep(1200);
+    await dispatchPass(gw);
     expect(receiver.of('model.deprecated').map((r) => r.body.data.model)).toEqual(['sim/echo']);
   });
 
@@ -349,7 +382,7 @@ describe('webhooks (spec 6.1, 3.3): settings, signed delivery, retries, pause, r
     const listed = (await call('GET', '/webhook-events?limit=100', { key: management })).json.data.length;
     const sent = receiver.received.length;
     await addCredits(1);
-    await sleep(1500);
+    await dispatchPass(gw);
     expect(receiver.received.length).toBe(sent);
     expect((await call('GET', '/webhook-events?limit=100', { key: management })).json.data.length).toBe(listed);
     const again = await call('DELETE', '/settings/webhook', { key: management });
@@ -426,12 +459,12 @@ describe('issue 41 item 19: an event belongs to the endpoint it was made for, an
 
   it('a failed manual redelivery of a delivered event is one more attempt; the event stays delivered', async () => {
     await addCredits(1);
-    const [delivery] = await until('delivered', () => first.of('credits.added').length > 0 && first.of('credits.added'));
+    const [delivery] = await dispatched(gw, 'delivered', () => first.of('credits.added').length > 0 && first.of('credits.added'));
     const id = delivery.body.id;
     await until('delivered state', async () => (await eventOf(id))?.delivery.state === 'delivered');
     first.script = [500];
     expect((await call('POST', `/webhook-events/${id}/redeliver`, { key: management })).status).toBe(202);
-    const after = await until('the redelivery recorded', async () => {
+    const after = await dispatched(gw, 'the redelivery recorded', async () => {
       const event = await eventOf(id);
       return event.attempts.length === 2 && event;
     });
@@ -446,24 +479,25 @@ describe('issue 41 item 19: an event belongs to the endpoint it was made for, an
     first.script = [503];
     const before = first.received.length;
     await addCredits(2);
-    await until('the first attempt fails', () => first.received.length === before + 1);
+    await dispatched(gw, 'the first attempt fails', () => first.received.length === before + 1);
     const id = first.received[before].body.id;
     await until('a retry scheduled', async () => (await eventOf(id))?.delivery.next_attempt_at !== null && (await eventOf(id)).attempts.length === 1);
+    await letGo(gw, id);
 
     expect((await call('DELETE', '/settings/webhook', { key: management })).status).toBe(200);
     expect((await call('PUT', '/settings/webhook', { key: management, body: { url: second.url } })).status).toBe(200);
     clock.advance(RETRY_DELAYS_MS[0] + 1000);
     // The new endpoint gets what is made for it, and only that.
     await addCredits(3);
-    await until('the new endpoint gets its own event', () => second.of('credits.added').length === 1);
-    await sleep(1500);
+    await dispatched(gw, 'the new endpoint gets its own event', () => second.of('credits.added').length === 1);
+    await dispatchPass(gw);
     expect(second.received.map((r) => r.body.id)).not.toContain(id);
     expect(second.received.map((r) => r.body.data.amount)).toEqual([3]);
     expect(first.received.length).toBe(before + 1);
     expect((await eventOf(id)).delivery).toMatchObject({ state: 'cancelled', next_attempt_at: null });
     // Redelivering it by hand does not send it to the new endpoint either.
     expect((await call('POST', `/webhook-events/${id}/redeliver`, { key: management })).status).toBe(202);
-    await sleep(1500);
+    await dispatchPass(gw);
     expect(second.received.map((r) => r.body.id)).not.toContain(id);
   }, 60_000);
 });
