@@ -549,11 +549,12 @@ describe('webhook URL safety (spec 6.1; the outbound guard): refused at save and
       const devCall = api(dev.url);
       expect((await devCall('PUT', '/settings/webhook', { key: dev.keys.management_key, body: { url: `https://localhost:${port}/hook` } })).status).toBe(200);
       await dev.background.stop();
+      // Only the projections run again, before the credit: a write waits for them before it answers, its whole 5 s timeout when they are stopped.
+      dev.runtime.projections.start();
       await root(dev)('POST', `/admin/accounts/${dev.keys.account_id}/credits`, {
         body: { amount_usd: 1 },
         headers: { authorization: `Bearer ${dev.keys.admin_token}` },
       });
-      dev.runtime.projections.start();
       const guarded = new OutboundClient({ allowPrivate: false });
       const dispatcher = webhookDispatcher(dev.runtime, guarded);
       const attempt = await until('a refused attempt', async () => {
