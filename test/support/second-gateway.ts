@@ -69,8 +69,17 @@ export function twoGateways(schemaPrefix: string, adminToken: string, env: Recor
   const both = {} as TwoGateways;
   beforeAll(async () => {
     const databaseUrl = (both.databaseUrl = await freshPgSchemaUrl(schemaPrefix));
-    both.first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env });
-    both.second = await spawnGateway(databaseUrl, adminToken, env);
+    // Side by side, as a deployment's processes start: the spawned one spends seconds loading its
+    // modules, and the schema they both make is made under a lock. One that started is kept for
+    // afterAll to stop even when the other failed.
+    const [first, second] = await Promise.allSettled([
+      startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env }),
+      spawnGateway(databaseUrl, adminToken, env),
+    ]);
+    if (first.status === 'fulfilled') both.first = first.value;
+    if (second.status === 'fulfilled') both.second = second.value;
+    if (first.status === 'rejected') throw first.reason;
+    if (second.status === 'rejected') throw second.reason;
     both.one = api(both.first.url.replace(/\/v1$/, ''));
     both.two = api(both.second.url);
   }, 60_000);
