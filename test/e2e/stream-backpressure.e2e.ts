@@ -9,7 +9,7 @@ import { startWithClient, stopGateway, type Call, type StartedGateway } from '..
 const INPUT_NANO = 2000n;
 const OUTPUT_NANO = 8000n;
 /** Short, so that a stall is found in the time of a test; the default is 20 s. */
-const STALL_MS = 4000;
+const STALL_MS = 8000;
 /** Output tokens of each long stream: sim/echo's context is 128,000. */
 const TOKENS = 120_000;
 const HELD_BACK_MAX = (TOKENS * 3) / 4;
