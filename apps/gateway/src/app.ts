@@ -10,6 +10,7 @@ import { serveConsole } from './http/console';
 import { installApiReference } from './http/openapi';
 import { REALTIME_ENDPOINT } from '@svc/realtime';
 import { nestLogger, processLog } from '@svc/platform';
+import { warmTokenCounting } from '@svc/providers';
 import { clientErrorHandler, frameworkErrors, installRequestChecks } from './http/request-checks';
 import { installRequestLog } from './http/request-log';
 import { staticRouteErrors } from './http/static-errors';
@@ -85,5 +86,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // Spec 4.16: GET /v1/realtime is a WebSocket upgrade, which Fastify's routes never see.
   app.get(RealtimeUpgrade).attach(app.getHttpServer(), log && runtime.config.requestLog ? adapter.getInstance().log : null);
   routes.add({ method: 'GET', url: REALTIME_ENDPOINT });
+  // Holds count prompt tokens (spec 1 rule 1): the encoding is built before the first request.
+  warmTokenCounting();
   return app;
 }

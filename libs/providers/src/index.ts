@@ -46,7 +46,7 @@ export {
   type VideoVariant,
   type RealtimeConnection,
 } from './provider';
-export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget, truncateToTokens } from './tokens';
+export { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, TokenBudget, truncateToTokens, warmTokenCounting } from './tokens';
 export { ProviderError, type ProviderErrorInit, type ProviderErrorKind } from './provider-error';
 export { readSse, SseParser, type SseEvent } from './sse';
 export { SIMULATOR_MODELS, startSimulator, type SimDirectives, type Simulator, type SimulatorOptions } from './simulator';

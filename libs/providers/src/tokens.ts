@@ -3,9 +3,17 @@
  * the gateway (which reserves the worst case with it). Both sides use the same function, so the
  * gateway's estimate for a simulated model is never below what the simulator later reports.
  */
-// The specific encoding module: importing the package root would load every encoding's ranks.
-import { decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { isRecord } from './json';
+
+// The specific encoding module: importing the package root would load every encoding's ranks.
+// Its ranks take half a second of CPU to build, so it is required by the first count: the CLI,
+// the video and webhook workers never count, and a gateway warms it before it listens.
+const o200k = () => require('gpt-tokenizer/encoding/o200k_base') as typeof import('gpt-tokenizer/encoding/o200k_base');
+
+/** Builds the encoding now, so that the first request does not wait for it. */
+export function warmTokenCounting(): void {
+  o200k();
+}
 
 /** User text may contain `<|endoftext|>` and the like; it is text to count, not a control token. */
 const AS_PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
@@ -59,7 +67,7 @@ export function countTextTokens(text: string, budget = new TokenBudget()): numbe
   for (let start = 0; start < text.length;) {
     if (budget.spent()) return total + Buffer.byteLength(start === 0 ? text : text.slice(start), 'utf8');
     const end = pieceEnd(text, start);
-    total += encode(text.slice(start, end), AS_PLAIN_TEXT).length;
+    total += o200k().encode(text.slice(start, end), AS_PLAIN_TEXT).length;
     start = end;
   }
   return total;
@@ -109,12 +117,12 @@ export function truncateToTokens(text: string, maxTokens: number): string {
   const tokens: number[] = [];
   for (let start = 0; start < text.length && tokens.length <= maxTokens;) {
     const end = pieceEnd(text, start);
-    tokens.push(...encode(text.slice(start, end), AS_PLAIN_TEXT));
+    tokens.push(...o200k().encode(text.slice(start, end), AS_PLAIN_TEXT));
     start = end;
   }
   if (tokens.length <= maxTokens) return text;
   for (let keep = maxTokens; keep > 0; keep--) {
-    const prefix = decode(tokens.slice(0, keep));
+    const prefix = o200k().decode(tokens.slice(0, keep));
     if (text.startsWith(prefix) && countTextTokens(prefix) <= maxTokens) return prefix;
   }
   return '';
