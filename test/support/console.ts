@@ -1,9 +1,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { simpleParser } from 'mailparser';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { CHROMIUM, launchBrowser } from './browser';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
+
+// Required by the suites that read mail: loading it takes most of a second.
+const mailparser = () => require('mailparser') as typeof import('mailparser');
 
 /** Where a run keeps the console's screenshots (not committed: test-output/ is ignored). */
 export const SCREENSHOT_DIR = join(__dirname, '..', '..', 'test-output', 'console');
@@ -159,7 +161,7 @@ export async function stepUpMail(dataDir: string, before: string[]): Promise<{ t
     .sort()
     .at(-1);
   if (!newest) return undefined;
-  const text = (await simpleParser(readFileSync(join(dataDir, 'mail', newest)))).text ?? '';
+  const text = (await mailparser().simpleParser(readFileSync(join(dataDir, 'mail', newest)))).text ?? '';
   const code = /code for .*? is (\d{6})\./s.exec(text)?.[1];
   return code ? { text, code } : undefined;
 }
