@@ -31,7 +31,7 @@ describeConsole('console: provider keys, organizations and audit log pages', () 
     h = await startConsole();
     management = h.gw.keys.management_key;
     admin = { authorization: `Bearer ${h.gw.keys.admin_token}` };
-    tab = await openSignedIn(h, 'desktop', management);
+    tab = h.tab;
     page = tab.page;
   }, 60_000);
 

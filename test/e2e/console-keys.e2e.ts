@@ -34,7 +34,7 @@ describeConsole('console: keys and presets', () => {
   beforeAll(async () => {
     h = await startConsole();
     management = h.gw.keys.management_key;
-    tab = await openSignedIn(h, 'desktop', management);
+    tab = h.tab;
     page = tab.page;
   }, 60_000);
   afterAll(async () => {

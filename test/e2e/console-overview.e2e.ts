@@ -5,7 +5,6 @@ import {
   descriptionOf,
   goTo,
   openConsole,
-  openSignedIn,
   screenshot,
   signIn,
   startConsole,
@@ -31,7 +30,7 @@ describeConsole('console: overview and activity pages, sign-in', () => {
   beforeAll(async () => {
     h = await startConsole();
     management = h.gw.keys.management_key;
-    tab = await openSignedIn(h, 'desktop', management);
+    tab = h.tab;
     page = tab.page;
   }, 60_000);
   afterAll(() => stopConsole(h));

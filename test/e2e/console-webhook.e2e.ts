@@ -8,7 +8,6 @@ import {
   goTo,
   mailFiles,
   openDialog,
-  openSignedIn,
   phoneShot,
   screenshot,
   startConsole,
@@ -69,7 +68,7 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     await receiver.start();
     h = await startConsole({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
     management = h.gw.keys.management_key;
-    tab = await openSignedIn(h, 'desktop', management);
+    tab = h.tab;
     page = tab.page;
   }, 60_000);
 

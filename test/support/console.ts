@@ -38,14 +38,45 @@ export interface ConsoleHarness {
   /** A JSON caller on the root (`root('POST', '/admin/accounts', ...)`). */
   root: Call;
   browser: Browser;
+  /** A desktop tab signed in with the dev management key. */
+  tab: ConsoleTab;
 }
 
-/** A gateway on the embedded defaults serving the built console, and Chromium. */
+/**
+ * A gateway on the embedded defaults serving the built console, Chromium, and a desktop tab signed
+ * in with the dev management key. Chromium and the tab start while the gateway does: each takes
+ * seconds, and neither needs the other until the tab loads the console.
+ */
 export async function startConsole(env: Record<string, string> = {}): Promise<ConsoleHarness> {
-  const gw = await startGateway({ SVC_CONSOLE_DIR: CONSOLE_DIR, ...env });
+  const [gateway, chromium] = await Promise.allSettled([
+    startGateway({ SVC_CONSOLE_DIR: CONSOLE_DIR, ...env }),
+    launchBrowser().then(async (browser) => {
+      try {
+        return { browser, tab: await newTab(browser, 'desktop') };
+      } catch (error) {
+        await browser.close();
+        throw error;
+      }
+    }),
+  ]);
+  if (gateway.status === 'rejected' || chromium.status === 'rejected') {
+    // The one that started is stopped, or the suite's process would not end.
+    if (chromium.status === 'fulfilled') await chromium.value.browser.close();
+    if (gateway.status === 'fulfilled') await stopGateway(gateway.value);
+    throw gateway.status === 'rejected' ? gateway.reason : (chromium as PromiseRejectedResult).reason;
+  }
+  const gw = gateway.value;
+  const { browser, tab } = chromium.value;
   const rootUrl = gw.url.replace(/\/v1\/?$/, '');
-  const browser = await launchBrowser();
-  return { gw, consoleUrl: `${rootUrl}/console/`, rootUrl, call: api(gw.url), root: api(rootUrl), browser };
+  const harness: ConsoleHarness = { gw, consoleUrl: `${rootUrl}/console/`, rootUrl, call: api(gw.url), root: api(rootUrl), browser, tab };
+  try {
+    await load(harness, tab);
+    await signIn(tab.page, gw.keys.management_key);
+  } catch (error) {
+    await stopConsole(harness);
+    throw error;
+  }
+  return harness;
 }
 
 export async function stopConsole(harness: ConsoleHarness | undefined): Promise<void> {
@@ -60,19 +91,29 @@ export interface ConsoleTab {
   errors: string[];
 }
 
-/** A fresh tab (its own session storage) on the console at the given size. */
-export async function openConsole(harness: ConsoleHarness, viewport: keyof typeof VIEWPORTS = 'desktop'): Promise<ConsoleTab> {
-  const context = await harness.browser.newContext({ viewport: VIEWPORTS[viewport] });
+/** A tab with its own context (its own session storage) at the given size, on no page yet. */
+async function newTab(browser: Browser, viewport: keyof typeof VIEWPORTS): Promise<ConsoleTab> {
+  const context = await browser.newContext({ viewport: VIEWPORTS[viewport] });
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('console', (message) => {
     if (message.type() === 'error') errors.push(message.text());
   });
   page.on('pageerror', (error) => errors.push(String(error)));
-  await page.goto(harness.consoleUrl);
-  // A step that never comes fails as itself, well before the test's own timeout.
-  context.setDefaultTimeout(10_000);
   return { context, page, errors };
+}
+
+async function load(harness: ConsoleHarness, tab: ConsoleTab): Promise<void> {
+  await tab.page.goto(harness.consoleUrl);
+  // A step that never comes fails as itself, well before the test's own timeout.
+  tab.context.setDefaultTimeout(10_000);
+}
+
+/** A fresh tab (its own session storage) on the console at the given size. */
+export async function openConsole(harness: ConsoleHarness, viewport: keyof typeof VIEWPORTS = 'desktop'): Promise<ConsoleTab> {
+  const tab = await newTab(harness.browser, viewport);
+  await load(harness, tab);
+  return tab;
 }
 
 /** Signs in with a management key through the form, as a person does, and waits for the shell. */
