@@ -40,6 +40,8 @@ export interface ConsoleHarness {
   browser: Browser;
   /** A desktop tab signed in with the dev management key. */
   tab: ConsoleTab;
+  /** The phone-size tab of `phoneShot`, signed in once and kept until `stopConsole`. */
+  phone?: { key: string; tab: Promise<ConsoleTab> };
 }
 
 /**
@@ -80,6 +82,10 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
 }
 
 export async function stopConsole(harness: ConsoleHarness | undefined): Promise<void> {
+  await harness?.phone?.tab.then(
+    (phone) => phone.context.close(),
+    () => undefined,
+  );
   await harness?.browser.close();
   await stopGateway(harness?.gw);
 }
@@ -131,19 +137,32 @@ export async function openSignedIn(harness: ConsoleHarness, viewport: keyof type
 }
 
 /**
- * A second tab at phone size on a page of the console (`open` goes further in, to a detail),
- * screenshot as `name`; it closes expecting no console error.
+ * A page of the console at phone size (`open` goes further in, to a detail), screenshot as
+ * `name`, expecting no console error. The suite's phone tab is signed in once: a new tab loads
+ * the console and signs in again, seconds a shot.
  */
 export async function phoneShot(harness: ConsoleHarness, key: string, navLabel: string, name: string, open?: (page: Page) => Promise<unknown>): Promise<void> {
-  const phone = await openSignedIn(harness, 'phone', key);
-  try {
-    await goTo(phone.page, navLabel);
-    await open?.(phone.page);
-    await screenshot(phone.page, name);
-    expect(unexpectedErrors(phone)).toEqual([]);
-  } finally {
-    await phone.context.close();
-  }
+  if (harness.phone && harness.phone.key !== key) throw new Error(`the phone tab is signed in with another key than ${key}`);
+  harness.phone ??= { key, tab: openSignedIn(harness, 'phone', key) };
+  const phone = await harness.phone.tab;
+  await freshVisit(phone.page, navLabel);
+  await open?.(phone.page);
+  await screenshot(phone.page, name);
+  expect(unexpectedErrors(phone)).toEqual([]);
+}
+
+/**
+ * Goes to a page as a new tab would see it: scrolled to the start (the page, and the navigation,
+ * which scrolls sideways on a phone), and mounted anew (its data read again, nothing left open
+ * from the last visit), by way of another page when the tab is on it already.
+ */
+async function freshVisit(page: Page, label: string): Promise<void> {
+  const nav = page.getByRole('navigation', { name: 'Console pages' });
+  const current = await nav.locator('a[aria-current="page"]').textContent();
+  // (A string, as the suites are typed without the DOM.)
+  await page.evaluate('window.scrollTo(0, 0); document.querySelector(\'nav[aria-label="Console pages"]\').scrollTo(0, 0)');
+  if (current === label) await goTo(page, label === 'Security' ? 'Keys' : 'Security');
+  await goTo(page, label);
 }
 
 /** Goes to a page of the console by its navigation link and waits for its heading. */
