@@ -9,6 +9,7 @@ import {
   mailFiles,
   openDialog,
   phoneShot,
+  refreshUntil,
   screenshot,
   startConsole,
   stopConsole,
@@ -109,14 +110,11 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
 
     const events = page.getByRole('region', { name: 'Webhook events' });
     const row = events.getByRole('row').filter({ hasText: first.id });
-    await until(
+    await refreshUntil(
+      page,
       'the event listed with its failed attempt',
-      async () => {
-        await page.getByRole('button', { name: 'Refresh' }).click();
-        return (await row.count()) === 1 && (await row.textContent())?.includes('500');
-      },
-      15_000,
-      400,
+      '/webhook-events',
+      async () => (await row.count()) === 1 && (await row.textContent())?.includes('500'),
     );
     expect(await row.textContent()).toContain('key.created');
     expect(await row.textContent()).toContain('Retrying');
@@ -181,15 +179,7 @@ describeConsole('console: webhook, prompt logs and security pages', () => {
     const id = chat.json.id as string;
 
     const view = page.getByRole('button', { name: `View log ${id}` });
-    await until(
-      'the log listed',
-      async () => {
-        await page.getByRole('button', { name: 'Refresh' }).click();
-        return (await view.count()) === 1;
-      },
-      15_000,
-      400,
-    );
+    await refreshUntil(page, 'the log listed', '/prompt-logs', async () => (await view.count()) === 1);
     await view.click();
     const request = page.getByRole('region', { name: 'Request' });
     await request.getByText('the console shows platypus').waitFor();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { CHROMIUM, launchBrowser } from './browser';
 import { api, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
+import { until } from './until';
 
 // Required by the suites that read mail: loading it takes most of a second.
 const mailparser = () => require('mailparser') as typeof import('mailparser');
@@ -163,6 +164,27 @@ async function freshVisit(page: Page, label: string): Promise<void> {
   await page.evaluate('window.scrollTo(0, 0); document.querySelector(\'nav[aria-label="Console pages"]\').scrollTo(0, 0)');
   if (current === label) await goTo(page, label === 'Security' ? 'Keys' : 'Security');
   await goTo(page, label);
+}
+
+/**
+ * Clicks the page's Refresh every 100 ms until `listed` is true of the list it shows, looking each
+ * time once the list's new answer (a GET of `listPath` on /v1) is on the page: a list refreshed
+ * on a fixed beat waits out the rest of the beat after the answer has come.
+ */
+export async function refreshUntil(page: Page, what: string, listPath: string, listed: () => Promise<boolean | undefined>, timeoutMs = 15_000): Promise<void> {
+  await until(
+    what,
+    async () => {
+      const answered = page.waitForResponse((r) => r.request().method() === 'GET' && new URL(r.url()).pathname === `/v1${listPath}`);
+      await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+      await answered;
+      // Enabled again once the answer is rendered: the list no longer loads.
+      await page.getByRole('button', { name: 'Refresh', exact: true, disabled: false }).waitFor();
+      return listed();
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /** Goes to a page of the console by its navigation link and waits for its heading. */
