@@ -50,7 +50,8 @@ describeConsole('console: overview and activity pages, sign-in', () => {
     expect(second.status).toBe(200);
     capped = { cost: second.json.usage.cost, limit: 0.001 };
 
-    await page.reload();
+    // The page's own Refresh reads the three lists again, without loading the console anew.
+    await page.getByRole('button', { name: 'Refresh', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
 
     const credits = await h.call('GET', '/credits', { key: management });
