@@ -187,17 +187,18 @@ describeConsole('console: guardrails page', () => {
 
   it("in an organization, the owner assigns a member; a member sees the API's refusal in words, and no controls", async () => {
     const account = async () => (await h.root('POST', '/admin/accounts', { headers: admin, body: { initial_credits_usd: 1 } })).json.id as string;
-    const [owner, member] = [await account(), await account()];
+    const [owner, member] = await Promise.all([account(), account()]);
     const org = (await h.root('POST', '/admin/orgs', { headers: admin, body: { owner_account_id: owner, name: 'Acme' } })).json.id as string;
     expect((await h.root('POST', `/admin/orgs/${org}/members`, { headers: admin, body: { account_id: member, role: 'member' } })).status).toBe(201);
     const managementKey = async (accountId: string) =>
       (await h.root('POST', `/admin/accounts/${accountId}/keys`, { headers: admin, body: { scope: 'management', org_id: org } })).json.key as string;
-    const [ownerKey, memberKey] = [await managementKey(owner), await managementKey(member)];
+    const [ownerKey, memberKey] = await Promise.all([managementKey(owner), managementKey(member)]);
 
     // The owner picks the member from the organization's people.
     const created = await h.call('POST', '/guardrails', { key: ownerKey, body: { name: 'Interns', allowed_models: ['sim/echo'] } });
     expect(created.status).toBe(201);
-    const ownerTab = await openSignedIn(h, 'desktop', ownerKey);
+    // Each tab takes seconds to load the console and sign in, and neither needs the other.
+    const [ownerTab, theirs] = await Promise.all([openSignedIn(h, 'desktop', ownerKey), openSignedIn(h, 'desktop', memberKey)]);
     try {
       await goTo(ownerTab.page, 'Guardrails');
       const card = ownerTab.page.getByRole('region', { name: 'Interns' });
@@ -217,7 +218,6 @@ describeConsole('console: guardrails page', () => {
     const refused = await h.call('GET', '/guardrails', { key: memberKey });
     expect([refused.status, refused.json.error.code]).toEqual([403, 'org_role_required']);
 
-    const theirs = await openSignedIn(h, 'desktop', memberKey);
     try {
       await goTo(theirs.page, 'Guardrails');
       await theirs.page.getByRole('heading', { name: 'Managed by the owner and admins' }).waitFor();
