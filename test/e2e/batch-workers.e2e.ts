@@ -1,10 +1,11 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import { generateEncryptionKey, usdToNano } from '@svc/platform';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { until } from '../support/until';
-import { spawnWorker } from '../support/worker';
+import { endLeasesOf, spawnWorker, withSessionName } from '../support/worker';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'dist', 'src', 'cli.js');
@@ -32,25 +33,51 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
   let call: Call;
   let root: string;
   let env: NodeJS.ProcessEnv;
-  const workers: ChildProcess[] = [];
+  let db: Client;
+  const workers: (ChildProcess & { name: string; metricsPort: number | null })[] = [];
+  /** The first test's two workers, each serving its own /metrics (issue 22). */
+  let pair: (ChildProcess & { metricsPort: number | null })[];
+  let spawned = 0;
+
+  /** A worker whose PostgreSQL sessions carry its name, so that a test can tell when a killed one's have ended. */
+  const startWorker = async (extra: NodeJS.ProcessEnv = {}) => {
+    const name = `batch-worker-${++spawned}-${process.pid}`;
+    const worker = Object.assign(await spawnWorker(withSessionName({ ...env, ...extra }, name)), { name });
+    workers.push(worker);
+    return worker;
+  };
 
   beforeAll(async () => {
     const databaseUrl = await freshPgSchemaUrl('batch_workers');
     // Leases end 5 s after the upstream timeout: short here, so a dead worker's lines return soon.
     const shared = { SVC_ENCRYPTION_KEY: generateEncryptionKey(), SVC_UPSTREAM_TIMEOUT_MS: '2000' };
-    const started = await spawnGateway(databaseUrl, ADMIN_TOKEN, shared);
-    gateway = started.child;
-    root = started.url;
-    call = api(root);
     env = { ...process.env, ...shared, DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN };
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
+    db = new Client({ connectionString: databaseUrl });
+    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
+    // the schema they all make is made under a lock.
+    const outcomes = await Promise.allSettled([
+      spawnGateway(databaseUrl, ADMIN_TOKEN, shared),
+      startWorker({ SVC_METRICS_PORT: '0' }),
+      startWorker({ SVC_METRICS_PORT: '0' }),
+      db.connect(),
+    ]);
+    const [gatewayStarted] = outcomes;
+    if (gatewayStarted.status === 'fulfilled') {
+      gateway = gatewayStarted.value.child;
+      root = gatewayStarted.value.url;
+      call = api(root);
+    }
+    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    pair = [...workers];
   }, 60_000);
 
-  afterAll(() => {
+  afterAll(async () => {
     for (const w of workers) w.kill('SIGKILL');
     gateway?.removeAllListeners('exit');
     gateway?.kill('SIGTERM');
+    await db?.end();
   });
 
   const account = async (credits: number) => {
@@ -88,16 +115,14 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
   };
 
   it('two workers share one batch of 5,000 lines without doubling any', async () => {
-    // Each serves its own /metrics (issue 22): between them, every line's charge once.
-    const pair = [await spawnWorker({ ...env, SVC_METRICS_PORT: '0' }), await spawnWorker({ ...env, SVC_METRICS_PORT: '0' })];
-    workers.push(...pair);
+    // Between them, every line's charge once, by their /metrics.
     const { key } = await account(50);
     const started = Date.now();
     const id = await submit(
       key,
       jsonl(5000, (i) => `line ${i}`),
     );
-    await until('the batch to end', async () => ['completed', 'failed'].includes((await batch(key, id)).status), 600_000, 500);
+    await until('the batch to end', async () => ['completed', 'failed'].includes((await batch(key, id)).status), 600_000, 100);
     console.log(`5,000 batch lines on 2 workers: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await expectBilledOnce(key, id, 5000, 50);
 
@@ -118,10 +143,14 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
       jsonl(60, (i) => `#sim {"delay_ms": 150}\nline ${i}`),
     );
     await until('some lines done', async () => (await batch(key, id)).request_counts.completed >= 10, 60_000, 100);
-    workers.pop()!.kill('SIGKILL');
+    const killed = workers.pop()!;
+    killed.kill('SIGKILL');
     expect((await batch(key, id)).status).toBe('in_progress');
-    workers.push(await spawnWorker(env));
-    await until('the batch to end', async () => (await batch(key, id)).status === 'completed', 120_000, 250);
+    // Its lines come back once its leases have run out, 7 s after their claims: ended here instead, as
+    // soon as nothing of it runs any more, while the next worker starts.
+    const [held] = await Promise.all([endLeasesOf(db, killed, killed.name), startWorker()]);
+    expect(held).toBeGreaterThan(0);
+    await until('the batch to end', async () => (await batch(key, id)).status === 'completed', 120_000, 100);
     await expectBilledOnce(key, id, 60, 5);
     const audit = spawnSync(process.execPath, [CLI, 'ledger', 'audit'], { cwd: ROOT, env, encoding: 'utf8' });
     expect(audit.status).toBe(0);
