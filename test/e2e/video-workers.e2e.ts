@@ -7,6 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { generateEncryptionKey, usdToNano } from '@svc/platform';
 import { startSimulator, type Simulator } from '@svc/providers';
+import { JOBS_TABLE } from '@svc/jobs';
+import { VIDEO_JOB_KIND } from '@svc/videos';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { until } from '../support/until';
@@ -18,8 +20,14 @@ const ADMIN_TOKEN = 'admin-token-for-video-worker-tests';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 /** Long enough to kill a worker while the clip is in progress (first poll after 2 s, POLL_FLOOR_MS). */
 const VIDEO_JOB_MS = 8_000;
-/** Leases end 3 x this + 5 s after a claim (src/background.ts videoRunner): 8 s here. Local simulator calls take milliseconds. */
-const UPSTREAM_TIMEOUT_MS = 1_000;
+/** Clips of the tests that kill nothing mid-clip: done by the first poll. */
+const QUICK_JOB_MS = 2_000;
+/**
+ * Leases end 3 x this + 5 s after a claim (src/background.ts videoRunner): 20 s here, and no test
+ * waits for one to run out. The simulator answers in milliseconds, but from this process, beside
+ * the test's own work: at 1 s, a create answered late on a loaded machine was sent again.
+ */
+const UPSTREAM_TIMEOUT_MS = 5_000;
 /** The video runner's period (VIDEO_INTERVAL_MS in src/background.ts). */
 const VIDEO_INTERVAL_MS = 1_000;
 
@@ -98,7 +106,9 @@ const touches = (s: Seen, providerJobId: string) => s.path.split(/[/?]/).some((p
  */
 describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
   let simulator: Simulator;
-  /** Clips of 2 s, for the test that needs no time to kill anything. */
+  /** How far the video clock of `simulator` runs ahead of the system's: moved to end a clip once a test has killed what it kills mid-clip. */
+  let ahead = 0;
+  /** Clips done by the first poll, for the tests that kill nothing mid-clip. */
   let quick: Simulator;
   let gateway: ChildProcess;
   let call: Call;
@@ -109,20 +119,30 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
   const retired: Worker[] = [];
 
   beforeAll(async () => {
-    simulator = await startSimulator({ videoJobMs: VIDEO_JOB_MS });
-    quick = await startSimulator({ videoJobMs: 2_000 });
+    [simulator, quick] = await Promise.all([
+      startSimulator({ videoJobMs: VIDEO_JOB_MS, clock: { now: () => new Date(Date.now() + ahead) } }),
+      startSimulator({ videoJobMs: QUICK_JOB_MS }),
+    ]);
     const databaseUrl = await freshPgSchemaUrl('video_workers');
     const shared = { SVC_ENCRYPTION_KEY: generateEncryptionKey(), SVC_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) };
-    // The gateway calls no provider for a video (it holds the estimate); pointed at the simulator all the same, so it starts none of its own.
-    const started = await spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_SIMULATOR_URL: simulator.url });
-    gateway = started.child;
-    root = started.url;
-    call = api(root);
     env = { ...process.env, ...shared, DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN };
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
     db = new Client({ connectionString: databaseUrl });
-    await db.connect();
+    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
+    // the schema they both make is made under a lock. The first test's worker is one of them.
+    const [started, first, connected] = await Promise.allSettled([
+      // The gateway calls no provider for a video (it holds the estimate); pointed at the simulator all the same, so it starts none of its own.
+      spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_SIMULATOR_URL: simulator.url }),
+      startWorker('first'),
+      db.connect(),
+    ]);
+    if (started.status === 'fulfilled') {
+      gateway = started.value.child;
+      root = started.value.url;
+      call = api(root);
+    }
+    for (const outcome of [started, first, connected]) if (outcome.status === 'rejected') throw outcome.reason;
   }, 60_000);
 
   afterAll(async () => {
@@ -228,14 +248,14 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
   };
   /** The balance moved by exactly `spent` and nothing is held. */
   const expectBalance = async (key: string, initial: number, spent: bigint) => {
-    await until('no hold left open', async () => (await credits(key)).open_holds === 0, 30_000, 200);
+    await until('no hold left open', async () => (await credits(key)).open_holds === 0, 30_000, 100);
     const now = await credits(key);
     expect(now.held).toBe(0);
     expect(usdToNano(String(now.balance))).toBe(usdToNano(String(initial)) - spent);
   };
 
   it('a worker killed with kill -9 while the clip is in progress: a new worker resumes polling; submitted once, billed once, the audit clean', async () => {
-    const first = await startWorker('first');
+    const first = workers.find((w) => w.name === 'first') ?? (await startWorker('first'));
     const { id: accountId, key } = await account(5);
     const prompt = `a lighthouse in a storm, killed mid-poll ${Date.now()}`;
     const v = await create(key, { model: 'sim/video', prompt, seconds: 4 });
@@ -249,7 +269,10 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     expect(first.tap.seen.filter((s) => touches(s, providerJobId) && s.method === 'GET').length).toBeGreaterThanOrEqual(1);
 
     const second = await startWorker('second');
-    await until('the video completed', async () => (await video(key, v.id)).status === 'completed', 40_000, 200);
+    // The clip ends now, rather than whenever its 8 s are over: the dead worker polled it in
+    // progress, and only the new one is left to poll it and fetch it.
+    ahead += VIDEO_JOB_MS;
+    await until('the video completed', async () => (await video(key, v.id)).status === 'completed', 40_000, 100);
     // Resumed, not restarted: the new worker polled the first one's provider job and fetched its clip; nobody submitted again.
     expect(createsOf(prompt)).toEqual(['first']);
     expect(second.tap.seen.filter((s) => touches(s, providerJobId)).length).toBeGreaterThanOrEqual(2);
@@ -282,6 +305,10 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
       ...[3, 4, 5].map((i) => ({ model: 'sim/video-router', prompt: `shared clip ${i} ${stamp}`, seconds: 4, resolution: '480p' })),
     ];
     const videos = await Promise.all(asked.map((body) => create(key, body)));
+    // Half of each clip passes at once when all six are with the provider: the polls left still go
+    // to both workers in turn.
+    await until('every video submitted', async () => (await Promise.all(videos.map((v) => providerJobOf(v.id)))).every(Boolean), 20_000, 100);
+    ahead += VIDEO_JOB_MS / 2;
     await until(
       'every video ended',
       async () => (await Promise.all(videos.map((v) => video(key, v.id)))).every((v) => ['completed', 'failed'].includes(v.status)),
@@ -309,8 +336,8 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
   }, 120_000);
 
   it('a worker killed after the provider completed the clip and before its charge landed: the next worker charges it, once', async () => {
-    for (const w of [...workers]) await stopWorker(w, 'SIGTERM');
-    const doomed = await startWorker('doomed');
+    // Nothing is killed mid-clip here: a clip done by the first poll.
+    const [doomed] = await Promise.all([startWorker('doomed', quick), ...workers.map((w) => stopWorker(w, 'SIGTERM'))]);
     const { id: accountId, key } = await account(5);
     const prompt = `a kite over the dunes, killed before its charge ${Date.now()}`;
     const v = await create(key, { model: 'sim/video', prompt, seconds: 4 });
@@ -342,6 +369,13 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
         10_000,
         50,
       );
+      // Nothing of the dead worker runs any more: its lease is over as it would be 8 s after its
+      // claim, and the next worker's claim takes the video from it as it would then.
+      const expired = await gate.query(`UPDATE ${JOBS_TABLE} SET lease_until = now() WHERE kind = $1 AND key = $2 AND owner IS NOT NULL`, [
+        VIDEO_JOB_KIND,
+        v.id,
+      ]);
+      expect(expired.rowCount).toBe(1);
     } finally {
       await gate.query(`SELECT pg_advisory_unlock_all()`);
       await gate.end();
@@ -350,9 +384,8 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     expect((await streamOf(v.id)).map((e) => e.type)).toContain('VideoCompleted');
     expect((await holdEvents(accountId, v.generationId)).map((e) => e.type)).toEqual(['HoldPlaced']);
 
-    const heir = await startWorker('heir');
-    // Once the dead worker's lease has run out (8 s after its claim).
-    await until('the hold charged', async () => (await holdEvents(accountId, v.generationId)).length > 1, 40_000, 200);
+    const heir = await startWorker('heir', quick);
+    await until('the hold charged', async () => (await holdEvents(accountId, v.generationId)).length > 1, 40_000, 100);
     await until('the video completed', async () => (await video(key, v.id)).status === 'completed', 10_000, 100);
     const cost = await expectCompletedOnce(key, accountId, v);
     await expectBalance(key, 5, cost);
@@ -370,11 +403,12 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
    * claims it, and it cannot be cancelled.
    */
   it('a video asked for while no worker keeps the read models is made once a worker is back: never left queued for ever with its hold released', async () => {
-    // The account and key are recorded, and seen by the gateway, while a worker runs; then none does.
-    await startWorker('keeper', quick);
+    // The account and key are recorded, and seen by the gateway, while a worker runs (the last
+    // test's, if it left one); then none does.
+    if (workers.length === 0) await startWorker('keeper', quick);
     const { id: accountId, key } = await account(5);
     await until('the key usable', async () => (await call('GET', '/v1/credits', { key })).status === 200, 10_000, 100);
-    for (const w of [...workers]) await stopWorker(w, 'SIGTERM');
+    await Promise.all(workers.map((w) => stopWorker(w, 'SIGTERM')));
 
     // The gateway records the video, then waits for the videos read model, which no worker moves:
     // it answers 503 `projections_behind` ("The change was recorded ... It takes effect once the
@@ -390,7 +424,7 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     ).rows.map((r) => r.data);
     expect(recorded).toHaveLength(1);
     const [{ video_id: id, hold_id: generationId }] = recorded;
-    await until('the video to end', async () => ['completed', 'failed', 'cancelled'].includes((await video(key, id)).status), 15_000, 250).catch(
+    await until('the video to end', async () => ['completed', 'failed', 'cancelled'].includes((await video(key, id)).status), 15_000, 100).catch(
       () => undefined,
     );
     expect({ status: (await video(key, id)).status, requestKept: (await db.query(`SELECT 1 FROM video_jobs WHERE video_id = $1`, [id])).rows.length }).toEqual({
