@@ -1,9 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
+import { JOBS_TABLE } from '@svc/jobs';
 import { generateEncryptionKey } from '@svc/platform';
-import { RETRY_DELAYS_MS } from '@svc/webhooks';
+import { RETRY_DELAYS_MS, WEBHOOK_DELIVERY_JOB } from '@svc/webhooks';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { until } from '../support/until';
 import { spawnWorker } from '../support/worker';
@@ -24,6 +26,7 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
   let gateway: ChildProcess;
   let call: Call;
   let env: NodeJS.ProcessEnv;
+  let db: Client;
   const workers: ChildProcess[] = [];
   let management: string;
   let accountId: string;
@@ -42,13 +45,20 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
 
     const databaseUrl = await freshPgSchemaUrl('webhook_workers');
     const shared = { SVC_ENCRYPTION_KEY: generateEncryptionKey(), SVC_WEBHOOK_ALLOW_PRIVATE: 'true' };
-    const started = await spawnGateway(databaseUrl, ADMIN_TOKEN, shared);
-    gateway = started.child;
-    call = api(started.url);
     env = { ...process.env, ...shared, DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN };
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
-    workers.push(await spawnWorker(env), await spawnWorker(env));
+    db = new Client({ connectionString: databaseUrl });
+    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
+    // the schema they all make is made under a lock.
+    const startWorker = async () => void workers.push(await spawnWorker(env));
+    const outcomes = await Promise.allSettled([spawnGateway(databaseUrl, ADMIN_TOKEN, shared), startWorker(), startWorker(), db.connect()]);
+    const [started] = outcomes;
+    if (started.status === 'fulfilled') {
+      gateway = started.value.child;
+      call = api(started.value.url);
+    }
+    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
 
     accountId = (await call('POST', '/admin/accounts', { body: { initial_credits_usd: 1 }, headers: admin })).json.id;
     management = (await call('POST', `/admin/accounts/${accountId}/keys`, { body: { scope: 'management' }, headers: admin })).json.key;
@@ -60,6 +70,7 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
     for (const w of workers) w.kill('SIGKILL');
     gateway?.removeAllListeners('exit');
     gateway?.kill('SIGTERM');
+    await db?.end();
     await new Promise((resolve) => receiver?.close(resolve));
   });
 
@@ -73,7 +84,12 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
       const all = await events();
       return all.length === 20 && all.every((e) => e.delivery.state === 'delivered') && all;
     });
-    await sleep(2500);
+    // An attempt is sent only by the holder of its event's job, which ends the job last: once no
+    // job is left, nothing more can be sent, and a second send of any attempt would be here.
+    await until(
+      'every delivery job ended',
+      async () => (await db.query(`SELECT 1 FROM ${JOBS_TABLE} WHERE kind = $1`, [WEBHOOK_DELIVERY_JOB])).rows.length === 0,
+    );
     const counts = new Map<string, number>();
     for (const d of deliveries) counts.set(d.id, (counts.get(d.id) ?? 0) + 1);
     expect([...counts.keys()].sort()).toEqual(listed.map((e) => e.id).sort());
@@ -90,8 +106,10 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
       return e;
     });
     const failedAt = deliveries[before].at;
-    workers.pop()!.kill('SIGKILL');
-    await sleep(500);
+    const killed = workers.pop()!;
+    const dead = once(killed, 'exit');
+    killed.kill('SIGKILL');
+    await dead;
     workers.push(await spawnWorker(env));
 
     await until('the retry', () => deliveries.length === before + 2, 60_000);
