@@ -62,6 +62,11 @@ export class TokenBudget {
   }
 }
 
+/** The o200k token ids of `text` (whisper's segments list theirs). */
+export function encodeText(text: string): number[] {
+  return o200k().encode(text);
+}
+
 export function countTextTokens(text: string, budget = new TokenBudget()): number {
   let total = 0;
   for (let start = 0; start < text.length;) {

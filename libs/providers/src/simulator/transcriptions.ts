@@ -16,8 +16,7 @@
  * `text`, `srt` and `vtt` are plain-text bodies, `text/plain; charset=utf-8` as OpenAI sends them.
  */
 import { createHash } from 'node:crypto';
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { countTextTokens } from '../tokens';
+import { countTextTokens, encodeText } from '../tokens';
 import { audioSeconds as headerSeconds } from '../audio-duration';
 import { parseDirectives, type SimDirectives } from './directives';
 import { SimError } from './http';
@@ -190,7 +189,7 @@ export function transcribe(request: TranscriptionRequest): Transcript {
       start,
       end: timeAt(offset + sentence.length),
       text: ` ${sentence}`, // whisper's segment texts start with the space before their first word
-      tokens: encode(` ${sentence}`),
+      tokens: encodeText(` ${sentence}`),
       temperature: request.temperature,
       avg_logprob: -0.25,
       compression_ratio: 1.2,
