@@ -8,7 +8,9 @@ import { isRecord } from './json';
 // The specific encoding module: importing the package root would load every encoding's ranks.
 // Its ranks take half a second of CPU to build, so it is required by the first count: the CLI,
 // the video and webhook workers never count, and a gateway warms it before it listens.
-const o200k = () => require('gpt-tokenizer/encoding/o200k_base') as typeof import('gpt-tokenizer/encoding/o200k_base');
+// Kept once required: a count calls this once a piece, and require() resolves the path each time.
+let encoding: typeof import('gpt-tokenizer/encoding/o200k_base') | undefined;
+const o200k = () => (encoding ??= require('gpt-tokenizer/encoding/o200k_base') as typeof import('gpt-tokenizer/encoding/o200k_base'));
 
 /** Builds the encoding now, so that the first request does not wait for it. */
 export function warmTokenCounting(): void {
