@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { generateEncryptionKey, usdToNano } from '@svc/platform';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
-import { until } from '../support/until';
+import { startSideBySide, until } from '../support/until';
 import { endLeasesOf, spawnWorker, withSessionName } from '../support/worker';
 
 const ROOT = join(__dirname, '..', '..');
@@ -55,21 +55,16 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
     db = new Client({ connectionString: databaseUrl });
-    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
-    // the schema they all make is made under a lock.
-    const outcomes = await Promise.allSettled([
-      spawnGateway(databaseUrl, ADMIN_TOKEN, shared),
-      startWorker({ SVC_METRICS_PORT: '0' }),
-      startWorker({ SVC_METRICS_PORT: '0' }),
-      db.connect(),
-    ]);
-    const [gatewayStarted] = outcomes;
-    if (gatewayStarted.status === 'fulfilled') {
-      gateway = gatewayStarted.value.child;
-      root = gatewayStarted.value.url;
-      call = api(root);
-    }
-    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    // The schema they all make is made under a lock.
+    await startSideBySide(
+      [spawnGateway(databaseUrl, ADMIN_TOKEN, shared), startWorker({ SVC_METRICS_PORT: '0' }), startWorker({ SVC_METRICS_PORT: '0' }), db.connect()],
+      ([started]) => {
+        if (!started) return;
+        gateway = started.child;
+        root = started.url;
+        call = api(root);
+      },
+    );
     pair = [...workers];
   }, 60_000);
 

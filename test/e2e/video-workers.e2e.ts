@@ -11,7 +11,7 @@ import { JOBS_TABLE } from '@svc/jobs';
 import { VIDEO_JOB_KIND } from '@svc/videos';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
-import { until } from '../support/until';
+import { startSideBySide, until } from '../support/until';
 import { spawnWorker } from '../support/worker';
 
 const ROOT = join(__dirname, '..', '..');
@@ -129,20 +129,21 @@ describe('videos run by worker processes (spec 3.1, 4.15, issue 19)', () => {
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
     db = new Client({ connectionString: databaseUrl });
-    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
-    // the schema they both make is made under a lock. The first test's worker is one of them.
-    const [started, first, connected] = await Promise.allSettled([
-      // The gateway calls no provider for a video (it holds the estimate); pointed at the simulator all the same, so it starts none of its own.
-      spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_SIMULATOR_URL: simulator.url }),
-      startWorker('first'),
-      db.connect(),
-    ]);
-    if (started.status === 'fulfilled') {
-      gateway = started.value.child;
-      root = started.value.url;
-      call = api(root);
-    }
-    for (const outcome of [started, first, connected]) if (outcome.status === 'rejected') throw outcome.reason;
+    // The schema they both make is made under a lock. The first test's worker is one of them.
+    await startSideBySide(
+      [
+        // The gateway calls no provider for a video (it holds the estimate); pointed at the simulator all the same, so it starts none of its own.
+        spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_SIMULATOR_URL: simulator.url }),
+        startWorker('first'),
+        db.connect(),
+      ],
+      ([started]) => {
+        if (!started) return;
+        gateway = started.child;
+        root = started.url;
+        call = api(root);
+      },
+    );
   }, 60_000);
 
   afterAll(async () => {

@@ -7,7 +7,7 @@ import { JOBS_TABLE } from '@svc/jobs';
 import { generateEncryptionKey } from '@svc/platform';
 import { RETRY_DELAYS_MS, WEBHOOK_DELIVERY_JOB } from '@svc/webhooks';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
-import { until } from '../support/until';
+import { startSideBySide, until } from '../support/until';
 import { spawnWorker } from '../support/worker';
 import { spawnGateway } from '../support/second-gateway';
 
@@ -49,16 +49,13 @@ describe('webhook delivery by worker processes (spec 6.1: retries survive restar
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
     db = new Client({ connectionString: databaseUrl });
-    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
-    // the schema they all make is made under a lock.
+    // The schema they all make is made under a lock.
     const startWorker = async () => void workers.push(await spawnWorker(env));
-    const outcomes = await Promise.allSettled([spawnGateway(databaseUrl, ADMIN_TOKEN, shared), startWorker(), startWorker(), db.connect()]);
-    const [started] = outcomes;
-    if (started.status === 'fulfilled') {
-      gateway = started.value.child;
-      call = api(started.value.url);
-    }
-    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    await startSideBySide([spawnGateway(databaseUrl, ADMIN_TOKEN, shared), startWorker(), startWorker(), db.connect()], ([started]) => {
+      if (!started) return;
+      gateway = started.child;
+      call = api(started.url);
+    });
 
     accountId = (await call('POST', '/admin/accounts', { body: { initial_credits_usd: 1 }, headers: admin })).json.id;
     management = (await call('POST', `/admin/accounts/${accountId}/keys`, { body: { scope: 'management' }, headers: admin })).json.key;

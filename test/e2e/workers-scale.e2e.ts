@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { generateEncryptionKey, PgSqlRunner, usdToNano } from '@svc/platform';
 import { api, freshPgSchemaUrl, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
-import { until } from '../support/until';
+import { startSideBySide, until } from '../support/until';
 import { spawnWorker } from '../support/worker';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli.js');
@@ -40,19 +40,19 @@ describe('issue 43: workers killed one after another while projections and jobs 
     env = { ...process.env, ...shared, DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN };
     delete env.REDIS_URL;
     delete env.EVENTSTORE_URL;
-    // Side by side, as a deployment's processes start: each spends seconds loading its modules, and
-    // the schema they all make is made under a lock.
-    const outcomes = await Promise.allSettled([
-      spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' }),
-      ...Array.from({ length: WORKERS }, async () => void workers.push(await spawnWorker(env))),
-    ]);
-    const [started] = outcomes;
-    if (started.status === 'fulfilled') {
-      gateway = started.value.child;
-      root = started.value.url;
-      call = api(root);
-    }
-    for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    // The schema they all make is made under a lock.
+    await startSideBySide(
+      [
+        spawnGateway(databaseUrl, ADMIN_TOKEN, { ...shared, SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' }),
+        ...Array.from({ length: WORKERS }, async () => void workers.push(await spawnWorker(env))),
+      ],
+      ([started]) => {
+        if (!started) return;
+        gateway = started.child;
+        root = started.url;
+        call = api(root);
+      },
+    );
   }, 90_000);
 
   afterAll(() => {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { api, freshPgSchemaUrl, startGateway, UNLIMITED_TEST_KEYS, type Call } from './gateway';
+import { startSideBySide } from './until';
 
 const ROOT = join(__dirname, '..', '..');
 const GATEWAY = join(ROOT, 'dist', 'apps', 'gateway', 'src', 'main.js');
@@ -69,17 +70,14 @@ export function twoGateways(schemaPrefix: string, adminToken: string, env: Recor
   const both = {} as TwoGateways;
   beforeAll(async () => {
     const databaseUrl = (both.databaseUrl = await freshPgSchemaUrl(schemaPrefix));
-    // Side by side, as a deployment's processes start: the spawned one spends seconds loading its
-    // modules, and the schema they both make is made under a lock. One that started is kept for
-    // afterAll to stop even when the other failed.
-    const [first, second] = await Promise.allSettled([
-      startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env }),
-      spawnGateway(databaseUrl, adminToken, env),
-    ]);
-    if (first.status === 'fulfilled') both.first = first.value;
-    if (second.status === 'fulfilled') both.second = second.value;
-    if (first.status === 'rejected') throw first.reason;
-    if (second.status === 'rejected') throw second.reason;
+    // The schema they both make is made under a lock.
+    await startSideBySide(
+      [startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env }), spawnGateway(databaseUrl, adminToken, env)],
+      ([first, second]) => {
+        if (first) both.first = first;
+        if (second) both.second = second;
+      },
+    );
     both.one = api(both.first.url.replace(/\/v1$/, ''));
     both.two = api(both.second.url);
   }, 60_000);
