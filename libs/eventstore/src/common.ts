@@ -42,14 +42,24 @@ function serialized(events: readonly NewEvent[]): { events: SerializedEvent[]; b
 }
 
 /**
+ * JSON.stringify writes a NUL and an unpaired surrogate, the strings a store cannot keep, as
+ * these escapes: a text without one holds neither. (A text with one may not: an escaped
+ * backslash before "u0000" reads the same here.)
+ */
+const MAY_HOLD_UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
+
+/**
  * The append's events serialised once, after the rules every adapter applies: the size limit
  * (see appendBytes) and no string a store cannot keep. The SQL store sends this very text.
  */
 export function checkedForAppend(stream: string, events: readonly NewEvent[], limit: number): SerializedEvent[] {
   const { events: out, bytes } = serialized(events);
   if (bytes > limit) throw new AppendTooLargeError(stream, bytes, limit);
-  for (const event of events) {
+  for (let i = 0; i < events.length; i++) {
     // The edge refuses such strings already; this keeps every other writer to the same rule.
+    // Only a text that may hold one is walked, to name the field.
+    if (!MAY_HOLD_UNSTORABLE.test(out[i].data) && !MAY_HOLD_UNSTORABLE.test(out[i].metadata)) continue;
+    const event = events[i];
     const bad = inspectJson({ data: event.data ?? null, metadata: event.metadata ?? {} }, Number.POSITIVE_INFINITY);
     if (bad) throw new UnstorableEventError(stream, event.type, bad.param ?? '');
   }

@@ -259,10 +259,21 @@ describe('SqlEventStore on PostgreSQL server', () => {
         // One group on its way at a time: the lead goes alone, the rest queue into the next group.
         const lead = s.append(`lead-${randomUUID()}`, [event('Lead')], 'no_stream');
         const fresh = Array.from({ length: 5 }, () => `fresh-${randomUUID()}`);
-        const grouped = [...fresh.map((stream) => s.append(stream, [event('New')], 'no_stream')), s.append(behind, [event('C')], 1n)];
+        // Data and metadata the statement carries as JSON within JSON: quotes, backslashes, escapes spelled out, other scripts.
+        const awkward = (i: number): NewEvent => ({
+          ...event('New'),
+          data: { text: `"quoted" \\ back\\slash \\u0000 ${i} é 😀`, nested: [{ a: null, b: [1.5, true] }] },
+          metadata: { 'key "with" quotes': '\n' },
+        });
+        const freshEvents = fresh.map((_, i) => awkward(i));
+        const grouped = [...fresh.map((stream, i) => s.append(stream, [freshEvents[i]], 'no_stream')), s.append(behind, [event('C')], 1n)];
         await lead;
         const results = await Promise.all(grouped);
         expect(results.map((r) => r.nextRevision)).toEqual([0n, 0n, 0n, 0n, 0n, 2n]);
+        for (const [i, stream] of fresh.entries()) {
+          const [stored] = await s.readStream(stream);
+          expect({ id: stored.id, type: stored.type, data: stored.data, metadata: stored.metadata }).toEqual(freshEvents[i]);
+        }
         for (let i = 1; i < results.length; i++) expect(results[i].position > results[i - 1].position).toBe(true);
         expect((await transactionsOf(one, [...fresh, behind])) - 2).toBe(1); // behind's first two appends had their own
         expect(await calls()).toBe(c0);

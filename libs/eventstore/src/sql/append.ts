@@ -16,8 +16,10 @@ export interface PreparedAppend {
   stream: string;
   expected: ExpectedRevision;
   ids: string[];
-  /** The append as the group function reads it. */
-  json: string;
+  /** The length of its events' serialised text, which bounds a group's statement (GroupCommit). */
+  chars: number;
+  /** The append as the group function reads it, built when first read: most appends go by INSERT (appendDirect). */
+  readonly json: string;
   /** Its event, when it has exactly one (see SqlAppender.appendDirect). */
   single?: SerializedEvent;
 }
@@ -48,16 +50,23 @@ RETURNING revision::text AS revision, tx::text AS tx, seq::text AS seq`;
  * order (an aggregate over the sorted hashes takes them all before the first row is written),
  * then the rows in the order the appends were made, each under the same rules as LONE_APPEND.
  * An append whose EXISTS fails is not written and returns no row: the group function answers it
- * after. A row the constraints refuse fails the whole statement, nothing written.
+ * after. A row the constraints refuse fails the whole statement, nothing written. The EXISTS is
+ * one index probe per append: without OFFSET 0 the planner may hash the whole events table
+ * instead, which it prefers while the table is small and keeps in a cached plan as it grows.
+ *
+ * The appends come as one JSON array whose events' data and metadata are their own JSON text,
+ * not strings: as text arrays, node-postgres escaped every quote and backslash of every event
+ * into an array literal, the largest allocation of a loaded gateway's requests.
  */
 const SINGLES_APPEND = `WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-    WITH ORDINALITY AS i(stream, expected, id, type, data, metadata, ord)),
+  SELECT a->>'stream' AS stream, (a->>'expected')::bigint AS expected, (a->>'id')::uuid AS id, a->>'type' AS type,
+    a->'data' AS data, a->'metadata' AS metadata, ord
+  FROM jsonb_array_elements($1::text::jsonb) WITH ORDINALITY AS g(a, ord)),
 locked AS MATERIALIZED (
   SELECT count(*) AS n FROM (SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(stream, 0) AS h FROM input ORDER BY 1) l) t)
 INSERT INTO events (stream, revision, id, type, data, metadata)
-SELECT i.stream, i.expected::bigint + 1, i.id::uuid, i.type, i.data::jsonb, i.metadata::jsonb FROM locked, input i
-WHERE i.expected::bigint < 0 OR EXISTS (SELECT 1 FROM events p WHERE p.stream = i.stream AND p.revision = i.expected::bigint)
+SELECT i.stream, i.expected + 1, i.id, i.type, i.data, i.metadata FROM locked, input i
+WHERE i.expected < 0 OR EXISTS (SELECT 1 FROM events p WHERE p.stream = i.stream AND p.revision = i.expected OFFSET 0)
 ORDER BY i.ord
 RETURNING stream, revision::text AS revision, tx::text AS tx, seq::text AS seq`;
 
@@ -134,11 +143,23 @@ export class SqlAppender {
   prepare(stream: string, events: NewEvent[], expected: ExpectedRevision): PreparedAppend {
     const checked = checkedForAppend(stream, events, this.maxAppendBytes);
     const ids = events.map((e) => e.id.toLowerCase());
-    if (new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
-    // Serialised once (the size rule's own text), so that a group is the concatenation of its appends.
-    const payload = checked.map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`);
-    const json = `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${payload.join(',')}]}`;
-    return { stream, expected, ids, json, ...(checked.length === 1 ? { single: checked[0] } : {}) };
+    if (ids.length > 1 && new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
+    let chars = stream.length;
+    for (const e of checked) chars += e.id.length + e.type.length + e.data.length + e.metadata.length;
+    let json: string | undefined;
+    return {
+      stream,
+      expected,
+      ids,
+      chars,
+      get json() {
+        // The events' own text (the size rule's), so that a group is the concatenation of its appends.
+        return (json ??= `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${checked
+          .map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`)
+          .join(',')}]}`);
+      },
+      ...(checked.length === 1 ? { single: checked[0] } : {}),
+    };
   }
 
   /**
@@ -175,18 +196,11 @@ export class SqlAppender {
         }));
         return [rows.length > 0 ? this.written(stream, rows[0]) : null];
       }
-      ({ rows } = await tx.query<StoredRef & { stream: string }>(
-        SINGLES_APPEND,
-        [
-          group.map((a) => a.stream),
-          group.map((a) => revisionOf(a.expected)),
-          group.map((a) => a.single!.id),
-          group.map((a) => a.single!.type),
-          group.map((a) => a.single!.data),
-          group.map((a) => a.single!.metadata),
-        ],
-        { prepare: 'eventstore_append_singles' },
-      ));
+      const appends = group.map(
+        ({ stream, expected, single }) =>
+          `{"stream":${JSON.stringify(stream)},"expected":${revisionOf(expected)},"id":${JSON.stringify(single!.id)},"type":${JSON.stringify(single!.type)},"data":${single!.data},"metadata":${single!.metadata}}`,
+      );
+      ({ rows } = await tx.query<StoredRef & { stream: string }>(SINGLES_APPEND, [`[${appends.join(',')}]`], { prepare: 'eventstore_append_singles' }));
     } catch (err) {
       if (storeUnavailable(err)) throw err;
       if ((err as { code?: unknown }).code === '23505') for (const { stream } of group) this.markContended(stream);

@@ -42,7 +42,8 @@ export class GroupCommit {
 
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
     return new Promise((resolve, reject) => {
-      this.queued.push({ ...this.appender.prepare(stream, events, expected), resolve, reject });
+      // Not spread: that would build the append's JSON, which only the group function reads.
+      this.queued.push(Object.assign(this.appender.prepare(stream, events, expected), { resolve, reject }));
       this.sendGroups();
     });
   }
@@ -51,8 +52,8 @@ export class GroupCommit {
     while (this.groupsInFlight < this.maxGroupsInFlight && this.queued.length > 0) {
       let bytes = 0;
       let size = 0;
-      while (size < this.queued.length && size < MAX_GROUP_APPENDS && (size === 0 || bytes + this.queued[size].json.length <= MAX_GROUP_CHARS)) {
-        bytes += this.queued[size].json.length;
+      while (size < this.queued.length && size < MAX_GROUP_APPENDS && (size === 0 || bytes + this.queued[size].chars <= MAX_GROUP_CHARS)) {
+        bytes += this.queued[size].chars;
         size++;
       }
       const group = this.queued.splice(0, size);

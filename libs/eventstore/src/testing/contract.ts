@@ -361,9 +361,12 @@ export function eventStoreContract(name: string, create: () => Promise<ContractF
           expect(err).toMatchObject({ stream, eventType: 'Bad', path });
         }
         expect(await store.readStream(stream)).toEqual([]);
-        // A paired surrogate (an emoji) is fine.
+        // A paired surrogate (an emoji) is fine, and so is text that only spells such an escape out.
         await store.append(stream, [event('Emoji', { s: 'ok \ud83d\ude00' })], 'no_stream');
         expect((await store.readStream(stream))[0].data).toEqual({ s: 'ok 😀' });
+        const spelled = { s: 'C:\\u0000 \\ud800 \\uDC00' };
+        await store.append(stream, [event('Spelled', spelled)], 0n);
+        expect((await store.readStream(stream))[1].data).toEqual(spelled);
       });
 
       it('counts the whole append, not each event', async () => {
