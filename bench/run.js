@@ -256,6 +256,11 @@ function machineBusySeconds() {
   return (user + nice + system + irq + softirq + (steal ?? 0)) / CLK_TCK;
 }
 
+/** Context switches of the whole host since boot (/proc/stat): every wake-up of a process that slept on a socket is one. */
+function hostContextSwitches() {
+  return Number(/^ctxt (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'))?.[1] ?? NaN);
+}
+
 /**
  * Samples RSS every 200 ms and CPU time at start/stop for the named pids, the PostgreSQL
  * backends of the bench database, and the whole machine (to tell other load on it apart).
@@ -266,6 +271,7 @@ function startSampler(pids, db) {
   const sys0 = {};
   for (const [n, pid] of Object.entries(pids)) sys0[n] = cpuSplit(pid)?.system ?? null;
   const machine0 = machineBusySeconds();
+  const switches0 = hostContextSwitches();
   const driver0 = process.cpuUsage();
   const wall0 = Date.now();
   for (const [n, pid] of Object.entries(pids)) cpu0[n] = cpuSeconds(pid);
@@ -317,6 +323,7 @@ function startSampler(pids, db) {
         syscalls,
         postgres_cpu_s_by_client: pgBy,
         machine_busy_s: +(machineBusySeconds() - machine0).toFixed(2),
+        host_context_switches: hostContextSwitches() - switches0,
         wall_s: (Date.now() - wall0) / 1000,
       };
     },
@@ -1309,6 +1316,8 @@ async function gatewaysPhase(ctx) {
             pg_rollbacks: x1.rollbacks - x0.rollbacks,
             events_per_request: r3(e1.events / Math.max(1, r.ok)),
             events_per_append_tx: r3(e1.events / Math.max(1, e1.txs)),
+            // Every process's wake-ups, the load client's included: what batching saves shows here first.
+            host_context_switches_per_request: r2(s.host_context_switches / Math.max(1, r.ok)),
             // How many of the gateways placed holds on each account during the run (their leases).
             gateways_per_account: spread,
             ...(statements ? { statements_per_request: statements } : {}),
@@ -1320,7 +1329,7 @@ async function gatewaysPhase(ctx) {
               `p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; requests per gateway ${JSON.stringify(out.by_n[n][loadName].requests_per_gateway)}; ` +
               `CPU ms/request ${out.by_n[n][loadName].cpu_ms_per_request_all} (gateways ${out.by_n[n][loadName].cpu_ms_per_request_gateways}, HAProxy ${out.by_n[n][loadName].cpu_ms_per_request_haproxy}); ` +
               `${out.by_n[n][loadName].pg_transactions_per_request} transactions/request, ${out.by_n[n][loadName].pg_rollbacks} rollbacks, ` +
-              `${out.by_n[n][loadName].events_per_append_tx} events per append transaction; gateways per account ${JSON.stringify(spread)}; CPU s ${JSON.stringify(s.cpu_s)}, PostgreSQL by client ${JSON.stringify(s.postgres_cpu_s_by_client)}` +
+              `${out.by_n[n][loadName].events_per_append_tx} events per append transaction; ${out.by_n[n][loadName].host_context_switches_per_request} context switches/request (host); gateways per account ${JSON.stringify(spread)}; CPU s ${JSON.stringify(s.cpu_s)}, PostgreSQL by client ${JSON.stringify(s.postgres_cpu_s_by_client)}` +
               (statements ? `; statements per request ${JSON.stringify(statements)}` : ''),
           );
         }
@@ -1385,11 +1394,12 @@ async function portkeyScalingPhase(ctx) {
           latency_ms: r.latency_ms,
           cpu_ms_per_request_portkey: r3((1000 * portkeyCpu) / Math.max(1, r.ok)),
           cpu_ms_per_request_haproxy: r3((1000 * (s.cpu_s.haproxy ?? 0)) / Math.max(1, r.ok)),
+          host_context_switches_per_request: r2(s.host_context_switches / Math.max(1, r.ok)),
         };
         out.by_n[n].rps_x_one = r3(r.rps / out.by_n[GATEWAY_COUNTS[0]].rps);
         log(
           `portkey x${n} behind HAProxy: ${r.rps.toFixed(0)} req/s (${out.by_n[n].rps_x_one}x one), p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; ` +
-            `Portkey CPU ms/request ${out.by_n[n].cpu_ms_per_request_portkey}`,
+            `Portkey CPU ms/request ${out.by_n[n].cpu_ms_per_request_portkey}; ${out.by_n[n].host_context_switches_per_request} context switches/request (host)`,
         );
       } finally {
         await stopProcess('haproxy');
