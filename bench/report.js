@@ -249,7 +249,7 @@ function markdown(r) {
           ? `The same 8 accounts behind a second HAProxy that routes by key (${gw.balancer_by_key}): each account on one gateway, as an operator can deploy it, but 8 keys spread unevenly over N gateways; not a target's load. `
           : '') +
         '`gateways per account` counts, over the accounts held during the run, the gateways (by lease) that placed holds on each. CPU ms/request: gateways, worker, ' +
-        'PostgreSQL, Redis and HAProxy over the 2xx answers.',
+        "PostgreSQL, Redis and HAProxy over the 2xx answers. Context switches: the whole host's (`ctxt` in /proc/stat) over the 2xx answers, every process's wake-ups included.",
       '',
       table(
         [
@@ -262,6 +262,7 @@ function markdown(r) {
           'requests per gateway',
           'gateways per account',
           'CPU ms/request: all (gateways, HAProxy)',
+          'context switches per request',
         ],
         Object.entries(gw.by_n).flatMap(([n, byLoad]) =>
           Object.entries(byLoad).map(([name, g]) => [
@@ -274,6 +275,7 @@ function markdown(r) {
             Object.values(g.requests_per_gateway).map(int).join(', '),
             g.gateways_per_account ? `${g.gateways_per_account.min}–${g.gateways_per_account.max}` : '-',
             `${f(g.cpu_ms_per_request_all)} (${f(g.cpu_ms_per_request_gateways)}, ${f(g.cpu_ms_per_request_haproxy)})`,
+            g.host_context_switches_per_request === undefined ? '-' : f(g.host_context_switches_per_request, 1),
           ]),
         ),
       ),
@@ -286,7 +288,7 @@ function markdown(r) {
           'so this is what scaling out on this host costs a proxy of about the same CPU per request. CPU ms/request: the Portkey processes, and HAProxy.',
         '',
         table(
-          ['N', 'req/s', 'x one Portkey', 'p50 / p99 ms', 'non-2xx / errors', 'CPU ms/request: Portkey (HAProxy)'],
+          ['N', 'req/s', 'x one Portkey', 'p50 / p99 ms', 'non-2xx / errors', 'CPU ms/request: Portkey (HAProxy)', 'context switches per request'],
           Object.entries(gw.portkey.by_n).map(([n, g]) => [
             n,
             int(g.rps),
@@ -294,6 +296,7 @@ function markdown(r) {
             `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
             `${g.non2xx} / ${g.errors}`,
             `${f(g.cpu_ms_per_request_portkey)} (${f(g.cpu_ms_per_request_haproxy)})`,
+            g.host_context_switches_per_request === undefined ? '-' : f(g.host_context_switches_per_request, 1),
           ]),
         ),
         '',
