@@ -3,6 +3,7 @@ import { PgSqlRunner, type SqlExecutor } from '@svc/platform';
 import { freshPgRunner } from '@svc/platform/testing/pg';
 import { WrongExpectedVersionError, type NewEvent, type RecordedEvent, type Upcaster } from './port';
 import { START, decodePosition } from './position';
+import { SINGLES_APPEND } from './sql/append';
 import { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 import { eventStoreContract, sleep, waitFor } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
@@ -289,6 +290,25 @@ describe('SqlEventStore on PostgreSQL server', () => {
         expect((refused as WrongExpectedVersionError).actual).toBe(0n);
         expect(await calls()).toBe(c0 + 1);
         expect((await s.readStream(early)).map((e) => e.type)).toEqual(['A']);
+      } finally {
+        await close();
+      }
+    });
+
+    it('probes the index once per grouped append, never hashing the whole events table, even in a plan made while the table is small', async () => {
+      const { store: s, runner: one, close } = await countingStore();
+      try {
+        await s.append(`small-${randomUUID()}`, [event('A')], 'no_stream');
+        // A connection keeps a generic plan once it has one: here it gets one at once.
+        const plan = await one.transaction(async (tx) => {
+          await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
+          await tx.query(`PREPARE grouped_probe(text) AS ${SINGLES_APPEND}`);
+          const { rows } = await tx.query<{ 'QUERY PLAN': string }>("EXPLAIN EXECUTE grouped_probe('[]')");
+          await tx.query('DEALLOCATE grouped_probe');
+          return rows.map((r) => r['QUERY PLAN']).join('\n');
+        });
+        expect(plan).toMatch(/SubPlan/);
+        expect(plan).not.toMatch(/hashed SubPlan/);
       } finally {
         await close();
       }

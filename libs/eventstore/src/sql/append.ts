@@ -58,7 +58,7 @@ RETURNING revision::text AS revision, tx::text AS tx, seq::text AS seq`;
  * not strings: as text arrays, node-postgres escaped every quote and backslash of every event
  * into an array literal, the largest allocation of a loaded gateway's requests.
  */
-const SINGLES_APPEND = `WITH input AS (
+export const SINGLES_APPEND = `WITH input AS (
   SELECT a->>'stream' AS stream, (a->>'expected')::bigint AS expected, (a->>'id')::uuid AS id, a->>'type' AS type,
     a->'data' AS data, a->'metadata' AS metadata, ord
   FROM jsonb_array_elements($1::text::jsonb) WITH ORDINALITY AS g(a, ord)),
