@@ -13,8 +13,13 @@ describe('the suites’ recorded times', () => {
     expect(missing).toEqual([]);
   });
 
-  it('include the slow end-to-end suites', () => {
-    const slow = Object.entries(recorded).filter(([suite, seconds]) => suite.startsWith('test/e2e/') && seconds >= 20);
-    expect(slow.length).toBeGreaterThan(10);
+  // Relative, not in seconds: a faster machine records every suite shorter.
+  it("are a run's: most of the twenty slowest are end-to-end suites, and they take more than half the time", () => {
+    const bySeconds = Object.entries(recorded).sort(([, a], [, b]) => b - a);
+    const slowest = bySeconds.slice(0, 20);
+    expect(slowest.filter(([suite]) => suite.startsWith('test/e2e/')).length).toBeGreaterThan(10);
+    const total = bySeconds.reduce((sum, [, seconds]) => sum + seconds, 0);
+    const endToEnd = bySeconds.filter(([suite]) => suite.startsWith('test/e2e/')).reduce((sum, [, seconds]) => sum + seconds, 0);
+    expect(endToEnd / total).toBeGreaterThan(0.5);
   });
 });

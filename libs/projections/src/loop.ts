@@ -1,7 +1,7 @@
 import type { EventStore } from '@svc/eventstore';
 
 /** A step of the loop: one batch per group of projections (see BatchApplier.step). */
-export type LoopStep = () => Promise<{ full: boolean; failures: { name: string; error: unknown }[] }>;
+export type LoopStep = () => Promise<{ read: number; full: boolean; failures: { name: string; error: unknown }[] }>;
 
 /** The waits of the loop (see the runner's options). */
 export interface LoopTimings {
@@ -9,6 +9,9 @@ export interface LoopTimings {
   coalesceMs?: number;
   busyCoalesceMs?: number;
 }
+
+/** The first wait before a step looks again for events a wake-up announced but it could not read. */
+const MIN_HELD_BACK_MS = 10;
 
 /**
  * Follows the log: steps while batches come full, then waits for a wake-up (an append, or a
@@ -58,16 +61,22 @@ export class FollowLoop {
   }
 
   private async loop(): Promise<void> {
+    /** The step follows a wake-up (an append or a catch-up request), not the idle delay. */
+    let wokenUp = false;
+    /** The last wait for events a wake-up announced but the step could not read yet. */
+    let heldBackMs = 0;
     while (this.running) {
       let more = false;
+      let read = 0;
       this.woken = false;
       try {
-        const { full, failures } = await this.step();
+        const step = await this.step();
         // A failing projection must not spin: reported, it is retried after the next wake or
         // the idle delay (its batches no longer count as progress once it lags alone), while
         // the others go on.
-        for (const f of failures) console.error(`projection ${f.name} failed:`, f.error);
-        more = full;
+        for (const f of step.failures) console.error(`projection ${f.name} failed:`, f.error);
+        more = step.full;
+        read = step.read;
       } catch (err) {
         console.error('projections could not read the log:', err);
       }
@@ -76,20 +85,36 @@ export class FollowLoop {
       // one coalescing wait gathers them with those still to come into one batch, rather than
       // an immediate read of the few that came meanwhile (one transaction each, most of the
       // worker's cost per request), then another wait.
-      if (this.woken) await this.pause(this.options.busyCoalesceMs ?? this.options.coalesceMs ?? 0);
-      else await this.idle();
+      if (this.woken) {
+        await this.pause(this.options.busyCoalesceMs ?? this.options.coalesceMs ?? 0);
+        continue;
+      }
+      const idleMs = this.options.idleMs ?? 500;
+      if (wokenUp && read === 0 && heldBackMs < idleMs) {
+        // Woken by an append, the step read nothing: a transaction still open anywhere on the
+        // server holds the newest events back from every reader (see VISIBLE_AFTER). Looked for
+        // again soon, less often each time, instead of after the idle delay, which a wake-up
+        // that read nothing would otherwise cost the read models.
+        heldBackMs = Math.min(Math.max(2 * heldBackMs, this.options.coalesceMs ?? 0, MIN_HELD_BACK_MS), idleMs);
+        await this.pause(heldBackMs);
+        continue;
+      }
+      heldBackMs = 0;
+      wokenUp = await this.idle();
     }
   }
 
-  private idle(): Promise<void> {
+  /** Waits for a wake-up (true) or the idle delay (false), then gathers appends for coalesceMs. */
+  private idle(): Promise<boolean> {
     return new Promise((resolve) => {
-      const done = () => {
+      const done = (woken: boolean) => {
         clearTimeout(timer);
-        this.wakers.delete(done);
-        void this.pause(this.options.coalesceMs ?? 0).then(resolve);
+        this.wakers.delete(wake);
+        void this.pause(this.options.coalesceMs ?? 0).then(() => resolve(woken));
       };
-      const timer = setTimeout(done, this.options.idleMs ?? 500);
-      this.wakers.add(done);
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(false), this.options.idleMs ?? 500);
+      this.wakers.add(wake);
     });
   }
 

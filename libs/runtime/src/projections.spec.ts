@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import {
   DEFAULT_KEY_SETTINGS,
   keyDecider,
@@ -617,6 +618,47 @@ describe.each([
         expect(applied.get('during')! - batchEnded).toBeGreaterThanOrEqual(550);
       } finally {
         await runner.stop();
+      }
+    },
+  );
+
+  // A transaction open anywhere on the server holds every newer event back from readers (tx < xmin).
+  (_name === 'postgres' ? it : it.skip)(
+    'reads an event that a transaction open elsewhere held back soon after that transaction ends, not after the idle delay',
+    async () => {
+      const applied = new Map<string, number>();
+      const probe = perEvent({
+        name: 'held',
+        tables: [],
+        schema: [],
+        handlers: {
+          Held: async (e) => {
+            applied.set((e.data as { id: string }).id, performance.now());
+          },
+        },
+      });
+      const following = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, idleMs: 60_000 });
+      await following.init();
+      await following.catchUp('held');
+      following.start();
+      const blocker = new Client({ connectionString: process.env.DATABASE_URL });
+      await blocker.connect();
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT pg_current_xact_id()');
+        await store.append(`held-${randomUUID()}`, [{ id: randomUUID(), type: 'Held', data: { id: 'held' } }], 'no_stream');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        // Woken by the append, the runner found nothing to read.
+        expect(applied.has('held')).toBe(false);
+        await blocker.query('COMMIT');
+        const ended = performance.now();
+        const deadline = Date.now() + 10_000;
+        while (!applied.has('held') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+        expect(applied.get('held')! - ended).toBeLessThan(5_000);
+      } finally {
+        await blocker.end();
+        await following.stop();
       }
     },
   );
