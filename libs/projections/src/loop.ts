@@ -100,12 +100,12 @@ export class FollowLoop {
         continue;
       }
       heldBackMs = 0;
-      wokenUp = await this.idle();
+      wokenUp = await this.idle(idleMs);
     }
   }
 
-  /** Waits for a wake-up (true) or the idle delay (false), then gathers appends for coalesceMs. */
-  private idle(): Promise<boolean> {
+  /** Waits for a wake-up (true) or `idleMs` (false), then gathers appends for coalesceMs. */
+  private idle(idleMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       const done = (woken: boolean) => {
         clearTimeout(timer);
@@ -113,7 +113,7 @@ export class FollowLoop {
         void this.pause(this.options.coalesceMs ?? 0).then(() => resolve(woken));
       };
       const wake = () => done(true);
-      const timer = setTimeout(() => done(false), this.options.idleMs ?? 500);
+      const timer = setTimeout(() => done(false), idleMs);
       this.wakers.add(wake);
     });
   }
