@@ -19,6 +19,7 @@ import { DEFAULT_POLICY, guardrailsDecider, guardrailsStream, type GuardrailComm
 import { batchDecider, batchStream, type BatchCommand } from '@svc/batches';
 import { videoDecider, videoStream, type VideoCommand } from '@svc/videos';
 import { freshPgRunner } from '@svc/platform/testing/pg';
+import { visibleUpTo } from '@svc/eventstore/testing/visible';
 import { ProjectionRunner, perEvent, type Projection } from '@svc/projections';
 import { ALL_PROJECTIONS } from './projections';
 import { memoryPglite } from '@svc/platform/testing/pglite';
@@ -341,11 +342,12 @@ describe.each([
   });
 
   it('applies a batch of more than 500 events (a rebuild) in one transaction per projection, so they can run at once', async () => {
-    await store.append(
+    const bulkAppended = await store.append(
       `bulk-${randomUUID()}`,
       Array.from({ length: 501 }, (_, i) => ({ id: randomUUID(), type: 'Bulk', data: { i } })),
       'no_stream',
     );
+    await visibleUpTo(sql, bulkAppended.position);
     const seen = new Map<string, Set<unknown>>();
     const probe = (name: string) =>
       perEvent({ name, tables: [], schema: [], handlers: { Bulk: async (_e, tx) => void seen.set(name, (seen.get(name) ?? new Set()).add(tx)) } });
@@ -395,11 +397,12 @@ describe.each([
   // the identity projection, every later revocation). It is set aside, visibly, and the rest goes on.
   it('sets aside an event it cannot apply (a value PostgreSQL refuses), records it, and applies the rest', async () => {
     const stream = `poison-${randomUUID()}`;
-    await store.append(
+    const poison = await store.append(
       stream,
       [1, 2 ** 40, 3].map((n) => ({ id: randomUUID(), type: 'PoisonProbe', data: { n } })),
       'no_stream',
     );
+    await visibleUpTo(sql, poison.position);
     const ints = perEvent({
       name: 'poison_ints',
       tables: ['poison_ints_rows'],
@@ -438,7 +441,8 @@ describe.each([
   });
 
   it('does not set aside an event whose apply failed for a passing reason (a lost connection): it is retried', async () => {
-    await store.append(`transient-${randomUUID()}`, [{ id: randomUUID(), type: 'TransientProbe', data: {} }], 'no_stream');
+    const transient = await store.append(`transient-${randomUUID()}`, [{ id: randomUUID(), type: 'TransientProbe', data: {} }], 'no_stream');
+    await visibleUpTo(sql, transient.position);
     let calls = 0;
     const flaky = perEvent({
       name: 'transient_probe',
@@ -805,6 +809,7 @@ describe.each([
     // Once it moves, a wait is given its whole timeout again.
     await idle.catchUpAll();
     const next = await store.append(`stall-${randomUUID()}`, [{ id: randomUUID(), type: 'StallProbe', data: {} }], 'no_stream');
+    await visibleUpTo(sql, next.position);
     started = Date.now();
     const waiting = idle.waitFor(next.position, ['stall_probe'], 1500);
     await new Promise((resolve) => setTimeout(resolve, 600));
@@ -825,6 +830,7 @@ describe('two runners on one PostgreSQL database', () => {
     const b = new ProjectionRunner(sql, store, ALL_PROJECTIONS, { batchSize: 3 });
     await a.init();
     await b.init();
+    await visibleUpTo(sql, last);
     await Promise.all([a.catchUpAll(), b.catchUpAll(), a.catchUpAll(), b.catchUpAll()]);
     const { rows } = await sql.query<{ used_nano: string; purchased_nano: string }>(
       'SELECT used_nano, purchased_nano FROM credit_accounts ORDER BY account_id',
@@ -846,8 +852,12 @@ describe('the read models on postgres, however the log is cut into batches', () 
     const rng = new Random(20_261_123);
     const accounts = ['c1', 'c2', 'c3'];
     const open = new Map<string, string[]>(accounts.map((a) => [a, []]));
+    let lastPosition = '';
     const decide = (account: string, command: AccountCommand, metadata = {}) =>
-      aggregates.handle(accountDecider, accountStream(account), command, metadata).catch(() => undefined); // refusals are part of the history
+      aggregates
+        .handle(accountDecider, accountStream(account), command, metadata)
+        .then((r) => void (lastPosition = r.appended?.position ?? lastPosition))
+        .catch(() => undefined); // refusals are part of the history
     for (const a of accounts) {
       await decide(a, { type: 'OpenAccount', accountId: a });
       await decide(a, { type: 'AddCredits', amountNano: 2_000_000_000n, reason: 'signup' });
@@ -907,6 +917,7 @@ describe('the read models on postgres, however the log is cut into batches', () 
       await runner.rebuild();
       return rows();
     };
+    await visibleUpTo(sql, lastPosition);
     const one = await cut(1);
     // The history covers what the batches must fold: every ledger table has rows, holds expired and open.
     for (const table of ['credit_accounts', 'credit_holds', 'generations', 'key_usage_daily', 'activity_daily', 'activity_open_holds']) {
