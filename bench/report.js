@@ -155,12 +155,14 @@ function markdown(r) {
 
   const wp = r.sequential_worker_paused?.json;
   if (wp) {
+    // Runs before the running twin was measured compared against the five-target phase.
+    const wr = r.sequential_worker_running?.json ?? r.sequential.json;
+    const against = r.sequential_worker_running ? 'the same two targets just before, the worker running' : 'the phase above, the worker running';
     p(
       `**Diagnostic, the worker paused** (SIGSTOP; its projections otherwise run on the same cores and the same PostgreSQL after every request): ` +
         `${wp.gateway.n} non-streamed requests, gateway and direct interleaved: gateway p50 ${f(wp.gateway.latency_ms.p50, 3)} ms, p99 ${f(wp.gateway.latency_ms.p99, 3)} ms; ` +
-        `overhead p50 **${f(wp.gateway.overhead_ms.p50, 3)} ms**, p99 **${f(wp.gateway.overhead_ms.p99, 3)} ms** ` +
-        `(against ${f(r.sequential.json.gateway.overhead_ms.p50, 3)} / ${f(r.sequential.json.gateway.overhead_ms.p99, 3)} ms with the worker running); ` +
-        `${f(wp.pg_transactions_per_gateway_request)} PostgreSQL transactions per request.`,
+        `overhead p50 **${f(wp.gateway.overhead_ms.p50, 3)} ms**, p99 **${f(wp.gateway.overhead_ms.p99, 3)} ms**, ${f(wp.pg_transactions_per_gateway_request)} PostgreSQL transactions per request; ` +
+        `against ${f(wr.gateway.overhead_ms.p50, 3)} / ${f(wr.gateway.overhead_ms.p99, 3)} ms and ${f(wr.pg_transactions_per_gateway_request)} transactions (${against}).`,
       '',
     );
   }

@@ -18,6 +18,8 @@
  * TIMELINE_ROOT times each step of the gateway's lone requests (see bench/timeline.js);
  * `BENCH_GATEWAY_FLAGS` gives the gateway node flags NODE_OPTIONS refuses (`--cpu-prof`);
  * `BENCH_EVERY_GATEWAY_FLAGS` gives such flags to every gateway process, phase 2c's included.
+ * `BENCH_WORKER_NODE_OPTIONS` does for the worker what BENCH_GATEWAY_NODE_OPTIONS does for the
+ * gateway (`--require <repo>/bench/count-queries.js`: its statements per phase).
  *
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
@@ -1038,7 +1040,7 @@ async function profilePhase(ctx) {
 
 /**
  * Node options for one gateway only (`BENCH_GATEWAY_NODE_OPTIONS`, and for build B
- * `BENCH_AB_GATEWAY_NODE_OPTIONS`), added to any NODE_OPTIONS the bench itself was given: a
+ * `BENCH_AB_GATEWAY_NODE_OPTIONS`) or the worker (`BENCH_WORKER_NODE_OPTIONS`), added to any NODE_OPTIONS the bench itself was given: a
  * runtime flag (say `--max-semi-space-size=32`) can then be measured against the same build
  * without it, or against another build, in one run.
  */
@@ -1659,7 +1661,7 @@ async function main() {
     await startGateway(ctx);
     ctx.gatewayOrigin = `http://127.0.0.1:${ctx.gatewayPort}`;
     const worker = await startProcess('worker', process.execPath, ['dist/apps/worker/src/main.js'], {
-      env: ctx.appEnv({ PORT: '0' }),
+      env: ctx.appEnv({ PORT: '0', ...gatewayNodeOptions('BENCH_WORKER_NODE_OPTIONS') }),
       ready: /svc-worker running/,
     });
     ctx.pids.worker = worker.pid;
@@ -1746,13 +1748,18 @@ async function main() {
     results.sequential = await sequentialPhase(ctx, { targets: seqTargets });
 
     // Diagnostic: the same, gateway only, with the worker paused (its projections compete for
-    // the same 2 cores and the same PostgreSQL): how much of the overhead is the worker's.
+    // the same 2 cores and the same PostgreSQL): how much of the overhead is the worker's. The
+    // phase above rotates five targets, this one two, so the worker's share is read against the
+    // same two-target rotation with the worker running, measured just before.
     const nPaused = QUICK ? 200 : 500;
-    log(`1b. sequential, gateway only, worker paused (SIGSTOP), ${nPaused} requests`);
+    const twoTargets = { targets: ['direct', 'gateway'], modes: ['json'], n: nPaused, warmup: 30 };
+    log(`1b. sequential, gateway only, worker running, then paused (SIGSTOP), ${nPaused} requests each`);
+    await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
+    results.sequential_worker_running = await sequentialPhase(ctx, twoTargets);
     await settle({ gateway: ctx.pids.gateway, worker: ctx.pids.worker });
     process.kill(ctx.pids.worker, 'SIGSTOP');
     try {
-      results.sequential_worker_paused = await sequentialPhase(ctx, { targets: ['direct', 'gateway'], modes: ['json'], n: nPaused, warmup: 30 });
+      results.sequential_worker_paused = await sequentialPhase(ctx, twoTargets);
     } finally {
       process.kill(ctx.pids.worker, 'SIGCONT');
     }
@@ -1760,7 +1767,11 @@ async function main() {
     if (SEQUENTIAL_ONLY) {
       const fc = firstContentTarget(results.sequential.stream);
       log(`${fc.target.reached ? 'REACHED ' : 'MISSED  '} ${fc.target.name}: ${fc.target.measured}`);
-      for (const [phase, figures] of Object.entries({ ...results.sequential, paused: results.sequential_worker_paused.json })) {
+      for (const [phase, figures] of Object.entries({
+        ...results.sequential,
+        running: results.sequential_worker_running.json,
+        paused: results.sequential_worker_paused.json,
+      })) {
         const floor = figures.durable ? `; durable floor p50 ${figures.durable.overhead_ms.p50} ms, p99 ${figures.durable.overhead_ms.p99} ms` : '';
         log(
           `${phase}: gateway overhead p50 ${figures.gateway.overhead_ms.p50} ms, p99 ${figures.gateway.overhead_ms.p99} ms${floor}; ${figures.pg_transactions_per_gateway_request} PostgreSQL transactions per request`,
@@ -1979,7 +1990,7 @@ async function consistency(db, results) {
   const byType = Object.fromEntries(rows.map((r) => [r.type, r.n]));
   const okIn = (phase, warmup) =>
     Object.values(phase ?? {}).reduce((s, m) => s + (m.gateway ? m.gateway.n + warmup - Object.values(m.gateway.invalid).reduce((a, b) => a + b, 0) : 0), 0);
-  const seqOk = okIn(results.sequential, CFG.seqWarmup) + okIn(results.sequential_worker_paused, 30);
+  const seqOk = okIn(results.sequential, CFG.seqWarmup) + okIn(results.sequential_worker_running, 30) + okIn(results.sequential_worker_paused, 30);
   const loadOk = MODES.reduce((s, m) => s + results.throughput[m].gateway.ok + results.throughput[m].gateway.warmup_ok, 0);
   const profileOk = results.profile ? results.profile.load.ok + results.profile.load.warmup_ok : 0;
   const own = results.own_read;
