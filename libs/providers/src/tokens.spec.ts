@@ -1,5 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { countChatPromptTokens, countTextTokens, NON_TEXT_PART_TOKENS, pieceEnd, TokenBudget, truncateToTokens } from './tokens';
+import { countChatPromptTokens, countTextTokens, loadO200k, NON_TEXT_PART_TOKENS, pieceEnd, TokenBudget, truncateToTokens } from './tokens';
 
 describe('countTextTokens', () => {
   it('counts o200k_base tokens', () => {
@@ -130,5 +134,30 @@ describe('counting caller text is bounded', () => {
     expect(budget.spent()).toBe(true);
     expect(counted).toBeGreaterThan(0);
     expect(counted).toBeLessThanOrEqual(Buffer.byteLength(base64));
+  });
+});
+
+describe('the encoding read from the ranks the build writes as JSON (scripts/tokenizer-ranks.js)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-ranks-'));
+  const file = join(dir, 'o200k_base.ranks.json');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('holds the ranks of the module, and encodes and decodes as it does', () => {
+    const written = spawnSync(process.execPath, [join(__dirname, '..', '..', '..', 'scripts', 'tokenizer-ranks.js'), file], { encoding: 'utf8' });
+    expect(written.stderr).toBe('');
+    expect(written.status).toBe(0);
+    const ranks = (require('gpt-tokenizer/bpeRanks/o200k_base') as typeof import('gpt-tokenizer/bpeRanks/o200k_base')).default;
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(ranks);
+    const fromJson = loadO200k(file);
+    // Scripts, emoji, control characters and bytes that are not text on their own.
+    const text = 'Hello, wörld! Привет, 世界 — नमस्ते 😀👍🏽 \u0000\t<|endoftext|> ﷽ x'.repeat(20);
+    const tokens = fromJson.encode(text, { disallowedSpecial: new Set() });
+    expect(tokens).toEqual(encode(text, { disallowedSpecial: new Set() }));
+    expect(fromJson.decode(tokens)).toBe(text);
+  });
+
+  it('is the module itself where no such file was written (run from the sources)', () => {
+    const text = 'no file here, ça va';
+    expect(loadO200k(join(dir, 'missing.json')).encode(text)).toEqual(encode(text));
   });
 });

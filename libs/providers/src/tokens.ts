@@ -3,14 +3,39 @@
  * the gateway (which reserves the worst case with it). Both sides use the same function, so the
  * gateway's estimate for a simulated model is never below what the simulator later reports.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 import { isRecord } from './json';
 
-// The specific encoding module: importing the package root would load every encoding's ranks.
-// Its ranks take half a second of CPU to build, so it is required by the first count: the CLI,
-// the video and webhook workers never count, and a gateway warms it before it listens.
-// Kept once required: a count calls this once a piece, and require() resolves the path each time.
-let encoding: typeof import('gpt-tokenizer/encoding/o200k_base') | undefined;
-const o200k = () => (encoding ??= require('gpt-tokenizer/encoding/o200k_base') as typeof import('gpt-tokenizer/encoding/o200k_base'));
+/**
+ * The encoding's ranks as JSON, written beside this file by the build (scripts/tokenizer-ranks.js).
+ * gpt-tokenizer ships them as a 2.2 MB JavaScript module: compiling it left a process 65-75 MB
+ * more resident memory once the encoding was built, parsing the same array as JSON 46 MB. Run
+ * from the sources (the tests) there is no such file, and the module is required instead.
+ */
+export const O200K_RANKS_JSON = join(__dirname, 'o200k_base.ranks.json');
+
+/** The o200k_base encoding, its ranks read from `ranksJson` when that file is there. */
+export function loadO200k(ranksJson = O200K_RANKS_JSON): GptEncoding {
+  // The specific modules: the package root would load every encoding's ranks.
+  const { GptEncoding } = require('gpt-tokenizer/GptEncoding') as typeof import('gpt-tokenizer/GptEncoding');
+  return GptEncoding.getEncodingApi('o200k_base', () => {
+    let text: string;
+    try {
+      text = readFileSync(ranksJson, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return (require('gpt-tokenizer/bpeRanks/o200k_base') as typeof import('gpt-tokenizer/bpeRanks/o200k_base')).default;
+    }
+    return JSON.parse(text) as (string | number[])[];
+  });
+}
+
+// Its ranks take half a second of CPU to build, so it is built by the first count: the CLI, the
+// video and webhook workers never count, and a gateway warms it before it listens.
+let encoding: GptEncoding | undefined;
+const o200k = () => (encoding ??= loadO200k());
 
 /** Builds the encoding now, so that the first request does not wait for it. */
 export function warmTokenCounting(): void {
