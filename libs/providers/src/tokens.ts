@@ -14,7 +14,7 @@ import { isRecord } from './json';
  * more resident memory once the encoding was built, parsing the same array as JSON 46 MB. Run
  * from the sources (the tests) there is no such file, and the module is required instead.
  */
-export const O200K_RANKS_JSON = join(__dirname, 'o200k_base.ranks.json');
+const O200K_RANKS_JSON = join(__dirname, 'o200k_base.ranks.json');
 
 /** The o200k_base encoding, its ranks read from `ranksJson` when that file is there. */
 export function loadO200k(ranksJson = O200K_RANKS_JSON): GptEncoding {
