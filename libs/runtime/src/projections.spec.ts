@@ -232,6 +232,15 @@ describe.each([
     await sql?.close();
   });
 
+  /** A runner of `probe` alone, caught up with the log and following it from now on. */
+  async function following(probe: Projection, options: NonNullable<ConstructorParameters<typeof ProjectionRunner>[3]>): Promise<ProjectionRunner> {
+    const started = new ProjectionRunner(sql, store, [probe], options);
+    await started.init();
+    await started.catchUp(probe.name);
+    started.start();
+    return started;
+  }
+
   it('projects balances, holds, generations and keys from the log', async () => {
     const { rows } = await sql.query<Record<string, string>>('SELECT * FROM credit_accounts WHERE account_id = $1', ['a1']);
     // One charge of 12,345 nano; one hold of 40,003 still open.
@@ -560,10 +569,7 @@ describe.each([
     });
     // A long idleMs: only the append wakes it. A window long enough for the five appends
     // however slow a loaded machine makes them (PGlite's took over 200 ms in all on one).
-    const coalescing = new ProjectionRunner(sql, store, [probe], { coalesceMs: 1_000, idleMs: 60_000 });
-    await coalescing.init();
-    await coalescing.catchUp('coalesced');
-    coalescing.start();
+    const coalescing = await following(probe, { coalesceMs: 1_000, idleMs: 60_000 });
     try {
       await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
       const started = performance.now();
@@ -603,10 +609,7 @@ describe.each([
           },
         },
       });
-      const runner = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
-      await runner.init();
-      await runner.catchUp('busy');
-      runner.start();
+      const runner = await following(probe, { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
       const append = (id: string) => store.append(`busy-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Busy', data: { id } }], 'no_stream');
       try {
         await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
@@ -641,10 +644,7 @@ describe.each([
           },
         },
       });
-      const following = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, idleMs: 60_000 });
-      await following.init();
-      await following.catchUp('held');
-      following.start();
+      const held = await following(probe, { coalesceMs: 20, idleMs: 60_000 });
       const blocker = new Client({ connectionString: process.env.DATABASE_URL });
       await blocker.connect();
       try {
@@ -662,7 +662,7 @@ describe.each([
         expect(applied.get('held')! - ended).toBeLessThan(5_000);
       } finally {
         await blocker.end();
-        await following.stop();
+        await held.stop();
       }
     },
   );
@@ -686,10 +686,7 @@ describe.each([
         },
       },
     });
-    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 300, idleMs: 60_000 });
-    await gathering.init();
-    await gathering.catchUp('gathered');
-    gathering.start();
+    const gathering = await following(probe, { coalesceMs: 300, idleMs: 60_000 });
     const append = (id: string) => store.append(`gathered-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Gathered', data: { id } }], 'no_stream');
     try {
       await append('a');
@@ -713,7 +710,6 @@ describe.each([
     // a runner that is not started) with a store of its own, on its own connections on PostgreSQL.
     const applied: string[] = [];
     const probe = perEvent({ name: 'catch_up', tables: [], schema: [], handlers: { CatchUp: async (e) => void applied.push((e.data as { id: string }).id) } });
-    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 10_000, busyCoalesceMs: 10_000, idleMs: 60_000 });
     const readerSql =
       _name === 'postgres'
         ? await PgSqlRunner.connect({
@@ -723,9 +719,7 @@ describe.each([
         : sql;
     const readerStore = _name === 'postgres' ? new SqlEventStore(readerSql) : store;
     const reader = new ProjectionRunner(readerSql, readerStore, [probe]);
-    await gathering.init();
-    await gathering.catchUp('catch_up');
-    gathering.start();
+    const gathering = await following(probe, { coalesceMs: 10_000, busyCoalesceMs: 10_000, idleMs: 60_000 });
     try {
       await new Promise((resolve) => setTimeout(resolve, 200)); // idle, its LISTEN connection open
       const id = randomUUID();
@@ -764,10 +758,7 @@ describe.each([
         },
       },
     });
-    const gathering = new ProjectionRunner(sql, store, [probe], { coalesceMs: 20, busyCoalesceMs: 10_000, idleMs: 60_000 });
-    await gathering.init();
-    await gathering.catchUp('catch_up_later');
-    gathering.start();
+    const gathering = await following(probe, { coalesceMs: 20, busyCoalesceMs: 10_000, idleMs: 60_000 });
     const append = (id: string) => store.append(`catch-up-later-${randomUUID()}`, [{ id: randomUUID(), type: 'CatchUpLater', data: { id } }], 'no_stream');
     try {
       await new Promise((resolve) => setTimeout(resolve, 200));
