@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SqlRunner } from '@svc/platform';
+import { until } from '../../../../test/support/until';
 import { decodePosition } from '../position';
 import type { Position } from '../port';
 
@@ -13,11 +13,10 @@ import type { Position } from '../port';
  */
 export async function visibleUpTo(sql: SqlRunner, position: Position, timeoutMs = 15_000): Promise<void> {
   const tx = decodePosition(position).major.toString();
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await sql.query<{ visible: boolean }>('SELECT $1::text::xid8 < pg_snapshot_xmin(pg_current_snapshot()) AS visible', [tx]);
-    if (rows[0].visible) return;
-    if (Date.now() > deadline) throw new Error(`the log up to ${position} was still held back after ${timeoutMs} ms`);
-    await sleep(10);
-  }
+  await until(
+    `the log up to ${position} to be visible to global reads`,
+    async () => (await sql.query<{ visible: boolean }>('SELECT $1::text::xid8 < pg_snapshot_xmin(pg_current_snapshot()) AS visible', [tx])).rows[0].visible,
+    timeoutMs,
+    10,
+  );
 }
