@@ -238,13 +238,24 @@ function markdown(r) {
 
   const gw = r.gateways;
   if (gw) {
+    /** The paired median over the rounds, each round's ratio after it. */
+    const roundsX = (g) => (g.rounds ? `${x(g.rps_x_one)} (${g.rounds.map((k) => x(k.x_one)).join(', ')})` : x(g.rps_x_one));
+    /** Non-2xx / errors, over every round when there were rounds. */
+    const failures = (g) =>
+      g.rounds
+        ? `${g.rounds.reduce((a, k) => a + k.non2xx, 0)} / ${g.rounds.reduce((a, k) => a + k.errors, 0)}`
+        : `${g.non2xx} / ${g.errors + (g.timeouts ?? 0)}`;
     const loads = { accounts64: '64 accounts', accounts8: '8 accounts, on every gateway', accounts8ByKey: '8 accounts, routed by key' };
     p(`## 2c. N gateways behind one balancer`, '');
     p(
       `1, 2 and 4 gateway processes of this build (each as \`npm run start:gateway\` runs it) on the same database and Redis, with ${gw.workers} worker, ` +
         `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
-        `${r.config.loadConnections} connections, non-streamed, ${r.config.loadSeconds} s per N and load after a warm-up of at least 3 s through the balancer; ` +
-        'each gateway started for an N is first warmed alone, directly, for at least 4 s (a fresh process runs cold). Three loads. ' +
+        `${r.config.loadConnections} connections, non-streamed. ` +
+        (gw.rounds
+          ? `Every gateway is started and warmed before the first run, then the Ns take turns in ${gw.rounds} rounds, each round starting with another N, ${gw.round_seconds} s per N and load after ${r.config.loadWarmup} s through the balancer: ` +
+            "`x one gateway` is the median over the rounds of each round's ratio to N = 1's run in the same round (each round's ratio in brackets), the other figures are the round with the median requests/s, and the non-2xx and errors are summed over every round. "
+          : `${r.config.loadSeconds} s per N and load after a warm-up through the balancer. `) +
+        'Each gateway is first warmed alone, directly, with the same load in windows of 3 s until its CPU per request falls by less than 5% from one window to the next (a fresh process runs cold for many seconds; the curves are in the raw figures, `gateways.warmup_curves`). Three loads. ' +
         "The 64 accounts of section 2, their keys rotated per request: HAProxy rotates the gateways per request too, and as 64 is a multiple of N, each account's requests land on one gateway (no two gateways write one account). " +
         "8 accounts with each request's key drawn at random: every account's requests land on every gateway, about 8 of one account's in flight at once, and the gateways race on its stream. " +
         (gw.balancer_by_key
@@ -271,9 +282,9 @@ function markdown(r) {
             n,
             loads[name] ?? name,
             int(g.rps),
-            x(g.rps_x_one),
+            roundsX(g),
             `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
-            `${g.non2xx} / ${g.errors + g.timeouts}`,
+            failures(g),
             Object.values(g.requests_per_gateway).map(int).join(', '),
             g.gateways_per_account ? `${g.gateways_per_account.min}–${g.gateways_per_account.max}` : '-',
             `${f(g.cpu_ms_per_request_all)} (${f(g.cpu_ms_per_request_gateways)}, ${f(g.cpu_ms_per_request_haproxy)})`,
@@ -285,7 +296,7 @@ function markdown(r) {
     );
     if (gw.portkey) {
       p(
-        `**Reference, not a target:** the same HAProxy (${gw.portkey.balancer}) in front of 1, 2 and 4 Portkey processes, the 64 accounts' load, each Portkey started for an N warmed alone first. ` +
+        `**Reference, not a target:** the same HAProxy (${gw.portkey.balancer}) in front of 1, 2 and 4 Portkey processes, the 64 accounts' load, each Portkey warmed alone first in the same way. ` +
           'Portkey writes nothing durable and gathers nothing into batches: its work per request does not depend on how many requests one process has in flight, ' +
           'so this is what scaling out on this host costs a proxy of about the same CPU per request. CPU ms/request: the Portkey processes, and HAProxy.',
         '',
@@ -294,9 +305,9 @@ function markdown(r) {
           Object.entries(gw.portkey.by_n).map(([n, g]) => [
             n,
             int(g.rps),
-            x(g.rps_x_one),
+            roundsX(g),
             `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
-            `${g.non2xx} / ${g.errors}`,
+            failures(g),
             `${f(g.cpu_ms_per_request_portkey)} (${f(g.cpu_ms_per_request_haproxy)})`,
             g.host_context_switches_per_request === undefined ? '-' : f(g.host_context_switches_per_request, 1),
           ]),
