@@ -90,6 +90,21 @@ describe('browser calls across origins (CORS)', () => {
     expect(r).toMatchObject({ status: 403, body: { error: { code: 'referrer_not_allowed' } } });
   });
 
+  it('answers a call without Origin (an SDK on a server) with no CORS headers but Vary: Origin, and one with it with them', async () => {
+    const body = { model: 'sim/echo', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
+    const plain = await call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body });
+    expect(plain.status).toBe(200);
+    expect([...plain.headers.keys()].filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    expect(plain.headers.get('vary')).toMatch(/\borigin\b/i);
+    const cross = await call('POST', '/v1/chat/completions', { key: gw.keys.api_key, body, headers: { origin } });
+    expect(cross.status).toBe(200);
+    expect(cross.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(cross.headers.get('access-control-expose-headers')?.split(', ')).toEqual(
+      expect.arrayContaining(['x-svc-generation-id', 'x-ratelimit-remaining-requests']),
+    );
+    expect(cross.headers.get('vary')).toMatch(/\borigin\b/i);
+  });
+
   it('gives the operator API no CORS: the browser refuses the page the answer', async () => {
     const r = await fromPage(`${gateway}/admin/accounts`, {
       method: 'POST',
