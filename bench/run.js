@@ -42,7 +42,8 @@
  *
  * Environment: BENCH_APP_ROOT, BENCH_PG_URL (an admin connection, default
  * postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL (default redis://127.0.0.1:6379/14),
- * BENCH_SEQ_N, BENCH_SEQ_WARMUP, BENCH_LOAD_SECONDS, BENCH_LOAD_WARMUP, BENCH_HOT_REQUESTS, and
+ * BENCH_SEQ_N, BENCH_SEQ_WARMUP, BENCH_LOAD_SECONDS, BENCH_LOAD_WARMUP, BENCH_HOT_REQUESTS,
+ * BENCH_GATEWAY_ROUNDS (rounds of section 2c, 3 by default), and
  * BENCH_COMMIT (the commit an app root outside this checkout was built from, for the report).
  */
 const fs = require('node:fs');
