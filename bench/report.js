@@ -252,7 +252,7 @@ function markdown(r) {
         `behind HAProxy from the distribution (${gw.balancer}; the same HAProxy in front of N = 1, so the ratios leave its own cost out). ` +
         `${r.config.loadConnections} connections, non-streamed. ` +
         (gw.rounds
-          ? `Every gateway is started and warmed before the first run, then the Ns take turns in ${gw.rounds} rounds, each round starting with another N, ${gw.round_seconds} s per N and load after ${r.config.loadWarmup} s through the balancer: ` +
+          ? `Every gateway is started and warmed before the first run (those outside an N's run stay up, idle, as an operator's spare processes would, still told of every append), then the Ns take turns in ${gw.rounds} rounds, each round starting with another N, ${gw.round_seconds} s per N and load after ${r.config.loadWarmup} s through the balancer: ` +
             "`x one gateway` is the median over the rounds of each round's ratio to N = 1's run in the same round (each round's ratio in brackets), the other figures are the round with the median requests/s, and the non-2xx and errors are summed over every round. "
           : `${r.config.loadSeconds} s per N and load after a warm-up through the balancer. `) +
         'Each gateway is first warmed alone, directly, with the same load in windows of 3 s until its CPU per request falls by less than 5% from one window to the next (a fresh process runs cold for many seconds; the curves are in the raw figures, `gateways.warmup_curves`). Three loads. ' +
