@@ -48,7 +48,10 @@ function markdown(r) {
     '',
     `Measured **${r.date.slice(0, 19).replace('T', ' ')} UTC** on ${m.nproc} cores (${m.cpu_model}), ${m.memory_gb} GB, Node ${m.node}, PostgreSQL ${m.postgres}, ` +
       `commit \`${r.git.commit}\`${r.git.tree_dirty ? ' (working tree had uncommitted changes)' : ''}${r.git.app_root !== '.' ? ' (built from a clean `git archive` export of that commit, outside the work tree)' : ''}. ` +
-      `Run took ${r.elapsed_s} s; load average ${m.loadavg_start.join(' / ')} at the start, ${m.loadavg_end.join(' / ')} at the end.` +
+      `Run took ${r.elapsed_s} s; load average ${m.loadavg_start.join(' / ')} at the start, ${m.loadavg_end.join(' / ')} at the end` +
+      (m.stolen_share === undefined || m.stolen_share === null
+        ? '.'
+        : `; the hypervisor gave ${f(100 * m.stolen_share, 1)}% of the cores' time during the run to other guests (\`steal\` in /proc/stat)${m.stolen_share > 0.05 ? ": every figure is slower than this host's own, and single runs vary" : ''}.`) +
       (m.loopback_round_trip
         ? ` A round trip between two processes over loopback TCP (\`bench/pingpong.js\`, one byte each way) takes ${m.loopback_round_trip.p50_us} µs at p50 ` +
           `and ${m.loopback_round_trip.p90_us} µs at p90 on this host: each step of a billed request that involves another process pays about that.`
