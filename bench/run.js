@@ -254,15 +254,18 @@ function rssMb(pid) {
 
 /** Busy CPU seconds of the whole machine since boot (all cores), from /proc/stat. */
 function machineBusySeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = f;
+  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = machineCpuTicks();
   return (user + nice + system + irq + softirq + (steal ?? 0)) / CLK_TCK;
+}
+
+/** The whole machine's CPU time since boot by kind, in ticks: the `cpu` line of /proc/stat. */
+function machineCpuTicks() {
+  return fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
 }
 
 /** Seconds of all cores' time the hypervisor gave to other guests since boot (`steal` in /proc/stat). */
 function machineStolenSeconds() {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return (f[7] ?? 0) / CLK_TCK;
+  return (machineCpuTicks()[7] ?? 0) / CLK_TCK;
 }
 
 /** Context switches of the whole host since boot (/proc/stat): every wake-up of a process that slept on a socket is one. */
@@ -1150,6 +1153,9 @@ async function warmAlone(ctx, g, target) {
     const [before, last] = curve.slice(-2).map((x) => x.cpu_ms_per_request);
     if (curve.length >= WARM_WINDOWS.min && last > before * 0.95) break;
   }
+  log(
+    `${target}: ${g.name} warmed alone in ${curve.length} windows of ${WARM_WINDOW_S} s, CPU ms/request ${curve.map((w) => w.cpu_ms_per_request).join(', ')}`,
+  );
   return { ok, non2xx, curve };
 }
 
@@ -1302,9 +1308,6 @@ async function gatewaysPhase(ctx) {
       out.direct_warmup_ok += warm.ok;
       out.direct_warmup_non2xx += warm.non2xx;
       (out.warmup_curves ??= {})[g.name] = warm.curve;
-      log(
-        `gateways: ${g.name} warmed alone in ${warm.curve.length} windows of ${WARM_WINDOW_S} s, CPU ms/request ${warm.curve.map((w) => w.cpu_ms_per_request).join(', ')}`,
-      );
     }
     for (const n of GATEWAY_COUNTS) {
       balancers[n] = {
@@ -1467,9 +1470,6 @@ async function portkeyScalingPhase(ctx) {
       procs.push(p);
       const warm = await warmAlone(ctx, p, 'portkey');
       (out.warmup_curves ??= {})[p.name] = warm.curve;
-      log(
-        `portkey: ${p.name} warmed alone in ${warm.curve.length} windows of ${WARM_WINDOW_S} s, CPU ms/request ${warm.curve.map((w) => w.cpu_ms_per_request).join(', ')}`,
-      );
     }
     for (const n of GATEWAY_COUNTS) balancers[n] = await startBalancer(ctx, procs.slice(0, n), { name: `haproxy-portkey-${n}` });
     const runs = Object.fromEntries(GATEWAY_COUNTS.map((n) => [n, []]));
