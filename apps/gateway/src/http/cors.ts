@@ -65,12 +65,12 @@ export function allowedRequestHeaders(requested: string | undefined): string[] {
 export const corsOptions: FastifyCorsOptions = {
   hook: 'onRequest',
   delegator: (request: FastifyRequest, callback: (error: Error | null, options: FastifyCorsOptions) => void) => {
-    const path = request.url.split('?')[0];
-    if (!(path === '/v1' || path.startsWith('/v1/'))) return callback(null, NO_CORS);
     // A browser sends Origin on every cross-origin call; a call without it (an SDK on a server,
-    // curl) would only carry the CORS headers, some 450 bytes, on every answer. `Vary: Origin`
+    // curl) would only carry the CORS headers, some 470 bytes, on every answer. `Vary: Origin`
     // stays, so a cache never hands such an answer to a browser. A preflight is answered as ever.
     if (request.headers.origin === undefined && request.method !== 'OPTIONS') return callback(null, NO_CORS);
+    const path = request.url.split('?')[0];
+    if (!(path === '/v1' || path.startsWith('/v1/'))) return callback(null, NO_CORS);
     callback(null, {
       // The request's own origin, never `*`: a key restricted to a domain is for that domain's pages.
       origin: true,
