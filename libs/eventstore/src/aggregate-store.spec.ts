@@ -150,6 +150,30 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(availableNano(state)).toBe(5n);
   });
 
+  it('a process further behind than a refusal brings back reads the stream without the lock and races again (issue 45)', async () => {
+    const a = new AggregateStore(store, clock);
+    const watched = counting(other);
+    const b = new AggregateStore(watched, clock);
+    const stream = accountStream('far-behind');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'far-behind' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    await b.load(accountDecider, stream);
+    const readsAfterLoad = watched.reads;
+    // 70 holds of 10 elsewhere: more than the 64 events a refused append brings back.
+    for (let i = 0; i < 70; i++) await a.handle(accountDecider, stream, hold(`a${i}`, 10n));
+    const placed = await b.handle(accountDecider, stream, hold('b1', 250n));
+    expect(placed.events.map((e) => e.type)).toEqual(['HoldPlaced']);
+    expect(placed.appended?.nextRevision).toBe(72n);
+    expect(availableNano(placed.state)).toBe(50n);
+    expect(b.stats.conflicts).toBe(1);
+    expect(watched.reads).toBe(readsAfterLoad + 1);
+    // Under the lock, the read of the 70 would have held back every other writer of the stream.
+    expect(watched.exclusive).toBe(0);
+    // What b knows now is the stream: 50 left, so 60 more is refused without another race.
+    await expect(b.handle(accountDecider, stream, hold('b2', 60n))).rejects.toMatchObject({ code: 'insufficient_quota' });
+    expect(availableNano(await new AggregateStore(store, clock).load(accountDecider, stream))).toBe(50n);
+  });
+
   it('never overdraws under concurrency from two processes: exactly the affordable holds succeed', async () => {
     const a = new AggregateStore(store, clock);
     const b = new AggregateStore(other, clock);

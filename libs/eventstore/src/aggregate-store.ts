@@ -64,9 +64,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Commands decided together and written by one append (ARCHITECTURE section 5: hot accounts). */
 const MAX_BATCH = 128;
 /**
- * Lost races a batch answers by deciding again on the events the refusal brought back, before
- * it takes a turn under the stream's lock: a stream that several processes keep busy is not
- * raced for ever.
+ * Lost races a batch answers by deciding again on the events the refusal brought back (or on
+ * the stream read again), before it takes a turn under the stream's lock: a stream that
+ * several processes keep busy is not raced for ever.
  */
 const FAST_RETRIES = 3;
 
@@ -78,9 +78,10 @@ const FAST_RETRIES = 3;
  * a hot account with hundreds of requests in flight costs a few appends, not hundreds of
  * conflicts. Across processes, optimistic concurrency first; a writer that loses a race
  * decides again at once on the events the refusal brought back, where the store sends them
- * (WrongExpectedVersionError.newer), a few times; then it takes its next turn under the
- * stream's lock where the store has one (appendExclusive), else races again with jittered
- * backoff, and after `maxRetries` lost races fails with StreamContentionError, nothing written.
+ * (WrongExpectedVersionError.newer), or on the stream read again where they do not close the
+ * gap, a few times; then it takes its next turn under the stream's lock where the store has
+ * one (appendExclusive), else races again with jittered backoff, and after `maxRetries` lost
+ * races fails with StreamContentionError, nothing written.
  */
 export class AggregateStore {
   private readonly cache = new Map<string, Cached<unknown>>();
@@ -158,9 +159,19 @@ export class AggregateStore {
             // next group, and no lock held across round trips (issue 45: with every account's
             // requests spread over four gateways, one append in fourteen lost a race, and each
             // turn under the lock stalled the groups of every other process waiting on it).
-            const caughtUp = attempt < Math.min(FAST_RETRIES, maxRetries) ? this.foldNewer(decider, stream, current, err) : null;
+            const fast = attempt < Math.min(FAST_RETRIES, maxRetries);
+            const caughtUp = fast ? this.foldNewer(decider, stream, current, err) : null;
             if (caughtUp) {
               current = caughtUp;
+              fresh = true;
+              continue;
+            }
+            // Further behind than a refusal brings back (the account served by other gateways
+            // meanwhile, a key moved), or refused by a store that brings nothing back: read the
+            // stream, then race again. Under the lock, a long read and the decision on it would
+            // hold back every other process's appends to the stream, and the groups those are in.
+            if (fast) {
+              current = await this.catchUp(decider, stream);
               fresh = true;
               continue;
             }
