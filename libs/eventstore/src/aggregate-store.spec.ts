@@ -123,15 +123,20 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     }) as EventStore & { reads: number; exclusive: number };
   }
 
-  it('a process behind decides again on the events its refused append brought back: no read of its own, no turn under the lock (issue 45)', async () => {
+  /** An account funded with `credits` by process a, which b (its store watched) has loaded. */
+  async function sharedAccount(accountId: string, credits: bigint) {
     const a = new AggregateStore(store, clock);
     const watched = counting(other);
     const b = new AggregateStore(watched, clock);
-    const stream = accountStream('behind');
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'behind' });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 100n, reason: 'signup' });
+    const stream = accountStream(accountId);
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: credits, reason: 'signup' });
     await b.load(accountDecider, stream);
-    const readsAfterLoad = watched.reads;
+    return { a, b, watched, stream, readsAfterLoad: watched.reads };
+  }
+
+  it('a process behind decides again on the events its refused append brought back: no read of its own, no turn under the lock (issue 45)', async () => {
+    const { a, b, watched, stream, readsAfterLoad } = await sharedAccount('behind', 100n);
     // a holds 60; b's cache still says 100 available.
     await a.handle(accountDecider, stream, hold('a1', 60n));
     const placed = await b.handle(accountDecider, stream, hold('b1', 30n));
@@ -151,14 +156,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
   });
 
   it('a process further behind than a refusal brings back reads the stream without the lock and races again (issue 45)', async () => {
-    const a = new AggregateStore(store, clock);
-    const watched = counting(other);
-    const b = new AggregateStore(watched, clock);
-    const stream = accountStream('far-behind');
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'far-behind' });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
-    await b.load(accountDecider, stream);
-    const readsAfterLoad = watched.reads;
+    const { a, b, watched, stream, readsAfterLoad } = await sharedAccount('far-behind', 1_000n);
     // 70 holds of 10 elsewhere: more than the 64 events a refused append brings back.
     for (let i = 0; i < 70; i++) await a.handle(accountDecider, stream, hold(`a${i}`, 10n));
     const placed = await b.handle(accountDecider, stream, hold('b1', 250n));
