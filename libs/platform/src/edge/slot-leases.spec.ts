@@ -16,11 +16,16 @@ import type { SlotLeaseTimings } from './slot-leases';
  * Real time throughout, since the freeze is; the leases are shortened to keep the suite quick.
  */
 
-const LEASE: SlotLeaseTimings = { leaseMs: 3_000, renewMs: 1_000 };
+/**
+ * Renewals further apart than the client's 1 s command timeout (redis.ts), as in production (10 s):
+ * with them 1 s apart, a renewal that times out in a freeze makes the next tick find it still
+ * pending and skip, which left a lease only 1 s of slack, lost on a loaded machine.
+ */
+const LEASE: SlotLeaseTimings = { leaseMs: 4_000, renewMs: 1_500 };
 /** What the gateway asks for an upstream call: its 120 s timeout plus 60 s grace (rate-limits.ts). */
 const GATEWAY_HOLD_MS = 180_000;
 /** Longer than the lease, so a slot cannot outlive the freeze by having been taken just before it. */
-const FREEZE_MS = 4_000;
+const FREEZE_MS = 5_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
