@@ -159,19 +159,12 @@ export class AggregateStore {
             // next group, and no lock held across round trips (issue 45: with every account's
             // requests spread over four gateways, one append in fourteen lost a race, and each
             // turn under the lock stalled the groups of every other process waiting on it).
-            const fast = attempt < Math.min(FAST_RETRIES, maxRetries);
-            const caughtUp = fast ? this.foldNewer(decider, stream, current, err) : null;
-            if (caughtUp) {
-              current = caughtUp;
-              fresh = true;
-              continue;
-            }
             // Further behind than a refusal brings back (the account served by other gateways
-            // meanwhile, a key moved), or refused by a store that brings nothing back: read the
-            // stream, then race again. Under the lock, a long read and the decision on it would
+            // meanwhile, a key moved), or refused by a store that brings nothing back: the stream
+            // is read, then raced again. Under the lock, a long read and the decision on it would
             // hold back every other process's appends to the stream, and the groups those are in.
-            if (fast) {
-              current = await this.catchUp(decider, stream);
+            if (attempt < Math.min(FAST_RETRIES, maxRetries)) {
+              current = this.foldNewer(decider, stream, current, err) ?? (await this.catchUp(decider, stream));
               fresh = true;
               continue;
             }
