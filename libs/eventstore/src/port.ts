@@ -129,7 +129,29 @@ export interface EventStore {
    * may run only once; an empty answer writes nothing.
    */
   appendExclusive?(stream: string, after: bigint, decide: (newer: RecordedEvent[]) => NewEvent[]): Promise<ExclusiveAppendResult>;
+  /**
+   * Optional (the SQL adapters): the latest snapshot kept of `stream`'s state, or null. A
+   * snapshot is a cache of a fold of the stream's events, never the truth: the events are.
+   */
+  readSnapshot?(stream: string): Promise<StreamSnapshot | null>;
+  /**
+   * Keeps `snapshot` as the stream's latest unless one of a later revision, of the same
+   * version, is already kept. Best effort: its caller does not wait on it for anything.
+   */
+  writeSnapshot?(stream: string, snapshot: StreamSnapshot): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A stream's state folded up to `revision`, as its decider's snapshot codec wrote it (plain
+ * JSON), under the codec's `version`: a reader whose codec has another version ignores it.
+ */
+export interface StreamSnapshot {
+  revision: bigint;
+  /** The id of the event at `revision`: a reader checks the log still has it there (a backup restored beside newer snapshots would not). */
+  eventId: string;
+  version: string;
+  state: unknown;
 }
 
 export interface ExclusiveAppendResult {

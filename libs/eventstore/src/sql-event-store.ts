@@ -12,6 +12,7 @@ import {
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
+  type StreamSnapshot,
   type SubscribeOptions,
   type Upcaster,
   type Subscription,
@@ -112,6 +113,29 @@ export class SqlEventStore implements EventStore {
       options.fromRevision === undefined ? [stream, options.maxCount ?? null] : [stream, options.maxCount ?? null, options.fromRevision.toString()],
     );
     return rows.map((row) => this.upcast(toRecorded(row)));
+  }
+
+  async readSnapshot(stream: string): Promise<StreamSnapshot | null> {
+    const { rows } = await this.runner.query<{ revision: string; event_id: string; version: string; state: string }>(
+      'SELECT revision::text AS revision, event_id::text AS event_id, version, state::text AS state FROM stream_snapshots WHERE stream = $1',
+      [stream],
+    );
+    if (rows.length === 0) return null;
+    const [row] = rows;
+    return { revision: BigInt(row.revision), eventId: row.event_id, version: row.version, state: JSON.parse(row.state) as unknown };
+  }
+
+  async writeSnapshot(stream: string, snapshot: StreamSnapshot): Promise<void> {
+    // Another version replaces the kept one whatever its revision: after an upgrade the old
+    // shape is of no use to the processes that write, and one a rolling upgrade's older
+    // processes write back is replaced again by the next newer one.
+    await this.runner.query(
+      `INSERT INTO stream_snapshots (stream, revision, event_id, version, state) VALUES ($1, $2::text::bigint, $3::text::uuid, $4, $5::text::json)
+       ON CONFLICT (stream) DO UPDATE
+       SET revision = EXCLUDED.revision, event_id = EXCLUDED.event_id, version = EXCLUDED.version, state = EXCLUDED.state, written_at = now()
+       WHERE stream_snapshots.revision < EXCLUDED.revision OR stream_snapshots.version <> EXCLUDED.version`,
+      [stream, snapshot.revision.toString(), snapshot.eventId, snapshot.version, JSON.stringify(snapshot.state)],
+    );
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {

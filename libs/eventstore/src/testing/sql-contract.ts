@@ -39,6 +39,28 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
       await expect(store.readStream(uniqueStream())).resolves.toEqual([]);
     });
 
+    it('keeps the latest snapshot of a stream: an older one does not replace it, one of another version does (issue 45)', async () => {
+      const stream = uniqueStream();
+      await expect(store.readSnapshot(stream)).resolves.toBeNull();
+      // Kept as written, its keys in their order (a jsonb column would sort them).
+      const state = { zeta: { $bigint: '12345678901234567890' }, alpha: [1, 'two', null] };
+      const eventId = randomUUID();
+      await store.writeSnapshot(stream, { revision: 10n, eventId, version: 'v1', state });
+      await store.writeSnapshot(stream, { revision: 7n, eventId: randomUUID(), version: 'v1', state: { older: true } });
+      const kept = await store.readSnapshot(stream);
+      expect(kept).toEqual({ revision: 10n, eventId, version: 'v1', state });
+      expect(Object.keys(kept!.state as object)).toEqual(['zeta', 'alpha']);
+      const newer = { revision: 12n, eventId: randomUUID(), version: 'v1', state: { newer: true } };
+      await store.writeSnapshot(stream, newer);
+      expect(await store.readSnapshot(stream)).toEqual(newer);
+      // After an upgrade the writers' version replaces the kept one, whatever its revision.
+      const upgraded = { revision: 3n, eventId: randomUUID(), version: 'v2', state: { upgraded: true } };
+      await store.writeSnapshot(stream, upgraded);
+      expect(await store.readSnapshot(stream)).toEqual(upgraded);
+      // Another stream's snapshot is its own.
+      await expect(store.readSnapshot(uniqueStream())).resolves.toBeNull();
+    });
+
     it('an event id is unique within a stream: ids already elsewhere in it conflict', async () => {
       const stream = uniqueStream();
       const a = event();
