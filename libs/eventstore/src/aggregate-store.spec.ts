@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { accountDecider, accountStream, availableNano, type AccountCommand, type GenerationStats } from '@svc/ledger';
 import { ManualClock } from '@svc/platform';
 import { PgSqlRunner, type SqlRunner } from '@svc/platform';
@@ -108,19 +109,61 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(swept.events.map((e) => e.type)).toEqual(['HoldExpired']);
   });
 
-  /** `inner`, counting the stream reads and the turns under the lock that its user asks for. */
-  function counting(inner: EventStore): EventStore & { reads: number; exclusive: number } {
-    const counts = { reads: 0, exclusive: 0 };
+  type Counted = EventStore & { reads: number; eventsRead: number; snapshotsRead: number; exclusive: number };
+  /** `inner`, counting the stream reads (and the events they brought), the snapshots read and the turns under the lock that its user asks for. */
+  function counting(inner: EventStore): Counted {
+    const counts = { reads: 0, eventsRead: 0, snapshotsRead: 0, exclusive: 0 };
     return new Proxy(inner, {
       get(target, prop) {
-        if (prop === 'reads' || prop === 'exclusive') return counts[prop];
+        if (typeof prop === 'string' && prop in counts) return counts[prop as keyof typeof counts];
         const value = Reflect.get(target, prop, target) as unknown;
         if (typeof value !== 'function') return value;
-        if (prop === 'readStream') counts.reads++;
+        if (prop === 'readStream') {
+          counts.reads++;
+          return async (...args: Parameters<EventStore['readStream']>) => {
+            const events = await target.readStream(...args);
+            counts.eventsRead += events.length;
+            return events;
+          };
+        }
+        if (prop === 'readSnapshot') {
+          return (...args: Parameters<NonNullable<EventStore['readSnapshot']>>) => {
+            counts.snapshotsRead++;
+            return target.readSnapshot!(...args);
+          };
+        }
         if (prop === 'appendExclusive') counts.exclusive++;
         return value.bind(target);
       },
-    }) as EventStore & { reads: number; exclusive: number };
+    }) as Counted;
+  }
+
+  /** `inner` without snapshots, as an adapter that keeps none: every read is of the events. */
+  const withoutSnapshots = (inner: EventStore): EventStore =>
+    new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'readSnapshot' || prop === 'writeSnapshot') return undefined;
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+
+  /** `n` holds and their charges on `stream` by `writer`, one command at a time. */
+  async function holdAndCharge(writer: AggregateStore, stream: string, n: number, prefix: string): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      await writer.handle(accountDecider, stream, hold(`${prefix}${i}`, 10n));
+      await writer.handle(accountDecider, stream, charge(`${prefix}${i}`));
+    }
+  }
+
+  /** The snapshot kept of `stream` once the writes the appends started have landed. */
+  async function keptSnapshot(stream: string, atLeast: bigint) {
+    for (let i = 0; i < 100; i++) {
+      const kept = await store.readSnapshot(stream);
+      if (kept && kept.revision >= atLeast) return kept;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`no snapshot of ${stream} at ${atLeast} or later`);
   }
 
   /** An account funded with `credits` by process a, which b (its store watched) has loaded. */
@@ -164,12 +207,91 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(placed.appended?.nextRevision).toBe(72n);
     expect(availableNano(placed.state)).toBe(50n);
     expect(b.stats.conflicts).toBe(1);
-    expect(watched.reads).toBe(readsAfterLoad + 1);
+    // The gap's first 64 events, then (no snapshot kept yet) the 6 after them, besides the 2 it loaded.
+    expect(watched.reads).toBe(readsAfterLoad + 2);
+    expect(watched.eventsRead).toBe(2 + 70);
     // Under the lock, the read of the 70 would have held back every other writer of the stream.
     expect(watched.exclusive).toBe(0);
     // What b knows now is the stream: 50 left, so 60 more is refused without another race.
     await expect(b.handle(accountDecider, stream, hold('b2', 60n))).rejects.toMatchObject({ code: 'insufficient_quota' });
     expect(availableNano(await new AggregateStore(store, clock).load(accountDecider, stream))).toBe(50n);
+  });
+
+  it('keeps a snapshot every so many events, of the state the events up to it fold to (issue 45)', async () => {
+    const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
+    const stream = accountStream('kept');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'kept' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    await holdAndCharge(a, stream, 20, 'k');
+    // 42 events: kept at every append that leaves 16 more since the last, so at revisions 15 and 31.
+    const kept = await keptSnapshot(stream, 31n);
+    expect(kept.revision).toBe(31n);
+    expect(kept.version).toBe(accountDecider.snapshot!.version);
+    const upTo = await store.readStream(stream, { maxCount: Number(kept.revision) + 1 });
+    const folded = upTo.reduce((state, event) => accountDecider.evolve(state, event as never), accountDecider.initialState());
+    expect(accountDecider.snapshot!.encode(accountDecider.snapshot!.decode(kept.state))).toEqual(accountDecider.snapshot!.encode(folded));
+  });
+
+  it('a process that never read a long stream starts from its snapshot and reads only what followed (issue 45)', async () => {
+    const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
+    const stream = accountStream('restarted');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'restarted' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    await holdAndCharge(a, stream, 40, 'r');
+    await a.handle(accountDecider, stream, hold('open', 25n));
+    await keptSnapshot(stream, 79n);
+    const watched = counting(other);
+    const fresh = new AggregateStore(watched, clock);
+    const state = await fresh.load(accountDecider, stream);
+    expect(watched.snapshotsRead).toBe(1);
+    // The snapshot at revision 79, the event there (to check it is this log's), then 80 to 82: not the 83 events.
+    expect(watched.eventsRead).toBe(1 + 3);
+    const whole = await new AggregateStore(withoutSnapshots(other), clock).load(accountDecider, stream);
+    expect(availableNano(state)).toBe(availableNano(whole));
+    expect(availableNano(state)).toBe(1_000n - 40n - 25n);
+    // It decides on it as on the whole stream: 935 left, so 936 is refused and 935 placed.
+    await expect(fresh.handle(accountDecider, stream, hold('too-much', 936n))).rejects.toMatchObject({ code: 'insufficient_quota' });
+    expect(availableNano((await fresh.handle(accountDecider, stream, hold('all', 935n))).state)).toBe(0n);
+    expect(fresh.stats.conflicts).toBe(0);
+  });
+
+  it('a process further behind than a first read brings reads the snapshot, then only what followed it (issue 45)', async () => {
+    const { a, b, watched, stream } = await sharedAccount('long-gone', 10_000n);
+    const writer = new AggregateStore(store, clock, { snapshotEvery: 16 });
+    await holdAndCharge(writer, stream, 150, 'w');
+    await keptSnapshot(stream, 287n);
+    const before = { events: watched.eventsRead, snapshots: watched.snapshotsRead };
+    const placed = await b.handle(accountDecider, stream, hold('b1', 8_500n));
+    // 150 charges of 1, and the new hold.
+    expect(availableNano(placed.state)).toBe(10_000n - 150n - 8_500n);
+    // Refused once (its cache 300 events behind), then 64 events read before the snapshot at
+    // revision 287, the event there and the 14 after it: not the 300.
+    expect(b.stats.conflicts).toBe(1);
+    expect(watched.snapshotsRead - before.snapshots).toBe(1);
+    expect(watched.eventsRead - before.events).toBe(64 + 1 + 14);
+    await expect(a.handle(accountDecider, stream, hold('a1', 1_351n))).rejects.toMatchObject({ code: 'insufficient_quota' });
+  });
+
+  it('ignores a snapshot of another version, one it cannot read, or one of another log: the events are the truth (issue 45)', async () => {
+    const a = new AggregateStore(store, clock);
+    const stream = accountStream('other-version');
+    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'other-version' });
+    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 500n, reason: 'signup' });
+    const version = accountDecider.snapshot!.version;
+    const rich = accountDecider.snapshot!.encode({ ...accountDecider.initialState(), accountId: 'other-version', creditsNano: 10n ** 12n });
+    const [, last] = await store.readStream(stream);
+    for (const kept of [
+      { revision: 1n, eventId: last.id, version: `${version}-older`, state: rich },
+      { revision: 1n, eventId: last.id, version, state: { creditsNano: { $bigint: 'not a number' } } },
+      // Of another log: not the event this one has at its revision, or a revision it has not reached.
+      { revision: 1n, eventId: randomUUID(), version, state: rich },
+      { revision: 2n, eventId: last.id, version, state: rich },
+    ]) {
+      await sql.query('DELETE FROM stream_snapshots WHERE stream = $1', [stream]);
+      await store.writeSnapshot(stream, kept);
+      expect(await store.readSnapshot(stream)).toEqual(kept);
+      expect(availableNano(await new AggregateStore(other, clock).load(accountDecider, stream))).toBe(500n);
+    }
   });
 
   it('never overdraws under concurrency from two processes: exactly the affordable holds succeed', async () => {

@@ -8,6 +8,8 @@ interface Cached<S> {
   state: S;
   /** Last revision folded into `state`; -1n for a stream with no events. */
   revision: bigint;
+  /** The revision of the latest snapshot of the stream this process wrote or read; absent: none known. */
+  snapshotAt?: bigint;
 }
 
 export interface Handled<S, E> {
@@ -71,6 +73,21 @@ const MAX_BATCH = 128;
 const FAST_RETRIES = 3;
 
 /**
+ * Issue 45: a stream's state is kept as a snapshot every this many events at least (more for a
+ * large state, see SnapshotCodec.size), where its decider and the store can. A process that
+ * never read the stream starts from the snapshot; one that finds itself this far behind (its
+ * first read came back full) reads the snapshot, then only what followed it. Without them, a
+ * gateway meeting an account it last served thousands of requests ago read all of those first,
+ * while every request of that account waited, and a restarted one read each account whole.
+ */
+const SNAPSHOT_EVERY = 128;
+/**
+ * Events read before a process behind asks for the snapshot: a smaller gap is read as it is. As
+ * many as a refused append brings back: a writer that had to read after one is further behind.
+ */
+const SNAPSHOT_PROBE = 64;
+
+/**
  * Loads an aggregate, decides, appends with the expected revision, and retries on a
  * concurrency conflict. Aggregate state stays in memory between commands, and the commands
  * that queue up on one stream while an append is in flight are decided one after the other
@@ -91,7 +108,7 @@ export class AggregateStore {
   constructor(
     private readonly store: EventStore,
     private readonly clock: Clock,
-    private readonly options: { maxRetries?: number; maxCachedStreams?: number } = {},
+    private readonly options: { maxRetries?: number; maxCachedStreams?: number; snapshotEvery?: number } = {},
   ) {}
 
   handle<C, S, E extends DomainEvent>(decider: Decider<C, S, E>, stream: string, command: C, metadata: EventMetadata = {}): Promise<Handled<S, E>> {
@@ -182,6 +199,7 @@ export class AggregateStore {
           this.remember(stream, { state: decided.state, revision: appended.nextRevision });
         }
         settleAll(batch, decided, appended);
+        if (appended) this.keepSnapshot(decider, stream, decided.events);
         return undefined;
       }
     } catch (err) {
@@ -212,6 +230,7 @@ export class AggregateStore {
     this.stats.appends += done.appended ? 1 : 0;
     this.remember(stream, { state: decided!.state, revision: done.revision });
     settleAll(batch, decided!, done.appended);
+    if (done.appended) this.keepSnapshot(decider, stream, decided!.events);
     return undefined;
   }
 
@@ -268,24 +287,74 @@ export class AggregateStore {
     return (this.cache.get(stream) as Cached<S> | undefined) ?? { state: decider.initialState(), revision: -1n };
   }
 
-  private async catchUp<S, E extends DomainEvent>(decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve'>, stream: string): Promise<Cached<S>> {
-    let { state, revision } = this.cached(decider, stream);
+  private async catchUp<S, E extends DomainEvent>(
+    decider: Pick<Decider<unknown, S, E>, 'initialState' | 'evolve' | 'snapshot'>,
+    stream: string,
+  ): Promise<Cached<S>> {
+    let { state, revision, snapshotAt } = this.cached(decider, stream);
+    const codec = this.store.readSnapshot ? decider.snapshot : undefined;
+    let asked = false;
+    const fromSnapshot = async (): Promise<void> => {
+      asked = true;
+      const kept = await this.store.readSnapshot!(stream);
+      if (!kept || kept.version !== codec!.version || kept.revision <= revision) return;
+      // Of this log: a snapshot kept beside an older copy of it (a backup restored) is not.
+      const [at] = await this.store.readStream(stream, { fromRevision: kept.revision, maxCount: 1 });
+      if (at?.revision !== kept.revision || at.id !== kept.eventId) return;
+      try {
+        state = codec!.decode(kept.state);
+      } catch {
+        // Unreadable after all: the events are the truth, and reading them is only slower.
+        return;
+      }
+      revision = snapshotAt = kept.revision;
+    };
+    if (codec && revision < 0n) await fromSnapshot();
     for (;;) {
-      const batch = await this.store.readStream(stream, { fromRevision: revision + 1n, maxCount: 1000 });
+      const max = codec && !asked ? SNAPSHOT_PROBE : 1000;
+      const batch = await this.store.readStream(stream, { fromRevision: revision + 1n, maxCount: max });
       for (const event of batch) {
         state = decider.evolve(state, event as unknown as E);
         revision = event.revision;
       }
-      if (batch.length < 1000) break;
+      if (batch.length < max) break;
+      if (codec && !asked) await fromSnapshot();
     }
-    const fresh = { state, revision };
+    const fresh = { state, revision, ...(snapshotAt === undefined ? {} : { snapshotAt }) };
     this.remember(stream, fresh);
     return fresh;
   }
 
+  /**
+   * After an append: a snapshot of the stream's state when enough events have followed the
+   * latest one this process knows of. Encoded and written after the requests are answered, and
+   * never waited on: a lost one costs a later reader some events, nothing else.
+   */
+  private keepSnapshot(decider: StreamQueue['decider'], stream: string, appended: readonly NewEvent[]): void {
+    const codec = decider.snapshot;
+    const entry = this.cache.get(stream);
+    if (!codec || !this.store.writeSnapshot || !entry || appended.length === 0) return;
+    const every = Math.max(this.options.snapshotEvery ?? SNAPSHOT_EVERY, codec.size(entry.state));
+    if (entry.revision - (entry.snapshotAt ?? -1n) < BigInt(every)) return;
+    entry.snapshotAt = entry.revision;
+    const { state, revision } = entry;
+    const eventId = appended[appended.length - 1].id;
+    setImmediate(() => {
+      let encoded: unknown;
+      try {
+        encoded = codec.encode(state);
+      } catch {
+        return;
+      }
+      this.store.writeSnapshot!(stream, { revision, eventId, version: codec.version, state: encoded }).catch(() => undefined);
+    });
+  }
+
+  /** Keeps `entry` as the stream's latest, with the snapshot the previous one knew of unless it names its own. */
   private remember(stream: string, entry: Cached<unknown>): void {
+    const previous = this.cache.get(stream);
     this.cache.delete(stream);
-    this.cache.set(stream, entry);
+    this.cache.set(stream, entry.snapshotAt === undefined && previous?.snapshotAt !== undefined ? { ...entry, snapshotAt: previous.snapshotAt } : entry);
     const limit = this.options.maxCachedStreams ?? 10_000;
     // Map iteration is insertion order, so the first key is the least recently used.
     if (this.cache.size > limit) this.cache.delete(this.cache.keys().next().value as string);
