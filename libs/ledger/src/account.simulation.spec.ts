@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { DomainError, fold } from '@svc/eventstore';
 import {
   accountDecider,
+  accountSnapshot,
   availableNano,
   isLimitRefusal,
   keySpendNano,
@@ -33,6 +34,8 @@ const SEED = Number(process.env.SIM_SEED ?? Math.floor(Math.random() * 2 ** 32))
 const EPISODE_STEPS = 20_000;
 /** Folding the whole log again costs O(log); the replica covers the appends in between. */
 const FULL_REPLAY_EVERY = 2_000;
+/** Appends between two restores of the state from its snapshot, as a process far behind restores it (issue 45). */
+const RESTORE_EVERY = 37;
 
 const USD = 1_000_000_000n;
 const MINUTE = 60_000;
@@ -56,12 +59,27 @@ function same(actual: unknown, expected: unknown, what: string): void {
   if (!isDeepStrictEqual(actual, expected)) throw new Error(`${what}\n  expected ${show(expected)}\n  actual   ${show(actual)}`);
 }
 
+/** A state's snapshot with the entries of its unordered maps (open holds) sorted: their order means nothing, and differs once restored. */
+const comparable = (state: AccountState): unknown =>
+  JSON.parse(
+    JSON.stringify(accountSnapshot.encode(state), (_, v: unknown) =>
+      v !== null && typeof v === 'object' && '$map' in v ? { $map: [...(v.$map as [string, unknown][])].sort(([a], [b]) => (a < b ? -1 : 1)) } : v,
+    ),
+  );
+
 class Episode {
   private readonly rng: Random;
   private now: number;
   private state: AccountState = accountDecider.initialState();
   /** The log folded from the initial state as it grows, under another wall clock. */
   private replica: AccountState = accountDecider.initialState();
+  /**
+   * The state as a process restores it from its snapshot (through JSON, as the store keeps it)
+   * every RESTORE_EVERY appends, evolved in between: it must decide every command as the live
+   * state does, and encode as it does.
+   */
+  private restored: AccountState = accountDecider.initialState();
+  private appends = 0;
   private revision = 0;
   private readonly log: AccountEvent[] = [];
   private readonly reference = new ReferenceLedger();
@@ -133,6 +151,12 @@ class Episode {
       revision = this.revision;
     }
     if (revision !== this.revision) return this.cover('no-op decided on a stale snapshot');
+    const onRestored = this.decide(command, this.restored);
+    same(
+      onRestored.error ? { code: onRestored.error.code, details: onRestored.error.details } : onRestored.events,
+      decision.error ? { code: decision.error.code, details: decision.error.details } : decision.events,
+      `${command.type}: the state restored from its snapshot decides otherwise`,
+    );
 
     const prediction = this.compare(command, decision);
     if (decision.error) {
@@ -159,6 +183,10 @@ class Episode {
     this.state = events.reduce(accountDecider.evolve, this.state);
     jest.setSystemTime(REPLAYING_WALL_CLOCK);
     this.replica = events.reduce(accountDecider.evolve, this.replica);
+    this.restored =
+      ++this.appends % RESTORE_EVERY === 0
+        ? accountSnapshot.decode(JSON.parse(JSON.stringify(accountSnapshot.encode(this.state))))
+        : events.reduce(accountDecider.evolve, this.restored);
     jest.setSystemTime(DECIDING_WALL_CLOCK);
     const before = this.log.length;
     this.log.push(...events);
@@ -178,6 +206,7 @@ class Episode {
     const { state, reference: ref } = this;
     // Invariant 4: the log folded from the initial state is the state evolved along the way.
     same(state, this.replica, 'the replayed state differs from the live one');
+    same(comparable(this.restored), comparable(state), 'the state restored from its snapshot differs from the live one');
     same(state.creditsNano, ref.credits, 'credits');
     same(availableNano(state), ref.available(), 'available balance');
     same(
