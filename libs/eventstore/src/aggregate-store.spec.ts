@@ -148,6 +148,14 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
       },
     });
 
+  /** The stream of an account `writer` opened with `credits`. */
+  async function openAccount(writer: AggregateStore, accountId: string, credits: bigint): Promise<string> {
+    const stream = accountStream(accountId);
+    await writer.handle(accountDecider, stream, { type: 'OpenAccount', accountId });
+    await writer.handle(accountDecider, stream, { type: 'AddCredits', amountNano: credits, reason: 'signup' });
+    return stream;
+  }
+
   /** `n` holds and their charges on `stream` by `writer`, one command at a time. */
   async function holdAndCharge(writer: AggregateStore, stream: string, n: number, prefix: string): Promise<void> {
     for (let i = 0; i < n; i++) {
@@ -171,9 +179,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const a = new AggregateStore(store, clock);
     const watched = counting(other);
     const b = new AggregateStore(watched, clock);
-    const stream = accountStream(accountId);
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: credits, reason: 'signup' });
+    const stream = await openAccount(a, accountId, credits);
     await b.load(accountDecider, stream);
     return { a, b, watched, stream, readsAfterLoad: watched.reads };
   }
@@ -219,9 +225,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
 
   it('keeps a snapshot every so many events, of the state the events up to it fold to (issue 45)', async () => {
     const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
-    const stream = accountStream('kept');
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'kept' });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    const stream = await openAccount(a, 'kept', 1_000n);
     await holdAndCharge(a, stream, 20, 'k');
     // 42 events: kept at every append that leaves 16 more since the last, so at revisions 15 and 31.
     const kept = await keptSnapshot(stream, 31n);
@@ -234,9 +238,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
 
   it('a process that never read a long stream starts from its snapshot and reads only what followed (issue 45)', async () => {
     const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
-    const stream = accountStream('restarted');
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'restarted' });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 1_000n, reason: 'signup' });
+    const stream = await openAccount(a, 'restarted', 1_000n);
     await holdAndCharge(a, stream, 40, 'r');
     await a.handle(accountDecider, stream, hold('open', 25n));
     await keptSnapshot(stream, 79n);
@@ -274,9 +276,7 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
 
   it('ignores a snapshot of another version, one it cannot read, or one of another log: the events are the truth (issue 45)', async () => {
     const a = new AggregateStore(store, clock);
-    const stream = accountStream('other-version');
-    await a.handle(accountDecider, stream, { type: 'OpenAccount', accountId: 'other-version' });
-    await a.handle(accountDecider, stream, { type: 'AddCredits', amountNano: 500n, reason: 'signup' });
+    const stream = await openAccount(a, 'other-version', 500n);
     const version = accountDecider.snapshot!.version;
     const rich = accountDecider.snapshot!.encode({ ...accountDecider.initialState(), accountId: 'other-version', creditsNano: 10n ** 12n });
     const [, last] = await store.readStream(stream);
