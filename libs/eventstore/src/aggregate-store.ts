@@ -320,7 +320,7 @@ export class AggregateStore {
       if (batch.length < max) break;
       if (codec && !asked) await fromSnapshot();
     }
-    const fresh = { state, revision, ...(snapshotAt === undefined ? {} : { snapshotAt }) };
+    const fresh: Cached<S> = { state, revision, snapshotAt };
     this.remember(stream, fresh);
     return fresh;
   }
@@ -334,8 +334,9 @@ export class AggregateStore {
     const codec = decider.snapshot;
     const entry = this.cache.get(stream);
     if (!codec || !this.store.writeSnapshot || !entry || appended.length === 0) return;
-    const every = Math.max(this.options.snapshotEvery ?? SNAPSHOT_EVERY, codec.size(entry.state));
-    if (entry.revision - (entry.snapshotAt ?? -1n) < BigInt(every)) return;
+    // On every append: the state's size is looked at only once the plain interval has passed.
+    const since = entry.revision - (entry.snapshotAt ?? -1n);
+    if (since < BigInt(this.options.snapshotEvery ?? SNAPSHOT_EVERY) || since < BigInt(codec.size(entry.state))) return;
     entry.snapshotAt = entry.revision;
     const { state, revision } = entry;
     const eventId = appended[appended.length - 1].id;
@@ -350,11 +351,11 @@ export class AggregateStore {
     });
   }
 
-  /** Keeps `entry` as the stream's latest, with the snapshot the previous one knew of unless it names its own. */
+  /** Keeps `entry` (a fresh object of the caller's) as the stream's latest, with the snapshot the previous one knew of unless it names its own. */
   private remember(stream: string, entry: Cached<unknown>): void {
-    const previous = this.cache.get(stream);
+    entry.snapshotAt ??= this.cache.get(stream)?.snapshotAt;
     this.cache.delete(stream);
-    this.cache.set(stream, entry.snapshotAt === undefined && previous?.snapshotAt !== undefined ? { ...entry, snapshotAt: previous.snapshotAt } : entry);
+    this.cache.set(stream, entry);
     const limit = this.options.maxCachedStreams ?? 10_000;
     // Map iteration is insertion order, so the first key is the least recently used.
     if (this.cache.size > limit) this.cache.delete(this.cache.keys().next().value as string);
