@@ -132,4 +132,64 @@ describe('issue 41 D: a gateway paused past its lease finishes and charges what 
     expect(activity.reduce((n, r) => n + r.requests_not_billed, 0)).toBe(0);
     expect(activity.reduce((n, r) => n + usdToNano(r.usage), 0n)).toBe(usdToNano(usage.cost) + usdToNano(answered.usage.cost));
   }, 90_000);
+
+  // Issue 45: the paused gateway comes back further behind on the account than a refused append
+  // brings back, with a snapshot of the account kept meanwhile by the other: it catches up from
+  // the snapshot, and its charge lands on the right balance.
+  it('charges exactly after a pause in which the other gateway moved the account far on and kept a snapshot', async () => {
+    const account = (await gateways.one('POST', '/admin/accounts', { body: { initial_credits_usd: 5 }, headers: admin })).json.id;
+    const key = (await gateways.one('POST', `/admin/accounts/${account}/keys`, { body: {}, headers: admin })).json.key;
+    const before = (await gateways.one('GET', '/v1/credits', { key })).json.data.balance as number;
+    const chat = (content: string) => ({ body: { model: 'sim/echo', max_tokens: 16, messages: [{ role: 'user', content }] }, key });
+    const ids: string[] = [];
+    // The second gateway knows the account, then starts a slow request and is paused before it ends.
+    ids.push((await gateways.two('POST', '/v1/chat/completions', chat('warm'))).json.id);
+    const slow = gateways.two('POST', '/v1/chat/completions', chat('slow\n#sim {"delay_ms": 2000}'));
+    await until(
+      'the slow request to hold',
+      async () => ((await db.query(`SELECT 1 FROM events WHERE type = 'HoldPlaced' AND data->>'account_id' = $1`, [account])).rows.length === 2 ? true : null),
+      10_000,
+      20,
+    );
+    gateways.second.child.kill('SIGSTOP');
+    try {
+      // 80 requests elsewhere: 160 events, more than the 64 a refusal brings back and past a snapshot.
+      for (let i = 0; i < 80; i++) {
+        const answered = await gateways.one('POST', '/v1/chat/completions', chat(`elsewhere ${i}`));
+        expect(answered.status).toBe(200);
+        ids.push(answered.json.id);
+      }
+      const kept = await until(
+        'a snapshot of the account',
+        async () =>
+          (await db.query<{ revision: string }>('SELECT revision::text AS revision FROM stream_snapshots WHERE stream = $1', [`account-${account}`])).rows[0] ??
+          null,
+        10_000,
+        50,
+      );
+      expect(BigInt(kept.revision)).toBeGreaterThanOrEqual(127n);
+    } finally {
+      gateways.second.child.kill('SIGCONT');
+    }
+    const late = await slow;
+    expect(late.status).toBe(200);
+    ids.push(late.json.id);
+
+    // Every generation billed, and the balance moved by exactly their sum, the late charge included.
+    const costs = await until(
+      'every generation billed',
+      async () => {
+        await gateways.first.runtime.projections.catchUpAll();
+        const all = await Promise.all(ids.map(async (id) => (await gateways.one('GET', `/v1/generation?id=${id}`, { key })).json.data));
+        return all.every((g) => g?.total_cost > 0) ? all.map((g) => usdToNano(g.total_cost)) : null;
+      },
+      10_000,
+      200,
+    );
+    const after = (await gateways.one('GET', '/v1/credits', { key })).json.data;
+    expect(after.open_holds).toBe(0);
+    expect(usdToNano(before) - usdToNano(after.balance)).toBe(costs.reduce((sum, cost) => sum + cost, 0n));
+    const charged = await db.query(`SELECT 1 FROM events WHERE type = 'UsageCharged' AND data->>'account_id' = $1`, [account]);
+    expect(charged.rows).toHaveLength(82);
+  }, 90_000);
 });
