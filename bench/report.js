@@ -297,21 +297,45 @@ function markdown(r) {
       ),
       '',
     );
-    if (gw.portkey) {
-      p(
-        `**Reference, not a target:** the same HAProxy (${gw.portkey.balancer}) in front of 1, 2 and 4 Portkey processes, the 64 accounts' load, each Portkey warmed alone first in the same way. ` +
+    const references = {
+      portkey: {
+        label: 'Portkey',
+        about:
           'Portkey writes nothing durable and gathers nothing into batches: its work per request does not depend on how many requests one process has in flight, ' +
-          'so this is what scaling out on this host costs a proxy of about the same CPU per request. CPU ms/request: the Portkey processes, and HAProxy.',
+          'so this is what scaling out on this host costs a proxy of about the same CPU per request.',
+      },
+      durable: {
+        label: 'durable floor',
+        about:
+          "The durable floor (`bench/durable-proxy.js`) makes the gateway's durable round trips (the Redis admission, the hold's commit, the charge's commit) one request at a time and gathers nothing: " +
+          'this is what scaling out on this host costs the guarantees alone, whatever implements them.',
+      },
+    };
+    for (const [key, { label, about }] of Object.entries(references)) {
+      const ref = gw[key];
+      if (!ref) continue;
+      p(
+        `**Reference, not a target:** the same HAProxy (${ref.balancer}) in front of 1, 2 and 4 ${label} processes, the 64 accounts' load, each warmed alone first in the same way. ` +
+          `${about} CPU ms/request: the ${label} processes, PostgreSQL, and HAProxy.`,
         '',
         table(
-          ['N', 'req/s', 'x one Portkey', 'p50 / p99 ms', 'non-2xx / errors', 'CPU ms/request: Portkey (HAProxy)', 'context switches per request'],
-          Object.entries(gw.portkey.by_n).map(([n, g]) => [
+          [
+            'N',
+            'req/s',
+            `x one ${label}`,
+            'p50 / p99 ms',
+            'non-2xx / errors',
+            `CPU ms/request: ${label} (PostgreSQL, HAProxy)`,
+            'context switches per request',
+          ],
+          Object.entries(ref.by_n).map(([n, g]) => [
             n,
             int(g.rps),
             roundsX(g),
             `${f(g.latency_ms.p50, 0)} / ${f(g.latency_ms.p99, 0)}`,
             failures(g),
-            `${f(g.cpu_ms_per_request_portkey)} (${f(g.cpu_ms_per_request_haproxy)})`,
+            // Runs before the durable reference named their own CPU after Portkey.
+            `${f(g.cpu_ms_per_request_own ?? g.cpu_ms_per_request_portkey)} (${g.cpu_ms_per_request_postgres === undefined ? '-' : f(g.cpu_ms_per_request_postgres)}, ${f(g.cpu_ms_per_request_haproxy)})`,
             g.host_context_switches_per_request === undefined ? '-' : f(g.host_context_switches_per_request, 1),
           ]),
         ),

@@ -24,7 +24,8 @@
  * `--gateways-only` runs phase 2c alone (issue 45): 1, 2 and 4 gateway processes of this build on
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
  * http, round robin per request, or by key), 64 connections on 64 accounts and on 8 shared
- * accounts, then the same HAProxy in front of 1, 2 and 4 Portkey processes (the reference);
+ * accounts, then the same HAProxy in front of 1, 2 and 4 Portkey processes and 1, 2 and 4
+ * durable floors (the references; BENCH_SCALING_REFERENCES, comma-separated, picks them);
  * prints the figures and writes nothing. With `BENCH_GATEWAY_NODE_OPTIONS="--require
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
@@ -1449,40 +1450,64 @@ async function startExtraPortkey(i) {
   return { name, port, pid: started.pid };
 }
 
+/** Another durable floor process, on the floor's database and Redis. */
+async function startExtraDurable(ctx, i) {
+  const name = `durable-proxy-${i}`;
+  const started = await startProcess(name, process.execPath, [path.join(BENCH_DIR, 'durable-proxy.js'), ctx.simOrigin, ctx.db.floorUrl, REDIS_URL, '0'], {
+    cwd: BENCH_DIR,
+    ready: /durable-proxy listening on (\S+)/,
+  });
+  return { name, port: Number(new URL(started.match[1]).port), pid: started.pid };
+}
+
 /**
- * The reference for 2c: the same HAProxy in front of 1, 2 and 4 Portkey processes, the 64
- * accounts' load. Portkey writes nothing durable and gathers nothing into batches: what scaling
- * out on this host costs a proxy whose work per request does not depend on how many requests
- * one process has in flight. Not a target.
+ * The references for 2c, not targets: the same HAProxy in front of 1, 2 and 4 processes of
+ * another proxy, the 64 accounts' load. Portkey writes nothing durable and gathers nothing into
+ * batches: what scaling out on this host costs a proxy whose work per request does not depend
+ * on how many requests one process has in flight. The durable floor makes the gateway's durable
+ * round trips (Redis, the hold's commit, the charge's commit) one request at a time, gathering
+ * nothing either: what scaling out costs the guarantees alone, whatever the implementation.
  */
-async function portkeyScalingPhase(ctx) {
+const SCALING_REFERENCES = {
+  portkey: {
+    first: (ctx) => ({ name: 'portkey', port: Number(new URL(ctx.portkeyOrigin).port), pid: ctx.pids.portkey }),
+    extra: (ctx, i) => startExtraPortkey(i),
+  },
+  durable: {
+    first: (ctx) => ({ name: 'durable-proxy', port: Number(new URL(ctx.durableOrigin).port), pid: ctx.pids.durable }),
+    extra: startExtraDurable,
+  },
+};
+
+/** Which references 2c runs (BENCH_SCALING_REFERENCES, comma-separated; empty for none). */
+const SCALING_REFERENCE_TARGETS = (process.env.BENCH_SCALING_REFERENCES ?? 'portkey,durable').split(',').filter(Boolean);
+
+async function referenceScalingPhase(ctx, target) {
+  const reference = SCALING_REFERENCES[target];
   const procs = [];
   const balancers = {};
   const out = { balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread', by_n: {} };
-  const headers = targetHeaders('portkey', ctx);
+  const headers = targetHeaders(target, ctx);
   try {
     // As for the gateways: every process started and warmed first, then the Ns in rounds.
     while (procs.length < Math.max(...GATEWAY_COUNTS)) {
-      const p =
-        procs.length === 0
-          ? { name: 'portkey', port: Number(new URL(ctx.portkeyOrigin).port), pid: ctx.pids.portkey }
-          : await startExtraPortkey(procs.length + 1);
+      const p = procs.length === 0 ? reference.first(ctx) : await reference.extra(ctx, procs.length + 1);
       procs.push(p);
-      const warm = await warmAlone(ctx, p, 'portkey');
+      const warm = await warmAlone(ctx, p, target);
       (out.warmup_curves ??= {})[p.name] = warm.curve;
     }
-    for (const n of GATEWAY_COUNTS) balancers[n] = await startBalancer(ctx, procs.slice(0, n), { name: `haproxy-portkey-${n}` });
+    for (const n of GATEWAY_COUNTS) balancers[n] = await startBalancer(ctx, procs.slice(0, n), { name: `haproxy-${target}-${n}` });
     const runs = Object.fromEntries(GATEWAY_COUNTS.map((n) => [n, []]));
     for (let round = 1; round <= GATEWAY_ROUNDS; round++) {
       for (const n of rotated(GATEWAY_COUNTS, round - 1)) {
         const balancer = balancers[n];
         const opts = { url: `${balancer.origin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers, keys: ctx.loadKeys, warmup: 0 };
-        await load(`portkey-x${n}-warmup-${round}`, { ...opts, duration: CFG.loadWarmup });
+        await load(`${target}-x${n}-warmup-${round}`, { ...opts, duration: CFG.loadWarmup });
         const pids = Object.fromEntries(procs.slice(0, n).map((p) => [p.name, p.pid]));
         const sampler = startSampler({ ...pids, haproxy: balancer.pid }, ctx.db);
-        const r = await load(`portkey-x${n}-${round}`, { ...opts, duration: GATEWAY_ROUND_SECONDS });
+        const r = await load(`${target}-x${n}-${round}`, { ...opts, duration: GATEWAY_ROUND_SECONDS });
         const s = await sampler.stop();
-        const portkeyCpu = Object.keys(pids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
+        const ownCpu = Object.keys(pids).reduce((a, k) => a + (s.cpu_s[k] ?? 0), 0);
         const run = {
           rps: r2(r.rps),
           ok: r.ok,
@@ -1490,20 +1515,21 @@ async function portkeyScalingPhase(ctx) {
           errors: r.errors,
           timeouts: r.timeouts,
           latency_ms: r.latency_ms,
-          cpu_ms_per_request_portkey: r3((1000 * portkeyCpu) / Math.max(1, r.ok)),
+          cpu_ms_per_request_own: r3((1000 * ownCpu) / Math.max(1, r.ok)),
+          cpu_ms_per_request_postgres: r3((1000 * (s.cpu_s.postgres ?? 0)) / Math.max(1, r.ok)),
           cpu_ms_per_request_haproxy: r3((1000 * (s.cpu_s.haproxy ?? 0)) / Math.max(1, r.ok)),
           host_context_switches_per_request: r2(s.host_context_switches / Math.max(1, r.ok)),
         };
         runs[n].push(run);
         log(
-          `portkey x${n} behind HAProxy, round ${round}: ${r.rps.toFixed(0)} req/s, p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; ` +
-            `Portkey CPU ms/request ${run.cpu_ms_per_request_portkey}; ${run.host_context_switches_per_request} context switches/request (host)`,
+          `${target} x${n} behind HAProxy, round ${round}: ${r.rps.toFixed(0)} req/s, p99 ${r.latency_ms.p99} ms, non2xx ${r.non2xx}, errors ${r.errors}; ` +
+            `own CPU ms/request ${run.cpu_ms_per_request_own}, PostgreSQL ${run.cpu_ms_per_request_postgres}; ${run.host_context_switches_per_request} context switches/request (host)`,
         );
       }
     }
     for (const n of GATEWAY_COUNTS) {
       out.by_n[n] = pairedRounds(runs[n], runs[GATEWAY_COUNTS[0]]);
-      log(`portkey x${n}: ${out.by_n[n].rps_x_one}x one (the median of the rounds' ${out.by_n[n].rounds.map((x) => x.x_one).join(', ')})`);
+      log(`${target} x${n}: ${out.by_n[n].rps_x_one}x one (the median of the rounds' ${out.by_n[n].rounds.map((x) => x.x_one).join(', ')})`);
     }
   } finally {
     await Promise.all(Object.values(balancers).map((b) => stopProcess(b.name)));
@@ -1811,7 +1837,7 @@ async function main() {
 
     if (GATEWAYS_ONLY) {
       const g = await gatewaysPhase(ctx);
-      await portkeyScalingPhase(ctx);
+      for (const target of SCALING_REFERENCE_TARGETS) await referenceScalingPhase(ctx, target);
       for (const t of gatewaysTargets(g)) log(`${t.reached ? 'REACHED ' : 'MISSED  '} ${t.name}: ${t.measured}`);
       console.log(JSON.stringify(g));
       return;
@@ -1890,7 +1916,7 @@ async function main() {
 
     log(`2c. 1, 2 and 4 gateways behind one HAProxy, ${CFG.loadConnections} connections, 64 accounts (each on one gateway) and 8 (each on every gateway)`);
     results.gateways = await gatewaysPhase(ctx);
-    results.gateways.portkey = await portkeyScalingPhase(ctx);
+    for (const target of SCALING_REFERENCE_TARGETS) results.gateways[target] = await referenceScalingPhase(ctx, target);
 
     log(`3. hot account (${CFG.hotConnections} in flight on one account)`);
     results.hot = await hotPhase(ctx);
