@@ -204,6 +204,21 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(availableNano(state)).toBe(5n);
   });
 
+  it('a batch that lost a race takes the commands queued meanwhile into its next append (issue 45)', async () => {
+    const { a, b, stream } = await sharedAccount('absorb', 100n);
+    await a.handle(accountDecider, stream, hold('a1', 10n));
+    // b1 goes alone on b's stale revision; b2 and b3 queue behind it while it is on its way.
+    const placed = await Promise.all(['b1', 'b2', 'b3'].map((id) => b.handle(accountDecider, stream, hold(id, 20n))));
+    expect(b.stats.conflicts).toBe(1);
+    // One append after the lost race, for all three: not b1's, then b2's and b3's in a race of their own.
+    expect(b.stats.appends).toBe(1);
+    expect(placed.map((p) => p.appended?.nextRevision)).toEqual([5n, 5n, 5n]);
+    expect(availableNano(placed[2].state)).toBe(30n);
+    const state = await new AggregateStore(store, clock).load(accountDecider, stream);
+    expect([...state.holds.keys()].sort()).toEqual(['a1', 'b1', 'b2', 'b3']);
+    expect(availableNano(state)).toBe(30n);
+  });
+
   it('a process further behind than a refusal brings back reads the stream without the lock and races again (issue 45)', async () => {
     const { a, b, watched, stream, readsAfterLoad } = await sharedAccount('far-behind', 1_000n);
     // 70 holds of 10 elsewhere: more than the 64 events a refused append brings back.

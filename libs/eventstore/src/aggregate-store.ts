@@ -73,6 +73,16 @@ const MAX_BATCH = 128;
 const FAST_RETRIES = 3;
 
 /**
+ * Issue 45: a batch that lost a race takes along, into its next append, the commands of its
+ * stream that queued while it was on its way; they would otherwise race in an append of their
+ * own right after it. On an account whose requests land on several gateways, every append is a
+ * race: fewer appends for the same commands, fewer races lost.
+ */
+function absorbQueued(batch: Pending[], queue: StreamQueue | undefined): void {
+  if (queue && queue.pending.length > 0 && batch.length < MAX_BATCH) batch.push(...queue.pending.splice(0, MAX_BATCH - batch.length));
+}
+
+/**
  * Issue 45: a stream's state is kept as a snapshot every this many events at least (more for a
  * large state, see SnapshotCodec.size), where its decider and the store can. A process that
  * never read the stream starts from the snapshot; one that finds itself this far behind (its
@@ -132,7 +142,7 @@ export class AggregateStore {
 
   private async drain(stream: string, queue: StreamQueue): Promise<void> {
     while (queue.pending.length > 0) {
-      await this.decideBatch(queue.decider, stream, queue.pending.splice(0, MAX_BATCH));
+      await this.decideBatch(queue.decider, stream, queue.pending.splice(0, MAX_BATCH), queue);
     }
     this.queues.delete(stream);
   }
@@ -141,7 +151,7 @@ export class AggregateStore {
    * Settles every command of the batch; never throws. Resolves with the error that failed the
    * batch when it says the store cannot be reached (see storeUnavailable), otherwise undefined.
    */
-  private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[]): Promise<unknown> {
+  private async decideBatch(decider: StreamQueue['decider'], stream: string, batch: Pending[], queue?: StreamQueue): Promise<unknown> {
     const maxRetries = this.options.maxRetries ?? 50;
     try {
       // First use in this process: read the stream rather than deciding on an empty state.
@@ -183,17 +193,22 @@ export class AggregateStore {
             if (attempt < Math.min(FAST_RETRIES, maxRetries)) {
               current = this.foldNewer(decider, stream, current, err) ?? (await this.catchUp(decider, stream));
               fresh = true;
+              absorbQueued(batch, queue);
               continue;
             }
             // Racing again could lose again, as often as other processes keep the stream busy
             // (issue 41 A: a hot account on four gateways lost twenty races in a row): where the
             // store can, take a turn under the stream's lock instead, which cannot conflict.
-            if (this.store.appendExclusive) return await this.decideExclusively(decider, stream, batch);
+            if (this.store.appendExclusive) {
+              absorbQueued(batch, queue);
+              return await this.decideExclusively(decider, stream, batch);
+            }
             if (attempt >= maxRetries) throw new StreamContentionError(stream, attempt + 1);
             // Jittered, so that the writers who lost together do not all race again together.
             await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
             current = await this.catchUp(decider, stream);
             fresh = true;
+            absorbQueued(batch, queue);
             continue;
           }
           this.remember(stream, { state: decided.state, revision: appended.nextRevision });
