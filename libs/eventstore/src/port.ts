@@ -120,6 +120,13 @@ export interface EventStore {
   /** Number of events strictly after `after` (all when omitted); for lag and progress. */
   countEventsAfter(after?: Position): Promise<number>;
   /**
+   * Optional (the SQL adapters, whose global reads stop below the oldest transaction still open
+   * on the server): the position of the last event committed, which readAll may not return yet;
+   * START for an empty log. A reader that must have applied everything committed so far reads
+   * until it has passed this.
+   */
+  lastCommittedPosition?(): Promise<Position>;
+  /**
    * Optional (the SQL adapters): reads the stream after revision `after` and appends what
    * `decide` makes of those events, expecting the revision it read, with the stream's lock held
    * from the read to the commit, so no other append of the stream can come between them and

@@ -17,11 +17,12 @@ import {
   type Upcaster,
   type Subscription,
 } from './port';
+import { START } from './position';
 import { SqlAppender } from './sql/append';
 import { DEFAULT_GROUPS_IN_FLIGHT, GroupCommit } from './sql/group-commit';
 import { PgAppendListener } from './sql/listener';
 import { AppendNotifier } from './sql/notify';
-import { COLUMNS, VISIBLE_AFTER, afterParams, toRecorded, type EventRow } from './sql/rows';
+import { COLUMNS, VISIBLE_AFTER, afterParams, toPosition, toRecorded, type EventRow } from './sql/rows';
 import { SCHEMA } from './sql/schema';
 import { pollingSubscription } from './sql/subscription';
 
@@ -150,6 +151,14 @@ export class SqlEventStore implements EventStore {
   async countEventsAfter(after?: Position): Promise<number> {
     const { rows } = await this.runner.query<{ n: string }>(`SELECT count(*)::text AS n FROM events WHERE ${VISIBLE_AFTER}`, afterParams(after));
     return Number(rows[0].n);
+  }
+
+  async lastCommittedPosition(): Promise<Position> {
+    // Every committed row, visible to global reads or not: the index on (tx, seq) read backwards.
+    const { rows } = await this.runner.query<{ tx: string; seq: string }>(
+      'SELECT tx::text AS tx, seq::text AS seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1',
+    );
+    return rows.length === 0 ? START : toPosition(rows[0].tx, rows[0].seq);
   }
 
   /** See pollingSubscription. */

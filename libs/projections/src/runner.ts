@@ -25,6 +25,8 @@ export class ProjectionTimeoutError extends Error {
 
 /** How long a wait lasts for projections that timed out before and have not moved since. */
 const STALLED_WAIT_MS = 250;
+/** How long a catch-up waits for events a transaction open elsewhere holds back from global reads. */
+const CATCH_UP_COMMITTED_MS = 15_000;
 
 /**
  * How often a reader in another process (a gateway) looks at the checkpoints while it waits
@@ -93,13 +95,40 @@ export class ProjectionRunner {
     await this.follower.stop();
   }
 
-  /** Applies everything the log holds now; returns the number of events read. */
+  /** Applies every event committed when it is called (see catchUpCommitted); returns the number of events read. */
   async catchUp(name: string, onBatch?: (events: number) => void): Promise<number> {
-    return this.applier.catchUpMany([this.projection(name)], this.options.batchSize ?? BATCH, onBatch);
+    return this.catchUpCommitted([this.projection(name)], onBatch);
   }
 
+  /** catchUp for every projection. */
   async catchUpAll(): Promise<void> {
-    await this.applier.catchUpMany(this.projections, this.options.batchSize ?? BATCH);
+    await this.catchUpCommitted(this.projections);
+  }
+
+  /**
+   * Applies every event committed when it is called. Global reads on a server stop below the
+   * oldest transaction still open anywhere on it (another process's, another database's), so
+   * what one pass applies can stop short of an append that has already returned: where the
+   * store tells its last committed position, the pass is made again until every projection has
+   * passed it, for CATCH_UP_COMMITTED_MS at most.
+   */
+  private async catchUpCommitted(projections: readonly Projection[], onBatch?: (events: number) => void): Promise<number> {
+    const last = await this.store.lastCommittedPosition?.();
+    const deadline = Date.now() + CATCH_UP_COMMITTED_MS;
+    let read = 0;
+    for (;;) {
+      read += await this.applier.catchUpMany(projections, this.options.batchSize ?? BATCH, onBatch);
+      if (last === undefined || last === START) return read;
+      const known = await readCheckpoints(this.sql);
+      const behind = projections.filter((p) => (known.get(p.name) ?? START) < last).map((p) => p.name);
+      if (behind.length === 0) return read;
+      if (Date.now() > deadline) {
+        throw new ProjectionTimeoutError(
+          `projections ${behind.join(', ')} did not reach ${last}, the last event committed when the catch-up began, in ${CATCH_UP_COMMITTED_MS} ms`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   /**

@@ -4,6 +4,7 @@
  * within a stream, for instance, so they are not part of ./contract.ts.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import type { SqlRunner } from '@svc/platform';
 import { AppendTooLargeError, WrongExpectedVersionError, type NewEvent } from '../port';
 import { SqlEventStore } from '../sql-event-store';
@@ -175,6 +176,25 @@ export function sqlEventStoreContract(name: string, create: () => Promise<SqlCon
       expect(rows[0].tx).toBe(rows[1].tx);
       expect(BigInt(rows[1].seq) > BigInt(rows[0].seq)).toBe(true);
       expect(result.position).toBe(`${rows[1].tx.padStart(20, '0')}/${rows[1].seq.padStart(20, '0')}`);
+    });
+
+    it('the last committed position is the last append, visible to global reads or not yet', async () => {
+      const first = await store.append(uniqueStream(), [event()], 'no_stream');
+      expect(await store.lastCommittedPosition()).toBe(first.position);
+      if (runner.dialect !== 'postgres') return; // PGlite has one connection: nothing is held back there
+      // A transaction open elsewhere on the server holds every later append back from global reads.
+      const blocker = new Client({ connectionString: process.env.DATABASE_URL });
+      await blocker.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT pg_current_xact_id()');
+        const held = await store.append(uniqueStream(), [event()], 'no_stream');
+        expect(await store.readAll({ after: first.position })).toEqual([]);
+        expect(await store.lastCommittedPosition()).toBe(held.position);
+      } finally {
+        await blocker.query('ROLLBACK');
+        await blocker.end();
+      }
     });
 
     describe('group commit: the appends that queue while a group is on its way go together', () => {
