@@ -7,6 +7,7 @@ import { SINGLES_APPEND } from './sql/append';
 import { SqlEventStore, type SqlEventStoreOptions } from './sql-event-store';
 import { eventStoreContract, sleep, waitFor } from './testing/contract';
 import { sqlEventStoreContract } from './testing/sql-contract';
+import { visibleUpTo } from './testing/visible';
 import { randomUUID } from 'node:crypto';
 
 const POLL_MS = 50;
@@ -372,6 +373,8 @@ describe('SqlEventStore on PostgreSQL server', () => {
         const read = await reader.readStream(stream);
         expect(read.map((e) => e.revision)).toEqual(Array.from({ length: 100 }, (_, i) => BigInt(i)));
         expect(new Set(read.map((e) => e.id))).toEqual(new Set(written));
+        // Global reads stop below a transaction open anywhere on the server (another suite's).
+        await visibleUpTo(own, read[read.length - 1].position);
         const logged = await reader.readAll({ after: START, maxCount: 1000 });
         expect(logged.map((e) => e.id)).toEqual(read.map((e) => e.id));
       } finally {
