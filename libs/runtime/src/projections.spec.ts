@@ -241,6 +241,34 @@ describe.each([
     return started;
   }
 
+  /**
+   * A probe of `type` events whose first batch is slow (`slowMs`), so that appends come while it
+   * is applied, with the `append` that feeds it. A runner of a new probe reads the whole log, an
+   * earlier try's events included: it applies only those `append` made with its name. `record`
+   * gets each of its own with its batch's transaction and says how many it has had.
+   */
+  function slowFirstBatch(name: string, type: string, slowMs: number, record: (id: string, tx: unknown) => number) {
+    let firstApplied!: () => void;
+    const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
+    const probe = perEvent({
+      name,
+      tables: [],
+      schema: [],
+      handlers: {
+        [type]: async (e, tx) => {
+          const { id, run } = e.data as { id: string; run: string };
+          if (run !== name) return;
+          if (record(id, tx) === 1) {
+            await new Promise((resolve) => setTimeout(resolve, slowMs));
+            firstApplied();
+          }
+        },
+      },
+    });
+    const append = (id: string) => store.append(`${name}-${id}-${randomUUID()}`, [{ id: randomUUID(), type, data: { id, run: name } }], 'no_stream');
+    return { probe, firstDone, append };
+  }
+
   it('projects balances, holds, generations and keys from the log', async () => {
     const { rows } = await sql.query<Record<string, string>>('SELECT * FROM credit_accounts WHERE account_id = $1', ['a1']);
     // One charge of 12,345 nano; one hold of 40,003 still open.
@@ -594,25 +622,8 @@ describe.each([
       /** One try on a runner of its own: how long after its append the quiet event was applied, and the busy one after its batch. */
       const attempt = async (name: string): Promise<{ quietMs: number; duringMs: number }> => {
         const applied = new Map<string, number>();
-        let firstApplied!: () => void;
-        const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
-        const probe = perEvent({
-          name,
-          tables: [],
-          schema: [],
-          handlers: {
-            Busy: async (e) => {
-              applied.set((e.data as { id: string }).id, performance.now());
-              // The first batch is slow: the next append arrives while it is applied.
-              if (applied.size === 1) {
-                await new Promise((resolve) => setTimeout(resolve, 100));
-                firstApplied();
-              }
-            },
-          },
-        });
+        const { probe, firstDone, append } = slowFirstBatch(name, 'Busy', 100, (id) => applied.set(id, performance.now()).size);
         const runner = await following(probe, { coalesceMs: 20, busyCoalesceMs: 600, idleMs: 60_000 });
-        const append = (id: string) => store.append(`${name}-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Busy', data: { id } }], 'no_stream');
         try {
           await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
           const quietAt = performance.now();
@@ -708,27 +719,8 @@ describe.each([
     /** One try on a runner of its own: the events in the order applied, each with its batch's transaction. */
     const attempt = async (name: string): Promise<Array<{ id: string; tx: unknown }>> => {
       const applied: Array<{ id: string; tx: unknown }> = [];
-      let firstApplied!: () => void;
-      const firstDone = new Promise<void>((resolve) => (firstApplied = resolve));
-      const probe = perEvent({
-        name,
-        tables: [],
-        schema: [],
-        handlers: {
-          Gathered: async (e, tx) => {
-            if ((e.data as { run: string }).run !== name) return;
-            applied.push({ id: (e.data as { id: string }).id, tx });
-            // The first batch is slow: the next appends arrive while it is applied.
-            if (applied.length === 1) {
-              await new Promise((resolve) => setTimeout(resolve, 200));
-              firstApplied();
-            }
-          },
-        },
-      });
+      const { probe, firstDone, append } = slowFirstBatch(name, 'Gathered', 200, (id, tx) => applied.push({ id, tx }));
       const gathering = await following(probe, { coalesceMs: 300, idleMs: 60_000 });
-      const append = (id: string) =>
-        store.append(`gathered-${id}-${randomUUID()}`, [{ id: randomUUID(), type: 'Gathered', data: { id, run: name } }], 'no_stream');
       try {
         await append('a');
         while (applied.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -774,6 +766,9 @@ describe.each([
       const { position } = await store.append(`catch-up-${id}`, [{ id: randomUUID(), type: 'CatchUp', data: { id } }], 'no_stream');
       await new Promise((resolve) => setTimeout(resolve, 100)); // woken: now in its 10 s wait
       expect(applied).toEqual([]);
+      // Visible first: a transaction open in another suite's database would hide the append from
+      // the read the request wakes, and the runner would go back to its 10 s wait without it.
+      await visibleUpTo(sql, position);
       const asked = performance.now();
       await reader.waitFor(position, ['catch_up'], 8000);
       expect(applied).toEqual([id]);
