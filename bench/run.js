@@ -2044,7 +2044,7 @@ function scanLogs() {
   const out = {};
   if (!fs.existsSync(LOG_DIR)) return out;
   for (const f of fs.readdirSync(LOG_DIR)) {
-    if (!/^(gateway|gateway-\d+|gateway-profiled|worker|portkey|bare-proxy|durable-proxy|simulator)\.log$/.test(f)) continue;
+    if (!/^(gateway|gateway-\d+|gateway-profiled|worker|portkey|bare-proxy|durable-proxy|durable-proxy-\d+|simulator)\.log$/.test(f)) continue;
     const lines = fs.readFileSync(path.join(LOG_DIR, f), 'utf8').split('\n');
     const bad = lines.filter((l) => /ERROR|Error:|unreachable|WARN/i.test(l) && !/^\s+at /.test(l));
     // A client that leaves mid-stream (autocannon closing its connections at the end of a timed
