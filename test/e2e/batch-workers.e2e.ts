@@ -133,9 +133,11 @@ describe('batch lines run by worker processes (spec 4.11, issue 19)', () => {
   it('a worker killed with kill -9 mid-batch: restarted, every line is billed exactly once and the ledger audit is clean', async () => {
     while (workers.length > 1) workers.pop()!.kill('SIGKILL');
     const { key } = await account(5);
+    // 500 ms a line, 8 at a time: some are in flight whenever 10 are done, even on a host that
+    // stalls this process for a while (at 150 ms a line, all 60 could be done by the kill).
     const id = await submit(
       key,
-      jsonl(60, (i) => `#sim {"delay_ms": 150}\nline ${i}`),
+      jsonl(60, (i) => `#sim {"delay_ms": 500}\nline ${i}`),
     );
     await until('some lines done', async () => (await batch(key, id)).request_counts.completed >= 10, 60_000, 100);
     const killed = workers.pop()!;
