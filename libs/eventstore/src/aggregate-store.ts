@@ -118,7 +118,13 @@ export class AggregateStore {
   constructor(
     private readonly store: EventStore,
     private readonly clock: Clock,
-    private readonly options: { maxRetries?: number; maxCachedStreams?: number; snapshotEvery?: number } = {},
+    private readonly options: {
+      maxRetries?: number;
+      maxCachedStreams?: number;
+      snapshotEvery?: number;
+      /** Told of every append to `stream` another process's append beat (issue 45: PeerRouting). */
+      onLostRace?: (stream: string) => void;
+    } = {},
   ) {}
 
   handle<C, S, E extends DomainEvent>(decider: Decider<C, S, E>, stream: string, command: C, metadata: EventMetadata = {}): Promise<Handled<S, E>> {
@@ -181,6 +187,7 @@ export class AggregateStore {
               throw err;
             }
             this.stats.conflicts++;
+            this.options.onLostRace?.(stream);
             // Another process appended since this one last read. Where the refusal brought what
             // it appended, the batch is decided again on it at once: one more append, in the
             // next group, and no lock held across round trips (issue 45: with every account's

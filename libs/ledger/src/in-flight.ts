@@ -40,6 +40,8 @@ const SCHEMA = [
   // the reaper to land as it was decided, meters and cost lines included.
   `ALTER TABLE stream_progress ADD COLUMN IF NOT EXISTS charge jsonb`,
   `ALTER TABLE stream_progress ADD COLUMN IF NOT EXISTS final boolean NOT NULL DEFAULT false`,
+  // Issue 45: where the other gateways reach this one, when it takes requests forwarded to it.
+  `ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS peer_url text`,
 ];
 
 export async function initInFlight(sql: SqlRunner): Promise<void> {
@@ -160,10 +162,18 @@ export async function pruneInFlight(sql: SqlExecutor): Promise<void> {
  * than GATEWAY_LEASE_MS, and then the process's holds may be reaped under it, which settles
  * each at most once either way (the account decides).
  */
+/** A live gateway that takes forwarded requests, and where. */
+export interface PeerGateway {
+  id: string;
+  url: string;
+}
+
 export class GatewayLease {
   readonly id = `gw-${randomBytes(8).toString('hex')}`;
   private ticker?: NodeJS.Timeout;
   private renewing: Promise<void> = Promise.resolve();
+  private peerUrl: string | null = null;
+  private livePeers: readonly PeerGateway[] = [];
 
   constructor(private readonly sql: SqlExecutor) {}
 
@@ -177,12 +187,31 @@ export class GatewayLease {
     this.ticker.unref();
   }
 
+  /**
+   * Issue 45: from now on this gateway takes requests other gateways forward to it at `url`, and
+   * learns at every renewal which other gateways do (peers).
+   */
+  async advertise(url: string): Promise<void> {
+    this.peerUrl = url;
+    await this.renew();
+  }
+
+  /** The live gateways that take forwarded requests, this one among them once it advertises; as of the last renewal. */
+  get peers(): readonly PeerGateway[] {
+    return this.livePeers;
+  }
+
   private async renew(): Promise<void> {
     await this.sql.query(
-      `INSERT INTO gateway_leases (gateway_id, expires_at) VALUES ($1, now() + make_interval(secs => $2))
-         ON CONFLICT (gateway_id) DO UPDATE SET expires_at = EXCLUDED.expires_at`,
-      [this.id, GATEWAY_LEASE_MS / 1000],
+      `INSERT INTO gateway_leases (gateway_id, expires_at, peer_url) VALUES ($1, now() + make_interval(secs => $2), $3)
+         ON CONFLICT (gateway_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, peer_url = EXCLUDED.peer_url`,
+      [this.id, GATEWAY_LEASE_MS / 1000, this.peerUrl],
     );
+    if (this.peerUrl === null) return;
+    const { rows } = await this.sql.query<{ gateway_id: string; peer_url: string }>(
+      `SELECT gateway_id, peer_url FROM gateway_leases WHERE expires_at > now() AND peer_url IS NOT NULL ORDER BY gateway_id`,
+    );
+    this.livePeers = rows.map((r) => ({ id: r.gateway_id, url: r.peer_url }));
   }
 
   /** Gives the lease back: whatever holds the process still has open are reaped at once. */

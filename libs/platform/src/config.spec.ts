@@ -100,6 +100,23 @@ describe('SVC_AUTH_CACHE', () => {
   });
 });
 
+describe('SVC_PEER_FORWARDING and SVC_PEER_URL (issue 45)', () => {
+  it('is off unless on; on, the peer URL is SVC_PEER_URL or, unset, the listening address', () => {
+    expect(loadConfig({}).peerForwarding).toBeNull();
+    expect(loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1' }).peerForwarding).toEqual({ url: null });
+    expect(loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '0.0.0.0', SVC_PEER_URL: 'http://10.0.0.5:8080' }).peerForwarding).toEqual({
+      url: 'http://10.0.0.5:8080',
+    });
+  });
+
+  it('refuses a wildcard HOST without a peer URL, and a peer URL without forwarding, naming the variable', () => {
+    expect(() => loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '0.0.0.0' })).toThrow(/^SVC_PEER_URL: needed with SVC_PEER_FORWARDING=on and HOST=0.0.0.0/);
+    expect(() => loadConfig({ SVC_PEER_URL: 'http://10.0.0.5:8080' })).toThrow(/^SVC_PEER_URL: set, but SVC_PEER_FORWARDING is not on/);
+    expect(() => loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1', SVC_PEER_URL: 'ftp://x' })).toThrow(/^SVC_PEER_URL: /);
+    expect(() => loadConfig({ SVC_PEER_FORWARDING: 'yes' })).toThrow(/^SVC_PEER_FORWARDING: /);
+  });
+});
+
 describe('SVC_AUTH_FAILURE_LIMIT', () => {
   it('is 100 failed authentications per minute and client address unless set to a positive integer', () => {
     expect(loadConfig({}).authFailureLimit).toBe(100);

@@ -141,6 +141,13 @@ export interface Config {
    * (OTEL_SERVICE_NAME); null (no endpoint, or OTEL_SDK_DISABLED=true): no tracing at all.
    */
   tracing: { url: string; serviceName: string } | null;
+  /**
+   * Issue 45: gateways hand the requests of an account several of them are racing on to one of
+   * them (SVC_PEER_FORWARDING, off by default). `url` is where the others reach this one
+   * (SVC_PEER_URL); null = `http://HOST:<the port it listens on>`, which needs a HOST other
+   * gateways can reach (not a wildcard).
+   */
+  peerForwarding: { url: string | null } | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -250,7 +257,22 @@ export function loadConfig(env: Env = process.env): Config {
     tls: tlsFiles(read.text('SVC_TLS_CERT'), read.text('SVC_TLS_KEY')),
     consoleDir: consoleDir(read.text('SVC_CONSOLE_DIR')),
     tracing: tracing(read),
+    peerForwarding: peerForwarding(read),
   };
+}
+
+function peerForwarding({ text, url, onOff }: EnvReader): Config['peerForwarding'] {
+  const peerUrl = url('SVC_PEER_URL', ['http:', 'https:']);
+  if (!onOff('SVC_PEER_FORWARDING', false)) {
+    if (peerUrl !== null) throw new ConfigError('SVC_PEER_URL', 'set, but SVC_PEER_FORWARDING is not on: it is the address peers forward to');
+    return null;
+  }
+  const host = text('HOST') ?? 'localhost';
+  // A wildcard says where this gateway listens, not where the others can reach it.
+  if (peerUrl === null && (host === '0.0.0.0' || host === '::')) {
+    throw new ConfigError('SVC_PEER_URL', `needed with SVC_PEER_FORWARDING=on and HOST=${host}: the URL other gateways reach this one at`);
+  }
+  return { url: peerUrl };
 }
 
 /** Checked before any other setting, so a missing catalog or a bad key is what a start reports first. */

@@ -19,6 +19,7 @@ import { createProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
 import type { Provider } from '@svc/providers';
 import { Tracing } from '@svc/telemetry';
+import { PeerRouting } from './peer-routing';
 
 /**
  * Everything a process of the service needs, wired from the configuration: the read-model
@@ -49,6 +50,11 @@ export interface Runtime {
   readonly authCache: AuthCache | null;
   /** The lease of a process that serves requests (its holds are reaped once it lapses); null in the worker and the CLI. */
   readonly gatewayLease: GatewayLease | null;
+  /**
+   * Issue 45: which peer serves a contended account's requests (SVC_PEER_FORWARDING); null when
+   * off, and in processes that serve no request.
+   */
+  readonly peerRouting: PeerRouting | null;
   /** This process's Prometheus metrics (issue 22), on a registry of its own. */
   readonly metrics: ServiceMetrics;
   /** The port of the separate metrics server (SVC_METRICS_PORT) once bound; null when /metrics is on the main port. */
@@ -107,6 +113,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const { projections, authCache } = await openProjections(sql, store, servesRequests && config.authCache, closers);
     await initContentTables(sql);
     const gatewayLease = servesRequests ? await startGatewayLease(sql, closers) : null;
+    const peerRouting = gatewayLease && config.peerForwarding ? new PeerRouting(gatewayLease.id, () => gatewayLease.peers, clock) : null;
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
     const simulator = withProviders && catalog.usesSimulator() && config.simulatorUrl === null ? await startOwnSimulator(closers) : null;
     const providers = upstreamClients(withProviders ? catalog.models : [], simulator?.url ?? config.simulatorUrl, config);
@@ -118,7 +125,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       sql,
       replicaSql,
       store,
-      aggregates: new AggregateStore(store, clock),
+      aggregates: new AggregateStore(store, clock, peerRouting ? { onLostRace: (stream) => peerRouting.noteLostRace(stream) } : {}),
       projections,
       catalog,
       providers,
@@ -128,6 +135,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       edge,
       authCache,
       gatewayLease,
+      peerRouting,
       metrics,
       metricsPort,
       tracing,

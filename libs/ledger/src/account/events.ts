@@ -12,6 +12,8 @@ import type { Nano } from '@svc/platform';
  * against charges plus open holds, so concurrent requests can never spend past it together.
  */
 export const accountStream = (accountId: string) => `account-${accountId}`;
+/** The account whose stream `stream` is; null for any other stream. */
+export const accountOfStream = (stream: string): string | null => (stream.startsWith('account-') ? stream.slice('account-'.length) : null);
 
 /**
  * The meters of a charge that names tokens only, which are exactly the meters `input`,

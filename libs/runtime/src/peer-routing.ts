@@ -1,0 +1,132 @@
+import type { Clock } from '@svc/platform';
+import { accountOfStream, GATEWAY_LEASE_MS, type PeerGateway } from '@svc/ledger';
+
+/**
+ * Lost races on one account's stream, this many within CONTENTION_WINDOW_MS, say that other
+ * gateways write it at the same time. One alone is not enough: a gateway meeting an account
+ * another served since loses one race to catch up, and nobody is racing it.
+ */
+export const CONTENTION_RACES = 2;
+export const CONTENTION_WINDOW_MS = 2_000;
+/**
+ * A contended account's requests go to its owner until this long after the last lost race or
+ * the last request handed over: while a gateway keeps receiving them, it keeps handing them on.
+ */
+export const CONTENTION_HOLD_MS = 10_000;
+/**
+ * A peer that refused a connection is passed over this long: a gateway killed with `kill -9`
+ * keeps its lease (and its place among the peers) until the lease lapses.
+ */
+export const UNREACHABLE_MS = GATEWAY_LEASE_MS;
+/** Beyond this many accounts tracked, the expired entries are swept. */
+const SWEEP_ABOVE = 4_096;
+
+/**
+ * Issue 45: one writer per contended account. Gateways behind a balancer that spreads requests
+ * (round robin, least connections) all serve every account, and two of them appending to one
+ * account's stream race: each lost race is a decision taken again and an append retried, and
+ * with four gateways one account's holds and charges cost four times the appends one gateway
+ * gathers them into. An account on whose stream this gateway keeps losing races is handed, for
+ * as long as its requests keep coming, to one owner among the live peers, the same one for
+ * every gateway (rendezvous hashing over the peers' lease ids): the others forward its requests
+ * there. Accounts nobody races stay where the balancer sends them.
+ *
+ * Who owns an account is a hint for speed, never a guarantee: two gateways that disagree for a
+ * moment (one has not yet seen a peer's lease) only race as they would without it, and every
+ * append is still checked against the stream's revision.
+ */
+export class PeerRouting {
+  private readonly races = new Map<string, number[]>();
+  private readonly contendedUntil = new Map<string, number>();
+  private readonly unreachableUntil = new Map<string, number>();
+
+  constructor(
+    /** This gateway's lease id. */
+    private readonly selfId: string,
+    /** The live gateways that take forwarded requests (this one among them once it does). */
+    private readonly peers: () => readonly PeerGateway[],
+    private readonly clock: Clock,
+  ) {}
+
+  /** No account is contended: nothing to look up before serving a request here. */
+  get idle(): boolean {
+    return this.contendedUntil.size === 0;
+  }
+
+  /** AggregateStore's onLostRace: another process's append to `stream` beat this one's. */
+  noteLostRace(stream: string): void {
+    const account = accountOfStream(stream);
+    if (account === null) return;
+    const now = this.clock.now().getTime();
+    const recent = (this.races.get(account) ?? []).filter((at) => at > now - CONTENTION_WINDOW_MS);
+    recent.push(now);
+    if (recent.length >= CONTENTION_RACES) {
+      this.races.delete(account);
+      this.contendedUntil.set(account, now + CONTENTION_HOLD_MS);
+    } else {
+      this.races.set(account, recent);
+    }
+    if (this.races.size > SWEEP_ABOVE || this.contendedUntil.size > SWEEP_ABOVE) this.sweep(now);
+  }
+
+  /** The peer that serves `accountId`'s requests when it is another gateway; null: serve them here. */
+  peerFor(accountId: string): PeerGateway | null {
+    const until = this.contendedUntil.get(accountId);
+    if (until === undefined) return null;
+    const now = this.clock.now().getTime();
+    if (until <= now) {
+      this.contendedUntil.delete(accountId);
+      return null;
+    }
+    const owner = this.ownerOf(accountId, now);
+    if (owner === null || owner.id === this.selfId) return null;
+    this.contendedUntil.set(accountId, now + CONTENTION_HOLD_MS);
+    return owner;
+  }
+
+  /** `peer` refused a connection: its accounts go to the next owner until its lease lapses. */
+  unreachable(peer: PeerGateway): void {
+    this.unreachableUntil.set(peer.id, this.clock.now().getTime() + UNREACHABLE_MS);
+  }
+
+  /** The live peer with the highest score for the account; null unless this gateway is a peer itself. */
+  private ownerOf(accountId: string, now: number): PeerGateway | null {
+    let owner: PeerGateway | null = null;
+    let best = -1;
+    let selfIsPeer = false;
+    for (const peer of this.peers()) {
+      if (peer.id === this.selfId) selfIsPeer = true;
+      else if ((this.unreachableUntil.get(peer.id) ?? 0) > now) continue;
+      const score = rendezvousScore(peer.id, accountId);
+      if (score > best) {
+        best = score;
+        owner = peer;
+      }
+    }
+    // A gateway that does not take forwarded requests does not forward any either: both halves
+    // of the rule must see the same peers.
+    return selfIsPeer ? owner : null;
+  }
+
+  private sweep(now: number): void {
+    for (const [account, times] of this.races) if (times[times.length - 1] <= now - CONTENTION_WINDOW_MS) this.races.delete(account);
+    for (const [account, until] of this.contendedUntil) if (until <= now) this.contendedUntil.delete(account);
+    for (const [peer, until] of this.unreachableUntil) if (until <= now) this.unreachableUntil.delete(peer);
+  }
+}
+
+/** Rendezvous (highest random weight) hashing: FNV-1a over the pair, then MurmurHash3's finaliser to spread it. */
+export function rendezvousScore(peerId: string, accountId: string): number {
+  let h = 0x811c9dc5;
+  const text = `${peerId}\u0000${accountId}`;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
