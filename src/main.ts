@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createGatewayApp } from '../apps/gateway/src/app';
+import { advertiseToPeers, createGatewayApp } from '../apps/gateway/src/app';
 import { prettyLog, processLog, routeConsoleThrough, type Config } from '@svc/platform';
 import { devAdminToken, devEncryptionKey, devKeysPath, ensureDevKeys, type DevKeys } from './dev-bootstrap';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from './process';
@@ -33,6 +33,7 @@ export async function startAll(given: Config, options: RuntimeOptions & { logger
     const background = startBackground(runtime, app);
     const { keys, created } = await ensureDevKeys(app, config, adminToken);
     await app.listen({ port: config.port, host: config.host });
+    await advertiseToPeers(app, runtime);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;

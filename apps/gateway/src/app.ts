@@ -17,6 +17,8 @@ import { staticRouteErrors } from './http/static-errors';
 import { installRequestMetrics } from './metrics/request-metrics';
 import { installTracing } from './http/tracing';
 import { installMethodTable } from './http/methods';
+import { installPeerForwarding } from './edge/peer-forwarding';
+import type { AddressInfo } from 'node:net';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -75,6 +77,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir, staticErrors);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance(), runtime.metrics.requests, runtime.catalog);
   installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
+  installPeerForwarding(adapter.getInstance(), runtime);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.
@@ -89,4 +92,16 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   // Holds count prompt tokens (spec 1 rule 1): the encoding is built before the first request.
   warmTokenCounting();
   return app;
+}
+
+/**
+ * Issue 45 (SVC_PEER_FORWARDING): once the gateway listens, its lease says where the other
+ * gateways forward the requests of the accounts it serves.
+ */
+export async function advertiseToPeers(app: NestFastifyApplication, runtime: Runtime): Promise<void> {
+  const { peerForwarding, host, tls } = runtime.config;
+  if (!peerForwarding || !runtime.gatewayLease) return;
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const url = peerForwarding.url ?? `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  await runtime.gatewayLease.advertise(url);
 }

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { routeConsoleThrough } from '@svc/platform';
 import { boundHeapGrowth, closeOnSignals, configOrExit, runMain } from '../../../src/process';
 import { createRuntime } from '@svc/runtime';
-import { createGatewayApp } from './app';
+import { advertiseToPeers, createGatewayApp } from './app';
 
 /**
  * The HTTP edge alone, for production: stateless, scaled out behind a load balancer. The
@@ -21,6 +21,7 @@ runMain(async () => {
     await runtime.close();
   }, config.shutdownGraceMs);
   await app.listen({ port: config.port, host: config.host });
+  await advertiseToPeers(app, runtime);
   const url = await app.getUrl();
   app.getHttpAdapter().getInstance().log.info({ url }, `svc-gateway listening on ${url}`);
 });

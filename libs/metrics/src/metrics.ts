@@ -78,6 +78,12 @@ export class ServiceMetrics {
     help: "Appends made under the stream's lock after lost races (a turn that holds a transaction across round trips).",
     registers: [this.registry],
   });
+  readonly peerForwards = new Counter({
+    name: 'svc_peer_forwards_total',
+    help: 'Requests handed to the peer gateway that serves their account (SVC_PEER_FORWARDING), by outcome: forwarded, or unreachable (served here instead).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly eventStoreAppend = new Histogram({
     name: 'svc_event_store_append_seconds',
     help: 'Time of one append to the event store (successful or not).',

@@ -1,0 +1,209 @@
+import type { ChildProcess } from 'node:child_process';
+import { runLedgerAudit } from '@svc/ledger';
+import { usdToNano } from '@svc/platform';
+import { rendezvousScore } from '@svc/runtime';
+import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
+import { spawnGateway } from '../support/second-gateway';
+import { until } from '../support/until';
+
+const ADMIN_TOKEN = 'admin-token-for-peer-forwarding';
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const ENV = { SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
+
+interface Gateway {
+  call: Call;
+  /** Where it listens (http://127.0.0.1:port), as its lease advertises it. */
+  url: string;
+  /** Its lease id, as the peers know it. */
+  id: string;
+  child: ChildProcess | null;
+}
+
+interface Outcome {
+  status: number;
+  stream: boolean;
+  cost: bigint;
+  id: string | null;
+  code?: string;
+}
+
+/**
+ * Issue 45: gateways behind a balancer that spreads every account's requests over all of them
+ * raced on the account's stream. With SVC_PEER_FORWARDING each hands the requests of an account
+ * it keeps losing races on to the one peer that owns it (PeerRouting): one writer per account.
+ */
+describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWARDING)', () => {
+  let first: StartedGateway;
+  const gateways: Gateway[] = [];
+
+  beforeAll(async () => {
+    const databaseUrl = await freshPgSchemaUrl('peers');
+    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN, ...ENV });
+    const firstUrl = first.url.replace(/\/v1$/, '');
+    gateways.push({ call: api(firstUrl), url: firstUrl, id: first.runtime.gatewayLease!.id, child: null });
+    for (let i = 0; i < 2; i++) {
+      const { child, url } = await spawnGateway(databaseUrl, ADMIN_TOKEN, ENV);
+      gateways.push({ call: api(url), url, id: '', child });
+    }
+    // The leases say where each gateway listens: that is how the spawned ones' ids are known.
+    const leases = await until('every gateway advertised', async () => {
+      const { rows } = await first.runtime.sql.query<{ gateway_id: string; peer_url: string }>(
+        'SELECT gateway_id, peer_url FROM gateway_leases WHERE peer_url IS NOT NULL AND expires_at > now()',
+      );
+      return rows.length === gateways.length ? rows : null;
+    });
+    for (const g of gateways.slice(1)) g.id = leases.find((r) => r.peer_url === g.url)!.gateway_id;
+    expect(leases.find((r) => r.gateway_id === gateways[0].id)?.peer_url).toBe(gateways[0].url);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const g of gateways) {
+      g.child?.removeAllListeners('exit');
+      g.child?.kill('SIGTERM');
+    }
+    await stopGateway(first);
+  });
+
+  const ownerOf = (accountId: string, among: Gateway[] = gateways) =>
+    among.reduce((a, b) => (rendezvousScore(b.id, accountId) > rendezvousScore(a.id, accountId) ? b : a));
+
+  async function newAccount(): Promise<{ id: string; key: string }> {
+    const id = (await gateways[0].call('POST', '/admin/accounts', { body: { initial_credits_usd: 100 }, headers: admin })).json.id as string;
+    const key = (await gateways[0].call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string;
+    return { id, key };
+  }
+
+  /** The forwards a gateway counted (svc_peer_forwards_total), by outcome. */
+  async function forwards(g: Gateway, outcome: 'forwarded' | 'unreachable'): Promise<number> {
+    const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
+    return Number(new RegExp(`^svc_peer_forwards_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  }
+
+  /** `requests` requests of one key, `connections` at a time, dealt round robin over `over`; every third streamed unless `plain`. */
+  async function load(over: Gateway[], key: string, requests: number, connections: number, plain = false, onEach?: (done: number) => void) {
+    let next = 0;
+    const outcomes: Outcome[] = [];
+    const worker = async () => {
+      for (let n = next++; n < requests; n = next++) {
+        const stream = !plain && n % 3 === 0;
+        const body = {
+          model: 'sim/echo',
+          max_tokens: 16,
+          messages: [{ role: 'user', content: `peer ${n}` }],
+          ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+        };
+        const r = await over[n % over.length].call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
+        if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null });
+        else {
+          let cost = 0n;
+          if (r.status === 200 && stream) {
+            const frames = (r.json as string)
+              .split('\n\n')
+              .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
+              .map((f) => JSON.parse(f.slice(6)));
+            expect(frames.some((f) => f.error)).toBe(false);
+            cost = usdToNano(frames[frames.length - 1].usage.cost);
+          } else if (r.status === 200) cost = usdToNano(r.json.usage.cost);
+          outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code });
+        }
+        onEach?.(outcomes.length);
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, worker));
+    return outcomes;
+  }
+
+  /** Every answer charged once, by what it said, and nothing else charged: `charged` is the balance's move. */
+  async function expectChargedOnce(key: string, answered: Outcome[], charged: bigint) {
+    expect(new Set(answered.map((o) => o.id)).size).toBe(answered.length);
+    const credits = (await gateways[0].call('GET', '/v1/credits', { key })).json.data;
+    expect(credits.open_holds).toBe(0);
+    expect(usdToNano(credits.total_usage)).toBe(charged);
+    for (const o of answered.slice(0, 20)) {
+      const generation = await gateways[0].call('GET', `/v1/generation?id=${o.id}`, { key });
+      expect(generation.status).toBe(200);
+      expect(usdToNano(generation.json.data.total_cost)).toBe(o.cost);
+    }
+  }
+
+  it('forwards the raced account to its owner, which never forwards it, and charges every answer exactly once', async () => {
+    const account = await newAccount();
+    const owner = ownerOf(account.id);
+    const before = await Promise.all(gateways.map((g) => forwards(g, 'forwarded')));
+    const outcomes = await load(gateways, account.key, 600, 48);
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+
+    const forwarded = (await Promise.all(gateways.map((g) => forwards(g, 'forwarded')))).map((n, i) => n - before[i]);
+    // The owner serves what it gets; the others, once they have lost races, hand it over.
+    expect(forwarded[gateways.indexOf(owner)]).toBe(0);
+    expect(forwarded.reduce((a, b) => a + b, 0)).toBeGreaterThan(100);
+    // Streamed answers pass through whole (their frames were read above) and keep their generation id.
+    expect(outcomes.filter((o) => o.stream && o.id !== null).length).toBe(200);
+
+    await first.runtime.projections.catchUpAll();
+    await expectChargedOnce(
+      account.key,
+      outcomes,
+      outcomes.reduce((sum, o) => sum + o.cost, 0n),
+    );
+    const audit = await runLedgerAudit(first.runtime.store, first.runtime.sql);
+    expect(audit.violations).toEqual([]);
+  }, 180_000);
+
+  it('serves an account whose owner was killed with kill -9 on the others: nothing lost, nothing charged twice', async () => {
+    // An account owned by a spawned gateway, which the test can kill.
+    let account = await newAccount();
+    while (ownerOf(account.id).child === null) account = await newAccount();
+    const owner = ownerOf(account.id);
+    const survivors = gateways.filter((g) => g !== owner);
+    const warm = await load(gateways, account.key, 300, 32, true);
+    expect(warm.filter((o) => o.status !== 200)).toEqual([]);
+    const handedOver = await Promise.all(survivors.map((g) => forwards(g, 'forwarded')));
+    expect(handedOver.some((n) => n > 0)).toBe(true);
+
+    // Killed while the survivors keep sending it their share of the account's requests.
+    let killed = false;
+    const after = await load(survivors, account.key, 300, 16, true, (done) => {
+      if (done >= 40 && !killed) {
+        killed = true;
+        owner.child!.kill('SIGKILL');
+      }
+    });
+    expect(killed).toBe(true);
+    // Only the requests in flight at the kill may fail, as the 502 of a gateway lost mid-request.
+    const failed = after.filter((o) => o.status !== 200);
+    for (const f of failed) expect([f.status, f.code]).toEqual([502, 'peer_unavailable']);
+    expect(failed.length).toBeLessThanOrEqual(16);
+    // Then the survivors found the peer gone and served the account themselves.
+    expect((await Promise.all(survivors.map((g) => forwards(g, 'unreachable')))).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    expect(after.slice(-100).every((o) => o.status === 200)).toBe(true);
+
+    // Once the killed gateway's lease lapses the reaper settles what it held; then every charge
+    // in the log is one the balance moved by, every 200 answer among them once.
+    const reaper = first.background.reaper;
+    await until(
+      'the killed gateway’s holds settled',
+      async () => {
+        await reaper.reapOnce();
+        await first.runtime.projections.catchUpAll();
+        return (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data.open_holds === 0;
+      },
+      40_000,
+      500,
+    );
+    const answered = [...warm, ...after].filter((o) => o.status === 200);
+    const { rows } = await first.runtime.sql.query<{ total: string }>(
+      "SELECT COALESCE(SUM((data->>'amount_nano')::numeric), 0)::text AS total FROM events WHERE stream = $1 AND type IN ('UsageCharged', 'UsageCorrected')",
+      [`account-${account.id}`],
+    );
+    const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
+    expect(usdToNano(credits.total_usage)).toBe(BigInt(rows[0].total));
+    const charged = answered.reduce((sum, o) => sum + o.cost, 0n);
+    // A request killed after its charge but before its answer is charged without a 200: at most the failed ones.
+    expect(BigInt(rows[0].total) - charged).toBeGreaterThanOrEqual(0n);
+    expect(BigInt(rows[0].total) - charged).toBeLessThanOrEqual(BigInt(failed.length) * (answered[0]?.cost ?? 0n));
+    expect(new Set(answered.map((o) => o.id)).size).toBe(answered.length);
+    const audit = await runLedgerAudit(first.runtime.store, first.runtime.sql);
+    expect(audit.violations).toEqual([]);
+  }, 180_000);
+});
