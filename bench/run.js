@@ -30,6 +30,8 @@
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
  *
+ * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING=off.
+ *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
  * go to both interleaved (with the direct upstream), then 64 connections load each in turn, in
@@ -1731,6 +1733,9 @@ async function main() {
       SVC_RATE_LIMITS_LIVE: LIVE_LIMITS,
       SVC_DATA_DIR: dataDir,
       HOST: '127.0.0.1',
+      // Issue 45: gateways hand a raced account to one of them, as a deployment of several does
+      // (docs/operations.md); BENCH_PEER_FORWARDING=off measures them without.
+      ...(process.env.BENCH_PEER_FORWARDING === 'off' ? {} : { SVC_PEER_FORWARDING: 'on' }),
       ...extra,
     };
   };
