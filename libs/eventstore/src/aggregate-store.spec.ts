@@ -175,10 +175,10 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
   }
 
   /** An account funded with `credits` by process a, which b (its store watched) has loaded. */
-  async function sharedAccount(accountId: string, credits: bigint) {
+  async function sharedAccount(accountId: string, credits: bigint, lostRaces: string[] = []) {
     const a = new AggregateStore(store, clock);
     const watched = counting(other);
-    const b = new AggregateStore(watched, clock);
+    const b = new AggregateStore(watched, clock, { onLostRace: (stream) => lostRaces.push(stream) });
     const stream = await openAccount(a, accountId, credits);
     await b.load(accountDecider, stream);
     return { a, b, watched, stream, readsAfterLoad: watched.reads };
@@ -217,6 +217,19 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     const state = await new AggregateStore(store, clock).load(accountDecider, stream);
     expect([...state.holds.keys()].sort()).toEqual(['a1', 'b1', 'b2', 'b3']);
     expect(availableNano(state)).toBe(30n);
+  });
+
+  it('tells onLostRace of each append another process beat, and of no other (issue 45: PeerRouting)', async () => {
+    const lostRaces: string[] = [];
+    const { a, b, stream } = await sharedAccount('told', 100n, lostRaces);
+    await b.handle(accountDecider, stream, hold('b1', 10n));
+    expect(lostRaces).toEqual([]);
+    await a.handle(accountDecider, stream, hold('a1', 10n));
+    await b.handle(accountDecider, stream, hold('b2', 10n));
+    await a.handle(accountDecider, stream, hold('a2', 10n));
+    await b.handle(accountDecider, stream, hold('b3', 10n));
+    expect(lostRaces).toEqual([stream, stream]);
+    expect(b.stats.conflicts).toBe(2);
   });
 
   it('a process further behind than a refusal brings back reads the stream without the lock and races again (issue 45)', async () => {

@@ -9,10 +9,14 @@ import { accountOfStream, GATEWAY_LEASE_MS, type PeerGateway } from '@svc/ledger
 export const CONTENTION_RACES = 2;
 export const CONTENTION_WINDOW_MS = 2_000;
 /**
- * A contended account's requests go to its owner until this long after the last lost race or
- * the last request handed over: while a gateway keeps receiving them, it keeps handing them on.
+ * A contended account's requests go to its owner for this long after the last lost race, then
+ * are served here again: if other gateways still write the account, the races start again within
+ * a few requests and hand it back; if this gateway is the only one left receiving it (the
+ * balancer changed, the other gateways stopped), it stops paying the extra hop. Not extended by
+ * the requests handed over: a gateway that forwarded while no other received the account would
+ * keep its owner serving for ever.
  */
-export const CONTENTION_HOLD_MS = 10_000;
+export const CONTENTION_HOLD_MS = 3_000;
 /**
  * A peer that refused a connection is passed over this long: a gateway killed with `kill -9`
  * keeps its lease (and its place among the peers) until the lease lapses.
@@ -29,7 +33,7 @@ const SWEEP_ABOVE = 4_096;
  * gathers them into. An account on whose stream this gateway keeps losing races is handed, for
  * as long as its requests keep coming, to one owner among the live peers, the same one for
  * every gateway (rendezvous hashing over the peers' lease ids): the others forward its requests
- * there. Accounts nobody races stay where the balancer sends them.
+ * there for a while (CONTENTION_HOLD_MS). Accounts nobody races stay where the balancer sends them.
  *
  * Who owns an account is a hint for speed, never a guarantee: two gateways that disagree for a
  * moment (one has not yet seen a peer's lease) only race as they would without it, and every
@@ -58,6 +62,10 @@ export class PeerRouting {
     const account = accountOfStream(stream);
     if (account === null) return;
     const now = this.clock.now().getTime();
+    if ((this.contendedUntil.get(account) ?? 0) > now) {
+      this.contendedUntil.set(account, now + CONTENTION_HOLD_MS);
+      return;
+    }
     const recent = (this.races.get(account) ?? []).filter((at) => at > now - CONTENTION_WINDOW_MS);
     recent.push(now);
     if (recent.length >= CONTENTION_RACES) {
@@ -79,9 +87,7 @@ export class PeerRouting {
       return null;
     }
     const owner = this.ownerOf(accountId, now);
-    if (owner === null || owner.id === this.selfId) return null;
-    this.contendedUntil.set(accountId, now + CONTENTION_HOLD_MS);
-    return owner;
+    return owner === null || owner.id === this.selfId ? null : owner;
   }
 
   /** `peer` refused a connection: its accounts go to the next owner until its lease lapses. */
