@@ -1101,7 +1101,8 @@ async function startGateway(ctx, nodeFlags = [], logName = 'gateway') {
 
 const HAPROXY = process.env.BENCH_HAPROXY || '/usr/sbin/haproxy';
 const PORTKEY_ENTRY = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/build/start-server.js');
-const GATEWAY_COUNTS = [1, 2, 4];
+/** BENCH_GATEWAY_COUNTS (comma-separated, starting with 1): the Ns of section 2c. */
+const GATEWAY_COUNTS = (process.env.BENCH_GATEWAY_COUNTS ?? '1,2,4').split(',').map(Number);
 /** The two loads: every connection rotates over these accounts, one key each, per request. */
 const GATEWAY_LOADS = {
   // The throughput phase's rotation: with 64 keys and 1, 2 or 4 gateways, each account's

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { runLedgerAudit } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
-import { rendezvousScore } from '@svc/runtime';
+import { CONTENTION_HOLD_MS, rendezvousScore } from '@svc/runtime';
 import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
 import { until } from '../support/until';
@@ -149,6 +149,62 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
     const audit = await runLedgerAudit(first.runtime.store, first.runtime.sql);
     expect(audit.violations).toEqual([]);
   }, 180_000);
+
+  it('bills the whole completion at the owner when the client leaves a forwarded stream mid-way (spec 1 rule 4), once', async () => {
+    // An account owned by another gateway, contended on this process's: its next request is forwarded.
+    let account = await newAccount();
+    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
+    const routing = first.runtime.peerRouting!;
+    for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+    const before = await forwards(gateways[0], 'forwarded');
+    const abort = new AbortController();
+    const response = await fetch(`${gateways[0].url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json' },
+      // 40 content chunks 25 ms apart: about a second of stream after the client has left.
+      body: JSON.stringify({
+        model: 'sim/echo',
+        stream: true,
+        messages: [{ role: 'user', content: '#sim {"completion_tokens": 40, "chunk_delay_ms": 25}' }],
+      }),
+      signal: abort.signal,
+    });
+    expect(response.status).toBe(200);
+    const id = response.headers.get('x-svc-generation-id')!;
+    const reader = response.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toMatch(/^data: /);
+    abort.abort();
+    await reader.read().catch(() => undefined);
+    expect(await forwards(gateways[0], 'forwarded')).toBe(before + 1);
+
+    const generation = await until('the generation billed', async () => {
+      await first.runtime.projections.catchUpAll();
+      const g = await gateways[0].call('GET', `/v1/generation?id=${id}`, { key: account.key });
+      return g.status === 200 && g.json.data.finished_at !== null ? g.json.data : null;
+    });
+    expect(generation.tokens_completion).toBe(40);
+    const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
+    expect(credits.open_holds).toBe(0);
+    expect(usdToNano(credits.total_usage)).toBe(usdToNano(generation.total_cost));
+  });
+
+  it('stops handing an account over once it is the only gateway sending it, and serves it itself', async () => {
+    let account = await newAccount();
+    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
+    const routing = first.runtime.peerRouting!;
+    for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+    const before = await forwards(gateways[0], 'forwarded');
+    // Only this gateway receives the account (a balancer routing by key, say): its owner answers
+    // that nobody else sends it, so once the hold runs out the requests stay here.
+    const started = Date.now();
+    while (Date.now() - started < CONTENTION_HOLD_MS + 1_000) expect((await load([gateways[0]], account.key, 1, 1, true))[0].status).toBe(200);
+    const handedOver = (await forwards(gateways[0], 'forwarded')) - before;
+    expect(handedOver).toBeGreaterThan(0);
+    const outcomes = await load([gateways[0]], account.key, 50, 4, true);
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+    expect((await forwards(gateways[0], 'forwarded')) - before).toBe(handedOver);
+    expect(routing.peerFor(account.id)).toBeNull();
+  });
 
   it('serves an account whose owner was killed with kill -9 on the others: nothing lost, nothing charged twice', async () => {
     // An account owned by a spawned gateway, which the test can kill.

@@ -77,7 +77,7 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir, staticErrors);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance(), runtime.metrics.requests, runtime.catalog);
   installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
-  installPeerForwarding(adapter.getInstance(), runtime);
+  installPeerForwarding(adapter.getInstance(), runtime, BODY_LIMIT_BYTES);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.

@@ -155,6 +155,12 @@ export async function pruneInFlight(sql: SqlExecutor): Promise<void> {
   );
 }
 
+/** A live gateway that takes forwarded requests, and where. */
+export interface PeerGateway {
+  id: string;
+  url: string;
+}
+
 /**
  * A serving process's lease. Taken before the process places any hold (its id goes into every
  * HoldPlaced's metadata), renewed every GATEWAY_RENEW_MS, given back on a clean stop. A renewal
@@ -162,12 +168,6 @@ export async function pruneInFlight(sql: SqlExecutor): Promise<void> {
  * than GATEWAY_LEASE_MS, and then the process's holds may be reaped under it, which settles
  * each at most once either way (the account decides).
  */
-/** A live gateway that takes forwarded requests, and where. */
-export interface PeerGateway {
-  id: string;
-  url: string;
-}
-
 export class GatewayLease {
   readonly id = `gw-${randomBytes(8).toString('hex')}`;
   private ticker?: NodeJS.Timeout;

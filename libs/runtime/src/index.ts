@@ -2,4 +2,4 @@ export { createRuntime, DataDirInUseError, embeddedDbDir, initContentTables, typ
 export { RuntimeModule } from './runtime.module';
 export { ADMIN_TOKEN, AUTH_CACHE } from './tokens';
 export { ALL_PROJECTIONS } from './projections';
-export { PeerRouting, rendezvousScore } from './peer-routing';
+export { CONTENTION_HOLD_MS, PeerRouting, rendezvousScore } from './peer-routing';

@@ -89,6 +89,33 @@ describe('PeerRouting (issue 45: one writer per contended account)', () => {
     expect(routing.peerFor(elsewhere)).toEqual(ownerAmong(PEERS, elsewhere));
   });
 
+  it('tells a forwarding peer whether others send the account here too, within the window', () => {
+    const { routing, clock } = given('gw-b');
+    routing.noteServed('acct_1', 'gw-a');
+    expect(routing.sharedBeyond('acct_1', 'gw-a')).toBe(false);
+    routing.noteServed('acct_1', 'direct');
+    expect(routing.sharedBeyond('acct_1', 'gw-a')).toBe(true);
+    expect(routing.sharedBeyond('acct_2', 'gw-a')).toBe(false);
+    clock.advance(CONTENTION_WINDOW_MS);
+    routing.noteServed('acct_1', 'gw-a');
+    expect(routing.sharedBeyond('acct_1', 'gw-a')).toBe(false);
+    routing.noteServed('acct_1', 'gw-c');
+    expect(routing.sharedBeyond('acct_1', 'gw-a')).toBe(true);
+  });
+
+  it('keeps handing an account over while its owner says others send it the account too, and no longer', () => {
+    const { routing, lostRaces, clock } = given();
+    const { elsewhere } = accounts('gw-a');
+    lostRaces(elsewhere, 2);
+    for (let i = 0; i < 4; i++) {
+      clock.advance(CONTENTION_HOLD_MS - 300);
+      expect(routing.peerFor(elsewhere)).not.toBeNull();
+      routing.stillShared(elsewhere);
+    }
+    clock.advance(CONTENTION_HOLD_MS);
+    expect(routing.peerFor(elsewhere)).toBeNull();
+  });
+
   it('passes over a peer that refused a connection until its lease could have lapsed', () => {
     const { routing, lostRaces, clock } = given();
     const { elsewhere } = accounts('gw-a');

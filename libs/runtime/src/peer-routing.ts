@@ -9,12 +9,10 @@ import { accountOfStream, GATEWAY_LEASE_MS, type PeerGateway } from '@svc/ledger
 export const CONTENTION_RACES = 2;
 export const CONTENTION_WINDOW_MS = 2_000;
 /**
- * A contended account's requests go to its owner for this long after the last lost race, then
- * are served here again: if other gateways still write the account, the races start again within
- * a few requests and hand it back; if this gateway is the only one left receiving it (the
- * balancer changed, the other gateways stopped), it stops paying the extra hop. Not extended by
- * the requests handed over: a gateway that forwarded while no other received the account would
- * keep its owner serving for ever.
+ * A contended account's requests go to its owner for this long after the last lost race, or the
+ * last answer of the owner saying that others send it the account's requests too (sharedAt).
+ * Then they are served here again: if this gateway is the only one left receiving them (the
+ * balancer changed, the other gateways stopped), it stops paying the extra hop.
  */
 export const CONTENTION_HOLD_MS = 3_000;
 /**
@@ -22,7 +20,7 @@ export const CONTENTION_HOLD_MS = 3_000;
  * keeps its lease (and its place among the peers) until the lease lapses.
  */
 export const UNREACHABLE_MS = GATEWAY_LEASE_MS;
-/** Beyond this many accounts tracked, the expired entries are swept. */
+/** Beyond this many entries tracked, the expired ones are swept. */
 const SWEEP_ABOVE = 4_096;
 
 /**
@@ -43,6 +41,11 @@ export class PeerRouting {
   private readonly races = new Map<string, number[]>();
   private readonly contendedUntil = new Map<string, number>();
   private readonly unreachableUntil = new Map<string, number>();
+  /** Per account served here: who sent its requests (`direct`, or the forwarding peer's id), and when last. */
+  private readonly sources = new Map<string, Map<string, number>>();
+  private sweptAt = 0;
+  /** When the last contended account stops being so, unless told otherwise before. */
+  private busyUntil = 0;
 
   constructor(
     /** This gateway's lease id. */
@@ -54,7 +57,7 @@ export class PeerRouting {
 
   /** No account is contended: nothing to look up before serving a request here. */
   get idle(): boolean {
-    return this.contendedUntil.size === 0;
+    return this.clock.now().getTime() >= this.busyUntil;
   }
 
   /** AggregateStore's onLostRace: another process's append to `stream` beat this one's. */
@@ -63,18 +66,18 @@ export class PeerRouting {
     if (account === null) return;
     const now = this.clock.now().getTime();
     if ((this.contendedUntil.get(account) ?? 0) > now) {
-      this.contendedUntil.set(account, now + CONTENTION_HOLD_MS);
+      this.contend(account, now);
       return;
     }
     const recent = (this.races.get(account) ?? []).filter((at) => at > now - CONTENTION_WINDOW_MS);
     recent.push(now);
     if (recent.length >= CONTENTION_RACES) {
       this.races.delete(account);
-      this.contendedUntil.set(account, now + CONTENTION_HOLD_MS);
+      this.contend(account, now);
     } else {
       this.races.set(account, recent);
     }
-    if (this.races.size > SWEEP_ABOVE || this.contendedUntil.size > SWEEP_ABOVE) this.sweep(now);
+    this.sweep(now);
   }
 
   /** The peer that serves `accountId`'s requests when it is another gateway; null: serve them here. */
@@ -88,6 +91,38 @@ export class PeerRouting {
     }
     const owner = this.ownerOf(accountId, now);
     return owner === null || owner.id === this.selfId ? null : owner;
+  }
+
+  /** This gateway serves a request of `accountId` that `source` sent it: `direct` from a client, or a peer's id. */
+  noteServed(accountId: string, source: string): void {
+    const now = this.clock.now().getTime();
+    let seen = this.sources.get(accountId);
+    if (seen === undefined) this.sources.set(accountId, (seen = new Map()));
+    seen.set(source, now);
+    this.sweep(now);
+  }
+
+  /**
+   * Whether requests of `accountId` reached this gateway from others than `source` within
+   * CONTENTION_WINDOW_MS: told to a forwarding peer, which keeps handing the account over while
+   * it would otherwise race them, and only then.
+   */
+  sharedBeyond(accountId: string, source: string): boolean {
+    const seen = this.sources.get(accountId);
+    if (seen === undefined) return false;
+    const since = this.clock.now().getTime() - CONTENTION_WINDOW_MS;
+    for (const [other, at] of seen) if (other !== source && at > since) return true;
+    return false;
+  }
+
+  /** The owner of `accountId` says others send it the account's requests too: keep handing them over. */
+  stillShared(accountId: string): void {
+    this.contend(accountId, this.clock.now().getTime());
+  }
+
+  private contend(accountId: string, now: number): void {
+    this.contendedUntil.set(accountId, now + CONTENTION_HOLD_MS);
+    this.busyUntil = Math.max(this.busyUntil, now + CONTENTION_HOLD_MS);
   }
 
   /** `peer` refused a connection: its accounts go to the next owner until its lease lapses. */
@@ -114,10 +149,18 @@ export class PeerRouting {
     return selfIsPeer ? owner : null;
   }
 
+  /** Drops what has expired, once the maps grow past SWEEP_ABOVE, at most once per window. */
   private sweep(now: number): void {
+    if (now - this.sweptAt < CONTENTION_WINDOW_MS) return;
+    if (this.races.size + this.contendedUntil.size + this.sources.size <= SWEEP_ABOVE) return;
+    this.sweptAt = now;
     for (const [account, times] of this.races) if (times[times.length - 1] <= now - CONTENTION_WINDOW_MS) this.races.delete(account);
     for (const [account, until] of this.contendedUntil) if (until <= now) this.contendedUntil.delete(account);
     for (const [peer, until] of this.unreachableUntil) if (until <= now) this.unreachableUntil.delete(peer);
+    for (const [account, seen] of this.sources) {
+      for (const [source, at] of seen) if (at <= now - CONTENTION_WINDOW_MS) seen.delete(source);
+      if (seen.size === 0) this.sources.delete(account);
+    }
   }
 }
 

@@ -1,6 +1,8 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent, request as send } from 'undici';
-import { authenticate, keyFromHeaders } from '@svc/identity';
+import { authenticate, type Caller, keyFromHeaders } from '@svc/identity';
 import { ApiError } from '@svc/platform';
 import type { Runtime } from '@svc/runtime';
 
@@ -10,6 +12,13 @@ import type { Runtime } from '@svc/runtime';
  * back and forth. A client that sends it only has its request served where it landed.
  */
 export const FORWARDED_BY = 'x-svc-forwarded-by';
+
+/**
+ * On an answer to a forwarded request: `1` when requests of the account also reach the serving
+ * gateway from elsewhere (clients, other peers), so the forwarding gateway keeps handing them
+ * over; `0` when it is the only one sending them, so it may as well serve them itself.
+ */
+const SHARED = 'x-svc-peer-shared';
 
 /** The model calls whose holds and charges make an account's stream hot: JSON bodies, one account each. */
 const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/messages', '/v1/responses', '/v1/embeddings']);
@@ -26,39 +35,54 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ER
  * would: admission, hold, upstream call, charge and answer happen there, and this gateway
  * passes the answer through, a stream as it comes. Authentication here only finds the account,
  * from the cache, and only while some account is contended; every refusal (a bad key, a bad
- * body, a limit) is the serving gateway's. A key restricted to client addresses is served
- * here: the peer would see this gateway's address.
+ * body, a limit) is the serving gateway's. Both gateways log and count the request. A key
+ * restricted to client addresses is served here: the peer would see this gateway's address.
+ * The peer says in each answer whether the account's requests reach it from elsewhere too
+ * (SHARED); while they do, this gateway keeps handing them over.
  *
  * A peer that refuses the connection (killed, not yet gone from the leases) has the request
  * served here. Once the request has left, its outcome is the peer's: a peer lost mid-request is
  * a 502, as the gateway itself lost would be to a client behind a balancer; its hold is settled
  * by the reaper like any dead gateway's.
  */
-export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime): void {
+export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime, bodyLimit: number): void {
   const { peerRouting: routing, gatewayLease: lease, authCache: cache, clock, metrics } = runtime;
   if (!routing || !lease || !cache) return;
   const agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: runtime.config.upstreamTimeoutMs + 30_000, bodyTimeout: 0 });
   fastify.addHook('onClose', async () => agent.close());
-  fastify.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (routing.idle || request.method !== 'POST' || request.headers[FORWARDED_BY] !== undefined) return;
-    if (!FORWARDED_ROUTES.has(request.routeOptions.url ?? '')) return;
+  // Before the body is parsed: what is forwarded are the bytes the client sent, which the peer
+  // parses and checks; this gateway only reads them whole, so that it can still serve them itself.
+  fastify.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply, payload: Readable) => {
+    if (routing.idle || request.method !== 'POST' || request.headers[FORWARDED_BY] !== undefined) return payload;
+    if (!FORWARDED_ROUTES.has(request.routeOptions.url ?? '')) return payload;
+    // A body of unknown length (chunked) or over the limit is left to the refusals here.
+    const length = Number(request.headers['content-length']);
+    if (!Number.isSafeInteger(length) || length > bodyLimit) return payload;
     const caller = await authenticate(keyFromHeaders(request.raw.rawHeaders), (hash) => cache.find(hash), clock.now()).catch(() => null);
-    if (caller === null || caller.allowed_ips) return;
+    if (caller === null || caller.allowed_ips) return payload;
     const peer = routing.peerFor(caller.accountId);
-    if (peer === null) return;
+    if (peer === null) return payload;
+    const body = Buffer.concat(await payload.toArray());
+    // A client that leaves is gone for the peer too, which does what it does for any client
+    // that leaves (spec 1 rule 4).
+    const left = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) left.abort();
+    });
     let answer: Awaited<ReturnType<typeof send>>;
     try {
       answer = await send(new URL(request.url, peer.url), {
         method: 'POST',
         headers: forwardedHeaders(request, lease.id),
-        body: JSON.stringify(request.body),
+        body,
         dispatcher: agent,
+        signal: left.signal,
       });
     } catch (err) {
       if (NOT_SENT.has((err as { code?: string }).code ?? '')) {
         routing.unreachable(peer);
         metrics.peerForwards.inc({ outcome: 'unreachable' });
-        return;
+        return Object.assign(Readable.from([body]), { receivedEncodedLength: body.length });
       }
       throw new ApiError(
         502,
@@ -68,9 +92,25 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
       );
     }
     metrics.peerForwards.inc({ outcome: 'forwarded' });
-    reply.code(answer.statusCode);
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) reply.header(name, value);
-    return reply.send(answer.body);
+    if (answer.headers[SHARED] === '1') routing.stillShared(caller.accountId);
+    // The peer's answer as it comes, with the headers it was given there (CORS included).
+    reply.hijack();
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && name !== SHARED) headers[name] = value;
+    reply.raw.writeHead(answer.statusCode, headers);
+    await pipeline(answer.body, reply.raw).catch(() => undefined);
+    return undefined;
+  });
+  // Where a request is served: who sends the account's requests here, and, to a forwarding
+  // peer, whether anyone else does.
+  fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const caller = (request as FastifyRequest & { caller?: Caller }).caller;
+    if (caller === undefined || request.method !== 'POST' || !FORWARDED_ROUTES.has(request.routeOptions.url ?? '')) return payload;
+    const by = request.headers[FORWARDED_BY];
+    const source = typeof by === 'string' ? by : 'direct';
+    routing.noteServed(caller.accountId, source);
+    if (source !== 'direct') reply.header(SHARED, routing.sharedBeyond(caller.accountId, source) ? '1' : '0');
+    return payload;
   });
 }
 
@@ -81,7 +121,6 @@ function forwardedHeaders(request: FastifyRequest, by: string): Record<string, s
   const from = request.socket.remoteAddress ?? 'unknown';
   const before = request.headers['x-forwarded-for'];
   headers['x-forwarded-for'] = before ? `${Array.isArray(before) ? before.join(', ') : before}, ${from}` : from;
-  headers['content-type'] = 'application/json';
   headers[FORWARDED_BY] = by;
   return headers;
 }
