@@ -30,7 +30,8 @@
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
  *
- * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING=off.
+ * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING=off;
+ * BENCH_GATEWAY_COUNTS (default 1,2,4) picks the Ns of section 2c.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
