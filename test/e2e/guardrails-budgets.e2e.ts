@@ -10,6 +10,7 @@ import { freshPgRunner } from '@svc/platform/testing/pg';
 import { countChatPromptTokens } from '@svc/providers';
 import { api, type Call } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
+import { answeredCost } from '../support/cost-lines';
 import { until } from '../support/until';
 import { spawnWorker } from '../support/worker';
 
@@ -169,15 +170,7 @@ describe('guardrail budgets held at every layer, across two gateways (issue 44)'
           ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
         };
         const r = await gateways[Math.floor(n / keys.length) % 2]('POST', '/v1/chat/completions', { key: keys[k].secret, body });
-        let cost = 0n;
-        if (r.status === 200 && stream) {
-          const frames = (r.json as string)
-            .split('\n\n')
-            .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
-            .map((f) => JSON.parse(f.slice(6)));
-          expect(frames.some((f) => f.error)).toBe(false);
-          cost = usdToNano(frames[frames.length - 1].usage.cost);
-        } else if (r.status === 200) cost = usdToNano(r.json.usage.cost);
+        const cost = answeredCost(r, stream);
         outcomes.push({
           key: k,
           status: r.status,

@@ -3,6 +3,7 @@ import { runLedgerAudit } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
 import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
+import { answeredCost } from '../support/cost-lines';
 
 const ADMIN_TOKEN = 'admin-token-for-hot-account-gateways';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -61,15 +62,7 @@ describe('issue 41 A: a hot account on four gateways behind a round-robin balanc
         };
         const call = gateways[Math.floor(n / ACCOUNTS) % gateways.length];
         const r = await call('POST', '/v1/chat/completions', { key: accounts[account].key, body });
-        let cost = 0n;
-        if (r.status === 200 && stream) {
-          const frames = (r.json as string)
-            .split('\n\n')
-            .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
-            .map((f) => JSON.parse(f.slice(6)));
-          expect(frames.some((f) => f.error)).toBe(false);
-          cost = usdToNano(frames[frames.length - 1].usage.cost);
-        } else if (r.status === 200) cost = usdToNano(r.json.usage.cost);
+        const cost = answeredCost(r, stream);
         outcomes.push({
           account,
           status: r.status,

@@ -4,6 +4,7 @@ import { usdToNano } from '@svc/platform';
 import { CONTENTION_HOLD_MS, rendezvousScore } from '@svc/runtime';
 import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
 import { spawnGateway } from '../support/second-gateway';
+import { answeredCost } from '../support/cost-lines';
 import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-peer-forwarding';
@@ -73,6 +74,14 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
     return { id, key };
   }
 
+  /** An account owned by a spawned gateway, contended on this process's (two lost races): its next request here is forwarded. */
+  async function contendedHere(): Promise<{ id: string; key: string }> {
+    let account = await newAccount();
+    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
+    for (let i = 0; i < 2; i++) first.runtime.peerRouting!.noteLostRace(`account-${account.id}`);
+    return account;
+  }
+
   /** The forwards a gateway counted (svc_peer_forwards_total), by outcome. */
   async function forwards(g: Gateway, outcome: 'forwarded' | 'unreachable'): Promise<number> {
     const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
@@ -95,15 +104,7 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
         const r = await over[n % over.length].call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
         if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null });
         else {
-          let cost = 0n;
-          if (r.status === 200 && stream) {
-            const frames = (r.json as string)
-              .split('\n\n')
-              .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
-              .map((f) => JSON.parse(f.slice(6)));
-            expect(frames.some((f) => f.error)).toBe(false);
-            cost = usdToNano(frames[frames.length - 1].usage.cost);
-          } else if (r.status === 200) cost = usdToNano(r.json.usage.cost);
+          const cost = answeredCost(r, stream);
           outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code });
         }
         onEach?.(outcomes.length);
@@ -151,11 +152,7 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
   }, 180_000);
 
   it('bills the whole completion at the owner when the client leaves a forwarded stream mid-way (spec 1 rule 4), once', async () => {
-    // An account owned by another gateway, contended on this process's: its next request is forwarded.
-    let account = await newAccount();
-    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
-    const routing = first.runtime.peerRouting!;
-    for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+    const account = await contendedHere();
     const before = await forwards(gateways[0], 'forwarded');
     const abort = new AbortController();
     const response = await fetch(`${gateways[0].url}/v1/chat/completions`, {
@@ -189,10 +186,8 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
   });
 
   it('stops handing an account over once it is the only gateway sending it, and serves it itself', async () => {
-    let account = await newAccount();
-    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
+    const account = await contendedHere();
     const routing = first.runtime.peerRouting!;
-    for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
     const before = await forwards(gateways[0], 'forwarded');
     // Only this gateway receives the account (a balancer routing by key, say): its owner answers
     // that nobody else sends it, so once the hold runs out the requests stay here.

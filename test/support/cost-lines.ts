@@ -34,3 +34,18 @@ export async function chargeEventOf(runtime: Runtime, accountId: string, generat
   if (!charge) throw new Error(`no UsageCharged for ${generationId}`);
   return charge.data as Record<string, unknown>;
 }
+
+/**
+ * What a chat completion's answer says it cost, in nano-USD: its `usage.cost`, for a stream the
+ * last frame's (after checking no frame is an error); 0n for any answer but a 200.
+ */
+export function answeredCost(answer: { status: number; json: any }, stream: boolean): bigint {
+  if (answer.status !== 200) return 0n;
+  if (!stream) return usdToNano(answer.json.usage.cost);
+  const frames = (answer.json as string)
+    .split('\n\n')
+    .filter((f) => f.startsWith('data: ') && f !== 'data: [DONE]')
+    .map((f) => JSON.parse(f.slice(6)));
+  if (frames.some((f) => f.error)) throw new Error(`an error frame in a 200 stream: ${answer.json}`);
+  return usdToNano(frames[frames.length - 1].usage.cost);
+}

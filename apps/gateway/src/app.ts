@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import fastifyMultipart from '@fastify/multipart';
 import { LogController } from 'fastify';
 import { NestFactory } from '@nestjs/core';
@@ -18,7 +19,6 @@ import { installRequestMetrics } from './metrics/request-metrics';
 import { installTracing } from './http/tracing';
 import { installMethodTable } from './http/methods';
 import { installPeerForwarding } from './edge/peer-forwarding';
-import type { AddressInfo } from 'node:net';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;

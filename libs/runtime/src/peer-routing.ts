@@ -10,7 +10,7 @@ export const CONTENTION_RACES = 2;
 export const CONTENTION_WINDOW_MS = 2_000;
 /**
  * A contended account's requests go to its owner for this long after the last lost race, or the
- * last answer of the owner saying that others send it the account's requests too (sharedAt).
+ * last answer of the owner saying that others send it the account's requests too (stillShared).
  * Then they are served here again: if this gateway is the only one left receiving them (the
  * balancer changed, the other gateways stopped), it stops paying the extra hop.
  */
@@ -28,10 +28,10 @@ const SWEEP_ABOVE = 4_096;
  * (round robin, least connections) all serve every account, and two of them appending to one
  * account's stream race: each lost race is a decision taken again and an append retried, and
  * with four gateways one account's holds and charges cost four times the appends one gateway
- * gathers them into. An account on whose stream this gateway keeps losing races is handed, for
- * as long as its requests keep coming, to one owner among the live peers, the same one for
- * every gateway (rendezvous hashing over the peers' lease ids): the others forward its requests
- * there for a while (CONTENTION_HOLD_MS). Accounts nobody races stay where the balancer sends them.
+ * gathers them into. An account on whose stream this gateway keeps losing races is handed to
+ * one owner among the live peers, the same one for every gateway (rendezvous hashing over the
+ * peers' lease ids), and the others forward its requests there while it stays contended
+ * (CONTENTION_HOLD_MS). Accounts nobody races stay where the balancer sends them.
  *
  * Who owns an account is a hint for speed, never a guarantee: two gateways that disagree for a
  * moment (one has not yet seen a peer's lease) only race as they would without it, and every
