@@ -52,9 +52,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
   fastify.addHook('onClose', async () => agent.close());
   // Before the body is parsed: what is forwarded are the bytes the client sent, which the peer
   // parses and checks; this gateway only reads them whole, so that it can still serve them itself.
-  fastify.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply, payload: Readable) => {
-    if (routing.idle || request.method !== 'POST' || request.headers[FORWARDED_BY] !== undefined) return payload;
-    if (!FORWARDED_ROUTES.has(request.routeOptions.url ?? '')) return payload;
+  const forward = async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<Readable | undefined> => {
     // A body of unknown length (chunked) or over the limit is left to the refusals here.
     const length = Number(request.headers['content-length']);
     if (!Number.isSafeInteger(length) || length > bodyLimit) return payload;
@@ -100,19 +98,34 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
     reply.raw.writeHead(answer.statusCode, headers);
     await pipeline(answer.body, reply.raw).catch(() => undefined);
     return undefined;
-  });
+  };
+  // Only on the routes that may forward, and as callbacks: a request that is not forwarded, every
+  // one while no account is contended, costs a clock read and a few map updates, no promise.
+  const preParsing = (request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, body?: Readable) => void) => {
+    if (routing.idle || request.headers[FORWARDED_BY] !== undefined) return done(null, payload);
+    forward(request, reply, payload).then((body) => done(null, body), done);
+  };
   // Where a request is served: who sends the account's requests here, and, to a forwarding
   // peer, whether anyone else does.
-  fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
     const caller = (request as FastifyRequest & { caller?: Caller }).caller;
-    if (caller === undefined || request.method !== 'POST' || !FORWARDED_ROUTES.has(request.routeOptions.url ?? '')) return payload;
-    const by = request.headers[FORWARDED_BY];
-    const source = typeof by === 'string' ? by : 'direct';
-    routing.noteServed(caller.accountId, source);
-    if (source !== 'direct') reply.header(SHARED, routing.sharedBeyond(caller.accountId, source) ? '1' : '0');
-    return payload;
+    if (caller !== undefined) {
+      const by = request.headers[FORWARDED_BY];
+      const source = typeof by === 'string' ? by : 'direct';
+      routing.noteServed(caller.accountId, source);
+      if (source !== 'direct') reply.header(SHARED, routing.sharedBeyond(caller.accountId, source) ? '1' : '0');
+    }
+    done(null, payload);
+  };
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST') || !FORWARDED_ROUTES.has(route.url ?? '')) return;
+    route.preParsing = [...hookList(route.preParsing), preParsing as never];
+    route.onSend = [...hookList(route.onSend), onSend as never];
   });
 }
+
+const hookList = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
 
 function forwardedHeaders(request: FastifyRequest, by: string): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
