@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent, request as send } from 'undici';
-import { authenticate, type Caller, keyFromHeaders } from '@svc/identity';
+import { authenticate, keyFromHeaders } from '@svc/identity';
+import { callerOf } from '../http/auth.guard';
 import { ApiError } from '@svc/platform';
 import type { Runtime } from '@svc/runtime';
 
@@ -93,8 +94,8 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
     if (answer.headers[SHARED] === '1') routing.stillShared(caller.accountId);
     // The peer's answer as it comes, with the headers it was given there (CORS included).
     reply.hijack();
-    const headers: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name) && name !== SHARED) headers[name] = value;
+    const headers = endToEnd(answer.headers);
+    delete headers[SHARED];
     reply.raw.writeHead(answer.statusCode, headers);
     await pipeline(answer.body, reply.raw).catch(() => undefined);
     return undefined;
@@ -108,7 +109,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
   // Where a request is served: who sends the account's requests here, and, to a forwarding
   // peer, whether anyone else does.
   const onSend = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void) => {
-    const caller = (request as FastifyRequest & { caller?: Caller }).caller;
+    const caller = callerOf(request);
     if (caller !== undefined) {
       const by = request.headers[FORWARDED_BY];
       const source = typeof by === 'string' ? by : 'direct';
@@ -127,9 +128,15 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
 
 const hookList = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
 
-function forwardedHeaders(request: FastifyRequest, by: string): Record<string, string | string[]> {
+/** The headers that go on to the next hop: all but HOP_BY_HOP's. */
+function endToEnd(given: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(request.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+  for (const [name, value] of Object.entries(given)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+  return headers;
+}
+
+function forwardedHeaders(request: FastifyRequest, by: string): Record<string, string | string[]> {
+  const headers = endToEnd(request.headers);
   // As any proxy does: the address this gateway got the request from, after those before it.
   const from = request.socket.remoteAddress ?? 'unknown';
   const before = request.headers['x-forwarded-for'];

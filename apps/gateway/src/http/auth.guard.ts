@@ -23,6 +23,11 @@ export const Requires = (operation: Operation) => SetMetadata(OPERATION, operati
  */
 export const AdmitWithPrompt = () => SetMetadata(ADMIT_WITH_PROMPT, true);
 
+/** The caller the guard authenticated for this request; undefined before the guard, or on a route without it. */
+export function callerOf(request: FastifyRequest | undefined): Caller | undefined {
+  return (request as AuthenticatedRequest | undefined)?.caller;
+}
+
 /** The admission the guard left to the prompt's count, while it may still be waiting for it. */
 export function deferredAdmissionOf(request: FastifyRequest | undefined): DeferredAdmission | undefined {
   return (request as AuthenticatedRequest | undefined)?.admission;
