@@ -1254,6 +1254,20 @@ async function balancerCounts(balancer) {
 }
 
 /**
+ * The requests the gateways handed to a peer (SVC_PEER_FORWARDING) so far, summed over them:
+ * such a request is served twice, so a load that should need none shows it here.
+ */
+async function peerForwards(gateways) {
+  let sum = 0;
+  for (const g of gateways) {
+    const res = await request(`http://127.0.0.1:${g.port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const text = await res.body.text();
+    sum += Number(/^svc_peer_forwards_total\{outcome="forwarded"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+  }
+  return sum;
+}
+
+/**
  * With every gateway under bench/count-queries.js (BENCH_GATEWAY_NODE_OPTIONS and
  * COUNT_QUERIES_DIR), the statements all of them have sent so far, summed by kind; else null.
  */
@@ -1323,15 +1337,22 @@ async function gatewaysPhase(ctx) {
     const runs = Object.fromEntries(GATEWAY_COUNTS.map((n) => [n, Object.fromEntries(Object.keys(GATEWAY_LOADS).map((l) => [l, []]))]));
     for (let round = 1; round <= GATEWAY_ROUNDS; round++) {
       for (const n of rotated(GATEWAY_COUNTS, round - 1)) {
-        const gwPids = Object.fromEntries(gateways.slice(0, n).map((g) => [g.name, g.pid]));
         for (const [loadName, { accounts, randomKeys, byKey }] of Object.entries(GATEWAY_LOADS)) {
-          const run = await measureGateways(n, loadName, round, byKey ? balancers[n].byKey : balancers[n].roundRobin, gwPids, accounts, randomKeys);
+          const run = await measureGateways(
+            n,
+            loadName,
+            round,
+            byKey ? balancers[n].byKey : balancers[n].roundRobin,
+            gateways.slice(0, n),
+            accounts,
+            randomKeys,
+          );
           runs[n][loadName].push(run);
           log(
             `gateways ${n}, ${GATEWAY_LOADS[loadName].label}, round ${round}: ${run.rps.toFixed(0)} req/s, ` +
               `p99 ${run.latency_ms.p99} ms, non2xx ${run.non2xx}, errors ${run.errors}; requests per gateway ${JSON.stringify(run.requests_per_gateway)}; ` +
               `CPU ms/request ${run.cpu_ms_per_request_all} (gateways ${run.cpu_ms_per_request_gateways}, HAProxy ${run.cpu_ms_per_request_haproxy}); ` +
-              `${run.pg_transactions_per_request} transactions/request, ${run.pg_rollbacks} rollbacks, ` +
+              `${run.pg_transactions_per_request} transactions/request, ${run.pg_rollbacks} rollbacks, ${run.peer_forwards} handed to a peer, ` +
               `${run.events_per_append_tx} events per append transaction; ${run.host_context_switches_per_request} context switches/request (host); gateways per account ${JSON.stringify(run.gateways_per_account)}; CPU s ${JSON.stringify(run.cpu_s)}, PostgreSQL by client ${JSON.stringify(run.postgres_cpu_s_by_client)}` +
               (run.statements_per_request ? `; statements per request ${JSON.stringify(run.statements_per_request)}` : ''),
           );
@@ -1357,7 +1378,8 @@ async function gatewaysPhase(ctx) {
   return out;
 
   /** One measurement of N gateways on one load: a short warm-up through the balancer, then the run. */
-  async function measureGateways(n, loadName, round, balancer, gwPids, accounts, randomKeys) {
+  async function measureGateways(n, loadName, round, balancer, serving, accounts, randomKeys) {
+    const gwPids = Object.fromEntries(serving.map((g) => [g.name, g.pid]));
     const pids = { ...gwPids, worker: ctx.pids.worker, haproxy: balancer.pid, simulator: ctx.pids.simulator };
     if (ctx.pids.redis) pids.redis = ctx.pids.redis;
     const opts = {
@@ -1371,13 +1393,13 @@ async function gatewaysPhase(ctx) {
     };
     const warm = await load(`gateways-${n}-${loadName}-warmup-${round}`, { ...opts, duration: CFG.loadWarmup });
     await settle({ ...gwPids, worker: ctx.pids.worker });
-    const c0 = await balancerCounts(balancer);
+    const [c0, f0] = [await balancerCounts(balancer), await peerForwards(serving)];
     const q0 = countedStatements();
     const [x0, e0] = [await xactCounts(ctx.db), await appendFacts(ctx.db)];
     const sampler = startSampler(pids, ctx.db);
     const r = await load(`gateways-${n}-${loadName}-${round}`, { ...opts, duration: GATEWAY_ROUND_SECONDS });
     const s = await sampler.stop();
-    const c1 = await balancerCounts(balancer);
+    const [c1, f1] = [await balancerCounts(balancer), await peerForwards(serving)];
     await settle({ ...gwPids, worker: ctx.pids.worker });
     const [x1, e1] = [await xactCounts(ctx.db), await appendFacts(ctx.db, e0.seq)];
     const statements = statementsPerRequest(q0, countedStatements(), r.ok);
@@ -1397,6 +1419,7 @@ async function gatewaysPhase(ctx) {
       status_codes: r.status_codes,
       latency_ms: r.latency_ms,
       requests_per_gateway: Object.fromEntries(Object.keys(c1).map((k) => [k, c1[k] - (c0[k] ?? 0)])),
+      peer_forwards: f1 - f0,
       cpu_s: { ...s.cpu_s, client: r2(r.client_cpu_s) },
       // Gateways, worker, PostgreSQL, Redis and HAProxy (not the simulator, the client or the driver).
       cpu_ms_per_request_all: per(cpu),
