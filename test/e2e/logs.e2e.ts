@@ -103,6 +103,27 @@ describe('the log of a whole run', () => {
     // The first provider fails, the backup answers; then every provider fails: not billed.
     expect((await chat(`${prompt('the quokka falls back')}\n#sim {"fail_models": {"sim/echo": 503}}`, { models: ['sim/small-8k'] })).status).toBe(200);
     expect((await chat(`${prompt('the echidna outage')}\n#sim {"fail": 503}`)).status).toBeGreaterThanOrEqual(500);
+    // A client that leaves while the model has not answered yet: its line when it left (499, no
+    // head went out), no error, and the generation goes on to be billed whole (spec 1 rule 4).
+    const leaving = new AbortController();
+    const left = fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${live}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim/echo',
+        stream: true,
+        messages: [{ role: 'user', content: `${prompt('the departing potoroo')}\n#sim {"delay_ms": 400}` }],
+      }),
+      signal: leaving.signal,
+    });
+    setTimeout(() => leaving.abort(), 150);
+    await expect(left).rejects.toThrow();
+    made.push({ method: 'POST', path: '/v1/chat/completions', status: 499, keyed: true });
+    for (let i = 0; i < 100 && !logLines().some((l) => l.status === 499); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    // Counted too, once, like every request (issue 22's svc_http_requests_total).
+    const metrics = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${keys.admin_token}` } }).then((r) => r.text());
+    expect(metrics).toMatch(/^svc_http_requests_total\{[^}]*route="\/v1\/chat\/completions"[^}]*status="499"[^}]*\} 1$/m);
+    made.push({ method: 'GET', path: '/metrics', status: 200, keyed: false });
     expect(
       (
         await call('POST', '/v1/messages', live, {
@@ -205,8 +226,12 @@ describe('the log of a whole run', () => {
     expect(lines[2]).toMatchObject({ provider: expect.stringMatching(/^sim/), cost: expect.any(Number) });
     expect(lines[3].cost).toBeUndefined();
 
+    expect(lines.find((l) => l.status === 499)).toMatchObject({ client_closed: true, level: 30 });
+
     // Every line is JSON, the start-up banner too, and nothing anywhere holds a secret or a prompt.
     const logged = logText();
+    // The client that left is no server error.
+    expect(logged).not.toContain('ERR_STREAM_PREMATURE_CLOSE');
     for (const secret of secrets) expect(logged).not.toContain(secret);
     for (const words of prompts) expect(logged).not.toContain(words);
     expect(logged).not.toMatch(/svc_(live|test)_[A-Za-z0-9]{20}/);

@@ -31,7 +31,7 @@ export class ApiErrorFilter implements ExceptionFilter {
     const mapped = toApiError(err, this.clock.now());
     // No route took the request: a path served with other methods is 405, not 404 (issue 41 item 6).
     const apiError = (mapped.code === 'route_not_found' && request ? methodNotAllowed(request) : null) ?? mapped;
-    if (apiError.status >= 500 && apiError.code === 'internal_error') {
+    if (apiError.status >= 500 && apiError.code === 'internal_error' && !clientLeft(err, reply)) {
       this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     }
     if (!canAnswer(reply)) return;
@@ -61,6 +61,15 @@ export class ApiErrorFilter implements ExceptionFilter {
     // A stream that failed before its first byte already set its event-stream type: the error object is JSON.
     void reply.status(apiError.status).headers(apiError.headers).type('application/json; charset=utf-8').send(body);
   }
+}
+
+/**
+ * A client that left before the answer's first byte: Fastify reports the answer's stream, cut
+ * by the socket's close, as failed. Nothing failed; the request's log line says the client
+ * closed it, and a generation already under way is billed whole (spec 1 rule 4).
+ */
+function clientLeft(err: unknown, reply: FastifyReply): boolean {
+  return (err as { code?: unknown } | null)?.code === 'ERR_STREAM_PREMATURE_CLOSE' && reply.raw.destroyed;
 }
 
 /** Whether anything can still be said: not once the answer went out, nor to a client that left. */

@@ -32,6 +32,8 @@ function harness(options: { level?: LogLevel; format?: 'json' | 'pretty' } = {})
 describe('the request log (issue 22)', () => {
   let fastify: FastifyInstance | undefined;
   afterEach(async () => {
+    // fetch keeps its connections open for reuse, and an aborted request's too.
+    fastify?.server.closeAllConnections();
     await fastify?.close();
     fastify = undefined;
   });
@@ -126,6 +128,57 @@ describe('the request log (issue 22)', () => {
     // A model outside the catalog is not written: a caller's string never becomes a field.
     expect(line.model).toBeUndefined();
     expect(h.text()).not.toContain('nope/unknown');
+  });
+
+  it('a client that leaves has its line when it leaves: 499 before any head went out, the head it got after, once each', async () => {
+    const h = harness();
+    fastify = h.fastify;
+    const answered: Array<() => void> = [];
+    // The model has not answered yet: nothing is sent until the test lets it.
+    fastify.post('/v1/chat/completions', (_request, reply) => {
+      answered.push(() => void reply.send({ late: true }));
+    });
+    // A stream whose head and first frame went out, then nothing more for a while.
+    fastify.post('/v1/stream', (_request, reply) => {
+      reply.raw.setHeader('x-svc-generation-id', 'gen-left');
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.raw.write('data: {}\n\n');
+      reply.hijack();
+    });
+    fastify.get('/v1/models', async () => ({ data: [] }));
+    const url = await fastify.listen({ port: 0, host: '127.0.0.1' });
+    const leave = async (path: string, afterHead: boolean) => {
+      const client = new AbortController();
+      const response = fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', signal: client.signal });
+      if (afterHead) {
+        const res = await response;
+        const reader = res.body!.getReader();
+        await reader.read();
+      } else {
+        // The request has reached the route once a handler waits on it.
+        for (let i = 0; i < 200 && answered.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+        expect(answered).toHaveLength(1);
+      }
+      client.abort();
+      await response.then((res) => res.arrayBuffer()).catch(() => undefined);
+    };
+    await leave('/v1/chat/completions', false);
+    await leave('/v1/stream', true);
+    for (let i = 0; i < 200 && h.lines().length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    // The answer comes after the client has gone: nothing more is written for that request.
+    answered[0]();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const lines = h.lines();
+    expect(lines.map((l) => [l.path, l.status, l.client_closed, l.level])).toEqual([
+      ['/v1/chat/completions', 499, true, 30],
+      ['/v1/stream', 200, true, 30],
+    ]);
+    expect(lines[1]).toMatchObject({ generation_id: 'gen-left', msg: 'POST /v1/stream 200' });
+    // A request that ends whole says nothing of the kind.
+    await fetch(`${url}/v1/models`).then((res) => res.arrayBuffer());
+    for (let i = 0; i < 100 && h.lines().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(h.lines()[2]).toMatchObject({ path: '/v1/models', status: 200 });
+    expect(h.lines()[2].client_closed).toBeUndefined();
   });
 
   it("takes a generation's notes once; a request naming no generation has no provider or cost", async () => {

@@ -4,6 +4,7 @@ import type { Caller } from '@svc/identity';
 import { routeLabel, type GenerationNotes } from '@svc/metrics';
 import { nanoToUsd } from '@svc/platform';
 import { modelLabel } from '../metrics/request-metrics';
+import { onResponseOver, type ResponseEnd } from './response-over';
 
 /**
  * Health probes (issue 22) come every few seconds from the orchestrator: a line each would bury
@@ -33,6 +34,11 @@ export interface RequestLine {
   provider?: string;
   /** USD charged for this request, exact to the nano. */
   cost?: number;
+  /**
+   * The client left before the response was over. Its generation still completes and is billed
+   * (spec 1 rule 4), after this line: its charge is in `GET /v1/generation`.
+   */
+  client_closed?: true;
 }
 
 /**
@@ -45,6 +51,7 @@ export function requestLine(
   reply: FastifyReply,
   notes: GenerationNotes,
   catalog: Pick<Catalog, 'get'>,
+  end: ResponseEnd = { status: reply.statusCode, clientClosed: false },
 ): RequestLine {
   const generation = reply.getHeader('x-svc-generation-id');
   const record = notes.takeFor(request, generation);
@@ -56,7 +63,7 @@ export function requestLine(
     // Node's parser refuses control characters in the path, so it cannot forge a line; the
     // cap keeps a 16 KB URL out.
     path: request.url.split('?')[0].slice(0, 200),
-    status: reply.statusCode,
+    status: end.status,
     latency_ms: Math.round(reply.elapsedTime * 10) / 10,
     ...(record && record.upstreamSeconds > 0 ? { upstream_ms: Math.round(record.upstreamSeconds * 10_000) / 10 } : {}),
     ...(typeof generation === 'string' ? { generation_id: generation } : {}),
@@ -64,23 +71,23 @@ export function requestLine(
     ...(model ? { model } : {}),
     ...(provider ? { provider } : {}),
     ...(record?.charged ? { cost: nanoToUsd(record.chargedNano) } : {}),
+    ...(end.clientClosed ? { client_closed: true as const } : {}),
   };
 }
 
 /**
  * Issue 22: one line per request through Fastify's logger (pino), written when the response
  * has ended, so a stream's line carries its charge: the metering pipeline's notes of the
- * generation the response named (`x-svc-generation-id`) are taken then.
+ * generation the response named (`x-svc-generation-id`) are taken then. A client that left
+ * has its line when it left.
  */
 export function installRequestLog(fastify: FastifyInstance, notes: GenerationNotes, catalog: Pick<Catalog, 'get'>): void {
   notes.enabled = true;
-  fastify.addHook('onResponse', (request, reply, done) => {
-    const line = requestLine(request, reply, notes, catalog);
-    if (!isQuietProbe(line.path, line.status)) {
-      const message = `${line.method} ${line.path} ${line.status}`;
-      if (line.status >= 500) request.log.error(line, message);
-      else request.log.info(line, message);
-    }
-    done();
+  onResponseOver(fastify, (request, reply, end) => {
+    const line = requestLine(request, reply, notes, catalog, end);
+    if (isQuietProbe(line.path, line.status)) return;
+    const message = `${line.method} ${line.path} ${line.status}`;
+    if (line.status >= 500) request.log.error(line, message);
+    else request.log.info(line, message);
   });
 }

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Catalog } from '@svc/catalog';
 import { routeLabel, type RequestRecord, type ServiceMetrics } from '@svc/metrics';
+import { onResponseOver } from '../http/response-over';
 
 /**
- * Issue 22: every request counted once, when its response finishes (errors included), by route
+ * Issue 22: every request counted once, when its response is over (errors and clients that left included), by route
  * template, method, status and the catalog model it named. In memory only: no I/O on the path.
  */
 export function installRequestMetrics(fastify: FastifyInstance, metrics: ServiceMetrics, catalog: Catalog): void {
@@ -16,12 +17,12 @@ export function installRequestMetrics(fastify: FastifyInstance, metrics: Service
   };
   // The pipeline notes each hold's model, for requests whose body names none.
   metrics.requests.enabled = true;
-  fastify.addHook('onResponse', async (request, reply) => {
+  onResponseOver(fastify, (request, reply, end) => {
     const record = metrics.requests.takeFor(request, reply.getHeader('x-svc-generation-id'));
     metrics.recordRequest(
       labelOf(request.routeOptions.url),
       methodLabel(request.method),
-      reply.statusCode,
+      end.status,
       modelLabel(request, catalog, record),
       reply.elapsedTime / 1000,
     );

@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+/** How a response ended, as its log line and its count say it. */
+export interface ResponseEnd {
+  /**
+   * The status the client was sent; 499 (the "client closed request" of nginx and the log tools
+   * that read its lines) when the client left before any head went out.
+   */
+  status: number;
+  /** The client left before the response was over: a stream it stopped reading, an answer it did not wait for. */
+  clientClosed: boolean;
+}
+
+export type ResponseOver = (request: FastifyRequest, reply: FastifyReply, end: ResponseEnd) => void;
+
+/** Status logged for a client that left before the head went out. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+const handlersOf = new WeakMap<FastifyInstance, ResponseOver[]>();
+
+/**
+ * Calls `over` once per request when its response is over, however it ended. Fastify's
+ * onResponse waits for the response's 'finish', which never comes when the client leaves: a
+ * streamed request whose client went away, or one that left while the model had not answered
+ * yet, would have no log line and no count (issue 22: one line per request). Every caller of one
+ * instance shares one hook and one listener per request.
+ */
+export function onResponseOver(fastify: FastifyInstance, over: ResponseOver): void {
+  const handlers = handlersOf.get(fastify);
+  if (handlers) {
+    handlers.push(over);
+    return;
+  }
+  const all = [over];
+  handlersOf.set(fastify, all);
+  const ended = new WeakSet<FastifyRequest>();
+  const end = (request: FastifyRequest, reply: FastifyReply, clientClosed: boolean) => {
+    if (ended.has(request)) return;
+    ended.add(request);
+    const status = clientClosed && !reply.raw.headersSent ? CLIENT_CLOSED_REQUEST : reply.statusCode;
+    for (const handler of all) handler(request, reply, { status, clientClosed });
+  };
+  fastify.addHook('onRequest', (request, reply, done) => {
+    // 'close' comes after 'finish' when the response was sent whole.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) end(request, reply, true);
+    });
+    done();
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    end(request, reply, false);
+    done();
+  });
+}
