@@ -22,7 +22,8 @@ const handlersOf = new WeakMap<FastifyInstance, ResponseOver[]>();
  * Calls `over` once per request when its response is over, however it ended. Fastify's
  * onResponse waits for the response's 'finish', which never comes when the client leaves: a
  * streamed request whose client went away, or one that left while the model had not answered
- * yet, would have no log line and no count (issue 22: one line per request). Every caller of one
+ * yet, would have no log line and no count (issue 22: one line per request). The response's
+ * 'close' comes either way, once, after 'finish' when it was sent whole. Every caller of one
  * instance shares one hook and one listener per request.
  */
 export function onResponseOver(fastify: FastifyInstance, over: ResponseOver): void {
@@ -33,22 +34,13 @@ export function onResponseOver(fastify: FastifyInstance, over: ResponseOver): vo
   }
   const all = [over];
   handlersOf.set(fastify, all);
-  const ended = new WeakSet<FastifyRequest>();
-  const end = (request: FastifyRequest, reply: FastifyReply, clientClosed: boolean) => {
-    if (ended.has(request)) return;
-    ended.add(request);
-    const status = clientClosed && !reply.raw.headersSent ? CLIENT_CLOSED_REQUEST : reply.statusCode;
-    for (const handler of all) handler(request, reply, { status, clientClosed });
-  };
   fastify.addHook('onRequest', (request, reply, done) => {
-    // 'close' comes after 'finish' when the response was sent whole.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) end(request, reply, true);
+    const { raw } = reply;
+    raw.once('close', () => {
+      const clientClosed = !raw.writableFinished;
+      const status = clientClosed && !raw.headersSent ? CLIENT_CLOSED_REQUEST : reply.statusCode;
+      for (const handler of all) handler(request, reply, { status, clientClosed });
     });
-    done();
-  });
-  fastify.addHook('onResponse', (request, reply, done) => {
-    end(request, reply, false);
     done();
   });
 }
