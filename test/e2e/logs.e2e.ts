@@ -104,7 +104,7 @@ describe('the log of a whole run', () => {
     expect((await chat(`${prompt('the quokka falls back')}\n#sim {"fail_models": {"sim/echo": 503}}`, { models: ['sim/small-8k'] })).status).toBe(200);
     expect((await chat(`${prompt('the echidna outage')}\n#sim {"fail": 503}`)).status).toBeGreaterThanOrEqual(500);
     // A client that leaves while the model has not answered yet: its line when it left (499, no
-    // head went out), no error, and the generation goes on to be billed whole (spec 1 rule 4).
+    // head went out) and no error; the generation goes on (spec 1 rule 4).
     const leaving = new AbortController();
     const left = fetch(`${base}/v1/chat/completions`, {
       method: 'POST',

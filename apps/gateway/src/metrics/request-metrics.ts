@@ -4,8 +4,9 @@ import { routeLabel, type RequestRecord, type ServiceMetrics } from '@svc/metric
 import { onResponseOver } from '../http/response-over';
 
 /**
- * Issue 22: every request counted once, when its response is over (errors and clients that left included), by route
- * template, method, status and the catalog model it named. In memory only: no I/O on the path.
+ * Issue 22: every request counted once, when its response is over (errors and clients that left
+ * included), by route template, method, status and the catalog model it named. In memory only:
+ * no I/O on the path.
  */
 export function installRequestMetrics(fastify: FastifyInstance, metrics: ServiceMetrics, catalog: Catalog): void {
   // Route templates are few and fixed: each is rewritten once, not on every request.
