@@ -201,6 +201,51 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
     expect(routing.peerFor(account.id)).toBeNull();
   });
 
+  it('passes over an owner that stopped answering (SIGSTOP) once its lease lapses, and serves its account without it', async () => {
+    // A stopped process still accepts connections (the kernel does) but answers nothing: only
+    // its lapsed lease tells the others it is gone.
+    let account = await newAccount();
+    while (ownerOf(account.id).child === null) account = await newAccount();
+    const owner = ownerOf(account.id);
+    const routing = first.runtime.peerRouting!;
+    const contend = () => {
+      for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+    };
+    contend();
+    expect(routing.peerFor(account.id)?.id).toBe(owner.id);
+    owner.child!.kill('SIGSTOP');
+    let answered: Outcome[];
+    try {
+      await until(
+        'the stopped owner gone from the peers',
+        async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? null : true),
+        30_000,
+        200,
+      );
+      // Still contended: its requests go to the owner among the gateways that are left.
+      contend();
+      const next = ownerOf(
+        account.id,
+        gateways.filter((g) => g !== owner),
+      );
+      expect(routing.peerFor(account.id)?.id ?? gateways[0].id).toBe(next.id);
+      // Served here or by the next owner: one sent to the stopped process would wait there for
+      // minutes (the upstream timeout), past this test's own.
+      answered = await load([gateways[0]], account.key, 20, 4, true);
+      expect(answered.filter((o) => o.status !== 200)).toEqual([]);
+    } finally {
+      owner.child!.kill('SIGCONT');
+    }
+    await first.runtime.projections.catchUpAll();
+    await expectChargedOnce(
+      account.key,
+      answered,
+      answered.reduce((sum, o) => sum + o.cost, 0n),
+    );
+    // Back, it renews its lease and is a peer again.
+    await until('the owner back among the peers', async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? true : null), 30_000, 200);
+  }, 90_000);
+
   it('serves an account whose owner was killed with kill -9 on the others: nothing lost, nothing charged twice', async () => {
     // An account owned by a spawned gateway, which the test can kill.
     let account = await newAccount();
