@@ -51,7 +51,7 @@ export function requestLine(
   reply: FastifyReply,
   notes: GenerationNotes,
   catalog: Pick<Catalog, 'get'>,
-  end: ResponseEnd = { status: reply.statusCode, clientClosed: false },
+  end: ResponseEnd,
 ): RequestLine {
   const generation = reply.getHeader('x-svc-generation-id');
   const record = notes.takeFor(request, generation);

@@ -14,7 +14,7 @@ export interface ResponseEnd {
 export type ResponseOver = (request: FastifyRequest, reply: FastifyReply, end: ResponseEnd) => void;
 
 /** Status logged for a client that left before the head went out. */
-export const CLIENT_CLOSED_REQUEST = 499;
+const CLIENT_CLOSED_REQUEST = 499;
 
 const handlersOf = new WeakMap<FastifyInstance, ResponseOver[]>();
 
