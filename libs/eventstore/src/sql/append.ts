@@ -25,6 +25,35 @@ export interface PreparedAppend {
 }
 
 /**
+ * A class, not an object literal with a getter of its own: each object such a literal makes is a
+ * dictionary with an accessor pair of its own (`%HasFastProperties` false), and made so on every
+ * append it sent the getter's closure, with the append's text, to the old generation: some 0.5
+ * KB of every append, and a full collection every second or two at 64 connections
+ * (docs/BENCHMARKS.md, twenty-fourth round).
+ */
+class Prepared implements PreparedAppend {
+  readonly single: SerializedEvent | undefined;
+  private built: string | undefined;
+
+  constructor(
+    readonly stream: string,
+    readonly expected: ExpectedRevision,
+    readonly ids: string[],
+    readonly chars: number,
+    private readonly checked: SerializedEvent[],
+  ) {
+    this.single = checked.length === 1 ? checked[0] : undefined;
+  }
+
+  get json(): string {
+    // The events' own text (the size rule's), so that a group is the concatenation of its appends.
+    return (this.built ??= `{"stream":${JSON.stringify(this.stream)},"expected":${JSON.stringify(String(this.expected))},"ids":${JSON.stringify(this.ids)},"events":[${this.checked
+      .map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`)
+      .join(',')}]}`);
+  }
+}
+
+/**
  * The most events a refused append brings back (WrongExpectedVersionError.newer): a writer
  * further behind reads the stream itself. A gap of a few appends from other processes is the
  * common case of a stream written from several gateways.
@@ -146,20 +175,7 @@ export class SqlAppender {
     if (ids.length > 1 && new Set(ids).size !== ids.length) throw new TypeError(`Append to ${stream} repeats an event id`);
     let chars = stream.length;
     for (const e of checked) chars += e.id.length + e.type.length + e.data.length + e.metadata.length;
-    let json: string | undefined;
-    return {
-      stream,
-      expected,
-      ids,
-      chars,
-      get json() {
-        // The events' own text (the size rule's), so that a group is the concatenation of its appends.
-        return (json ??= `{"stream":${JSON.stringify(stream)},"expected":${JSON.stringify(String(expected))},"ids":${JSON.stringify(ids)},"events":[${checked
-          .map((e) => `{"id":${JSON.stringify(e.id)},"type":${JSON.stringify(e.type)},"data":${e.data},"metadata":${e.metadata}}`)
-          .join(',')}]}`);
-      },
-      ...(checked.length === 1 ? { single: checked[0] } : {}),
-    };
+    return new Prepared(stream, expected, ids, chars, checked);
   }
 
   /**
