@@ -251,6 +251,33 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(availableNano(await new AggregateStore(store, clock).load(accountDecider, stream))).toBe(50n);
   });
 
+  it('past its limit of cached streams, forgets the one used least lately, never one used among the latest half-limit', async () => {
+    const a = new AggregateStore(store, clock);
+    const streams: string[] = [];
+    for (let i = 1; i <= 5; i++) streams.push(await openAccount(a, `lru-${i}`, 1_000n));
+    const [s1, s2, , s4, s5] = streams;
+    const watched = counting(store);
+    const b = new AggregateStore(watched, clock, { maxCachedStreams: 4 });
+    for (const stream of streams.slice(0, 4)) await b.load(accountDecider, stream);
+    // s1, loaded first, is used since; s2 is then the one used least lately.
+    await b.handle(accountDecider, s1, hold('lru-h1', 10n));
+    await b.handle(accountDecider, s1, charge('lru-h1'));
+    const reads = watched.reads;
+    await b.load(accountDecider, s5);
+    expect(watched.reads).toBeGreaterThan(reads);
+
+    const beforeS1 = watched.reads;
+    const placed = await b.handle(accountDecider, s1, hold('lru-h2', 10n));
+    expect(watched.reads).toBe(beforeS1);
+    // 1,000 credits, 1 charged, 10 held: the entry kept in place is the latest state.
+    expect(availableNano(placed.state)).toBe(989n);
+    await b.handle(accountDecider, s4, hold('lru-h3', 10n));
+    expect(watched.reads).toBe(beforeS1);
+
+    await b.handle(accountDecider, s2, hold('lru-h4', 10n));
+    expect(watched.reads).toBeGreaterThan(beforeS1);
+  });
+
   it('keeps a snapshot every so many events, of the state the events up to it fold to (issue 45)', async () => {
     const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
     const stream = await openAccount(a, 'kept', 1_000n);
