@@ -31,4 +31,30 @@ describe('Deadline', () => {
     await sleep(STREAM_END_GRACE_MS + 200);
     expect(deadline.signal.aborted).toBe(false);
   });
+
+  it("follows the caller's signal until disposed, and answers a caller's cancellation as the caller's own reason", () => {
+    const caller = new AbortController();
+    const deadline = new Deadline(60_000, caller.signal);
+    const reason = new Error('client went away');
+    caller.abort(reason);
+    expect(deadline.signal.aborted).toBe(true);
+    expect(deadline.failure(new Error('socket closed'))).toBe(reason);
+    deadline.dispose();
+
+    const later = new AbortController();
+    const done = new Deadline(60_000, later.signal);
+    done.dispose();
+    later.abort(new Error('too late'));
+    // A call that is over is not aborted by what its caller does after.
+    expect(done.signal.aborted).toBe(false);
+  });
+
+  it('says a call that hit its time timed out, and one refused by the network that it failed', async () => {
+    const deadline = new Deadline(20, undefined);
+    await sleep(60);
+    expect(deadline.failure(new Error('aborted'))).toMatchObject({ kind: 'timeout', status: 504 });
+    const network = new Deadline(60_000, undefined);
+    expect(network.failure(new Error('connect ECONNREFUSED 127.0.0.1:1'))).toMatchObject({ kind: 'network', status: 502 });
+    network.dispose();
+  });
 });

@@ -3,6 +3,7 @@
  * call, and every failure turned into a ProviderError that says whether a retry or a fallback
  * model makes sense.
  */
+import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request, type Dispatcher, FormData } from 'undici';
 import { upstreamTraceHeaders } from '@svc/telemetry';
@@ -137,26 +138,50 @@ async function callUpstream(
 }
 
 /**
+ * What undici watches to abort an upstream call: an EventEmitter with `aborted` and `reason`,
+ * which its request() takes as it takes an AbortSignal. Not an AbortSignal: on Node 20 each new
+ * one gets a hidden class of its own (its prototype is swapped after it is made), and one per
+ * upstream call sent some 0.5 KB of every call to the old generation, whose full collections
+ * then came every two seconds under load (docs/BENCHMARKS.md, twenty-fourth round).
+ */
+export class DeadlineSignal extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+}
+
+/**
  * The adapter's own abort signal: it fires when the upstream stays silent for `ms`, and follows
  * the caller's signal. Time spent by the consumer between two stream pieces is not counted, so a
  * slow client cannot turn into an upstream timeout.
  */
 export class Deadline {
-  readonly signal: AbortSignal;
-  private readonly timeout = new AbortController();
+  readonly signal = new DeadlineSignal();
   private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
+  private readonly followCaller: (() => void) | undefined;
 
   constructor(
     private ms: number,
     private readonly callerSignal: AbortSignal | undefined,
   ) {
-    this.signal = callerSignal ? AbortSignal.any([callerSignal, this.timeout.signal]) : this.timeout.signal;
+    if (callerSignal?.aborted) this.signal.abort(callerSignal.reason);
+    else if (callerSignal) {
+      this.followCaller = () => this.signal.abort(callerSignal.reason);
+      callerSignal.addEventListener('abort', this.followCaller, { once: true });
+    }
     this.arm();
   }
 
   async *whileReading(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     for await (const bytes of source) {
-      this.dispose();
+      this.disarm();
       yield bytes;
       this.arm();
     }
@@ -165,7 +190,7 @@ export class Deadline {
   /** The error to throw for `error`: a cancellation by the caller is rethrown as it is. */
   failure(error: unknown): unknown {
     if (this.callerSignal?.aborted) return this.callerSignal.reason;
-    if (this.timeout.signal.aborted) {
+    if (this.timedOut) {
       return new ProviderError({ kind: 'timeout', status: 504, message: `upstream did not answer within ${this.ms} ms` });
     }
     if (error instanceof ProviderError) return error;
@@ -174,8 +199,10 @@ export class Deadline {
     return new ProviderError({ kind: 'network', status: 502, message: `upstream connection failed: ${detail}`, cause: error });
   }
 
+  /** The call is over: no timer left, and the caller's signal no longer followed. */
   dispose(): void {
-    clearTimeout(this.timer);
+    this.disarm();
+    if (this.followCaller) this.callerSignal!.removeEventListener('abort', this.followCaller);
   }
 
   /**
@@ -195,7 +222,14 @@ export class Deadline {
   private arm(): void {
     // Re-arming replaces the running timer: a stream's last event re-arms from inside a read, which re-arms again after it.
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.timeout.abort(), this.ms);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.signal.abort();
+    }, this.ms);
+  }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
   }
 }
 
