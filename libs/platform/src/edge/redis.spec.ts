@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { Redis } from 'ioredis';
 import { ManualClock } from '../clock';
 import { RedisAdmission } from './admission';
@@ -123,6 +124,33 @@ describe('redis storage bounds', () => {
     expect(ttls.get('idem')).toBeGreaterThan(24 * 3_600_000);
     expect(ttls.get('idem')).toBeLessThanOrEqual(storageBoundMs(24 * 3_600_000));
     expect(ttls.get('cache')).toBeGreaterThan(5_000);
+  });
+});
+
+describe('the commands of one turn of the event loop', () => {
+  it('leave in one write to the socket, and each is answered as its own', async () => {
+    const client = connectRedis(REDIS_URL);
+    try {
+      expect(await whenReady(client, 5_000)).toBe(true);
+      const prefix = nextPrefix();
+      await client.set(`${prefix}:a`, 'one');
+      const socket = client.stream as Socket & { _write: Socket['_write']; _writev: NonNullable<Socket['_writev']> };
+      const writes: number[] = [];
+      const write = socket._write.bind(socket);
+      const writev = socket._writev.bind(socket);
+      socket._write = (chunk, encoding, callback) => (writes.push(1), write(chunk, encoding, callback));
+      socket._writev = (chunks, callback) => (writes.push(chunks.length), writev(chunks, callback));
+      // Twenty commands of concurrent requests, issued in one turn.
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? client.get(`${prefix}:a`) : client.incr(`${prefix}:n`))));
+      expect(writes).toEqual([20]);
+      expect(answers.filter((_, i) => i % 2 === 0)).toEqual(Array(10).fill('one'));
+      expect(answers.filter((_, i) => i % 2 === 1)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      // The next turn's command goes by itself.
+      await client.get(`${prefix}:a`);
+      expect(writes).toEqual([20, 1]);
+    } finally {
+      await closeRedis(client);
+    }
   });
 });
 
