@@ -113,7 +113,8 @@ export function connectRedisCluster(nodes: readonly RedisNode[], onError?: (err:
     nodes.map(({ host, port }) => ({ host, port })),
     {
       enableOfflineQueue: false,
-      // Auto-pipelining stays with the single server: on a Cluster, ioredis groups a turn's
+      // No auto-pipelining here either (a single server corks its socket instead, see
+      // TurnBatchedRedis); on a Cluster it would also misgroup: ioredis groups a turn's
       // commands by the slot of their first argument, which for EVALSHA is the script's hash,
       // not a key, so scripts of different slots land in one pipeline, which it refuses ("All
       // keys in the pipeline should belong to the same slots allocation group").
