@@ -144,7 +144,7 @@ async function callUpstream(
  * upstream call sent some 0.5 KB of every call to the old generation, whose full collections
  * then came every two seconds under load (docs/BENCHMARKS.md, twenty-fourth round).
  */
-export class DeadlineSignal extends EventEmitter {
+class DeadlineSignal extends EventEmitter {
   aborted = false;
   reason: unknown = undefined;
 

@@ -72,7 +72,7 @@ function reportOncePerOutage<T extends RedisClient>(client: T, onError?: (err: E
  * KB of every command, and full collections every second or two under load (docs/BENCHMARKS.md,
  * twenty-fourth round). Each command is still a command of its own, answered as it comes.
  */
-export class TurnBatchedRedis extends Redis {
+class TurnBatchedRedis extends Redis {
   private corked = false;
 
   override sendCommand(...args: Parameters<Redis['sendCommand']>): unknown {
