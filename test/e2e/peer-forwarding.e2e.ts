@@ -26,6 +26,10 @@ interface Outcome {
   cost: bigint;
   id: string | null;
   code?: string;
+  /** The gateway it was sent to, and when it left and its answer came (ms). */
+  via?: Gateway;
+  sentAt?: number;
+  answeredAt?: number;
 }
 
 /**
@@ -83,7 +87,7 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
   }
 
   /** The forwards a gateway counted (svc_peer_forwards_total), by outcome. */
-  async function forwards(g: Gateway, outcome: 'forwarded' | 'unreachable'): Promise<number> {
+  async function forwards(g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost'): Promise<number> {
     const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
     return Number(new RegExp(`^svc_peer_forwards_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
   }
@@ -101,11 +105,14 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
           messages: [{ role: 'user', content: `peer ${n}` }],
           ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
         };
-        const r = await over[n % over.length].call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
-        if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null });
+        const via = over[n % over.length];
+        const sentAt = performance.now();
+        const r = await via.call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
+        const answeredAt = performance.now();
+        if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null, via, sentAt, answeredAt });
         else {
           const cost = answeredCost(r, stream);
-          outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code });
+          outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code, via, sentAt, answeredAt });
         }
         onEach?.(outcomes.length);
       }
@@ -266,12 +273,23 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
       }
     });
     expect(killed).toBe(true);
-    // Only the requests in flight at the kill may fail, as the 502 of a gateway lost mid-request.
+    // Only requests sent before a survivor learnt of the loss may fail, as the 502 of a gateway
+    // lost mid-request: once one has come back so, that survivor serves the account itself.
     const failed = after.filter((o) => o.status !== 200);
     for (const f of failed) expect([f.status, f.code]).toEqual([502, 'peer_unavailable']);
-    expect(failed.length).toBeLessThanOrEqual(16);
-    // Then the survivors found the peer gone and served the account themselves.
-    expect((await Promise.all(survivors.map((g) => forwards(g, 'unreachable')))).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+    for (const g of survivors) {
+      const lost = failed.filter((o) => o.via === g);
+      const learnt = Math.min(...lost.map((o) => o.answeredAt!));
+      expect(lost.filter((o) => o.sentAt! > learnt).map((o) => o.sentAt! - learnt)).toEqual([]);
+    }
+    // Then the survivors found the peer gone, each counting how, and served the account themselves.
+    let found = 0;
+    for (const g of survivors) {
+      const lost = await forwards(g, 'lost');
+      expect(lost).toBe(failed.filter((o) => o.via === g).length);
+      found += lost + (await forwards(g, 'unreachable'));
+    }
+    expect(found).toBeGreaterThan(0);
     expect(after.slice(-100).every((o) => o.status === 200)).toBe(true);
 
     // Once the killed gateway's lease lapses the reaper settles what it held; then every charge

@@ -80,7 +80,7 @@ export class ServiceMetrics {
   });
   readonly peerForwards = new Counter({
     name: 'svc_peer_forwards_total',
-    help: 'Requests handed to the peer gateway that serves their account (SVC_PEER_FORWARDING), by outcome: forwarded, or unreachable (served here instead).',
+    help: 'Requests handed to the peer gateway that serves their account (SVC_PEER_FORWARDING), by outcome: forwarded, unreachable (served here instead), or lost (dropped mid-request; a 502).',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -125,7 +125,7 @@ export class PeerRouting {
     this.busyUntil = Math.max(this.busyUntil, now + CONTENTION_HOLD_MS);
   }
 
-  /** `peer` refused a connection: its accounts go to the next owner until its lease lapses. */
+  /** `peer` refused a connection or dropped one mid-request: its accounts go to the next owner until its lease lapses. */
   unreachable(peer: PeerGateway): void {
     this.unreachableUntil.set(peer.id, this.clock.now().getTime() + UNREACHABLE_MS);
   }

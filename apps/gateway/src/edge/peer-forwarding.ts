@@ -44,7 +44,8 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ER
  * A peer that refuses the connection (killed, not yet gone from the leases) has the request
  * served here. Once the request has left, its outcome is the peer's: a peer lost mid-request is
  * a 502, as the gateway itself lost would be to a client behind a balancer; its hold is settled
- * by the reaper like any dead gateway's.
+ * by the reaper like any dead gateway's. Either way the peer is passed over until its lease
+ * lapses.
  */
 export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime, bodyLimit: number): void {
   const { peerRouting: routing, gatewayLease: lease, authCache: cache, clock, metrics } = runtime;
@@ -82,6 +83,12 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
         routing.unreachable(peer);
         metrics.peerForwards.inc({ outcome: 'unreachable' });
         return Object.assign(Readable.from([body]), { receivedEncodedLength: body.length });
+      }
+      // Lost mid-request (not the client leaving): its next requests would meet the same dead
+      // process until the lease lapses, so they are served here, as a refused one would be.
+      if (!left.signal.aborted) {
+        routing.unreachable(peer);
+        metrics.peerForwards.inc({ outcome: 'lost' });
       }
       throw new ApiError(
         502,
