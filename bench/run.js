@@ -25,7 +25,8 @@
  * one database with one worker, behind HAProxy (BENCH_HAPROXY, default /usr/sbin/haproxy; mode
  * http, round robin per request, or by key), 64 connections on 64 accounts and on 8 shared
  * accounts, then the same HAProxy in front of 1, 2 and 4 Portkey processes and 1, 2 and 4
- * durable floors (the references; BENCH_SCALING_REFERENCES, comma-separated, picks them);
+ * durable floors (the references; BENCH_SCALING_REFERENCES, comma-separated, picks them;
+ * BENCH_GATEWAY_LOADS picks the loads: accounts64, accounts8, accounts8ByKey);
  * prints the figures and writes nothing. With `BENCH_GATEWAY_NODE_OPTIONS="--require
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
@@ -1105,7 +1106,7 @@ const PORTKEY_ENTRY = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/bui
 /** BENCH_GATEWAY_COUNTS (comma-separated, starting with 1): the Ns of section 2c. */
 const GATEWAY_COUNTS = (process.env.BENCH_GATEWAY_COUNTS ?? '1,2,4').split(',').map(Number);
 /** The two loads: every connection rotates over these accounts, one key each, per request. */
-const GATEWAY_LOADS = {
+const ALL_GATEWAY_LOADS = {
   // The throughput phase's rotation: with 64 keys and 1, 2 or 4 gateways, each account's
   // requests land on one gateway (a key comes round every 64th request, a gateway every Nth).
   accounts64: { accounts: 64, label: '64 accounts', randomKeys: false },
@@ -1116,6 +1117,10 @@ const GATEWAY_LOADS = {
   // unevenly over the gateways.
   accounts8ByKey: { accounts: 8, label: '8 accounts, each routed to one gateway by its key', randomKeys: true, byKey: true },
 };
+/** BENCH_GATEWAY_LOADS (comma-separated names of the loads above): the loads of section 2c. */
+const GATEWAY_LOADS = process.env.BENCH_GATEWAY_LOADS
+  ? Object.fromEntries(process.env.BENCH_GATEWAY_LOADS.split(',').map((name) => [name, ALL_GATEWAY_LOADS[name]]))
+  : ALL_GATEWAY_LOADS;
 
 /**
  * The Ns of 2c take turns in this many rounds, each run this long after CFG.loadWarmup through the
