@@ -1,3 +1,4 @@
+export * from './call-signal';
 export * from './clock';
 export * from './config';
 export * from './crypto';

@@ -3,9 +3,9 @@
  * call, and every failure turned into a ProviderError that says whether a retry or a fallback
  * model makes sense.
  */
-import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, request, type Dispatcher, FormData } from 'undici';
+import { CallSignal } from '@svc/platform';
 import { upstreamTraceHeaders } from '@svc/telemetry';
 import { isRecord } from './json';
 import { ProviderError } from './provider-error';
@@ -138,31 +138,12 @@ async function callUpstream(
 }
 
 /**
- * What undici watches to abort an upstream call: an EventEmitter with `aborted` and `reason`,
- * which its request() takes as it takes an AbortSignal. Not an AbortSignal: on Node 20 each new
- * one gets a hidden class of its own (its prototype is swapped after it is made), and one per
- * upstream call sent some 0.5 KB of every call to the old generation, whose full collections
- * then came every two seconds under load (docs/BENCHMARKS.md, twenty-fourth round).
- */
-class DeadlineSignal extends EventEmitter {
-  aborted = false;
-  reason: unknown = undefined;
-
-  abort(reason?: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.emit('abort');
-  }
-}
-
-/**
  * The adapter's own abort signal: it fires when the upstream stays silent for `ms`, and follows
  * the caller's signal. Time spent by the consumer between two stream pieces is not counted, so a
  * slow client cannot turn into an upstream timeout.
  */
 export class Deadline {
-  readonly signal = new DeadlineSignal();
+  readonly signal = new CallSignal();
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
   private readonly followCaller: (() => void) | undefined;

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent, request as send } from 'undici';
 import { authenticate, keyFromHeaders } from '@svc/identity';
 import { callerOf } from '../http/auth.guard';
-import { ApiError } from '@svc/platform';
+import { ApiError, CallSignal } from '@svc/platform';
 import type { Runtime } from '@svc/runtime';
 
 /**
@@ -65,7 +65,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
     const body = Buffer.concat(await payload.toArray());
     // A client that leaves is gone for the peer too, which does what it does for any client
     // that leaves (spec 1 rule 4).
-    const left = new AbortController();
+    const left = new CallSignal();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) left.abort();
     });
@@ -76,7 +76,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
         headers: forwardedHeaders(request, lease.id),
         body,
         dispatcher: agent,
-        signal: left.signal,
+        signal: left,
       });
     } catch (err) {
       if (NOT_SENT.has((err as { code?: string }).code ?? '')) {
@@ -86,7 +86,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
       }
       // Lost mid-request (not the client leaving): its next requests would meet the same dead
       // process until the lease lapses, so they are served here, as a refused one would be.
-      if (!left.signal.aborted) {
+      if (!left.aborted) {
         routing.unreachable(peer);
         metrics.peerForwards.inc({ outcome: 'lost' });
       }
