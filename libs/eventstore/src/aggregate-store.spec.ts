@@ -278,6 +278,20 @@ describe('aggregate store on PostgreSQL (two processes sharing one account)', ()
     expect(watched.reads).toBeGreaterThan(beforeS1);
   });
 
+  it('keeps the command queue of a stream it caches between its commands, and forgets it with the stream', async () => {
+    const a = new AggregateStore(store, clock);
+    const streams: string[] = [];
+    for (let i = 1; i <= 6; i++) streams.push(await openAccount(a, `queue-${i}`, 1_000n));
+    const b = new AggregateStore(store, clock, { maxCachedStreams: 4 });
+    for (const [i, stream] of streams.entries()) await b.handle(accountDecider, stream, hold(`queue-h${i}`, 10n));
+    // Six streams decided, one after the other; the four still cached keep their queues.
+    expect(b.queuedStreams).toBe(4);
+    // A kept queue takes the next command as a new one would, on the latest state.
+    const again = await b.handle(accountDecider, streams[5], hold('queue-again', 10n));
+    expect(availableNano(again.state)).toBe(980n);
+    expect(b.queuedStreams).toBe(4);
+  });
+
   it('keeps a snapshot every so many events, of the state the events up to it fold to (issue 45)', async () => {
     const a = new AggregateStore(store, clock, { snapshotEvery: 16 });
     const stream = await openAccount(a, 'kept', 1_000n);

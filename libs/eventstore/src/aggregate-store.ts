@@ -40,6 +40,8 @@ interface Pending {
 interface StreamQueue {
   decider: Decider<unknown, unknown, DomainEvent>;
   pending: Pending[];
+  /** A drain is deciding this stream's commands: one more queued is taken by it. */
+  draining: boolean;
 }
 
 type Outcome = { events: DomainEvent[] } | { error: unknown };
@@ -135,13 +137,16 @@ export class AggregateStore {
     this.stats.commands++;
     return new Promise((resolve, reject) => {
       let queue = this.queues.get(stream);
-      const start = !queue;
       if (!queue) {
-        queue = { decider: decider as unknown as StreamQueue['decider'], pending: [] };
+        queue = { decider: decider as unknown as StreamQueue['decider'], pending: [], draining: false };
         this.queues.set(stream, queue);
       }
       queue.pending.push({ command, metadata, resolve: resolve as Pending['resolve'], reject });
-      if (start) void this.drain(stream, queue);
+      if (!queue.draining) {
+        queue.draining = true;
+        queue.decider = decider as unknown as StreamQueue['decider'];
+        void this.drain(stream, queue);
+      }
     });
   }
 
@@ -154,7 +159,16 @@ export class AggregateStore {
     while (queue.pending.length > 0) {
       await this.decideBatch(queue.decider, stream, queue.pending.splice(0, MAX_BATCH), queue);
     }
-    this.queues.delete(stream);
+    queue.draining = false;
+    // Kept while its stream is cached, and forgotten with it (remember): a queue made and
+    // deleted on every command made V8 rebuild the map's table every few dozen commands, and
+    // the discarded tables kept the queues they held until a full collection.
+    if (!this.cache.has(stream)) this.queues.delete(stream);
+  }
+
+  /** Streams whose command queue is kept: those cached, and any being decided. */
+  get queuedStreams(): number {
+    return this.queues.size;
   }
 
   /**
@@ -403,6 +417,10 @@ export class AggregateStore {
     entry.movedAt = count;
     this.cache.delete(stream);
     this.cache.set(stream, entry);
-    if (this.cache.size > limit) this.cache.delete(this.cache.keys().next().value as string);
+    if (this.cache.size > limit) {
+      const forgotten = this.cache.keys().next().value as string;
+      this.cache.delete(forgotten);
+      if (this.queues.get(forgotten)?.draining === false) this.queues.delete(forgotten);
+    }
   }
 }
