@@ -1119,7 +1119,12 @@ const ALL_GATEWAY_LOADS = {
 };
 /** BENCH_GATEWAY_LOADS (comma-separated names of the loads above): the loads of section 2c. */
 const GATEWAY_LOADS = process.env.BENCH_GATEWAY_LOADS
-  ? Object.fromEntries(process.env.BENCH_GATEWAY_LOADS.split(',').map((name) => [name, ALL_GATEWAY_LOADS[name]]))
+  ? Object.fromEntries(
+      process.env.BENCH_GATEWAY_LOADS.split(',').map((name) => {
+        if (!ALL_GATEWAY_LOADS[name]) throw new Error(`BENCH_GATEWAY_LOADS: no load ${name} (${Object.keys(ALL_GATEWAY_LOADS).join(', ')})`);
+        return [name, ALL_GATEWAY_LOADS[name]];
+      }),
+    )
   : ALL_GATEWAY_LOADS;
 
 /**
