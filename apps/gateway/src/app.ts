@@ -19,6 +19,7 @@ import { installRequestMetrics } from './metrics/request-metrics';
 import { installTracing } from './http/tracing';
 import { installMethodTable } from './http/methods';
 import { installPeerForwarding } from './edge/peer-forwarding';
+import { installPeerLedger } from './edge/peer-ledger';
 
 /** Spec section 8: request bodies up to 10 MB. */
 export const BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -77,7 +78,8 @@ export async function createGatewayApp(runtime: Runtime, { logger = true } = {})
   if (runtime.config.consoleDir !== null) serveConsole(adapter.getInstance(), runtime.config.consoleDir, staticErrors);
   if (logger && runtime.config.requestLog) installRequestLog(adapter.getInstance(), runtime.metrics.requests, runtime.catalog);
   installRequestMetrics(adapter.getInstance(), runtime.metrics, runtime.catalog);
-  installPeerForwarding(adapter.getInstance(), runtime, BODY_LIMIT_BYTES);
+  if (runtime.peerLedger) installPeerLedger(adapter.getInstance(), runtime);
+  else installPeerForwarding(adapter.getInstance(), runtime, BODY_LIMIT_BYTES);
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.forRoot(runtime), adapter, {
     // Fastify's own JSON parser (with the empty-body rule of installRequestChecks), and no form
     // parser: every route takes JSON.

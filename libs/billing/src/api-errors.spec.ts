@@ -1,5 +1,6 @@
 import { EventStoreDbUnavailableError, fold } from '@svc/eventstore';
-import { accountDecider, type AccountEvent, type PlaceHold } from '@svc/ledger';
+import { accountDecider, type AccountEvent, PeerUnavailableError, type PlaceHold } from '@svc/ledger';
+import { isConnectionFailure } from '@svc/platform';
 import { apiErrorOfFailure } from './api-errors';
 
 // Spec 7's 429 insufficient_quota row: spend limits (a key's, the account's daily) are 429, not
@@ -83,5 +84,14 @@ describe('an event store that cannot be reached', () => {
     expect(pg).toMatchObject({ status: 503, code: 'database_unavailable' });
     // A fault that is no outage stays a 500.
     expect(apiErrorOfFailure(new EventStoreDbUnavailableError('append', 1, 0, 'other', new Error('bad data')), now).status).toBe(500);
+  });
+});
+
+describe('the gateway deciding the account lost mid-batch (issue 45, SVC_PEER_FORWARDING=ledger)', () => {
+  it('is a 502 peer_unavailable, as a gateway lost mid-request is, not a database outage', () => {
+    const lost = new PeerUnavailableError('the gateway deciding this account stopped answering: other side closed');
+    expect(apiErrorOfFailure(lost, now)).toMatchObject({ status: 502, type: 'api_error', code: 'peer_unavailable' });
+    // Still a lost connection to the pipeline, which retries a charge on it.
+    expect(isConnectionFailure(lost)).toBe(true);
   });
 });

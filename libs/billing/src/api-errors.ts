@@ -1,5 +1,5 @@
 import { storeUnavailable, StreamContentionError } from '@svc/eventstore';
-import { isLimitRefusal } from '@svc/ledger';
+import { isLimitRefusal, PeerUnavailableError } from '@svc/ledger';
 import { ApiError, apiErrorOf, DomainError, nanoToUsdString } from '@svc/platform';
 import { ProviderError } from '@svc/providers';
 import { ProjectionTimeoutError } from '@svc/projections';
@@ -18,6 +18,7 @@ export function apiErrorOfFailure(err: unknown, now: Date, edge?: (err: unknown)
   const atEdge = edge?.(err);
   if (atEdge) return atEdge;
   if (err instanceof ProjectionTimeoutError) return projectionsBehind();
+  if (err instanceof PeerUnavailableError) return peerUnavailable();
   // PostgreSQL's connection failures, and EventStoreDB's when a leader change outlasts the retries.
   if (storeUnavailable(err)) return outage();
   if (err instanceof StreamContentionError) return contention();
@@ -60,6 +61,11 @@ function outage(): ApiError {
   return new ApiError(503, 'service_unavailable', 'The service could not reach its database; retry shortly.', 'database_unavailable', null, {
     'retry-after': '1',
   });
+}
+
+/** Issue 45: the gateway deciding the account's holds and charges was lost with this request's on their way. */
+function peerUnavailable(): ApiError {
+  return new ApiError(502, 'api_error', 'The gateway deciding this account stopped answering; the request may not have been carried out.', 'peer_unavailable');
 }
 
 /** A write is in the log but the read models did not show it in time (the worker is down or behind). */

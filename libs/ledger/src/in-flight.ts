@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AccountCommand, GenerationStats } from './account';
 import type { CostLine, MeterUsage } from './pricing';
 import { SCHEMA_LOCK, type SqlExecutor, type SqlRunner } from '@svc/platform';
@@ -42,6 +42,8 @@ const SCHEMA = [
   `ALTER TABLE stream_progress ADD COLUMN IF NOT EXISTS final boolean NOT NULL DEFAULT false`,
   // Issue 45: where the other gateways reach this one, when it takes requests forwarded to it.
   `ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS peer_url text`,
+  // Issue 45: the hash of the secret a gateway proves itself with to the peers it hands ledger commands to.
+  `ALTER TABLE gateway_leases ADD COLUMN IF NOT EXISTS peer_token_hash text`,
 ];
 
 export async function initInFlight(sql: SqlRunner): Promise<void> {
@@ -159,6 +161,17 @@ export async function pruneInFlight(sql: SqlExecutor): Promise<void> {
 export interface PeerGateway {
   id: string;
   url: string;
+  /** SHA-256 (hex) of the secret it proves itself with (peerTokenIs). */
+  tokenHash: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether `token` is the secret of `peer`, whose lease holds only its hash. */
+export function peerTokenIs(peer: PeerGateway, token: string): boolean {
+  const expected = Buffer.from(peer.tokenHash, 'hex');
+  const given = sha256(token);
+  return expected.length === given.length && timingSafeEqual(expected, given);
 }
 
 /**
@@ -170,6 +183,12 @@ export interface PeerGateway {
  */
 export class GatewayLease {
   readonly id = `gw-${randomBytes(8).toString('hex')}`;
+  /**
+   * What this gateway shows the peers it hands ledger commands to: anyone who can read the
+   * leases could write the ledger directly, but only its hash is kept there.
+   */
+  readonly peerToken = randomBytes(32).toString('base64url');
+  private readonly peerTokenHash = sha256(this.peerToken).toString('hex');
   private ticker?: NodeJS.Timeout;
   private renewing: Promise<void> = Promise.resolve();
   private peerUrl: string | null = null;
@@ -203,15 +222,16 @@ export class GatewayLease {
 
   private async renew(): Promise<void> {
     await this.sql.query(
-      `INSERT INTO gateway_leases (gateway_id, expires_at, peer_url) VALUES ($1, now() + make_interval(secs => $2), $3)
-         ON CONFLICT (gateway_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, peer_url = EXCLUDED.peer_url`,
-      [this.id, GATEWAY_LEASE_MS / 1000, this.peerUrl],
+      `INSERT INTO gateway_leases (gateway_id, expires_at, peer_url, peer_token_hash) VALUES ($1, now() + make_interval(secs => $2), $3, $4)
+         ON CONFLICT (gateway_id) DO UPDATE SET expires_at = EXCLUDED.expires_at, peer_url = EXCLUDED.peer_url, peer_token_hash = EXCLUDED.peer_token_hash`,
+      [this.id, GATEWAY_LEASE_MS / 1000, this.peerUrl, this.peerUrl === null ? null : this.peerTokenHash],
     );
     if (this.peerUrl === null) return;
-    const { rows } = await this.sql.query<{ gateway_id: string; peer_url: string }>(
-      `SELECT gateway_id, peer_url FROM gateway_leases WHERE expires_at > now() AND peer_url IS NOT NULL ORDER BY gateway_id`,
+    const { rows } = await this.sql.query<{ gateway_id: string; peer_url: string; peer_token_hash: string }>(
+      `SELECT gateway_id, peer_url, peer_token_hash FROM gateway_leases
+        WHERE expires_at > now() AND peer_url IS NOT NULL AND peer_token_hash IS NOT NULL ORDER BY gateway_id`,
     );
-    this.livePeers = rows.map((r) => ({ id: r.gateway_id, url: r.peer_url }));
+    this.livePeers = rows.map((r) => ({ id: r.gateway_id, url: r.peer_url, tokenHash: r.peer_token_hash }));
   }
 
   /** Gives the lease back: whatever holds the process still has open are reaped at once. */

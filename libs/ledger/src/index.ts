@@ -11,5 +11,6 @@ export * from './export';
 export * from './export-writer';
 export * from './reconcile';
 export * from './in-flight';
+export * from './peer-ledger';
 export * from './read-models';
 export * from './tokens';

@@ -4,9 +4,9 @@
  * what it could not land.
  */
 import type { Catalog } from '@svc/catalog';
-import type { EventMetadata, Handled } from '@svc/eventstore';
+import type { EventMetadata } from '@svc/eventstore';
 import type { Caller } from '@svc/identity';
-import type { AccountCommand, AccountEvent, AccountState } from '@svc/ledger';
+import type { AccountCommand, LedgerAnswer } from '@svc/ledger';
 import type { Clock } from '@svc/platform';
 import type { Provider } from '@svc/providers';
 import type { Tracing } from '@svc/telemetry';
@@ -28,8 +28,8 @@ export interface MeteringDeps {
   own: Pick<OwnProviders, 'resolver'>;
   byokFeePercent: number;
   upstreamTimeoutMs: number;
-  /** Decides `command` on the account's stream (the command bus, in a gateway). */
-  ledger(accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<Handled<AccountState, AccountEvent>>;
+  /** Decides `command` on the account's stream (the command bus, in a gateway; or the account's owner, issue 45). */
+  ledger(accountId: string, command: AccountCommand, metadata: EventMetadata): Promise<LedgerAnswer>;
   tokenLimits: TokenLimits;
   /** The lease of the serving process, named in HoldPlaced's metadata so the hold reaper knows whom it waits for. */
   leaseId(): string | undefined;

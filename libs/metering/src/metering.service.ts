@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CATALOG, type Catalog, defaultModelOf, ProviderStats, type ModelType } from '@svc/catalog';
 import type { Caller } from '@svc/identity';
-import { GATEWAY_LEASE, type GatewayLease, LedgerCommand, recordUnsettled } from '@svc/ledger';
+import { GATEWAY_LEASE, type GatewayLease, LEDGER_FORWARDER, LedgerCommand, type LedgerForwarder, recordUnsettled } from '@svc/ledger';
 import { SERVICE_METRICS, type ServiceMetrics } from '@svc/metrics';
 import { CLOCK, type Clock, CONFIG, type Config, READ_DB, type SqlRunner } from '@svc/platform';
 import { ReadYourWrites } from '@svc/projections';
@@ -38,6 +38,7 @@ export class Metering {
     @Inject(PROVIDER_CLIENTS) providers: ReadonlyMap<string, Provider>,
     @Inject(SIMULATOR_URL) simulatorUrl: string | null,
     @Inject(GATEWAY_LEASE) gatewayLease: GatewayLease | null,
+    @Inject(LEDGER_FORWARDER) forwarder: LedgerForwarder | null,
     @Inject(READ_DB) sql: SqlRunner,
     @Inject(SERVICE_METRICS) metrics: Pick<ServiceMetrics, 'metering'>,
     @Inject(TRACING) tracing: Tracing | null,
@@ -47,7 +48,7 @@ export class Metering {
   ) {
     this.routing = { catalog, clock, providerStats: this.providerStats };
     this.ledger = async (accountId, command, metadata) => {
-      const handled = await commands.execute(new LedgerCommand(accountId, command, metadata));
+      const handled = await (forwarder?.forward(accountId, command, metadata) ?? commands.execute(new LedgerCommand(accountId, command, metadata)));
       reads.wrote(accountId, handled.appended?.position);
       return handled;
     };

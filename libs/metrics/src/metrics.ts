@@ -84,6 +84,12 @@ export class ServiceMetrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
+  readonly peerLedgerCommands = new Counter({
+    name: 'svc_peer_ledger_commands_total',
+    help: 'Holds and charges of contended accounts handed to the peer gateway that decides them (SVC_PEER_FORWARDING=ledger), by outcome: forwarded, unreachable (decided here instead), or lost (the batch dropped once sent; retried as a lost store connection is).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly eventStoreAppend = new Histogram({
     name: 'svc_event_store_append_seconds',
     help: 'Time of one append to the event store (successful or not).',

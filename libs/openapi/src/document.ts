@@ -44,7 +44,8 @@ export const UNDOCUMENTED = 'x-svc-undocumented';
  */
 export function isDocumentable(route: RegisteredRoute): boolean {
   if (route.method === 'HEAD' || route.method === 'OPTIONS') return false;
-  return !(route.url === '/console' || route.url.startsWith('/console/') || route.url.startsWith('/docs/'));
+  // `/internal/`: what the gateways say to each other (issue 45), not the API.
+  return !(route.url === '/console' || route.url.startsWith('/console/') || route.url.startsWith('/docs/') || route.url.startsWith('/internal/'));
 }
 
 export const operationKey = (route: RegisteredRoute): string => `${route.method} ${route.url}`;

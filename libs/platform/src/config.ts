@@ -145,9 +145,11 @@ export interface Config {
    * Issue 45: gateways hand the requests of an account several of them are racing on to one of
    * them (SVC_PEER_FORWARDING, off by default). `url` is where the others reach this one
    * (SVC_PEER_URL); null = `http://HOST:<the port it listens on>`, which needs a HOST other
-   * gateways can reach (not a wildcard).
+   * gateways can reach (not a wildcard). `handOver` is what travels: whole requests
+   * (`requests`, SVC_PEER_FORWARDING=on or requests), or only the account's holds and charges
+   * (`ledger`), while the gateway that received a request serves it.
    */
-  peerForwarding: { url: string | null } | null;
+  peerForwarding: { url: string | null; handOver: 'requests' | 'ledger' } | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -261,9 +263,10 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-function peerForwarding({ text, url, onOff }: EnvReader): Config['peerForwarding'] {
+function peerForwarding({ text, url, oneOf }: EnvReader): Config['peerForwarding'] {
   const peerUrl = url('SVC_PEER_URL', ['http:', 'https:']);
-  if (!onOff('SVC_PEER_FORWARDING', false)) {
+  const given = oneOf('SVC_PEER_FORWARDING', ['off', 'on', 'requests', 'ledger'] as const) ?? 'off';
+  if (given === 'off') {
     if (peerUrl !== null) throw new ConfigError('SVC_PEER_URL', 'set, but SVC_PEER_FORWARDING is not on: it is the address peers forward to');
     return null;
   }
@@ -272,7 +275,7 @@ function peerForwarding({ text, url, onOff }: EnvReader): Config['peerForwarding
   if (peerUrl === null && (host === '0.0.0.0' || host === '::')) {
     throw new ConfigError('SVC_PEER_URL', `needed with SVC_PEER_FORWARDING=on and HOST=${host}: the URL other gateways reach this one at`);
   }
-  return { url: peerUrl };
+  return { url: peerUrl, handOver: given === 'ledger' ? 'ledger' : 'requests' };
 }
 
 /** Checked before any other setting, so a missing catalog or a bad key is what a start reports first. */

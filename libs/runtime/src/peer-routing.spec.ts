@@ -2,7 +2,7 @@ import { ManualClock } from '@svc/platform';
 import type { PeerGateway } from '@svc/ledger';
 import { CONTENTION_HOLD_MS, CONTENTION_WINDOW_MS, PeerRouting, rendezvousScore, UNREACHABLE_MS } from './peer-routing';
 
-const peer = (id: string): PeerGateway => ({ id, url: `http://${id}.internal:8080` });
+const peer = (id: string): PeerGateway => ({ id, url: `http://${id}.internal:8080`, tokenHash: '' });
 const PEERS = ['gw-a', 'gw-b', 'gw-c', 'gw-d'].map(peer);
 
 /** The peer that owns `account` among `peers`: the highest score, computed here independently of the class. */

@@ -1,7 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { CATALOG } from '@svc/catalog';
 import { AGGREGATE_STORE, EVENT_STORE } from '@svc/eventstore';
-import { GATEWAY_LEASE } from '@svc/ledger';
+import { GATEWAY_LEASE, LEDGER_FORWARDER } from '@svc/ledger';
 import { SERVICE_METRICS } from '@svc/metrics';
 import { ACCOUNT_WRITES, PROJECTIONS, REPLICA_READS } from '@svc/projections';
 import { accountStream } from '@svc/ledger';
@@ -35,6 +35,7 @@ export class RuntimeModule {
       { provide: PROVIDER_CLIENTS, useValue: runtime.providers },
       { provide: SIMULATOR_URL, useValue: runtime.simulatorUrl },
       { provide: GATEWAY_LEASE, useValue: runtime.gatewayLease },
+      { provide: LEDGER_FORWARDER, useValue: runtime.peerLedger },
       { provide: TRACING, useValue: runtime.tracing },
     ];
     return { module: RuntimeModule, providers, exports: providers.map((p) => p.provide) };

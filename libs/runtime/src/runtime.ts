@@ -8,7 +8,7 @@ import type { Config } from '@svc/platform';
 import { projectionLag as lagOf, ProjectionRunner } from '@svc/projections';
 import { AuthCache, authCacheCoordination, initAuthCacheLeases } from '@svc/identity';
 import { ALL_PROJECTIONS } from './projections';
-import { GatewayLease, initInFlight, upcastAccountEvent } from '@svc/ledger';
+import { decideOnAccount, GatewayLease, initInFlight, PEER_BATCH_TIMEOUT_MS, upcastAccountEvent } from '@svc/ledger';
 import { PromptLogs, StoredImages, StoredResponses } from '@svc/conversations';
 import { SqlFileStore } from '@svc/files';
 import { BatchLines } from '@svc/batches';
@@ -19,7 +19,9 @@ import { createProvider, type Simulator, startSimulator } from '@svc/providers';
 import { ServiceMetrics, startMetricsServer } from '@svc/metrics';
 import type { Provider } from '@svc/providers';
 import { Tracing } from '@svc/telemetry';
+import { Agent } from 'undici';
 import { PeerRouting } from './peer-routing';
+import { PeerLedger } from './peer-ledger';
 
 /**
  * Everything a process of the service needs, wired from the configuration: the read-model
@@ -55,6 +57,8 @@ export interface Runtime {
    * off, and in processes that serve no request.
    */
   readonly peerRouting: PeerRouting | null;
+  /** Issue 45: the contended accounts' commands handed to their owners (SVC_PEER_FORWARDING=ledger); null otherwise. */
+  readonly peerLedger: PeerLedger | null;
   /** This process's Prometheus metrics (issue 22), on a registry of its own. */
   readonly metrics: ServiceMetrics;
   /** The port of the separate metrics server (SVC_METRICS_PORT) once bound; null when /metrics is on the main port. */
@@ -119,13 +123,18 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const providers = upstreamClients(withProviders ? catalog.models : [], simulator?.url ?? config.simulatorUrl, config);
     const edge = await openEdgeStores(config, servesRequests, clock, closers);
     const metricsPort = config.metricsPort === null ? null : await startOwnMetricsServer(config, config.metricsPort, metrics, closers);
+    const aggregates = new AggregateStore(store, clock, peerRouting ? { onLostRace: (stream) => peerRouting.noteLostRace(stream) } : {});
+    const peerLedger =
+      peerRouting && gatewayLease && config.peerForwarding?.handOver === 'ledger'
+        ? openPeerLedger(gatewayLease, peerRouting, aggregates, metrics, clock, closers)
+        : null;
     return {
       config,
       clock,
       sql,
       replicaSql,
       store,
-      aggregates: new AggregateStore(store, clock, peerRouting ? { onLostRace: (stream) => peerRouting.noteLostRace(stream) } : {}),
+      aggregates,
       projections,
       catalog,
       providers,
@@ -136,6 +145,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       authCache,
       gatewayLease,
       peerRouting,
+      peerLedger,
       metrics,
       metricsPort,
       tracing,
@@ -145,6 +155,28 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await close();
     throw err;
   }
+}
+
+function openPeerLedger(
+  lease: GatewayLease,
+  routing: PeerRouting,
+  aggregates: AggregateStore,
+  metrics: ServiceMetrics,
+  clock: Clock,
+  closers: Closers,
+): PeerLedger {
+  // Kept connections: a batch is small and frequent, and a new connection would cost more than it.
+  const agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: PEER_BATCH_TIMEOUT_MS, bodyTimeout: PEER_BATCH_TIMEOUT_MS });
+  closers.push(() => agent.close());
+  const warn = (message: string) => console.warn(message);
+  return new PeerLedger(
+    { id: lease.id, token: lease.peerToken },
+    routing,
+    agent,
+    clock,
+    (c) => decideOnAccount(aggregates, c.accountId, c.command, c.metadata, warn),
+    (outcome, commands) => metrics.peerLedgerCommands.inc({ outcome }, commands),
+  );
 }
 
 /** What a runtime opened, to be closed in reverse order. */

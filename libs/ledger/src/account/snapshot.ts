@@ -24,7 +24,7 @@ const ORDERED_MAP = '$orderedMap';
 const OBJECT = '$object';
 const TAGS = new Set([BIGINT, MAP, ORDERED_MAP, OBJECT]);
 
-function encodeValue(value: unknown): unknown {
+export function encodeValue(value: unknown): unknown {
   if (typeof value === 'bigint') return { [BIGINT]: value.toString() };
   if (OrderedMap.isOrderedMap(value)) return { [ORDERED_MAP]: [...(value as OrderedMap<string, unknown>)].map(([k, v]) => [k, encodeValue(v)]) };
   if (ImmutableMap.isMap(value)) return { [MAP]: [...(value as ImmutableMap<string, unknown>)].map(([k, v]) => [k, encodeValue(v)]) };
@@ -38,7 +38,7 @@ function encodeValue(value: unknown): unknown {
   return value;
 }
 
-function decodeValue(value: unknown): unknown {
+export function decodeValue(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(decodeValue);
   if (value === null || typeof value !== 'object') return value;
   const tagged = value as Record<string, unknown>;
