@@ -31,7 +31,8 @@
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
  *
- * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING=off;
+ * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING says otherwise
+ * (off, requests, ledger);
  * BENCH_GATEWAY_COUNTS (default 1,2,4) picks the Ns of section 2c.
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
@@ -1265,7 +1266,8 @@ async function balancerCounts(balancer) {
 
 /**
  * The requests the gateways handed to a peer (SVC_PEER_FORWARDING) so far, summed over them:
- * such a request is served twice, so a load that should need none shows it here.
+ * such a request is served twice (or, with SVC_PEER_FORWARDING=ledger, its hold and charge are
+ * decided elsewhere), so a load that should need none shows it here.
  */
 async function peerForwards(gateways) {
   let sum = 0;
@@ -1273,6 +1275,8 @@ async function peerForwards(gateways) {
     const res = await request(`http://127.0.0.1:${g.port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const text = await res.body.text();
     sum += Number(/^svc_peer_forwards_total\{outcome="forwarded"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    // SVC_PEER_FORWARDING=ledger: a hold and a charge per request served here with its account's owner.
+    sum += Number(/^svc_peer_ledger_commands_total\{outcome="forwarded"\} (\d+)$/m.exec(text)?.[1] ?? 0) / 2;
   }
   return sum;
 }
@@ -1770,7 +1774,7 @@ async function main() {
       HOST: '127.0.0.1',
       // Issue 45: gateways hand a raced account to one of them, as a deployment of several does
       // (docs/operations.md); BENCH_PEER_FORWARDING=off measures them without.
-      ...(process.env.BENCH_PEER_FORWARDING === 'off' ? {} : { SVC_PEER_FORWARDING: 'on' }),
+      ...(process.env.BENCH_PEER_FORWARDING === 'off' ? {} : { SVC_PEER_FORWARDING: process.env.BENCH_PEER_FORWARDING || 'on' }),
       ...extra,
     };
   };
