@@ -1,36 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
 import { runLedgerAudit } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
-import { CONTENTION_HOLD_MS, rendezvousScore } from '@svc/runtime';
-import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
-import { spawnGateway } from '../support/second-gateway';
-import { answeredCost } from '../support/cost-lines';
+import { CONTENTION_HOLD_MS } from '@svc/runtime';
+import type { StartedGateway } from '../support/gateway';
+import { loadPeers as load, startPeers, type Outcome, type PeerGateway as Gateway, type Peers } from '../support/peer-gateways';
 import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-peer-forwarding';
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const ENV = { SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
-
-interface Gateway {
-  call: Call;
-  /** Where it listens (http://127.0.0.1:port), as its lease advertises it. */
-  url: string;
-  /** Its lease id, as the peers know it. */
-  id: string;
-  child: ChildProcess | null;
-}
-
-interface Outcome {
-  status: number;
-  stream: boolean;
-  cost: bigint;
-  id: string | null;
-  code?: string;
-  /** The gateway it was sent to, and when it left and its answer came (ms). */
-  via?: Gateway;
-  sentAt?: number;
-  answeredAt?: number;
-}
 
 /**
  * Issue 45: gateways behind a balancer that spreads every account's requests over all of them
@@ -38,45 +14,18 @@ interface Outcome {
  * it keeps losing races on to the one peer that owns it (PeerRouting): one writer per account.
  */
 describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWARDING)', () => {
+  let peers: Peers;
   let first: StartedGateway;
-  const gateways: Gateway[] = [];
+  let gateways: Gateway[];
+  const ownerOf = (accountId: string, among?: Gateway[]) => peers.ownerOf(accountId, among);
+  const newAccount = () => peers.newAccount();
 
   beforeAll(async () => {
-    const databaseUrl = await freshPgSchemaUrl('peers');
-    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN, ...ENV });
-    const firstUrl = first.url.replace(/\/v1$/, '');
-    gateways.push({ call: api(firstUrl), url: firstUrl, id: first.runtime.gatewayLease!.id, child: null });
-    for (let i = 0; i < 2; i++) {
-      const { child, url } = await spawnGateway(databaseUrl, ADMIN_TOKEN, ENV);
-      gateways.push({ call: api(url), url, id: '', child });
-    }
-    // The leases say where each gateway listens: that is how the spawned ones' ids are known.
-    const leases = await until('every gateway advertised', async () => {
-      const { rows } = await first.runtime.sql.query<{ gateway_id: string; peer_url: string }>(
-        'SELECT gateway_id, peer_url FROM gateway_leases WHERE peer_url IS NOT NULL AND expires_at > now()',
-      );
-      return rows.length === gateways.length ? rows : null;
-    });
-    for (const g of gateways.slice(1)) g.id = leases.find((r) => r.peer_url === g.url)!.gateway_id;
-    expect(leases.find((r) => r.gateway_id === gateways[0].id)?.peer_url).toBe(gateways[0].url);
+    peers = await startPeers('peers', ADMIN_TOKEN, ENV);
+    ({ first, gateways } = peers);
   }, 120_000);
 
-  afterAll(async () => {
-    for (const g of gateways) {
-      g.child?.removeAllListeners('exit');
-      g.child?.kill('SIGTERM');
-    }
-    await stopGateway(first);
-  });
-
-  const ownerOf = (accountId: string, among: Gateway[] = gateways) =>
-    among.reduce((a, b) => (rendezvousScore(b.id, accountId) > rendezvousScore(a.id, accountId) ? b : a));
-
-  async function newAccount(): Promise<{ id: string; key: string }> {
-    const id = (await gateways[0].call('POST', '/admin/accounts', { body: { initial_credits_usd: 100 }, headers: admin })).json.id as string;
-    const key = (await gateways[0].call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string;
-    return { id, key };
-  }
+  afterAll(() => peers.stop());
 
   /** An account owned by a spawned gateway, contended on this process's (two lost races): its next request here is forwarded. */
   async function contendedHere(): Promise<{ id: string; key: string }> {
@@ -87,39 +36,7 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
   }
 
   /** The forwards a gateway counted (svc_peer_forwards_total), by outcome. */
-  async function forwards(g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost'): Promise<number> {
-    const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
-    return Number(new RegExp(`^svc_peer_forwards_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-  }
-
-  /** `requests` requests of one key, `connections` at a time, dealt round robin over `over`; every third streamed unless `plain`. */
-  async function load(over: Gateway[], key: string, requests: number, connections: number, plain = false, onEach?: (done: number) => void) {
-    let next = 0;
-    const outcomes: Outcome[] = [];
-    const worker = async () => {
-      for (let n = next++; n < requests; n = next++) {
-        const stream = !plain && n % 3 === 0;
-        const body = {
-          model: 'sim/echo',
-          max_tokens: 16,
-          messages: [{ role: 'user', content: `peer ${n}` }],
-          ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-        };
-        const via = over[n % over.length];
-        const sentAt = performance.now();
-        const r = await via.call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
-        const answeredAt = performance.now();
-        if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null, via, sentAt, answeredAt });
-        else {
-          const cost = answeredCost(r, stream);
-          outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code, via, sentAt, answeredAt });
-        }
-        onEach?.(outcomes.length);
-      }
-    };
-    await Promise.all(Array.from({ length: connections }, worker));
-    return outcomes;
-  }
+  const forwards = (g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost') => peers.counted(g, 'svc_peer_forwards_total', outcome);
 
   /** Every answer charged once, by what it said, and nothing else charged: `charged` is the balance's move. */
   async function expectChargedOnce(key: string, answered: Outcome[], charged: bigint) {
@@ -279,8 +196,8 @@ describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWA
     for (const f of failed) expect([f.status, f.code]).toEqual([502, 'peer_unavailable']);
     for (const g of survivors) {
       const lost = failed.filter((o) => o.via === g);
-      const learnt = Math.min(...lost.map((o) => o.answeredAt!));
-      expect(lost.filter((o) => o.sentAt! > learnt).map((o) => o.sentAt! - learnt)).toEqual([]);
+      const learnt = Math.min(...lost.map((o) => o.answeredAt));
+      expect(lost.filter((o) => o.sentAt > learnt).map((o) => o.sentAt - learnt)).toEqual([]);
     }
     // Then the survivors found the peer gone, each counting how, and served the account themselves.
     let found = 0;

@@ -1,31 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
 import { PEER_BATCH_STALE_MS, PEER_ID_HEADER, PEER_LEDGER_PATH, PEER_SENT_AT_HEADER, runLedgerAudit } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
-import { CONTENTION_HOLD_MS, rendezvousScore } from '@svc/runtime';
-import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from '../support/gateway';
-import { spawnGateway } from '../support/second-gateway';
-import { answeredCost } from '../support/cost-lines';
+import { CONTENTION_HOLD_MS } from '@svc/runtime';
+import type { StartedGateway } from '../support/gateway';
+import { loadPeers as load, startPeers, type PeerGateway as Gateway, type Peers } from '../support/peer-gateways';
 import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-peer-ledger';
-const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const ENV = { SVC_PEER_FORWARDING: 'ledger', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
-
-interface Gateway {
-  call: Call;
-  url: string;
-  id: string;
-  child: ChildProcess | null;
-}
-
-interface Outcome {
-  status: number;
-  stream: boolean;
-  cost: bigint;
-  id: string | null;
-  code?: string;
-  via: Gateway;
-}
 
 /**
  * Issue 45, SVC_PEER_FORWARDING=ledger: a gateway that keeps losing races on an account's stream
@@ -33,76 +14,21 @@ interface Outcome {
  * (PeerRouting), in batches: one writer per account, and no request travels.
  */
 describe('issue 45: gateways hand a raced account’s holds and charges to its owner (SVC_PEER_FORWARDING=ledger)', () => {
+  let peers: Peers;
   let first: StartedGateway;
-  const gateways: Gateway[] = [];
+  let gateways: Gateway[];
+  const ownerOf = (accountId: string, among?: Gateway[]) => peers.ownerOf(accountId, among);
+  const newAccount = () => peers.newAccount();
 
   beforeAll(async () => {
-    const databaseUrl = await freshPgSchemaUrl('peerledger');
-    first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: ADMIN_TOKEN, ...ENV });
-    const firstUrl = first.url.replace(/\/v1$/, '');
-    gateways.push({ call: api(firstUrl), url: firstUrl, id: first.runtime.gatewayLease!.id, child: null });
-    for (let i = 0; i < 2; i++) {
-      const { child, url } = await spawnGateway(databaseUrl, ADMIN_TOKEN, ENV);
-      gateways.push({ call: api(url), url, id: '', child });
-    }
-    const leases = await until('every gateway advertised', async () => {
-      const { rows } = await first.runtime.sql.query<{ gateway_id: string; peer_url: string }>(
-        'SELECT gateway_id, peer_url FROM gateway_leases WHERE peer_url IS NOT NULL AND expires_at > now()',
-      );
-      return rows.length === gateways.length ? rows : null;
-    });
-    for (const g of gateways.slice(1)) g.id = leases.find((r) => r.peer_url === g.url)!.gateway_id;
-    // Each knows the others' leases (and so their tokens) once it has renewed after they advertised.
-    await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+    peers = await startPeers('peerledger', ADMIN_TOKEN, ENV);
+    ({ first, gateways } = peers);
   }, 120_000);
 
-  afterAll(async () => {
-    for (const g of gateways) {
-      g.child?.removeAllListeners('exit');
-      g.child?.kill('SIGTERM');
-    }
-    await stopGateway(first);
-  });
-
-  const ownerOf = (accountId: string, among: Gateway[] = gateways) =>
-    among.reduce((a, b) => (rendezvousScore(b.id, accountId) > rendezvousScore(a.id, accountId) ? b : a));
-
-  async function newAccount(): Promise<{ id: string; key: string }> {
-    const id = (await gateways[0].call('POST', '/admin/accounts', { body: { initial_credits_usd: 100 }, headers: admin })).json.id as string;
-    const key = (await gateways[0].call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string;
-    return { id, key };
-  }
+  afterAll(() => peers.stop());
 
   /** The account commands a gateway handed to a peer (svc_peer_ledger_commands_total), by outcome. */
-  async function handed(g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost'): Promise<number> {
-    const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
-    return Number(new RegExp(`^svc_peer_ledger_commands_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-  }
-
-  /** `requests` requests of one key, `connections` at a time, dealt round robin over `over`; every third streamed unless `plain`. */
-  async function load(over: Gateway[], key: string, requests: number, connections: number, plain = false, onEach?: (done: number) => void) {
-    let next = 0;
-    const outcomes: Outcome[] = [];
-    const worker = async () => {
-      for (let n = next++; n < requests; n = next++) {
-        const stream = !plain && n % 3 === 0;
-        const body = {
-          model: 'sim/echo',
-          max_tokens: 16,
-          messages: [{ role: 'user', content: `ledger ${n}` }],
-          ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
-        };
-        const via = over[n % over.length];
-        const r = await via.call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
-        if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null, via });
-        else
-          outcomes.push({ status: r.status, stream, cost: answeredCost(r, stream), id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code, via });
-        onEach?.(outcomes.length);
-      }
-    };
-    await Promise.all(Array.from({ length: connections }, worker));
-    return outcomes;
-  }
+  const handed = (g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost') => peers.counted(g, 'svc_peer_ledger_commands_total', outcome);
 
   /** What the log charged the account in all, and the balance's move: equal. */
   async function chargedInLog(account: { id: string; key: string }): Promise<bigint> {

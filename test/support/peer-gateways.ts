@@ -1,0 +1,116 @@
+import type { ChildProcess } from 'node:child_process';
+import { rendezvousScore } from '@svc/runtime';
+import { answeredCost } from './cost-lines';
+import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
+import { spawnGateway } from './second-gateway';
+import { until } from './until';
+
+/** Issue 45: three gateways on one database that hand raced accounts to each other (SVC_PEER_FORWARDING). */
+export interface PeerGateway {
+  call: Call;
+  /** Where it listens (http://127.0.0.1:port), as its lease advertises it. */
+  url: string;
+  /** Its lease id, as the peers know it. */
+  id: string;
+  /** null for the one in this process. */
+  child: ChildProcess | null;
+}
+
+export interface Outcome {
+  status: number;
+  stream: boolean;
+  cost: bigint;
+  id: string | null;
+  code?: string;
+  /** The gateway it was sent to, and when it left and its answer came (ms). */
+  via: PeerGateway;
+  sentAt: number;
+  answeredAt: number;
+}
+
+export interface Peers {
+  /** In this process, running the projections and the reaper. */
+  first: StartedGateway;
+  gateways: PeerGateway[];
+  /** The gateway that owns `accountId` among `among` (all of them by default): the highest rendezvous score. */
+  ownerOf(accountId: string, among?: PeerGateway[]): PeerGateway;
+  /** A fresh account with 100 USD and a key. */
+  newAccount(): Promise<{ id: string; key: string }>;
+  /** A counter of `g`'s /metrics with this outcome label. */
+  counted(g: PeerGateway, metric: string, outcome: string): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** The first gateway in this process, two spawned; resolves once each advertises its lease and the first knows them all. */
+export async function startPeers(schema: string, adminToken: string, env: Record<string, string>): Promise<Peers> {
+  const admin = { authorization: `Bearer ${adminToken}` };
+  const databaseUrl = await freshPgSchemaUrl(schema);
+  const first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env });
+  const firstUrl = first.url.replace(/\/v1$/, '');
+  const gateways: PeerGateway[] = [{ call: api(firstUrl), url: firstUrl, id: first.runtime.gatewayLease!.id, child: null }];
+  for (let i = 0; i < 2; i++) {
+    const { child, url } = await spawnGateway(databaseUrl, adminToken, env);
+    gateways.push({ call: api(url), url, id: '', child });
+  }
+  // The leases say where each gateway listens: that is how the spawned ones' ids are known.
+  const leases = await until('every gateway advertised', async () => {
+    const { rows } = await first.runtime.sql.query<{ gateway_id: string; peer_url: string }>(
+      'SELECT gateway_id, peer_url FROM gateway_leases WHERE peer_url IS NOT NULL AND expires_at > now()',
+    );
+    return rows.length === gateways.length ? rows : null;
+  });
+  for (const g of gateways.slice(1)) g.id = leases.find((r) => r.peer_url === g.url)!.gateway_id;
+  await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+  const ownerOf = (accountId: string, among: PeerGateway[] = gateways) =>
+    among.reduce((a, b) => (rendezvousScore(b.id, accountId) > rendezvousScore(a.id, accountId) ? b : a));
+  return {
+    first,
+    gateways,
+    ownerOf,
+    async newAccount() {
+      const id = (await gateways[0].call('POST', '/admin/accounts', { body: { initial_credits_usd: 100 }, headers: admin })).json.id as string;
+      const key = (await gateways[0].call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string;
+      return { id, key };
+    },
+    async counted(g, metric, outcome) {
+      const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
+      return Number(new RegExp(`^${metric}\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    },
+    async stop() {
+      for (const g of gateways) {
+        g.child?.removeAllListeners('exit');
+        g.child?.kill('SIGTERM');
+      }
+      await stopGateway(first);
+    },
+  };
+}
+
+/** `requests` chat completions of one key, `connections` at a time, dealt round robin over `over`; every third streamed unless `plain`. */
+export async function loadPeers(over: PeerGateway[], key: string, requests: number, connections: number, plain = false, onEach?: (done: number) => void) {
+  let next = 0;
+  const outcomes: Outcome[] = [];
+  const worker = async () => {
+    for (let n = next++; n < requests; n = next++) {
+      const stream = !plain && n % 3 === 0;
+      const body = {
+        model: 'sim/echo',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: `peer ${n}` }],
+        ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+      };
+      const via = over[n % over.length];
+      const sentAt = performance.now();
+      const r = await via.call('POST', '/v1/chat/completions', { key, body }).catch(() => null);
+      const answeredAt = performance.now();
+      if (r === null) outcomes.push({ status: 0, stream, cost: 0n, id: null, via, sentAt, answeredAt });
+      else {
+        const cost = answeredCost(r, stream);
+        outcomes.push({ status: r.status, stream, cost, id: r.headers.get('x-svc-generation-id'), code: r.json?.error?.code, via, sentAt, answeredAt });
+      }
+      onEach?.(outcomes.length);
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  return outcomes;
+}
