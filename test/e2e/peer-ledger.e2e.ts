@@ -1,6 +1,6 @@
-import { PEER_BATCH_STALE_MS, PEER_ID_HEADER, PEER_LEDGER_PATH, PEER_SENT_AT_HEADER, runLedgerAudit } from '@svc/ledger';
+import { GATEWAY_RENEW_MS, PEER_BATCH_STALE_MS, PEER_ID_HEADER, PEER_LEDGER_PATH, PEER_SENT_AT_HEADER, runLedgerAudit } from '@svc/ledger';
 import { usdToNano } from '@svc/platform';
-import { CONTENTION_HOLD_MS } from '@svc/runtime';
+import { CONTENTION_HOLD_MS, ONE_OWNER_KEY } from '@svc/runtime';
 import type { StartedGateway } from '../support/gateway';
 import { loadPeers as load, startPeers, type PeerGateway as Gateway, type Peers } from '../support/peer-gateways';
 import { until } from '../support/until';
@@ -10,20 +10,26 @@ const ENV = { SVC_PEER_FORWARDING: 'ledger', HOST: '127.0.0.1', SVC_RATE_LIMITS_
 
 /**
  * Issue 45, SVC_PEER_FORWARDING=ledger: a gateway that keeps losing races on an account's stream
- * serves the account's requests itself, but hands their holds and charges to the account's owner
- * (PeerRouting), in batches: one writer per account, and no request travels.
+ * serves the account's requests itself, but hands their holds and charges to the one gateway that
+ * owns every contended account (PeerRouting), in batches: one writer per account, its appends
+ * gathered in that gateway's commits, and no request travels.
  */
 describe('issue 45: gateways hand a raced account’s holds and charges to its owner (SVC_PEER_FORWARDING=ledger)', () => {
   let peers: Peers;
   let first: StartedGateway;
   let gateways: Gateway[];
-  const ownerOf = (accountId: string, among?: Gateway[]) => peers.ownerOf(accountId, among);
+  /** With `ledger` every contended account has one owner among the live peers (PeerRouting's oneOwner). */
+  const theOwner = () => peers.ownerOf(ONE_OWNER_KEY);
   const newAccount = () => peers.newAccount();
 
   beforeAll(async () => {
     peers = await startPeers('peerledger', ADMIN_TOKEN, ENV);
     ({ first, gateways } = peers);
-  }, 120_000);
+    // The owner must be a process the test can kill, and this one must hand over (its routing is read here).
+    while (theOwner() === gateways[0]) await peers.addGateway();
+    // Every spawned gateway reads the last one's lease at its next renewal.
+    await new Promise((resolve) => setTimeout(resolve, GATEWAY_RENEW_MS + 500));
+  }, 180_000);
 
   afterAll(() => peers.stop());
 
@@ -44,7 +50,7 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
 
   it('decides the raced account’s holds and charges at its owner, which hands none over, and charges every answer once', async () => {
     const account = await newAccount();
-    const owner = ownerOf(account.id);
+    const owner = theOwner();
     const before = await Promise.all(gateways.map((g) => handed(g, 'forwarded')));
     const outcomes = await load(gateways, account.key, 600, 48);
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
@@ -108,8 +114,7 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
   });
 
   it('stops handing an account over once it is the only gateway sending it', async () => {
-    let account = await newAccount();
-    while (ownerOf(account.id) === gateways[0]) account = await newAccount();
+    const account = await newAccount();
     const routing = first.runtime.peerRouting!;
     for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
     const before = await handed(gateways[0], 'forwarded');
@@ -124,9 +129,8 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
   });
 
   it('serves an account whose owner was killed with kill -9 on the others: nothing lost, nothing charged twice', async () => {
-    let account = await newAccount();
-    while (ownerOf(account.id).child === null) account = await newAccount();
-    const owner = ownerOf(account.id);
+    const account = await newAccount();
+    const owner = theOwner();
     const survivors = gateways.filter((g) => g !== owner);
     const warm = await load(gateways, account.key, 300, 32, true);
     expect(warm.filter((o) => o.status !== 200)).toEqual([]);

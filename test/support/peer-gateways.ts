@@ -36,6 +36,8 @@ export interface Peers {
   ownerOf(accountId: string, among?: PeerGateway[]): PeerGateway;
   /** A fresh account with 100 USD and a key. */
   newAccount(): Promise<{ id: string; key: string }>;
+  /** One more spawned gateway, once its lease is known here. */
+  addGateway(): Promise<PeerGateway>;
   /** A counter of `g`'s /metrics with this outcome label. */
   counted(g: PeerGateway, metric: string, outcome: string): Promise<number>;
   stop(): Promise<void>;
@@ -48,19 +50,23 @@ export async function startPeers(schema: string, adminToken: string, env: Record
   const first = await startGateway({ DATABASE_URL: databaseUrl, SVC_ADMIN_TOKEN: adminToken, ...env });
   const firstUrl = first.url.replace(/\/v1$/, '');
   const gateways: PeerGateway[] = [{ call: api(firstUrl), url: firstUrl, id: first.runtime.gatewayLease!.id, child: null }];
-  for (let i = 0; i < 2; i++) {
-    const { child, url } = await spawnGateway(databaseUrl, adminToken, env);
-    gateways.push({ call: api(url), url, id: '', child });
-  }
   // The leases say where each gateway listens: that is how the spawned ones' ids are known.
-  const leases = await until('every gateway advertised', async () => {
-    const { rows } = await first.runtime.sql.query<{ gateway_id: string; peer_url: string }>(
-      'SELECT gateway_id, peer_url FROM gateway_leases WHERE peer_url IS NOT NULL AND expires_at > now()',
-    );
-    return rows.length === gateways.length ? rows : null;
-  });
-  for (const g of gateways.slice(1)) g.id = leases.find((r) => r.peer_url === g.url)!.gateway_id;
-  await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+  const spawn = async () => {
+    const { child, url } = await spawnGateway(databaseUrl, adminToken, env);
+    const lease = await until('the gateway advertised', async () => {
+      const { rows } = await first.runtime.sql.query<{ gateway_id: string }>(
+        'SELECT gateway_id FROM gateway_leases WHERE peer_url = $1 AND expires_at > now()',
+        [url],
+      );
+      return rows[0] ?? null;
+    });
+    const g: PeerGateway = { call: api(url), url, id: lease.gateway_id, child };
+    gateways.push(g);
+    await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+    return g;
+  };
+  for (let i = 0; i < 2; i++) await spawn();
+  expect(first.runtime.gatewayLease!.peers.find((p) => p.id === gateways[0].id)?.url).toBe(gateways[0].url);
   const ownerOf = (accountId: string, among: PeerGateway[] = gateways) =>
     among.reduce((a, b) => (rendezvousScore(b.id, accountId) > rendezvousScore(a.id, accountId) ? b : a));
   return {
@@ -72,6 +78,7 @@ export async function startPeers(schema: string, adminToken: string, env: Record
       const key = (await gateways[0].call('POST', `/admin/accounts/${id}/keys`, { body: {}, headers: admin })).json.key as string;
       return { id, key };
     },
+    addGateway: spawn,
     async counted(g, metric, outcome) {
       const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
       return Number(new RegExp(`^${metric}\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);

@@ -1,6 +1,6 @@
 import { ManualClock } from '@svc/platform';
 import type { PeerGateway } from '@svc/ledger';
-import { CONTENTION_HOLD_MS, CONTENTION_WINDOW_MS, PeerRouting, rendezvousScore, UNREACHABLE_MS } from './peer-routing';
+import { CONTENTION_HOLD_MS, CONTENTION_WINDOW_MS, ONE_OWNER_KEY, PeerRouting, rendezvousScore, UNREACHABLE_MS } from './peer-routing';
 
 const peer = (id: string): PeerGateway => ({ id, url: `http://${id}.internal:8080`, tokenHash: '' });
 const PEERS = ['gw-a', 'gw-b', 'gw-c', 'gw-d'].map(peer);
@@ -63,6 +63,24 @@ describe('PeerRouting (issue 45: one writer per contended account)', () => {
     const { here } = accounts('gw-a');
     lostRaces(here, 3);
     expect(routing.peerFor(here)).toBeNull();
+  });
+
+  it('gives every contended account the same owner with oneOwner (SVC_PEER_FORWARDING=ledger), the next one when it is passed over', () => {
+    const owner = ownerAmong(PEERS, ONE_OWNER_KEY);
+    const self = PEERS.find((p) => p !== owner)!;
+    const clock = new ManualClock();
+    const routing = new PeerRouting(self.id, () => PEERS, clock, true);
+    // Accounts whose owners by account differ: one owner for all of them all the same.
+    const spread = Array.from({ length: 40 }, (_, i) => `acct_${i}`);
+    expect(new Set(spread.map((a) => ownerAmong(PEERS, a).id)).size).toBeGreaterThan(1);
+    for (const account of spread) for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account}`);
+    expect(new Set(spread.map((a) => routing.peerFor(a)?.id ?? self.id))).toEqual(new Set([owner.id]));
+    routing.unreachable(owner);
+    const next = ownerAmong(
+      PEERS.filter((p) => p !== owner),
+      ONE_OWNER_KEY,
+    );
+    expect(new Set(spread.map((a) => routing.peerFor(a)?.id ?? self.id))).toEqual(new Set([next.id]));
   });
 
   it('ignores lost races on streams that are not accounts', () => {

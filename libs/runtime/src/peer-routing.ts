@@ -20,6 +20,8 @@ export const CONTENTION_HOLD_MS = 3_000;
  * keeps its lease (and its place among the peers) until the lease lapses.
  */
 export const UNREACHABLE_MS = GATEWAY_LEASE_MS;
+/** What the owner of every contended account is hashed by, when they have one (PeerRouting's oneOwner). */
+export const ONE_OWNER_KEY = 'contended-accounts';
 /** Beyond this many entries tracked, the expired ones are swept. */
 const SWEEP_ABOVE = 4_096;
 
@@ -53,6 +55,13 @@ export class PeerRouting {
     /** The live gateways that take forwarded requests (this one among them once it does). */
     private readonly peers: () => readonly PeerGateway[],
     private readonly clock: Clock,
+    /**
+     * Every contended account has the same owner (SVC_PEER_FORWARDING=ledger): each gateway
+     * commits its appends in groups of its own, and one owner gathers all the contended
+     * accounts' appends into its groups, where owners by account would each fill theirs from a
+     * few streams. Only holds and charges travel then, so one owner's share of the work is small.
+     */
+    private readonly oneOwner = false,
   ) {}
 
   /** No account is contended: nothing to look up before serving a request here. */
@@ -138,7 +147,7 @@ export class PeerRouting {
     for (const peer of this.peers()) {
       if (peer.id === this.selfId) selfIsPeer = true;
       else if ((this.unreachableUntil.get(peer.id) ?? 0) > now) continue;
-      const score = rendezvousScore(peer.id, accountId);
+      const score = rendezvousScore(peer.id, this.oneOwner ? ONE_OWNER_KEY : accountId);
       if (score > best) {
         best = score;
         owner = peer;

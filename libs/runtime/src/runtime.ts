@@ -117,7 +117,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const { projections, authCache } = await openProjections(sql, store, servesRequests && config.authCache, closers);
     await initContentTables(sql);
     const gatewayLease = servesRequests ? await startGatewayLease(sql, closers) : null;
-    const peerRouting = gatewayLease && config.peerForwarding ? new PeerRouting(gatewayLease.id, () => gatewayLease.peers, clock) : null;
+    const peerRouting =
+      gatewayLease && config.peerForwarding
+        ? new PeerRouting(gatewayLease.id, () => gatewayLease.peers, clock, config.peerForwarding.handOver === 'ledger')
+        : null;
     const catalog = loadCatalog(config.catalogPath ?? BUILTIN_CATALOG_PATH);
     const simulator = withProviders && catalog.usesSimulator() && config.simulatorUrl === null ? await startOwnSimulator(closers) : null;
     const providers = upstreamClients(withProviders ? catalog.models : [], simulator?.url ?? config.simulatorUrl, config);
