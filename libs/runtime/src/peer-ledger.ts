@@ -15,7 +15,7 @@ import {
   PeerUnavailableError,
   type WireAnswer,
 } from '@svc/ledger';
-import type { PeerRouting } from './peer-routing';
+import { neverSent, type PeerRouting } from './peer-routing';
 
 /** Commands in one batch at most: a batch of charges with their cost lines stays well under a megabyte. */
 export const MAX_PEER_BATCH = 256;
@@ -25,8 +25,6 @@ export const MAX_PEER_BATCH = 256;
  * store gathers appends. Two, so that a batch never waits for a whole round trip of another.
  */
 const IN_FLIGHT_PER_PEER = 2;
-/** Failures that show the peer never received the batch: its commands are decided here instead. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 export type PeerLedgerOutcome = 'forwarded' | 'unreachable' | 'lost';
 
@@ -111,7 +109,7 @@ export class PeerLedger implements LedgerForwarder {
       }
       answer = (await response.body.json()) as WireAnswer;
     } catch (err) {
-      if (NOT_SENT.has((err as { code?: string }).code ?? '')) return this.decideHere(peer, batch);
+      if (neverSent(err)) return this.decideHere(peer, batch);
       this.routing.unreachable(peer);
       this.counted('lost', batch.length);
       const lost = new PeerUnavailableError(`the gateway deciding this account stopped answering: ${(err as Error).message}`);

@@ -22,6 +22,10 @@ export const CONTENTION_HOLD_MS = 3_000;
 export const UNREACHABLE_MS = GATEWAY_LEASE_MS;
 /** What the owner of every contended account is hashed by, when they have one (PeerRouting's oneOwner). */
 export const ONE_OWNER_KEY = 'contended-accounts';
+/** Failures that show a peer never received what was sent to it (a request, a batch): it is served or decided here instead. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+export const neverSent = (err: unknown): boolean => NOT_SENT.has((err as { code?: unknown } | null)?.code as string);
+
 /** Beyond this many entries tracked, the expired ones are swept. */
 const SWEEP_ABOVE = 4_096;
 

@@ -5,7 +5,7 @@ import { Agent, request as send } from 'undici';
 import { authenticate, keyFromHeaders } from '@svc/identity';
 import { callerOf } from '../http/auth.guard';
 import { ApiError, CallSignal } from '@svc/platform';
-import type { Runtime } from '@svc/runtime';
+import { neverSent, type Runtime } from '@svc/runtime';
 
 /**
  * Set on a request one gateway hands to another: the receiver serves it, whatever it would
@@ -26,9 +26,6 @@ const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v
 
 /** Headers of one connection, not of the request or its answer (RFC 9110 section 7.6.1), and the ones the next hop sets itself. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'host', 'content-length']);
-
-/** Failures that show the peer never received the request: it is served here instead. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
  * Issue 45: a request for an account whose stream this gateway keeps losing races on goes to
@@ -79,7 +76,7 @@ export function installPeerForwarding(fastify: FastifyInstance, runtime: Runtime
         signal: left,
       });
     } catch (err) {
-      if (NOT_SENT.has((err as { code?: string }).code ?? '')) {
+      if (neverSent(err)) {
         routing.unreachable(peer);
         metrics.peerForwards.inc({ outcome: 'unreachable' });
         return Object.assign(Readable.from([body]), { receivedEncodedLength: body.length });
