@@ -36,18 +36,6 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
   /** The account commands a gateway handed to a peer (svc_peer_ledger_commands_total), by outcome. */
   const handed = (g: Gateway, outcome: 'forwarded' | 'unreachable' | 'lost') => peers.counted(g, 'svc_peer_ledger_commands_total', outcome);
 
-  /** What the log charged the account in all, and the balance's move: equal. */
-  async function chargedInLog(account: { id: string; key: string }): Promise<bigint> {
-    await first.runtime.projections.catchUpAll();
-    const { rows } = await first.runtime.sql.query<{ total: string }>(
-      "SELECT COALESCE(SUM((data->>'amount_nano')::numeric), 0)::text AS total FROM events WHERE stream = $1 AND type IN ('UsageCharged', 'UsageCorrected')",
-      [`account-${account.id}`],
-    );
-    const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
-    expect(usdToNano(credits.total_usage)).toBe(BigInt(rows[0].total));
-    return BigInt(rows[0].total);
-  }
-
   it('decides the raced account’s holds and charges at its owner, which hands none over, and charges every answer once', async () => {
     const account = await newAccount();
     const owner = theOwner();
@@ -62,7 +50,7 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
     expect(outcomes.filter((o) => o.stream && o.id !== null).length).toBe(200);
 
     expect(new Set(outcomes.map((o) => o.id)).size).toBe(outcomes.length);
-    expect(await chargedInLog(account)).toBe(outcomes.reduce((sum, o) => sum + o.cost, 0n));
+    expect(await peers.chargedInLog(account)).toBe(outcomes.reduce((sum, o) => sum + o.cost, 0n));
     const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
     expect(credits.open_holds).toBe(0);
     for (const o of outcomes.slice(0, 20)) {
@@ -128,6 +116,46 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
     expect(routing.peerFor(account.id)).toBeNull();
   });
 
+  it('passes over the owner once it stops answering (SIGSTOP) past its lease, and decides its accounts without it, charged once', async () => {
+    // A stopped process still accepts connections (the kernel does) but answers nothing: only
+    // its lapsed lease tells the others it is gone.
+    const account = await newAccount();
+    const owner = theOwner();
+    const routing = first.runtime.peerRouting!;
+    const contend = () => {
+      for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+    };
+    contend();
+    expect(routing.peerFor(account.id)?.id).toBe(owner.id);
+    owner.child!.kill('SIGSTOP');
+    let answered: Awaited<ReturnType<typeof load>>;
+    try {
+      await until(
+        'the stopped owner gone from the peers',
+        async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? null : true),
+        30_000,
+        200,
+      );
+      // Still contended: its commands go to the owner among the gateways that are left.
+      contend();
+      const next = peers.ownerOf(
+        ONE_OWNER_KEY,
+        gateways.filter((g) => g !== owner),
+      );
+      expect(routing.peerFor(account.id)?.id ?? gateways[0].id).toBe(next.id);
+      answered = await load([gateways[0]], account.key, 20, 4, true);
+      expect(answered.filter((o) => o.status !== 200)).toEqual([]);
+    } finally {
+      owner.child!.kill('SIGCONT');
+    }
+    expect(new Set(answered.map((o) => o.id)).size).toBe(answered.length);
+    expect(await peers.chargedInLog(account)).toBe(answered.reduce((sum, o) => sum + o.cost, 0n));
+    expect((await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data.open_holds).toBe(0);
+    // Back, it renews its lease and is the owner again (the next test kills it).
+    await until('the owner back among the peers', async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? true : null), 30_000, 200);
+    await new Promise((resolve) => setTimeout(resolve, GATEWAY_RENEW_MS + 500));
+  }, 90_000);
+
   it('serves an account whose owner was killed with kill -9 on the others: nothing lost, nothing charged twice', async () => {
     const account = await newAccount();
     const owner = theOwner();
@@ -155,21 +183,11 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
     expect(after.slice(-100).every((o) => o.status === 200)).toBe(true);
 
     // The killed gateway's own requests' holds are reaped once its lease lapses.
-    const reaper = first.background.reaper;
-    await until(
-      'the killed gateway’s holds settled',
-      async () => {
-        await reaper.reapOnce();
-        await first.runtime.projections.catchUpAll();
-        return (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data.open_holds === 0;
-      },
-      40_000,
-      500,
-    );
+    await peers.reapUntilSettled(account.key);
     const answered = [...warm, ...after].filter((o) => o.status === 200);
     expect(new Set(answered.map((o) => o.id)).size).toBe(answered.length);
     // A charge whose batch was lost is decided again: found already decided, it is not charged twice.
-    expect(await chargedInLog(account)).toBe(answered.reduce((sum, o) => sum + o.cost, 0n));
+    expect(await peers.chargedInLog(account)).toBe(answered.reduce((sum, o) => sum + o.cost, 0n));
     const audit = await runLedgerAudit(first.runtime.store, first.runtime.sql);
     expect(audit.violations).toEqual([]);
   }, 180_000);

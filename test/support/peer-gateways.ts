@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { usdToNano } from '@svc/platform';
 import { rendezvousScore } from '@svc/runtime';
 import { answeredCost } from './cost-lines';
 import { api, freshPgSchemaUrl, startGateway, stopGateway, type Call, type StartedGateway } from './gateway';
@@ -36,6 +37,13 @@ export interface Peers {
   ownerOf(accountId: string, among?: PeerGateway[]): PeerGateway;
   /** A fresh account with 100 USD and a key. */
   newAccount(): Promise<{ id: string; key: string }>;
+  /**
+   * Once a killed gateway's lease lapses the reaper settles what it held: reaps until the
+   * account shows no open hold.
+   */
+  reapUntilSettled(key: string): Promise<void>;
+  /** What the log charged the account in all, after checking that the balance moved by exactly that. */
+  chargedInLog(account: { id: string; key: string }): Promise<bigint>;
   /** One more spawned gateway, once its lease is known here. */
   addGateway(): Promise<PeerGateway>;
   /** A counter of `g`'s /metrics with this outcome label. */
@@ -79,6 +87,28 @@ export async function startPeers(schema: string, adminToken: string, env: Record
       return { id, key };
     },
     addGateway: spawn,
+    async reapUntilSettled(key) {
+      await until(
+        'the killed gateway’s holds settled',
+        async () => {
+          await first.background.reaper.reapOnce();
+          await first.runtime.projections.catchUpAll();
+          return (await gateways[0].call('GET', '/v1/credits', { key })).json.data.open_holds === 0 ? true : null;
+        },
+        40_000,
+        500,
+      );
+    },
+    async chargedInLog(account) {
+      await first.runtime.projections.catchUpAll();
+      const { rows } = await first.runtime.sql.query<{ total: string }>(
+        "SELECT COALESCE(SUM((data->>'amount_nano')::numeric), 0)::text AS total FROM events WHERE stream = $1 AND type IN ('UsageCharged', 'UsageCorrected')",
+        [`account-${account.id}`],
+      );
+      const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
+      expect(usdToNano(credits.total_usage)).toBe(BigInt(rows[0].total));
+      return BigInt(rows[0].total);
+    },
     async counted(g, metric, outcome) {
       const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
       return Number(new RegExp(`^${metric}\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
