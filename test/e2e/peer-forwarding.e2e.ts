@@ -6,14 +6,14 @@ import { loadPeers as load, startPeers, type Outcome, type PeerGateway as Gatewa
 import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-peer-forwarding';
-const ENV = { SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
+const ENV = { SVC_PEER_FORWARDING: 'requests', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
 
 /**
  * Issue 45: gateways behind a balancer that spreads every account's requests over all of them
- * raced on the account's stream. With SVC_PEER_FORWARDING each hands the requests of an account
+ * raced on the account's stream. With SVC_PEER_FORWARDING=requests each hands the requests of an account
  * it keeps losing races on to the one peer that owns it (PeerRouting): one writer per account.
  */
-describe('issue 45: gateways hand a raced account to one of them (SVC_PEER_FORWARDING)', () => {
+describe('issue 45: gateways hand a raced account’s requests to one of them (SVC_PEER_FORWARDING=requests)', () => {
   let peers: Peers;
   let first: StartedGateway;
   let gateways: Gateway[];

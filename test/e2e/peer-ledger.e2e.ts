@@ -6,15 +6,15 @@ import { loadPeers as load, startPeers, type PeerGateway as Gateway, type Peers 
 import { until } from '../support/until';
 
 const ADMIN_TOKEN = 'admin-token-for-peer-ledger';
-const ENV = { SVC_PEER_FORWARDING: 'ledger', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
+const ENV = { SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1', SVC_RATE_LIMITS_LIVE: 'rpm=1000000,tpm=1000000000,concurrent=1000' };
 
 /**
- * Issue 45, SVC_PEER_FORWARDING=ledger: a gateway that keeps losing races on an account's stream
+ * Issue 45, SVC_PEER_FORWARDING=on (or ledger): a gateway that keeps losing races on an account's stream
  * serves the account's requests itself, but hands their holds and charges to the one gateway that
  * owns every contended account (PeerRouting), in batches: one writer per account, its appends
  * gathered in that gateway's commits, and no request travels.
  */
-describe('issue 45: gateways hand a raced account’s holds and charges to its owner (SVC_PEER_FORWARDING=ledger)', () => {
+describe('issue 45: gateways hand a raced account’s holds and charges to its owner (SVC_PEER_FORWARDING=on, or ledger)', () => {
   let peers: Peers;
   let first: StartedGateway;
   let gateways: Gateway[];

@@ -87,7 +87,7 @@ describe('an event store that cannot be reached', () => {
   });
 });
 
-describe('the gateway deciding the account lost mid-batch (issue 45, SVC_PEER_FORWARDING=ledger)', () => {
+describe('the gateway deciding the account lost mid-batch (issue 45, SVC_PEER_FORWARDING=on or ledger)', () => {
   it('is a 502 peer_unavailable, as a gateway lost mid-request is, not a database outage', () => {
     const lost = new PeerUnavailableError('the gateway deciding this account stopped answering: other side closed');
     expect(apiErrorOfFailure(lost, now)).toMatchObject({ status: 502, type: 'api_error', code: 'peer_unavailable' });

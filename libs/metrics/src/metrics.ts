@@ -80,13 +80,13 @@ export class ServiceMetrics {
   });
   readonly peerForwards = new Counter({
     name: 'svc_peer_forwards_total',
-    help: 'Requests handed to the peer gateway that serves their account (SVC_PEER_FORWARDING), by outcome: forwarded, unreachable (served here instead), or lost (dropped mid-request; a 502).',
+    help: 'Requests handed to the peer gateway that serves their account (SVC_PEER_FORWARDING=requests), by outcome: forwarded, unreachable (served here instead), or lost (dropped mid-request; a 502).',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
   readonly peerLedgerCommands = new Counter({
     name: 'svc_peer_ledger_commands_total',
-    help: 'Holds and charges of contended accounts handed to the peer gateway that decides them (SVC_PEER_FORWARDING=ledger), by outcome: forwarded, unreachable (decided here instead), or lost (the batch dropped once sent; retried as a lost store connection is).',
+    help: 'Holds and charges of contended accounts handed to the peer gateway that decides them (SVC_PEER_FORWARDING=on or ledger), by outcome: forwarded, unreachable (decided here instead), or lost (the batch dropped once sent; retried as a lost store connection is).',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -54,7 +54,7 @@ describe('the OpenAPI document built from routes', () => {
       { method: 'GET', url: '/console/*' },
       { method: 'GET', url: '/docs/*' },
       { method: 'GET', url: '/v1/models/*' },
-      // Issue 45: what one gateway hands another (SVC_PEER_FORWARDING=ledger), not the API.
+      // Issue 45: what one gateway hands another (SVC_PEER_FORWARDING=on or ledger), not the API.
       { method: 'POST', url: '/internal/peer/ledger' },
     ];
     const { document, undocumented } = buildOpenApiDocument(routes);

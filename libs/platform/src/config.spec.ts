@@ -101,13 +101,13 @@ describe('SVC_AUTH_CACHE', () => {
 });
 
 describe('SVC_PEER_FORWARDING and SVC_PEER_URL (issue 45)', () => {
-  it('is off unless on; on, the peer URL is SVC_PEER_URL or, unset, the listening address', () => {
+  it('is off unless on; on, hands over holds and charges, and the peer URL is SVC_PEER_URL or, unset, the listening address', () => {
     expect(loadConfig({}).peerForwarding).toBeNull();
-    expect(loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1' }).peerForwarding).toEqual({ url: null, handOver: 'requests' });
+    expect(loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '127.0.0.1' }).peerForwarding).toEqual({ url: null, handOver: 'ledger' });
     expect(loadConfig({ SVC_PEER_FORWARDING: 'requests', HOST: '127.0.0.1' }).peerForwarding).toEqual({ url: null, handOver: 'requests' });
     expect(loadConfig({ SVC_PEER_FORWARDING: 'ledger', HOST: '127.0.0.1' }).peerForwarding).toEqual({ url: null, handOver: 'ledger' });
     expect(loadConfig({ SVC_PEER_FORWARDING: 'off', HOST: '127.0.0.1' }).peerForwarding).toBeNull();
-    expect(loadConfig({ SVC_PEER_FORWARDING: 'on', HOST: '0.0.0.0', SVC_PEER_URL: 'http://10.0.0.5:8080' }).peerForwarding).toEqual({
+    expect(loadConfig({ SVC_PEER_FORWARDING: 'requests', HOST: '0.0.0.0', SVC_PEER_URL: 'http://10.0.0.5:8080' }).peerForwarding).toEqual({
       url: 'http://10.0.0.5:8080',
       handOver: 'requests',
     });

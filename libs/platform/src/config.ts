@@ -145,9 +145,10 @@ export interface Config {
    * Issue 45: gateways hand the requests of an account several of them are racing on to one of
    * them (SVC_PEER_FORWARDING, off by default). `url` is where the others reach this one
    * (SVC_PEER_URL); null = `http://HOST:<the port it listens on>`, which needs a HOST other
-   * gateways can reach (not a wildcard). `handOver` is what travels: whole requests
-   * (`requests`, SVC_PEER_FORWARDING=on or requests), or only the account's holds and charges
-   * (`ledger`), while the gateway that received a request serves it.
+   * gateways can reach (not a wildcard). `handOver` is what travels: only the account's holds
+   * and charges (`ledger`, SVC_PEER_FORWARDING=on or ledger), while the gateway that received a
+   * request serves it, or whole requests (`requests`). `on` is the hand-over that served the
+   * spread load faster, streamed and not (docs/SCALING.md).
    */
   peerForwarding: { url: string | null; handOver: 'requests' | 'ledger' } | null;
 }
@@ -275,7 +276,7 @@ function peerForwarding({ text, url, oneOf }: EnvReader): Config['peerForwarding
   if (peerUrl === null && (host === '0.0.0.0' || host === '::')) {
     throw new ConfigError('SVC_PEER_URL', `needed with SVC_PEER_FORWARDING=on and HOST=${host}: the URL other gateways reach this one at`);
   }
-  return { url: peerUrl, handOver: given === 'ledger' ? 'ledger' : 'requests' };
+  return { url: peerUrl, handOver: given === 'requests' ? 'requests' : 'ledger' };
 }
 
 /** Checked before any other setting, so a missing catalog or a bad key is what a start reports first. */

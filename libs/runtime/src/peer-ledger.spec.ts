@@ -23,7 +23,7 @@ import { PeerRouting, rendezvousScore } from './peer-routing';
 type Mode = 'decide' | 'turn-away' | 'drop';
 
 /**
- * Issue 45, SVC_PEER_FORWARDING=ledger: PeerLedger hands a contended account's commands to its
+ * Issue 45, SVC_PEER_FORWARDING=on (or ledger): PeerLedger hands a contended account's commands to its
  * owner over HTTP. The owner here is a real HTTP server deciding with the owner's own function
  * (decideForwarded) on the same PostgreSQL store; the route's authentication is the gateway's,
  * tested end to end in test/e2e/peer-ledger.e2e.ts.

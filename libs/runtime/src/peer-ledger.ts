@@ -40,7 +40,7 @@ interface PeerQueue {
 }
 
 /**
- * Issue 45, SVC_PEER_FORWARDING=ledger: a contended account's commands go to its owner
+ * Issue 45, SVC_PEER_FORWARDING=on (or ledger): a contended account's commands go to its owner
  * (PeerRouting) in batches over kept connections, authenticated with this gateway's lease token
  * (GatewayLease.peerToken). A peer that refuses the connection, or turns the batch away unread,
  * has its commands decided here and is passed over until its lease lapses. A batch lost once

@@ -65,7 +65,7 @@ describe('PeerRouting (issue 45: one writer per contended account)', () => {
     expect(routing.peerFor(here)).toBeNull();
   });
 
-  it('gives every contended account the same owner with oneOwner (SVC_PEER_FORWARDING=ledger), the next one when it is passed over', () => {
+  it('gives every contended account the same owner with oneOwner (SVC_PEER_FORWARDING=on or ledger), the next one when it is passed over', () => {
     const owner = ownerAmong(PEERS, ONE_OWNER_KEY);
     const self = PEERS.find((p) => p !== owner)!;
     const clock = new ManualClock();

@@ -60,7 +60,7 @@ export class PeerRouting {
     private readonly peers: () => readonly PeerGateway[],
     private readonly clock: Clock,
     /**
-     * Every contended account has the same owner (SVC_PEER_FORWARDING=ledger): each gateway
+     * Every contended account has the same owner (SVC_PEER_FORWARDING=on or ledger): each gateway
      * commits its appends in groups of its own, and one owner gathers all the contended
      * accounts' appends into its groups, where owners by account would each fill theirs from a
      * few streams. Only holds and charges travel then, so one owner's share of the work is small.

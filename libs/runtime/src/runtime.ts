@@ -57,7 +57,7 @@ export interface Runtime {
    * off, and in processes that serve no request.
    */
   readonly peerRouting: PeerRouting | null;
-  /** Issue 45: the contended accounts' commands handed to their owners (SVC_PEER_FORWARDING=ledger); null otherwise. */
+  /** Issue 45: the contended accounts' commands handed to their owners (SVC_PEER_FORWARDING=on or ledger); null otherwise. */
   readonly peerLedger: PeerLedger | null;
   /** This process's Prometheus metrics (issue 22), on a registry of its own. */
   readonly metrics: ServiceMetrics;

@@ -16,7 +16,7 @@ import type { Runtime } from '@svc/runtime';
 const BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 
 /**
- * Issue 45, SVC_PEER_FORWARDING=ledger: the owner's side of PeerLedger. A peer proves itself
+ * Issue 45, SVC_PEER_FORWARDING=on (or ledger): the owner's side of PeerLedger. A peer proves itself
  * with its lease's token, checked against the hash its lease holds; one this gateway does not
  * know yet (its lease not yet seen) is turned away, and decides the batch itself; so is a batch
  * that comes too late (PEER_BATCH_STALE_MS), whose sender may have given up on it. Each command
