@@ -31,9 +31,10 @@
  * <repo>/bench/count-queries.js"`, COUNT_QUERIES_DIR and COUNT_QUERIES_ROOT, each load's line adds
  * the statements the gateways sent per request, by kind.
  *
- * Every gateway runs with SVC_PEER_FORWARDING=on unless BENCH_PEER_FORWARDING says otherwise
+ * Every gateway runs with SVC_PEER_FORWARDING=on (holds and charges handed over) unless BENCH_PEER_FORWARDING says otherwise
  * (off, requests, ledger);
- * BENCH_GATEWAY_COUNTS (default 1,2,4) picks the Ns of section 2c.
+ * BENCH_GATEWAY_COUNTS (default 1,2,4) picks the Ns of section 2c, BENCH_GATEWAY_MODE=stream
+ * streams its requests (the targets are non-streamed).
  *
  * `--ab-only` with BENCH_AB_ROOT=<another build> compares two builds in one run: the other build's
  * gateway and worker run beside this one's, each on a database of its own; sequential requests
@@ -1134,6 +1135,8 @@ const GATEWAY_LOADS = process.env.BENCH_GATEWAY_LOADS
  * 1.01x one gateway on the same build.
  */
 const GATEWAY_ROUNDS = num('BENCH_GATEWAY_ROUNDS', 3, 1);
+/** BENCH_GATEWAY_MODE: section 2c's requests, non-streamed (json, the targets' load) or streamed (stream). */
+const GATEWAY_MODE = process.env.BENCH_GATEWAY_MODE === 'stream' ? 'stream' : 'json';
 const GATEWAY_ROUND_SECONDS = Math.max(3, Math.round(CFG.loadSeconds / 2));
 
 /** A fresh process is warmed alone in windows of this many seconds, until its CPU per request settles. */
@@ -1266,7 +1269,7 @@ async function balancerCounts(balancer) {
 
 /**
  * The requests the gateways handed to a peer (SVC_PEER_FORWARDING) so far, summed over them:
- * such a request is served twice (or, with SVC_PEER_FORWARDING=ledger, its hold and charge are
+ * such a request is served twice (or, with SVC_PEER_FORWARDING=on or ledger, its hold and charge are
  * decided elsewhere), so a load that should need none shows it here.
  */
 async function peerForwards(gateways) {
@@ -1275,7 +1278,7 @@ async function peerForwards(gateways) {
     const res = await request(`http://127.0.0.1:${g.port}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     const text = await res.body.text();
     sum += Number(/^svc_peer_forwards_total\{outcome="forwarded"\} (\d+)$/m.exec(text)?.[1] ?? 0);
-    // SVC_PEER_FORWARDING=ledger: a hold and a charge per request served here with its account's owner.
+    // SVC_PEER_FORWARDING=on or ledger: a hold and a charge per request served here with its account's owner.
     sum += Number(/^svc_peer_ledger_commands_total\{outcome="forwarded"\} (\d+)$/m.exec(text)?.[1] ?? 0) / 2;
   }
   return sum;
@@ -1313,7 +1316,7 @@ function statementsPerRequest(before, after, requests) {
 
 /**
  * N = 1, 2 and 4 gateway processes of this build on one database, one worker, behind one HAProxy;
- * at each N, 64 connections for the throughput phase's duration, non-streamed, on two loads:
+ * at each N, 64 connections for the throughput phase's duration, non-streamed (streamed with BENCH_GATEWAY_MODE=stream), on two loads:
  * the 64 accounts of the throughput phase, and 8 accounts shared by all 64 connections.
  */
 async function gatewaysPhase(ctx) {
@@ -1321,7 +1324,7 @@ async function gatewaysPhase(ctx) {
     balancer: 'haproxy, mode http, balance roundrobin (per request), 1 thread',
     balancer_by_key: 'haproxy, mode http, balance hash of the key (Authorization or x-api-key) with hash-type consistent, 1 thread',
     workers: 1,
-    mode: 'json',
+    mode: GATEWAY_MODE,
     rounds: GATEWAY_ROUNDS,
     round_seconds: GATEWAY_ROUND_SECONDS,
     direct_warmup_ok: 0,
@@ -1399,7 +1402,7 @@ async function gatewaysPhase(ctx) {
     const opts = {
       url: `${balancer.origin}${CHAT_PATH}`,
       connections: CFG.loadConnections,
-      body: BODIES.json,
+      body: BODIES[GATEWAY_MODE],
       headers: targetHeaders('gateway', ctx),
       keys: ctx.loadKeys.slice(0, accounts),
       randomKeys,
@@ -1542,7 +1545,14 @@ async function referenceScalingPhase(ctx, target) {
     for (let round = 1; round <= GATEWAY_ROUNDS; round++) {
       for (const n of rotated(GATEWAY_COUNTS, round - 1)) {
         const balancer = balancers[n];
-        const opts = { url: `${balancer.origin}${CHAT_PATH}`, connections: CFG.loadConnections, body: BODIES.json, headers, keys: ctx.loadKeys, warmup: 0 };
+        const opts = {
+          url: `${balancer.origin}${CHAT_PATH}`,
+          connections: CFG.loadConnections,
+          body: BODIES[GATEWAY_MODE],
+          headers,
+          keys: ctx.loadKeys,
+          warmup: 0,
+        };
         await load(`${target}-x${n}-warmup-${round}`, { ...opts, duration: CFG.loadWarmup });
         const pids = Object.fromEntries(procs.slice(0, n).map((p) => [p.name, p.pid]));
         const sampler = startSampler({ ...pids, haproxy: balancer.pid }, ctx.db);
@@ -1590,7 +1600,7 @@ function gatewaysTargets(g) {
       const failures = x.failures_all_rounds ?? x.non2xx + x.errors + x.timeouts;
       const rounds = x.rounds ? `, the median of ${x.rounds.length} rounds (${x.rounds.map((r) => `${r.x_one}x`).join(', ')})` : '';
       targets.push({
-        name: `${n} gateways behind one balancer >= 0.9x one gateway's req/s, 0 errors (${label}, non-streamed)`,
+        name: `${n} gateways behind one balancer >= 0.9x one gateway's req/s, 0 errors (${label}, ${MODE_LABEL[GATEWAY_MODE]})`,
         measured: `${x.rps_x_one}x${rounds}, ${failures} non-2xx or errors`,
         reached: x.rps_x_one >= 0.9 && failures === 0,
       });
