@@ -142,8 +142,8 @@ export interface Config {
    */
   tracing: { url: string; serviceName: string } | null;
   /**
-   * Issue 45: gateways hand the requests of an account several of them are racing on to one of
-   * them (SVC_PEER_FORWARDING, off by default). `url` is where the others reach this one
+   * Issue 45: gateways hand an account several of them are racing on to one of them
+   * (SVC_PEER_FORWARDING, off by default). `url` is where the others reach this one
    * (SVC_PEER_URL); null = `http://HOST:<the port it listens on>`, which needs a HOST other
    * gateways can reach (not a wildcard). `handOver` is what travels: only the account's holds
    * and charges (`ledger`, SVC_PEER_FORWARDING=on or ledger), while the gateway that received a
