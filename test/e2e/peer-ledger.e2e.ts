@@ -116,37 +116,10 @@ describe('issue 45: gateways hand a raced account’s holds and charges to its o
   });
 
   it('passes over the owner once it stops answering (SIGSTOP) past its lease, and decides its accounts without it, charged once', async () => {
-    // A stopped process still accepts connections (the kernel does) but answers nothing: only
-    // its lapsed lease tells the others it is gone.
     const account = await newAccount();
     const owner = theOwner();
-    const routing = first.runtime.peerRouting!;
-    const contend = () => {
-      for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
-    };
-    contend();
-    expect(routing.peerFor(account.id)?.id).toBe(owner.id);
-    owner.child!.kill('SIGSTOP');
-    let answered: Awaited<ReturnType<typeof load>>;
-    try {
-      await until(
-        'the stopped owner gone from the peers',
-        async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? null : true),
-        30_000,
-        200,
-      );
-      // Still contended: its commands go to the owner among the gateways that are left.
-      contend();
-      const next = peers.ownerOf(
-        ONE_OWNER_KEY,
-        gateways.filter((g) => g !== owner),
-      );
-      expect(routing.peerFor(account.id)?.id ?? gateways[0].id).toBe(next.id);
-      answered = await load([gateways[0]], account.key, 20, 4, true);
-      expect(answered.filter((o) => o.status !== 200)).toEqual([]);
-    } finally {
-      owner.child!.kill('SIGCONT');
-    }
+    // Still contended: its commands go to the owner of every contended account among the others.
+    const answered = await peers.passOverPaused(owner, account, ONE_OWNER_KEY, 20);
     expect(new Set(answered.map((o) => o.id)).size).toBe(answered.length);
     expect(await peers.chargedInLog(account)).toBe(answered.reduce((sum, o) => sum + o.cost, 0n));
     expect((await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data.open_holds).toBe(0);

@@ -46,6 +46,15 @@ export interface Peers {
   chargedInLog(account: { id: string; key: string }): Promise<bigint>;
   /** A counter of `g`'s /metrics with this outcome label. */
   counted(g: PeerGateway, metric: string, outcome: string): Promise<number>;
+  /**
+   * Makes `accountId` contended on the first gateway, which then hands it to `owner`; stops the
+   * owner (SIGSTOP) until the first reads its lease lapsed; makes the account contended again,
+   * now handed to the owner by `ownedBy` among the others (the first serves it if that is itself),
+   * and has the first serve `requests` plain requests of `key`, 4 at a time, all answered 200.
+   * The owner is resumed whatever happens. A stopped process still accepts connections (the
+   * kernel does) but answers nothing: only its lapsed lease tells the others it is gone.
+   */
+  passOverPaused(owner: PeerGateway, account: { id: string; key: string }, ownedBy: string, requests: number): Promise<Outcome[]>;
   stop(): Promise<void>;
 }
 
@@ -121,6 +130,36 @@ export async function startPeers(schema: string, adminToken: string, env: Record
       const credits = (await gateways[0].call('GET', '/v1/credits', { key: account.key })).json.data;
       expect(usdToNano(credits.total_usage)).toBe(BigInt(rows[0].total));
       return BigInt(rows[0].total);
+    },
+    async passOverPaused(owner, account, ownedBy, requests) {
+      const routing = first.runtime.peerRouting!;
+      const contend = () => {
+        for (let i = 0; i < 2; i++) routing.noteLostRace(`account-${account.id}`);
+      };
+      contend();
+      expect(routing.peerFor(account.id)?.id).toBe(owner.id);
+      owner.child!.kill('SIGSTOP');
+      try {
+        await until(
+          'the stopped owner gone from the peers',
+          async () => (first.runtime.gatewayLease!.peers.some((p) => p.id === owner.id) ? null : true),
+          30_000,
+          200,
+        );
+        contend();
+        const next = ownerOf(
+          ownedBy,
+          gateways.filter((g) => g !== owner),
+        );
+        expect(routing.peerFor(account.id)?.id ?? gateways[0].id).toBe(next.id);
+        // Served here or by the next owner: one sent to the stopped process would wait there for
+        // minutes (the upstream timeout), past any test's own.
+        const answered = await loadPeers([gateways[0]], account.key, requests, 4, true);
+        expect(answered.filter((o) => o.status !== 200)).toEqual([]);
+        return answered;
+      } finally {
+        owner.child!.kill('SIGCONT');
+      }
     },
     async counted(g, metric, outcome) {
       const text = (await g.call('GET', '/metrics', { headers: admin })).json as string;
