@@ -6,7 +6,7 @@ import { systemClock } from '../clock';
 import { freePort, startRedisServer, stopRedisServer } from './testing/redis-server';
 import { type AdmissionRequest, RedisAdmission } from './admission';
 import { createEdgeStores, type EdgeStores } from './index';
-import { RedisConcurrencyLimiter, redisSlotLeases } from './rate-limiter';
+import { RedisConcurrencyLimiter, redisSlotLeases, slotsKey } from './rate-limiter';
 import { closeRedis, connectRedis, EdgeStoreUnavailable, whenReady } from './redis';
 import type { SlotLeaseTimings } from './slot-leases';
 
@@ -96,6 +96,9 @@ describe('concurrency slots through a Redis freeze and a cut connection (spec 8,
     slots: { bucket: `conc:${key}`, limit, maxHoldMs: GATEWAY_HOLD_MS },
   });
 
+  /** The slots of `bucket` Redis holds now. */
+  const redisSlotsHeld = (bucket: string) => probe.zcard(slotsKey(prefix, bucket));
+
   beforeAll(async () => {
     port = await freePort();
     server = await startRedisServer(port);
@@ -182,6 +185,32 @@ describe('concurrency slots through a Redis freeze and a cut connection (spec 8,
     await stream.slot.slot!.release();
     expect(await admitted('stream', 1)).toBe(true);
   }, 30_000);
+
+  it('sends the releases of one turn of the event loop in one Redis call, and each later one in its own', async () => {
+    // Renewals 5 s apart: none falls inside the counts below.
+    const leases = redisSlotLeases(probe, systemClock, { leaseMs: 20_000, renewMs: 5_000 });
+    const concurrency = new RedisConcurrencyLimiter(probe, systemClock, prefix, leases);
+    try {
+      const slots = [];
+      for (const bucket of ['turn:a', 'turn:a', 'turn:b', 'turn:c', 'turn:c']) slots.push((await concurrency.acquire(bucket, 2, GATEWAY_HOLD_MS)).slot!);
+      const last = slots.pop()!;
+      const before = await evalCalls(probe);
+      await Promise.all(slots.map((slot) => slot.release()));
+      expect((await evalCalls(probe)) - before).toBe(1);
+      for (const bucket of ['turn:a', 'turn:b']) expect(await redisSlotsHeld(bucket)).toBe(0);
+      expect(await redisSlotsHeld('turn:c')).toBe(1);
+
+      const alone = await evalCalls(probe);
+      await last.release();
+      // Released twice: the second finds nothing to send.
+      await last.release();
+      expect((await evalCalls(probe)) - alone).toBe(1);
+      expect(await redisSlotsHeld('turn:c')).toBe(0);
+      expect(leases.size).toBe(0);
+    } finally {
+      await leases.close();
+    }
+  });
 
   it('retries a release that failed while the connection was cut until it lands, long before the lease ends', async () => {
     const proxy = await startProxy(port);

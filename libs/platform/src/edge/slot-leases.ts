@@ -63,6 +63,12 @@ interface Releasing extends LeaseRef {
   until: number;
 }
 
+interface ReleaseTurn {
+  entries: Releasing[];
+  /** Settles once the store has answered the turn's one call. */
+  landed: Promise<void>;
+}
+
 /**
  * The slots one process holds, on one store: it renews them all in one batch every
  * `renewMs` while their requests live, and keeps retrying a release the store did not take
@@ -77,6 +83,8 @@ export class SlotLeases {
   private retryTimer: NodeJS.Timeout | undefined;
   private retries = 0;
   private closed = false;
+  /** The releases asked for in this turn of the event loop, sent together once it is over. */
+  private turn: ReleaseTurn | null = null;
 
   constructor(
     private readonly backend: LeaseBackend,
@@ -112,14 +120,35 @@ export class SlotLeases {
       release: async () => {
         if (this.held.get(ref.id) !== entry) return;
         this.held.delete(ref.id);
-        try {
-          await this.backend.release([ref]);
-        } catch (err) {
-          this.retryRelease({ ...ref, until: entry.until });
-          throw err;
-        }
+        await this.releaseThisTurn({ ...ref, until: entry.until });
       },
     };
+  }
+
+  /**
+   * The releases of one turn of the event loop (the requests that ended together) go to the
+   * store in one call, after the turn's I/O: under load several requests end per turn, and each
+   * call is a script Redis runs and a reply this process reads. The store's socket is corked
+   * until a turn's end anyway (TurnBatchedRedis): a release leaves at most one turn later than
+   * it did alone, still ahead of any later command of this process. A call that fails leaves
+   * each of its releases to the retries.
+   */
+  private releaseThisTurn(entry: Releasing): Promise<void> {
+    if (!this.turn) {
+      const entries: Releasing[] = [];
+      const landed = new Promise<void>((resolve, reject) => {
+        setImmediate(() => {
+          this.turn = null;
+          this.backend.release(entries.map(({ key, id }) => ({ key, id }))).then(resolve, (err: unknown) => {
+            for (const failed of entries) this.retryRelease(failed);
+            reject(err);
+          });
+        });
+      });
+      this.turn = { entries, landed };
+    }
+    this.turn.entries.push(entry);
+    return this.turn.landed;
   }
 
   /**
