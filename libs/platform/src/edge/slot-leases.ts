@@ -130,8 +130,8 @@ export class SlotLeases {
    * store in one call, after the turn's I/O: under load several requests end per turn, and each
    * call is a script Redis runs and a reply this process reads. The store's socket is corked
    * until a turn's end anyway (TurnBatchedRedis): a release leaves at most one turn later than
-   * it did alone, still ahead of any later command of this process. A call that fails leaves
-   * each of its releases to the retries.
+   * it did alone, and still ahead of every command of a later turn (a client's next request
+   * comes in one). A call that fails leaves each of its releases to the retries.
    */
   private releaseThisTurn(entry: Releasing): Promise<void> {
     if (!this.turn) {
