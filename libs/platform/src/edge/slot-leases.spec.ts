@@ -212,6 +212,16 @@ describe('concurrency slots through a Redis freeze and a cut connection (spec 8,
     }
   });
 
+  it('sends the releases of its last turn before it closes', async () => {
+    const leases = redisSlotLeases(probe, systemClock, { leaseMs: 20_000, renewMs: 5_000 });
+    const slot = (await new RedisConcurrencyLimiter(probe, systemClock, prefix, leases).acquire('closing', 1, GATEWAY_HOLD_MS)).slot!;
+    const released = slot.release();
+    await leases.close();
+    // Asked right after the close, on the connection the release goes on.
+    expect(await redisSlotsHeld('closing')).toBe(0);
+    await released;
+  });
+
   it('retries a release that failed while the connection was cut until it lands, long before the lease ends', async () => {
     const proxy = await startProxy(port);
     const cutOff = connectRedis(`redis://127.0.0.1:${proxy.port}`);

@@ -261,6 +261,8 @@ export class SlotLeases {
     clearInterval(this.renewTimer);
     clearTimeout(this.retryTimer);
     this.renewTimer = this.retryTimer = undefined;
+    // This turn's releases leave before the store's connection closes; a failed one is retried below.
+    await this.turn?.landed.catch(() => undefined);
     if (this.releasing.size > 0) await this.retryReleases().catch(() => undefined);
   }
 }
