@@ -73,6 +73,7 @@ export async function startPeers(schema: string, adminToken: string, env: Record
   };
   let { started: first, gateway } = await startFirst();
   const gateways: PeerGateway[] = [gateway];
+  const allKnownHere = () => until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
   // The leases say where each gateway listens: that is how the spawned ones' ids are known.
   const spawn = async () => {
     const { child, url } = await spawnGateway(databaseUrl, adminToken, env);
@@ -85,7 +86,7 @@ export async function startPeers(schema: string, adminToken: string, env: Record
     });
     const g: PeerGateway = { call: api(url), url, id: lease.gateway_id, child };
     gateways.push(g);
-    await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+    await allKnownHere();
     return g;
   };
   for (let i = 0; i < 2; i++) await spawn();
@@ -97,7 +98,7 @@ export async function startPeers(schema: string, adminToken: string, env: Record
     await stopGateway(first);
     ({ started: first, gateway } = await startFirst());
     gateways[0] = gateway;
-    await until('every peer known here', async () => (first.runtime.gatewayLease!.peers.length === gateways.length ? true : null));
+    await allKnownHere();
   }
   expect(first.runtime.gatewayLease!.peers.find((p) => p.id === gateways[0].id)?.url).toBe(gateways[0].url);
   return {
