@@ -1,6 +1,6 @@
-import { createServer } from 'node:net';
 import { Client } from 'pg';
 import { DomainError, StreamContentionError } from '@svc/eventstore';
+import { freePort } from '@svc/platform/edge/testing/redis-server';
 import { ProjectionTimeoutError } from '@svc/projections';
 import { ProviderError } from '@svc/providers';
 import { toApiError } from './error-mapping';
@@ -15,14 +15,6 @@ async function pgError(run: () => Promise<unknown>): Promise<unknown> {
     },
     (err: unknown) => err,
   );
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

@@ -1,17 +1,44 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { type AddressInfo, createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 
 /*
  * A throwaway redis-server of a test's own, to kill and bring back mid-run: the shared server
  * of the other suites is never touched.
  */
 
+/*
+ * A port below the kernel's ephemeral range, so no outgoing connection takes it while its
+ * server is down: a client redialling a dead port of that range can be given it as its own
+ * local port, connect to itself (TCP simultaneous open) and keep the server from binding it
+ * again. One CI run lost a Redis restart that way ("Address already in use").
+ */
 export async function freePort(): Promise<number> {
+  const [ephemeralLow] = ephemeralRange();
+  const low = Math.max(1_024, ephemeralLow - 12_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port between ${low} and ${ephemeralLow - 1}`);
+}
+
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high) && low > 2_048) return [low, high];
+  } catch {
+    // Not Linux: the IANA dynamic range.
+  }
+  return [49_152, 65_535];
+}
+
+function bindable(port: number): Promise<boolean> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
 
 export function startRedisServer(port: number): Promise<ChildProcess> {
