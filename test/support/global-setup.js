@@ -54,8 +54,9 @@ async function pgliteTemplate() {
   const dir = join(mkdtempSync(join(tmpdir(), 'svc-pglite-template-')), 'pglite');
   const db = await PGlite.create(dir);
   // Every start of a PGlite cluster zeroes its shared buffers under WASM: with the default 128 MB
-  // that took 0.6 s of CPU of each of the run's hundreds of starts (0.9 s in all, 0.3 s at 16 MB),
-  // and no suite's cluster outgrows 16 MB. The product's own first start keeps the default.
+  // that took 0.6 s of CPU of each of the run's hundreds of starts (0.9 s in all, 0.3 s at 16 MB).
+  // They are a cache: pages beyond them are read back through the file system, here in memory.
+  // The product's own first start keeps the default.
   await db.exec("ALTER SYSTEM SET shared_buffers = '16MB'");
   // The same cluster as an image, for the suites' in-memory runners (platform/testing/pglite.ts).
   const image = join(dirname(dir), 'pglite.tar');
