@@ -28,7 +28,7 @@ import {
   getAccountSettings,
   keysExpiringBy,
 } from '@svc/identity';
-import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type Mailer } from '@svc/platform';
+import { createMailer, openSecret, OutboundClient, PeriodicTask, SecretDecryptionError, type IdleBackoff, type Mailer } from '@svc/platform';
 import {
   noticesToMail,
   outboxEvent,
@@ -309,6 +309,24 @@ function openWebhookSecret(runtime: Runtime, accountId: string, webhookId: strin
 /** How often due webhook events are looked for: the first attempt follows its event within about a second. */
 const WEBHOOK_INTERVAL_MS = 1000;
 
+/**
+ * The longest wait between an idle process's looks at its queues. Work comes with an append,
+ * which brings the wait back to the pass's interval; a retry scheduled for later keeps its job
+ * in the queue, and the passes at the interval meanwhile.
+ */
+const IDLE_POLL_MS = 5_000;
+
+/** Backs off while `busy` says a pass found nothing to do, now or later; the log's appends wake it. */
+function idleBackoff<T>(runtime: Runtime, busy: IdleBackoff<T>['busy']): IdleBackoff<T> {
+  return { idleMs: IDLE_POLL_MS, busy, wake: (listener) => runtime.store.watchAppends(() => listener()) };
+}
+
+/** A pass of a workflow processor found work when it claimed a job, or when its kind has jobs due later. */
+function queuedWork(runtime: Runtime, kind: string): IdleBackoff<number>['busy'] {
+  const queue = new JobQueue(runtime.sql);
+  return (claimed) => claimed > 0 || queue.hasAny(kind);
+}
+
 export interface Background {
   sweeper: HoldExpirySweeper;
   reaper: HoldReaper;
@@ -342,17 +360,26 @@ export function startBackground(runtime: Runtime, app: INestApplicationContext):
   purge.start((err) => console.error('purging expired stored responses, prompt logs or files failed:', err), { immediately: true });
   const outbound = new OutboundClient({ allowPrivate: runtime.config.webhookAllowPrivate });
   const webhooks = webhookDispatcher(runtime, outbound);
-  const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS);
+  const deliveries = new PeriodicTask(() => webhooks.runOnce(), WEBHOOK_INTERVAL_MS, idleBackoff(runtime, queuedWork(runtime, webhooks.workflow.kind)));
   deliveries.start((err) => console.error('delivering webhooks failed:', err));
   const batches = batchRunner(runtime, app);
-  const batching = new PeriodicTask(() => batches.runOnce(), BATCH_INTERVAL_MS);
+  const batching = new PeriodicTask(
+    () => batches.runOnce(),
+    BATCH_INTERVAL_MS,
+    idleBackoff(runtime, (underWay) => underWay > 0),
+  );
   batching.start((err) => console.error('running batches failed:', err));
   const videos = videoRunner(runtime, app);
-  const filming = new PeriodicTask(() => videos.runOnce(), VIDEO_INTERVAL_MS);
+  const filming = new PeriodicTask(() => videos.runOnce(), VIDEO_INTERVAL_MS, idleBackoff(runtime, queuedWork(runtime, videos.workflow.kind)));
   filming.start((err) => console.error('running videos failed:', err));
   const mailer = createMailer(runtime.config);
   const noticeMail = noticeMailer(runtime, mailer);
-  const mailing = new PeriodicTask(() => noticeMail.runOnce(), WEBHOOK_INTERVAL_MS);
+  // A notice to mail comes from the log (a projection), and a stale claim is ten minutes old.
+  const mailing = new PeriodicTask(
+    () => noticeMail.runOnce(),
+    WEBHOOK_INTERVAL_MS,
+    idleBackoff(runtime, (sent) => sent > 0),
+  );
   mailing.start((err) => console.error('mailing notices failed:', err));
   return {
     sweeper,

@@ -134,10 +134,10 @@ export class BatchRunner {
 
   /**
    * One pass: the batches due validated or ended, and free slots filled with lines. The lines
-   * run on after it resolves (see `idle`).
+   * run on after it resolves (see `idle`). Resolves with how many batches are under way.
    */
-  async runOnce(): Promise<void> {
-    if (this.stopping) return;
+  async runOnce(): Promise<number> {
+    if (this.stopping) return 0;
     const batches = await this.deps.active();
     this.active = new Map(batches.map((b) => [b.batchId, b]));
     // Every batch the read model shows running has its job, one whose first ask was lost (its gateway died) too.
@@ -147,6 +147,7 @@ export class BatchRunner {
       this.deps.clock.now(),
     );
     await Promise.all([this.batches.runOnce(), this.fill(batches.filter((b) => b.status !== 'validating'))]);
+    return batches.length;
   }
 
   /** Resolves once the lines this worker started have ended. */

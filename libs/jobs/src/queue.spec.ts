@@ -71,6 +71,20 @@ describe.each([
     for (const job of [...mine, ...rest]) await queue.complete(job);
   });
 
+  it('hasAny tells a kind with jobs due later, or held, from one with none', async () => {
+    expect(await queue.hasAny('h')).toBe(false);
+    await queue.schedule('h', 'later', at(3_600_000));
+    await queue.schedule('other', 'due', at(-1_000));
+    expect(await queue.hasAny('h')).toBe(true);
+    await queue.schedule('h', 'due', at(-1_000));
+    const [held] = await queue.claim('h', 'w1', T0, lease(30_000), 1);
+    await queue.remove('h', 'later');
+    expect(await queue.hasAny('h')).toBe(true);
+    expect(await queue.complete(held)).toBe(true);
+    expect(await queue.hasAny('h')).toBe(false);
+    await queue.remove('other', 'due');
+  });
+
   it('ensure makes a job of each key without one and leaves the others as they are', async () => {
     await queue.schedule('e', 'later', at(60_000));
     await queue.ensure('e', ['later', 'new'], T0);

@@ -180,6 +180,12 @@ export class JobQueue {
     return rows.length === 0 ? null : new Date(rows[0].due_at);
   }
 
+  /** Whether any job of `kind` waits or runs, due now or later: a worker that finds none may look less often. */
+  async hasAny(kind: string): Promise<boolean> {
+    const { rows } = await this.sql.query(`SELECT 1 FROM ${JOBS_TABLE} WHERE kind = $1 LIMIT 1`, [kind]);
+    return rows.length > 0;
+  }
+
   /** Jobs of `kind` waiting or running (the queue depth of the metrics). */
   async depth(kind: string): Promise<number> {
     const { rows } = await this.sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${JOBS_TABLE} WHERE kind = $1`, [kind]);
