@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
  * again. One CI run lost a Redis restart that way ("Address already in use").
  */
 export async function freePort(): Promise<number> {
-  const [ephemeralLow] = ephemeralRange();
+  const ephemeralLow = ephemeralLowPort();
   const low = Math.max(1_024, ephemeralLow - 12_000);
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (ephemeralLow - low));
@@ -23,14 +23,15 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free port between ${low} and ${ephemeralLow - 1}`);
 }
 
-function ephemeralRange(): [number, number] {
+/** The lowest port of the kernel's ephemeral range, from which connections take their local ports. */
+function ephemeralLowPort(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high) && low > 2_048) return [low, high];
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && low > 2_048) return low;
   } catch {
     // Not Linux: the IANA dynamic range.
   }
-  return [49_152, 65_535];
+  return 49_152;
 }
 
 function bindable(port: number): Promise<boolean> {
