@@ -312,7 +312,7 @@ const WEBHOOK_INTERVAL_MS = 1000;
 /**
  * The longest wait between an idle process's looks at its queues. Work comes with an append,
  * which brings the wait back to the pass's interval; a retry scheduled for later keeps its job
- * in the queue, and the passes at the interval meanwhile.
+ * in the queue, and so keeps the passes at their interval until it is due.
  */
 const IDLE_POLL_MS = 5_000;
 
