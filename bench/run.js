@@ -137,6 +137,16 @@ function log(...a) {
   console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...a);
 }
 
+/**
+ * A pool whose idle clients' errors are logged: the run's end drops its database WITH (FORCE),
+ * which terminates any client still connected, and node-postgres emits that on the pool, where
+ * an unheard 'error' ended the bench before it dropped the durable floor's database.
+ */
+function idleErrorsLogged(pool) {
+  pool.on('error', (err) => log(`an idle database connection ended: ${err.message}`));
+  return pool;
+}
+
 function startProcess(name, command, argv, { env = process.env, cwd = APP_ROOT, ready, timeoutMs = 30_000, logName = name } = {}) {
   fs.mkdirSync(LOG_DIR, { recursive: true });
   const out = fs.createWriteStream(path.join(LOG_DIR, `${logName}.log`));
@@ -1647,7 +1657,7 @@ async function startBuildB(ctx, b) {
   });
   b.pids.worker = worker.pid;
   if (ctx.pids.redis) b.pids.redis = ctx.pids.redis;
-  db.app = new pg.Pool({ connectionString: db.url, max: 2 });
+  db.app = idleErrorsLogged(new pg.Pool({ connectionString: db.url, max: 2 }));
   b.seqKey = (await newAccount(b, 1000)).key;
   b.loadKeys = [];
   for (let i = 0; i < CFG.loadAccounts; i++) b.loadKeys.push((await newAccount(b, 1000)).key);
@@ -1847,7 +1857,7 @@ async function main() {
     ctx.pids.worker = worker.pid;
     const rpid = await redisPid(REDIS_URL);
     if (rpid && fs.existsSync(`/proc/${rpid}`)) ctx.pids.redis = rpid;
-    db.app = new pg.Pool({ connectionString: db.url, max: 2 });
+    db.app = idleErrorsLogged(new pg.Pool({ connectionString: db.url, max: 2 }));
     await sleep(500);
     results.rss_idle_mb = {
       gateway: r2(rssMb(ctx.pids.gateway)),
@@ -2058,7 +2068,7 @@ async function main() {
  */
 async function commitProbe(db) {
   await db.app.query('CREATE TABLE bench_commit_probe (id bigserial PRIMARY KEY, data jsonb NOT NULL)');
-  const pool = new pg.Pool({ connectionString: db.url, max: 16 });
+  const pool = idleErrorsLogged(new pg.Pool({ connectionString: db.url, max: 16 }));
   const seconds = QUICK ? 1 : 2;
   const run = async (clients, notify) => {
     let n = 0;
