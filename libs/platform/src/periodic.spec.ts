@@ -31,6 +31,15 @@ function wakeable(idleMs: number, busy: IdleBackoff<number>['busy'] = (found) =>
   return { backoff, fire: () => listeners.forEach((l) => l()), listeners };
 }
 
+/** A task of a 100 ms interval backing off to 1,000 ms, started at once, recording when its passes began. */
+function backedOff(result?: () => number, options: { passMs?: number; busy?: IdleBackoff<number>['busy'] } = {}) {
+  const r = recorder(result, options.passMs);
+  const { backoff, fire } = wakeable(1_000, options.busy);
+  const task = new PeriodicTask(r.pass, 100, backoff);
+  task.start(() => undefined, { immediately: true });
+  return { starts: r.starts, task, fire };
+}
+
 /** Stops `task`, letting jest's clock run so that a pass in flight can end. */
 async function stopAll(task: PeriodicTask<unknown>): Promise<void> {
   const stopped = task.stop();
@@ -84,85 +93,67 @@ describe('PeriodicTask', () => {
   });
 
   it('with an idle backoff, passes that find nothing come ever less often, up to idleMs', async () => {
-    const r = recorder(() => 0);
-    const { backoff } = wakeable(1_000);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task } = backedOff(() => 0);
     await jest.advanceTimersByTimeAsync(4_000);
     await stopAll(task);
     // Waits of 200, 400, 800, then 1,000 ms.
-    expect(r.starts).toEqual([0, 200, 600, 1_400, 2_400, 3_400]);
+    expect(starts).toEqual([0, 200, 600, 1_400, 2_400, 3_400]);
   });
 
   it('a pass that finds work keeps the interval', async () => {
     let work = 3;
-    const r = recorder(() => (work > 0 ? work-- : 0));
-    const { backoff } = wakeable(1_000);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task } = backedOff(() => (work > 0 ? work-- : 0));
     await jest.advanceTimersByTimeAsync(1_000);
     await stopAll(task);
     // Three passes find work; the fourth finds none, and the waits grow from there.
-    expect(r.starts).toEqual([0, 100, 200, 300, 500, 900]);
+    expect(starts).toEqual([0, 100, 200, 300, 500, 900]);
   });
 
   it('busy may ask the queue: work due later keeps the interval too', async () => {
-    const r = recorder(() => 0);
     let queued = true;
-    const { backoff } = wakeable(1_000, async () => queued);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task } = backedOff(() => 0, { busy: async () => queued });
     await jest.advanceTimersByTimeAsync(350);
     queued = false;
     await jest.advanceTimersByTimeAsync(1_000);
     await stopAll(task);
-    expect(r.starts).toEqual([0, 100, 200, 300, 400, 600, 1_000]);
+    expect(starts).toEqual([0, 100, 200, 300, 400, 600, 1_000]);
   });
 
   it('a wake-up brings a backed-off task to its interval at once, and keeps it there for idleMs', async () => {
-    const r = recorder(() => 0);
-    const { backoff, fire } = wakeable(1_000);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task, fire } = backedOff(() => 0);
     await jest.advanceTimersByTimeAsync(3_000);
-    expect(r.starts).toEqual([0, 200, 600, 1_400, 2_400]);
+    expect(starts).toEqual([0, 200, 600, 1_400, 2_400]);
     // The next pass was due at 3,400; the last began more than an interval ago, so it runs now.
     fire();
     await jest.advanceTimersByTimeAsync(0);
-    expect(r.starts.at(-1)).toBe(3_000);
+    expect(starts.at(-1)).toBe(3_000);
     // For a second after the append the passes keep the interval (what it brought may be
     // scheduled by a projection a little later); then they back off again.
     await jest.advanceTimersByTimeAsync(1_700);
     await stopAll(task);
-    expect(r.starts.slice(5)).toEqual([3_000, 3_100, 3_200, 3_300, 3_400, 3_500, 3_600, 3_700, 3_800, 3_900, 4_000, 4_200, 4_600]);
+    expect(starts.slice(5)).toEqual([3_000, 3_100, 3_200, 3_300, 3_400, 3_500, 3_600, 3_700, 3_800, 3_900, 4_000, 4_200, 4_600]);
   });
 
   it('a wake-up soon after a pass waits for the rest of the interval', async () => {
-    const r = recorder(() => 0);
-    const { backoff, fire } = wakeable(1_000);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task, fire } = backedOff(() => 0);
     await jest.advanceTimersByTimeAsync(1_430);
-    expect(r.starts).toEqual([0, 200, 600, 1_400]);
+    expect(starts).toEqual([0, 200, 600, 1_400]);
     fire();
     await jest.advanceTimersByTimeAsync(69);
-    expect(r.starts).toHaveLength(4);
+    expect(starts).toHaveLength(4);
     await jest.advanceTimersByTimeAsync(1);
-    expect(r.starts.at(-1)).toBe(1_500);
+    expect(starts.at(-1)).toBe(1_500);
     await stopAll(task);
   });
 
   it('a wake-up during a pass makes the next wait the interval', async () => {
-    const r = recorder(() => 0, 50);
-    const { backoff, fire } = wakeable(1_000);
-    const task = new PeriodicTask(r.pass, 100, backoff);
-    task.start(() => undefined, { immediately: true });
+    const { starts, task, fire } = backedOff(() => 0, { passMs: 50 });
     await jest.advanceTimersByTimeAsync(2_420);
-    expect(r.starts).toEqual([0, 200, 600, 1_400, 2_400]);
+    expect(starts).toEqual([0, 200, 600, 1_400, 2_400]);
     fire();
     await jest.advanceTimersByTimeAsync(100);
     await stopAll(task);
-    expect(r.starts.at(-1)).toBe(2_500);
+    expect(starts.at(-1)).toBe(2_500);
   });
 
   it('a failing pass is reported and tried again at the interval', async () => {
