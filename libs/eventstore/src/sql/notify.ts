@@ -36,11 +36,19 @@ export function readNotice(payload: string | undefined, schema: string): AppendH
 const CATCH_UP_GAP_MS = 20;
 /**
  * At most one append NOTIFY leaves a process per this many milliseconds; the appends that
- * commit meanwhile are covered by one at the gap's end. Each NOTIFY is a transaction and wakes
- * every listening process: one request's hold and charge, a few milliseconds apart, sent two,
- * and the worker's runners gather appends for at least this long after a wake-up anyway.
+ * commit meanwhile are covered by one at the gap's end. A NOTIFY costs more than its own
+ * transaction: PostgreSQL (15 here) signals every backend LISTENing in the database, on any
+ * channel, and each reads the queue in a transaction of its own. With four connections
+ * LISTENing on another channel, 200 NOTIFYs made 1,004 commits. Every gateway LISTENs (its
+ * auth cache) and so does the worker, so N gateways' appends cost about N x (N + 2) such
+ * transactions per gap: at 20 ms, four gateways made 3.4 transactions per request, at 100 ms
+ * 1.5 (docs/BENCHMARKS.md, thirty-first round). Only other processes wait on this
+ * wake-up: the worker's projection runners, which under load gather appends for 250 ms between
+ * batches anyway, and its queues. A reader of its own write asks for a catch-up instead
+ * (requestCatchUp, spaced on its own), and the first append after a quiet spell still wakes the
+ * others at once.
  */
-const NOTIFY_GAP_MS = 20;
+export const NOTIFY_GAP_MS = 100;
 
 /**
  * Runs `send` at most once per `gapMs`: a request within the gap after the last send runs it
