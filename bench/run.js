@@ -1117,6 +1117,9 @@ const HAPROXY = process.env.BENCH_HAPROXY || '/usr/sbin/haproxy';
 const PORTKEY_ENTRY = path.join(BENCH_DIR, 'node_modules/@portkey-ai/gateway/build/start-server.js');
 /** BENCH_GATEWAY_COUNTS (comma-separated, starting with 1): the Ns of section 2c. */
 const GATEWAY_COUNTS = (process.env.BENCH_GATEWAY_COUNTS ?? '1,2,4').split(',').map(Number);
+// Each N is judged against one gateway in the same rounds: without it, the first N would be
+// judged against itself (1x, "REACHED").
+if (GATEWAY_COUNTS[0] !== 1) throw new Error(`BENCH_GATEWAY_COUNTS must start with 1, not ${GATEWAY_COUNTS[0]}`);
 /** The two loads: every connection rotates over these accounts, one key each, per request. */
 const ALL_GATEWAY_LOADS = {
   // The throughput phase's rotation: with 64 keys and 1, 2 or 4 gateways, each account's
