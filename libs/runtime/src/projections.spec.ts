@@ -598,6 +598,10 @@ describe.each([
     });
     // A long idleMs: only the append wakes it. A window long enough for the five appends
     // however slow a loaded machine makes them (PGlite's took over 200 ms in all on one).
+    // The NOTIFY that covers an earlier test's last appends may still be on its way: the store
+    // sends it at the end of a 100 ms gap. Heard by the runner in its idle wait, it would start the
+    // window before the first append (one CI run: the five read 27 ms short of a second after it).
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const coalescing = await following(probe, { coalesceMs: 1_000, idleMs: 60_000 });
     try {
       await new Promise((resolve) => setTimeout(resolve, 50)); // idle now, waiting for a wake
