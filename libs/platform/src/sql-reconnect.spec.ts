@@ -63,7 +63,11 @@ describe('PostgreSQL connections lost under a runner', () => {
     const onRemove = (client: PoolClient) => void removed.push(client);
     runner.pool.on('remove', onRemove);
     await runner.transaction(async (tx) => tx.query('SELECT 1')).catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The pool says 'remove' only once the client's socket has closed, which a busy host can
+    // delay well past a fixed pause: wait for it, up to a bound.
+    for (const deadline = Date.now() + 5_000; !removed.includes(handed as PoolClient) && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     runner.pool.off('remove', onRemove);
     expect(uncaught).toEqual([]);
     // The client that reported the error is destroyed, not pooled again.
