@@ -45,16 +45,22 @@ export function eventTime(event: RecordedEvent): string {
 
 /** The UTC day (`YYYY-MM-DD`) of an ISO instant: what `(t AT TIME ZONE 'UTC')::date` gives. */
 export function utcDay(at: string): string {
-  return new Date(at).toISOString().slice(0, 10);
+  // What toISOString wrote (every instant the aggregate store records) is in UTC already: its
+  // first ten characters are the day. Parsing it into a Date and back was a twentieth of a rebuild.
+  return TO_ISO_STRING.test(at) ? at.slice(0, 10) : new Date(at).toISOString().slice(0, 10);
 }
 
+const TO_ISO_STRING = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 /**
- * Rows as one array parameter per column, read back as a table by `unnest`, so a batch's rows
- * go to PostgreSQL in one statement: `INSERT INTO t (a, b) SELECT * FROM ${unnest}`.
+ * Rows as one JSON parameter (an array of arrays), read back as a table of the given column
+ * types, so a batch's rows go to PostgreSQL in one statement:
+ * `INSERT INTO t (a, b) SELECT * FROM ${table} AS d`. One JSON text, written by V8's native
+ * JSON.stringify: node-postgres writes an array parameter element by element in JavaScript,
+ * which was a fifth of the CPU of a rebuild of the generations.
  */
-export function asColumns(types: readonly string[], rows: readonly (readonly unknown[])[]): { unnest: string; params: unknown[][] } {
-  return {
-    unnest: `unnest(${types.map((type, i) => `$${i + 1}::${type}[]`).join(', ')})`,
-    params: types.map((_, i) => rows.map((row) => row[i])),
-  };
+export function asTable(types: readonly string[], rows: readonly (readonly unknown[])[]): { table: string; params: [string] } {
+  // `->>` gives a nested object or array as its JSON text, which a jsonb column reads back.
+  const columns = types.map((type, i) => `(r->>${i})::${type} AS c${i + 1}`).join(', ');
+  return { table: `(SELECT ${columns} FROM jsonb_array_elements($1::jsonb) AS r)`, params: [JSON.stringify(rows)] };
 }

@@ -2,7 +2,7 @@ import type { RecordedEvent } from '@svc/eventstore';
 import type { AccountEvent, LimitReset } from '@svc/ledger';
 import { windowEndMs, windowStartMs } from '@svc/ledger';
 import type { Nano, SqlExecutor } from '@svc/platform';
-import { asColumns, type Projection } from '@svc/projections';
+import { asTable, type Projection } from '@svc/projections';
 
 type A<T extends AccountEvent['type']> = RecordedEvent<T, Extract<AccountEvent, { type: T }>['data']>;
 type Read = A<'HoldPlaced'> | A<'UsageCharged'> | A<'UsageCorrected'> | A<'HoldReleased'> | A<'HoldExpired'>;
@@ -68,26 +68,26 @@ export const budgetSpendProjection: Projection = {
       }
     }
     if (holds.length > 0) {
-      const c = asColumns(['text', 'text', 'text', 'text', 'text', 'text', 'bigint'], holds);
+      const c = asTable(['text', 'text', 'text', 'text', 'text', 'text', 'bigint'], holds);
       await tx.query(
-        `INSERT INTO guardrail_hold_budgets (account_id, hold_id, bucket, guardrail_id, scope, subject, amount_nano, open) SELECT *, true FROM ${c.unnest}`,
+        `INSERT INTO guardrail_hold_budgets (account_id, hold_id, bucket, guardrail_id, scope, subject, amount_nano, open) SELECT *, true FROM ${c.table} AS d`,
         c.params,
       );
     }
     if (charges.length > 0) {
-      const c = asColumns(['text', 'text', 'bigint', 'timestamptz'], charges);
+      const c = asTable(['text', 'text', 'bigint', 'timestamptz'], charges);
       await tx.query(
         `INSERT INTO guardrail_budget_charges (bucket, guardrail_id, scope, subject, account_id, hold_id, amount_nano, charged_at)
          SELECT h.bucket, h.guardrail_id, h.scope, h.subject, c.account_id, c.hold_id, c.amount_nano, c.charged_at
-           FROM ${c.unnest} AS c(account_id, hold_id, amount_nano, charged_at)
+           FROM ${c.table} AS c(account_id, hold_id, amount_nano, charged_at)
            JOIN guardrail_hold_budgets h ON h.account_id = c.account_id AND h.hold_id = c.hold_id`,
         c.params,
       );
     }
     if (closed.length > 0) {
-      const c = asColumns(['text', 'text'], closed);
+      const c = asTable(['text', 'text'], closed);
       await tx.query(
-        `UPDATE guardrail_hold_budgets h SET open = false FROM ${c.unnest} AS c(account_id, hold_id) WHERE h.account_id = c.account_id AND h.hold_id = c.hold_id AND h.open`,
+        `UPDATE guardrail_hold_budgets h SET open = false FROM ${c.table} AS c(account_id, hold_id) WHERE h.account_id = c.account_id AND h.hold_id = c.hold_id AND h.open`,
         c.params,
       );
     }

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '@svc/eventstore';
 import type { AccountEvent } from '@svc/ledger';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, utcDay, type Projection } from '@svc/projections';
+import { asTable, eventTime, utcDay, type Projection } from '@svc/projections';
 
 /** Spend per key per UTC day, for key usage per period (spec 2.2): one upsert per batch. */
 export const keyUsageProjection: Projection = {
@@ -30,12 +30,12 @@ export const keyUsageProjection: Projection = {
       sum[2] += BigInt(e.data.amount_nano);
       sums.set(slot, sum);
     }
-    const c = asColumns(
+    const c = asTable(
       ['text', 'date', 'bigint'],
       [...sums.values()].map(([keyId, day, cost]) => [keyId, day, cost.toString()]),
     );
     await tx.query(
-      `INSERT INTO key_usage_daily (key_id, day, cost_nano) SELECT * FROM ${c.unnest}
+      `INSERT INTO key_usage_daily (key_id, day, cost_nano) SELECT * FROM ${c.table} AS d
        ON CONFLICT (key_id, day) DO UPDATE SET cost_nano = key_usage_daily.cost_nano + EXCLUDED.cost_nano`,
       c.params,
     );

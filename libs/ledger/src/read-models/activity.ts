@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AccountEvent } from '../account';
 import { UNIT_METERS, type UnitMeter } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, type Projection } from '@svc/projections';
+import { asTable, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './account-recorded';
 import { ActivityBatch, earlierHolds, type DailySums, type OpenHold } from './activity-batch';
 
@@ -73,9 +73,9 @@ export const activityProjection: Projection = {
 
 async function takeOpenHolds(tx: SqlExecutor, earlier: [string, string][]): Promise<OpenHold[]> {
   if (earlier.length === 0) return [];
-  const c = asColumns(['text', 'text'], earlier);
+  const c = asTable(['text', 'text'], earlier);
   const { rows } = await tx.query<OpenHold>(
-    `DELETE FROM activity_open_holds h USING ${c.unnest} AS d(account_id, hold_id)
+    `DELETE FROM activity_open_holds h USING ${c.table} AS d(account_id, hold_id)
           WHERE h.account_id = d.account_id AND h.hold_id = d.hold_id
           RETURNING h.account_id, h.hold_id, h.model, h.endpoint, h.user_id,
                     to_char(h.released_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS released_at`,
@@ -90,18 +90,18 @@ async function takeOpenHolds(tx: SqlExecutor, earlier: [string, string][]): Prom
  */
 async function insertOpenHolds(tx: SqlExecutor, open: Map<string, OpenHold>): Promise<void> {
   if (open.size === 0) return;
-  const c = asColumns(
+  const c = asTable(
     ['text', 'text', 'text', 'text', 'text', 'timestamptz'],
     [...open.values()].map((h) => [h.hold_id, h.account_id, h.model, h.endpoint, h.user_id, h.released_at ?? null]),
   );
-  await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.unnest}`, c.params);
+  await tx.query(`INSERT INTO activity_open_holds (hold_id, account_id, model, endpoint, user_id, released_at) SELECT * FROM ${c.table} AS d`, c.params);
 }
 
 const DAILY_COLUMNS = ['text', 'text', 'date', 'text', 'text', 'text', 'text', 'integer', 'integer', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint'];
 
 async function upsertDaily(tx: SqlExecutor, daily: Map<string, DailySums>): Promise<void> {
   if (daily.size === 0) return;
-  const c = asColumns(
+  const c = asTable(
     [...DAILY_COLUMNS, ...UNIT_METERS.map(() => 'bigint')],
     [...daily.values()].map(([accountId, keyId, rowDay, model, endpoint, user, ...sums]) => [
       accountId,
@@ -117,7 +117,7 @@ async function upsertDaily(tx: SqlExecutor, daily: Map<string, DailySums>): Prom
   await tx.query(
     `INSERT INTO activity_daily (account_id, key_id, day, model, endpoint, user_id, user_hash, requests, requests_not_billed,
                                      prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nano, ${UNIT_METERS.join(', ')})
-         SELECT * FROM ${c.unnest}
+         SELECT * FROM ${c.table} AS d
          ON CONFLICT (account_id, key_id, day, model, endpoint, user_hash) DO UPDATE SET
            requests = activity_daily.requests + EXCLUDED.requests,
            requests_not_billed = activity_daily.requests_not_billed + EXCLUDED.requests_not_billed,

@@ -1,6 +1,6 @@
 import type { AccountEvent } from '../account';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, eventTime, type Projection } from '@svc/projections';
+import { asTable, eventTime, type Projection } from '@svc/projections';
 import type { AccountRecorded, RecordedOf } from './account-recorded';
 
 export type { AccountRecorded } from './account-recorded';
@@ -160,11 +160,11 @@ async function deleteClosedEarlier(tx: SqlExecutor, { accounts, closedEarlier }:
 
 async function insertPlaced(tx: SqlExecutor, placed: Map<string, OpenHold>): Promise<void> {
   if (placed.size === 0) return;
-  const holds = asColumns(
+  const holds = asTable(
     ['text', 'text', 'bigint', 'timestamptz', 'text'],
     [...placed].map(([id, h]) => [id, h.accountId, h.amountNano, h.expiresAt, h.gatewayId]),
   );
-  await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.unnest}`, holds.params);
+  await tx.query(`INSERT INTO credit_holds (hold_id, account_id, amount_nano, expires_at, gateway_id) SELECT * FROM ${holds.table} AS d`, holds.params);
 }
 
 const ACCOUNT_COLUMNS = ['text', 'bigint', 'bigint', 'bigint', 'bigint', 'integer', 'boolean', 'bigint', 'timestamptz', 'timestamptz'];
@@ -186,23 +186,23 @@ const accountRow = ([id, d]: [string, AccountDelta]) => [
 async function writeAccounts(tx: SqlExecutor, accounts: Map<string, AccountDelta>): Promise<void> {
   const opened = [...accounts].filter(([, d]) => d.openedAt !== null);
   if (opened.length > 0) {
-    const c = asColumns(ACCOUNT_COLUMNS, opened.map(accountRow));
+    const c = asTable(ACCOUNT_COLUMNS, opened.map(accountRow));
     await tx.query(
       `INSERT INTO credit_accounts (account_id, purchased_nano, used_nano, held_nano, adjusted_nano, open_holds, daily_limit_nano, opened_at, updated_at)
          SELECT account_id, purchased, used, held, adjusted, open_holds, daily_limit, opened_at, updated_at
-           FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
+           FROM ${c.table} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)`,
       c.params,
     );
   }
   const existing = [...accounts].filter(([, d]) => d.openedAt === null);
   if (existing.length > 0) {
-    const c = asColumns(ACCOUNT_COLUMNS, existing.map(accountRow));
+    const c = asTable(ACCOUNT_COLUMNS, existing.map(accountRow));
     // An account the log never opened has no row, and stays without one.
     await tx.query(
       `UPDATE credit_accounts a SET purchased_nano = a.purchased_nano + d.purchased, used_nano = a.used_nano + d.used,
                 held_nano = a.held_nano + d.held, adjusted_nano = a.adjusted_nano + d.adjusted, open_holds = a.open_holds + d.open_holds,
                 daily_limit_nano = CASE WHEN d.limit_set THEN d.daily_limit ELSE a.daily_limit_nano END, updated_at = d.updated_at
-           FROM ${c.unnest} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)
+           FROM ${c.table} AS d(account_id, purchased, used, held, adjusted, open_holds, limit_set, daily_limit, opened_at, updated_at)
           WHERE a.account_id = d.account_id`,
       c.params,
     );

@@ -1,7 +1,7 @@
 import type { AccountEvent, GuardrailFinding } from '../account';
 import type { CostLine, MeterUsage } from '../pricing';
 import type { SqlExecutor } from '@svc/platform';
-import { asColumns, type Projection } from '@svc/projections';
+import { asTable, type Projection } from '@svc/projections';
 import type { AccountRecorded } from './account-recorded';
 import { GenerationsBatch, type GenerationStatus, type Outcome, type Placed } from './generations-batch';
 
@@ -85,20 +85,20 @@ async function insertPlaced(tx: SqlExecutor, placed: Map<string, Placed>): Promi
       g.client_request_id,
       g.created_at,
       g.outcome?.finished_at ?? null,
-      jsonOrNull(u?.meters),
+      u?.meters ?? null,
       g.preset,
       g.preset_version,
-      jsonOrNull(u?.cost_lines),
+      u?.cost_lines ?? null,
       u?.provider_cost_nano ?? null,
-      jsonOrNull(g.guardrail_findings ?? undefined),
+      g.guardrail_findings ?? null,
     ];
   });
-  const c = asColumns(INSERTED, rows);
+  const c = asTable(INSERTED, rows);
   await tx.query(
     `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, prompt_tokens, completion_tokens, cached_tokens,
                                   reasoning_tokens, cost_nano, latency_ms, ttft_ms, error_code, client_request_id, created_at, finished_at, meters,
                                   preset, preset_version, cost_lines, provider_cost_nano, guardrail_findings)
-         SELECT * FROM ${c.unnest}`,
+         SELECT * FROM ${c.table} AS d`,
     c.params,
   );
 }
@@ -122,12 +122,12 @@ async function updateSettled(tx: SqlExecutor, settled: Map<string, Outcome>): Pr
       u?.reasoning_tokens ?? 0,
       u?.latency_ms ?? null,
       u?.ttft_ms ?? null,
-      jsonOrNull(u?.meters),
-      jsonOrNull(u?.cost_lines),
+      u?.meters ?? null,
+      u?.cost_lines ?? null,
       u?.provider_cost_nano ?? null,
     ];
   });
-  const c = asColumns(SETTLED, rows);
+  const c = asTable(SETTLED, rows);
   await tx.query(
     `UPDATE generations g SET status = d.status, cost_nano = d.cost_nano, finished_at = d.finished_at,
                 model = COALESCE(d.model, g.model),
@@ -142,7 +142,7 @@ async function updateSettled(tx: SqlExecutor, settled: Map<string, Outcome>): Pr
                 meters = CASE WHEN d.known THEN d.meters ELSE g.meters END,
                 cost_lines = CASE WHEN d.known THEN d.cost_lines ELSE g.cost_lines END,
                 provider_cost_nano = CASE WHEN d.known THEN d.provider_cost_nano ELSE g.provider_cost_nano END
-           FROM ${c.unnest} AS d(id, status, cost_nano, finished_at, known, error_code, model, provider,
+           FROM ${c.table} AS d(id, status, cost_nano, finished_at, known, error_code, model, provider,
                                  prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, latency_ms, ttft_ms, meters,
                                  cost_lines, provider_cost_nano)
           WHERE g.id = d.id`,
@@ -153,12 +153,12 @@ async function updateSettled(tx: SqlExecutor, settled: Map<string, Outcome>): Pr
 async function insertFree(tx: SqlExecutor, free: unknown[][]): Promise<void> {
   if (free.length === 0) return;
   // Written last, so a cache hit's source placed in this same batch is already a row to read the model from.
-  const c = asColumns(FREE, free);
+  const c = asTable(FREE, free);
   await tx.query(
     `INSERT INTO generations (id, account_id, key_id, model, endpoint, provider, status, client_request_id, created_at, finished_at, cache_source_id, latency_ms)
          SELECT d.id, d.account_id, d.key_id, COALESCE(d.model, s.model, ''), d.endpoint, d.provider,
                 CASE WHEN d.source_id IS NULL THEN 'completed' ELSE 'cached' END, d.client_request_id, d.at, d.at, d.source_id, d.latency_ms
-           FROM ${c.unnest} AS d(id, account_id, key_id, model, endpoint, provider, client_request_id, at, source_id, latency_ms)
+           FROM ${c.table} AS d(id, account_id, key_id, model, endpoint, provider, client_request_id, at, source_id, latency_ms)
            LEFT JOIN generations s ON s.id = d.source_id`,
     c.params,
   );
@@ -211,8 +211,6 @@ const SETTLED = [
   'jsonb',
   'bigint',
 ];
-
-const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
 
 export interface GenerationRow {
   id: string;

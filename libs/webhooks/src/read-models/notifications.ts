@@ -7,7 +7,7 @@ import { WEBHOOK_DELIVERY_JOB, type OutboxEvent } from '../delivery-workflow';
 import { subscribes, webhookEventId, webhookEventOf, WEBHOOK_SOURCE_TYPES } from '../outbox';
 import { createHash } from 'node:crypto';
 import type { ModelDeprecated } from '@svc/catalog';
-import { asColumns, eventTime, type Projection } from '@svc/projections';
+import { asTable, eventTime, type Projection } from '@svc/projections';
 
 type Settings<T extends SettingsEvent['type']> = RecordedEvent<T, Extract<SettingsEvent, { type: T }>['data']>;
 type Delivery<T extends DeliveryEvent['type']> = RecordedEvent<T, Extract<DeliveryEvent, { type: T }>['data']>;
@@ -155,9 +155,9 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
 /** Each account's last use of each model, one statement per batch whatever its number of charges. */
 async function recordModelUse(used: Map<string, [string, string, string]>, tx: SqlExecutor): Promise<void> {
   if (used.size === 0) return;
-  const c = asColumns(['text', 'text', 'timestamptz'], [...used.values()]);
+  const c = asTable(['text', 'text', 'timestamptz'], [...used.values()]);
   await tx.query(
-    `INSERT INTO webhook_model_use (account_id, model, last_used_at) SELECT * FROM ${c.unnest}
+    `INSERT INTO webhook_model_use (account_id, model, last_used_at) SELECT * FROM ${c.table} AS d
      ON CONFLICT (account_id, model) DO UPDATE SET last_used_at = GREATEST(webhook_model_use.last_used_at, EXCLUDED.last_used_at)`,
     c.params,
   );
