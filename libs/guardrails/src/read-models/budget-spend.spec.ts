@@ -86,5 +86,9 @@ describe('guardrail budget spend, projected from the account log (issue 44)', ()
     await runner.rebuild();
     expect(await projected(org)).toEqual(expected(org));
     expect(await projected(member)).toEqual(expected(member));
+    // One event per batch: every settlement meets its hold in an earlier batch, never in its own.
+    await new ProjectionRunner(sql, store, [budgetSpendProjection], { batchSize: 1 }).rebuild();
+    expect(await projected(org)).toEqual(expected(org));
+    expect(await projected(member)).toEqual(expected(member));
   });
 });

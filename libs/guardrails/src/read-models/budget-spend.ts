@@ -49,9 +49,15 @@ export const budgetSpendProjection: Projection = {
     const holds: unknown[][] = [];
     const charges: unknown[][] = [];
     const closed: unknown[][] = [];
+    // Holds placed in this batch under no budget have no row to charge or close: most requests,
+    // and in a rebuild's large batches most of them are settled in the batch that placed them.
+    const unbudgeted = new Set<string>();
+    const holdKey = (e: Read) => `${e.data.account_id}\u0000${e.data.hold_id}`;
     for (const e of events) {
+      if (e.type !== 'HoldPlaced' && unbudgeted.has(holdKey(e))) continue;
       switch (e.type) {
         case 'HoldPlaced':
+          if (!e.data.budgets?.length) unbudgeted.add(holdKey(e));
           for (const b of e.data.budgets ?? [])
             holds.push([e.data.account_id, e.data.hold_id, b.bucket, b.guardrail_id, b.scope, b.subject, e.data.amount_nano]);
           break;
