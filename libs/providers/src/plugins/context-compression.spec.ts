@@ -1,9 +1,14 @@
-import { countChatPromptTokens } from '../tokens';
-import { compressMessages } from './context-compression';
+import { countChatPromptTokens as countWithin, TokenBudget } from '../tokens';
+import { compressMessages as compressWithin } from './context-compression';
 
 type Message = { role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string };
 
 const msg = (role: string, content: string): Message => ({ role, content });
+// Exact counts. By default a count encodes for at most 250 ms of wall time and counts the rest
+// as bytes (an upper bound); a loaded test process stalled past that once, and a count grew.
+const exact = () => new TokenBudget(Number.POSITIVE_INFINITY);
+const countChatPromptTokens = (messages: unknown[]) => countWithin(messages, exact());
+const compressMessages = <M>(messages: M[], budget: number) => compressWithin(messages, budget, exact());
 /** About 200 tokens: enough that each message decides whether a small budget fits. */
 const long = (tag: string) => `${tag} ${'lorem ipsum '.repeat(100)}`;
 
@@ -23,6 +28,13 @@ describe('context compression (spec 4.2 rule 9)', () => {
   it('returns the messages untouched when they fit', () => {
     const result = compressMessages(conversation, countChatPromptTokens(conversation));
     expect(result).toEqual({ messages: conversation, dropped: 0, promptTokens: countChatPromptTokens(conversation), fits: true });
+  });
+
+  it('counts within the one budget it is given, as a count of the whole prompt does: once spent, the rest is counted as bytes', () => {
+    const spent = () => new TokenBudget(0);
+    const result = compressWithin(conversation, Number.POSITIVE_INFINITY, spent());
+    expect(result.promptTokens).toBe(countWithin(conversation, spent()));
+    expect(result.promptTokens).toBeGreaterThan(countChatPromptTokens(conversation));
   });
 
   it('drops from the middle first, keeping the system prompt and the latest user turn', () => {

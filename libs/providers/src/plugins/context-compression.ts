@@ -7,7 +7,7 @@
  * result without its call, and a call without its results.
  */
 import { isRecord } from '../json';
-import { countChatPromptTokens } from '../tokens';
+import { countChatPromptTokens, TokenBudget } from '../tokens';
 
 export interface Compressed<M> {
   /** The messages kept, in their original order. */
@@ -29,13 +29,14 @@ interface Unit {
 
 /**
  * Drops whole units from the middle of `messages` until the prompt is at most `budget` tokens.
- * Messages already within the budget come back as they are.
+ * Messages already within the budget come back as they are. The messages share one budget of
+ * exact counting (`counting`), as they do in a count of the whole prompt.
  */
-export function compressMessages<M>(messages: readonly M[], budget: number): Compressed<M> {
+export function compressMessages<M>(messages: readonly M[], budget: number, counting = new TokenBudget()): Compressed<M> {
   // countChatPromptTokens is a sum over messages plus a fixed priming cost, so each message's
   // share can be counted once and the candidates summed without tokenising again.
-  const priming = countChatPromptTokens([]);
-  const cost = messages.map((m) => countChatPromptTokens([m]) - priming);
+  const priming = countChatPromptTokens([], counting);
+  const cost = messages.map((m) => countChatPromptTokens([m], counting) - priming);
   let total = priming + cost.reduce((a, b) => a + b, 0);
   if (total <= budget) return { messages: [...messages], dropped: 0, promptTokens: total, fits: true };
 
